@@ -1,0 +1,1 @@
+"""nnemu: an emulator of the Android Neural Networks API stack."""

@@ -1,0 +1,69 @@
+"""Every exception a user of nnemu can see.
+
+Emulated NNAPI failures are *values* (``ErrorStatus``, ``ResultCode``), never
+exceptions: a failing driver is a scenario, not a crash.  The classes here are
+for problems with nnemu's *input* (a scenario, a trace) and for broken internal
+invariants.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+class NnemuError(Exception):
+    """Base class of every nnemu exception."""
+
+
+@attrs.frozen(kw_only=True)
+class Problem:
+    """One thing wrong with an input document, with its position."""
+
+    source: str
+    """File name as the user gave it (or ``<string>``)."""
+    line: int
+    """1-based line number."""
+    column: int
+    """1-based column number."""
+    key_path: str
+    """Dotted path of the offending key, e.g. ``apps[0].workload.period_ms``."""
+    message: str
+    """What was expected and what was found."""
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}:{self.column}"
+        if self.key_path:
+            return f"{where}: {self.key_path}: {self.message}"
+        return f"{where}: {self.message}"
+
+
+class ScenarioError(NnemuError):
+    """A scenario document is malformed; carries every problem found, sorted by position."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = sorted(problems, key=lambda p: (p.source, p.line, p.column, p.key_path))
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class TraceFormatError(NnemuError):
+    """A trace could not be read at all (nothing usable in it)."""
+
+    def __init__(self, source: str, line_number: int, line: str, message: str) -> None:
+        self.source = source
+        self.line_number = line_number
+        self.line = line
+        self.message = message
+        super().__init__(f"{source}:{line_number}: {message}")
+
+
+class ReplayMismatch(NnemuError):
+    """A replay diverged from the trace it re-drives."""
+
+    def __init__(self, expected: str, actual: str) -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(f"replay diverged: expected {expected}, got {actual}")
+
+
+class EmulatorBug(NnemuError):
+    """A broken internal invariant. Please report it with the scenario and seed."""
