@@ -1,0 +1,341 @@
+"""The validated, frozen form of a scenario (what ``load_scenario`` returns).
+
+Every field has a default where the scenario format gives one; docs/scenario-format.md
+documents the YAML keys, which have the same names as these fields.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+from nnemu.hal import DeviceType, ExecutionPreference, HalVersion, OperationType, Priority
+
+
+class SchedulerKind(enum.Enum):
+    """How a device orders waiting executions."""
+
+    FIFO = "fifo"
+    PER_APP_PRIORITY = "per_app_priority"
+    GLOBAL_PRIORITY = "global_priority"
+
+
+class PreemptionKind(enum.Enum):
+    """What a device does to running low-priority work when higher-priority work waits."""
+
+    NONE = "none"
+    CHECKPOINT = "checkpoint"
+    RESTART = "restart"
+
+
+class DeadlinePolicy(enum.Enum):
+    """What a driver does once a running execution's deadline has passed."""
+
+    ABORT = "abort"
+    IGNORE = "ignore"
+
+
+class FaultKind(enum.Enum):
+    """Faults a scenario can inject into a driver."""
+
+    CRASH = "crash"
+    BUSY = "busy"
+    OFFLINE = "offline"
+    TRANSIENT_FAILURE = "transient_failure"
+    SLOWDOWN = "slowdown"
+
+
+class ExecutionMode(enum.Enum):
+    """How an app issues its executions through the NDK."""
+
+    SYNC = "sync"
+    ASYNC = "async"
+    FENCED = "fenced"
+
+
+class WorkloadKind(enum.Enum):
+    """Arrival process of an app's executions."""
+
+    PERIODIC = "periodic"
+    CLOSED_LOOP = "closed_loop"
+    POISSON = "poisson"
+    BURST = "burst"
+
+
+@attrs.frozen(kw_only=True)
+class PerfSpec:
+    """PerformanceInfo ratios relative to the reference CPU (lower is better)."""
+
+    exec_time: float = 1.0
+    """Execution time ratio (> 0)."""
+    power_usage: float = 1.0
+    """Power usage ratio (> 0)."""
+
+
+@attrs.frozen(kw_only=True)
+class PerformanceSpec:
+    """A device's capabilities table."""
+
+    float32: PerfSpec = PerfSpec()
+    """Ops whose first input is (TENSOR_)FLOAT32."""
+    quant8: PerfSpec = PerfSpec()
+    """Ops whose first input is a quantized 8-bit tensor."""
+    relaxed: PerfSpec | None = None
+    """FP32 computed as FP16 (relaxed models); None = same as float32."""
+    other: PerfSpec = PerfSpec()
+    """Every other operand type (INT32, FLOAT16, BOOL, ...)."""
+    if_: PerfSpec = PerfSpec()
+    """The IF operation itself (HAL 1.3; YAML key ``if``)."""
+    while_: PerfSpec = PerfSpec()
+    """The WHILE operation itself (HAL 1.3; YAML key ``while``)."""
+
+
+@attrs.frozen(kw_only=True)
+class DeviceCostSpec:
+    """The cost model of a device's driver."""
+
+    prepare_ms: float = 5.0
+    """Fixed part of model preparation (>= 0)."""
+    prepare_ms_per_op: float = 0.2
+    """Preparation time per operation (>= 0)."""
+    launch_us: float = 20.0
+    """Driver overhead per execution, before the first operation (>= 0)."""
+    jitter: float = 0.0
+    """Log-normal sigma applied to each execution's compute time (>= 0; 0 = deterministic)."""
+
+
+@attrs.frozen(kw_only=True)
+class FaultSpec:
+    """One injected fault."""
+
+    kind: FaultKind
+    """What goes wrong."""
+    at_ms: float | None = None
+    """When it starts (crash, busy, offline, slowdown); virtual ms from the run's start."""
+    until_ms: float | None = None
+    """When it ends (busy, offline, slowdown); None = never."""
+    probability: float | None = None
+    """Per-execution probability (transient_failure), in [0, 1]."""
+    factor: float = 1.0
+    """Slow-down factor on compute time (slowdown; >= 1)."""
+
+
+@attrs.frozen(kw_only=True)
+class DeviceSpec:
+    """One emulated driver service and its device."""
+
+    name: str
+    """Device name as ANeuralNetworksDevice_getName reports it; unique, not 'nnapi-reference'."""
+    hal_version: HalVersion = HalVersion.V1_3
+    """HIDL interface version the driver implements."""
+    type: DeviceType = DeviceType.ACCELERATOR
+    """Device type (reported by 1.2+ drivers)."""
+    version_string: str = "nnemu-driver-1"
+    """getVersionString answer (1.2+)."""
+    performance: PerformanceSpec = PerformanceSpec()
+    """Capabilities."""
+    supported_operations: tuple[OperationType, ...] | None = None
+    """Operation types the driver supports; None = every non-OEM operation."""
+    compute_units: int = 1
+    """How many executions the device runs at once (>= 1)."""
+    worker_threads: int = 2
+    """Driver threads for asynchronous executions and preparations (>= 1)."""
+    binder_threads: int | None = None
+    """Size of the service's binder thread pool; None = ipc.binder_threads."""
+    memory_mb: float = 1024.0
+    """Device memory for prepared models (> 0)."""
+    cost: DeviceCostSpec = DeviceCostSpec()
+    """Cost model."""
+    scheduler: SchedulerKind = SchedulerKind.PER_APP_PRIORITY
+    """Order of waiting executions."""
+    preemption: PreemptionKind = PreemptionKind.NONE
+    """Preemption of running lower-priority work."""
+    deadline_policy: DeadlinePolicy = DeadlinePolicy.ABORT
+    """Abort at the next checkpoint once a deadline has passed, or ignore it."""
+    queue_limit: int | None = None
+    """Most executions waiting for a compute unit; None = unbounded."""
+    faults: tuple[FaultSpec, ...] = ()
+    """Injected faults."""
+
+
+@attrs.frozen(kw_only=True)
+class CpuSpec:
+    """The reference CPU: the runtime's ``nnapi-reference`` device and the base of all costs."""
+
+    ns_per_mac: float = 1.0
+    """Time for one multiply-accumulate (> 0)."""
+    ns_per_element: float = 0.5
+    """Time per output element of element-wise operations (> 0)."""
+
+
+@attrs.frozen(kw_only=True)
+class IpcSpec:
+    """The HIDL/binder transport model."""
+
+    latency_us: float = 50.0
+    """Mean one-way transaction latency (>= 0)."""
+    jitter: float = 0.0
+    """Log-normal sigma on each latency (>= 0)."""
+    us_per_kb: float = 0.0
+    """Additional latency per KiB of payload (>= 0)."""
+    binder_threads: int = 4
+    """Binder threads per process (>= 1)."""
+
+
+@attrs.frozen(kw_only=True)
+class LayerSpec:
+    """One layer of an explicit model: an operation and its output shape."""
+
+    type: OperationType
+    """Operation type."""
+    output: tuple[int, ...]
+    """Output tensor shape."""
+    filter: tuple[int, ...] | None = None
+    """Filter/weights shape for CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED."""
+
+
+@attrs.frozen(kw_only=True)
+class ModelSpec:
+    """A model: a preset with parameters, or an explicit chain of layers."""
+
+    name: str
+    """Name apps refer to."""
+    preset: str | None = None
+    """One of the presets (see nnemu.hal.presets); exclusive with ``layers``."""
+    dtype: str = "float32"
+    """float32 or quant8."""
+    params: tuple[tuple[str, int | float], ...] = ()
+    """Preset parameters (e.g. input_size, units, steps), sorted by key."""
+    layers: tuple[LayerSpec, ...] = ()
+    """Explicit chain of layers; exclusive with ``preset``."""
+    relaxed: bool = False
+    """relaxComputationFloat32toFloat16."""
+
+
+@attrs.frozen(kw_only=True)
+class WorkloadSpec:
+    """When an app issues its executions."""
+
+    kind: WorkloadKind = WorkloadKind.CLOSED_LOOP
+    """Arrival process."""
+    executions: int | None = None
+    """How many executions in all; None = until the scenario's duration_ms."""
+    start_ms: float = 0.0
+    """When the app starts (virtual ms)."""
+    period_ms: float | None = None
+    """Periodic: time between arrivals (> 0, required)."""
+    rate_hz: float | None = None
+    """Poisson: mean arrival rate (> 0, required)."""
+    think_ms: float = 0.0
+    """Closed loop: pause between one completion and the next arrival."""
+    burst_size: int | None = None
+    """Burst: executions per burst (>= 1, required)."""
+    burst_interval_ms: float | None = None
+    """Burst: time between burst starts (> 0, required)."""
+
+
+@attrs.frozen(kw_only=True)
+class RetrySpec:
+    """How an app retries TRANSIENT errors (never PERSISTENT ones)."""
+
+    max_attempts: int = 0
+    """Retries after the first attempt (0 = no retry)."""
+    backoff_ms: float = 1.0
+    """Delay before the first retry."""
+    backoff_factor: float = 2.0
+    """Multiplier of the delay for each further retry (>= 1)."""
+
+
+@attrs.frozen(kw_only=True)
+class AppSpec:
+    """One application process and its workload."""
+
+    name: str
+    """Process name; unique."""
+    uid: int
+    """Android uid (priorities are relative among one uid's models)."""
+    model: str
+    """Name of a model in ``models``."""
+    devices: tuple[str, ...] | None = None
+    """Compile for these devices (createForDevices); None = all devices, with CPU fallback."""
+    preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER
+    """Compilation preference."""
+    priority: Priority = Priority.MEDIUM
+    """Compilation priority."""
+    compile_timeout_ms: float | None = None
+    """Compilation_setTimeout (single-device compilations only)."""
+    execution_timeout_ms: float | None = None
+    """Execution_setTimeout (single-device compilations only)."""
+    loop_timeout_ms: float | None = None
+    """Execution_setLoopTimeout."""
+    execution_mode: ExecutionMode = ExecutionMode.SYNC
+    """compute, startCompute + Event_wait, or startComputeWithDependencies."""
+    measure_timing: bool = False
+    """Execution_setMeasureTiming."""
+    threads: int = 1
+    """App threads issuing executions concurrently (>= 1)."""
+    workload: WorkloadSpec = WorkloadSpec()
+    """Arrivals."""
+    retry: RetrySpec = RetrySpec()
+    """Retry policy for TRANSIENT errors."""
+    drop_late_frames: bool = False
+    """Drop an execution whose arrival is already older than its timeout before it starts."""
+
+
+class ExpectOp(enum.Enum):
+    """Comparison operators of an expectation."""
+
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    EQ = "=="
+    NE = "!="
+
+
+@attrs.frozen(kw_only=True)
+class Expectation:
+    """An assertion on the report, e.g. ``apps.camera.latency_ms.p95 <= 30``."""
+
+    text: str
+    """The expectation as written."""
+    path: tuple[str, ...]
+    """Report path, e.g. ('apps', 'camera', 'latency_ms', 'p95')."""
+    op: ExpectOp
+    """Comparison."""
+    value: float
+    """Right-hand side."""
+
+
+@attrs.frozen(kw_only=True)
+class Scenario:
+    """A whole scenario, validated."""
+
+    name: str
+    """Scenario name (report and trace titles)."""
+    seed: int = 0
+    """Seed of every random generator in the run."""
+    duration_ms: float | None = None
+    """Stop the run at this virtual time; None = when every app has finished."""
+    devices: tuple[DeviceSpec, ...] = ()
+    """Driver services (the CPU device nnapi-reference is always added by the runtime)."""
+    cpu: CpuSpec = CpuSpec()
+    """Reference CPU cost base."""
+    ipc: IpcSpec = IpcSpec()
+    """Transport model."""
+    models: tuple[ModelSpec, ...] = ()
+    """Models apps use."""
+    apps: tuple[AppSpec, ...] = ()
+    """Applications."""
+    expect: tuple[Expectation, ...] = ()
+    """Assertions checked after the run."""
+    source: str = "<string>"
+    """Where the scenario came from (file name)."""
+
+    def model(self, name: str) -> ModelSpec:
+        """The model spec called ``name``."""
+        for spec in self.models:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
