@@ -1,0 +1,434 @@
+"""The virtual-time kernel: deterministic scheduling of emulated threads on trio.
+
+Every emulated thread of control is a trio task, but only one of them runs at a
+time: the one holding the kernel's baton.  A task gives the baton away only by
+waiting on a kernel primitive (``sleep``, ``SimEvent.wait``, ``SimQueue.get``,
+``park``); the kernel then picks the next task from its own FIFO ready queue or,
+when that is empty, from its own ``(time, sequence)`` timer heap, and advances
+virtual time.  Trio's run loop never has two emulated tasks ready at once, so its
+(randomised) choice among ready tasks never decides anything: the same scenario
+and seed give the same interleaving on any machine.
+
+Virtual time is an integer number of nanoseconds (``Kernel.now_ns``).  Under
+trio's ``MockClock`` the kernel jumps the clock along, so ``trio.current_time()``
+agrees with it; with ``realtime=True`` the kernel waits on trio's clock for each
+step instead, so a run takes as long as the emulated time.
+"""
+
+from __future__ import annotations
+
+import collections
+import heapq
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import attrs
+import outcome
+import trio
+import trio.testing
+from trio.lowlevel import Abort, current_task, reschedule, wait_task_rescheduled
+
+from nnemu.errors import EmulatorBug
+
+
+@attrs.frozen
+class SimThread:
+    """An emulated thread: the identity the tracer writes on every mark."""
+
+    pid: int
+    """Process id (the tgid in traces)."""
+    tid: int
+    """Thread id."""
+    name: str
+    """Thread name (the TASK column of ftrace, at most 15 characters shown)."""
+
+
+_current_thread: ContextVar[SimThread | None] = ContextVar("nnemu_thread", default=None)
+
+
+def current_thread() -> SimThread:
+    """The emulated thread the calling code runs on."""
+    thread = _current_thread.get()
+    if thread is None:
+        raise EmulatorBug("no emulated thread is bound to this task")
+    return thread
+
+
+@contextmanager
+def as_thread(thread: SimThread) -> Iterator[SimThread]:
+    """Run the enclosed code as ``thread`` (a binder thread serving a transaction, say)."""
+    token = _current_thread.set(thread)
+    try:
+        yield thread
+    finally:
+        _current_thread.reset(token)
+
+
+class _Proc:
+    """Kernel bookkeeping of one trio task that takes part in the emulation."""
+
+    __slots__ = ("lag_ns", "name", "resume_value", "started", "task", "token")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        # Virtual CPU time the task has spent since it last synchronised with the
+        # kernel: its own clock runs ``lag_ns`` ahead of ``Kernel.now_ns``.
+        self.lag_ns = 0
+        self.task: trio.lowlevel.Task | None = None
+        self.started = False  # set when the kernel handed it the baton before it parked once
+        self.resume_value: object = None
+        # Incremented whenever the proc is woken: a wake-up source holding an older
+        # token (a timer that lost the race against an event, say) is stale.
+        self.token = 0
+
+
+WakeHandle = tuple[_Proc, int]
+"""Who to wake and which wait of theirs: ``(proc, token)``."""
+
+
+class KernelStopped(Exception):
+    """Raised inside emulated tasks that try to wait after the kernel has shut down."""
+
+
+class Kernel:
+    """Deterministic scheduler of emulated threads in virtual time."""
+
+    def __init__(self, *, realtime: bool = False) -> None:
+        self.now_ns = 0
+        self.realtime = realtime
+        self._ready: collections.deque[_Proc] = collections.deque()
+        # Entries: (time_ns, seq, proc, token) for a sleeping proc, or
+        # (time_ns, seq, None, callback) for a timed callback.
+        self._heap: list[tuple[int, int, Any, Any]] = []
+        self._seq = 0
+        self._running: _Proc | None = None
+        self._root: _Proc | None = None
+        self._stop_ns: int | None = None
+        self._closing = False
+        self._wall_base = 0.0
+        self._clock: trio.testing.MockClock | None = None
+        self.switches = 0
+
+    # ------------------------------------------------------------------ time
+    def now(self) -> int:
+        """Virtual time as the running task sees it (kernel time plus its unsynchronised work)."""
+        proc = self._running
+        return self.now_ns + proc.lag_ns if proc is not None else self.now_ns
+
+    def work(self, duration_ns: int) -> None:
+        """Account ``duration_ns`` of busy CPU time to the running task without a task switch.
+
+        Nothing else can observe the task while it computes, so its clock simply runs
+        ahead; the lag is slept off at its next wait (``sync``).  Marks written
+        meanwhile carry the task's own time (``now()``).
+        """
+        proc = self._running
+        if proc is None:
+            raise EmulatorBug("work() outside an emulated task")
+        proc.lag_ns += duration_ns
+
+    async def sync(self) -> None:
+        """Sleep off the running task's accumulated work so that its clock equals the kernel's."""
+        proc = self._running
+        if proc is not None and proc.lag_ns:
+            await self.sleep_until(self.now_ns + proc.lag_ns)
+
+    def assert_synced(self) -> None:
+        """Raise EmulatorBug if the running task acts on shared state ahead of virtual time."""
+        proc = self._running
+        if proc is not None and proc.lag_ns:
+            raise EmulatorBug(f"{proc.name} touched shared state {proc.lag_ns} ns ahead of time")
+
+    def _advance(self, t_ns: int) -> None:
+        if t_ns > self.now_ns:
+            if self._clock is not None:
+                self._clock.jump((t_ns - self.now_ns) / 1e9)
+            self.now_ns = t_ns
+
+    # --------------------------------------------------------------- running
+    async def run(self, *, stop_ns: int | None = None) -> None:
+        """Run the emulation until nothing is left to do or virtual time reaches ``stop_ns``.
+
+        Call from the task that owns the nursery the emulated tasks were spawned in.
+        """
+        clock = trio.lowlevel.current_clock()
+        self._clock = clock if isinstance(clock, trio.testing.MockClock) else None
+        self._wall_base = trio.current_time() - self.now_ns / 1e9
+        self._stop_ns = stop_ns
+        root = _Proc("root")
+        root.task = current_task()
+        root.started = True
+        self._root = root
+        self._running = root
+        nxt = await self._next()
+        if nxt is not root:
+            self._hand_to(nxt)
+            await wait_task_rescheduled(self._abort)
+        self._running = None
+        if stop_ns is not None and self.now_ns < stop_ns and self.pending():
+            self._advance(stop_ns)
+
+    def pending(self) -> bool:
+        """Whether any emulated work is still scheduled."""
+        return bool(self._ready) or bool(self._heap)
+
+    def close(self) -> None:
+        """Mark the kernel as shutting down: waiting tasks are about to be cancelled."""
+        self._closing = True
+
+    def _abort(self, _raise_cancel: Any) -> Abort:
+        # Nothing cancels emulated tasks during a run, so a cancellation means the
+        # run is being torn down (end of run, Ctrl-C, a failed task).
+        self._closing = True
+        return Abort.SUCCEEDED
+
+    async def _next(self) -> _Proc:
+        """Pick the proc that runs next, running due callbacks and advancing time."""
+        ready, heap = self._ready, self._heap
+        while True:
+            if ready:
+                return ready.popleft()
+            if not heap or self._closing:
+                assert self._root is not None
+                return self._root
+            t_ns, _, proc, payload = heap[0]
+            if self._stop_ns is not None and t_ns > self._stop_ns:
+                assert self._root is not None
+                return self._root
+            heapq.heappop(heap)
+            if proc is None:
+                if self.realtime:
+                    await trio.sleep_until(self._wall_base + t_ns / 1e9)
+                self._advance(t_ns)
+                payload()
+                continue
+            if proc.token != payload:
+                continue  # stale timer: the proc was woken by something else
+            proc.token += 1
+            proc.resume_value = None
+            if self.realtime:
+                await trio.sleep_until(self._wall_base + t_ns / 1e9)
+            self._advance(t_ns)
+            return proc
+
+    def _hand_to(self, proc: _Proc) -> None:
+        self._running = proc
+        self.switches += 1
+        if proc.task is None:
+            proc.started = True  # it will find the baton in its hands when it starts
+        else:
+            reschedule(proc.task, outcome.Value(proc.resume_value))
+
+    async def park(self, until_ns: int | None = None) -> object:
+        """Give up the baton until woken through ``wait_handle()`` or until ``until_ns``.
+
+        Returns the value passed to ``wake``, or None when the timer fired.
+        """
+        proc = self._running
+        if proc is None or self._closing:
+            raise KernelStopped("the emulation is not running")
+        if proc.lag_ns:
+            # A wait handle taken before syncing would be stale after it: sync first.
+            raise EmulatorBug(f"{proc.name} parked {proc.lag_ns} ns ahead of time")
+        if until_ns is not None:
+            self._seq += 1
+            heapq.heappush(self._heap, (max(until_ns, self.now_ns), self._seq, proc, proc.token))
+        nxt = await self._next()
+        if nxt is proc:
+            self._running = proc
+            return proc.resume_value
+        self._hand_to(nxt)
+        return await wait_task_rescheduled(self._abort)
+
+    def wait_handle(self) -> WakeHandle:
+        """A handle that ``wake`` uses to resume the calling task's next ``park`` (sync first)."""
+        proc = self._running
+        if proc is None:
+            raise EmulatorBug("wait_handle() outside an emulated task")
+        if proc.lag_ns:
+            raise EmulatorBug(f"{proc.name} took a wait handle {proc.lag_ns} ns ahead of time")
+        return proc, proc.token
+
+    def wake(self, handle: WakeHandle, value: object = None) -> bool:
+        """Make the parked task behind ``handle`` ready with ``value``; False if it was woken already."""
+        proc, token = handle
+        if proc.token != token:
+            return False
+        self.assert_synced()
+        proc.token += 1
+        proc.resume_value = value
+        self._ready.append(proc)
+        return True
+
+    async def sleep_until(self, t_ns: int) -> None:
+        """Wait until virtual time ``t_ns`` (at least until the task's own clock)."""
+        heap = self._heap
+        proc = self._running
+        if proc is not None and proc.lag_ns:
+            t_ns = max(t_ns, self.now_ns + proc.lag_ns)
+            proc.lag_ns = 0
+        if (
+            not self._ready
+            and not self.realtime
+            and (not heap or heap[0][0] > t_ns)
+            and (self._stop_ns is None or t_ns <= self._stop_ns)
+            and self._running is not None
+            and not self._closing
+        ):
+            # Nothing else can happen before t_ns: move time on without a task switch.
+            self._advance(t_ns)
+            return
+        await self.park(t_ns)
+
+    async def sleep(self, duration_ns: int) -> None:
+        """Wait ``duration_ns`` of virtual time from the task's own clock."""
+        await self.sleep_until(self.now() + max(0, duration_ns))
+
+    async def checkpoint(self) -> None:
+        """Let every task that is ready now run before continuing."""
+        if self._ready:
+            handle = self.wait_handle()
+            self.wake(handle)
+            await self.park()
+
+    def call_at(self, t_ns: int, callback: Callable[[], None]) -> None:
+        """Run the plain function ``callback`` at virtual time ``t_ns`` (in sequence order)."""
+        self._seq += 1
+        heapq.heappush(self._heap, (max(t_ns, self.now_ns), self._seq, None, callback))
+
+    # -------------------------------------------------------------- spawning
+    def spawn(
+        self,
+        nursery: trio.Nursery,
+        fn: Callable[..., Awaitable[object]],
+        *args: object,
+        thread: SimThread,
+    ) -> None:
+        """Start ``fn(*args)`` as an emulated task running as ``thread`` in ``nursery``.
+
+        The task is queued behind the tasks that are ready now, in spawn order.
+        """
+        proc = _Proc(thread.name)
+        self._ready.append(proc)
+        nursery.start_soon(self._proc_main, proc, thread, fn, args, name=f"nnemu:{thread.name}")
+
+    async def _proc_main(
+        self,
+        proc: _Proc,
+        thread: SimThread,
+        fn: Callable[..., Awaitable[object]],
+        args: tuple[object, ...],
+    ) -> None:
+        _current_thread.set(thread)
+        proc.task = current_task()
+        if not proc.started:
+            await wait_task_rescheduled(self._abort)
+        try:
+            await fn(*args)
+        finally:
+            if not self._closing and self._running is proc:
+                with trio.CancelScope(shield=True):
+                    nxt = await self._next()
+                    if nxt is not proc:
+                        self._hand_to(nxt)
+
+
+class SimEvent:
+    """A one-shot latch carrying a value: the first ``set`` wins, later ones are ignored."""
+
+    __slots__ = ("_kernel", "_waiters", "is_set", "value")
+
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
+        self._waiters: list[WakeHandle] = []
+        self.is_set = False
+        self.value: Any = None
+
+    def set(self, value: object = None) -> bool:
+        """Latch ``value`` and wake the waiters; False if already set (value unchanged)."""
+        if self.is_set:
+            return False
+        self._kernel.assert_synced()
+        self.is_set = True
+        self.value = value
+        wake = self._kernel.wake
+        for handle in self._waiters:
+            wake(handle, value)
+        self._waiters.clear()
+        return True
+
+    async def wait(self) -> Any:
+        """Wait until set; return the latched value."""
+        await self._kernel.sync()
+        if self.is_set:
+            return self.value
+        self._waiters.append(self._kernel.wait_handle())
+        return await self._kernel.park()
+
+
+class SimQueue:
+    """An unbounded FIFO queue between emulated tasks."""
+
+    __slots__ = ("_getters", "_items", "_kernel")
+
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
+        self._items: collections.deque[Any] = collections.deque()
+        self._getters: collections.deque[WakeHandle] = collections.deque()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put_nowait(self, item: object) -> None:
+        """Append ``item``, handing it straight to the longest-waiting getter if any."""
+        self._kernel.assert_synced()
+        while self._getters:
+            if self._kernel.wake(self._getters.popleft(), item):
+                return
+        self._items.append(item)
+
+    async def get(self) -> Any:
+        """Take the oldest item, waiting for one if the queue is empty."""
+        await self._kernel.sync()
+        if self._items:
+            return self._items.popleft()
+        self._getters.append(self._kernel.wait_handle())
+        return await self._kernel.park()
+
+
+class ThreadPool:
+    """A fixed pool of emulated threads (binder threads, driver workers), lent out FIFO."""
+
+    def __init__(self, kernel: Kernel, threads: list[SimThread]) -> None:
+        self._kernel = kernel
+        self.threads = tuple(threads)
+        self._free: list[SimThread] = list(reversed(threads))
+        self._waiters: collections.deque[WakeHandle] = collections.deque()
+        self.peak_in_use = 0
+
+    @property
+    def in_use(self) -> int:
+        """Threads currently lent out."""
+        return len(self.threads) - len(self._free)
+
+    async def acquire(self) -> SimThread:
+        """Borrow a thread (the lowest-numbered free one), waiting FIFO if all are busy."""
+        await self._kernel.sync()
+        if self._free and not self._waiters:
+            thread = self._free.pop()
+        else:
+            self._waiters.append(self._kernel.wait_handle())
+            thread = await self._kernel.park()  # type: ignore[assignment]
+        self.peak_in_use = max(self.peak_in_use, self.in_use)
+        return thread
+
+    def release(self, thread: SimThread) -> None:
+        """Return ``thread``, handing it to the oldest waiter if any."""
+        self._kernel.assert_synced()
+        while self._waiters:
+            if self._kernel.wake(self._waiters.popleft(), thread):
+                return
+        self._free.append(thread)
+        self._free.sort(key=lambda t: -t.tid)
