@@ -1,0 +1,938 @@
+"""YAML text -> validated frozen ``Scenario`` (and back with ``dump_scenario``).
+
+The YAML is composed, not constructed, so every value keeps its position; the
+nodes are then checked against the attrs classes of ``_model.py`` (their type
+hints are the schema), collecting every problem before raising one
+``ScenarioError``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import math
+import os
+import re
+import types
+import typing
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import attrs
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from nnemu.errors import EmulatorBug, Problem, ScenarioError
+from nnemu.hal import DeviceType, ExecutionPreference, HalVersion, OperationType, Priority
+from nnemu.scenario._expect import parse_expectation
+from nnemu.scenario._model import (
+    AppSpec,
+    CpuSpec,
+    DeadlinePolicy,
+    DeviceCostSpec,
+    DeviceSpec,
+    ExecutionMode,
+    Expectation,
+    FaultKind,
+    FaultSpec,
+    IpcSpec,
+    LayerSpec,
+    ModelSpec,
+    PerformanceSpec,
+    PerfSpec,
+    PreemptionKind,
+    RetrySpec,
+    Scenario,
+    SchedulerKind,
+    WorkloadKind,
+    WorkloadSpec,
+)
+
+CPU_DEVICE_NAME: Final = "nnapi-reference"
+"""The runtime's CPU device: usable in ``apps[].devices``, never a ``devices[].name``."""
+PRESETS: Final = ("mobilenet_v1", "mobilenet_v2", "lstm", "while_loop", "add")
+"""Model presets ``models[].preset`` may name."""
+DTYPES: Final = ("float32", "quant8")
+"""Values of ``models[].dtype``."""
+FIRST_UID: Final = 10000
+"""An app without ``uid`` gets FIRST_UID + its index in ``apps``."""
+LAYERS_WITH_FILTER: Final = frozenset(
+    {OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED}
+)
+"""Layer types that need (and alone accept) a ``filter`` shape."""
+
+# YAML spellings of every enum the format uses, in the order error messages list them.
+_SPELLINGS: Final[dict[type[enum.Enum], dict[str, enum.Enum]]] = {
+    HalVersion: {m.value: m for m in HalVersion},
+    DeviceType: {m.name.lower(): m for m in DeviceType if m is not DeviceType.UNKNOWN},
+    ExecutionPreference: {m.name.lower(): m for m in ExecutionPreference},
+    Priority: {m.name.lower(): m for m in Priority},
+    OperationType: {m.name: m for m in OperationType},
+    SchedulerKind: {m.value: m for m in SchedulerKind},
+    PreemptionKind: {m.value: m for m in PreemptionKind},
+    DeadlinePolicy: {m.value: m for m in DeadlinePolicy},
+    FaultKind: {m.value: m for m in FaultKind},
+    ExecutionMode: {m.value: m for m in ExecutionMode},
+    WorkloadKind: {m.value: m for m in WorkloadKind},
+}
+
+
+@attrs.frozen
+class _Bound:
+    """A numeric constraint, e.g. ``> 0``."""
+
+    op: str
+    limit: float
+    high: float | None = None
+
+    def holds(self, value: float) -> bool:
+        if self.op == ">":
+            return value > self.limit
+        if self.high is not None:
+            return self.limit <= value <= self.high
+        return value >= self.limit
+
+    def describe(self) -> str:
+        if self.high is not None:
+            return f"in [{self.limit:g}, {self.high:g}]"
+        return f"{self.op} {self.limit:g}"
+
+
+_GE0: Final = _Bound(">=", 0)
+_GT0: Final = _Bound(">", 0)
+_GE1: Final = _Bound(">=", 1)
+_UNIT: Final = _Bound(">=", 0, 1)
+
+# Constraints beyond the default (>= 0 for every *_ms, *_us, *_hz).
+_BOUNDS: Final[dict[tuple[type, str], _Bound]] = {
+    (PerfSpec, "exec_time"): _GT0,
+    (PerfSpec, "power_usage"): _GT0,
+    (DeviceCostSpec, "prepare_ms_per_op"): _GE0,
+    (DeviceCostSpec, "jitter"): _GE0,
+    (FaultSpec, "probability"): _UNIT,
+    (FaultSpec, "factor"): _GE1,
+    (DeviceSpec, "compute_units"): _GE1,
+    (DeviceSpec, "worker_threads"): _GE1,
+    (DeviceSpec, "binder_threads"): _GE1,
+    (DeviceSpec, "memory_mb"): _GT0,
+    (DeviceSpec, "queue_limit"): _GE0,
+    (CpuSpec, "ns_per_mac"): _GT0,
+    (CpuSpec, "ns_per_element"): _GT0,
+    (IpcSpec, "jitter"): _GE0,
+    (IpcSpec, "us_per_kb"): _GE0,
+    (IpcSpec, "binder_threads"): _GE1,
+    (LayerSpec, "output"): _GE1,
+    (LayerSpec, "filter"): _GE1,
+    (WorkloadSpec, "executions"): _GE1,
+    (WorkloadSpec, "period_ms"): _GT0,
+    (WorkloadSpec, "rate_hz"): _GT0,
+    (WorkloadSpec, "burst_size"): _GE1,
+    (WorkloadSpec, "burst_interval_ms"): _GT0,
+    (RetrySpec, "max_attempts"): _GE0,
+    (RetrySpec, "backoff_factor"): _GE1,
+    (AppSpec, "uid"): _GE0,
+    (AppSpec, "threads"): _GE1,
+    (Scenario, "duration_ms"): _GT0,
+}
+
+# Fields that are not YAML keys.
+_NOT_KEYS: Final = frozenset({(Scenario, "source")})
+
+# Workload fields that only one kind uses: field -> kind.
+_WORKLOAD_FIELDS: Final = {
+    "period_ms": WorkloadKind.PERIODIC,
+    "rate_hz": WorkloadKind.POISSON,
+    "think_ms": WorkloadKind.CLOSED_LOOP,
+    "burst_size": WorkloadKind.BURST,
+    "burst_interval_ms": WorkloadKind.BURST,
+}
+_WORKLOAD_REQUIRED: Final = {
+    WorkloadKind.PERIODIC: ("period_ms",),
+    WorkloadKind.POISSON: ("rate_hz",),
+    WorkloadKind.CLOSED_LOOP: (),
+    WorkloadKind.BURST: ("burst_size", "burst_interval_ms"),
+}
+
+# Fault fields by kind: (required, allowed).
+_WINDOW: Final = frozenset({"at_ms", "until_ms"})
+_FAULT_FIELDS: Final = {
+    FaultKind.CRASH: (("at_ms",), frozenset({"at_ms"})),
+    FaultKind.BUSY: (("at_ms",), _WINDOW),
+    FaultKind.OFFLINE: (("at_ms",), _WINDOW),
+    FaultKind.TRANSIENT_FAILURE: (("probability",), frozenset({"probability"})),
+    FaultKind.SLOWDOWN: (("at_ms",), _WINDOW | {"factor"}),
+}
+
+_MERGE_TAG: Final = "tag:yaml.org,2002:merge"
+_STR_TAG: Final = "tag:yaml.org,2002:str"
+_NULL_TAG: Final = "tag:yaml.org,2002:null"
+_NUMBER_TAGS: Final = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
+# PyYAML (YAML 1.1) reads 1e3 as a string; accept it as the number users mean.
+_EXPONENT: Final = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+")
+_NAME: Final = re.compile(r"[^\s.]+")
+
+
+class _Bad:
+    """Marker of a value that failed validation (its problem is already recorded)."""
+
+
+_BAD: Final = _Bad()
+
+
+@attrs.frozen
+class _Field:
+    """One YAML key of a class."""
+
+    attr: str
+    key: str
+    hint: Any
+    required: bool
+    bound: _Bound | None
+
+
+def _fields_of(cls: type) -> dict[str, _Field]:
+    """The YAML keys of an attrs class, from its type hints."""
+    hints = typing.get_type_hints(cls)
+    result: dict[str, _Field] = {}
+    for field in attrs.fields(cls):
+        if (cls, field.name) in _NOT_KEYS:
+            continue
+        key = field.name.rstrip("_")
+        bound = _BOUNDS.get((cls, field.name))
+        if bound is None and key.endswith(("_ms", "_us", "_hz")):
+            bound = _GE0
+        required = field.default is attrs.NOTHING and (cls, field.name) != (AppSpec, "uid")
+        result[key] = _Field(field.name, key, hints[field.name], required, bound)
+    return result
+
+
+_SCHEMA: Final[dict[type, dict[str, _Field]]] = {
+    cls: _fields_of(cls)
+    for cls in (
+        Scenario,
+        DeviceSpec,
+        PerformanceSpec,
+        PerfSpec,
+        DeviceCostSpec,
+        FaultSpec,
+        CpuSpec,
+        IpcSpec,
+        ModelSpec,
+        LayerSpec,
+        AppSpec,
+        WorkloadSpec,
+        RetrySpec,
+    )
+}
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _quote_list(names: Iterable[str]) -> str:
+    return ", ".join(names)
+
+
+@attrs.define
+class _Mapped:
+    """A YAML mapping being checked against a class: what was given and what converted."""
+
+    node: MappingNode
+    path: str
+    index: int | None
+    nodes: dict[str, Node] = attrs.Factory(dict)
+    """attr -> value node, for every key given."""
+    values: dict[str, object] = attrs.Factory(dict)
+    """attr -> converted value, for every key given and valid."""
+
+    def given(self, attr: str) -> bool:
+        return attr in self.nodes
+
+    def valid(self, attr: str) -> bool:
+        return attr in self.values
+
+    def has(self, attr: str) -> bool:
+        """Whether ``attr`` is given and not null (an invalid value counts as given)."""
+        return attr in self.nodes and self.values.get(attr, _BAD) is not None
+
+    def at(self, attr: str) -> tuple[Node, str]:
+        """Node and key path to report a problem with ``attr`` (the mapping when it is absent)."""
+        if attr in self.nodes:
+            return self.nodes[attr], _join(self.path, attr.rstrip("_"))
+        return self.node, self.path
+
+
+class _Checker:
+    """Walks the composed YAML, converting nodes and collecting problems."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.problems: list[Problem] = []
+        self._constructor = yaml.constructor.SafeConstructor()
+        self.device_names: set[str] = set()
+        self.model_names: list[str] = []
+        self.app_names: set[str] = set()
+        self.has_duration = False
+        self._hooks: dict[type, Callable[[_Mapped], None]] = {
+            Scenario: self._check_scenario,
+            DeviceSpec: self._check_device,
+            FaultSpec: self._check_fault,
+            ModelSpec: self._check_model,
+            LayerSpec: self._check_layer,
+            AppSpec: self._check_app,
+            WorkloadSpec: self._check_workload,
+        }
+
+    # -- reporting ------------------------------------------------------------------
+
+    def problem(self, node: Node, path: str, message: str) -> None:
+        mark = node.start_mark
+        self.problems.append(
+            Problem(
+                source=self.source,
+                line=mark.line + 1,
+                column=mark.column + 1,
+                key_path=path,
+                message=message,
+            )
+        )
+
+    def expected(self, node: Node, path: str, what: str) -> _Bad:
+        """Report ``expected <what>, got <node>`` and return the failure marker."""
+        self.problem(node, path, f"expected {what}, got {self.found(node)}")
+        return _BAD
+
+    def found(self, node: Node) -> str:
+        """How an error message shows a value."""
+        if isinstance(node, MappingNode):
+            return "a mapping" if node.value else "an empty mapping"
+        if isinstance(node, SequenceNode):
+            return "a list" if node.value else "an empty list"
+        if node.tag == _NULL_TAG:
+            return "null"
+        text = repr(node.value) if node.tag == _STR_TAG else str(node.value)
+        if not node.tag.startswith("tag:yaml.org,2002:"):
+            text += f" (tagged {node.tag})"
+        return text
+
+    # -- document -------------------------------------------------------------------
+
+    def document(self, root: Node | None) -> Scenario | None:
+        if root is None:
+            self.problems.append(
+                Problem(
+                    source=self.source,
+                    line=1,
+                    column=1,
+                    key_path="",
+                    message="expected a mapping with the scenario, got an empty document",
+                )
+            )
+            return None
+        if not isinstance(root, MappingNode):
+            self.expected(root, "", "a mapping with the scenario")
+            return None
+        self._collect_names(root)
+        value = self.mapping(root, "", Scenario, None)
+        return None if isinstance(value, _Bad) else typing.cast(Scenario, value)
+
+    def _collect_names(self, root: MappingNode) -> None:
+        """Gather device, model and app names first, so references can be checked anywhere."""
+        top = {key: value for key, _, value in self.items(root, "", report=False)}
+        duration = top.get("duration_ms")
+        self.has_duration = duration is not None and duration.tag != _NULL_TAG
+        for key, kind in (("devices", "device"), ("models", "model"), ("apps", "app")):
+            seq = top.get(key)
+            if not isinstance(seq, SequenceNode):
+                continue
+            first: dict[str, Node] = {}
+            for index, item in enumerate(seq.value):
+                if not isinstance(item, MappingNode):
+                    continue
+                fields = {k: v for k, _, v in self.items(item, "", report=False)}
+                name_node = fields.get("name")
+                if not isinstance(name_node, ScalarNode) or name_node.tag == _NULL_TAG:
+                    continue
+                name = str(name_node.value)
+                if name in first:
+                    line = first[name].start_mark.line + 1
+                    self.problem(
+                        name_node,
+                        f"{key}[{index}].name",
+                        f"expected a unique {kind} name, got {name!r} again (first at line {line})",
+                    )
+                else:
+                    first[name] = name_node
+            names = list(first)
+            if key == "devices":
+                self.device_names = set(names)
+            elif key == "models":
+                self.model_names = names
+            else:
+                self.app_names = set(names)
+
+    # -- mappings -------------------------------------------------------------------
+
+    def items(
+        self,
+        node: MappingNode,
+        path: str,
+        *,
+        report: bool = True,
+        _active: frozenset[int] = frozenset(),
+    ) -> list[tuple[str, Node, Node]]:
+        """(key, key node, value node) of a mapping.
+
+        Merge keys (``<<``) are resolved; of duplicate keys the first is kept.
+        """
+        active = _active | {id(node)}
+        own: dict[str, tuple[Node, Node]] = {}
+        merged: dict[str, tuple[Node, Node]] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+                for source in sources:
+                    if not isinstance(source, MappingNode):
+                        if report:
+                            self.expected(source, path, "a mapping to merge with '<<'")
+                        continue
+                    if id(source) in active:
+                        if report:
+                            self.problem(
+                                source,
+                                path,
+                                "expected a mapping to merge with '<<', got the mapping itself",
+                            )
+                        continue
+                    for key, k, v in self.items(source, path, report=report, _active=active):
+                        merged.setdefault(key, (k, v))
+                continue
+            if not isinstance(key_node, ScalarNode):
+                if report:
+                    self.expected(key_node, path, "a key name")
+                continue
+            key = str(key_node.value)
+            if key in own:
+                if report:
+                    line = own[key][0].start_mark.line + 1
+                    self.problem(
+                        key_node,
+                        _join(path, key),
+                        f"expected each key once, got {key!r} again (first at line {line})",
+                    )
+                continue
+            own[key] = (key_node, value_node)
+        result = [(key, k, v) for key, (k, v) in own.items()]
+        result.extend((key, k, v) for key, (k, v) in merged.items() if key not in own)
+        return result
+
+    def mapping(self, node: Node, path: str, cls: type, index: int | None) -> object:
+        """Convert a mapping node to an instance of the attrs class ``cls``."""
+        if not isinstance(node, MappingNode):
+            return self.expected(node, path, "a mapping")
+        schema = _SCHEMA[cls]
+        mapped = _Mapped(node, path, index)
+        bad = False
+        for key, key_node, value_node in self.items(node, path):
+            field = schema.get(key)
+            key_path = _join(path, key)
+            if field is None:
+                message = f"unknown key {key!r}"
+                close = difflib.get_close_matches(key, list(schema), n=1)
+                if close:
+                    message += f"; did you mean {close[0]!r}?"
+                else:
+                    message += f"; expected one of {_quote_list(schema)}"
+                self.problem(key_node, key_path, message)
+                bad = True
+                continue
+            mapped.nodes[field.attr] = value_node
+            value = self.value(value_node, key_path, field.hint, field.bound, cls, field.attr)
+            if isinstance(value, _Bad):
+                bad = True
+            else:
+                mapped.values[field.attr] = value
+        for field in schema.values():
+            if field.required and not mapped.given(field.attr):
+                self.problem(node, path, f"missing required key {field.key!r}")
+                bad = True
+        problems_before = len(self.problems)
+        hook = self._hooks.get(cls)
+        if hook is not None:
+            hook(mapped)
+        if bad or len(self.problems) != problems_before:
+            return _BAD
+        return cls(**mapped.values)
+
+    # -- values ---------------------------------------------------------------------
+
+    def value(
+        self, node: Node, path: str, hint: Any, bound: _Bound | None, owner: type, attr: str
+    ) -> object:
+        """Convert ``node`` to the type ``hint`` (a field of ``owner``)."""
+        if (owner, attr) == (ModelSpec, "params"):
+            return self.params(node, path)
+        origin = typing.get_origin(hint)
+        args = typing.get_args(hint)
+        if origin in (types.UnionType, typing.Union):
+            if type(None) in args and node.tag == _NULL_TAG and isinstance(node, ScalarNode):
+                return None
+            (inner,) = (arg for arg in args if arg is not type(None))
+            return self.value(node, path, inner, bound, owner, attr)
+        if origin is tuple:
+            if not isinstance(node, SequenceNode):
+                return self.expected(node, path, "a list")
+            item_hint = args[0]
+            items = [
+                self.mapping(item, f"{path}[{i}]", item_hint, i)
+                if item_hint in _SCHEMA
+                else self.value(item, f"{path}[{i}]", item_hint, bound, owner, attr)
+                for i, item in enumerate(node.value)
+            ]
+            if any(isinstance(item, _Bad) for item in items):
+                return _BAD
+            return tuple(items)
+        if hint is bool:
+            scalar = self.scalar(node, path)
+            if isinstance(scalar, _Bad):
+                return scalar
+            return (
+                scalar if isinstance(scalar, bool) else self.expected(node, path, "true or false")
+            )
+        if hint is int or hint is float:
+            return self.number(node, path, integer=hint is int, bound=bound)
+        if hint is str:
+            return self.string(node, path)
+        if hint is Expectation:
+            return self.expectation(node, path)
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return self.enum(node, path, hint)
+        if isinstance(hint, type) and attrs.has(hint):
+            return self.mapping(node, path, hint, None)
+        msg = f"scenario schema has an unsupported type {hint!r} at {path}"
+        raise EmulatorBug(msg)
+
+    def scalar(self, node: Node, path: str) -> object:
+        """The Python value of a scalar node (YAML 1.1 rules, as yaml.safe_load)."""
+        if not isinstance(node, ScalarNode):
+            return self.expected(node, path, "a single value")
+        try:
+            return self._constructor.construct_object(node)
+        except (yaml.YAMLError, ValueError, TypeError) as err:
+            reason = getattr(err, "problem", None) or str(err)
+            self.problem(node, path, f"expected a readable value, got {node.value!r} ({reason})")
+            return _BAD
+
+    def number(self, node: Node, path: str, *, integer: bool, bound: _Bound | None) -> object:
+        what = "an integer" if integer else "a number"
+        if bound is not None:
+            what += f" {bound.describe()}"
+        if (
+            isinstance(node, ScalarNode)
+            and node.tag == _STR_TAG
+            and node.style is None
+            and not integer
+            and _EXPONENT.fullmatch(node.value)
+        ):
+            value: object = float(node.value)
+        else:
+            value = self.scalar(node, path)
+            if isinstance(value, _Bad):
+                return value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return self.expected(node, path, what)
+        if integer and not isinstance(value, int):
+            return self.expected(node, path, what)
+        if not math.isfinite(value) or (bound is not None and not bound.holds(value)):
+            return self.expected(node, path, what)
+        return value if integer else float(value)
+
+    def string(self, node: Node, path: str) -> object:
+        # Plain numbers (version_string: 1.0) are taken as written.
+        if isinstance(node, ScalarNode) and (
+            node.tag == _STR_TAG or (node.tag in _NUMBER_TAGS and node.style is None)
+        ):
+            return str(node.value)
+        return self.expected(node, path, "a string")
+
+    def enum(self, node: Node, path: str, cls: type[enum.Enum]) -> object:
+        spellings = _SPELLINGS[cls]
+        if isinstance(node, ScalarNode):
+            text = str(node.value)
+            if node.tag == _STR_TAG and text in spellings:
+                return spellings[text]
+            if cls is HalVersion and node.tag == "tag:yaml.org,2002:float" and node.style is None:
+                for spelling, member in spellings.items():
+                    try:
+                        if float(text) == float(spelling):
+                            return member
+                    except ValueError:
+                        break
+        return self.expected(node, path, f"one of {_quote_list(spellings)}")
+
+    def params(self, node: Node, path: str) -> object:
+        if not isinstance(node, MappingNode):
+            return self.expected(node, path, "a mapping of parameter names to numbers")
+        result: dict[str, int | float] = {}
+        bad = False
+        for key, _, value_node in self.items(node, path):
+            value = self.scalar(value_node, _join(path, key))
+            if isinstance(value, _Bad):
+                bad = True
+            elif (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+            ):
+                self.expected(value_node, _join(path, key), "a number")
+                bad = True
+            else:
+                result[key] = value
+        return _BAD if bad else tuple(sorted(result.items()))
+
+    def expectation(self, node: Node, path: str) -> object:
+        if not (isinstance(node, ScalarNode) and node.tag == _STR_TAG):
+            return self.expected(node, path, "a string like 'apps.camera.latency_ms.p95 <= 30'")
+        try:
+            expectation = parse_expectation(str(node.value))
+        except ValueError as err:
+            self.problem(node, path, str(err))
+            return _BAD
+        kind, name = expectation.path[0], expectation.path[1]
+        if kind == "apps" and name not in self.app_names:
+            known = _quote_list(sorted(self.app_names)) or "none defined"
+            self.problem(node, path, f"expected the name of an app ({known}), got {name!r}")
+            return _BAD
+        if kind == "devices" and name not in self.device_names | {CPU_DEVICE_NAME}:
+            known = _quote_list([*sorted(self.device_names - {CPU_DEVICE_NAME}), CPU_DEVICE_NAME])
+            self.problem(node, path, f"expected the name of a device ({known}), got {name!r}")
+            return _BAD
+        return expectation
+
+    # -- cross-field checks ---------------------------------------------------------
+
+    def _name(self, m: _Mapped, what: str) -> None:
+        """App and device names appear in report paths, so they cannot contain dots or spaces."""
+        name = m.values.get("name")
+        if isinstance(name, str) and not _NAME.fullmatch(name):
+            node, path = m.at("name")
+            self.problem(node, path, f"expected {what} without dots or whitespace, got {name!r}")
+
+    def _check_scenario(self, m: _Mapped) -> None:
+        if m.valid("name") and not m.values["name"]:
+            self.expected(*m.at("name"), "a non-empty name")
+
+    def _check_device(self, m: _Mapped) -> None:
+        self._name(m, "a device name")
+        if m.values.get("name") == CPU_DEVICE_NAME:
+            node, path = m.at("name")
+            self.problem(
+                node,
+                path,
+                f"expected a device name other than {CPU_DEVICE_NAME!r} "
+                f"(the runtime's CPU device), got {CPU_DEVICE_NAME!r}",
+            )
+
+    def _check_fault(self, m: _Mapped) -> None:
+        kind = m.values.get("kind")
+        if not isinstance(kind, FaultKind):
+            return
+        required, allowed = _FAULT_FIELDS[kind]
+        for attr in required:
+            if not m.has(attr):
+                self.problem(
+                    m.node,
+                    m.path,
+                    f"missing required key {attr!r} (needed by a {kind.value} fault)",
+                )
+        for attr in ("at_ms", "until_ms", "probability", "factor"):
+            if m.has(attr) and attr not in allowed:
+                users = ", ".join(k.value for k, (_, ok) in _FAULT_FIELDS.items() if attr in ok)
+                self.expected_only(m, attr, f"with kind {users}", f"kind {kind.value}")
+        at, until = m.values.get("at_ms"), m.values.get("until_ms")
+        if isinstance(at, float) and isinstance(until, float) and until <= at:
+            node, path = m.at("until_ms")
+            self.problem(node, path, f"expected a time after at_ms ({at:g}), got {until:g}")
+
+    def expected_only(self, m: _Mapped, attr: str, condition: str, found: str) -> None:
+        node, path = m.at(attr)
+        self.problem(node, path, f"expected only {condition}, got {found}")
+
+    def _check_model(self, m: _Mapped) -> None:
+        has_preset = m.has("preset")
+        has_layers = m.has("layers")
+        if has_preset == has_layers:
+            found = "both" if has_preset else "neither"
+            self.problem(
+                m.node, m.path, f"expected exactly one of 'preset' or 'layers', got {found}"
+            )
+        preset = m.values.get("preset")
+        if isinstance(preset, str) and preset not in PRESETS:
+            self.expected(*m.at("preset"), f"one of {_quote_list(PRESETS)}")
+        if m.values.get("layers") == ():
+            self.expected(*m.at("layers"), "a non-empty list of layers")
+        if m.has("params") and not has_preset:
+            self.expected_only(
+                m, "params", "with 'preset'", "'layers'" if has_layers else "no preset"
+            )
+        dtype = m.values.get("dtype")
+        if isinstance(dtype, str) and dtype not in DTYPES:
+            self.expected(*m.at("dtype"), f"one of {_quote_list(DTYPES)}")
+        if m.valid("name") and not m.values["name"]:
+            self.expected(*m.at("name"), "a non-empty name")
+
+    def _check_layer(self, m: _Mapped) -> None:
+        kind = m.values.get("type")
+        if not isinstance(kind, OperationType):
+            return
+        if kind in LAYERS_WITH_FILTER and not m.has("filter"):
+            self.problem(m.node, m.path, f"missing required key 'filter' (needed by {kind.name})")
+        if kind not in LAYERS_WITH_FILTER and m.has("filter"):
+            names = ", ".join(sorted(t.name for t in LAYERS_WITH_FILTER))
+            self.expected_only(m, "filter", f"with type {names}", f"type {kind.name}")
+
+    def _check_app(self, m: _Mapped) -> None:
+        self._name(m, "an app name")
+        if not m.given("uid"):
+            if m.index is None:
+                raise EmulatorBug("an app was checked outside the apps list")
+            m.values["uid"] = FIRST_UID + m.index
+        model = m.values.get("model")
+        if isinstance(model, str) and model not in self.model_names:
+            known = _quote_list(self.model_names)
+            if known:
+                self.expected(*m.at("model"), f"the name of a model ({known})")
+            else:
+                self.expected(*m.at("model"), "the name of a model (none are defined)")
+        devices_node = m.nodes.get("devices")
+        devices = m.values.get("devices")
+        if isinstance(devices, tuple) and isinstance(devices_node, SequenceNode):
+            if not devices:
+                self.expected(
+                    devices_node, _join(m.path, "devices"), "a non-empty list of device names"
+                )
+            seen: set[str] = set()
+            known_devices = [*sorted(self.device_names - {CPU_DEVICE_NAME}), CPU_DEVICE_NAME]
+            for i, (name, node) in enumerate(zip(devices, devices_node.value, strict=True)):
+                path = f"{m.path}.devices[{i}]"
+                if name not in known_devices:
+                    self.expected(
+                        node, path, f"the name of a device ({_quote_list(known_devices)})"
+                    )
+                elif name in seen:
+                    self.problem(node, path, f"expected each device once, got {name!r} again")
+                seen.add(name)
+        for attr in ("compile_timeout_ms", "execution_timeout_ms"):
+            if not m.has(attr) or (m.given("devices") and not m.valid("devices")):
+                continue
+            count = len(devices) if isinstance(devices, tuple) else None
+            if count != 1:
+                found = "no 'devices' (all devices)" if count is None else f"{count} devices"
+                self.expected_only(
+                    m,
+                    attr,
+                    "when 'devices' lists exactly one device "
+                    "(setTimeout needs a single-device compilation)",
+                    found,
+                )
+        if not m.given("workload") and not self.has_duration:
+            self.problem(
+                m.node,
+                m.path,
+                "expected 'workload.executions' or a scenario 'duration_ms', "
+                "got neither (the app would never finish)",
+            )
+
+    def _check_workload(self, m: _Mapped) -> None:
+        if m.given("kind") and not m.valid("kind"):
+            return
+        kind = m.values.get("kind", WorkloadKind.CLOSED_LOOP)
+        if not isinstance(kind, WorkloadKind):
+            return
+        for attr in _WORKLOAD_REQUIRED[kind]:
+            if not m.has(attr):
+                self.problem(
+                    m.node,
+                    m.path,
+                    f"missing required key {attr!r} (needed by a {kind.value} workload)",
+                )
+        for attr, owner in _WORKLOAD_FIELDS.items():
+            if m.has(attr) and owner is not kind:
+                self.expected_only(m, attr, f"with kind {owner.value}", f"kind {kind.value}")
+        if not m.has("executions") and not self.has_duration:
+            self.problem(
+                m.node,
+                m.path,
+                "expected 'executions' or a scenario 'duration_ms', "
+                "got neither (the app would never finish)",
+            )
+
+
+def load_scenario_text(text: str, source: str = "<string>") -> Scenario:
+    """Load and validate a scenario from YAML text.
+
+    Args:
+        text: the YAML document.
+        source: file name used in problem positions and stored in ``Scenario.source``.
+
+    Raises:
+        ScenarioError: every problem found, sorted by position.
+    """
+    checker = _Checker(source)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as err:
+        raise ScenarioError([_syntax_problem(source, err)]) from err
+    except yaml.reader.ReaderError as err:
+        line = text.count("\n", 0, err.position) + 1
+        column = err.position - (text.rfind("\n", 0, err.position) + 1) + 1
+        problem = Problem(
+            source=source,
+            line=line,
+            column=column,
+            key_path="",
+            message=f"invalid YAML: unacceptable character {_character(err.character)}",
+        )
+        raise ScenarioError([problem]) from err
+    except yaml.YAMLError as err:
+        problem = Problem(
+            source=source, line=1, column=1, key_path="", message=f"invalid YAML: {err}"
+        )
+        raise ScenarioError([problem]) from err
+    except RecursionError as err:
+        problem = Problem(
+            source=source, line=1, column=1, key_path="", message="invalid YAML: nested too deeply"
+        )
+        raise ScenarioError([problem]) from err
+    scenario = checker.document(root)
+    if checker.problems or scenario is None:
+        raise ScenarioError(list(dict.fromkeys(checker.problems)))
+    return attrs.evolve(scenario, source=source)
+
+
+def _character(character: object) -> str:
+    """How a ReaderError's character is shown (PyYAML gives a code point or a byte)."""
+    if isinstance(character, int):
+        return f"U+{character:04X}"
+    return repr(character)
+
+
+def _syntax_problem(source: str, err: yaml.MarkedYAMLError) -> Problem:
+    mark = err.problem_mark or err.context_mark
+    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    message = f"invalid YAML: {err.problem or 'syntax error'}"
+    if err.context:
+        message += f" ({err.context}"
+        if err.context_mark is not None and err.context_mark is not mark:
+            message += f" at line {err.context_mark.line + 1}, column {err.context_mark.column + 1}"
+        message += ")"
+    return Problem(source=source, line=line, column=column, key_path="", message=message)
+
+
+def load_scenario(path: str | os.PathLike[str]) -> Scenario:
+    """Load and validate a scenario file; ``Scenario.source`` is ``path`` as given.
+
+    Raises:
+        ScenarioError: the file cannot be read, or every problem found in it.
+    """
+    source = os.fsdecode(path)
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except UnicodeDecodeError as err:
+        problem = Problem(
+            source=source,
+            line=1,
+            column=1,
+            key_path="",
+            message=(
+                f"expected UTF-8 text, got byte {err.object[err.start]:#04x} at offset {err.start}"
+            ),
+        )
+        raise ScenarioError([problem]) from err
+    except OSError as err:
+        problem = Problem(
+            source=source,
+            line=1,
+            column=1,
+            key_path="",
+            message=f"cannot read the file: {err.strerror or err}",
+        )
+        raise ScenarioError([problem]) from err
+    return load_scenario_text(text, source)
+
+
+# -- dumping ----------------------------------------------------------------------------
+
+
+class _Flow(list[object]):
+    """A list dumped in flow style (``[1, 224, 224, 3]``)."""
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that writes ``_Flow`` lists inline."""
+
+
+def _represent_flow(dumper: yaml.SafeDumper, data: _Flow) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+
+
+_Dumper.add_representer(_Flow, _represent_flow)
+
+_FLOW_FIELDS: Final = frozenset(
+    {
+        (LayerSpec, "output"),
+        (LayerSpec, "filter"),
+        (AppSpec, "devices"),
+        (DeviceSpec, "supported_operations"),
+    }
+)
+
+
+def dump_scenario(s: Scenario) -> str:
+    """YAML text of a scenario: ``load_scenario_text(dump_scenario(s)) == s`` but for ``source``.
+
+    Keys whose value is the default are left out, except ``uid``.
+    """
+    data = _plain(s)
+    return yaml.dump(
+        data,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=100,
+    )
+
+
+def _plain(obj: object) -> object:
+    """The YAML data of a model value."""
+    if isinstance(obj, Expectation):
+        return obj.text
+    if isinstance(obj, enum.Enum):
+        for spelling, member in _SPELLINGS[type(obj)].items():
+            if member is obj:
+                return spelling
+        msg = f"{obj!r} has no YAML spelling"
+        raise ValueError(msg)
+    if isinstance(obj, tuple):
+        return [_plain(item) for item in obj]
+    if attrs.has(type(obj)):
+        cls: type[Any] = type(obj)
+        result: dict[str, object] = {}
+        for field in attrs.fields(cls):
+            if (cls, field.name) in _NOT_KEYS:
+                continue
+            value = getattr(obj, field.name)
+            keep = field.default is attrs.NOTHING or (cls, field.name) == (AppSpec, "uid")
+            if not keep and value == field.default:
+                continue
+            if (cls, field.name) == (ModelSpec, "params"):
+                result["params"] = dict(value)
+            elif (cls, field.name) in _FLOW_FIELDS and value is not None:
+                result[field.name] = _Flow(_plain(item) for item in value)
+            else:
+                result[field.name.rstrip("_")] = _plain(value)
+        return result
+    return obj
