@@ -1,0 +1,32 @@
+"""Systrace parser: rebuilds Android's NNAPI timing statistics from a trace.
+
+``nnemu parse`` reads systrace HTML or ftrace text, follows the NNAPI tracing
+contract (see ``docs/parser.md``) and prints the tables and JSON of Android's
+own ``systrace_parser``.
+"""
+
+from nnemu.parser._api import parse_file, parse_lines, run_parse_command
+from nnemu.parser._format import format_json, format_text, template_inputs
+from nnemu.parser._model import (
+    LAYER_TOTAL,
+    DetailItem,
+    Diagnostic,
+    ParseResult,
+    RunStats,
+    ThreadDetail,
+)
+
+__all__ = [
+    "LAYER_TOTAL",
+    "DetailItem",
+    "Diagnostic",
+    "ParseResult",
+    "RunStats",
+    "ThreadDetail",
+    "format_json",
+    "format_text",
+    "parse_file",
+    "parse_lines",
+    "run_parse_command",
+    "template_inputs",
+]

@@ -1,0 +1,270 @@
+"""Frozen result types of the systrace parser and the run-level aggregation.
+
+The aggregation follows AOSP ``parser/aggregate.py`` (zero -> n/a rules, the
+``LT`` row as a maximum, totals per phase) except where that deviates from the
+tracing contract; see ``docs/parser.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Final, Literal
+
+import attrs
+
+from nnemu.tracer import EXECUTION_SUBPHASES, Layer, Phase
+
+LAYER_TOTAL: Final = "LT"
+"""Key of the across-layers total (the "Total" row); not an NNTRACE layer."""
+
+LayerKey = Layer | Literal["LT"]
+"""A row of the statistics: an NNTRACE layer or the ``LT`` total."""
+
+TABLE_LAYERS: Final = (Layer.APPLICATION, Layer.RUNTIME, Layer.IPC, Layer.DRIVER, Layer.CPU)
+"""Layers that get a row in the statistics, in table order."""
+
+MAIN_PHASES: Final = (
+    Phase.INITIALIZATION,
+    Phase.PREPARATION,
+    Phase.COMPILATION,
+    Phase.EXECUTION,
+    Phase.TERMINATION,
+)
+"""Phases that make up a layer's overall time."""
+
+PE_SUBPHASES: Final = (
+    Phase.INPUTS_AND_OUTPUTS,
+    Phase.TRANSFORMATION,
+    Phase.COMPUTATION,
+    Phase.RESULTS,
+)
+"""Sub-phases of execution, in AOSP order."""
+
+STAT_PHASES: Final = (*MAIN_PHASES, Phase.OVERALL, *PE_SUBPHASES)
+"""Every phase a statistics table has a column for."""
+
+APP_PHASES: Final = (Phase.OVERALL, Phase.WARMUP, Phase.BENCHMARK)
+"""Application phases that split the statistics."""
+
+# Which layers a layer calls directly (tracing contract, "Local call to other
+# layer" and "Synchronous IPC call"): self time subtracts these.
+_CALLEES: Final[Mapping[Layer, tuple[Layer, ...]]] = {
+    Layer.APPLICATION: (Layer.RUNTIME,),
+    Layer.RUNTIME: (Layer.IPC, Layer.CPU),
+    Layer.IPC: (Layer.DRIVER,),
+    Layer.DRIVER: (),
+    Layer.CPU: (),
+}
+
+StatKey = tuple[Phase, Layer, Phase]
+"""(application phase, layer, phase) of an accumulated total."""
+
+Table = Mapping[Phase, Mapping[LayerKey, float]]
+"""phase -> layer (or ``LT``) -> milliseconds; ``nan`` means no data."""
+
+
+@attrs.frozen(kw_only=True)
+class Diagnostic:
+    """A problem found in a trace, tied to the line where it shows."""
+
+    line_number: int
+    """1-based line number in the input (0 when not tied to a line)."""
+    severity: Literal["warning", "error"]
+    """``error`` when the input could not be used at all, else ``warning``."""
+    message: str
+    """What was expected and what was found."""
+    line: str
+    """The offending line, without its line break (may be empty)."""
+
+
+@attrs.frozen(kw_only=True)
+class DetailItem:
+    """One contribution of a section to a statistic (``--print-detail``)."""
+
+    mark: str
+    """The ``B|tgid|name`` payload of the section."""
+    elapsed_ms: float
+    """Time the section added to the statistic."""
+    tag: str
+    """``<appphase>_<layer>_<phase>`` the time went to."""
+
+
+@attrs.frozen(kw_only=True)
+class ThreadDetail:
+    """Per-thread contributions of a run, kept only with ``keep_detail``."""
+
+    tid: str
+    """Thread id."""
+    tgid: str
+    """Process id of the thread."""
+    is_driver: bool
+    """Whether the thread's process is an NNAPI driver."""
+    items: tuple[DetailItem, ...]
+    """Contributions in the order the sections closed."""
+
+
+def _nan_to_zero(value: float) -> float:
+    return 0.0 if math.isnan(value) else value
+
+
+def _ns_to_ms(value_ns: int) -> float:
+    return value_ns / 1_000_000
+
+
+def _missing_to_nan(value_ms: float, layer: Layer, phase: Phase) -> float:
+    """Zero means "no data" for the application layer and driver sub-phases."""
+    if value_ms == 0.0 and (
+        layer is Layer.APPLICATION or (layer is Layer.DRIVER and phase in EXECUTION_SUBPHASES)
+    ):
+        return math.nan
+    return value_ms
+
+
+def _self_times(totals: Mapping[LayerKey, float]) -> dict[LayerKey, float]:
+    """Self time = total minus the totals of the layers it calls (contract)."""
+
+    def effective(layer: Layer) -> float:
+        value = _nan_to_zero(totals[layer])
+        if value != 0.0:
+            return value
+        return sum(effective(callee) for callee in _CALLEES[layer])
+
+    result: dict[LayerKey, float] = {}
+    for layer in TABLE_LAYERS:
+        value = totals[layer]
+        if math.isnan(value) or value == 0.0:
+            result[layer] = value
+        else:
+            result[layer] = value - sum(effective(callee) for callee in _CALLEES[layer])
+    result[LAYER_TOTAL] = totals[LAYER_TOTAL]
+    return result
+
+
+def _with_total(row: dict[LayerKey, float]) -> dict[LayerKey, float]:
+    row[LAYER_TOTAL] = max(_nan_to_zero(row[layer]) for layer in TABLE_LAYERS)
+    return row
+
+
+@attrs.frozen(kw_only=True)
+class RunStats:
+    """Statistics of one run (one ``[NN_LA_PO]`` section and what it contains)."""
+
+    starting_mark: str
+    """Payload of the ``[NN_LA_PO]`` row that started the run (``""`` if none)."""
+    execution_counts: Mapping[Phase, int]
+    """Executions per application phase (keys PO, PWU, PBM)."""
+    times: Table
+    """Total time per phase and layer, in ms (``nan`` = no data)."""
+    self_times: Table
+    """Self time per phase and layer, in ms (``nan`` = no data)."""
+    app_phase_times: Mapping[Phase, Table]
+    """PWU/PBM -> execution phase and sub-phases -> layer -> total ms; empty
+    unless the run has warmup or benchmark executions."""
+    app_phase_self_times: Mapping[Phase, Table]
+    """Like ``app_phase_times`` with self times."""
+    totals_by_key_ns: Mapping[StatKey, int]
+    """Exact accumulated totals in ns, per (app phase, layer, phase)."""
+    detail: tuple[ThreadDetail, ...] = ()
+    """Per-thread contributions, only when parsed with ``keep_detail``."""
+
+    @property
+    def has_warmup_and_benchmark(self) -> bool:
+        """Whether separate warmup/benchmark tables exist."""
+        return bool(self.app_phase_times)
+
+    def totals_ns(self, layer: Layer, phase: Phase) -> int | None:
+        """Return the exact total time (ns) of ``layer`` in ``phase``, or None for n/a.
+
+        The overall phase of a layer other than the application is the sum of
+        its main phases, as in the table's Total column.
+        """
+        if layer is Layer.APPLICATION or phase is not Phase.OVERALL:
+            total = sum(self.totals_by_key_ns.get((app, layer, phase), 0) for app in APP_PHASES)
+        else:
+            total = sum(
+                self.totals_by_key_ns.get((app, layer, Phase.OVERALL), 0) for app in APP_PHASES
+            )
+            if total == 0:
+                total = sum(
+                    self.totals_by_key_ns.get((app, layer, main), 0)
+                    for app in APP_PHASES
+                    for main in MAIN_PHASES
+                )
+        if total == 0 and math.isnan(_missing_to_nan(0.0, layer, phase)):
+            return None
+        return total
+
+    @classmethod
+    def from_totals(
+        cls,
+        *,
+        starting_mark: str,
+        totals_ns: Mapping[StatKey, int],
+        execution_counts: Mapping[Phase, int],
+        detail: tuple[ThreadDetail, ...] = (),
+    ) -> RunStats:
+        """Aggregate accumulated totals into the tables Android's parser prints."""
+        warmup_or_benchmark = bool(
+            execution_counts.get(Phase.WARMUP) or execution_counts.get(Phase.BENCHMARK)
+        )
+        times: dict[Phase, dict[LayerKey, float]] = {phase: {} for phase in STAT_PHASES}
+        app_times: dict[Phase, dict[Phase, dict[LayerKey, float]]] = {}
+        if warmup_or_benchmark:
+            app_times = {
+                app: {phase: {} for phase in (Phase.EXECUTION, *PE_SUBPHASES)}
+                for app in (Phase.WARMUP, Phase.BENCHMARK)
+            }
+        for layer in TABLE_LAYERS:
+            for phase in STAT_PHASES:
+                total_ns = 0
+                for app in APP_PHASES:
+                    value_ns = totals_ns.get((app, layer, phase), 0)
+                    total_ns += value_ns
+                    if app in app_times and phase in app_times[app]:
+                        app_times[app][phase][layer] = _missing_to_nan(
+                            _ns_to_ms(value_ns), layer, phase
+                        )
+                times[phase][layer] = _missing_to_nan(_ns_to_ms(total_ns), layer, phase)
+            if times[Phase.OVERALL][layer] == 0.0:
+                times[Phase.OVERALL][layer] = sum(
+                    _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
+                )
+        for row in times.values():
+            _with_total(row)
+        for table in app_times.values():
+            for row in table.values():
+                _with_total(row)
+        self_times = {phase: _self_times(row) for phase, row in times.items()}
+        app_self = {
+            app: {phase: _self_times(row) for phase, row in table.items()}
+            for app, table in app_times.items()
+        }
+        return cls(
+            starting_mark=starting_mark,
+            execution_counts={app: execution_counts.get(app, 0) for app in APP_PHASES},
+            times=times,
+            self_times=self_times,
+            app_phase_times=app_times,
+            app_phase_self_times=app_self,
+            totals_by_key_ns=dict(totals_ns),
+            detail=detail,
+        )
+
+
+def _tuple_of_runs(runs: Iterable[RunStats]) -> tuple[RunStats, ...]:
+    return tuple(runs)
+
+
+def _tuple_of_diagnostics(diagnostics: Iterable[Diagnostic]) -> tuple[Diagnostic, ...]:
+    return tuple(diagnostics)
+
+
+@attrs.frozen(kw_only=True)
+class ParseResult:
+    """Everything the parser found in one trace."""
+
+    runs: tuple[RunStats, ...] = attrs.field(converter=_tuple_of_runs)
+    """Statistics per run, in trace order."""
+    diagnostics: tuple[Diagnostic, ...] = attrs.field(converter=_tuple_of_diagnostics)
+    """Problems found, in line order."""

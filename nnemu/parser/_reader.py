@@ -1,0 +1,73 @@
+"""Finding the ftrace text in a systrace HTML file or a plain ftrace dump."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import attrs
+
+_TRACE_DATA_OPEN = '<script class="trace-data" type="application/text">'
+_SCRIPT_CLOSE = "</script>"
+
+
+@attrs.define
+class FtraceLines:
+    """Yields the numbered ftrace lines of an input and remembers what it saw.
+
+    Systrace HTML holds several ``trace-data`` blocks (process dump, JSON
+    metadata); the ftrace one is the block whose first line is ``# tracer:``.
+    Anything that does not look like HTML is read as plain ftrace text.
+    """
+
+    lines: Iterable[str]
+    """The raw input lines."""
+    is_html: bool = attrs.field(default=False, init=False)
+    """Whether the input was recognised as systrace HTML."""
+    found_ftrace: bool = attrs.field(default=False, init=False)
+    """Whether an ftrace block (or plain text) was found."""
+    truncated: bool = attrs.field(default=False, init=False)
+    """Whether the ftrace block of an HTML file had no closing ``</script>``."""
+    last_line_number: int = attrs.field(default=0, init=False)
+    """Number of the last line read."""
+    last_line_unterminated: bool = attrs.field(default=False, init=False)
+    """Whether the input's last line had no line break (cut off mid-line)."""
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        line_number = 0
+        in_block = False
+        expect_tracer = False
+        mode: str | None = None
+        line = ""
+        for line in self.lines:
+            line_number += 1
+            if mode is None:
+                stripped = line.lstrip()
+                if not stripped:
+                    continue
+                head = stripped[:15].lower()
+                if head.startswith(("<!doctype", "<html")):
+                    mode = "html"
+                    self.is_html = True
+                else:
+                    mode = "text"
+                    self.found_ftrace = True
+            if mode == "text":
+                yield line_number, line
+                continue
+            if in_block:
+                if _SCRIPT_CLOSE in line:
+                    in_block = False
+                    break
+                yield line_number, line
+            elif expect_tracer:
+                expect_tracer = False
+                if line.startswith("# tracer:"):
+                    in_block = True
+                    self.found_ftrace = True
+            elif _TRACE_DATA_OPEN in line:
+                expect_tracer = True
+        else:
+            if in_block:
+                self.truncated = True
+        self.last_line_number = line_number
+        self.last_line_unterminated = bool(line) and not line.endswith("\n")

@@ -1,0 +1,68 @@
+"""Golden diff tests: each case's trace goes in, the text and JSON statistics come out.
+
+Like Perfetto's diff tests: ``tests/diff/<case_id>/trace.txt`` (or
+``trace.html``) is parsed and rendered; the output must equal
+``expected.txt`` / ``expected.json``.  A mismatch prints a unified diff;
+``pytest --update-goldens`` rewrites the expected files.  Case ids are those
+of ``docs/parser.md``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import pytest
+
+from nnemu.parser import format_json, format_text, parse_file
+
+CASES_DIR = Path(__file__).parent
+CASES = sorted(path.name for path in CASES_DIR.iterdir() if path.is_dir() and path.name[0] != "_")
+
+
+def _trace(case_dir: Path) -> Path:
+    for name in ("trace.txt", "trace.html"):
+        if (case_dir / name).exists():
+            return case_dir / name
+    raise FileNotFoundError(case_dir / "trace.txt")
+
+
+def _check(expected_path: Path, actual: str, update_goldens: bool) -> None:
+    if update_goldens:
+        expected_path.write_text(actual, encoding="utf-8")
+        return
+    expected = expected_path.read_text(encoding="utf-8")
+    if actual != expected:
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(keepends=True),
+                actual.splitlines(keepends=True),
+                fromfile=str(expected_path),
+                tofile="actual",
+            )
+        )
+        pytest.fail(f"output differs from {expected_path.name}:\n{diff}", pytrace=False)
+
+
+@pytest.mark.parametrize("case_id", CASES)
+def test_text_output(case_id: str, update_goldens: bool) -> None:
+    """The text table of each diff case equals its golden expected.txt."""
+    case_dir = CASES_DIR / case_id
+    result = parse_file(_trace(case_dir))
+    _check(case_dir / "expected.txt", format_text(result), update_goldens)
+
+
+@pytest.mark.parametrize("case_id", CASES)
+def test_json_output(case_id: str, update_goldens: bool) -> None:
+    """The JSON output of each diff case equals its golden expected.json."""
+    case_dir = CASES_DIR / case_id
+    result = parse_file(_trace(case_dir))
+    _check(case_dir / "expected.json", format_json(result), update_goldens)
+
+
+def test_omr1_expected_is_androids_output() -> None:
+    """The omr1 golden is the unmodified output of Android's own parser."""
+    shared = Path("/work/shared/traces/omr1.txt")
+    if not shared.exists():
+        pytest.skip("shared reference output not available")
+    assert (CASES_DIR / "omr1" / "expected.txt").read_bytes() == shared.read_bytes()
