@@ -33,12 +33,16 @@ from nnemu.hal._types import (
     Subgraph,
     Timing,
 )
+from nnemu.hal._validate import supported_by, validate_model, validate_request
+from nnemu.hal._work import OpWork, model_memory_bytes, operation_work, subgraph_macs
+from nnemu.hal.presets import PRESETS, build_chain, build_preset, loop_iterations
 
 __all__ = [
     "FLT_MAX_PERFORMANCE",
     "LOOP_TIMEOUT_DEFAULT_NS",
     "LOOP_TIMEOUT_MAXIMUM_NS",
     "NO_TIMING",
+    "PRESETS",
     "UINT64_MAX",
     "Capabilities",
     "DataLocation",
@@ -49,6 +53,7 @@ __all__ = [
     "HalVersion",
     "MeasureTiming",
     "Model",
+    "OpWork",
     "Operand",
     "OperandLifeTime",
     "OperandType",
@@ -62,6 +67,15 @@ __all__ = [
     "ResultCode",
     "Subgraph",
     "Timing",
+    "build_chain",
+    "build_preset",
     "code_to_status",
+    "loop_iterations",
+    "model_memory_bytes",
+    "operation_work",
     "status_to_code",
+    "subgraph_macs",
+    "supported_by",
+    "validate_model",
+    "validate_request",
 ]

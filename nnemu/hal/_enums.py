@@ -210,6 +210,7 @@ class OperationType(enum.IntEnum):
     PAD = 32
     SUB = 36
     TRANSPOSE = 37
+    LESS = 58
     QUANTIZE = 72
     IF = 95
     WHILE = 96
