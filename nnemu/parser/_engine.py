@@ -109,26 +109,25 @@ class _Frame:
         "subtract",
     )
 
-    def __init__(self) -> None:
-        self.acc_sub = 0
-        self.app_entry = False
-        self.copy = False
-        self.copy_detail = False
-        self.copy_pe_layers = _NO_LAYERS
-        self.covered = False
-        self.line = ""
-        self.line_number = 0
-        self.payload = ""
-        self.start = 0
-        self.layer: Layer = Layer.OTHER
-        self.phase: Phase = Phase.UNSPECIFIED
-        self.app_phase: Phase = Phase.OVERALL
-        self.subtract = False
-        self.detail = False
-        self.counted = False
-        self.mark: Mark = OPAQUE
-        self.parent: _Frame | None = None
-        self.pe_layers = _NO_LAYERS
+    acc_sub: int
+    app_entry: bool
+    app_phase: Phase
+    copy: bool
+    copy_detail: bool
+    copy_pe_layers: frozenset[Layer]
+    counted: bool
+    covered: bool
+    detail: bool
+    layer: Layer
+    line: str
+    line_number: int
+    mark: Mark
+    parent: _Frame | None
+    payload: str
+    pe_layers: frozenset[Layer]
+    phase: Phase
+    start: int
+    subtract: bool
 
 
 class _Thread:
@@ -220,10 +219,11 @@ class Engine:
             self.saw_rows = True
             tid, tgid, seconds, fraction, kind, rest = m.groups()
             self._line_number, self._line = line_number, line
+            ts = int(seconds + fraction) * 1000 if len(fraction) == 6 else _ns(seconds, fraction)
             if kind == "B":
-                self._begin(tid, tgid, _ns(seconds, fraction), rest)
+                self._begin(tid, tgid, ts, rest)
             else:
-                self._end(tid, tgid, _ns(seconds, fraction), rest)
+                self._end(tid, tgid, ts, rest)
 
     def _thread(self, tid: str, tgid: str | None) -> _Thread:
         thread = self._threads.get(tid)
@@ -304,6 +304,12 @@ class Engine:
         )
 
         frame = _Frame()
+        frame.acc_sub = 0
+        frame.app_entry = False
+        frame.copy = False
+        frame.copy_detail = False
+        frame.copy_pe_layers = _NO_LAYERS
+        frame.subtract = False
         frame.start = ts
         frame.mark = mark
         frame.layer = layer
@@ -362,7 +368,11 @@ class Engine:
         if parent is not None:
             frame.covered = parent.covered
             pe_layers = parent.pe_layers
-            if thread.tracked and not frame.subtract:
+            if (
+                thread.tracked
+                and not frame.subtract
+                and not (phase is parent_phase and layer is parent.layer)
+            ):
                 self._check_nesting(thread, layer, phase, parent, parent_phase, parent_subphases)
         else:
             frame.covered = (
