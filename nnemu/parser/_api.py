@@ -32,10 +32,6 @@ def _run(lines: Iterable[str], *, keep_detail: bool) -> _Outcome:
             source.last_line_number,
             "",
         )
-    elif source.last_line_unterminated and source.found_ftrace and not source.is_html:
-        engine.warn(
-            "the last line has no line break: the file looks truncated", source.last_line_number, ""
-        )
     engine.finish()
     problem: Diagnostic | None = None
     if not source.found_ftrace:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from nnemu.parser._marks import OPAQUE, Mark, classify
+from nnemu.parser._marks import Mark, classify
 from nnemu.parser._model import (
     DetailItem,
     Diagnostic,

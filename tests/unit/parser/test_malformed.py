@@ -209,7 +209,8 @@ def test_unreadable_file_exits_2(tmp_path: Path):
     """A missing file gives exit code 2 and one error line, no traceback."""
     code, out, err = _run_command(tmp_path / "missing.html")
     assert (code, out) == (2, "")
-    assert err.count("\n") == 1 and "error: cannot read the trace" in err
+    assert err.count("\n") == 1
+    assert "error: cannot read the trace" in err
 
 
 def test_diagnostics_do_not_change_exit_code(tmp_path: Path, make_trace):

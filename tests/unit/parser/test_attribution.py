@@ -1,0 +1,151 @@
+"""Multi-process attribution and HAL 1.2/1.3 call names."""
+
+from __future__ import annotations
+
+from nnemu.parser import parse_lines
+from nnemu.tracer import Layer, Phase
+
+MS = 1_000_000
+
+
+def _run(make_trace, rows):
+    result = parse_lines(make_trace(rows).splitlines())
+    assert result.diagnostics == ()
+    (run,) = result.runs
+    return run
+
+
+def test_two_clients_two_drivers(make_trace):
+    """Interleaved clients and drivers: each thread's stack is its own, totals add up."""
+    rows = [
+        (0, 10, 10, "[NN_LA_PO]bench"),
+        (1, 11, 10, "[NN_LR_PC]ANeuralNetworksCompilation_finish"),
+        (1, 21, 20, "[NN_LR_PC]ANeuralNetworksCompilation_finish"),
+        (2, 11, 10, "HIDL::IDevice::prepareModel_1_3::client"),
+        (2, 21, 20, "HIDL::IDevice::prepareModel_1_2::client"),
+        (3, 31, 30, "HIDL::IDevice::prepareModel_1_3::server"),
+        (3, 41, 40, "HIDL::IDevice::prepareModel_1_2::server"),
+        (5, 31, 30, "E"),
+        (7, 41, 40, "E"),
+        (8, 11, 10, "E"),
+        (9, 21, 20, "E"),
+        (10, 11, 10, "E"),
+        (12, 21, 20, "E"),
+        (13, 10, 10, "E"),
+    ]
+    run = _run(make_trace, rows)
+    assert run.totals_ns(Layer.DRIVER, Phase.COMPILATION) == (5 - 3 + 7 - 3) * MS
+    assert run.totals_ns(Layer.IPC, Phase.COMPILATION) == (8 - 2 + 9 - 2) * MS
+    assert run.totals_ns(Layer.RUNTIME, Phase.COMPILATION) == (10 - 1 + 12 - 1) * MS
+
+
+def test_cpu_in_driver_is_driver_and_in_client_is_cpu(make_trace):
+    """[NN_LC_*] counts as Driver inside a driver process and as CPU in a client process."""
+    rows = [
+        (0, 11, 10, "[NN_LR_PE]ANeuralNetworksExecution_compute"),
+        (1, 11, 10, "[NN_LC_PCO]cpuFallback"),
+        (3, 11, 10, "E"),
+        (4, 11, 10, "E"),
+        (5, 31, 30, "HIDL::IPreparedModel::executeSynchronously_1_3::server"),
+        (6, 31, 30, "[NN_LD_PE]SampleDriver::executeSynchronouslyBase"),
+        (7, 31, 30, "[NN_LC_PTR]convFloat32"),
+        (8, 31, 30, "[SW][NN_LC_PCO]optimized_ops::Conv"),
+        (10, 31, 30, "E"),
+        (10, 31, 30, "E"),
+        (11, 31, 30, "E"),
+        (12, 31, 30, "E"),
+    ]
+    run = _run(make_trace, rows)
+    assert run.totals_ns(Layer.CPU, Phase.COMPUTATION) == 2 * MS
+    assert run.totals_ns(Layer.CPU, Phase.EXECUTION) == 2 * MS
+    assert run.totals_ns(Layer.DRIVER, Phase.EXECUTION) == 7 * MS
+    assert run.totals_ns(Layer.DRIVER, Phase.TRANSFORMATION) == 1 * MS
+    assert run.totals_ns(Layer.DRIVER, Phase.COMPUTATION) == 2 * MS
+    assert run.totals_ns(Layer.RUNTIME, Phase.EXECUTION) == 4 * MS
+
+
+def test_hal13_names(make_trace):
+    """HAL 1.3 getCapabilities/getSupportedOperations/prepareModel/execute/notify are mapped."""
+    rows = [
+        (0, 11, 10, "HIDL::IDevice::getCapabilities_1_3::client"),
+        (0, 31, 30, "HIDL::IDevice::getCapabilities_1_3::server"),
+        (1, 31, 30, "E"),
+        (2, 11, 10, "E"),
+        (3, 11, 10, "[NN_LR_PC]ANeuralNetworksCompilation_finish"),
+        (3, 11, 10, "HIDL::IDevice::getSupportedOperations_1_3::client"),
+        (3, 31, 30, "HIDL::IDevice::getSupportedOperations_1_3::server"),
+        (4, 31, 30, "E"),
+        (5, 11, 10, "E"),
+        (5, 11, 10, "HIDL::IDevice::prepareModel_1_3::client"),
+        (6, 31, 30, "HIDL::IDevice::prepareModel_1_3::server"),
+        (7, 31, 30, "HIDL::IPreparedModelCallback::notify_1_3::client"),
+        (7, 31, 30, "E"),
+        (8, 31, 30, "E"),
+        (9, 11, 10, "E"),
+        (10, 11, 10, "E"),
+        (11, 11, 10, "[NN_LR_PE]ANeuralNetworksExecution_startCompute"),
+        (11, 11, 10, "HIDL::IPreparedModel::execute_1_3::client"),
+        (12, 31, 30, "HIDL::IPreparedModel::execute_1_3::server"),
+        (13, 31, 30, "E"),
+        (13, 11, 10, "E"),
+        (14, 11, 10, "E"),
+        (15, 11, 10, "[NN_LR_PE]ANeuralNetworksEvent_wait"),
+        (19, 32, 30, "HIDL::IExecutionCallback::notify_1_3::client"),
+        (19, 32, 30, "E"),
+        (20, 11, 10, "E"),
+    ]
+    run = _run(make_trace, rows)
+    assert run.totals_ns(Layer.DRIVER, Phase.INITIALIZATION) == 1 * MS
+    assert run.totals_ns(Layer.IPC, Phase.INITIALIZATION) == 2 * MS
+    assert run.totals_ns(Layer.DRIVER, Phase.COMPILATION) == (1 + 2) * MS
+    assert run.totals_ns(Layer.IPC, Phase.COMPILATION) == (2 + 4) * MS
+    assert run.totals_ns(Layer.RUNTIME, Phase.COMPILATION) == 7 * MS
+    assert run.totals_ns(Layer.DRIVER, Phase.EXECUTION) == (19 - 12) * MS
+    assert run.totals_ns(Layer.IPC, Phase.EXECUTION) == 2 * MS
+    assert run.totals_ns(Layer.RUNTIME, Phase.EXECUTION) == (20 - 11) * MS
+
+
+def test_fenced_execution(make_trace):
+    """startComputeWithDependencies .. Event_wait is runtime execution; executeFenced is driver."""
+    rows = [
+        (0, 11, 10, "[NN_LR_PE]ANeuralNetworksExecution_startComputeWithDependencies"),
+        (1, 11, 10, "HIDL::IPreparedModel::executeFenced::client"),
+        (1, 31, 30, "HIDL::IPreparedModel::executeFenced::server"),
+        (3, 31, 30, "E"),
+        (3, 11, 10, "E"),
+        (4, 11, 10, "E"),
+        (6, 11, 10, "[NN_LR_PE]ANeuralNetworksEvent_wait"),
+        (9, 11, 10, "E"),
+    ]
+    run = _run(make_trace, rows)
+    assert run.totals_ns(Layer.RUNTIME, Phase.EXECUTION) == 9 * MS
+    assert run.totals_ns(Layer.DRIVER, Phase.EXECUTION) == 2 * MS
+    assert run.totals_ns(Layer.IPC, Phase.EXECUTION) == 2 * MS
+
+
+def test_old_format_and_dashed_tgid():
+    """Rows without the TGID column and with a ----- TGID are read from the payload's pid."""
+    lines = [
+        "# tracer: nop",
+        "  <...>-11    [001] ...1  100.000000: tracing_mark_write: B|10|[NN_LR_PP]f",
+        "  <...>-11    [001] ...1  100.002000: tracing_mark_write: E",
+        "  <...>-12  (-----) [001] ...1  100.003000: tracing_mark_write: B|10|[NN_LR_PP]g",
+        "  <...>-12  (-----) [001] ...1  100.004000: tracing_mark_write: E|10",
+    ]
+    result = parse_lines(lines)
+    assert result.diagnostics == ()
+    assert result.runs[0].totals_ns(Layer.RUNTIME, Phase.PREPARATION) == 3 * MS
+
+
+def test_sections_before_tracking_stay_balanced(make_trace):
+    """An E for a non-NNAPI section opened before the thread's first NN mark pops that section."""
+    rows = [
+        (0, 11, 10, "Choreographer#doFrame"),
+        (1, 11, 10, "[NN_LR_PP]f"),
+        (2, 11, 10, "E"),
+        (3, 11, 10, "E"),
+        (4, 11, 10, "[NN_LR_PP]g"),
+        (6, 11, 10, "E"),
+    ]
+    run = _run(make_trace, rows)
+    assert run.totals_ns(Layer.RUNTIME, Phase.PREPARATION) == 3 * MS
