@@ -163,9 +163,9 @@ class DeviceSpec:
 class CpuSpec:
     """The reference CPU: the runtime's ``nnapi-reference`` device and the base of all costs."""
 
-    ns_per_mac: float = 1.0
+    ns_per_mac: float = 0.1
     """Time for one multiply-accumulate (> 0)."""
-    ns_per_element: float = 0.5
+    ns_per_element: float = 0.05
     """Time per output element of element-wise operations (> 0)."""
 
 

@@ -11,11 +11,14 @@ from nnemu.sim._kernel import (
     as_thread,
     current_thread,
 )
+from nnemu.sim._process import ProcessTable, SimProcess
 
 __all__ = [
     "Kernel",
     "KernelStopped",
+    "ProcessTable",
     "SimEvent",
+    "SimProcess",
     "SimQueue",
     "SimThread",
     "ThreadPool",

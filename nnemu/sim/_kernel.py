@@ -132,13 +132,13 @@ class Kernel:
     async def sync(self) -> None:
         """Sleep off the running task's accumulated work so that its clock equals the kernel's."""
         proc = self._running
-        if proc is not None and proc.lag_ns:
+        if proc is not None and proc.lag_ns and not self._closing:
             await self.sleep_until(self.now_ns + proc.lag_ns)
 
     def assert_synced(self) -> None:
         """Raise EmulatorBug if the running task acts on shared state ahead of virtual time."""
         proc = self._running
-        if proc is not None and proc.lag_ns:
+        if proc is not None and proc.lag_ns and not self._closing:
             raise EmulatorBug(f"{proc.name} touched shared state {proc.lag_ns} ns ahead of time")
 
     def _advance(self, t_ns: int) -> None:
@@ -227,7 +227,10 @@ class Kernel:
         Returns the value passed to ``wake``, or None when the timer fired.
         """
         proc = self._running
-        if proc is None or self._closing:
+        if self._closing:
+            # The run is being torn down and this task is about to be cancelled.
+            await trio.sleep_forever()
+        if proc is None:
             raise KernelStopped("the emulation is not running")
         if proc.lag_ns:
             # A wait handle taken before syncing would be stale after it: sync first.

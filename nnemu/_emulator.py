@@ -1,0 +1,158 @@
+"""Assembling and running an emulation: the one place that calls ``trio.run``.
+
+``open_emulator`` builds the world a scenario describes (driver services, apps,
+the transport) inside a nursery it owns; ``run`` drives it to the end under
+trio's ``MockClock`` (virtual time) or the wall clock, and returns the report.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import attrs
+import structlog
+import trio
+import trio.testing
+
+from nnemu.app import Application
+from nnemu.driver import DriverService, us
+from nnemu.hal import build_chain, build_preset
+from nnemu.hal import Model
+from nnemu.ipc import Binder
+from nnemu.report import Report, build_report
+from nnemu.scenario import ModelSpec, Scenario
+from nnemu.sim import Kernel, ProcessTable
+from nnemu.tracer import Tracer, TraceSink
+
+logger = structlog.get_logger(layer="emulator")
+
+
+def build_model(spec: ModelSpec) -> Model:
+    """The HAL model a scenario's model spec describes."""
+    if spec.preset is not None:
+        model = build_preset(spec.preset, spec.dtype, dict(spec.params))
+    else:
+        model = build_chain(
+            [(layer.type, layer.output, layer.filter) for layer in spec.layers], spec.dtype
+        )
+    return attrs.evolve(
+        model, name=spec.name, relax_computation_float32_to_float16=spec.relaxed
+    )
+
+
+@attrs.define
+class Emulator:
+    """A scenario's world, ready to run."""
+
+    scenario: Scenario
+    kernel: Kernel
+    tracer: Tracer
+    services: list[DriverService]
+    apps: list[Application]
+    binder: Binder
+
+    async def run(self, *, progress: Callable[[Emulator], None] | None = None) -> None:
+        """Run until every app is done or the scenario's duration has passed."""
+        stop = us(self.scenario.duration_ms * 1e6) if self.scenario.duration_ms else None
+        if progress is not None:
+            self._schedule_progress(progress, stop)
+        await self.kernel.run(stop_ns=stop)
+
+    def _schedule_progress(self, progress: Callable[[Emulator], None], stop: int | None) -> None:
+        step = max(1_000_000, (stop or 10_000_000_000) // 100)
+
+        def tick() -> None:
+            progress(self)
+            if not all(app.finished for app in self.apps):
+                self.kernel.call_at(self.kernel.now_ns + step, tick)
+
+        self.kernel.call_at(step, tick)
+
+
+@asynccontextmanager
+async def open_emulator(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    sinks: list[TraceSink] | None = None,
+    realtime: bool = False,
+) -> AsyncIterator[Emulator]:
+    """Build the emulated world in a nursery owned by this context manager.
+
+    On exit the tracer is closed (every open section ended) and every emulated
+    task is cancelled, however the block was left.
+    """
+    if seed is not None:
+        scenario = attrs.evolve(scenario, seed=seed)
+    kernel = Kernel(realtime=realtime)
+    tracer = Tracer(kernel, sinks)
+    processes = ProcessTable()
+    binder = Binder(kernel, tracer, scenario.ipc, random.Random(f"{scenario.seed}:ipc"))
+    structlog.contextvars.bind_contextvars(scenario=scenario.name)
+    try:
+        async with trio.open_nursery() as nursery:
+            services = [
+                DriverService(
+                    spec,
+                    kernel=kernel,
+                    tracer=tracer,
+                    binder=binder,
+                    processes=processes,
+                    cpu=scenario.cpu,
+                    ipc_binder_threads=scenario.ipc.binder_threads,
+                    seed=scenario.seed,
+                )
+                for spec in scenario.devices
+            ]
+            models = {spec.name: build_model(spec) for spec in scenario.models}
+            apps = [
+                Application(
+                    spec,
+                    models[spec.model],
+                    scenario,
+                    kernel=kernel,
+                    tracer=tracer,
+                    binder=binder,
+                    processes=processes,
+                    services=services,
+                    nursery=nursery,
+                )
+                for spec in scenario.apps
+            ]
+            for service in services:
+                service.start(nursery)
+            for app in apps:
+                app.start()
+            try:
+                yield Emulator(scenario, kernel, tracer, services, apps, binder)
+            finally:
+                kernel.close()
+                nursery.cancel_scope.cancel()
+    finally:
+        tracer.close()
+        structlog.contextvars.unbind_contextvars("scenario")
+
+
+def run(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    sinks: list[TraceSink] | None = None,
+    realtime: bool = False,
+    wall_time: bool = False,
+    progress: Callable[[Emulator], None] | None = None,
+) -> Report:
+    """Run ``scenario`` to the end and return its report (virtual time unless ``realtime``)."""
+
+    async def main() -> Report:
+        started = time.perf_counter()
+        async with open_emulator(scenario, seed=seed, sinks=sinks, realtime=realtime) as emulator:
+            await emulator.run(progress=progress)
+            wall = time.perf_counter() - started if wall_time else None
+            return build_report(emulator, wall_s=wall)
+
+    clock = None if realtime else trio.testing.MockClock(autojump_threshold=0)
+    return trio.run(main, clock=clock)

@@ -1,0 +1,246 @@
+"""The emulated application: a process that builds a model, compiles it and runs a workload.
+
+Everything it does goes through the runtime's NDK-shaped API, as a real app's
+code would; it writes the application-layer marks (``[NN_LA_*]``) of the tracing
+contract around its phases and executions.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import structlog
+import trio
+
+from nnemu.app._stats import AppStats
+from nnemu.driver import DriverService, us
+from nnemu.hal import Model, ResultCode
+from nnemu.ipc import Binder, Endpoint
+from nnemu.runtime import Compilation, Execution, Runtime
+from nnemu.scenario import AppSpec, ExecutionMode, Scenario, WorkloadKind
+from nnemu.sim import Kernel, ProcessTable, SimEvent, SimQueue
+from nnemu.tracer import Layer, Phase, Tracer
+
+logger = structlog.get_logger(layer="app")
+
+
+class Application:
+    """One app process: its runtime, its threads, its workload and its statistics."""
+
+    def __init__(
+        self,
+        spec: AppSpec,
+        model: Model,
+        scenario: Scenario,
+        *,
+        kernel: Kernel,
+        tracer: Tracer,
+        binder: Binder,
+        processes: ProcessTable,
+        services: Sequence[DriverService],
+        nursery: trio.Nursery,
+    ) -> None:
+        self.spec = spec
+        self.model = model
+        self.kernel = kernel
+        self.tracer = tracer
+        self.nursery = nursery
+        self.process = processes.spawn(spec.name, spec.uid)
+        self.endpoint = Endpoint(kernel, self.process, scenario.ipc.binder_threads)
+        self.runtime = Runtime(
+            kernel=kernel,
+            tracer=tracer,
+            binder=binder,
+            process=self.process,
+            endpoint=self.endpoint,
+            services=services,
+            cpu=scenario.cpu,
+            nursery=nursery,
+        )
+        self.stats = AppStats()
+        self._rng = random.Random(f"{scenario.seed}:app:{spec.name}")
+        self._compilation: Compilation | None = None
+        self._queue: SimQueue = SimQueue(kernel)
+        self._remaining = spec.workload.executions
+        self._workers = [
+            self.process.new_thread(f"{spec.name[:9]}-exec{i + 1}") for i in range(spec.threads)
+        ]
+        self._log = logger.bind(app=spec.name)
+        self._running_executors = 0
+        self._executors_done = SimEvent(kernel)
+        self.finished = False
+
+    def start(self) -> None:
+        """Start the app's main thread."""
+        self.tracer.process(self.process.pid, self.process.name)
+        self.kernel.spawn(self.nursery, self._main, thread=self.process.main_thread)
+
+    # ------------------------------------------------------------ phases
+    async def _main(self) -> None:
+        kernel, tracer, spec = self.kernel, self.tracer, self.spec
+        await kernel.sleep_until(us(spec.workload.start_ms * 1e6))
+        tracer.begin(Layer.APPLICATION, Phase.OVERALL, spec.name)
+        try:
+            if await self._compile():
+                await self._run_workload()
+        finally:
+            tracer.end()
+            self.finished = True
+
+    async def _compile(self) -> bool:
+        """Build and compile the model; False (and the code recorded) when that fails."""
+        spec, tracer, runtime = self.spec, self.tracer, self.runtime
+        tracer.begin(Layer.APPLICATION, Phase.COMPILATION, "compileModel")
+        try:
+            code, builder = await runtime.create_model(self.model)
+            compilation = None
+            if builder is not None:
+                if spec.devices is None:
+                    code, compilation = await Compilation.create(builder)
+                else:
+                    by_name = {d.name: d for d in await runtime.get_devices()}
+                    missing = [name for name in spec.devices if name not in by_name]
+                    if missing:
+                        code = ResultCode.BAD_DATA
+                    else:
+                        code, compilation = await Compilation.create_for_devices(
+                            builder, [by_name[name] for name in spec.devices]
+                        )
+            if compilation is not None:
+                results = [
+                    compilation.set_preference(int(spec.preference)),
+                    compilation.set_priority(spec.priority.ndk_value),
+                ]
+                if spec.compile_timeout_ms:
+                    results.append(compilation.set_timeout(us(spec.compile_timeout_ms * 1e6)))
+                for result in results:
+                    if result is not ResultCode.NO_ERROR:
+                        code = result
+                if code is ResultCode.NO_ERROR:
+                    code = await compilation.finish()
+            self.stats.compile_result = code
+            if code is not ResultCode.NO_ERROR:
+                self._log.info("compilation_failed", code=code.name)
+                return False
+            self._compilation = compilation
+            return True
+        finally:
+            tracer.end()
+
+    async def _run_workload(self) -> None:
+        kernel, spec = self.kernel, self.spec
+        workload = spec.workload
+        for thread in self._workers:
+            self._running_executors += 1
+            kernel.spawn(self.nursery, self._executor, thread=thread)
+        if workload.kind is WorkloadKind.CLOSED_LOOP:
+            for _ in self._workers:
+                self._queue.put_nowait(None)  # each executor runs its own loop
+            await self._executors_done.wait()
+            return
+        start = kernel.now()
+        count = 0
+        while self._remaining is None or count < self._remaining:
+            if workload.kind is WorkloadKind.PERIODIC:
+                assert workload.period_ms is not None
+                arrivals = [start + us(count * workload.period_ms * 1e6)]
+            elif workload.kind is WorkloadKind.POISSON:
+                assert workload.rate_hz is not None
+                gap = self._rng.expovariate(workload.rate_hz) * 1e9
+                arrivals = [max(kernel.now(), start) + us(gap)]
+                start = arrivals[0]
+            else:
+                assert workload.burst_size is not None and workload.burst_interval_ms is not None
+                burst = count // workload.burst_size
+                arrivals = [start + us(burst * workload.burst_interval_ms * 1e6)] * min(
+                    workload.burst_size,
+                    (self._remaining - count) if self._remaining is not None else workload.burst_size,
+                )
+            await kernel.sleep_until(arrivals[0])
+            for arrival in arrivals:
+                self.stats.submitted += 1
+                self._queue.put_nowait(arrival)
+            count += len(arrivals)
+        for _ in self._workers:
+            self._queue.put_nowait(-1)  # no more work
+        await self._executors_done.wait()
+
+    async def _executor(self) -> None:
+        try:
+            await self._serve_queue()
+        finally:
+            self._running_executors -= 1
+            if self._running_executors == 0:
+                await self.kernel.sync()
+                self._executors_done.set()
+
+    async def _serve_queue(self) -> None:
+        kernel, spec = self.kernel, self.spec
+        while True:
+            arrival = await self._queue.get()
+            if arrival == -1:
+                return
+            if arrival is None:
+                # Closed loop: this thread issues its next execution when the last one ends.
+                while self._remaining is None or self._remaining > 0:
+                    if self._remaining is not None:
+                        self._remaining -= 1
+                    self.stats.submitted += 1
+                    await self._one(kernel.now())
+                    if spec.workload.think_ms:
+                        await kernel.sleep(us(spec.workload.think_ms * 1e6))
+                return
+            await self._one(arrival)
+
+    async def _one(self, arrival_ns: int) -> None:
+        """One frame: execute (with retries of TRANSIENT errors) and record the outcome."""
+        kernel, spec = self.kernel, self.spec
+        timeout_ns = us(spec.execution_timeout_ms * 1e6) if spec.execution_timeout_ms else None
+        if spec.drop_late_frames and timeout_ns is not None and kernel.now() - arrival_ns > timeout_ns:
+            self.stats.dropped += 1
+            self.stats.deadline_misses += 1
+            return
+        retry = spec.retry
+        delay_ns = us(retry.backoff_ms * 1e6)
+        attempt = 0
+        while True:
+            code = await self._execute(timeout_ns)
+            if not code.is_transient or attempt >= retry.max_attempts:
+                break
+            attempt += 1
+            self.stats.retries += 1
+            await kernel.sleep(delay_ns)
+            delay_ns = us(delay_ns * retry.backoff_factor)
+        self.stats.record(code, kernel.now() - arrival_ns)
+
+    async def _execute(self, timeout_ns: int | None) -> ResultCode:
+        """One NDK execution in the app's mode."""
+        spec, tracer = self.spec, self.tracer
+        compilation = self._compilation
+        assert compilation is not None
+        tracer.begin(Layer.APPLICATION, Phase.EXECUTION, "execute")
+        try:
+            code, execution = Execution.create(compilation)
+            if execution is None:
+                return code
+            execution.set_io()
+            if timeout_ns is not None:
+                execution.set_timeout(timeout_ns)
+            if spec.loop_timeout_ms is not None:
+                execution.set_loop_timeout(us(spec.loop_timeout_ms * 1e6))
+            if spec.measure_timing:
+                execution.set_measure_timing(True)
+            if spec.execution_mode is ExecutionMode.SYNC:
+                code = await execution.compute()
+            else:
+                if spec.execution_mode is ExecutionMode.ASYNC:
+                    code, event = await execution.start_compute()
+                else:
+                    code, event = await execution.start_compute_with_dependencies(())
+                if event is not None:
+                    code = await event.wait()
+            execution.free()
+            return code
+        finally:
+            tracer.end()

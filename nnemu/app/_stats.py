@@ -1,0 +1,83 @@
+"""Per-app statistics with memory that does not grow with the number of executions."""
+
+from __future__ import annotations
+
+import collections
+
+import attrs
+
+from nnemu.hal import ResultCode
+
+_EXACT_BELOW_US = 1024
+_MANTISSA_BITS = 10
+
+
+def _bucket(value_us: int) -> int:
+    """Log-linear bucket: exact below 1024 µs, then 10 significant bits (< 0.1% error)."""
+    if value_us < _EXACT_BELOW_US:
+        return value_us
+    shift = value_us.bit_length() - _MANTISSA_BITS
+    return ((shift + 1) << _MANTISSA_BITS) | (value_us >> shift)
+
+
+def _bucket_value(bucket: int) -> int:
+    if bucket < _EXACT_BELOW_US:
+        return bucket
+    shift = (bucket >> _MANTISSA_BITS) - 1
+    mantissa = bucket & ((1 << _MANTISSA_BITS) - 1)
+    return mantissa << shift
+
+
+class LatencyHistogram:
+    """Latencies in µs, bucketed so that quantiles are within 0.1% of the exact value."""
+
+    def __init__(self) -> None:
+        self._counts: collections.Counter[int] = collections.Counter()
+        self.count = 0
+        self.total_us = 0
+        self.max_us = 0
+
+    def add(self, value_us: int) -> None:
+        """Record one latency."""
+        self._counts[_bucket(value_us)] += 1
+        self.count += 1
+        self.total_us += value_us
+        self.max_us = max(self.max_us, value_us)
+
+    def quantile_us(self, q: float) -> int:
+        """The smallest recorded bucket value with at least ``q`` of the samples at or below it."""
+        if self.count == 0:
+            return 0
+        rank = max(1, -(-int(q * self.count * 1_000_000) // 1_000_000))
+        seen = 0
+        for bucket in sorted(self._counts):
+            seen += self._counts[bucket]
+            if seen >= rank:
+                return min(_bucket_value(bucket), self.max_us)
+        return self.max_us
+
+
+@attrs.define
+class AppStats:
+    """What happened to one app's executions."""
+
+    submitted: int = 0
+    completed: int = 0
+    failed: int = 0
+    dropped: int = 0
+    retries: int = 0
+    deadline_misses: int = 0
+    errors: collections.Counter[str] = attrs.field(factory=collections.Counter)
+    latency: LatencyHistogram = attrs.field(factory=LatencyHistogram)
+    compile_result: ResultCode = ResultCode.NO_ERROR
+
+    def record(self, code: ResultCode, latency_ns: int) -> None:
+        """Record the final result of one execution (after retries)."""
+        if code is ResultCode.NO_ERROR:
+            self.completed += 1
+            self.latency.add(latency_ns // 1000)
+        else:
+            self.failed += 1
+            self.errors[code.name] += 1
+            if code.is_deadline_miss:
+                self.deadline_misses += 1

@@ -1,0 +1,25 @@
+"""Emulated driver services: IDevice / IPreparedModel for HAL 1.0-1.3, and their devices."""
+
+from nnemu.driver._device import ComputePlan, Device, DeviceStats, Job, us
+from nnemu.driver._service import (
+    CallbackRef,
+    DriverService,
+    FencedResult,
+    PreparedModel,
+    capabilities_from,
+    compute_plan,
+)
+
+__all__ = [
+    "CallbackRef",
+    "ComputePlan",
+    "Device",
+    "DeviceStats",
+    "DriverService",
+    "FencedResult",
+    "Job",
+    "PreparedModel",
+    "capabilities_from",
+    "compute_plan",
+    "us",
+]

@@ -1,0 +1,708 @@
+"""An emulated NNAPI driver service: IDevice and IPreparedModel for HAL 1.0-1.3.
+
+The structure, checks and trace marks follow the AOSP sample driver
+(``frameworks/ml/nn/driver/sample/SampleDriver.cpp``, Android 11), which is what
+the HAL's reference behaviour is; hal-semantics.md §1 and §4 condense it.  Each
+public method is the *server side* of one HIDL method: the runtime reaches it
+through ``Binder.call`` on one of the service's binder threads.  Methods exist
+only on the versions that define them (``versions()``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import attrs
+import structlog
+import trio
+
+from nnemu.driver._device import ComputePlan, Device, Job, us
+from nnemu.hal import (
+    NO_TIMING,
+    Capabilities,
+    DeviceStatus,
+    DeviceType,
+    ErrorStatus,
+    ExecutionPreference,
+    HalVersion,
+    MeasureTiming,
+    Model,
+    OperandType,
+    OperationType,
+    OutputShape,
+    PerformanceInfo,
+    Priority,
+    Request,
+    Timing,
+    model_memory_bytes,
+    operation_work,
+    supported_by,
+    validate_model,
+    validate_request,
+)
+from nnemu.ipc import Binder, Endpoint
+from nnemu.scenario import CpuSpec, DeviceSpec, PerformanceSpec, PerfSpec
+from nnemu.sim import Kernel, ProcessTable, SimQueue, as_thread
+from nnemu.tracer import Layer, Phase, Tracer
+
+logger = structlog.get_logger(layer="driver")
+
+VALIDATE_NS_PER_OP = 2_000
+"""Driver-side model validation cost per operation."""
+
+AIDL_SYSTEM_UID = 1000
+
+
+@attrs.frozen
+class CallbackRef:
+    """A client's callback object as the driver holds it: where it lives and what to call."""
+
+    endpoint: Endpoint
+    """The client process."""
+    target: Callable[..., None]
+    """The client-side ``notify`` implementation (latches the first call)."""
+
+
+def capabilities_from(spec: PerformanceSpec) -> Capabilities:
+    """The HAL 1.3 Capabilities value a device spec describes."""
+
+    def info(p: PerfSpec) -> PerformanceInfo:
+        return PerformanceInfo(p.exec_time, p.power_usage)
+
+    relaxed = info(spec.relaxed or spec.float32)
+    table = []
+    for kind in OperandType:
+        if kind in (OperandType.SUBGRAPH, OperandType.OEM, OperandType.TENSOR_OEM_BYTE):
+            continue
+        if kind in (OperandType.FLOAT32, OperandType.TENSOR_FLOAT32):
+            table.append((kind, info(spec.float32)))
+        elif kind in (
+            OperandType.TENSOR_QUANT8_ASYMM,
+            OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
+            OperandType.TENSOR_QUANT8_SYMM,
+            OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+        ):
+            table.append((kind, info(spec.quant8)))
+        else:
+            table.append((kind, info(spec.other)))
+    return Capabilities(
+        relaxed_float32_to_float16_scalar=relaxed,
+        relaxed_float32_to_float16_tensor=relaxed,
+        operand_performance=table,
+        if_performance=info(spec.if_),
+        while_performance=info(spec.while_),
+    )
+
+
+def compute_plan(model: Model, capabilities: Capabilities, cpu: CpuSpec) -> ComputePlan:
+    """Per-operation cost of ``model`` on a device with ``capabilities``.
+
+    An operation costs what it costs on the reference CPU (``cpu``: ns per MAC and per
+    output element) times the device's execTime ratio for its first input's type.
+    """
+    op_ns: list[int] = []
+    loops: list[int] = []
+    for index, op in enumerate(model.main.operations):
+        work = operation_work(model, model.main, op)
+        base = work.macs * cpu.ns_per_mac + work.elements * cpu.ns_per_element
+        if op.type is OperationType.WHILE:
+            loops.append(index)
+            ratio = capabilities.while_performance.exec_time
+        elif op.type is OperationType.IF:
+            ratio = capabilities.if_performance.exec_time
+        else:
+            ratio = capabilities.performance(
+                work.first_input_type, relaxed=model.relax_computation_float32_to_float16
+            ).exec_time
+        op_ns.append(us(max(base * ratio, 1000.0)))
+    return ComputePlan(tuple(op_ns), tuple(loops))
+
+
+class PreparedModel:
+    """IPreparedModel: a model prepared for one device, living in the driver process."""
+
+    def __init__(
+        self,
+        service: DriverService,
+        model: Model,
+        version: HalVersion,
+        priority: Priority,
+        uid: int,
+        plan: ComputePlan,
+        memory_bytes: int,
+    ) -> None:
+        self.service = service
+        self.model = model
+        self.version = version
+        self.priority = priority
+        self.uid = uid
+        self.plan = plan
+        self.memory_bytes = memory_bytes
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The driver process the prepared model lives in."""
+        return self.service.endpoint
+
+    # The HIDL methods. ------------------------------------------------------
+    async def execute(self, request: Request, callback: CallbackRef | None) -> ErrorStatus:
+        """IPreparedModel::execute (1.0)."""
+        return await self.service._execute_async(
+            self, request, MeasureTiming.NO, None, None, callback, HalVersion.V1_0
+        )
+
+    async def execute_1_2(
+        self, request: Request, measure: MeasureTiming, callback: CallbackRef | None
+    ) -> ErrorStatus:
+        """IPreparedModel::execute_1_2."""
+        return await self.service._execute_async(
+            self, request, measure, None, None, callback, HalVersion.V1_2
+        )
+
+    async def execute_1_3(
+        self,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+        callback: CallbackRef | None,
+    ) -> ErrorStatus:
+        """IPreparedModel::execute_1_3."""
+        return await self.service._execute_async(
+            self, request, measure, deadline_ns, loop_timeout_ns, callback, HalVersion.V1_3
+        )
+
+    async def executeSynchronously(  # noqa: N802 - HIDL method name
+        self, request: Request, measure: MeasureTiming
+    ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
+        """IPreparedModel::executeSynchronously (1.2)."""
+        return await self.service._execute_sync(
+            self, request, measure, None, None, HalVersion.V1_2
+        )
+
+    async def executeSynchronously_1_3(  # noqa: N802 - HIDL method name
+        self,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+    ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
+        """IPreparedModel::executeSynchronously_1_3."""
+        return await self.service._execute_sync(
+            self, request, measure, deadline_ns, loop_timeout_ns, HalVersion.V1_3
+        )
+
+    async def executeFenced(  # noqa: N802 - HIDL method name
+        self,
+        request: Request,
+        wait_for: Sequence[object | None],
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+        duration_ns: int | None,
+    ) -> tuple[ErrorStatus, FencedResult | None]:
+        """IPreparedModel::executeFenced (1.3): runs inside the call, like the sample driver."""
+        return await self.service._execute_fenced(
+            self, request, wait_for, measure, deadline_ns, loop_timeout_ns, duration_ns
+        )
+
+
+@attrs.frozen
+class FencedResult:
+    """What executeFenced hands back: the (already signalled) fence and the callback's answers."""
+
+    status: ErrorStatus
+    """Status of the execution (what the sync fence reports)."""
+    timing_launched: Timing
+    """Call to fence signal."""
+    timing_fenced: Timing
+    """Inputs signalled to fence signal."""
+
+    def get_execution_info(self) -> tuple[ErrorStatus, Timing, Timing]:
+        """IFencedExecutionCallback::getExecutionInfo."""
+        return self.status, self.timing_launched, self.timing_fenced
+
+
+def _valid_preference(value: int) -> bool:
+    return value in tuple(ExecutionPreference)
+
+
+def _valid_priority(value: int) -> bool:
+    return value in tuple(Priority)
+
+
+class DriverService:
+    """One driver service process: IDevice, its prepared models, its device and threads."""
+
+    def __init__(
+        self,
+        spec: DeviceSpec,
+        *,
+        kernel: Kernel,
+        tracer: Tracer,
+        binder: Binder,
+        processes: ProcessTable,
+        cpu: CpuSpec,
+        ipc_binder_threads: int,
+        seed: int,
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.version = spec.hal_version
+        self.kernel = kernel
+        self.tracer = tracer
+        self.binder = binder
+        self.cpu = cpu
+        self.process = processes.spawn(
+            f"android.hardware.neuralnetworks@{spec.hal_version.value}-service-{spec.name}",
+            AIDL_SYSTEM_UID,
+        )
+        self.endpoint = Endpoint(kernel, self.process, spec.binder_threads or ipc_binder_threads)
+        self.capabilities = capabilities_from(spec.performance)
+        self.device = Device(kernel, spec, random.Random(f"{seed}:device:{spec.name}"))
+        self.supported = (
+            frozenset(spec.supported_operations) if spec.supported_operations is not None else None
+        )
+        self.status = DeviceStatus.AVAILABLE
+        self.memory_used = 0
+        self._jobs: SimQueue = SimQueue(kernel)
+        self._workers = [
+            self.process.new_thread(f"nn-worker-{i + 1}") for i in range(spec.worker_threads)
+        ]
+        self.prepared_models = 0
+        self._log = logger.bind(device=spec.name)
+
+    def versions(self) -> tuple[HalVersion, ...]:
+        """HAL versions whose methods this service implements (its own and older)."""
+        return tuple(v for v in HalVersion if self.version.at_least(v))
+
+    # ------------------------------------------------------------- threads
+    def start(self, nursery: trio.Nursery) -> None:
+        """Start the driver's worker threads in ``nursery``."""
+        self.tracer.process(self.process.pid, self.process.name)
+        for thread in self._workers:
+            self.kernel.spawn(nursery, self._worker, thread=thread)
+
+    async def _worker(self) -> None:
+        while True:
+            job: Callable[[], Awaitable[None]] = await self._jobs.get()
+            await job()
+
+    def _launch(self, job: Callable[[], Awaitable[None]]) -> bool:
+        """Hand ``job`` to a worker thread; False if the task cannot be started."""
+        if not self.endpoint.alive:
+            return False
+        self._jobs.put_nowait(job)
+        return True
+
+    def _notify(self, callback: CallbackRef, iface: str, method: str, *args: Any) -> None:
+        """Call the client's callback (oneway, exactly once per launch)."""
+        self.binder.oneway(callback.endpoint, iface, method, lambda: callback.target(*args))
+
+    # ------------------------------------------------------------- IDevice
+    def _driver_trace(self, phase: Phase, detail: str) -> None:
+        self.tracer.begin(Layer.DRIVER, phase, f"SampleDriver::{detail}")
+
+    async def getCapabilities(self) -> tuple[ErrorStatus, Capabilities]:  # noqa: N802
+        """IDevice::getCapabilities (and _1_1/_1_2/_1_3: the same value in this model)."""
+        self._driver_trace(Phase.INITIALIZATION, "getCapabilities")
+        self.kernel.work(5_000)
+        self.tracer.end()
+        if self.status is DeviceStatus.OFFLINE:
+            return ErrorStatus.DEVICE_UNAVAILABLE, self.capabilities
+        return ErrorStatus.NONE, self.capabilities
+
+    async def getVersionString(self) -> tuple[ErrorStatus, str]:  # noqa: N802
+        """IDevice::getVersionString (1.2)."""
+        self._driver_trace(Phase.INITIALIZATION, "getVersionString")
+        self.tracer.end()
+        return ErrorStatus.NONE, self.spec.version_string
+
+    async def getType(self) -> tuple[ErrorStatus, DeviceType]:  # noqa: N802
+        """IDevice::getType (1.2)."""
+        self._driver_trace(Phase.INITIALIZATION, "getType")
+        self.tracer.end()
+        return ErrorStatus.NONE, self.spec.type
+
+    async def getSupportedExtensions(self) -> tuple[ErrorStatus, tuple[()]]:  # noqa: N802
+        """IDevice::getSupportedExtensions (1.2): none."""
+        self._driver_trace(Phase.INITIALIZATION, "getSupportedExtensions")
+        self.tracer.end()
+        return ErrorStatus.NONE, ()
+
+    async def getNumberOfCacheFilesNeeded(self) -> tuple[ErrorStatus, int, int]:  # noqa: N802
+        """IDevice::getNumberOfCacheFilesNeeded (1.2): (0, 0), no compilation caching."""
+        self._driver_trace(Phase.INITIALIZATION, "getNumberOfCacheFilesNeeded")
+        self.tracer.end()
+        return ErrorStatus.NONE, 0, 0
+
+    async def getStatus(self) -> DeviceStatus:  # noqa: N802
+        """IDevice::getStatus."""
+        self._driver_trace(Phase.UNSPECIFIED, "getStatus")
+        self.tracer.end()
+        return self.status
+
+    async def getSupportedOperations(  # noqa: N802
+        self, model: Model, version: HalVersion = HalVersion.V1_0
+    ) -> tuple[ErrorStatus, tuple[bool, ...]]:
+        """IDevice::getSupportedOperations (the _1_x variants pass their version)."""
+        suffix = "" if version is HalVersion.V1_0 else f"_{version.value.replace('.', '_')}"
+        self._driver_trace(Phase.COMPILATION, f"getSupportedOperations{suffix}")
+        try:
+            self.kernel.work(VALIDATE_NS_PER_OP * len(model.main.operations))
+            if self.status is DeviceStatus.OFFLINE:
+                return ErrorStatus.DEVICE_UNAVAILABLE, ()
+            if validate_model(model, version) is not None:
+                return ErrorStatus.INVALID_ARGUMENT, ()
+            return ErrorStatus.NONE, supported_by(model, self.supported)
+        finally:
+            self.tracer.end()
+
+    async def prepareModel(  # noqa: N802
+        self, model: Model, callback: CallbackRef | None, *, uid: int = 0
+    ) -> ErrorStatus:
+        """IDevice::prepareModel (1.0)."""
+        return await self._prepare(
+            HalVersion.V1_0, model, ExecutionPreference.FAST_SINGLE_ANSWER,
+            Priority.MEDIUM, None, callback, uid,
+        )
+
+    async def prepareModel_1_1(  # noqa: N802
+        self, model: Model, preference: int, callback: CallbackRef | None, *, uid: int = 0
+    ) -> ErrorStatus:
+        """IDevice::prepareModel_1_1."""
+        return await self._prepare(
+            HalVersion.V1_1, model, preference, Priority.MEDIUM, None, callback, uid
+        )
+
+    async def prepareModel_1_2(  # noqa: N802
+        self,
+        model: Model,
+        preference: int,
+        model_cache: Sequence[object],
+        data_cache: Sequence[object],
+        token: bytes,
+        callback: CallbackRef | None,
+        *,
+        uid: int = 0,
+    ) -> ErrorStatus:
+        """IDevice::prepareModel_1_2 (cache arguments are accepted and unused: no caching)."""
+        return await self._prepare(
+            HalVersion.V1_2, model, preference, Priority.MEDIUM, None, callback, uid
+        )
+
+    async def prepareModel_1_3(  # noqa: N802
+        self,
+        model: Model,
+        preference: int,
+        priority: int,
+        deadline_ns: int | None,
+        model_cache: Sequence[object],
+        data_cache: Sequence[object],
+        token: bytes,
+        callback: CallbackRef | None,
+        *,
+        uid: int = 0,
+    ) -> ErrorStatus:
+        """IDevice::prepareModel_1_3."""
+        return await self._prepare(
+            HalVersion.V1_3, model, preference, priority, deadline_ns, callback, uid
+        )
+
+    async def prepareModelFromCache(  # noqa: N802
+        self,
+        model_cache: Sequence[object],
+        data_cache: Sequence[object],
+        token: bytes,
+        callback: CallbackRef | None,
+    ) -> ErrorStatus:
+        """IDevice::prepareModelFromCache (1.2): caching unsupported ⇒ GENERAL_FAILURE."""
+        return self._from_cache(HalVersion.V1_2, callback)
+
+    async def prepareModelFromCache_1_3(  # noqa: N802
+        self,
+        deadline_ns: int | None,
+        model_cache: Sequence[object],
+        data_cache: Sequence[object],
+        token: bytes,
+        callback: CallbackRef | None,
+    ) -> ErrorStatus:
+        """IDevice::prepareModelFromCache_1_3: caching unsupported ⇒ GENERAL_FAILURE."""
+        return self._from_cache(HalVersion.V1_3, callback)
+
+    def _from_cache(self, version: HalVersion, callback: CallbackRef | None) -> ErrorStatus:
+        suffix = "_1_3" if version is HalVersion.V1_3 else ""
+        self._driver_trace(Phase.COMPILATION, f"prepareModelFromCache{suffix}")
+        self.tracer.end()
+        if callback is None:
+            return ErrorStatus.INVALID_ARGUMENT
+        self._notify_prepared(callback, version, ErrorStatus.GENERAL_FAILURE, None)
+        return ErrorStatus.GENERAL_FAILURE
+
+    def _notify_prepared(
+        self,
+        callback: CallbackRef,
+        version: HalVersion,
+        status: ErrorStatus,
+        prepared: PreparedModel | None,
+    ) -> None:
+        method = {
+            HalVersion.V1_0: "notify",
+            HalVersion.V1_1: "notify",
+            HalVersion.V1_2: "notify_1_2",
+            HalVersion.V1_3: "notify_1_3",
+        }[version]
+        self._notify(
+            callback, "IPreparedModelCallback", method, status.downgraded(version), prepared
+        )
+
+    async def _prepare(
+        self,
+        version: HalVersion,
+        model: Model,
+        preference: int,
+        priority: int,
+        deadline_ns: int | None,
+        callback: CallbackRef | None,
+        uid: int,
+    ) -> ErrorStatus:
+        suffix = "" if version is HalVersion.V1_0 else f"_{version.value.replace('.', '_')}"
+        self._driver_trace(Phase.COMPILATION, f"prepareModel{suffix}")
+        try:
+            kernel = self.kernel
+            kernel.work(VALIDATE_NS_PER_OP * len(model.main.operations))
+            if callback is None:
+                return ErrorStatus.INVALID_ARGUMENT
+            reason = validate_model(model, version)
+            if reason is None and not _valid_preference(preference):
+                reason = f"invalid execution preference {preference}"
+            if reason is None and not _valid_priority(priority):
+                reason = f"invalid priority {priority}"
+            if reason is not None:
+                self._log.debug("prepare_rejected", reason=reason)
+                self._notify_prepared(callback, version, ErrorStatus.INVALID_ARGUMENT, None)
+                return ErrorStatus.INVALID_ARGUMENT
+            if self.status is DeviceStatus.OFFLINE:
+                self._notify_prepared(callback, version, ErrorStatus.DEVICE_UNAVAILABLE, None)
+                return ErrorStatus.DEVICE_UNAVAILABLE
+            if not all(supported_by(model, self.supported)):
+                # A partial driver cannot prepare what it does not fully support.
+                self._notify_prepared(callback, version, ErrorStatus.INVALID_ARGUMENT, None)
+                return ErrorStatus.NONE
+            if deadline_ns is not None and kernel.now() >= deadline_ns:
+                self._notify_prepared(
+                    callback, version, ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
+                )
+                return ErrorStatus.NONE
+            await kernel.sync()
+            launched = self._launch(
+                lambda: self._prepare_task(
+                    version, model, Priority(priority), deadline_ns, callback, uid
+                )
+            )
+            if not launched:
+                self._notify_prepared(callback, version, ErrorStatus.GENERAL_FAILURE, None)
+                return ErrorStatus.GENERAL_FAILURE
+            return ErrorStatus.NONE
+        finally:
+            self.tracer.end()
+
+    async def _prepare_task(
+        self,
+        version: HalVersion,
+        model: Model,
+        priority: Priority,
+        deadline_ns: int | None,
+        callback: CallbackRef,
+        uid: int,
+    ) -> None:
+        """The background preparation (a detached thread in the sample driver)."""
+        kernel, tracer = self.kernel, self.tracer
+        tracer.begin(Layer.DRIVER, Phase.COMPILATION, "SamplePreparedModel::initialize")
+        try:
+            cost = self.spec.cost
+            prepare_ns = us(
+                (cost.prepare_ms + cost.prepare_ms_per_op * len(model.main.operations)) * 1e6
+            )
+            await kernel.sleep(prepare_ns)
+            status = ErrorStatus.NONE
+            if deadline_ns is not None and kernel.now_ns > deadline_ns:
+                status = ErrorStatus.MISSED_DEADLINE_TRANSIENT
+            if status is not ErrorStatus.NONE:
+                self._notify_prepared(callback, version, status, None)
+                return
+            plan = compute_plan(model, self.capabilities, self.cpu)
+            prepared = PreparedModel(
+                self, model, version, priority, uid, plan, model_memory_bytes(model)
+            )
+            self.prepared_models += 1
+            self._notify_prepared(callback, version, ErrorStatus.NONE, prepared)
+        finally:
+            tracer.end()
+
+    # ------------------------------------------------------ IPreparedModel
+    def _check_request(
+        self, prepared: PreparedModel, request: Request, deadline_ns: int | None
+    ) -> ErrorStatus | None:
+        reason = validate_request(request, prepared.model)
+        if reason is not None:
+            self._log.debug("request_rejected", reason=reason)
+            return ErrorStatus.INVALID_ARGUMENT
+        if deadline_ns is not None and self.kernel.now() >= deadline_ns:
+            return ErrorStatus.MISSED_DEADLINE_PERSISTENT
+        return None
+
+    async def _compute(
+        self, prepared: PreparedModel, deadline_ns: int | None, loop_timeout_ns: int | None
+    ) -> tuple[ErrorStatus, int]:
+        """Run on the device; returns status and time on device (ns)."""
+        kernel = self.kernel
+        if self.status is DeviceStatus.OFFLINE:
+            return ErrorStatus.DEVICE_UNAVAILABLE, 0
+        job = Job(
+            uid=prepared.uid,
+            priority=prepared.priority,
+            plan=prepared.plan,
+            scale=self.device.jitter(),
+            deadline_ns=deadline_ns,
+        )
+        await kernel.sync()
+        start = kernel.now_ns
+        status = await self.device.execute(job, launch_ns=us(self.spec.cost.launch_us * 1000))
+        return status, kernel.now_ns - start
+
+    def _shapes(self, prepared: PreparedModel) -> tuple[OutputShape, ...]:
+        main = prepared.model.main
+        return tuple(OutputShape(main.operands[i].dimensions) for i in main.output_indexes)
+
+    async def _execute_async(
+        self,
+        prepared: PreparedModel,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+        callback: CallbackRef | None,
+        version: HalVersion,
+    ) -> ErrorStatus:
+        tracer = self.tracer
+        method = {HalVersion.V1_0: "notify", HalVersion.V1_2: "notify_1_2"}.get(
+            version, "notify_1_3"
+        )
+        tracer.begin(Layer.DRIVER, Phase.EXECUTION, "SampleDriver::executeBase")
+        try:
+            self.kernel.work(VALIDATE_NS_PER_OP)
+            if callback is None:
+                return ErrorStatus.INVALID_ARGUMENT
+            error = self._check_request(prepared, request, deadline_ns)
+            if error is ErrorStatus.INVALID_ARGUMENT:
+                self._notify(callback, "IExecutionCallback", method, error, (), NO_TIMING)
+                return error
+            if error is not None:
+                self._notify(
+                    callback, "IExecutionCallback", method, error.downgraded(version), (), NO_TIMING
+                )
+                return ErrorStatus.NONE
+            entered = self.kernel.now()
+            await self.kernel.sync()
+
+            async def task() -> None:
+                tracer.begin(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "SampleDriver::asyncExecute")
+                tracer.switch(Layer.DRIVER, Phase.EXECUTION, "SampleDriver::asyncExecute")
+                try:
+                    status, on_device = await self._compute(prepared, deadline_ns, loop_timeout_ns)
+                finally:
+                    tracer.end(2)
+                shapes = self._shapes(prepared) if status is ErrorStatus.NONE else ()
+                timing = NO_TIMING
+                if measure is MeasureTiming.YES and status is ErrorStatus.NONE:
+                    timing = Timing(on_device // 1000, (self.kernel.now_ns - entered) // 1000)
+                self._notify(
+                    callback, "IExecutionCallback", method, status.downgraded(version),
+                    shapes, timing,
+                )
+
+            if not self._launch(task):
+                self._notify(
+                    callback, "IExecutionCallback", method, ErrorStatus.GENERAL_FAILURE, (),
+                    NO_TIMING,
+                )
+                return ErrorStatus.GENERAL_FAILURE
+            return ErrorStatus.NONE
+        finally:
+            tracer.end()
+
+    async def _execute_sync(
+        self,
+        prepared: PreparedModel,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+        version: HalVersion,
+    ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
+        tracer, kernel = self.tracer, self.kernel
+        tracer.begin(Layer.DRIVER, Phase.EXECUTION, "SampleDriver::executeSynchronouslyBase")
+        try:
+            entered = kernel.now()
+            kernel.work(VALIDATE_NS_PER_OP)
+            error = self._check_request(prepared, request, deadline_ns)
+            if error is not None:
+                return error.downgraded(version), (), NO_TIMING
+            tracer.switch(
+                Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "SampleDriver::executeSynchronouslyBase"
+            )
+            tracer.switch(Layer.DRIVER, Phase.EXECUTION, "SampleDriver::executeSynchronouslyBase")
+            try:
+                status, on_device = await self._compute(prepared, deadline_ns, loop_timeout_ns)
+            finally:
+                tracer.end(2)
+            shapes = self._shapes(prepared) if status is ErrorStatus.NONE else ()
+            timing = NO_TIMING
+            if measure is MeasureTiming.YES and status is ErrorStatus.NONE:
+                timing = Timing(on_device // 1000, (kernel.now() - entered) // 1000)
+            return status.downgraded(version), shapes, timing
+        finally:
+            tracer.end()
+
+    async def _execute_fenced(
+        self,
+        prepared: PreparedModel,
+        request: Request,
+        wait_for: Sequence[object | None],
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+        duration_ns: int | None,
+    ) -> tuple[ErrorStatus, FencedResult | None]:
+        tracer, kernel = self.tracer, self.kernel
+        tracer.begin(Layer.DRIVER, Phase.EXECUTION, "SamplePreparedModel::executeFenced")
+        try:
+            entered = kernel.now()
+            kernel.work(VALIDATE_NS_PER_OP)
+            if any(fence is None for fence in wait_for):
+                return ErrorStatus.INVALID_ARGUMENT, None
+            main = prepared.model.main
+            if any(0 in main.operands[i].dimensions for i in main.output_indexes):
+                return ErrorStatus.INVALID_ARGUMENT, None  # outputs must be fully specified
+            error = self._check_request(prepared, request, deadline_ns)
+            if error is not None:
+                return error, None
+            bound = deadline_ns
+            if duration_ns is not None:
+                end = kernel.now() + duration_ns
+                bound = end if bound is None else min(bound, end)
+            tracer.switch(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "SamplePreparedModel::executeFenced")
+            tracer.switch(Layer.DRIVER, Phase.EXECUTION, "SamplePreparedModel::executeFenced")
+            try:
+                status, on_device = await self._compute(prepared, bound, loop_timeout_ns)
+            finally:
+                tracer.end(2)
+            timing = NO_TIMING
+            if measure is MeasureTiming.YES and status is ErrorStatus.NONE:
+                timing = Timing(on_device // 1000, (kernel.now() - entered) // 1000)
+            return ErrorStatus.NONE, FencedResult(status, timing, timing)
+        finally:
+            tracer.end()

@@ -1,0 +1,184 @@
+"""HIDL-over-binder transport: synchronous transactions, oneway calls, death.
+
+A synchronous transaction is modelled the way binder runs it: the calling
+thread blocks while one of the callee's binder threads serves the call.  The
+calling trio task itself carries the call across (it *becomes* the binder
+thread for the server side, via ``as_thread``), so a call costs no task switch
+unless the callee's binder pool is exhausted and the call must queue.  The
+HIDL proxy and stub write ``HIDL::<Iface>::<method>::client`` on the caller's
+thread and ``...::server`` on the binder thread, as the generated code does.
+
+A oneway call (a callback's ``notify``) does not block the caller: its server
+side runs on a binder thread of the callee when the transaction arrives.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import structlog
+
+from nnemu.scenario import IpcSpec
+from nnemu.sim import Kernel, SimProcess, SimThread, ThreadPool, as_thread
+from nnemu.tracer import Tracer
+
+logger = structlog.get_logger(layer="ipc")
+
+T = TypeVar("T")
+
+ONEWAY_SERVER_NS = 20_000
+"""How long a callback's server stub runs (latching the result and waking waiters)."""
+
+
+class DeadObject:
+    """The transport error a call to a dead process gets (``DEAD_OBJECT`` in the runtime)."""
+
+    _instance: DeadObject | None = None
+
+    def __new__(cls) -> DeadObject:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "DEAD_OBJECT"
+
+
+DEAD = DeadObject()
+"""The one DeadObject value."""
+
+
+def _us(ns: float) -> int:
+    """Round a duration to whole microseconds (the resolution of ftrace timestamps)."""
+    return max(0, int(round(ns / 1000.0))) * 1000
+
+
+class Endpoint:
+    """A process as seen by the transport: its binder thread pool and whether it is alive."""
+
+    def __init__(self, kernel: Kernel, process: SimProcess, binder_threads: int) -> None:
+        self.process = process
+        pid = process.pid
+        threads = [process.new_thread(f"HwBinder:{pid}_{i + 1}") for i in range(binder_threads)]
+        self.pool = ThreadPool(kernel, threads)
+        self.alive = True
+        self.death_listeners: list[Callable[[], None]] = []
+
+    def kill(self) -> None:
+        """The process dies: later calls fail with DEAD_OBJECT and death recipients are told."""
+        if not self.alive:
+            return
+        self.alive = False
+        listeners, self.death_listeners = self.death_listeners, []
+        for listener in listeners:
+            listener()
+
+
+class Binder:
+    """The transport between emulated processes, with a seeded latency model."""
+
+    def __init__(self, kernel: Kernel, tracer: Tracer, spec: IpcSpec, rng: random.Random) -> None:
+        self.kernel = kernel
+        self.tracer = tracer
+        self.spec = spec
+        self._rng = rng
+        self._mean_ns = spec.latency_us * 1000.0
+        self.transactions = 0
+
+    def latency_ns(self, payload_bytes: int = 0) -> int:
+        """One-way latency of a transaction carrying ``payload_bytes``, in whole µs."""
+        base = self._mean_ns + self.spec.us_per_kb * 1000.0 * payload_bytes / 1024.0
+        if self.spec.jitter > 0:
+            sigma = self.spec.jitter
+            # Log-normal with the given mean: mu = -sigma^2 / 2.
+            base *= math.exp(self._rng.gauss(-sigma * sigma / 2.0, sigma))
+        return _us(base)
+
+    async def call(
+        self,
+        callee: Endpoint,
+        iface: str,
+        method: str,
+        serve: Callable[[], Awaitable[T]],
+        *,
+        payload_bytes: int = 0,
+    ) -> T | DeadObject:
+        """A synchronous HIDL call: run ``serve`` on one of ``callee``'s binder threads.
+
+        Returns what ``serve`` returns, or DEAD when the callee is (or dies) dead.
+        """
+        kernel, tracer = self.kernel, self.tracer
+        name = f"HIDL::{iface}::{method}"
+        self.transactions += 1
+        tracer.raw_begin(name + "::client")
+        try:
+            if not callee.alive:
+                return DEAD
+            await kernel.sleep(self.latency_ns(payload_bytes))
+            if not callee.alive:
+                return DEAD
+            thread = await callee.pool.acquire()
+            try:
+                with as_thread(thread):
+                    tracer.raw_begin(name + "::server")
+                    try:
+                        result = await serve()
+                    finally:
+                        tracer.end()
+                await kernel.sync()
+            finally:
+                callee.pool.release(thread)
+            if not callee.alive:
+                return DEAD
+            await kernel.sleep(self.latency_ns())
+            return result
+        finally:
+            tracer.end()
+
+    def oneway(
+        self,
+        callee: Endpoint,
+        iface: str,
+        method: str,
+        deliver: Callable[[], None],
+        *,
+        payload_bytes: int = 0,
+    ) -> bool:
+        """A oneway HIDL call: ``deliver`` runs on a binder thread of ``callee`` when it arrives.
+
+        Returns False (nothing is sent) if the callee is dead.  ``deliver`` must not wait.
+        """
+        kernel, tracer = self.kernel, self.tracer
+        name = f"HIDL::{iface}::{method}"
+        self.transactions += 1
+        tracer.raw_begin(name + "::client")
+        tracer.end()
+        if not callee.alive:
+            return False
+        arrive = kernel.now() + self.latency_ns(payload_bytes)
+        thread = callee.pool.threads[0]
+
+        def arrived() -> None:
+            if not callee.alive:
+                return
+            with as_thread(thread):
+                tracer.raw_begin(name + "::server")
+
+            def served() -> None:
+                with as_thread(thread):
+                    if callee.alive:
+                        deliver()
+                    tracer.end()
+
+            kernel.call_at(kernel.now_ns + ONEWAY_SERVER_NS, served)
+
+        kernel.call_at(arrive, arrived)
+        return True
+
+
+def binder_thread_of(endpoint: Endpoint) -> SimThread:
+    """The binder thread callbacks to ``endpoint`` are served on."""
+    return endpoint.pool.threads[0]

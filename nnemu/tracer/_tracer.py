@@ -1,0 +1,127 @@
+"""The tracer: NNTRACE marks written on the emulated thread that runs the code.
+
+Every layer calls ``begin``/``switch``/``end`` exactly where the AOSP code has an
+``NNTRACE_*`` scope (hal-semantics.md §6); HIDL proxies and stubs call
+``begin``/``end`` with ``HIDL::<Iface>::<method>::client|server`` names.  Events
+go to sinks (the writers of ``nnemu.tracer._writers``) sorted by (virtual time,
+emission sequence).  A task that accounts CPU work without a task switch writes
+marks ahead of the kernel's clock, so events are held in a small heap and
+released once the kernel's time has passed them: no later event can be earlier.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Protocol
+
+from nnemu.sim import Kernel, SimThread, current_thread
+from nnemu.tracer._vocab import Layer, Phase, tag
+
+
+class TraceSink(Protocol):
+    """Receives trace events in run order."""
+
+    def process(self, pid: int, name: str) -> None:
+        """A process exists (called once per process, before its first event)."""
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        """A section starts on ``thread``."""
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        """The innermost open section of ``thread`` ends."""
+
+    def close(self) -> None:
+        """No more events."""
+
+
+class Tracer:
+    """Writes NNTRACE sections at the kernel's virtual time; a disabled tracer does nothing."""
+
+    def __init__(self, kernel: Kernel, sinks: list[TraceSink] | None = None) -> None:
+        self._kernel = kernel
+        self._sinks = list(sinks or [])
+        self.enabled = bool(self._sinks)
+        self._open: dict[SimThread, int] = {}
+        self._closed = False
+        self._pending: list[tuple[int, int, SimThread, str | None]] = []
+        self._seq = 0
+
+    def _emit(self, ts: int, thread: SimThread, name: str | None) -> None:
+        self._seq += 1
+        pending = self._pending
+        heapq.heappush(pending, (ts, self._seq, thread, name))
+        horizon = self._kernel.now_ns
+        while pending and pending[0][0] <= horizon:
+            self._deliver(heapq.heappop(pending))
+
+    def _deliver(self, event: tuple[int, int, SimThread, str | None]) -> None:
+        ts, _, thread, name = event
+        if name is None:
+            for sink in self._sinks:
+                sink.end(ts, thread)
+        else:
+            for sink in self._sinks:
+                sink.begin(ts, thread, name)
+
+    def add_sink(self, sink: TraceSink) -> None:
+        """Send later events to ``sink`` too."""
+        self._sinks.append(sink)
+        self.enabled = True
+
+    def process(self, pid: int, name: str) -> None:
+        """Announce a process (its name appears in the trace's metadata)."""
+        for sink in self._sinks:
+            sink.process(pid, name)
+
+    def raw_begin(self, name: str) -> None:
+        """Begin a section called ``name`` on the current thread."""
+        if not self.enabled:
+            return
+        thread = current_thread()
+        self._open[thread] = self._open.get(thread, 0) + 1
+        self._emit(self._kernel.now(), thread, name)
+
+    def begin(self, layer: Layer, phase: Phase, detail: str) -> None:
+        """Begin ``[NN_<layer>_<phase>]detail`` (an NNTRACE_FULL scope)."""
+        if self.enabled:
+            self.raw_begin(tag(layer, phase) + detail)
+
+    def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
+        """Begin ``[SW][NN_<layer>_<phase>]detail`` (an NNTRACE_*_SWITCH); its scope's end closes it."""
+        if self.enabled:
+            self.raw_begin("[SW]" + tag(layer, phase) + detail)
+
+    def subtract(self, layer: Layer, phase: Phase, detail: str) -> None:
+        """Begin ``[SUB][NN_<layer>_<phase>]detail`` (NNTRACE_FULL_SUBTRACT)."""
+        if self.enabled:
+            self.raw_begin("[SUB]" + tag(layer, phase) + detail)
+
+    def end(self, count: int = 1) -> None:
+        """End the ``count`` innermost sections of the current thread (a scope with switches ends several)."""
+        if not self.enabled:
+            return
+        thread = current_thread()
+        ts = self._kernel.now()
+        for _ in range(count):
+            depth = self._open.get(thread, 0)
+            if depth == 0:
+                return
+            self._open[thread] = depth - 1
+            self._emit(ts, thread, None)
+
+    def close(self) -> None:
+        """End every open section at the current time (an interrupted run) and close the sinks."""
+        if self._closed:
+            return
+        self._closed = True
+        pending = self._pending
+        ts = max([self._kernel.now_ns] + [event[0] for event in pending])
+        for thread in sorted(self._open, key=lambda t: (t.pid, t.tid)):
+            for _ in range(self._open[thread]):
+                self._seq += 1
+                heapq.heappush(pending, (ts, self._seq, thread, None))
+        self._open.clear()
+        while pending:
+            self._deliver(heapq.heappop(pending))
+        for sink in self._sinks:
+            sink.close()

@@ -1,0 +1,158 @@
+"""Trace writers: ftrace text, systrace HTML and Chrome trace-event JSON, streamed to a file.
+
+Timestamps are virtual; the emulator keeps them on whole microseconds, which is
+the resolution of ftrace text, so nothing is lost in writing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TextIO
+
+from nnemu.sim import SimThread
+
+FTRACE_HEADER = """\
+# tracer: nop
+#
+# entries-in-buffer/entries-written: {entries}/{entries}   #P:{cpus}
+#
+#                                      _-----=> irqs-off
+#                                     / _----=> need-resched
+#                                    | / _---=> hardirq/softirq
+#                                    || / _--=> preempt-depth
+#                                    ||| /     delay
+#           TASK-PID    TGID   CPU#  ||||    TIMESTAMP  FUNCTION
+#              | |        |      |   ||||       |         |
+"""
+
+HTML_HEAD = """\
+<!DOCTYPE html>
+<html>
+<head i18n-values="dir:textdirection;">
+<meta http-equiv="Content-Type" content="text/html; charset=utf-8">
+<meta charset="utf-8"/>
+<title>Android System Trace</title>
+</head>
+<body>
+<!-- Written by nnemu. The ftrace text is in the trace-data block below, as Android's
+     systrace tool writes it; Perfetto UI and Android's systrace parser read it. -->
+  <script class="trace-data" type="application/text">
+"""
+
+HTML_TAIL = """\
+  </script>
+<!-- END TRACE -->
+</body>
+</html>
+"""
+
+CPUS = 8
+"""Number of CPUs the ftrace header claims; threads are spread over them by tid."""
+
+
+def _timestamp(ts_ns: int) -> str:
+    return f"{ts_ns // 1_000_000_000}.{(ts_ns // 1000) % 1_000_000:06d}"
+
+
+class FtraceWriter:
+    """Streams ``tracing_mark_write`` lines; optionally wrapped in systrace HTML."""
+
+    def __init__(self, out: TextIO, *, html: bool = False) -> None:
+        self._out = out
+        self._html = html
+        self._prefix: dict[SimThread, str] = {}
+        if html:
+            out.write(HTML_HEAD)
+        # The entry count is not known when streaming; systrace writes the count of
+        # the ring buffer, which parsers do not rely on.
+        out.write(FTRACE_HEADER.format(entries=0, cpus=CPUS))
+
+    def _line_prefix(self, thread: SimThread) -> str:
+        prefix = self._prefix.get(thread)
+        if prefix is None:
+            task = thread.name[:15]
+            prefix = f"{task:>16}-{thread.tid:<5} ({thread.pid:>5}) [{thread.tid % CPUS:03d}] ...1 "
+            self._prefix[thread] = prefix
+        return prefix
+
+    def process(self, pid: int, name: str) -> None:
+        """Processes are implied by the lines; nothing to write."""
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        """Write a ``B|pid|name`` line."""
+        self._out.write(
+            f"{self._line_prefix(thread)}{_timestamp(ts_ns)}: tracing_mark_write: "
+            f"B|{thread.pid}|{name}\n"
+        )
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        """Write an ``E|pid`` line."""
+        self._out.write(
+            f"{self._line_prefix(thread)}{_timestamp(ts_ns)}: tracing_mark_write: E|{thread.pid}\n"
+        )
+
+    def close(self) -> None:
+        """Finish the document and close the file."""
+        if self._html:
+            self._out.write(HTML_TAIL)
+        self._out.close()
+
+
+class ChromeJsonWriter:
+    """Streams Chrome trace-event JSON (``{"traceEvents": [...]}``) that Perfetto UI opens."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._first = True
+        self._threads: set[SimThread] = set()
+        out.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
+
+    def _event(self, event: dict[str, object]) -> None:
+        if not self._first:
+            self._out.write(",\n")
+        self._first = False
+        self._out.write(json.dumps(event, sort_keys=True))
+
+    def process(self, pid: int, name: str) -> None:
+        """Write the process_name metadata event."""
+        self._event({"ph": "M", "name": "process_name", "pid": pid, "tid": pid, "args": {"name": name}})
+
+    def _thread(self, thread: SimThread) -> None:
+        if thread not in self._threads:
+            self._threads.add(thread)
+            self._event(
+                {
+                    "ph": "M",
+                    "name": "thread_name",
+                    "pid": thread.pid,
+                    "tid": thread.tid,
+                    "args": {"name": thread.name},
+                }
+            )
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        """Write a ``B`` event (ts in µs)."""
+        self._thread(thread)
+        self._event(
+            {"ph": "B", "name": name, "cat": "nnapi", "pid": thread.pid, "tid": thread.tid,
+             "ts": ts_ns / 1000}
+        )
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        """Write an ``E`` event."""
+        self._event({"ph": "E", "pid": thread.pid, "tid": thread.tid, "ts": ts_ns / 1000})
+
+    def close(self) -> None:
+        """Finish the JSON document and close the file."""
+        self._out.write("\n]}\n")
+        self._out.close()
+
+
+def open_trace_writer(path: str | os.PathLike[str]) -> FtraceWriter | ChromeJsonWriter:
+    """A writer for ``path``, chosen by extension: .html (systrace), .json (Chrome), else ftrace text."""
+    name = os.fspath(path)
+    out = open(name, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by the writer
+    if name.endswith(".json"):
+        return ChromeJsonWriter(out)
+    return FtraceWriter(out, html=name.endswith((".html", ".htm")))
