@@ -15,7 +15,7 @@ from nnemu.hal import (
     ExecutionPreference,
     HalVersion,
     Model,
-    OperationType,
+    OperandType,
     PerformanceInfo,
     Priority,
 )
@@ -29,8 +29,13 @@ CPU_DEVICE_NAME = "nnapi-reference"
 CPU_CAPABILITIES = Capabilities(
     relaxed_float32_to_float16_scalar=PerformanceInfo(1.0, 1.0),
     relaxed_float32_to_float16_tensor=PerformanceInfo(1.0, 1.0),
-    operand_performance=(),
+    operand_performance=[
+        (kind, PerformanceInfo(1.0, 1.0))
+        for kind in OperandType
+        if kind not in (OperandType.SUBGRAPH, OperandType.OEM, OperandType.TENSOR_OEM_BYTE)
+    ],
 )
+"""The CPU device's capabilities: 1.0 for everything, by definition of the ratios."""
 
 
 def _suffix(version: HalVersion) -> str:

@@ -537,6 +537,7 @@ class Execution:
             async def run() -> None:
                 code = await self._run_plan()
                 self.finished_code = code
+                await runtime.kernel.sync()
                 event._signal(code)
 
             runtime.kernel.spawn(runtime.nursery, run, thread=thread)

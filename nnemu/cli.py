@@ -1,0 +1,206 @@
+"""The ``nnemu`` command: the only place that reads argv, prints, configures logging and exits.
+
+Exit codes: 0 success (every expectation held), 1 an expectation failed,
+2 bad input (a scenario or trace that cannot be used), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import structlog
+
+from nnemu.errors import NnemuError, ScenarioError
+
+EXIT_OK = 0
+EXIT_EXPECTATION_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def configure_logging(log_format: str, stream: TextIO) -> None:
+    """Configure structlog: console lines on a terminal, JSON with ``--log-format json``."""
+    processors: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+    ]
+    if log_format == "json":
+        processors += [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]
+    else:
+        processors += [structlog.dev.ConsoleRenderer(colors=stream.isatty())]
+    structlog.configure(
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        logger_factory=structlog.PrintLoggerFactory(stream),
+        cache_logger_on_first_use=False,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nnemu",
+        description="Emulate the Android NNAPI stack (app, runtime, HIDL IPC, driver) in virtual time.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a scenario; print a summary, write a trace and a report")
+    run.add_argument("scenario", help="scenario YAML file")
+    run.add_argument("--seed", type=int, help="override the scenario's seed")
+    run.add_argument("--trace", help="write a trace: .html (systrace), .json (Chrome), else ftrace text")
+    run.add_argument("--report", help="write the JSON report here")
+    run.add_argument("--realtime", action="store_true", help="run on the wall clock, not virtual time")
+    run.add_argument(
+        "--wall-time",
+        action="store_true",
+        help="record wall_s in the report (reports are otherwise byte-identical across runs)",
+    )
+    run.add_argument("--log-format", choices=("console", "json"), default="console")
+
+    parse = sub.add_parser("parse", help="NNAPI timing statistics of a systrace (HTML or text)")
+    parse.add_argument("trace", help="systrace .html or ftrace text file")
+    parse.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parse.add_argument("--per-execution", action="store_true", help="per-execution figures")
+    parse.add_argument("--total-times", action="store_true", help="total instead of self times")
+    parse.add_argument("--print-detail", action="store_true", help="per-thread detail")
+    return parser
+
+
+def _summary(data: dict[str, Any], out: TextIO) -> None:
+    out.write(f"scenario {data['scenario']}  seed {data['seed']}  virtual {data['virtual_ms']:.3f} ms\n\n")
+    header = f"{'app':<16}{'submitted':>10}{'completed':>10}{'failed':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}  errors\n"
+    out.write(header)
+    for name, app in data["apps"].items():
+        lat = app["latency_ms"]
+        errors = ", ".join(f"{code}:{count}" for code, count in app["errors"].items()) or "-"
+        if app["compile_result"] != "NO_ERROR":
+            errors = f"compilation {app['compile_result']}"
+        out.write(
+            f"{name[:15]:<16}{app['submitted']:>10}{app['completed']:>10}{app['failed']:>8}"
+            f"{lat['p50']:>10.3f}{lat['p95']:>10.3f}{lat['p99']:>10.3f}  {errors}\n"
+        )
+    out.write(f"\n{'device':<20}{'executions':>11}{'busy':>9}{'preemptions':>13}\n")
+    for name, device in data["devices"].items():
+        out.write(
+            f"{name[:19]:<20}{device['executions']:>11}{device['busy_fraction'] * 100:>8.1f}%"
+            f"{device['preemptions']:>13}\n"
+        )
+    if data["expectations"]:
+        out.write("\nexpectations\n")
+        for result in data["expectations"]:
+            mark = "ok  " if result["passed"] else "FAIL"
+            out.write(f"  {mark} {result['text']}\n")
+
+
+def _progress_printer(stream: TextIO) -> Any:
+    def show(emulator: Any) -> None:
+        stop = emulator.scenario.duration_ms
+        if stop:
+            fraction = min(1.0, emulator.kernel.now_ns / (stop * 1e6))
+        else:
+            total = sum(app.spec.workload.executions or 0 for app in emulator.apps)
+            done = sum(app.stats.completed + app.stats.failed for app in emulator.apps)
+            fraction = done / total if total else 0.0
+        bar = "#" * int(fraction * 30)
+        stream.write(f"\r[{bar:<30}] {fraction * 100:5.1f}%  virtual {emulator.kernel.now_ns / 1e6:.0f} ms")
+        stream.flush()
+
+    return show
+
+
+def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from nnemu._emulator import run
+    from nnemu.scenario import load_scenario
+    from nnemu.tracer import open_trace_writer
+
+    scenario = load_scenario(args.scenario)
+    sinks = []
+    if args.trace:
+        try:
+            sinks.append(open_trace_writer(args.trace))
+        except OSError as exc:
+            err.write(f"{args.trace}: cannot write the trace: {exc.strerror}\n")
+            return EXIT_BAD_INPUT
+    progress = _progress_printer(err) if err.isatty() and not args.realtime else None
+    try:
+        report = run(
+            scenario,
+            seed=args.seed,
+            sinks=sinks,
+            realtime=args.realtime,
+            wall_time=args.wall_time,
+            progress=progress,
+        )
+    except KeyboardInterrupt:
+        err.write("\ninterrupted" + (f"; the trace so far is in {args.trace}" if args.trace else "") + "\n")
+        return EXIT_INTERRUPTED
+    if progress is not None:
+        err.write("\r" + " " * 60 + "\r")
+    _summary(dict(report.data), out)
+    if args.report:
+        try:
+            with open(args.report, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(report.to_json())
+        except OSError as exc:
+            err.write(f"{args.report}: cannot write the report: {exc.strerror}\n")
+            return EXIT_BAD_INPUT
+    if args.trace:
+        out.write(f"\ntrace written to {args.trace}\n")
+    if not report.passed:
+        failed = [r.text for r in report.expectations if not r.passed]
+        err.write("expectation failed: " + "; ".join(failed) + "\n")
+        return EXIT_EXPECTATION_FAILED
+    return EXIT_OK
+
+
+def _cmd_parse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from nnemu.parser import run_parse_command
+
+    return run_parse_command(
+        args.trace,
+        as_json=args.json,
+        per_execution=args.per_execution,
+        total_times=args.total_times,
+        print_detail=args.print_detail,
+        stdout=out,
+        stderr=err,
+    )
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Entry point of the ``nnemu`` console script; returns the exit code when called directly."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = _parser().parse_args(argv)
+    configure_logging(getattr(args, "log_format", "console"), err)
+    try:
+        if args.command == "run":
+            return _cmd_run(args, out, err)
+        return _cmd_parse(args, out, err)
+    except ScenarioError as exc:
+        for problem in exc.problems:
+            err.write(f"{problem}\n")
+        return EXIT_BAD_INPUT
+    except FileNotFoundError as exc:
+        err.write(f"{exc.filename}: no such file\n")
+        return EXIT_BAD_INPUT
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        err.write(f"{getattr(exc, 'filename', '')}: cannot read: {exc}\n")
+        return EXIT_BAD_INPUT
+    except NnemuError as exc:
+        err.write(f"{exc}\n")
+        return EXIT_BAD_INPUT
+
+
+def console_main() -> None:
+    """The console script: exit with main()'s code."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    console_main()
+
+
