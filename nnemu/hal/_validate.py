@@ -536,7 +536,8 @@ def _validate_dataflow(name: str, subgraph: Subgraph) -> str | None:
                 OperandLifeTime.TEMPORARY_VARIABLE,
                 OperandLifeTime.SUBGRAPH_OUTPUT,
             ):
-                return f"{name}operation {i} writes operand {index} of lifetime {lifetime}"
+                kind = lifetime.name if lifetime is not None else "invalid"
+                return f"{name}operation {i} writes operand {index} of lifetime {kind}"
             if written[index]:
                 return f"{name}operand {index} is written more than once"
             written[index] = defined[index] = True

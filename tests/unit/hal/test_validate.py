@@ -899,7 +899,7 @@ def _m_shuffle(sub: Subgraph, data: st.DataObject) -> Subgraph:
 
 
 @given(data=st.data())
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_random_mutations_never_crash(data: st.DataObject) -> None:
     """Random field-level mutations of models and requests yield a reason or None, never raise."""
     model = data.draw(st.sampled_from(_BASES))
