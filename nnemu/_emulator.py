@@ -19,8 +19,7 @@ import trio.testing
 
 from nnemu.app import Application
 from nnemu.driver import DriverService, us
-from nnemu.hal import build_chain, build_preset
-from nnemu.hal import Model
+from nnemu.hal import Model, build_chain, build_preset
 from nnemu.ipc import Binder
 from nnemu.report import Report, build_report
 from nnemu.scenario import ModelSpec, Scenario
@@ -38,9 +37,7 @@ def build_model(spec: ModelSpec) -> Model:
         model = build_chain(
             [(layer.type, layer.output, layer.filter) for layer in spec.layers], spec.dtype
         )
-    return attrs.evolve(
-        model, name=spec.name, relax_computation_float32_to_float16=spec.relaxed
-    )
+    return attrs.evolve(model, name=spec.name, relax_computation_float32_to_float16=spec.relaxed)
 
 
 @attrs.define

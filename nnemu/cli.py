@@ -50,9 +50,13 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a scenario; print a summary, write a trace and a report")
     run.add_argument("scenario", help="scenario YAML file")
     run.add_argument("--seed", type=int, help="override the scenario's seed")
-    run.add_argument("--trace", help="write a trace: .html (systrace), .json (Chrome), else ftrace text")
+    run.add_argument(
+        "--trace", help="write a trace: .html (systrace), .json (Chrome), else ftrace text"
+    )
     run.add_argument("--report", help="write the JSON report here")
-    run.add_argument("--realtime", action="store_true", help="run on the wall clock, not virtual time")
+    run.add_argument(
+        "--realtime", action="store_true", help="run on the wall clock, not virtual time"
+    )
     run.add_argument(
         "--wall-time",
         action="store_true",
@@ -70,7 +74,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _summary(data: dict[str, Any], out: TextIO) -> None:
-    out.write(f"scenario {data['scenario']}  seed {data['seed']}  virtual {data['virtual_ms']:.3f} ms\n\n")
+    out.write(
+        f"scenario {data['scenario']}  seed {data['seed']}  virtual {data['virtual_ms']:.3f} ms\n\n"
+    )
     header = f"{'app':<16}{'submitted':>10}{'completed':>10}{'failed':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}  errors\n"
     out.write(header)
     for name, app in data["apps"].items():
@@ -105,7 +111,9 @@ def _progress_printer(stream: TextIO) -> Any:
             done = sum(app.stats.completed + app.stats.failed for app in emulator.apps)
             fraction = done / total if total else 0.0
         bar = "#" * int(fraction * 30)
-        stream.write(f"\r[{bar:<30}] {fraction * 100:5.1f}%  virtual {emulator.kernel.now_ns / 1e6:.0f} ms")
+        stream.write(
+            f"\r[{bar:<30}] {fraction * 100:5.1f}%  virtual {emulator.kernel.now_ns / 1e6:.0f} ms"
+        )
         stream.flush()
 
     return show
@@ -114,10 +122,10 @@ def _progress_printer(stream: TextIO) -> Any:
 def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from nnemu._emulator import run
     from nnemu.scenario import load_scenario
-    from nnemu.tracer import open_trace_writer
+    from nnemu.tracer import TraceSink, open_trace_writer
 
     scenario = load_scenario(args.scenario)
-    sinks = []
+    sinks: list[TraceSink] = []
     if args.trace:
         try:
             sinks.append(open_trace_writer(args.trace))
@@ -135,7 +143,11 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress=progress,
         )
     except KeyboardInterrupt:
-        err.write("\ninterrupted" + (f"; the trace so far is in {args.trace}" if args.trace else "") + "\n")
+        err.write(
+            "\ninterrupted"
+            + (f"; the trace so far is in {args.trace}" if args.trace else "")
+            + "\n"
+        )
         return EXIT_INTERRUPTED
     if progress is not None:
         err.write("\r" + " " * 60 + "\r")
@@ -170,7 +182,9 @@ def _cmd_parse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
 
 
-def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     """Entry point of the ``nnemu`` console script; returns the exit code when called directly."""
     out = out or sys.stdout
     err = err or sys.stderr
@@ -202,5 +216,3 @@ def console_main() -> None:
 
 if __name__ == "__main__":
     console_main()
-
-

@@ -151,11 +151,14 @@ class Application:
                 arrivals = [max(kernel.now(), start) + us(gap)]
                 start = arrivals[0]
             else:
-                assert workload.burst_size is not None and workload.burst_interval_ms is not None
+                assert workload.burst_size is not None
+                assert workload.burst_interval_ms is not None
                 burst = count // workload.burst_size
                 arrivals = [start + us(burst * workload.burst_interval_ms * 1e6)] * min(
                     workload.burst_size,
-                    (self._remaining - count) if self._remaining is not None else workload.burst_size,
+                    (self._remaining - count)
+                    if self._remaining is not None
+                    else workload.burst_size,
                 )
             await kernel.sleep_until(arrivals[0])
             for arrival in arrivals:
@@ -197,7 +200,11 @@ class Application:
         """One frame: execute (with retries of TRANSIENT errors) and record the outcome."""
         kernel, spec = self.kernel, self.spec
         timeout_ns = us(spec.execution_timeout_ms * 1e6) if spec.execution_timeout_ms else None
-        if spec.drop_late_frames and timeout_ns is not None and kernel.now() - arrival_ns > timeout_ns:
+        if (
+            spec.drop_late_frames
+            and timeout_ns is not None
+            and kernel.now() - arrival_ns > timeout_ns
+        ):
             self.stats.dropped += 1
             self.stats.deadline_misses += 1
             return

@@ -21,7 +21,7 @@ from nnemu.sim import Kernel, WakeHandle
 
 def us(ns: float) -> int:
     """Round a duration to whole microseconds (ftrace resolution keeps traces exact)."""
-    return max(0, int(round(ns / 1000.0))) * 1000
+    return max(0, round(ns / 1000.0)) * 1000
 
 
 @attrs.frozen

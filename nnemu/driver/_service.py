@@ -44,7 +44,7 @@ from nnemu.hal import (
 )
 from nnemu.ipc import Binder, Endpoint
 from nnemu.scenario import CpuSpec, DeviceSpec, PerformanceSpec, PerfSpec
-from nnemu.sim import Kernel, ProcessTable, SimQueue, as_thread
+from nnemu.sim import Kernel, ProcessTable, SimQueue
 from nnemu.tracer import Layer, Phase, Tracer
 
 logger = structlog.get_logger(layer="driver")
@@ -72,7 +72,7 @@ def capabilities_from(spec: PerformanceSpec) -> Capabilities:
         return PerformanceInfo(p.exec_time, p.power_usage)
 
     relaxed = info(spec.relaxed or spec.float32)
-    table = []
+    table: list[tuple[OperandType, PerformanceInfo]] = []
     for kind in OperandType:
         if kind in (OperandType.SUBGRAPH, OperandType.OEM, OperandType.TENSOR_OEM_BYTE):
             continue
@@ -174,15 +174,13 @@ class PreparedModel:
             self, request, measure, deadline_ns, loop_timeout_ns, callback, HalVersion.V1_3
         )
 
-    async def executeSynchronously(  # noqa: N802 - HIDL method name
+    async def executeSynchronously(
         self, request: Request, measure: MeasureTiming
     ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
         """IPreparedModel::executeSynchronously (1.2)."""
-        return await self.service._execute_sync(
-            self, request, measure, None, None, HalVersion.V1_2
-        )
+        return await self.service._execute_sync(self, request, measure, None, None, HalVersion.V1_2)
 
-    async def executeSynchronously_1_3(  # noqa: N802 - HIDL method name
+    async def executeSynchronously_1_3(
         self,
         request: Request,
         measure: MeasureTiming,
@@ -194,7 +192,7 @@ class PreparedModel:
             self, request, measure, deadline_ns, loop_timeout_ns, HalVersion.V1_3
         )
 
-    async def executeFenced(  # noqa: N802 - HIDL method name
+    async def executeFenced(
         self,
         request: Request,
         wait_for: Sequence[object | None],
@@ -305,7 +303,7 @@ class DriverService:
     def _driver_trace(self, phase: Phase, detail: str) -> None:
         self.tracer.begin(Layer.DRIVER, phase, f"SampleDriver::{detail}")
 
-    async def getCapabilities(self) -> tuple[ErrorStatus, Capabilities]:  # noqa: N802
+    async def getCapabilities(self) -> tuple[ErrorStatus, Capabilities]:
         """IDevice::getCapabilities (and _1_1/_1_2/_1_3: the same value in this model)."""
         self._driver_trace(Phase.INITIALIZATION, "getCapabilities")
         self.kernel.work(5_000)
@@ -314,37 +312,37 @@ class DriverService:
             return ErrorStatus.DEVICE_UNAVAILABLE, self.capabilities
         return ErrorStatus.NONE, self.capabilities
 
-    async def getVersionString(self) -> tuple[ErrorStatus, str]:  # noqa: N802
+    async def getVersionString(self) -> tuple[ErrorStatus, str]:
         """IDevice::getVersionString (1.2)."""
         self._driver_trace(Phase.INITIALIZATION, "getVersionString")
         self.tracer.end()
         return ErrorStatus.NONE, self.spec.version_string
 
-    async def getType(self) -> tuple[ErrorStatus, DeviceType]:  # noqa: N802
+    async def getType(self) -> tuple[ErrorStatus, DeviceType]:
         """IDevice::getType (1.2)."""
         self._driver_trace(Phase.INITIALIZATION, "getType")
         self.tracer.end()
         return ErrorStatus.NONE, self.spec.type
 
-    async def getSupportedExtensions(self) -> tuple[ErrorStatus, tuple[()]]:  # noqa: N802
+    async def getSupportedExtensions(self) -> tuple[ErrorStatus, tuple[()]]:
         """IDevice::getSupportedExtensions (1.2): none."""
         self._driver_trace(Phase.INITIALIZATION, "getSupportedExtensions")
         self.tracer.end()
         return ErrorStatus.NONE, ()
 
-    async def getNumberOfCacheFilesNeeded(self) -> tuple[ErrorStatus, int, int]:  # noqa: N802
+    async def getNumberOfCacheFilesNeeded(self) -> tuple[ErrorStatus, int, int]:
         """IDevice::getNumberOfCacheFilesNeeded (1.2): (0, 0), no compilation caching."""
         self._driver_trace(Phase.INITIALIZATION, "getNumberOfCacheFilesNeeded")
         self.tracer.end()
         return ErrorStatus.NONE, 0, 0
 
-    async def getStatus(self) -> DeviceStatus:  # noqa: N802
+    async def getStatus(self) -> DeviceStatus:
         """IDevice::getStatus."""
         self._driver_trace(Phase.UNSPECIFIED, "getStatus")
         self.tracer.end()
         return self.status
 
-    async def getSupportedOperations(  # noqa: N802
+    async def getSupportedOperations(
         self, model: Model, version: HalVersion = HalVersion.V1_0
     ) -> tuple[ErrorStatus, tuple[bool, ...]]:
         """IDevice::getSupportedOperations (the _1_x variants pass their version)."""
@@ -360,16 +358,21 @@ class DriverService:
         finally:
             self.tracer.end()
 
-    async def prepareModel(  # noqa: N802
+    async def prepareModel(
         self, model: Model, callback: CallbackRef | None, *, uid: int = 0
     ) -> ErrorStatus:
         """IDevice::prepareModel (1.0)."""
         return await self._prepare(
-            HalVersion.V1_0, model, ExecutionPreference.FAST_SINGLE_ANSWER,
-            Priority.MEDIUM, None, callback, uid,
+            HalVersion.V1_0,
+            model,
+            ExecutionPreference.FAST_SINGLE_ANSWER,
+            Priority.MEDIUM,
+            None,
+            callback,
+            uid,
         )
 
-    async def prepareModel_1_1(  # noqa: N802
+    async def prepareModel_1_1(
         self, model: Model, preference: int, callback: CallbackRef | None, *, uid: int = 0
     ) -> ErrorStatus:
         """IDevice::prepareModel_1_1."""
@@ -377,7 +380,7 @@ class DriverService:
             HalVersion.V1_1, model, preference, Priority.MEDIUM, None, callback, uid
         )
 
-    async def prepareModel_1_2(  # noqa: N802
+    async def prepareModel_1_2(
         self,
         model: Model,
         preference: int,
@@ -393,7 +396,7 @@ class DriverService:
             HalVersion.V1_2, model, preference, Priority.MEDIUM, None, callback, uid
         )
 
-    async def prepareModel_1_3(  # noqa: N802
+    async def prepareModel_1_3(
         self,
         model: Model,
         preference: int,
@@ -411,7 +414,7 @@ class DriverService:
             HalVersion.V1_3, model, preference, priority, deadline_ns, callback, uid
         )
 
-    async def prepareModelFromCache(  # noqa: N802
+    async def prepareModelFromCache(
         self,
         model_cache: Sequence[object],
         data_cache: Sequence[object],
@@ -421,7 +424,7 @@ class DriverService:
         """IDevice::prepareModelFromCache (1.2): caching unsupported ⇒ GENERAL_FAILURE."""
         return self._from_cache(HalVersion.V1_2, callback)
 
-    async def prepareModelFromCache_1_3(  # noqa: N802
+    async def prepareModelFromCache_1_3(
         self,
         deadline_ns: int | None,
         model_cache: Sequence[object],
@@ -620,13 +623,21 @@ class DriverService:
                 if measure is MeasureTiming.YES and status is ErrorStatus.NONE:
                     timing = Timing(on_device // 1000, (self.kernel.now_ns - entered) // 1000)
                 self._notify(
-                    callback, "IExecutionCallback", method, status.downgraded(version),
-                    shapes, timing,
+                    callback,
+                    "IExecutionCallback",
+                    method,
+                    status.downgraded(version),
+                    shapes,
+                    timing,
                 )
 
             if not self._launch(task):
                 self._notify(
-                    callback, "IExecutionCallback", method, ErrorStatus.GENERAL_FAILURE, (),
+                    callback,
+                    "IExecutionCallback",
+                    method,
+                    ErrorStatus.GENERAL_FAILURE,
+                    (),
                     NO_TIMING,
                 )
                 return ErrorStatus.GENERAL_FAILURE
@@ -694,7 +705,9 @@ class DriverService:
             if duration_ns is not None:
                 end = kernel.now() + duration_ns
                 bound = end if bound is None else min(bound, end)
-            tracer.switch(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "SamplePreparedModel::executeFenced")
+            tracer.switch(
+                Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "SamplePreparedModel::executeFenced"
+            )
             tracer.switch(Layer.DRIVER, Phase.EXECUTION, "SamplePreparedModel::executeFenced")
             try:
                 status, on_device = await self._compute(prepared, bound, loop_timeout_ns)

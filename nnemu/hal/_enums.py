@@ -240,7 +240,10 @@ class ResultCode(enum.IntEnum):
     @property
     def is_transient(self) -> bool:
         """Whether a retry after a short delay may succeed."""
-        return self in (ResultCode.MISSED_DEADLINE_TRANSIENT, ResultCode.RESOURCE_EXHAUSTED_TRANSIENT)
+        return self in (
+            ResultCode.MISSED_DEADLINE_TRANSIENT,
+            ResultCode.RESOURCE_EXHAUSTED_TRANSIENT,
+        )
 
     @property
     def is_deadline_miss(self) -> bool:

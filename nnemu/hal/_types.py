@@ -8,6 +8,7 @@ Their only logic is small derived properties.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import attrs
 
@@ -25,6 +26,22 @@ LOOP_TIMEOUT_DEFAULT_NS = 2_000_000_000
 
 LOOP_TIMEOUT_MAXIMUM_NS = 15_000_000_000
 """Largest WHILE loop timeout (HAL 1.3 ``LoopTimeoutDurationNs::MAXIMUM``)."""
+
+
+def _operands(value: Iterable[Operand]) -> tuple[Operand, ...]:
+    return tuple(value)
+
+
+def _operations(value: Iterable[Operation]) -> tuple[Operation, ...]:
+    return tuple(value)
+
+
+def _subgraphs(value: Iterable[Subgraph]) -> tuple[Subgraph, ...]:
+    return tuple(value)
+
+
+def _arguments(value: Iterable[RequestArgument]) -> tuple[RequestArgument, ...]:
+    return tuple(value)
 
 
 def _tuple_of_ints(value: object) -> tuple[int, ...]:
@@ -89,9 +106,9 @@ class Operation:
 class Subgraph:
     """Operands and operations in execution order, with the subgraph's inputs and outputs."""
 
-    operands: tuple[Operand, ...] = attrs.field(converter=tuple)
+    operands: tuple[Operand, ...] = attrs.field(converter=_operands)
     """All operands of the subgraph."""
-    operations: tuple[Operation, ...] = attrs.field(converter=tuple)
+    operations: tuple[Operation, ...] = attrs.field(converter=_operations)
     """Operations in execution order."""
     input_indexes: tuple[int, ...] = attrs.field(converter=_tuple_of_ints)
     """Operands that are subgraph inputs."""
@@ -105,7 +122,7 @@ class Model:
 
     main: Subgraph
     """The main subgraph."""
-    referenced: tuple[Subgraph, ...] = attrs.field(default=(), converter=tuple)
+    referenced: tuple[Subgraph, ...] = attrs.field(default=(), converter=_subgraphs)
     """Subgraphs referenced by SUBGRAPH operands."""
     operand_values_size: int = 0
     """Size of the CONSTANT_COPY blob in bytes (the bytes themselves are not modelled)."""
@@ -138,9 +155,9 @@ class RequestArgument:
 class Request:
     """Inputs, outputs and memory pools of one execution."""
 
-    inputs: tuple[RequestArgument, ...] = attrs.field(converter=tuple)
+    inputs: tuple[RequestArgument, ...] = attrs.field(converter=_arguments)
     """One argument per model input, in order."""
-    outputs: tuple[RequestArgument, ...] = attrs.field(converter=tuple)
+    outputs: tuple[RequestArgument, ...] = attrs.field(converter=_arguments)
     """One argument per model output, in order."""
     pool_sizes: tuple[int, ...] = attrs.field(default=(), converter=_tuple_of_ints)
     """Sizes in bytes of the memory pools."""
@@ -160,6 +177,12 @@ FLT_MAX_PERFORMANCE = PerformanceInfo(3.4028234663852886e38, 3.4028234663852886e
 """The value a 1.2+ capabilities table implies for an operand type it does not list."""
 
 
+def _sorted_performance(
+    value: Iterable[tuple[OperandType, PerformanceInfo]],
+) -> tuple[tuple[OperandType, PerformanceInfo], ...]:
+    return tuple(sorted(value, key=lambda item: int(item[0])))
+
+
 @attrs.frozen(kw_only=True)
 class Capabilities:
     """Device capabilities in HAL 1.3 shape (older HALs see their slice of it)."""
@@ -169,7 +192,7 @@ class Capabilities:
     relaxed_float32_to_float16_tensor: PerformanceInfo
     """Relaxed FP32 performance, tensors."""
     operand_performance: tuple[tuple[OperandType, PerformanceInfo], ...] = attrs.field(
-        converter=lambda v: tuple(sorted(v, key=lambda item: int(item[0])))
+        converter=_sorted_performance
     )
     """Per operand type performance, sorted by type."""
     if_performance: PerformanceInfo = PerformanceInfo(1.0, 1.0)

@@ -53,7 +53,7 @@ DEAD = DeadObject()
 
 def _us(ns: float) -> int:
     """Round a duration to whole microseconds (the resolution of ftrace timestamps)."""
-    return max(0, int(round(ns / 1000.0))) * 1000
+    return max(0, round(ns / 1000.0)) * 1000
 
 
 class Endpoint:

@@ -26,7 +26,7 @@ NNAPI timing summary (self-times, ms wall-clock)                                
 Total              {LT_PI:f}*    {LT_PP:f}*    {LT_PC:f}*  {LT_PIO:fl}*  {LT_PEO:fl}*   {LT_PR:f}*    {LT_PE:f}*    {LT_PT:f}*   {LT_PO:f}*
 ===========================================================================================================================================
 * This total ignores missing (n/a) values and thus is not necessarily consistent with the rest of the numbers
-"""  # noqa: E501
+"""
 _ROW_ALL_PHASES: Final = (
     "{name:<11}        {L_PI:f}     {L_PP:f}     {L_PC:f}   {L_PIO:fl}   {L_PEO:fl}    {L_PR:f}"
     "     {L_PE:f}     {L_PT:f}    {L_PO:f}"

@@ -216,7 +216,9 @@ class VersionedIDevice:
         service.endpoint.death_listeners.append(death)
         tracer.begin(Layer.IPC, Phase.COMPILATION, "prepareModel")
         try:
-            tracer.subtract(Layer.RUNTIME, Phase.COMPILATION, f"VersionedIDevice::prepareModel{suffix}")
+            tracer.subtract(
+                Layer.RUNTIME, Phase.COMPILATION, f"VersionedIDevice::prepareModel{suffix}"
+            )
             kernel.work(10_000)  # converting the model to the driver's HAL version
             tracer.end()
             uid = self.uid

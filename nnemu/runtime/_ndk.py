@@ -10,7 +10,8 @@ partitioning, CPU fallback, status ↔ code mapping, sync/async/fenced modes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import structlog
 import trio
@@ -117,7 +118,9 @@ class Runtime:
     async def _discover(self) -> list[RuntimeDevice]:
         """Device discovery (once per process): drop every device that fails a query."""
         if self._devices is None:
-            self.tracer.begin(Layer.RUNTIME, Phase.INITIALIZATION, "DeviceManager::findAvailableDevices")
+            self.tracer.begin(
+                Layer.RUNTIME, Phase.INITIALIZATION, "DeviceManager::findAvailableDevices"
+            )
             try:
                 devices: list[RuntimeDevice] = []
                 for service in self._services:
@@ -325,7 +328,9 @@ class Compilation:
                 return code
             if self.fallback_allowed and not self._has_oem():
                 self._log_fallback(code)
-                self.steps = [Step(runtime.cpu_device, tuple(range(self._op_count())), self.model.model)]
+                self.steps = [
+                    Step(runtime.cpu_device, tuple(range(self._op_count())), self.model.model)
+                ]
                 self.prepared = {}
                 return ResultCode.NO_ERROR
             return code
@@ -375,7 +380,11 @@ class Compilation:
             if isinstance(status, DeadObject):
                 return ResultCode.DEAD_OBJECT
             if status is not ErrorStatus.NONE or prepared is None:
-                return status_to_code(status) if status is not ErrorStatus.NONE else ResultCode.OP_FAILED
+                return (
+                    status_to_code(status)
+                    if status is not ErrorStatus.NONE
+                    else ResultCode.OP_FAILED
+                )
             self.prepared[index] = prepared
         return ResultCode.NO_ERROR
 
@@ -575,7 +584,9 @@ class Execution:
             runtime.tracer.end()
 
     # ------------------------------------------------------------ the plan
-    async def _run_plan(self, *, fenced: bool = False, duration_ns: int | None = None) -> ResultCode:
+    async def _run_plan(
+        self, *, fenced: bool = False, duration_ns: int | None = None
+    ) -> ResultCode:
         """Run every step; CPU fallback as the R runtime does it."""
         compilation = self.compilation
         steps = compilation.steps
@@ -636,7 +647,9 @@ class Execution:
                 for op, op_ns in zip(model.main.operations, plan.op_ns, strict=True):
                     if deadline is not None and kernel.now() >= deadline:
                         return ResultCode.MISSED_DEADLINE_TRANSIENT
-                    ptr, pco = _PTR_PCO_NAMES.get(op.type, (op.type.name.lower(), op.type.name.lower()))
+                    ptr, pco = _PTR_PCO_NAMES.get(
+                        op.type, (op.type.name.lower(), op.type.name.lower())
+                    )
                     transform = us(op_ns * 0.1)
                     tracer.begin(Layer.CPU, Phase.TRANSFORMATION, ptr)
                     kernel.work(transform)
@@ -678,8 +691,12 @@ class Execution:
             endpoint = prepared.endpoint
             if fenced and version is HalVersion.V1_3:
                 answer = await binder.call(
-                    endpoint, "IPreparedModel", "executeFenced",
-                    lambda: prepared.executeFenced(request, (), measure, deadline, loop_timeout, duration_ns),
+                    endpoint,
+                    "IPreparedModel",
+                    "executeFenced",
+                    lambda: prepared.executeFenced(
+                        request, (), measure, deadline, loop_timeout, duration_ns
+                    ),
                 )
                 if isinstance(answer, DeadObject):
                     status = DEAD
@@ -690,6 +707,7 @@ class Execution:
             elif version.at_least(HalVersion.V1_2):
                 # debug.nn.syncexec-hal=1: 1.2+ drivers get executeSynchronously*.
                 if version is HalVersion.V1_3:
+                    serve: Callable[[], Awaitable[Any]]
                     method = "executeSynchronously_1_3"
                     serve = lambda: prepared.executeSynchronously_1_3(  # noqa: E731
                         request, measure, deadline, loop_timeout
@@ -697,11 +715,11 @@ class Execution:
                 else:
                     method = "executeSynchronously"
                     serve = lambda: prepared.executeSynchronously(request, measure)  # noqa: E731
-                answer = await binder.call(endpoint, "IPreparedModel", method, serve)
-                if isinstance(answer, DeadObject):
+                sync_answer = await binder.call(endpoint, "IPreparedModel", method, serve)
+                if isinstance(sync_answer, DeadObject):
                     status = DEAD
                 else:
-                    status, _, timing = answer
+                    status, _, timing = sync_answer
             else:
                 status = await self._execute_with_callback(prepared, request, versioned)
         finally:
@@ -723,7 +741,9 @@ class Execution:
         endpoint.death_listeners.append(callback.dead)
         try:
             launch = await runtime.binder.call(
-                endpoint, "IPreparedModel", "execute",
+                endpoint,
+                "IPreparedModel",
+                "execute",
                 lambda: prepared.execute(request, CallbackRef(runtime.endpoint, callback.notify)),
             )
             if isinstance(launch, DeadObject):
@@ -750,14 +770,18 @@ def _request_for(model: Model) -> Request:
         args, offset = [], 0
         for index in indexes:
             size = main.operands[index].byte_size
-            args.append(RequestArgument(location=DataLocation(pool_index=0, offset=offset, length=size)))
+            args.append(
+                RequestArgument(location=DataLocation(pool_index=0, offset=offset, length=size))
+            )
             offset += size
         return args, offset
 
     inputs, in_size = arguments(main.input_indexes)
     outputs, out_size = arguments(main.output_indexes)
     outputs = [
-        RequestArgument(location=DataLocation(pool_index=1, offset=a.location.offset, length=a.location.length))
+        RequestArgument(
+            location=DataLocation(pool_index=1, offset=a.location.offset, length=a.location.length)
+        )
         for a in outputs
     ]
-    return Request(inputs=inputs, outputs=outputs, pool_sizes=(in_size, out_size))
+    return Request(inputs=tuple(inputs), outputs=tuple(outputs), pool_sizes=(in_size, out_size))

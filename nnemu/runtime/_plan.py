@@ -60,11 +60,7 @@ def choose_devices(
                     work.first_input_type, relaxed=model.relax_computation_float32_to_float16
                 )
             figure = device.performance(preference, info)
-            if (
-                best is None
-                or figure < best_figure
-                or (figure == best_figure and device.is_cpu)
-            ):
+            if best is None or figure < best_figure or (figure == best_figure and device.is_cpu):
                 best, best_figure = device, figure
         chosen.append(best)
     return chosen
@@ -101,8 +97,12 @@ def submodel(model: Model, op_indexes: tuple[int, ...], name: str) -> Model:
         operand = main.operands[old]
         lifetime = operand.lifetime
         location = operand.location
-        if lifetime in (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE,
-                        OperandLifeTime.NO_VALUE, OperandLifeTime.SUBGRAPH):
+        if lifetime in (
+            OperandLifeTime.CONSTANT_COPY,
+            OperandLifeTime.CONSTANT_REFERENCE,
+            OperandLifeTime.NO_VALUE,
+            OperandLifeTime.SUBGRAPH,
+        ):
             pass
         elif old not in written_inside:
             lifetime, location = OperandLifeTime.SUBGRAPH_INPUT, DataLocation()
@@ -128,7 +128,10 @@ def submodel(model: Model, op_indexes: tuple[int, ...], name: str) -> Model:
     return attrs.evolve(
         model,
         main=Subgraph(
-            operands=operands, operations=operations, input_indexes=inputs, output_indexes=outputs
+            operands=tuple(operands),
+            operations=tuple(operations),
+            input_indexes=inputs,
+            output_indexes=outputs,
         ),
         name=name,
     )

@@ -878,7 +878,15 @@ def _represent_flow(dumper: yaml.SafeDumper, data: _Flow) -> yaml.Node:
     return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
 
 
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    # PyYAML's plain and single-quoted styles do not round-trip line separators such
+    # as U+0085 (NEL); the double-quoted style escapes every non-printable character.
+    style = None if data.isprintable() else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
 _Dumper.add_representer(_Flow, _represent_flow)
+_Dumper.add_representer(str, _represent_str)
 
 _FLOW_FIELDS: Final = frozenset(
     {

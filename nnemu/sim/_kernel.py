@@ -195,17 +195,18 @@ class Kernel:
             if not heap or self._closing:
                 assert self._root is not None
                 return self._root
-            t_ns, _, proc, payload = heap[0]
+            t_ns, _, proc_or_none, payload = heap[0]
             if self._stop_ns is not None and t_ns > self._stop_ns:
                 assert self._root is not None
                 return self._root
             heapq.heappop(heap)
-            if proc is None:
+            if proc_or_none is None:
                 if self.realtime:
                     await trio.sleep_until(self._wall_base + t_ns / 1e9)
                 self._advance(t_ns)
                 payload()
                 continue
+            proc: _Proc = proc_or_none
             if proc.token != payload:
                 continue  # stale timer: the proc was woken by something else
             proc.token += 1

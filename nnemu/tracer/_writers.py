@@ -116,7 +116,9 @@ class ChromeJsonWriter:
 
     def process(self, pid: int, name: str) -> None:
         """Write the process_name metadata event."""
-        self._event({"ph": "M", "name": "process_name", "pid": pid, "tid": pid, "args": {"name": name}})
+        self._event(
+            {"ph": "M", "name": "process_name", "pid": pid, "tid": pid, "args": {"name": name}}
+        )
 
     def _thread(self, thread: SimThread) -> None:
         if thread not in self._threads:
@@ -135,8 +137,14 @@ class ChromeJsonWriter:
         """Write a ``B`` event (ts in µs)."""
         self._thread(thread)
         self._event(
-            {"ph": "B", "name": name, "cat": "nnapi", "pid": thread.pid, "tid": thread.tid,
-             "ts": ts_ns / 1000}
+            {
+                "ph": "B",
+                "name": name,
+                "cat": "nnapi",
+                "pid": thread.pid,
+                "tid": thread.tid,
+                "ts": ts_ns / 1000,
+            }
         )
 
     def end(self, ts_ns: int, thread: SimThread) -> None:
