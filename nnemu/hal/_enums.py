@@ -212,9 +212,9 @@ class OperationType(enum.IntEnum):
     TRANSPOSE = 37
     LESS = 58
     QUANTIZE = 72
-    IF = 95
-    WHILE = 96
-    HARD_SWISH = 98
+    IF = 96
+    WHILE = 97
+    HARD_SWISH = 99
     OEM_OPERATION = 10000
 
 
