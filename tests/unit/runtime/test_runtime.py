@@ -197,7 +197,9 @@ async def test_set_timeout_needs_single_device_compilation(autojump_clock):
         _, all_devices = await Compilation.create(builder)
         _, two = await Compilation.create_for_devices(builder, devices[:2])
         _, one = await Compilation.create_for_devices(builder, devices[:1])
-        assert all_devices is not None and two is not None and one is not None
+        assert all_devices is not None
+        assert two is not None
+        assert one is not None
         codes.extend(c.set_timeout(1_000_000) for c in (all_devices, two, one))
 
     await world.run(app_checked)
