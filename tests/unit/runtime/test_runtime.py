@@ -560,3 +560,27 @@ async def test_measured_duration_is_reported_in_ns(autojump_clock):
         (ResultCode.NO_ERROR, 23 * US),
         (ResultCode.BAD_STATE, 2**64 - 1),
     ]
+
+
+async def test_compound_plan_on_dead_driver_reruns_failed_steps_on_cpu(autojump_clock):
+    """In a compound plan each driver step that fails on a dead driver is rerun on the CPU."""
+    world = RuntimeWorld(
+        DeviceSpec(
+            name="conv", performance=_perf(0.2), supported_operations=(OperationType.CONV_2D,)
+        )
+    )
+    results: list[object] = []
+
+    async def app(runtime: Runtime):
+        finish, compilation = await _compile(runtime, _chain())
+        assert finish is ResultCode.NO_ERROR
+        assert len(compilation.steps) == 3
+        world.service("conv").endpoint.kill()
+        execution = _execution(compilation)
+        results.append(await execution.compute())
+        results.append(execution.fell_back)
+        # Two driver steps rerun on the CPU plus the CPU step itself.
+        results.append(runtime.cpu_stats.executions)
+
+    await world.run(app)
+    assert results == [ResultCode.NO_ERROR, True, 3]
