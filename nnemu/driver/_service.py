@@ -596,6 +596,7 @@ class DriverService:
         )
         tracer.begin(Layer.DRIVER, Phase.EXECUTION, "SampleDriver::executeBase")
         try:
+            entered = self.kernel.now()
             self.kernel.work(VALIDATE_NS_PER_OP)
             if callback is None:
                 return ErrorStatus.INVALID_ARGUMENT
@@ -608,7 +609,6 @@ class DriverService:
                     callback, "IExecutionCallback", method, error.downgraded(version), (), NO_TIMING
                 )
                 return ErrorStatus.NONE
-            entered = self.kernel.now()
             await self.kernel.sync()
 
             async def task() -> None:

@@ -178,8 +178,11 @@ class VersionedIDevice:
             service=service,
         )
 
-    async def get_supported_operations(self, model: Model) -> tuple[bool, ...]:
-        """Per-operation support; an error or a wrong-length answer means 'none supported'."""
+    async def get_supported_operations(self, model: Model) -> tuple[bool, ...] | DeadObject:
+        """Per-operation support; an error or a wrong-length answer means 'none supported'.
+
+        DEAD when the driver process is dead (the caller decides what that means).
+        """
         tracer, service, version = self.tracer, self.service, self.version
         suffix = _suffix(version)
         tracer.begin(Layer.IPC, Phase.COMPILATION, f"getSupportedOperations{suffix}")
@@ -192,11 +195,9 @@ class VersionedIDevice:
         finally:
             tracer.end()
         count = len(model.main.operations)
-        if (
-            isinstance(result, DeadObject)
-            or result[0] is not ErrorStatus.NONE
-            or len(result[1]) != count
-        ):
+        if isinstance(result, DeadObject):
+            return DEAD
+        if result[0] is not ErrorStatus.NONE or len(result[1]) != count:
             return (False,) * count
         return tuple(result[1])
 

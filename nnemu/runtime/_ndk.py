@@ -363,9 +363,12 @@ class Compilation:
                     op.type is not OperationType.OEM_OPERATION for op in model.main.operations
                 )
             else:
-                supported[device.name] = await runtime.versioned(device).get_supported_operations(
-                    model
-                )
+                answer = await runtime.versioned(device).get_supported_operations(model)
+                if isinstance(answer, DeadObject):
+                    if self.explicit_devices is not None:
+                        return ResultCode.DEAD_OBJECT
+                    answer = (False,) * len(model.main.operations)
+                supported[device.name] = answer
         runtime.kernel.work(PER_OP_NS * len(model.main.operations))
         chosen = choose_devices(model, devices, supported, self.preference)
         if any(device is None for device in chosen):

@@ -412,7 +412,7 @@ class ThreadPool:
     def __init__(self, kernel: Kernel, threads: list[SimThread]) -> None:
         self._kernel = kernel
         self.threads = tuple(threads)
-        self._free: list[SimThread] = list(reversed(threads))
+        self._free: list[SimThread] = sorted(threads, key=lambda t: -t.tid)
         self._waiters: collections.deque[WakeHandle] = collections.deque()
         self.peak_in_use = 0
 

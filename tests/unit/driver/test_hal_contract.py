@@ -616,11 +616,6 @@ async def test_execute_deadline_passed_notifies_missed_deadline_persistent(autoj
     ]
 
 
-@pytest.mark.xfail(
-    reason="_execute_async takes the driver entry time after the validation work, so "
-    "timeInDriver misses VALIDATE_NS_PER_OP (sample driver: driverStart before validation)",
-    strict=True,
-)
 async def test_execute_1_3_measure_yes_reports_timing(autojump_clock):
     """execute_1_3 with measure YES notifies time on device and time in driver (entry → notify)."""
     world = DriverWorld()

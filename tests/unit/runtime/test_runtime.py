@@ -352,11 +352,6 @@ async def test_dead_driver_at_finish_falls_back_to_cpu_with_compilation_create(a
     assert results == [ResultCode.NO_ERROR, [CPU_DEVICE_NAME], ResultCode.NO_ERROR]
 
 
-@pytest.mark.xfail(
-    reason="a dead driver's getSupportedOperations becomes all-False, so finish of a "
-    "createForDevices compilation returns BAD_DATA instead of DEAD_OBJECT (hal-semantics §3)",
-    strict=True,
-)
 async def test_dead_explicit_device_at_finish_is_dead_object(autojump_clock):
     """A dead explicit device makes finish of a createForDevices compilation return DEAD_OBJECT."""
     world = RuntimeWorld(DeviceSpec(name="npu", performance=_perf(0.2)))

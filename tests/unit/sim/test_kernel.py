@@ -222,10 +222,6 @@ async def test_thread_pool_returns_lowest_tid_after_release(autojump_clock):
     assert tids == [20]
 
 
-@pytest.mark.xfail(
-    reason="ThreadPool lends threads[0] first, not the lowest tid, when built unsorted",
-    strict=True,
-)
 async def test_thread_pool_lowest_tid_with_unsorted_threads(autojump_clock):
     """A pool built from threads in any order still lends the lowest tid first."""
     kernel = Kernel()
