@@ -140,6 +140,9 @@ class PreparedModel:
         self.uid = uid
         self.plan = plan
         self.memory_bytes = memory_bytes
+        # The last request that passed validation: runtimes send the same request
+        # object for every execution of a step, and validation is a pure function.
+        self.validated_request: Request | None = None
 
     @property
     def endpoint(self) -> Endpoint:
@@ -549,7 +552,11 @@ class DriverService:
     def _check_request(
         self, prepared: PreparedModel, request: Request, deadline_ns: int | None
     ) -> ErrorStatus | None:
-        reason = validate_request(request, prepared.model)
+        reason = None
+        if request is not prepared.validated_request:
+            reason = validate_request(request, prepared.model)
+            if reason is None:
+                prepared.validated_request = request
         if reason is not None:
             self._log.debug("request_rejected", reason=reason)
             return ErrorStatus.INVALID_ARGUMENT

@@ -113,6 +113,7 @@ class Runtime:
         self.async_threads = 0
         self._cpu_plans: dict[int, tuple[Model, ComputePlan]] = {}
         self.cpu_stats = DeviceStats()
+        self._requests: dict[int, tuple[Model, Request]] = {}
 
     # -------------------------------------------------------------- devices
     async def _discover(self) -> list[RuntimeDevice]:
@@ -152,6 +153,14 @@ class Runtime:
         if entry is None or entry[0] is not model:
             entry = (model, compute_plan(model, CPU_CAPABILITIES, self.cpu))
             self._cpu_plans[id(model)] = entry
+        return entry[1]
+
+    def request_for(self, model: Model) -> Request:
+        """The request an execution of ``model`` sends (built once per model: it never changes)."""
+        entry = self._requests.get(id(model))
+        if entry is None or entry[0] is not model:
+            entry = (model, _request_for(model))
+            self._requests[id(model)] = entry
         return entry[1]
 
     def versioned(self, device: RuntimeDevice) -> VersionedIDevice:
@@ -681,7 +690,7 @@ class Execution:
         versioned = runtime.versioned(device)
         version = versioned.version
         name = "DriverPreparedModel::executeFenced" if fenced else "DriverPreparedModel::execute"
-        request = _request_for(prepared.model)
+        request = runtime.request_for(prepared.model)
         measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
         deadline = self.deadline_ns if version is HalVersion.V1_3 else None
         loop_timeout = self.loop_timeout_ns
