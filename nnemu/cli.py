@@ -70,6 +70,20 @@ def _parser() -> argparse.ArgumentParser:
     parse.add_argument("--per-execution", action="store_true", help="per-execution figures")
     parse.add_argument("--total-times", action="store_true", help="total instead of self times")
     parse.add_argument("--print-detail", action="store_true", help="per-thread detail")
+
+    verify = sub.add_parser(
+        "verify", help="run a scenario, parse its trace back, compare with the ground truth"
+    )
+    verify.add_argument("scenario", help="scenario YAML file")
+    verify.add_argument("--seed", type=int, help="override the scenario's seed")
+    verify.add_argument("--trace", help="keep the trace here (default: a temporary file)")
+
+    query = sub.add_parser("query", help="SQL over a trace (Perfetto-like tables)")
+    query.add_argument("trace", help="systrace .html, ftrace text, or nnemu .json trace")
+    query.add_argument("sql", nargs="?", help="the query; omit for an interactive shell")
+    query.add_argument("--csv", action="store_true", help="print CSV")
+    query.add_argument("--json", action="store_true", help="print JSON")
+    query.add_argument("--db", help="keep the SQLite database at this path")
     return parser
 
 
@@ -182,6 +196,32 @@ def _cmd_parse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
 
 
+def _cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from nnemu.verify import run_verify_command
+
+    return run_verify_command(
+        args.scenario, seed=args.seed, trace=args.trace, stdout=out, stderr=err
+    )
+
+
+def _cmd_query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from nnemu.query import run_query_command
+
+    return run_query_command(
+        args.trace,
+        args.sql,
+        as_csv=args.csv,
+        as_json=args.json,
+        db=args.db,
+        stdin=sys.stdin,
+        stdout=out,
+        stderr=err,
+    )
+
+
+_COMMANDS = {"run": _cmd_run, "parse": _cmd_parse, "verify": _cmd_verify, "query": _cmd_query}
+
+
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -191,9 +231,7 @@ def main(
     args = _parser().parse_args(argv)
     configure_logging(getattr(args, "log_format", "console"), err)
     try:
-        if args.command == "run":
-            return _cmd_run(args, out, err)
-        return _cmd_parse(args, out, err)
+        return _COMMANDS[args.command](args, out, err)
     except ScenarioError as exc:
         for problem in exc.problems:
             err.write(f"{problem}\n")
