@@ -82,11 +82,27 @@ class Application:
         await kernel.sleep_until(us(spec.workload.start_ms * 1e6))
         tracer.begin(Layer.APPLICATION, Phase.OVERALL, spec.name)
         try:
-            if await self._compile():
+            if await self._compile_with_retries():
                 await self._run_workload()
+                assert self._compilation is not None
+                self._compilation.free()
         finally:
             tracer.end()
             self.finished = True
+
+    async def _compile_with_retries(self) -> bool:
+        """Compile; retry TRANSIENT failures as the app's retry policy says."""
+        retry = self.spec.retry
+        delay_ns = us(retry.backoff_ms * 1e6)
+        for attempt in range(retry.max_attempts + 1):
+            if await self._compile():
+                return True
+            if not self.stats.compile_result.is_transient or attempt == retry.max_attempts:
+                return False
+            self.stats.retries += 1
+            await self.kernel.sleep(delay_ns)
+            delay_ns = us(delay_ns * retry.backoff_factor)
+        return False
 
     async def _compile(self) -> bool:
         """Build and compile the model; False (and the code recorded) when that fails."""

@@ -1,14 +1,22 @@
-"""The device behind a driver: compute units, a scheduler, and the cost of work.
+"""The device behind a driver: compute units, a scheduler, preemption and deadlines.
 
-``Device.execute`` is the one place an execution occupies hardware.  It waits
-for a compute unit in the order the scenario's scheduler gives, runs the
-prepared model's operations, and stops early at an operation boundary (a
-checkpoint) when the execution's deadline has passed and the policy aborts.
+``Device.execute`` is the one place an execution occupies hardware.  It waits for
+a compute unit in the order the scenario's scheduler gives, then runs the
+prepared model's operations.  Between operations (checkpoints) it
+
+- aborts with MISSED_DEADLINE_TRANSIENT when the deadline has passed or the
+  remaining work, as the driver estimates it, cannot finish in time (policy
+  ``abort``; hal-semantics.md §3: the driver may abort, is never forced to);
+- yields its unit to a waiting higher-priority execution when the device
+  preempts (``checkpoint`` keeps its progress, ``restart`` starts it over);
+- enforces the loop timeout inside WHILE operations (after each iteration).
+
+All of it is event driven: a running execution sleeps until its next decision
+point, and a preempting arrival wakes it early.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 import random
 
@@ -26,20 +34,29 @@ def us(ns: float) -> int:
 
 @attrs.frozen
 class ComputePlan:
-    """The cost of one prepared model on one device: operation boundaries in ns."""
+    """The cost of one prepared model on one device."""
 
     op_ns: tuple[int, ...]
     """Duration of each operation on this device (whole µs)."""
-    loop_ops: tuple[int, ...] = ()
-    """Indexes of WHILE operations (subject to the loop timeout)."""
+    iterations: tuple[int, ...] = ()
+    """Loop iterations of each operation (1 except for WHILE); empty = all 1."""
 
     @property
     def total_ns(self) -> int:
         """Duration of all operations."""
         return sum(self.op_ns)
 
+    def iterations_of(self, index: int) -> int:
+        """How many loop iterations operation ``index`` runs (1 unless a WHILE)."""
+        return self.iterations[index] if self.iterations else 1
 
-@attrs.define
+
+PREEMPT = "preempt"
+DEAD = "dead"
+GRANTED = "granted"
+
+
+@attrs.define(eq=False)
 class Job:
     """One execution waiting for or running on a device."""
 
@@ -48,15 +65,27 @@ class Job:
     priority: Priority
     """Priority of the prepared model."""
     plan: ComputePlan
-    """Operation costs."""
+    """Operation costs (nominal)."""
     scale: float = 1.0
-    """Jitter multiplier for this execution."""
+    """Jitter and slow-down multiplier for this execution's actual durations."""
     deadline_ns: int | None = None
     """Absolute virtual deadline, if any."""
+    loop_timeout_ns: int | None = None
+    """Per-WHILE-loop time limit."""
     seq: int = 0
-    """Arrival order at the device."""
+    """Arrival order at the device (kept across preemptions)."""
     handle: WakeHandle | None = None
-    """How to wake the job when it gets a unit."""
+    """How to wake the job (a unit granted, a preemption, the device dying)."""
+    next_op: int = -1
+    """Next segment to run: -1 = the launch overhead, then operation indexes."""
+    durations: list[int] = attrs.field(factory=list)
+    """Actual segment durations: launch first, then each operation."""
+    preempt_requested: bool = False
+    """Whether a waiting higher-priority job asked this one to yield."""
+    started_ns: int | None = None
+    """When the job first got a unit."""
+    finished_ns: int | None = None
+    """When the job left the device."""
 
 
 @attrs.define
@@ -67,6 +96,9 @@ class DeviceStats:
     busy_ns: int = 0
     preemptions: int = 0
     deadline_aborts: int = 0
+    rejected_persistent: int = 0
+    rejected_transient: int = 0
+    loop_timeouts: int = 0
 
 
 class Device:
@@ -77,17 +109,20 @@ class Device:
         self.spec = spec
         self.units = spec.compute_units
         self.scheduler = spec.scheduler
+        self.preemption = spec.preemption
         self._rng = rng
-        self._busy = 0
+        self._running: list[Job] = []
         self._waiting: list[Job] = []
         self._seq = 0
         self._busy_since = 0
+        self.alive = True
+        self.slowdown = 1.0
         self.stats = DeviceStats()
 
     # ------------------------------------------------------------ accounting
     def _account(self) -> None:
         now = self.kernel.now_ns
-        self.stats.busy_ns += self._busy * (now - self._busy_since)
+        self.stats.busy_ns += len(self._running) * (now - self._busy_since)
         self._busy_since = now
 
     def busy_fraction(self, elapsed_ns: int) -> float:
@@ -110,89 +145,204 @@ class Device:
         return math.exp(self._rng.gauss(-sigma * sigma / 2.0, sigma))
 
     # ------------------------------------------------------------ scheduling
-    def _pick(self) -> Job:
-        waiting = self._waiting
-        if self.scheduler is SchedulerKind.FIFO:
-            best = 0
-        elif self.scheduler is SchedulerKind.GLOBAL_PRIORITY:
-            best = min(range(len(waiting)), key=lambda i: (-waiting[i].priority, waiting[i].seq))
-        else:
-            # Priority is relative among one uid's models: the oldest waiting job decides
-            # whose turn it is; that app's highest-priority job goes first.
-            uid = waiting[0].uid
-            best = min(
-                (i for i, job in enumerate(waiting) if job.uid == uid),
-                key=lambda i: (-waiting[i].priority, waiting[i].seq),
-            )
-        return waiting.pop(best)
+    def _order_key(self, job: Job) -> tuple[int, int]:
+        return (-int(job.priority), job.seq)
 
-    async def _acquire(self, job: Job) -> None:
+    def _pick_index(self, waiting: list[Job]) -> int:
+        if self.scheduler is SchedulerKind.FIFO:
+            return min(range(len(waiting)), key=lambda i: waiting[i].seq)
+        if self.scheduler is SchedulerKind.GLOBAL_PRIORITY:
+            return min(range(len(waiting)), key=lambda i: self._order_key(waiting[i]))
+        # Priority is relative among one uid's models: the oldest waiting job decides
+        # whose turn it is; that app's highest-priority job goes first.
+        oldest = min(waiting, key=lambda job: job.seq)
+        return min(
+            (i for i, job in enumerate(waiting) if job.uid == oldest.uid),
+            key=lambda i: self._order_key(waiting[i]),
+        )
+
+    def _may_preempt(self, job: Job, victim: Job) -> bool:
+        """Whether waiting ``job`` should take ``victim``'s unit at its next checkpoint."""
+        if self.preemption is PreemptionKind.NONE or self.scheduler is SchedulerKind.FIFO:
+            return False
+        if job.priority <= victim.priority or victim.preempt_requested:
+            return False
+        if self.scheduler is SchedulerKind.PER_APP_PRIORITY and job.uid != victim.uid:
+            return False
+        # Preempt only if the freed unit would really go to ``job``.
+        waiting = [*self._waiting, victim]
+        return waiting[self._pick_index(waiting)] is job
+
+    def _request_preemption(self, job: Job) -> None:
+        candidates = [victim for victim in self._running if self._may_preempt(job, victim)]
+        if not candidates:
+            return
+        victim = min(candidates, key=lambda v: (int(v.priority), -v.seq))
+        victim.preempt_requested = True
+        assert victim.handle is not None
+        self.kernel.wake(victim.handle, PREEMPT)
+
+    async def _acquire(self, job: Job) -> bool:
+        """Wait for a unit; False if the device died meanwhile."""
         kernel = self.kernel
         await kernel.sync()
-        self._seq += 1
-        job.seq = self._seq
-        if self._busy < self.units and not self._waiting:
+        if self.alive and len(self._running) < self.units and not self._waiting:
             self._account()
-            self._busy += 1
-            return
+            self._running.append(job)
+            return True
+        if not self.alive:
+            return False
         job.handle = kernel.wait_handle()
         self._waiting.append(job)
-        await kernel.park()
+        self._request_preemption(job)
+        granted = await kernel.park()
+        return granted == GRANTED
 
-    def _release(self) -> None:
+    def _release(self, job: Job) -> None:
         self.kernel.assert_synced()
         self._account()
-        if self._waiting:
-            job = self._pick()
-            assert job.handle is not None
-            self.kernel.wake(job.handle)
-        else:
-            self._busy -= 1
+        self._running.remove(job)
+        if self._waiting and self.alive:
+            index = self._pick_index(self._waiting)
+            nxt = self._waiting.pop(index)
+            self._running.append(nxt)
+            assert nxt.handle is not None
+            self.kernel.wake(nxt.handle, GRANTED)
 
-    def estimate_ns(self, plan: ComputePlan, launch_ns: int) -> tuple[int, int]:
-        """(idle, busy) estimates of how long an execution would take to finish from now."""
-        idle = launch_ns + plan.total_ns
-        backlog = len(self._waiting) + max(0, self._busy - self.units + 1)
-        return idle, idle + backlog * plan.total_ns
+    def backlog_ns(self, job: Job) -> int:
+        """Work the device must do before ``job`` could start (divided among the units)."""
+        now = self.kernel.now_ns
+        ahead = 0
+        for other in self._running:
+            if other.started_ns is not None:
+                ahead += max(0, other.started_ns + sum(other.durations) - now)
+        for other in self._waiting:
+            if self.scheduler is SchedulerKind.GLOBAL_PRIORITY and other.priority < job.priority:
+                continue
+            if (
+                self.scheduler is SchedulerKind.PER_APP_PRIORITY
+                and other.uid == job.uid
+                and other.priority < job.priority
+            ):
+                continue
+            ahead += other.plan.total_ns
+        return ahead // self.units
+
+    def die(self) -> None:
+        """The driver process died: every execution on or waiting for the device ends now."""
+        self.alive = False
+        self._account()
+        for job in [*self._running, *self._waiting]:
+            if job.handle is not None:
+                self.kernel.wake(job.handle, DEAD)
+        self._waiting.clear()
+
+    # ------------------------------------------------------------- running
+    def _remaining_nominal(self, job: Job, launch_ns: int) -> int:
+        rest = sum(job.plan.op_ns[max(0, job.next_op) :])
+        return rest + (launch_ns if job.next_op < 0 else 0)
+
+    def _stop_point(self, job: Job, start: int, launch_ns: int) -> tuple[int, str]:
+        """The next moment the job must stop: ('finish'|'deadline'|'loop', time)."""
+        deadline = job.deadline_ns
+        abort = deadline is not None and self.spec.deadline_policy is DeadlinePolicy.ABORT
+        t = start
+        for segment in range(job.next_op, len(job.plan.op_ns)):
+            duration = job.durations[segment + 1]
+            if abort and segment >= 0:
+                assert deadline is not None
+                # Checkpoint before each operation: the sample driver's rule (deadline
+                # passed) and the estimate rule (the rest cannot make it).
+                rest = sum(job.plan.op_ns[segment:])
+                if t >= deadline or t + rest > deadline:
+                    return t, "deadline"
+            if segment >= 0 and job.loop_timeout_ns is not None:
+                iterations = job.plan.iterations_of(segment)
+                if iterations > 1:
+                    per_iteration = duration / iterations
+                    limit = job.loop_timeout_ns
+                    needed = math.floor(limit / per_iteration) + 1
+                    if needed < iterations:
+                        return t + us(needed * per_iteration), "loop"
+            t += duration
+        return t, "finish"
 
     async def execute(self, job: Job, *, launch_ns: int) -> ErrorStatus:
-        """Run ``job`` on a compute unit; NONE, or MISSED_DEADLINE_TRANSIENT when aborted.
-
-        ``launch_ns`` of driver overhead precede the first operation, on the unit.
-        """
+        """Run ``job``: NONE, MISSED_DEADLINE_TRANSIENT (aborted), or GENERAL_FAILURE (device died)."""
         kernel = self.kernel
-        await self._acquire(job)
+        if not await self._acquire(job):
+            return ErrorStatus.GENERAL_FAILURE
+        self.stats.executions += 1
+        scale = job.scale * self.slowdown
+        job.durations = [launch_ns] + [us(ns * scale) for ns in job.plan.op_ns]
+        job.started_ns = kernel.now_ns
         try:
-            start = kernel.now_ns
-            self.stats.executions += 1
-            scale = job.scale
-            bounds = []
-            t = start + launch_ns
-            for op_ns in job.plan.op_ns:
-                t += us(op_ns * scale)
-                bounds.append(t)
-            finish = bounds[-1] if bounds else t
-            deadline = job.deadline_ns
-            if (
-                deadline is not None
-                and self.spec.deadline_policy is DeadlinePolicy.ABORT
-                and finish > deadline
-            ):
-                # The driver checks the deadline before each operation (CpuExecutor
-                # does the same): it stops at the first boundary at or past it.
-                starts = [start + launch_ns, *bounds[:-1]]
-                i = bisect.bisect_left(starts, deadline)
-                if i < len(starts):
-                    await kernel.sleep_until(starts[i])
-                    self.stats.deadline_aborts += 1
+            while True:
+                start = kernel.now_ns
+                stop, why = self._stop_point(job, start, launch_ns)
+                job.handle = kernel.wait_handle()
+                if job.preempt_requested:
+                    # Asked to yield before it could park (it had just been granted a unit).
+                    woken: object = PREEMPT
+                else:
+                    woken = await kernel.park(until_ns=stop)
+                if woken is None:
+                    job.finished_ns = kernel.now_ns
+                    if why == "finish":
+                        return ErrorStatus.NONE
+                    if why == "loop":
+                        self.stats.loop_timeouts += 1
+                    else:
+                        self.stats.deadline_aborts += 1
                     return ErrorStatus.MISSED_DEADLINE_TRANSIENT
-            await kernel.sleep_until(finish)
-            return ErrorStatus.NONE
+                if woken == DEAD:
+                    return ErrorStatus.GENERAL_FAILURE
+                # PREEMPT: run on to the next operation boundary, then yield the unit.
+                now = kernel.now_ns
+                t = start
+                segment = job.next_op
+                while segment < len(job.plan.op_ns) and t + job.durations[segment + 1] <= now:
+                    t += job.durations[segment + 1]
+                    segment += 1
+                if segment < len(job.plan.op_ns):
+                    boundary = t + job.durations[segment + 1]
+                    if boundary >= stop:
+                        # The next boundary is where the job stops anyway.
+                        job.preempt_requested = False
+                        job.next_op = segment
+                        remaining = stop - now
+                        await kernel.sleep(remaining)
+                        job.finished_ns = kernel.now_ns
+                        if why == "finish":
+                            return ErrorStatus.NONE
+                        if why == "loop":
+                            self.stats.loop_timeouts += 1
+                        else:
+                            self.stats.deadline_aborts += 1
+                        return ErrorStatus.MISSED_DEADLINE_TRANSIENT
+                    await kernel.sleep_until(boundary)
+                    segment += 1
+                job.next_op = -1 if self.preemption is PreemptionKind.RESTART else segment
+                job.preempt_requested = False
+                self.stats.preemptions += 1
+                # Give the unit to the waiting job and queue again, keeping our place.
+                self._release(job)
+                if not await self._acquire_again(job):
+                    return ErrorStatus.GENERAL_FAILURE
         finally:
-            await kernel.sync()
-            self._release()
+            if job in self._running:
+                await kernel.sync()
+                self._release(job)
 
-
-def preemption_supported(spec: DeviceSpec) -> bool:
-    """Whether the device preempts lower-priority work (not modelled before the QoS work)."""
-    return spec.preemption is not PreemptionKind.NONE
+    async def _acquire_again(self, job: Job) -> bool:
+        kernel = self.kernel
+        if self.alive and len(self._running) < self.units and not self._waiting:
+            self._account()
+            self._running.append(job)
+            return True
+        if not self.alive:
+            return False
+        job.handle = kernel.wait_handle()
+        self._waiting.append(job)
+        granted = await kernel.park()
+        return granted == GRANTED

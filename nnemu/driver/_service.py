@@ -10,6 +10,7 @@ only on the versions that define them (``versions()``).
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -30,11 +31,13 @@ from nnemu.hal import (
     MeasureTiming,
     Model,
     OperandType,
+    Operation,
     OperationType,
     OutputShape,
     PerformanceInfo,
     Priority,
     Request,
+    Subgraph,
     Timing,
     model_memory_bytes,
     operation_work,
@@ -42,8 +45,16 @@ from nnemu.hal import (
     validate_model,
     validate_request,
 )
+from nnemu.hal.presets import loop_iterations
 from nnemu.ipc import Binder, Endpoint
-from nnemu.scenario import CpuSpec, DeviceSpec, PerformanceSpec, PerfSpec
+from nnemu.scenario import (
+    CpuSpec,
+    DeadlinePolicy,
+    DeviceSpec,
+    FaultKind,
+    PerformanceSpec,
+    PerfSpec,
+)
 from nnemu.sim import Kernel, ProcessTable, SimQueue
 from nnemu.tracer import Layer, Phase, Tracer
 
@@ -102,22 +113,48 @@ def compute_plan(model: Model, capabilities: Capabilities, cpu: CpuSpec) -> Comp
     An operation costs what it costs on the reference CPU (``cpu``: ns per MAC and per
     output element) times the device's execTime ratio for its first input's type.
     """
-    op_ns: list[int] = []
-    loops: list[int] = []
-    for index, op in enumerate(model.main.operations):
-        work = operation_work(model, model.main, op)
+    relaxed = model.relax_computation_float32_to_float16
+
+    def op_cost(subgraph: Subgraph, op: Operation) -> float:
+        work = operation_work(model, subgraph, op)
         base = work.macs * cpu.ns_per_mac + work.elements * cpu.ns_per_element
         if op.type is OperationType.WHILE:
-            loops.append(index)
-            ratio = capabilities.while_performance.exec_time
-        elif op.type is OperationType.IF:
-            ratio = capabilities.if_performance.exec_time
-        else:
-            ratio = capabilities.performance(
-                work.first_input_type, relaxed=model.relax_computation_float32_to_float16
-            ).exec_time
-        op_ns.append(us(max(base * ratio, 1000.0)))
-    return ComputePlan(tuple(op_ns), tuple(loops))
+            # WHILE = while + cond sum + body sum, per iteration (hal-semantics.md §2).
+            cond, body = (_referenced(model, subgraph, i) for i in op.inputs[:2])
+            inner = subgraph_cost(cond) + subgraph_cost(body)
+            return base * capabilities.while_performance.exec_time + inner
+        if op.type is OperationType.IF:
+            # IF = if + mean(then, else).
+            branches = [_referenced(model, subgraph, i) for i in op.inputs[1:3]]
+            inner = sum(subgraph_cost(b) for b in branches) / max(1, len(branches))
+            return base * capabilities.if_performance.exec_time + inner
+        info = capabilities.performance(work.first_input_type, relaxed=relaxed)
+        return base * info.exec_time
+
+    def subgraph_cost(subgraph: Subgraph | None) -> float:
+        if subgraph is None:
+            return 0.0
+        return sum(op_cost(subgraph, op) for op in subgraph.operations)
+
+    op_ns: list[int] = []
+    iterations: list[int] = []
+    for op in model.main.operations:
+        count = loop_iterations(model, op) if op.type is OperationType.WHILE else 1
+        per_iteration = op_cost(model.main, op)
+        op_ns.append(us(max(per_iteration * count, 1000.0)))
+        iterations.append(count)
+    return ComputePlan(tuple(op_ns), tuple(iterations) if any(n > 1 for n in iterations) else ())
+
+
+def _referenced(model: Model, subgraph: Subgraph, operand_index: int) -> Subgraph | None:
+    """The subgraph a SUBGRAPH operand refers to (None if it is not one)."""
+    if operand_index >= len(subgraph.operands):
+        return None
+    operand = subgraph.operands[operand_index]
+    if operand.type is not OperandType.SUBGRAPH:
+        return None
+    index = operand.location.offset
+    return model.referenced[index] if index < len(model.referenced) else None
 
 
 class PreparedModel:
@@ -148,6 +185,12 @@ class PreparedModel:
     def endpoint(self) -> Endpoint:
         """The driver process the prepared model lives in."""
         return self.service.endpoint
+
+    def release(self) -> None:
+        """The client dropped its last reference: the driver frees the model's memory."""
+        if self.memory_bytes:
+            self.service.memory_used -= self.memory_bytes
+            self.memory_bytes = 0
 
     # The HIDL methods. ------------------------------------------------------
     async def execute(self, request: Request, callback: CallbackRef | None) -> ErrorStatus:
@@ -274,6 +317,8 @@ class DriverService:
         ]
         self.prepared_models = 0
         self._log = logger.bind(device=spec.name)
+        self._failure_probability = 0.0
+        self._fault_rng = random.Random(f"{seed}:faults:{spec.name}")
 
     def versions(self) -> tuple[HalVersion, ...]:
         """HAL versions whose methods this service implements (its own and older)."""
@@ -285,6 +330,45 @@ class DriverService:
         self.tracer.process(self.process.pid, self.process.name)
         for thread in self._workers:
             self.kernel.spawn(nursery, self._worker, thread=thread)
+        self._schedule_faults()
+
+    # -------------------------------------------------------------- faults
+    def _schedule_faults(self) -> None:
+        kernel = self.kernel
+        for fault in self.spec.faults:
+            if fault.kind is FaultKind.TRANSIENT_FAILURE:
+                self._failure_probability = fault.probability or 0.0
+                continue
+            at = us((fault.at_ms or 0.0) * 1e6)
+            until = us(fault.until_ms * 1e6) if fault.until_ms is not None else None
+            if fault.kind is FaultKind.CRASH:
+                kernel.call_at(at, self.crash)
+            elif fault.kind in (FaultKind.BUSY, FaultKind.OFFLINE):
+                state = DeviceStatus.BUSY if fault.kind is FaultKind.BUSY else DeviceStatus.OFFLINE
+                kernel.call_at(at, functools.partial(self._set_status, state))
+                if until is not None:
+                    kernel.call_at(until, lambda: self._set_status(DeviceStatus.AVAILABLE))
+            elif fault.kind is FaultKind.SLOWDOWN:
+                kernel.call_at(at, functools.partial(self._set_slowdown, fault.factor))
+                if until is not None:
+                    kernel.call_at(until, lambda: self._set_slowdown(1.0))
+
+    def _set_status(self, status: DeviceStatus) -> None:
+        self._log.info("device_status_changed", status=status.name)
+        self.status = status
+
+    def _set_slowdown(self, factor: float) -> None:
+        self._log.info("device_slowdown", factor=factor)
+        self.device.slowdown = factor
+
+    def crash(self) -> None:
+        """The driver process dies: calls in flight and later get DEAD_OBJECT."""
+        if not self.endpoint.alive:
+            return
+        self._log.warning("driver_died")
+        self.status = DeviceStatus.UNKNOWN
+        self.device.die()
+        self.endpoint.kill()
 
     async def _worker(self) -> None:
         while True:
@@ -300,6 +384,8 @@ class DriverService:
 
     def _notify(self, callback: CallbackRef, iface: str, method: str, *args: Any) -> None:
         """Call the client's callback (oneway, exactly once per launch)."""
+        if not self.endpoint.alive:
+            return  # a dead process sends nothing; the client's death recipient answers
         self.binder.oneway(callback.endpoint, iface, method, lambda: callback.target(*args))
 
     # ------------------------------------------------------------- IDevice
@@ -532,17 +618,37 @@ class DriverService:
             prepare_ns = us(
                 (cost.prepare_ms + cost.prepare_ms_per_op * len(model.main.operations)) * 1e6
             )
+            memory = model_memory_bytes(model)
+            capacity = int(self.spec.memory_mb * 1024 * 1024)
+            if memory > capacity:
+                # Too large for this device, whatever else is loaded.
+                self._notify_prepared(
+                    callback, version, ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, None
+                )
+                return
+            if self.memory_used + memory > capacity:
+                # Would fit once other prepared models are released.
+                self._notify_prepared(
+                    callback, version, ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, None
+                )
+                return
+            self.memory_used += memory
             await kernel.sleep(prepare_ns)
+            if not self.endpoint.alive:
+                return  # the client's death recipient has released its callback
             status = ErrorStatus.NONE
-            if deadline_ns is not None and kernel.now_ns > deadline_ns:
+            if (
+                deadline_ns is not None
+                and self.spec.deadline_policy is DeadlinePolicy.ABORT
+                and kernel.now_ns > deadline_ns
+            ):
                 status = ErrorStatus.MISSED_DEADLINE_TRANSIENT
             if status is not ErrorStatus.NONE:
+                self.memory_used -= memory
                 self._notify_prepared(callback, version, status, None)
                 return
             plan = compute_plan(model, self.capabilities, self.cpu)
-            prepared = PreparedModel(
-                self, model, version, priority, uid, plan, model_memory_bytes(model)
-            )
+            prepared = PreparedModel(self, model, version, priority, uid, plan, memory)
             self.prepared_models += 1
             self._notify_prepared(callback, version, ErrorStatus.NONE, prepared)
         finally:
@@ -568,20 +674,42 @@ class DriverService:
         self, prepared: PreparedModel, deadline_ns: int | None, loop_timeout_ns: int | None
     ) -> tuple[ErrorStatus, int]:
         """Run on the device; returns status and time on device (ns)."""
-        kernel = self.kernel
-        if self.status is DeviceStatus.OFFLINE:
+        kernel, device, spec = self.kernel, self.device, self.spec
+        if self.status is not DeviceStatus.AVAILABLE:
             return ErrorStatus.DEVICE_UNAVAILABLE, 0
+        launch_ns = us(spec.cost.launch_us * 1000)
         job = Job(
             uid=prepared.uid,
             priority=prepared.priority,
             plan=prepared.plan,
-            scale=self.device.jitter(),
+            scale=device.jitter(),
             deadline_ns=deadline_ns,
+            loop_timeout_ns=loop_timeout_ns,
         )
         await kernel.sync()
-        start = kernel.now_ns
-        status = await self.device.execute(job, launch_ns=us(self.spec.cost.launch_us * 1000))
-        return status, kernel.now_ns - start
+        now = kernel.now_ns
+        if deadline_ns is not None and spec.deadline_policy is DeadlinePolicy.ABORT:
+            # Refuse before starting when the driver's own estimate cannot make it:
+            # PERSISTENT if even an idle device could not, TRANSIENT if a busy one cannot.
+            idle_ns = launch_ns + us(prepared.plan.total_ns * device.slowdown)
+            if now + idle_ns > deadline_ns:
+                device.stats.rejected_persistent += 1
+                return ErrorStatus.MISSED_DEADLINE_PERSISTENT, 0
+            if now + device.backlog_ns(job) + idle_ns > deadline_ns:
+                device.stats.rejected_transient += 1
+                return ErrorStatus.MISSED_DEADLINE_TRANSIENT, 0
+        if spec.queue_limit is not None and device.queue_length >= spec.queue_limit:
+            busy = len(device._running) >= device.units
+            if busy:
+                return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, 0
+        status = await device.execute(job, launch_ns=launch_ns)
+        if (
+            status is ErrorStatus.NONE
+            and self._failure_probability
+            and self._fault_rng.random() < self._failure_probability
+        ):
+            status = ErrorStatus.GENERAL_FAILURE
+        return status, kernel.now_ns - now
 
     def _shapes(self, prepared: PreparedModel) -> tuple[OutputShape, ...]:
         main = prepared.model.main

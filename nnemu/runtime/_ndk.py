@@ -155,6 +155,12 @@ class Runtime:
             self._cpu_plans[id(model)] = entry
         return entry[1]
 
+    def forget(self, device: RuntimeDevice) -> None:
+        """A device's driver died: later compilations no longer see it."""
+        if self._devices is not None and device in self._devices:
+            self._log.warning("device_lost", device=device.name)
+            self._devices.remove(device)
+
     def request_for(self, model: Model) -> Request:
         """The request an execution of ``model`` sends (built once per model: it never changes)."""
         entry = self._requests.get(id(model))
@@ -346,6 +352,17 @@ class Compilation:
         finally:
             runtime.tracer.end()
 
+    def free(self) -> None:
+        """ANeuralNetworksCompilation_free: release the prepared models (drivers free their memory)."""
+        runtime = self.runtime
+        runtime._api(Phase.TERMINATION, "ANeuralNetworksCompilation_free")
+        try:
+            for prepared in self.prepared.values():
+                prepared.release()
+            self.prepared = {}
+        finally:
+            runtime.tracer.end()
+
     def _op_count(self) -> int:
         return len(self.model.model.main.operations)
 
@@ -374,6 +391,7 @@ class Compilation:
             else:
                 answer = await runtime.versioned(device).get_supported_operations(model)
                 if isinstance(answer, DeadObject):
+                    runtime.forget(device)
                     if self.explicit_devices is not None:
                         return ResultCode.DEAD_OBJECT
                     answer = (False,) * len(model.main.operations)
@@ -390,6 +408,7 @@ class Compilation:
                 step.model, self.preference, self.priority, deadline_ns
             )
             if isinstance(status, DeadObject):
+                runtime.forget(step.device)
                 return ResultCode.DEAD_OBJECT
             if status is not ErrorStatus.NONE or prepared is None:
                 return (
@@ -740,6 +759,7 @@ class Execution:
             tracer.end(3)
         self.timing = timing
         if isinstance(status, DeadObject):
+            runtime.forget(device)
             return ResultCode.DEAD_OBJECT
         return status_to_code(status)
 

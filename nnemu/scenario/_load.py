@@ -519,7 +519,7 @@ class _Checker:
             return self.expected(node, path, "a single value")
         try:
             return self._constructor.construct_object(node)
-        except (yaml.YAMLError, ValueError, TypeError) as err:
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as err:
             reason = getattr(err, "problem", None) or str(err)
             self.problem(node, path, f"expected a readable value, got {node.value!r} ({reason})")
             return _BAD
