@@ -14,6 +14,8 @@ APP_COUNTERS: Final = (
     "completed",
     "failed",
     "dropped",
+    "retries",
+    "in_flight",
     "deadline_misses",
     "deadline_miss_rate",
     "error_rate",
