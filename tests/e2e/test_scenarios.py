@@ -29,7 +29,6 @@ def test_scenario_runs_and_meets_its_expectations(path: Path):
     if scenario.duration_ms is None:
         in_flight = {name: app["in_flight"] for name, app in report.data["apps"].items()}
         assert in_flight == dict.fromkeys(in_flight, 0)
-        assert all(app["compile_result"] == "NO_ERROR" for app in report.data["apps"].values())
 
 
 def test_scenarios_exist():
