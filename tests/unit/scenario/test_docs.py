@@ -9,6 +9,7 @@ import pytest
 from nnemu.errors import ScenarioError
 from nnemu.hal import OperationType
 from nnemu.scenario import dump_scenario, load_scenario_text
+from nnemu.scenario._expect import APP_COUNTERS, DEVICE_METRICS, LATENCY_STATS, RESULT_CODE_NAMES
 
 DOC = pathlib.Path(__file__).parents[3] / "docs" / "scenario-format.md"
 
@@ -49,3 +50,10 @@ def test_every_operation_name_is_documented():
     text = DOC.read_text(encoding="utf-8")
     for op in OperationType:
         assert f"`{op.name}`" in text
+
+
+def test_every_metric_is_documented():
+    """Every metric name of the expectation grammar appears in the document."""
+    text = DOC.read_text(encoding="utf-8")
+    for name in (*APP_COUNTERS, *DEVICE_METRICS, *LATENCY_STATS, *RESULT_CODE_NAMES):
+        assert f"`{name}`" in text
