@@ -76,6 +76,7 @@ async def open_emulator(
     seed: int | None = None,
     sinks: list[TraceSink] | None = None,
     realtime: bool = False,
+    keep_executions: bool = False,
 ) -> AsyncIterator[Emulator]:
     """Build the emulated world in a nursery owned by this context manager.
 
@@ -119,6 +120,11 @@ async def open_emulator(
                 )
                 for spec in scenario.apps
             ]
+            if keep_executions:
+                for app in apps:
+                    app.records = []
+                for service in services:
+                    service.device.history = []
             for service in services:
                 service.start(nursery)
             for app in apps:
@@ -141,14 +147,23 @@ def run(
     realtime: bool = False,
     wall_time: bool = False,
     progress: Callable[[Emulator], None] | None = None,
+    inspect: Callable[[Emulator], None] | None = None,
 ) -> Report:
-    """Run ``scenario`` to the end and return its report (virtual time unless ``realtime``)."""
+    """Run ``scenario`` to the end and return its report (virtual time unless ``realtime``).
+
+    ``inspect``, if given, is called with the finished emulator before it is torn down,
+    with per-execution records kept (``app.records``, ``service.device.history``).
+    """
 
     async def main() -> Report:
         started = time.perf_counter()
-        async with open_emulator(scenario, seed=seed, sinks=sinks, realtime=realtime) as emulator:
+        async with open_emulator(
+            scenario, seed=seed, sinks=sinks, realtime=realtime, keep_executions=inspect is not None
+        ) as emulator:
             await emulator.run(progress=progress)
             wall = time.perf_counter() - started if wall_time else None
+            if inspect is not None:
+                inspect(emulator)
             return build_report(emulator, wall_s=wall)
 
     clock = None if realtime else trio.testing.MockClock(autojump_threshold=0)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import structlog
 import trio
 
-from nnemu.app._stats import AppStats
+from nnemu.app._stats import AppStats, ExecutionRecord
 from nnemu.driver import DriverService, us
 from nnemu.hal import Model, ResultCode
 from nnemu.ipc import Binder, Endpoint
@@ -59,6 +59,8 @@ class Application:
             nursery=nursery,
         )
         self.stats = AppStats()
+        self.records: list[ExecutionRecord] | None = None
+        """Per-execution records, when the run keeps them (``keep_executions``)."""
         self._rng = random.Random(f"{scenario.seed}:app:{spec.name}")
         self._compilation: Compilation | None = None
         self._queue: SimQueue = SimQueue(kernel)
@@ -236,6 +238,10 @@ class Application:
             await kernel.sleep(delay_ns)
             delay_ns = us(delay_ns * retry.backoff_factor)
         self.stats.record(code, kernel.now() - arrival_ns)
+        if self.records is not None:
+            self.records.append(
+                ExecutionRecord(arrival_ns, kernel.now(), code, attempt + 1, timeout_ns)
+            )
 
     async def _execute(self, timeout_ns: int | None) -> ResultCode:
         """One NDK execution in the app's mode."""

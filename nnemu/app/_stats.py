@@ -57,6 +57,22 @@ class LatencyHistogram:
         return self.max_us
 
 
+@attrs.frozen
+class ExecutionRecord:
+    """One execution as the app saw it (kept only when a run asks for records)."""
+
+    arrival_ns: int
+    """When the frame arrived (was submitted)."""
+    finished_ns: int
+    """When the app got the final result."""
+    code: ResultCode
+    """Final result code (after retries)."""
+    attempts: int
+    """Attempts made (1 + retries)."""
+    timeout_ns: int | None
+    """The execution timeout the app set, if any."""
+
+
 @attrs.define
 class AppStats:
     """What happened to one app's executions."""

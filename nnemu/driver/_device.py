@@ -86,6 +86,12 @@ class Job:
     """When the job first got a unit."""
     finished_ns: int | None = None
     """When the job left the device."""
+    arrived_ns: int | None = None
+    """When the job reached the device."""
+    status: ErrorStatus | None = None
+    """How it ended."""
+    preempted: int = 0
+    """How many times it yielded its unit."""
 
 
 @attrs.define
@@ -118,6 +124,8 @@ class Device:
         self.alive = True
         self.slowdown = 1.0
         self.stats = DeviceStats()
+        self.history: list[Job] | None = None
+        """Every job that reached the device, when recording is on (tests, analyses)."""
 
     # ------------------------------------------------------------ accounting
     def _account(self) -> None:
@@ -270,6 +278,16 @@ class Device:
     async def execute(self, job: Job, *, launch_ns: int) -> ErrorStatus:
         """Run ``job``: NONE, MISSED_DEADLINE_TRANSIENT (aborted), or GENERAL_FAILURE (device died)."""
         kernel = self.kernel
+        job.arrived_ns = kernel.now()
+        if self.history is not None:
+            self.history.append(job)
+        job.status = await self._execute(job, launch_ns)
+        if job.finished_ns is None:
+            job.finished_ns = kernel.now_ns
+        return job.status
+
+    async def _execute(self, job: Job, launch_ns: int) -> ErrorStatus:
+        kernel = self.kernel
         if not await self._acquire(job):
             return ErrorStatus.GENERAL_FAILURE
         self.stats.executions += 1
@@ -324,6 +342,7 @@ class Device:
                     segment += 1
                 job.next_op = -1 if self.preemption is PreemptionKind.RESTART else segment
                 job.preempt_requested = False
+                job.preempted += 1
                 self.stats.preemptions += 1
                 # Give the unit to the waiting job and queue again, keeping our place.
                 self._release(job)
