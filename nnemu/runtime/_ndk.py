@@ -191,10 +191,10 @@ class Runtime:
             tracer.end()
         builder = ModelBuilder(self, model)
         self._api(Phase.PREPARATION, "ANeuralNetworksModel_addOperand")
-        self.kernel.work(PER_OP_NS * len(model.main.operands) // 4)
+        self.kernel.work(us(PER_OP_NS * len(model.main.operands) / 4))  # whole µs, as ftrace
         tracer.end()
         self._api(Phase.PREPARATION, "ANeuralNetworksModel_addOperation")
-        self.kernel.work(PER_OP_NS * len(model.main.operations) // 2)
+        self.kernel.work(us(PER_OP_NS * len(model.main.operations) / 2))
         tracer.end()
         self._api(Phase.PREPARATION, "ANeuralNetworksModel_identifyInputsAndOutputs")
         tracer.end()
