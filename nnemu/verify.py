@@ -1,13 +1,241 @@
-"""``nnemu verify``: run a scenario, parse its trace, compare with the ground truth."""
+"""``nnemu verify``: run a scenario, parse its trace back, compare with the ground truth.
+
+The closed loop that checks the tracer and the parser against each other: the
+emulator runs with the systrace writer and a ``GroundTruth`` observer attached
+to the same tracer; the trace is parsed with ``nnemu.parser.parse_file``; every
+layer x phase cell of every run must agree with the ground truth within 1 µs.
+Cells the trace cannot reconstruct (time of a section open across a run
+boundary, which the parser drops) are listed with the reason, never skipped.
+"""
 
 from __future__ import annotations
 
-from typing import TextIO
+import os
+import tempfile
+from typing import Final, TextIO
+
+import attrs
+
+from nnemu.errors import NnemuError
+from nnemu.parser import Diagnostic, ParseResult, RunStats, parse_file
+from nnemu.scenario import Scenario
+from nnemu.tracer import (
+    CELL_LAYERS,
+    CELL_PHASES,
+    GroundTruth,
+    Layer,
+    Phase,
+    RunTruth,
+    TraceSink,
+    open_trace_writer,
+)
+
+TOLERANCE_NS: Final = 1_000
+"""Largest difference accepted between the parsed and the true value of a cell."""
+
+EXIT_OK: Final = 0
+EXIT_DISAGREE: Final = 1
+EXIT_BAD_INPUT: Final = 2
+
+# Parser diagnostics that a run boundary cutting sections explains (the cells
+# involved are listed as not reconstructable); any other diagnostic means the
+# stack's marks break the contract.
+_BOUNDARY_DIAGNOSTICS: Final = (
+    "section still open when a new run starts",
+    "asynchronous execution never notified its callback before a new run starts",
+)
+
+
+@attrs.frozen(kw_only=True)
+class CellResult:
+    """One layer x phase cell of one run."""
+
+    run: int
+    """0-based run index."""
+    layer: Layer
+    """Layer of the cell."""
+    phase: Phase
+    """Phase of the cell."""
+    parsed_ns: int
+    """What the parser reconstructed from the trace (0 for n/a)."""
+    truth_ns: int
+    """What the ground truth recorded."""
+    reasons: tuple[str, ...]
+    """Why the contract cannot reconstruct the cell (empty when it can)."""
+
+    @property
+    def agrees(self) -> bool:
+        """Within ``TOLERANCE_NS``."""
+        return abs(self.parsed_ns - self.truth_ns) <= TOLERANCE_NS
+
+
+@attrs.frozen(kw_only=True)
+class Verification:
+    """Outcome of comparing a parsed trace with the ground truth."""
+
+    cells: tuple[CellResult, ...]
+    """Every compared cell."""
+    run_count_problem: str | None
+    """Set when the parser and the ground truth see different numbers of runs."""
+    contract_diagnostics: tuple[Diagnostic, ...]
+    """Parser diagnostics not explained by run boundaries (broken contract rules)."""
+
+    @property
+    def passed(self) -> bool:
+        """Every reconstructable cell agrees, the runs match and no contract rule is broken."""
+        return (
+            self.run_count_problem is None
+            and not self.contract_diagnostics
+            and all(c.agrees or c.reasons for c in self.cells)
+        )
+
+
+def _parsed(run: RunStats, layer: Layer, phase: Phase) -> int:
+    value = run.totals_ns(layer, phase)
+    return 0 if value is None else value
+
+
+def compare(parsed: ParseResult, truth: tuple[RunTruth, ...]) -> Verification:
+    """Compare every cell of every run of ``parsed`` with ``truth``."""
+    problem = None
+    if len(parsed.runs) != len(truth):
+        problem = f"the parser found {len(parsed.runs)} runs, the ground truth has {len(truth)}"
+    cells = []
+    for index, (run, true_run) in enumerate(zip(parsed.runs, truth, strict=False)):
+        for layer in CELL_LAYERS:
+            for phase in CELL_PHASES:
+                cells.append(
+                    CellResult(
+                        run=index,
+                        layer=layer,
+                        phase=phase,
+                        parsed_ns=_parsed(run, layer, phase),
+                        truth_ns=true_run.cell_ns(layer, phase),
+                        reasons=true_run.unreconstructable.get((layer, phase), ()),
+                    )
+                )
+    diagnostics = tuple(
+        d
+        for d in parsed.diagnostics
+        if not any(d.message.startswith(text) for text in _BOUNDARY_DIAGNOSTICS)
+    )
+    return Verification(
+        cells=tuple(cells), run_count_problem=problem, contract_diagnostics=diagnostics
+    )
+
+
+def _us(value_ns: int) -> str:
+    return f"{value_ns / 1000:.3f}"
+
+
+def format_verification(result: Verification, truth: tuple[RunTruth, ...], out: TextIO) -> None:
+    """Write the per-run summary and the table of differences."""
+    for true_run in truth:
+        cells = [c for c in result.cells if c.run == true_run.index]
+        if not cells:
+            continue
+        agree = sum(1 for c in cells if c.agrees and not c.reasons)
+        differ = [c for c in cells if not c.agrees and not c.reasons]
+        unknown = [c for c in cells if c.reasons]
+        app = true_run.starting_app or "(before any [NN_LA_PO])"
+        out.write(
+            f"run {true_run.index} ({app}): {agree} cells agree, {len(differ)} differ,"
+            f" {len(unknown)} not reconstructable\n"
+        )
+    shown = [c for c in result.cells if not c.agrees or c.reasons]
+    if shown:
+        out.write(
+            f"\n{'run':>3}  {'cell':<8}{'trace us':>14}{'truth us':>14}{'diff us':>12}  status\n"
+        )
+        for c in shown:
+            status = "not reconstructable" if c.reasons else "DIFFERS"
+            out.write(
+                f"{c.run:>3}  {c.layer.value}_{c.phase.value:<5}{_us(c.parsed_ns):>15}"
+                f"{_us(c.truth_ns):>15}{_us(c.parsed_ns - c.truth_ns):>15}  {status}\n"
+            )
+            for reason in c.reasons:
+                out.write(f"{'':>15}because {reason}\n")
+    if result.run_count_problem:
+        out.write(f"\n{result.run_count_problem}\n")
+    if result.contract_diagnostics:
+        out.write("\nthe trace breaks the contract:\n")
+        for d in result.contract_diagnostics:
+            out.write(f"  line {d.line_number}: {d.message}: {d.line.strip()}\n")
+    out.write("\nverify: " + ("ok" if result.passed else "FAILED") + "\n")
+
+
+def verify_scenario(
+    path: str, *, seed: int | None = None, trace: str | None = None
+) -> tuple[Verification, tuple[RunTruth, ...]]:
+    """Run the scenario at ``path`` with tracing and the ground truth, parse, compare.
+
+    Raises:
+        ScenarioError: The scenario is malformed.
+        TraceFormatError: The trace has nothing usable.
+        OSError: The trace cannot be written or read.
+    """
+    from nnemu.scenario import load_scenario
+
+    scenario = load_scenario(path)
+    temporary = None
+    if trace is None:
+        handle, temporary = tempfile.mkstemp(prefix="nnemu-verify-", suffix=".html")
+        os.close(handle)
+        trace = temporary
+    try:
+        truth = GroundTruth()
+        run_with_truth(scenario, truth, seed=seed, trace=trace)
+        parsed = parse_file(trace)
+    finally:
+        if temporary is not None:
+            os.unlink(temporary)
+    return compare(parsed, truth.runs), truth.runs
+
+
+def run_with_truth(
+    scenario: Scenario, truth: GroundTruth, *, seed: int | None = None, trace: str | None = None
+) -> None:
+    """Run ``scenario`` in virtual time with ``truth`` observing the tracer (and a trace writer)."""
+    import trio
+    import trio.testing
+
+    from nnemu._emulator import open_emulator
+
+    sinks: list[TraceSink] = [open_trace_writer(trace)] if trace is not None else []
+
+    async def main() -> None:
+        async with open_emulator(scenario, seed=seed, sinks=sinks) as emulator:
+            emulator.tracer.add_observer(truth)
+            # Processes were announced before the observer was attached.
+            for service in emulator.services:
+                truth.process(service.process.pid, service.process.name)
+            for app in emulator.apps:
+                truth.process(app.process.pid, app.process.name)
+            await emulator.run()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
 def run_verify_command(
     scenario: str, *, seed: int | None, trace: str | None, stdout: TextIO, stderr: TextIO
 ) -> int:
-    """Exit code of ``nnemu verify`` (being built: issue 4)."""
-    stderr.write("nnemu verify: not available in this build yet\n")
-    return 2
+    """Exit code of ``nnemu verify``: 0 every cell agrees, 1 disagreement, 2 bad input."""
+    from nnemu.errors import ScenarioError
+
+    try:
+        result, truth = verify_scenario(scenario, seed=seed, trace=trace)
+    except ScenarioError as exc:
+        for problem in exc.problems:
+            stderr.write(f"{problem}\n")
+        return EXIT_BAD_INPUT
+    except FileNotFoundError as exc:
+        stderr.write(f"{exc.filename}: no such file\n")
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        stderr.write(f"{exc.filename or trace}: {exc.strerror}\n")
+        return EXIT_BAD_INPUT
+    except NnemuError as exc:
+        stderr.write(f"{exc}\n")
+        return EXIT_BAD_INPUT
+    format_verification(result, truth, stdout)
+    return EXIT_OK if result.passed else EXIT_DISAGREE

@@ -1,15 +1,24 @@
-"""NNTRACE-style events, the layer/phase vocabulary, and trace writers."""
+"""NNTRACE-style events, the layer/phase vocabulary, trace writers and the ground truth."""
 
-from nnemu.tracer._tracer import Tracer, TraceSink
+from nnemu.tracer._tracer import SectionInfo, SectionKind, TraceObserver, Tracer, TraceSink
+from nnemu.tracer._truth import CELL_LAYERS, CELL_PHASES, GroundTruth, ProcessTruth, RunTruth
 from nnemu.tracer._vocab import EXECUTION_SUBPHASES, Layer, Phase, tag
 from nnemu.tracer._writers import ChromeJsonWriter, FtraceWriter, open_trace_writer
 
 __all__ = [
+    "CELL_LAYERS",
+    "CELL_PHASES",
     "EXECUTION_SUBPHASES",
     "ChromeJsonWriter",
     "FtraceWriter",
+    "GroundTruth",
     "Layer",
     "Phase",
+    "ProcessTruth",
+    "RunTruth",
+    "SectionInfo",
+    "SectionKind",
+    "TraceObserver",
     "TraceSink",
     "Tracer",
     "open_trace_writer",

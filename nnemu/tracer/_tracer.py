@@ -11,6 +11,7 @@ released once the kernel's time has passed them: no later event can be earlier.
 
 from __future__ import annotations
 
+import enum
 import heapq
 from typing import Protocol
 
@@ -34,6 +35,43 @@ class TraceSink(Protocol):
         """No more events."""
 
 
+class SectionKind(enum.Enum):
+    """How a section was begun (what an observer needs to apply the contract's rules)."""
+
+    PLAIN = "plain"
+    """``begin``: an NNTRACE_FULL scope."""
+    SWITCH = "switch"
+    """``switch``: ends the innermost section's phase and starts another (``[SW]``)."""
+    SUBTRACT = "subtract"
+    """``subtract``: work deducted from the enclosing section (``[SUB]``)."""
+    RAW = "raw"
+    """``raw_begin``: a section with no NNTRACE tag (the HIDL proxies' and stubs' marks)."""
+
+
+SectionInfo = tuple[SectionKind, Layer | None, Phase | None, str]
+"""(kind, layer, phase, detail) of a section; for ``RAW`` the layer and phase are None and
+the detail is the whole name."""
+
+
+class TraceObserver(Protocol):
+    """Receives the same events as the sinks, in the same order, with structured information."""
+
+    def process(self, pid: int, name: str) -> None:
+        """A process exists."""
+
+    def begin(self, ts_ns: int, thread: SimThread, info: SectionInfo) -> None:
+        """A section starts on ``thread``."""
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        """The innermost open section of ``thread`` ends."""
+
+    def close(self) -> None:
+        """No more events."""
+
+
+_Event = tuple[int, int, SimThread, str | None, SectionInfo | None]
+
+
 class Tracer:
     """Writes NNTRACE sections at the kernel's virtual time; a disabled tracer does nothing."""
 
@@ -43,58 +81,88 @@ class Tracer:
         self.enabled = bool(self._sinks)
         self._open: dict[SimThread, int] = {}
         self._closed = False
-        self._pending: list[tuple[int, int, SimThread, str | None]] = []
+        self._pending: list[_Event] = []
         self._seq = 0
+        self._observers: list[TraceObserver] = []
 
-    def _emit(self, ts: int, thread: SimThread, name: str | None) -> None:
+    def _emit(
+        self, ts: int, thread: SimThread, name: str | None, info: SectionInfo | None = None
+    ) -> None:
         self._seq += 1
         pending = self._pending
-        heapq.heappush(pending, (ts, self._seq, thread, name))
+        heapq.heappush(pending, (ts, self._seq, thread, name, info))
         horizon = self._kernel.now_ns
         while pending and pending[0][0] <= horizon:
             self._deliver(heapq.heappop(pending))
 
-    def _deliver(self, event: tuple[int, int, SimThread, str | None]) -> None:
-        ts, _, thread, name = event
+    def _deliver(self, event: _Event) -> None:
+        ts, _, thread, name, info = event
         if name is None:
             for sink in self._sinks:
                 sink.end(ts, thread)
+            for observer in self._observers:
+                observer.end(ts, thread)
         else:
             for sink in self._sinks:
                 sink.begin(ts, thread, name)
+            if info is not None:
+                for observer in self._observers:
+                    observer.begin(ts, thread, info)
 
     def add_sink(self, sink: TraceSink) -> None:
         """Send later events to ``sink`` too."""
         self._sinks.append(sink)
         self.enabled = True
 
+    def add_observer(self, observer: TraceObserver) -> None:
+        """Send later events to ``observer`` too, with each section's kind, layer and phase.
+
+        Observers see exactly the events the sinks see, in the same order; with no
+        observer attached the tracer builds no structured information at all.
+        """
+        self._observers.append(observer)
+        self.enabled = True
+
     def process(self, pid: int, name: str) -> None:
         """Announce a process (its name appears in the trace's metadata)."""
         for sink in self._sinks:
             sink.process(pid, name)
+        for observer in self._observers:
+            observer.process(pid, name)
+
+    def _begin(self, name: str, info: SectionInfo | None) -> None:
+        thread = current_thread()
+        self._open[thread] = self._open.get(thread, 0) + 1
+        self._emit(self._kernel.now(), thread, name, info)
 
     def raw_begin(self, name: str) -> None:
         """Begin a section called ``name`` on the current thread."""
-        if not self.enabled:
-            return
-        thread = current_thread()
-        self._open[thread] = self._open.get(thread, 0) + 1
-        self._emit(self._kernel.now(), thread, name)
+        if self.enabled:
+            self._begin(name, (SectionKind.RAW, None, None, name) if self._observers else None)
 
     def begin(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Begin ``[NN_<layer>_<phase>]detail`` (an NNTRACE_FULL scope)."""
         if self.enabled:
-            self.raw_begin(tag(layer, phase) + detail)
+            self._begin(
+                tag(layer, phase) + detail,
+                (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
+            )
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Begin ``[SW][NN_<layer>_<phase>]detail`` (an NNTRACE_*_SWITCH); its scope's end closes it."""
         if self.enabled:
-            self.raw_begin("[SW]" + tag(layer, phase) + detail)
+            self._begin(
+                "[SW]" + tag(layer, phase) + detail,
+                (SectionKind.SWITCH, layer, phase, detail) if self._observers else None,
+            )
 
     def subtract(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Begin ``[SUB][NN_<layer>_<phase>]detail`` (NNTRACE_FULL_SUBTRACT)."""
         if self.enabled:
-            self.raw_begin("[SUB]" + tag(layer, phase) + detail)
+            self._begin(
+                "[SUB]" + tag(layer, phase) + detail,
+                (SectionKind.SUBTRACT, layer, phase, detail) if self._observers else None,
+            )
 
     def end(self, count: int = 1) -> None:
         """End the ``count`` innermost sections of the current thread (a scope with switches ends several)."""
@@ -119,9 +187,11 @@ class Tracer:
         for thread in sorted(self._open, key=lambda t: (t.pid, t.tid)):
             for _ in range(self._open[thread]):
                 self._seq += 1
-                heapq.heappush(pending, (ts, self._seq, thread, None))
+                heapq.heappush(pending, (ts, self._seq, thread, None, None))
         self._open.clear()
         while pending:
             self._deliver(heapq.heappop(pending))
         for sink in self._sinks:
             sink.close()
+        for observer in self._observers:
+            observer.close()
