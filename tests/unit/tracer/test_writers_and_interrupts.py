@@ -1,0 +1,69 @@
+"""The writers produce valid documents, and an interrupted run still leaves a balanced trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nnemu._emulator import open_emulator, run
+from nnemu.parser import parse_file
+from nnemu.scenario import load_scenario_text
+from nnemu.tracer import open_trace_writer
+from tests.unit.tracer.helpers import scenario_text
+
+_UNBALANCED = ("still open", "no open section", "no closing </script>")
+
+
+def _balanced(path: Path) -> None:
+    result = parse_file(path)
+    problems = [d.message for d in result.diagnostics if any(t in d.message for t in _UNBALANCED)]
+    assert problems == []
+    assert result.runs
+
+
+@pytest.mark.parametrize("suffix", [".html", ".txt", ".json"])
+def test_writers_produce_valid_output(tmp_path: Path, suffix: str):
+    """HTML has the trace-data block, text is ftrace, JSON loads with balanced B/E events."""
+    path = tmp_path / f"t{suffix}"
+    run(
+        load_scenario_text(scenario_text(executions=2, preset="add")),
+        sinks=[open_trace_writer(path)],
+    )
+    text = path.read_text(encoding="utf-8")
+    if suffix == ".json":
+        events = json.loads(text)["traceEvents"]
+        begins = sum(1 for e in events if e["ph"] == "B")
+        assert begins == sum(1 for e in events if e["ph"] == "E") > 0
+        return
+    assert "# tracer: nop" in text
+    if suffix == ".html":
+        assert '<script class="trace-data" type="application/text">' in text
+        assert text.rstrip().endswith("</html>")
+    _balanced(path)
+
+
+class _Boom(Exception):
+    pass
+
+
+@pytest.mark.parametrize("error", [_Boom, KeyboardInterrupt])
+def test_interrupted_run_closes_every_section(tmp_path: Path, error: type[BaseException]):
+    """An exception raised inside the emulation (or Ctrl-C) still writes a trace with every section closed."""
+    import trio
+    import trio.testing
+
+    path = tmp_path / "t.html"
+    scenario = load_scenario_text(scenario_text(executions=50, preset="mobilenet_v1"))
+
+    async def main() -> None:
+        async with open_emulator(scenario, sinks=[open_trace_writer(path)]) as emulator:
+            emulator.kernel.call_at(40_000_000, lambda: (_ for _ in ()).throw(error()))
+            await emulator.run()
+
+    with pytest.raises((error, BaseExceptionGroup)):
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    text = path.read_text(encoding="utf-8")
+    assert "[NN_LA_PE]" in text
+    _balanced(path)
