@@ -63,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
         help="record wall_s in the report (reports are otherwise byte-identical across runs)",
     )
     run.add_argument("--log-format", choices=("console", "json"), default="console")
+    run.add_argument("--html", help="write a self-contained HTML page with the run's figures")
+    run.add_argument("--plots", help="write the figures as PNG files into this directory")
 
     parse = sub.add_parser("parse", help="NNAPI timing statistics of a systrace (HTML or text)")
     parse.add_argument("trace", help="systrace .html or ftrace text file")
@@ -84,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--csv", action="store_true", help="print CSV")
     query.add_argument("--json", action="store_true", help="print JSON")
     query.add_argument("--db", help="keep the SQLite database at this path")
+
+    demo = sub.add_parser("demo", help="narrated step-by-step walkthroughs of the HAL semantics")
+    demo.add_argument("topic", nargs="?", help="the topic; omit (or --list) to list the topics")
+    demo.add_argument("--list", action="store_true", help="list the topics")
+    demo.add_argument("--out", help="directory for the demo's trace (default: the current one)")
+    demo.add_argument("--pause", action="store_true", help="wait for Enter between steps")
     return parser
 
 
@@ -147,6 +155,13 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"{args.trace}: cannot write the trace: {exc.strerror}\n")
             return EXIT_BAD_INPUT
     progress = _progress_printer(err) if err.isatty() and not args.realtime else None
+    pictures: list[Any] = []
+    if args.html or args.plots:
+        from nnemu.pictures import MISSING_MATPLOTLIB, collect, plots_available
+
+        if args.plots and not plots_available():
+            err.write(MISSING_MATPLOTLIB + "\n")
+            return EXIT_BAD_INPUT
     try:
         report = run(
             scenario,
@@ -155,6 +170,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             realtime=args.realtime,
             wall_time=args.wall_time,
             progress=progress,
+            inspect=(lambda em: pictures.append(collect(em))) if args.html or args.plots else None,
         )
     except KeyboardInterrupt:
         err.write(
@@ -175,6 +191,17 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return EXIT_BAD_INPUT
     if args.trace:
         out.write(f"\ntrace written to {args.trace}\n")
+    if pictures:
+        from nnemu.pictures import write_html, write_plots
+
+        for target, write in ((args.html, write_html), (args.plots, write_plots)):
+            if target:
+                try:
+                    write(pictures[0], report, target)
+                except OSError as exc:
+                    err.write(f"{target}: cannot write the pictures: {exc.strerror}\n")
+                    return EXIT_BAD_INPUT
+                out.write(f"pictures written to {target}\n")
     if not report.passed:
         failed = [r.text for r in report.expectations if not r.passed]
         err.write("expectation failed: " + "; ".join(failed) + "\n")
@@ -219,7 +246,25 @@ def _cmd_query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
 
 
-_COMMANDS = {"run": _cmd_run, "parse": _cmd_parse, "verify": _cmd_verify, "query": _cmd_query}
+def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from nnemu.demo import run_demo_command
+
+    return run_demo_command(
+        None if args.list else args.topic,
+        out_dir=args.out,
+        pause=args.pause and sys.stdin.isatty(),
+        stdin=sys.stdin,
+        stdout=out,
+    )
+
+
+_COMMANDS = {
+    "run": _cmd_run,
+    "parse": _cmd_parse,
+    "verify": _cmd_verify,
+    "query": _cmd_query,
+    "demo": _cmd_demo,
+}
 
 
 def main(

@@ -1,0 +1,265 @@
+"""What the pictures show, taken out of a finished emulator as frozen values.
+
+``collect`` reads the per-execution records a run keeps when it is given
+``inspect=`` (``app.records``, ``device.history``) and turns them into plain
+numbers, so the writers never touch the emulator and another command (replay,
+a notebook) can build the same pictures from the same values.
+
+A device job records when it first got a unit and when it left, and how often
+it was preempted, but not the moments in between.  ``_run_segments`` rebuilds
+them from all jobs of the device: at any moment the ``units`` most recently
+started jobs among those started and not yet finished hold the units (a
+preempted job waits behind the one that took its unit; the device never idles
+while a preempted job waits).  This is exact on a one-unit device under the
+priority schedulers; a job whose rebuilt run time disagrees with its recorded
+durations is counted in ``DevicePicture.inexact``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import attrs
+
+if TYPE_CHECKING:
+    from nnemu._emulator import Emulator
+    from nnemu.driver import Job
+
+
+@attrs.frozen(kw_only=True)
+class JobPicture:
+    """One execution on a device, as drawn on its timeline."""
+
+    app: str
+    """Name of the app that issued it (``uid:<n>`` if no app has its uid)."""
+    priority: str
+    """Priority of the prepared model (``LOW``, ``MEDIUM``, ``HIGH``)."""
+    arrived_ns: int
+    """When it reached the device."""
+    started_ns: int | None
+    """When it first got a unit (None: still waiting when the run ended)."""
+    finished_ns: int
+    """When it left the device (the end of the run if it had not)."""
+    segments: tuple[tuple[int, int, int], ...]
+    """(start_ns, end_ns, lane) of each stretch it held a unit, in time order."""
+    preempted: int
+    """How many times it yielded its unit."""
+    status: str
+    """How it ended: ``NONE``, ``MISSED_DEADLINE_TRANSIENT``, ...; ``IN_FLIGHT`` if it had not."""
+    deadline_ns: int | None
+    """Its absolute deadline, if any."""
+
+    @property
+    def deadline_missed(self) -> bool:
+        """Aborted for its deadline, or finished after it."""
+        if self.status.startswith("MISSED_DEADLINE"):
+            return True
+        return self.deadline_ns is not None and self.finished_ns > self.deadline_ns
+
+
+@attrs.frozen(kw_only=True)
+class DevicePicture:
+    """One device's jobs."""
+
+    name: str
+    """Device name."""
+    units: int
+    """Compute units (timeline lanes)."""
+    preemption: str
+    """Preemption kind of the device (``none``, ``checkpoint``, ``restart``)."""
+    jobs: tuple[JobPicture, ...]
+    """Every job that reached the device, in arrival order."""
+    inexact: int
+    """Preempted jobs whose rebuilt run time does not match their recorded durations."""
+
+
+@attrs.frozen(kw_only=True)
+class ResultPicture:
+    """One final result of an app's execution that was not ``NO_ERROR``."""
+
+    arrival_ns: int
+    """When the execution was submitted."""
+    finished_ns: int
+    """When the app got the result."""
+    code: str
+    """Result code name (``MISSED_DEADLINE_PERSISTENT``, ...)."""
+
+
+@attrs.frozen(kw_only=True)
+class AppPicture:
+    """One app's executions."""
+
+    name: str
+    """App name."""
+    uid: int
+    """Linux uid."""
+    priority: str
+    """Compilation priority (``LOW``, ``MEDIUM``, ``HIGH``)."""
+    latencies_ns: tuple[int, ...]
+    """Arrival to completion of each completed execution, in completion order."""
+    codes: tuple[tuple[str, int], ...]
+    """(result code, count) of the final results, most frequent first."""
+    failures: tuple[ResultPicture, ...]
+    """Every final result other than ``NO_ERROR``, in completion order."""
+
+
+@attrs.frozen(kw_only=True)
+class RunPictures:
+    """Everything the HTML page and the PNG figures draw."""
+
+    scenario: str
+    """Scenario name."""
+    seed: int
+    """Seed of the run."""
+    end_ns: int
+    """Virtual time at the end of the run."""
+    apps: tuple[AppPicture, ...]
+    """Apps in scenario order."""
+    devices: tuple[DevicePicture, ...]
+    """Driver devices in scenario order (the runtime's CPU path keeps no jobs)."""
+
+
+def _run_segments(
+    jobs: list[Job], units: int, end_ns: int
+) -> dict[int, list[tuple[int, int, int]]]:
+    """Rebuild each started job's stretches on a unit: ``{index: [(start, end, lane)]}``."""
+    events: list[tuple[int, int, int]] = []  # (time, 0 = end / 1 = start, job index)
+    for index, job in enumerate(jobs):
+        if job.started_ns is None:
+            continue
+        finished = job.finished_ns if job.finished_ns is not None else end_ns
+        if finished <= job.started_ns:
+            continue
+        events.append((job.started_ns, 1, index))
+        events.append((finished, 0, index))
+    events.sort()
+    active: list[tuple[int, int]] = []  # (started_ns, index), sorted
+    lanes: dict[int, int] = {}
+    free = list(range(units))
+    running: set[int] = set()
+    open_at: dict[int, int] = {}
+    segments: dict[int, list[tuple[int, int, int]]] = {}
+    position = 0
+    while position < len(events):
+        now = events[position][0]
+        while position < len(events) and events[position][0] == now:
+            _, kind, index = events[position]
+            key = (jobs[index].started_ns or 0, index)
+            if kind:
+                bisect.insort(active, key)
+            else:
+                active.pop(bisect.bisect_left(active, key))
+            position += 1
+        should_run = {index for _, index in active[-units:]}
+        for index in sorted(running - should_run):
+            lane = lanes.pop(index)
+            segments.setdefault(index, []).append((open_at.pop(index), now, lane))
+            bisect.insort(free, lane)
+        for index in sorted(should_run - running, key=lambda i: (jobs[i].started_ns, i)):
+            lanes[index] = free.pop(0) if free else units + len(lanes)
+            open_at[index] = now
+        running = should_run
+    return segments
+
+
+def _device_picture(
+    name: str,
+    units: int,
+    preemption: str,
+    history: Iterable[Job],
+    apps: dict[int, str],
+    end_ns: int,
+) -> DevicePicture:
+    jobs = list(history)
+    segments = _run_segments(jobs, units, end_ns)
+    pictures = []
+    inexact = 0
+    for index, job in enumerate(jobs):
+        stretches = tuple(segments.get(index, ()))
+        status = "IN_FLIGHT" if job.status is None else job.status.name
+        ran_ns = sum(end - start for start, end, _ in stretches)
+        if (
+            job.preempted
+            and status == "NONE"
+            and preemption == "checkpoint"
+            and ran_ns != sum(job.durations)
+        ):
+            inexact += 1
+        pictures.append(
+            JobPicture(
+                app=apps.get(job.uid, f"uid:{job.uid}"),
+                priority=job.priority.name,
+                arrived_ns=job.arrived_ns or 0,
+                started_ns=job.started_ns,
+                finished_ns=job.finished_ns if job.finished_ns is not None else end_ns,
+                segments=stretches,
+                preempted=job.preempted,
+                status=status,
+                deadline_ns=job.deadline_ns,
+            )
+        )
+    return DevicePicture(
+        name=name, units=units, preemption=preemption, jobs=tuple(pictures), inexact=inexact
+    )
+
+
+def collect(emulator: Emulator) -> RunPictures:
+    """Take the pictures' data out of a finished emulator (run with ``inspect=``).
+
+    Raises:
+        ValueError: the emulator kept no per-execution records.
+    """
+    end_ns = emulator.kernel.now_ns
+    uids: dict[int, str] = {}
+    apps = []
+    for app in emulator.apps:
+        if app.records is None:
+            msg = "collect() needs per-execution records: call it from run(..., inspect=...)"
+            raise ValueError(msg)
+        uids.setdefault(app.spec.uid, app.spec.name)
+        counts: dict[str, int] = {}
+        latencies = []
+        failures = []
+        for record in app.records:
+            code = record.code.name
+            counts[code] = counts.get(code, 0) + 1
+            if code == "NO_ERROR":
+                latencies.append(record.finished_ns - record.arrival_ns)
+            else:
+                failures.append(
+                    ResultPicture(
+                        arrival_ns=record.arrival_ns, finished_ns=record.finished_ns, code=code
+                    )
+                )
+        apps.append(
+            AppPicture(
+                name=app.spec.name,
+                uid=app.spec.uid,
+                priority=app.spec.priority.name,
+                latencies_ns=tuple(latencies),
+                codes=tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
+                failures=tuple(failures),
+            )
+        )
+    devices = []
+    for service in emulator.services:
+        device = service.device
+        devices.append(
+            _device_picture(
+                service.name,
+                device.units,
+                device.preemption.value,
+                device.history or (),
+                uids,
+                end_ns,
+            )
+        )
+    return RunPictures(
+        scenario=emulator.scenario.name,
+        seed=emulator.scenario.seed,
+        end_ns=end_ns,
+        apps=tuple(apps),
+        devices=tuple(devices),
+    )

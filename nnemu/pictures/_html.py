@@ -1,0 +1,567 @@
+"""One self-contained HTML page of a run: summary tables and inline SVG figures.
+
+No script, no external stylesheet, font or image: the page opens offline and the
+figures are SVG elements with stable ids and classes (``device-timeline-<device>``,
+``bar app-<app>``, ``preemption``, ``deadline-miss``, ``latency-<app>``,
+``result-codes``), so tests and readers can find them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from html import escape
+from typing import Any
+
+from nnemu.pictures._collect import AppPicture, DevicePicture, JobPicture, RunPictures
+from nnemu.pictures._common import (
+    MAX_JOBS_PER_DEVICE,
+    MAX_MARKS_PER_APP,
+    app_color,
+    code_color,
+    fmt_ms,
+    slug,
+    ticks,
+)
+from nnemu.report import Report
+
+_LEFT = 110
+_RIGHT = 20
+_LANE_H = 26
+_BAR_H = 16
+_AXIS_H = 28
+_MIN_WIDTH = 1100
+_MAX_WIDTH = 16000
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#222;max-width:1400px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
+h3{font-size:15px;margin:18px 0 6px}p.note{color:#666;font-size:13px;margin:4px 0}
+table{border-collapse:collapse;font-size:13px;margin:6px 0 12px}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f4f4f4}
+td.name,th.name{text-align:left}tr.fail td{background:#fde8e8}tr.pass td.mark{color:#2e7d32}
+tr.fail td.mark{color:#c62828;font-weight:bold}
+.scroll{overflow-x:auto;border:1px solid #eee}
+svg{font-size:11px;font-family:inherit}svg text{fill:#333}
+.axis line,.axis path{stroke:#999;fill:none;shape-rendering:crispEdges}.axis line.grid{stroke:#e8e8e8}
+.lane-bg{fill:#fafafa}.bar{stroke:#fff;stroke-width:.6}
+.bar.aborted{stroke:#d62728;stroke-width:1.5}.bar.failed{stroke:#000;stroke-dasharray:2 2}
+.bar.in-flight{opacity:.45}
+.preemption{fill:#000}.deadline-miss{stroke:#d62728;stroke-width:2;fill:none}
+.failure{stroke-width:1.5}.quantile{stroke:#333;stroke-dasharray:3 3}
+.cdf{fill:none;stroke-width:2}.legend{display:flex;flex-wrap:wrap;gap:14px;font-size:13px;margin:6px 0}
+.swatch{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}
+.figures{display:flex;flex-wrap:wrap;gap:12px}
+"""
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3f}"
+
+
+def _num(value: float) -> str:
+    """A coordinate with at most one decimal (keeps the file small)."""
+    text = f"{value:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+class _Page:
+    def __init__(self, data: RunPictures) -> None:
+        self.data = data
+        self.parts: list[str] = []
+        self.app_class = {app.name: f"app-{slug(app.name)}" for app in data.apps}
+
+    def add(self, *texts: str) -> None:
+        self.parts.extend(texts)
+
+    def app_css(self) -> str:
+        rules = []
+        for index, app in enumerate(self.data.apps):
+            cls = self.app_class[app.name]
+            color = app_color(index)
+            rules.append(
+                f".{cls}.bar,.{cls}.hist{{fill:{color}}}.{cls}.cdf{{stroke:{color}}}"
+                f".{cls}.swatch{{background:{color}}}.{cls}.swatch-box{{fill:{color}}}"
+            )
+        return "".join(rules)
+
+    def class_of(self, app: str) -> str:
+        return self.app_class.get(app, f"app-{slug(app)}")
+
+
+# ---------------------------------------------------------------- summary tables
+def _summary(page: _Page, report: Mapping[str, Any]) -> None:
+    page.add('<section id="summary"><h2>Summary</h2>')
+    page.add(
+        '<table id="summary-apps"><tr><th class="name">app</th><th>priority</th>'
+        "<th>submitted</th><th>completed</th><th>failed</th><th>dropped</th><th>retries</th>"
+        "<th>deadline misses</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th>"
+        '<th class="name">compilation</th></tr>'
+    )
+    priorities = {app.name: app.priority for app in page.data.apps}
+    for name, app in report["apps"].items():
+        lat = app["latency_ms"]
+        page.add(
+            f'<tr><td class="name"><span class="swatch {page.class_of(name)}"></span>'
+            f"{escape(name)}</td><td>{escape(priorities.get(name, ''))}</td>"
+            f"<td>{app['submitted']}</td><td>{app['completed']}</td><td>{app['failed']}</td>"
+            f"<td>{app['dropped']}</td><td>{app['retries']}</td><td>{app['deadline_misses']}</td>"
+            f"<td>{lat['p50']:.3f}</td><td>{lat['p95']:.3f}</td><td>{lat['p99']:.3f}</td>"
+            f'<td>{lat["max"]:.3f}</td><td class="name">{escape(app["compile_result"])}</td></tr>'
+        )
+    page.add("</table>")
+    page.add(
+        '<table id="summary-devices"><tr><th class="name">device</th><th>executions</th>'
+        "<th>busy</th><th>preemptions</th></tr>"
+    )
+    for name, device in report["devices"].items():
+        page.add(
+            f'<tr><td class="name">{escape(name)}</td><td>{device["executions"]}</td>'
+            f"<td>{device['busy_fraction'] * 100:.1f}%</td><td>{device['preemptions']}</td></tr>"
+        )
+    page.add("</table>")
+    expectations = report.get("expectations", [])
+    if expectations:
+        page.add('<table id="expectations"><tr><th class="name">expectation</th><th>held</th></tr>')
+        for result in expectations:
+            state = "pass" if result["passed"] else "fail"
+            page.add(
+                f'<tr class="{state}"><td class="name">{escape(result["text"])}</td>'
+                f'<td class="mark">{"yes" if result["passed"] else "NO"}</td></tr>'
+            )
+        page.add("</table>")
+    else:
+        page.add('<p class="note" id="expectations">The scenario states no expectations.</p>')
+    page.add("</section>")
+
+
+# ---------------------------------------------------------------- timelines
+def _time_axis(page: _Page, x0: float, scale: float, low_ns: int, high_ns: int, y: float) -> None:
+    page.add(
+        f'<g class="axis"><path d="M{_LEFT} {_num(y)}H{_num(x0 + (high_ns - low_ns) * scale)}"/>'
+    )
+    for value in ticks(
+        low_ns / 1e6, high_ns / 1e6, target=max(4, int((high_ns - low_ns) * scale / 110))
+    ):
+        x = x0 + (value * 1e6 - low_ns) * scale
+        page.add(
+            f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{_num(y)}" y2="{_num(y + 5)}"/>'
+            f'<text x="{_num(x)}" y="{_num(y + 17)}" text-anchor="middle">{fmt_ms(value)}</text>'
+        )
+    page.add(f'<text x="{_LEFT - 8}" y="{_num(y + 17)}" text-anchor="end">ms</text></g>')
+
+
+def _scale(jobs: list[JobPicture], span_ns: int) -> float:
+    """Pixels per ns: the median stretch gets about 10 px, within the width limits."""
+    lengths = sorted(end - start for job in jobs for start, end, _ in job.segments if end > start)
+    if not lengths or span_ns <= 0:
+        return _MIN_WIDTH / max(span_ns, 1)
+    median = lengths[len(lengths) // 2]
+    width = min(_MAX_WIDTH, max(_MIN_WIDTH, 10.0 * span_ns / median))
+    return width / span_ns
+
+
+def _job_title(job: JobPicture) -> str:
+    parts = [
+        f"{job.app} ({job.priority})",
+        f"arrived {_ms(job.arrived_ns)} ms",
+        f"started {_ms(job.started_ns)} ms" if job.started_ns is not None else "never started",
+        f"ended {_ms(job.finished_ns)} ms: {job.status}",
+    ]
+    if job.preempted:
+        parts.append(f"preempted {job.preempted}x")
+    if job.deadline_ns is not None:
+        parts.append(f"deadline {_ms(job.deadline_ns)} ms")
+    return escape(", ".join(parts))
+
+
+def _timeline(page: _Page, device: DevicePicture) -> None:
+    did = slug(device.name)
+    total = len(device.jobs)
+    jobs = list(device.jobs[:MAX_JOBS_PER_DEVICE])
+    page.add(f"<h3>{escape(device.name)}</h3>")
+    notes = [
+        f"{device.units} compute unit{'s' if device.units != 1 else ''}, "
+        f"preemption {escape(device.preemption)}, {total} jobs."
+    ]
+    if total > len(jobs):
+        notes.append(
+            f"Showing the first {len(jobs)} of {total} jobs (by arrival); "
+            "the summary tables and latency figures cover all of them."
+        )
+    if device.inexact:
+        notes.append(
+            f"{device.inexact} preempted jobs' stretches could not be rebuilt exactly "
+            "from the recorded history; their bars are approximate."
+        )
+    page.add(f'<p class="note">{" ".join(notes)}</p>')
+    if not jobs:
+        page.add(
+            f'<svg id="device-timeline-{did}" class="timeline" width="{_MIN_WIDTH}" height="30">'
+            f'<text x="{_LEFT}" y="20">no executions reached this device</text></svg>'
+        )
+        return
+    low_ns = 0
+    high_ns = max(job.finished_ns for job in jobs)
+    if total > len(jobs):
+        low_ns = min(job.arrived_ns for job in jobs)
+    high_ns = max(high_ns, low_ns + 1000)
+    scale = _scale(jobs, high_ns - low_ns)
+    lanes = max([device.units] + [lane + 1 for job in jobs for _, _, lane in job.segments])
+    width = _LEFT + (high_ns - low_ns) * scale + _RIGHT
+    top = 14
+    height = top + lanes * _LANE_H + _AXIS_H
+    x0 = float(_LEFT)
+
+    def x(ns: int) -> float:
+        return x0 + (ns - low_ns) * scale
+
+    page.add(
+        '<div class="scroll">'
+        f'<svg id="device-timeline-{did}" class="timeline"'
+        f' width="{_num(width)}" height="{_num(height)}" data-device="{escape(device.name)}">'
+    )
+    for lane in range(lanes):
+        y = top + lane * _LANE_H
+        page.add(
+            f'<rect class="lane-bg" x="{_LEFT}" y="{y}" width="{_num(width - _LEFT - _RIGHT)}"'
+            f' height="{_LANE_H - 4}"/>'
+            f'<text x="{_LEFT - 8}" y="{y + _LANE_H / 2 + 2:.0f}" text-anchor="end">unit {lane}</text>'
+        )
+    marks: list[str] = []
+    for job in jobs:
+        cls = page.class_of(job.app)
+        extra = ""
+        if job.status == "MISSED_DEADLINE_TRANSIENT":
+            extra = " aborted"
+        elif job.status == "IN_FLIGHT":
+            extra = " in-flight"
+        elif job.status != "NONE":
+            extra = " failed"
+        if job.preempted:
+            extra += " preempted-job"
+        title = _job_title(job)
+        for number, (start, end, lane) in enumerate(job.segments):
+            bar_y = top + lane * _LANE_H + (_LANE_H - 4 - _BAR_H) / 2
+            page.add(
+                f'<rect class="bar {cls}{extra}" x="{_num(x(start))}" y="{_num(bar_y)}"'
+                f' width="{_num(max(0.6, (end - start) * scale))}" height="{_BAR_H}">'
+                f"<title>{title}</title></rect>"
+            )
+            if number < len(job.segments) - 1 or (job.preempted and end < job.finished_ns):
+                # The job yielded its unit here: a down-pointing triangle over the split.
+                marks.append(
+                    f'<path class="preemption" d="M{_num(x(end))} {_num(bar_y + 3)}l-4 -7h8z">'
+                    f"<title>{escape(job.app)} preempted at {_ms(end)} ms</title></path>"
+                )
+        if job.deadline_missed:
+            lane = job.segments[-1][2] if job.segments else 0
+            cx = x(job.finished_ns)
+            cy = top + lane * _LANE_H + (_LANE_H - 4) / 2
+            marks.append(
+                f'<path class="deadline-miss" d="M{_num(cx - 4)} {_num(cy - 4)}l8 8m0 -8l-8 8">'
+                f"<title>{escape(job.app)}: deadline missed ({escape(job.status)}) at "
+                f"{_ms(job.finished_ns)} ms</title></path>"
+            )
+    page.add(*marks)
+    _time_axis(page, x0, scale, low_ns, high_ns, top + lanes * _LANE_H)
+    page.add("</svg></div>")
+
+
+def _results_strip(page: _Page) -> None:
+    """Failed results per app over time: rejections before the device show only here."""
+    data = page.data
+    apps = [app for app in data.apps if app.failures]
+    page.add("<h3>Failed results per app</h3>")
+    if not apps:
+        page.add('<p class="note" id="app-failures">Every execution ended with NO_ERROR.</p>')
+        return
+    page.add(
+        '<p class="note">Each tick is an execution whose final result was an error, at the time '
+        "the app got it (rejections before a device started it appear only here).</p>"
+    )
+    high_ns = max(data.end_ns, 1000)
+    scale = (_MIN_WIDTH - _LEFT - _RIGHT) / high_ns
+    height = 14 + len(apps) * _LANE_H + _AXIS_H
+    page.add(
+        '<div class="scroll">'
+        f'<svg id="app-failures" class="timeline"'
+        f' width="{_MIN_WIDTH}" height="{height}">'
+    )
+    for row, app in enumerate(apps):
+        y = 14 + row * _LANE_H
+        page.add(
+            f'<rect class="lane-bg" x="{_LEFT}" y="{y}" width="{_MIN_WIDTH - _LEFT - _RIGHT}"'
+            f' height="{_LANE_H - 4}"/>'
+            f'<text x="{_LEFT - 8}" y="{y + _LANE_H / 2 + 2:.0f}" text-anchor="end">'
+            f"{escape(app.name[:16])}</text>"
+        )
+        for failure in app.failures[:MAX_MARKS_PER_APP]:
+            fx = _num(_LEFT + failure.finished_ns * scale)
+            page.add(
+                f'<line class="failure code-{slug(failure.code)}" x1="{fx}" x2="{fx}"'
+                f' y1="{y + 2}" y2="{y + _LANE_H - 6}" stroke="{code_color(failure.code)}">'
+                f"<title>{escape(app.name)}: {escape(failure.code)} at "
+                f"{_ms(failure.finished_ns)} ms</title></line>"
+            )
+        if len(app.failures) > MAX_MARKS_PER_APP:
+            page.add(
+                f'<text x="{_MIN_WIDTH - _RIGHT}" y="{y - 2}" text-anchor="end">first '
+                f"{MAX_MARKS_PER_APP} of {len(app.failures)}</text>"
+            )
+    _time_axis(page, float(_LEFT), scale, 0, high_ns, 14 + len(apps) * _LANE_H)
+    page.add("</svg></div>")
+
+
+# ---------------------------------------------------------------- latency
+def _plot_frame(
+    page: _Page,
+    *,
+    svg_id: str,
+    cls: str,
+    width: int,
+    height: int,
+    x_max: float,
+    y_max: float,
+    x_label: str,
+    y_label: str,
+    title: str,
+) -> tuple[float, float, float, float]:
+    """Open an SVG with axes; returns (left, bottom, px per x unit, px per y unit)."""
+    left, right, top, bottom = 56, 16, 26, height - 38
+    page.add(
+        f'<svg id="{svg_id}" class="{cls}"'
+        f' width="{width}" height="{height}">'
+        f'<text x="{left}" y="15" font-weight="bold">{escape(title)}</text>'
+    )
+    sx = (width - left - right) / x_max if x_max > 0 else 1.0
+    sy = (bottom - top) / y_max if y_max > 0 else 1.0
+    page.add('<g class="axis">')
+    for value in ticks(0, x_max, 6):
+        px = left + value * sx
+        page.add(
+            f'<line class="grid" x1="{_num(px)}" x2="{_num(px)}" y1="{top}" y2="{bottom}"/>'
+            f'<text x="{_num(px)}" y="{bottom + 15}" text-anchor="middle">{fmt_ms(value)}</text>'
+        )
+    for value in ticks(0, y_max, 4):
+        py = bottom - value * sy
+        label = fmt_ms(value)
+        page.add(
+            f'<line class="grid" x1="{left}" x2="{width - right}" y1="{_num(py)}" y2="{_num(py)}"/>'
+            f'<text x="{left - 5}" y="{_num(py + 4)}" text-anchor="end">{label}</text>'
+        )
+    page.add(
+        f'<path d="M{left} {top}V{bottom}H{width - right}"/></g>'
+        f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" text-anchor="middle">'
+        f"{escape(x_label)}</text>"
+        f'<text transform="translate(13 {(top + bottom) / 2:.0f}) rotate(-90)"'
+        f' text-anchor="middle">{escape(y_label)}</text>'
+    )
+    return float(left), float(bottom), sx, sy
+
+
+def _quantile(values: list[int], q: float) -> int:
+    return values[min(len(values) - 1, max(0, round(q * (len(values) - 1))))]
+
+
+def _histogram(page: _Page, app: AppPicture) -> None:
+    aid = slug(app.name)
+    values = sorted(app.latencies_ns)
+    title = f"{app.name} (priority {app.priority}): {len(values)} completed"
+    if not values:
+        page.add(
+            f'<svg id="latency-{aid}" class="latency" width="460" height="60">'
+            f'<text x="10" y="20" font-weight="bold">{escape(title)}</text>'
+            '<text x="10" y="42">no completed executions</text></svg>'
+        )
+        return
+    bins = 40
+    high = values[-1] / 1e6
+    low = 0.0
+    width_ms = max((high - low) / bins, 0.001)
+    counts = [0] * bins
+    for value in values:
+        counts[min(bins - 1, int((value / 1e6 - low) / width_ms))] += 1
+    x_max = low + bins * width_ms
+    left, bottom, sx, sy = _plot_frame(
+        page,
+        svg_id=f"latency-{aid}",
+        cls="latency",
+        width=460,
+        height=240,
+        x_max=x_max,
+        y_max=max(counts) * 1.08,
+        x_label="latency, arrival to result (ms)",
+        y_label="executions",
+        title=title,
+    )
+    cls = page.class_of(app.name)
+    for index, count in enumerate(counts):
+        if count:
+            page.add(
+                f'<rect class="hist {cls}" x="{_num(left + (low + index * width_ms) * sx)}"'
+                f' y="{_num(bottom - count * sy)}" width="{_num(max(0.5, width_ms * sx - 1))}"'
+                f' height="{_num(count * sy)}"><title>{count}</title></rect>'
+            )
+    for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
+        value_ms = _quantile(values, q) / 1e6
+        px = _num(left + value_ms * sx)
+        page.add(
+            f'<line class="quantile" x1="{px}" x2="{px}" y1="26" y2="{_num(bottom)}">'
+            f"<title>{name} {value_ms:.3f} ms</title></line>"
+            f'<text x="{px}" y="24" text-anchor="middle" font-size="9">{name}</text>'
+        )
+    page.add("</svg>")
+
+
+def _cdf(page: _Page) -> None:
+    apps = [app for app in page.data.apps if app.latencies_ns]
+    if not apps:
+        return
+    x_max = max(max(app.latencies_ns) for app in apps) / 1e6 * 1.02
+    left, bottom, sx, sy = _plot_frame(
+        page,
+        svg_id="latency-cdf",
+        cls="latency",
+        width=620,
+        height=300,
+        x_max=x_max,
+        y_max=1.0,
+        x_label="latency, arrival to result (ms)",
+        y_label="fraction of completed executions",
+        title="Latency CDF per app and priority",
+    )
+    legend_x = 620 - 16 - 190
+    legend_y = bottom - 8 - 16 * len(apps)
+    for row, app in enumerate(apps):
+        values = sorted(app.latencies_ns)
+        n = len(values)
+        step = max(1, n // 400)
+        points = [(0.0, 0.0)]
+        for index in [*range(0, n, step), n - 1]:
+            points.append((values[index] / 1e6, (index + 1) / n))
+        path = "M" + "L".join(
+            f"{_num(left + px * sx)} {_num(bottom - py * sy)}" for px, py in points
+        )
+        page.add(
+            f'<path class="cdf {page.class_of(app.name)}" d="{path}">'
+            f"<title>{escape(app.name)} ({app.priority})</title></path>"
+            f'<rect class="swatch-box {page.class_of(app.name)}" x="{_num(legend_x)}"'
+            f' y="{_num(legend_y + row * 16)}" width="10" height="10"/>'
+            f'<text x="{_num(legend_x + 14)}" y="{_num(legend_y + 9 + row * 16)}">'
+            f"{escape(app.name)} ({app.priority})</text>"
+        )
+    page.add("</svg>")
+
+
+# ---------------------------------------------------------------- result codes
+def _result_codes(page: _Page) -> None:
+    apps = page.data.apps
+    codes = sorted(
+        {code for app in apps for code, _ in app.codes}, key=lambda c: (c != "NO_ERROR", c)
+    )
+    page.add(
+        '<section id="results"><h2>Result codes per app</h2>'
+        '<table id="result-codes"><tr><th class="name">app</th><th>priority</th>'
+        + "".join(f"<th>{escape(code)}</th>" for code in codes)
+        + "<th>total</th></tr>"
+    )
+    for app in apps:
+        counts = dict(app.codes)
+        total = sum(counts.values())
+        page.add(
+            f'<tr data-app="{escape(app.name)}"><td class="name"><span class="swatch '
+            f'{page.class_of(app.name)}"></span>{escape(app.name)}</td><td>{app.priority}</td>'
+            + "".join(f'<td class="code-{slug(code)}">{counts.get(code, 0)}</td>' for code in codes)
+            + f"<td>{total}</td></tr>"
+        )
+    page.add("</table>")
+    if codes:
+        width, left = 720, 110
+        height = 20 + len(apps) * 24 + 30
+        page.add(f'<svg id="result-codes-chart" width="{width}" height="{height}">')
+        for row, app in enumerate(apps):
+            total = sum(count for _, count in app.codes)
+            y = 10 + row * 24
+            page.add(
+                f'<text x="{left - 8}" y="{y + 14}" text-anchor="end">{escape(app.name[:16])}</text>'
+            )
+            xpos = float(left)
+            for code in codes:
+                count = dict(app.codes).get(code, 0)
+                if not count or not total:
+                    continue
+                w = (width - left - 20) * count / total
+                page.add(
+                    f'<rect class="code code-{slug(code)}" x="{_num(xpos)}" y="{y}"'
+                    f' width="{_num(w)}" height="18" fill="{code_color(code)}">'
+                    f"<title>{escape(app.name)}: {escape(code)} {count} of {total}</title></rect>"
+                )
+                xpos += w
+        legend_y = 10 + len(apps) * 24 + 14
+        xpos = float(left)
+        for code in codes:
+            page.add(
+                f'<rect x="{_num(xpos)}" y="{legend_y - 9}" width="10" height="10"'
+                f' fill="{code_color(code)}"/><text x="{_num(xpos + 14)}" y="{legend_y}">'
+                f"{escape(code)}</text>"
+            )
+            xpos += 24 + 6.5 * len(code)
+        page.add("</svg>")
+    page.add("</section>")
+
+
+def render_html(data: RunPictures, report: Report) -> str:
+    """The page as a string."""
+    page = _Page(data)
+    title = f"nnemu run: {data.scenario}"
+    page.add(
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{_CSS}{page.app_css()}</style></head><body>"
+        f"<h1>{escape(title)}</h1>"
+        f'<p class="note">seed {data.seed}, virtual time {_ms(data.end_ns)} ms. '
+        "Hover a bar or mark for details.</p>"
+    )
+    _summary(page, report.data)
+    page.add(
+        '<section id="timelines"><h2>Device timelines</h2><div class="legend">'
+        + "".join(
+            f'<span><span class="swatch {page.class_of(app.name)}"></span>{escape(app.name)}'
+            f" ({app.priority})</span>"
+            for app in data.apps
+        )
+        + '<span><svg width="12" height="10"><path class="preemption" d="M6 10l-5 -9h10z"/></svg>'
+        " preempted (bar split)</span>"
+        '<span><svg width="12" height="12"><path class="deadline-miss" d="M2 2l8 8m0 -8l-8 8"/>'
+        "</svg> deadline missed</span>"
+        '<span><svg width="18" height="12"><rect class="bar aborted" x="1" y="1" width="16"'
+        ' height="10" fill="#ccc"/></svg> aborted</span></div>'
+        '<p class="note">Time in virtual ms; one lane per compute unit. The runtime\'s CPU path '
+        "(nnapi-reference) keeps no per-job history and is not drawn.</p>"
+    )
+    for device in data.devices:
+        _timeline(page, device)
+    _results_strip(page)
+    page.add("</section>")
+    page.add('<section id="latency"><h2>Latency per app</h2><div class="figures">')
+    _cdf(page)
+    for app in data.apps:
+        _histogram(page, app)
+    page.add("</div></section>")
+    _result_codes(page)
+    page.add("</body></html>\n")
+    return "".join(page.parts)
+
+
+def write_html(data: RunPictures, report: Report, path: str | os.PathLike[str]) -> None:
+    """Write the page of a run to ``path`` (UTF-8).
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    text = render_html(data, report)
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+
+
+__all__ = ["render_html", "write_html"]
