@@ -65,6 +65,9 @@ class Application:
         self._compilation: Compilation | None = None
         self._queue: SimQueue = SimQueue(kernel)
         self._remaining = spec.workload.executions
+        if spec.workload.kind is WorkloadKind.TRACE:
+            count = len(spec.workload.arrivals_ms)
+            self._remaining = count if self._remaining is None else min(count, self._remaining)
         self._workers = [
             self.process.new_thread(f"{spec.name[:9]}-exec{i + 1}") for i in range(spec.threads)
         ]
@@ -163,6 +166,8 @@ class Application:
             if workload.kind is WorkloadKind.PERIODIC:
                 assert workload.period_ms is not None
                 arrivals = [start + us(count * workload.period_ms * 1e6)]
+            elif workload.kind is WorkloadKind.TRACE:
+                arrivals = [start + us(workload.arrivals_ms[count] * 1e6)]
             elif workload.kind is WorkloadKind.POISSON:
                 assert workload.rate_hz is not None
                 gap = self._rng.expovariate(workload.rate_hz) * 1e9

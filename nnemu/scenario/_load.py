@@ -145,12 +145,14 @@ _WORKLOAD_FIELDS: Final = {
     "think_ms": WorkloadKind.CLOSED_LOOP,
     "burst_size": WorkloadKind.BURST,
     "burst_interval_ms": WorkloadKind.BURST,
+    "arrivals_ms": WorkloadKind.TRACE,
 }
 _WORKLOAD_REQUIRED: Final = {
     WorkloadKind.PERIODIC: ("period_ms",),
     WorkloadKind.POISSON: ("rate_hz",),
     WorkloadKind.CLOSED_LOOP: (),
     WorkloadKind.BURST: ("burst_size", "burst_interval_ms"),
+    WorkloadKind.TRACE: ("arrivals_ms",),
 }
 
 # Fault fields by kind: (required, allowed).
@@ -760,6 +762,17 @@ class _Checker:
         for attr, owner in _WORKLOAD_FIELDS.items():
             if m.has(attr) and owner is not kind:
                 self.expected_only(m, attr, f"with kind {owner.value}", f"kind {kind.value}")
+        if kind is WorkloadKind.TRACE:
+            arrivals = m.values.get("arrivals_ms")
+            if isinstance(arrivals, tuple) and any(
+                later < earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)
+            ):
+                self.problem(
+                    m.node,
+                    m.path + ".arrivals_ms",
+                    "expected non-decreasing arrival times, got a time earlier than the one before",
+                )
+            return  # a trace workload ends after its last arrival
         if not m.has("executions") and not self.has_duration:
             self.problem(
                 m.node,

@@ -61,6 +61,7 @@ class WorkloadKind(enum.Enum):
     CLOSED_LOOP = "closed_loop"
     POISSON = "poisson"
     BURST = "burst"
+    TRACE = "trace"
 
 
 @attrs.frozen(kw_only=True)
@@ -233,6 +234,8 @@ class WorkloadSpec:
     """Burst: executions per burst (>= 1, required)."""
     burst_interval_ms: float | None = None
     """Burst: time between burst starts (> 0, required)."""
+    arrivals_ms: tuple[float, ...] = ()
+    """Trace: explicit arrival times after ``start_ms``, non-decreasing (required; replays use it)."""
 
 
 @attrs.frozen(kw_only=True)
