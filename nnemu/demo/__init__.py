@@ -1,0 +1,14 @@
+"""``nnemu demo``: narrated walkthroughs of the HAL semantics, in virtual time."""
+
+from nnemu.demo._demo import SCENARIO_DIR, DemoRun, run_demo_command, run_topic
+from nnemu.demo._topics import TOPICS, StepSpec, Topic
+
+__all__ = [
+    "SCENARIO_DIR",
+    "TOPICS",
+    "DemoRun",
+    "StepSpec",
+    "Topic",
+    "run_demo_command",
+    "run_topic",
+]
