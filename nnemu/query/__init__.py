@@ -1,21 +1,50 @@
-"""``nnemu query``: SQL over traces, in tables shaped like Perfetto's trace processor."""
+"""``nnemu query``: SQL over traces, in tables shaped like Perfetto's trace processor.
+
+``open_trace(path)`` gives a ``sqlite3.Connection`` with the tables
+``process``, ``thread``, ``thread_track``, ``slice`` and ``args`` and the views
+``nnapi_slice``, ``slice_ancestor`` and ``slice_descendant``; see ``docs/query.md``.
+"""
 
 from __future__ import annotations
 
-from typing import TextIO
+import sqlite3
+
+from nnemu.query._command import run_query_command, split_statements
+from nnemu.query._loader import LoadSummary, Warn, load_trace
+from nnemu.query._marks import KINDS, MarkInfo, describe
 
 
-def run_query_command(
-    trace: str,
-    sql: str | None,
-    *,
-    as_csv: bool,
-    as_json: bool,
-    db: str | None,
-    stdin: TextIO,
-    stdout: TextIO,
-    stderr: TextIO,
-) -> int:
-    """Exit code of ``nnemu query`` (being built: issue 5)."""
-    stderr.write("nnemu query: not available in this build yet\n")
-    return 2
+def _ignore(line_number: int, message: str) -> None:
+    """Drop a load warning."""
+
+
+def open_trace(path: str, *, warn: Warn | None = None) -> sqlite3.Connection:
+    """Load the trace at ``path`` into a new in-memory database and return it.
+
+    Args:
+        path: systrace ``.html``, ftrace text, or Chrome/nnemu ``.json``.
+        warn: Receives (line number, message) per recoverable problem; dropped if None.
+
+    Raises:
+        TraceFormatError: Nothing to load.
+        OSError: The file cannot be read.
+    """
+    conn = sqlite3.connect(":memory:")
+    try:
+        load_trace(path, conn, warn or _ignore)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+__all__ = [
+    "KINDS",
+    "LoadSummary",
+    "MarkInfo",
+    "describe",
+    "load_trace",
+    "open_trace",
+    "run_query_command",
+    "split_statements",
+]

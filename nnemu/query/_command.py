@@ -1,0 +1,259 @@
+"""``nnemu query``: load a trace, then run SQL given on the command line or in a shell."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Final, TextIO
+
+from nnemu.errors import TraceFormatError
+from nnemu.query._loader import load_trace
+from nnemu.query._output import MODES, write_result
+
+EXIT_OK: Final = 0
+EXIT_BAD_INPUT: Final = 2
+MAX_WARNINGS: Final = 20
+"""Warnings printed per load; the rest are counted in one closing line."""
+_SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+
+PROMPT: Final = "nnemu> "
+CONTINUATION: Final = "  ...> "
+HELP: Final = """\
+Statements end with ';'.  Commands:
+  .tables          list tables and views
+  .schema [NAME]   show the CREATE statements (of NAME only)
+  .mode MODE       print results as table, csv or json
+  .help            this text
+  .quit            leave (so does end of input)
+"""
+
+
+class _Warnings:
+    """Prints ``FILE:LINE: warning: ...`` lines, the first ``MAX_WARNINGS`` of them."""
+
+    def __init__(self, source: str, err: TextIO) -> None:
+        self.source = source
+        self.err = err
+        self.count = 0
+
+    def __call__(self, line_number: int, message: str) -> None:
+        self.count += 1
+        if self.count <= MAX_WARNINGS:
+            where = f"{self.source}:{line_number}" if line_number else self.source
+            self.err.write(f"{where}: warning: {message}\n")
+
+    def close(self) -> None:
+        hidden = self.count - MAX_WARNINGS
+        if hidden > 0:
+            self.err.write(f"{self.source}: warning: {hidden} more warning(s) not shown\n")
+
+
+def split_statements(text: str) -> tuple[list[str], str]:
+    """Split ``text`` into complete SQL statements and the incomplete rest.
+
+    A ``;`` inside a string, identifier or comment does not end a statement
+    (``sqlite3.complete_statement`` decides).
+    """
+    statements: list[str] = []
+    start = 0
+    pos = text.find(";")
+    while pos != -1:
+        candidate = text[start : pos + 1]
+        if sqlite3.complete_statement(candidate):
+            if candidate.strip(" \t\r\n;"):
+                statements.append(candidate.strip())
+            start = pos + 1
+        pos = text.find(";", pos + 1)
+    return statements, text[start:]
+
+
+def run_sql(conn: sqlite3.Connection, sql: str, mode: str, out: TextIO) -> None:
+    """Run every statement of ``sql``; print the result of the last one.
+
+    Raises:
+        sqlite3.Error: A statement failed (earlier ones have run).
+    """
+    statements, rest = split_statements(sql)
+    if rest.strip():
+        statements.append(rest.strip())
+    for index, statement in enumerate(statements):
+        cursor = conn.execute(statement)
+        if index == len(statements) - 1:
+            write_result(cursor, mode, out)
+        else:
+            cursor.fetchall()  # run it to completion
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class Shell:
+    """The interactive shell: SQL statements ending with ``;`` and dot commands."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, stdin: TextIO, stdout: TextIO, stderr: TextIO, mode: str
+    ) -> None:
+        self.conn = conn
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self.mode = mode
+        self.errors = 0
+
+    def run(self) -> int:
+        """Read statements until ``.quit`` or end of input.
+
+        Returns:
+            0, or 2 when input was piped and a statement or command failed.
+        """
+        interactive = _is_tty(self.stdin)
+        buffer = ""
+        while True:
+            if interactive:
+                self.stdout.write(CONTINUATION if buffer.strip() else PROMPT)
+                self.stdout.flush()
+            line = self.stdin.readline()
+            if not line:
+                break
+            if not buffer.strip() and line.lstrip().startswith("."):
+                buffer = ""
+                if not self._command(line.strip()):
+                    break
+                continue
+            buffer += line
+            statements, buffer = split_statements(buffer)
+            for statement in statements:
+                self._execute(statement)
+        if buffer.strip():
+            self._execute(buffer.strip())
+        if interactive:
+            self.stdout.write("\n")
+            return EXIT_OK
+        return EXIT_BAD_INPUT if self.errors else EXIT_OK
+
+    def _execute(self, statement: str) -> None:
+        try:
+            write_result(self.conn.execute(statement), self.mode, self.stdout)
+        except (sqlite3.Error, sqlite3.Warning) as err:
+            self.errors += 1
+            self.stderr.write(f"query: {err}\n")
+        self.stdout.flush()
+
+    def _command(self, text: str) -> bool:
+        """Run a dot command; False means quit."""
+        name, _, argument = text.partition(" ")
+        argument = argument.strip()
+        if name in (".quit", ".exit", ".q"):
+            return False
+        if name == ".help":
+            self.stdout.write(HELP)
+        elif name == ".tables":
+            for (table,) in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                " AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            ):
+                self.stdout.write(f"{table}\n")
+        elif name == ".schema":
+            rows = self.conn.execute(
+                "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL"
+                " AND type IN ('table', 'view') AND (? = '' OR name = ?) ORDER BY type, name",
+                (argument, argument),
+            ).fetchall()
+            if argument and not rows:
+                self._fail(f"no table or view named {argument!r}")
+            for (sql,) in rows:
+                self.stdout.write(f"{sql.strip()};\n")
+        elif name == ".mode":
+            if argument in MODES:
+                self.mode = argument
+            else:
+                self._fail(f".mode: expected one of {', '.join(MODES)}, got {argument!r}")
+        else:
+            self._fail(f"unknown command {name} (try .help)")
+        return True
+
+    def _fail(self, message: str) -> None:
+        self.errors += 1
+        self.stderr.write(f"query: {message}\n")
+
+
+def _save(conn: sqlite3.Connection, path: str, trace: str) -> None:
+    """Copy the database to ``path``, replacing an SQLite file there (and nothing else).
+
+    Raises:
+        ValueError: ``path`` is the trace or an existing file that is not SQLite.
+        OSError, sqlite3.Error: It cannot be written.
+    """
+    if os.path.exists(path):
+        if os.path.samefile(path, trace):
+            msg = "is the trace itself"
+            raise ValueError(msg)
+        with open(path, "rb") as existing:
+            head = existing.read(len(_SQLITE_MAGIC))
+        if head and head != _SQLITE_MAGIC:
+            msg = "exists and is not an SQLite database; not replacing it"
+            raise ValueError(msg)
+        os.remove(path)
+    target = sqlite3.connect(path)
+    try:
+        conn.backup(target)
+    finally:
+        target.close()
+
+
+def run_query_command(
+    trace: str,
+    sql: str | None,
+    *,
+    as_csv: bool,
+    as_json: bool,
+    db: str | None,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
+    """Run ``nnemu query``: load ``trace``, then run ``sql`` or the shell.
+
+    Returns:
+        0 on success; 2 when the trace cannot be loaded, the database cannot be
+        written or a statement fails (``query: <sqlite message>`` on stderr).
+    """
+    if as_csv and as_json:
+        stderr.write("query: --csv and --json cannot be used together\n")
+        return EXIT_BAD_INPUT
+    mode = "csv" if as_csv else "json" if as_json else "table"
+    warnings = _Warnings(trace, stderr)
+    conn = sqlite3.connect(":memory:")
+    try:
+        try:
+            load_trace(trace, conn, warnings)
+        except OSError as err:
+            stderr.write(f"{trace}: error: cannot read the trace: {err.strerror or err}\n")
+            return EXIT_BAD_INPUT
+        except TraceFormatError as err:
+            where = f"{err.source}:{err.line_number}" if err.line_number else err.source
+            stderr.write(f"{where}: error: {err.message}\n")
+            return EXIT_BAD_INPUT
+        finally:
+            warnings.close()
+        if db is not None:
+            try:
+                _save(conn, db, trace)
+            except (OSError, ValueError, sqlite3.Error) as err:
+                reason = err.strerror if isinstance(err, OSError) and err.strerror else err
+                stderr.write(f"query: --db {db}: {reason}\n")
+                return EXIT_BAD_INPUT
+        if sql is None:
+            return Shell(conn, stdin, stdout, stderr, mode).run()
+        try:
+            run_sql(conn, sql, mode, stdout)
+        except (sqlite3.Error, sqlite3.Warning) as err:
+            stderr.write(f"query: {err}\n")
+            return EXIT_BAD_INPUT
+        return EXIT_OK
+    finally:
+        conn.close()

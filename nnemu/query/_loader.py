@@ -1,0 +1,604 @@
+"""Loading a trace into the query tables, streamed in batches.
+
+Three inputs: ftrace text, systrace HTML (its ftrace block and process dump) and
+Chrome trace-event JSON.  Only the open sections of each thread are held in
+Python; finished slices go to SQLite in ``executemany`` batches.
+
+Slice ids are given in begin order.  A slice's row is written when it ends, with
+``subtree_end_id``: the last id given by then, so its descendants are the
+slices of its track with ids in ``(id, subtree_end_id]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Final, TextIO
+
+import attrs
+
+from nnemu.errors import TraceFormatError
+from nnemu.parser._reader import _TRACE_DATA_OPEN, FtraceLines
+from nnemu.query._marks import MarkInfo, describe
+from nnemu.query._schema import create_tables, finish_schema
+
+BATCH_ROWS: Final = 10_000
+"""Rows buffered before an ``executemany``."""
+_MAX_CACHED_NAMES: Final = 20_000
+_PROCESS_DUMP: Final = "PROCESS DUMP"
+
+# The parser's ROW_RE, plus the TASK column (the thread name).
+_ROW_RE: Final = re.compile(
+    r"\s*(.+?)-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\](?:\s+\S+)?\s+(\d+)\.(\d+):"
+    r" tracing_mark_write: ([BE])(.*)"
+)
+_FRACTION_SCALE: Final = tuple(10 ** (9 - n) if n <= 9 else 0 for n in range(16))
+_UNKNOWN_TASK: Final = "<...>"
+_JSON_SLICE_PHASES: Final = frozenset({"B", "E", "X", "i", "I", "n"})
+
+Warn = Callable[[int, str], None]
+"""Receives (line number, message) for each recoverable problem."""
+
+_SLICE_INSERT: Final = "INSERT INTO slice VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+# An open section: (id, ts, name, depth, parent_id, category, layer, phase, kind,
+# arg_set_id, end_ts or None).  End is known for JSON X (complete) and instant events.
+_Open = tuple[
+    int, int, str, int, int | None, str | None, str | None, str | None, str, int | None, int | None
+]
+
+
+@attrs.frozen(kw_only=True)
+class LoadSummary:
+    """What a load put into the database."""
+
+    source: str
+    """File name as given."""
+    format: str
+    """``ftrace``, ``systrace`` or ``json``."""
+    slices: int
+    """Rows in ``slice``."""
+    open_slices: int
+    """Slices still open at the end (``dur = -1``)."""
+    unmatched_ends: int
+    """End marks with nothing open, skipped."""
+    threads: int
+    """Rows in ``thread``."""
+    processes: int
+    """Rows in ``process``."""
+
+
+class _Thread:
+    __slots__ = ("current", "name", "stack", "tgid", "tid", "track_id", "utid")
+
+    def __init__(self, utid: int, tid: int, tgid: int | None) -> None:
+        self.utid = utid
+        self.tid = tid
+        self.tgid = tgid
+        self.name: str | None = None
+        self.track_id: int | None = None
+        self.stack: list[_Open] = []
+        # False once the tid is seen in another process (a new thread took it).
+        self.current = True
+
+
+class _NotLineJson(Exception):
+    """The JSON file does not hold one event per line; read it as one document."""
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _payload_tgid(rest: str) -> int | None:
+    """The tgid of a ``B|tgid|name`` or ``E|tgid`` payload, if it has one."""
+    parts = rest.split("|", 2)
+    return int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else None
+
+
+def _process_name(rest: str) -> str:
+    """The NAME column of a ``ps`` line's tail ``NAME  COMM`` (names may hold spaces)."""
+    wide = re.split(r"\s{2,}", rest.strip())
+    if len(wide) >= 2:
+        return wide[0]
+    return rest.split()[0]
+
+
+class Loader:
+    """Feeds trace events into an open database with the query tables."""
+
+    def __init__(self, conn: sqlite3.Connection, warn: Warn) -> None:
+        self.conn = conn
+        self.warn = warn
+        self._next_id = 0
+        self._next_track = 0
+        self._threads: dict[int, _Thread] = {}
+        self._all_threads: list[_Thread] = []
+        self._slice_rows: list[tuple[object, ...]] = []
+        self._arg_rows: list[tuple[int, str, object]] = []
+        self._cache: dict[str, MarkInfo] = {}
+        self._process_names: dict[int, str] = {}
+        self._dump_threads: dict[int, tuple[int, str]] = {}
+        self._json_thread_names: dict[tuple[int | None, int], str] = {}
+        self._dump_mode: str | None = None
+        self.slices = 0
+        self.open_slices = 0
+        self.unmatched_ends = 0
+
+    # -- threads -----------------------------------------------------------
+
+    def _thread(self, tid: int, tgid: int | None) -> _Thread:
+        thread = self._threads.get(tid)
+        if thread is None or (tgid is not None and thread.tgid is not None and thread.tgid != tgid):
+            # A new tid, or a tid the kernel gave to another process: a new thread.
+            if thread is not None:
+                thread.current = False
+            thread = _Thread(len(self._all_threads), tid, tgid)
+            self._threads[tid] = thread
+            self._all_threads.append(thread)
+        elif tgid is not None and thread.tgid is None:
+            thread.tgid = tgid
+        return thread
+
+    # -- slices ------------------------------------------------------------
+
+    def _flush(self) -> None:
+        if self._slice_rows:
+            self.conn.executemany(_SLICE_INSERT, self._slice_rows)
+            self._slice_rows.clear()
+        if self._arg_rows:
+            self.conn.executemany("INSERT INTO args VALUES (?, ?, ?)", self._arg_rows)
+            self._arg_rows.clear()
+
+    def _emit(self, thread: _Thread, record: _Open, dur: int) -> None:
+        ident, ts, name, depth, parent, category, layer, phase, kind, arg_set_id, _ = record
+        self._slice_rows.append(
+            (
+                ident,
+                ts,
+                dur,
+                name,
+                depth,
+                parent,
+                thread.track_id,
+                category,
+                layer,
+                phase,
+                kind,
+                arg_set_id,
+                self._next_id - 1,
+            )
+        )
+        self.slices += 1
+        if len(self._slice_rows) >= BATCH_ROWS:
+            self._flush()
+
+    def _expire(self, thread: _Thread, ts: int) -> None:
+        """Close the complete/instant events on top of the stack that ended by ``ts``."""
+        stack = thread.stack
+        while stack:
+            end = stack[-1][10]
+            if end is None or end > ts:
+                return
+            record = stack.pop()
+            self._emit(thread, record, end - record[1])
+
+    def begin(
+        self,
+        thread: _Thread,
+        ts: int,
+        name: str,
+        *,
+        category: str | None = None,
+        args: Iterable[tuple[str, object]] = (),
+        end: int | None = None,
+    ) -> None:
+        """Open a slice (``end`` given: a complete event that closes itself at ``end``)."""
+        stack = thread.stack
+        if stack and stack[-1][10] is not None:
+            self._expire(thread, ts)
+        if thread.track_id is None:
+            thread.track_id = self._next_track
+            self._next_track += 1
+        info = self._cache.get(name)
+        if info is None:
+            if len(self._cache) >= _MAX_CACHED_NAMES:
+                self._cache.clear()
+            info = self._cache[name] = describe(name)
+        ident = self._next_id
+        self._next_id += 1
+        arg_set_id = None
+        for key, value in (*args, *info.args):
+            arg_set_id = ident
+            self._arg_rows.append((ident, key, value))
+        parent = stack[-1][0] if stack else None
+        stack.append(
+            (
+                ident,
+                ts,
+                name,
+                len(stack),
+                parent,
+                category,
+                info.layer,
+                info.phase,
+                info.kind,
+                arg_set_id,
+                end,
+            )
+        )
+
+    def end(self, thread: _Thread, ts: int, line_number: int) -> None:
+        """Close the innermost open B section of ``thread`` (warn when there is none)."""
+        stack = thread.stack
+        while stack:
+            end = stack[-1][10]
+            if end is None:
+                break
+            # A complete event still running at this E: it ends at its own end.
+            record = stack.pop()
+            self._emit(thread, record, end - record[1])
+        if not stack:
+            self.unmatched_ends += 1
+            self.warn(line_number, "end mark (E) with no open section on this thread; skipped")
+            return
+        record = stack.pop()
+        self._emit(thread, record, ts - record[1])
+
+    # -- ftrace ------------------------------------------------------------
+
+    def _dump_line(self, line: str) -> None:
+        fields = line.split()
+        if not fields:
+            return
+        if fields[0] == "USER":
+            self._dump_mode = (
+                "process" if "PPID" in fields else "thread" if "TID" in fields else None
+            )
+            return
+        if len(fields) < 4 or not fields[1].isdigit() or not fields[2].isdigit():
+            return
+        if self._dump_mode == "process" and len(fields) >= 9:
+            self._process_names[int(fields[1])] = _process_name(line.split(None, 8)[8])
+        elif self._dump_mode == "thread":
+            self._dump_threads[int(fields[2])] = (int(fields[1]), line.split(None, 3)[3].strip())
+
+    def _tap_process_dump(self, lines: Iterable[str]) -> Iterator[str]:
+        """Pass ``lines`` through, reading any systrace ``PROCESS DUMP`` block on the way."""
+        lines = iter(lines)
+        state = 0  # 0: outside, 1: after a trace-data open tag, 2: in a process dump
+        for line in lines:
+            if state == 2:
+                if "</script>" in line:
+                    state = 0
+                else:
+                    self._dump_line(line)
+            elif state == 1:
+                if line.startswith("# tracer:"):
+                    # The ftrace block: systrace writes the process dump before it.
+                    yield line
+                    yield from lines
+                    return
+                state = 2 if line.strip() == _PROCESS_DUMP else 0
+            elif _TRACE_DATA_OPEN in line:
+                state = 1
+            yield line
+
+    def load_ftrace(self, lines: Iterable[str]) -> FtraceLines:
+        """Load the ``tracing_mark_write`` B/E rows of systrace HTML or ftrace text."""
+        source = FtraceLines(self._tap_process_dump(lines))
+        match = _ROW_RE.match
+        thread_of = self._thread
+        # (tid, TGID column) -> thread, skipping _thread() on most rows.
+        known: dict[tuple[str, str], _Thread] = {}
+        for line_number, line in source:
+            if "tracing_mark_write" not in line:
+                continue
+            m = match(line)
+            if m is None:
+                if "tracing_mark_write: B" in line or "tracing_mark_write: E" in line:
+                    self.warn(
+                        line_number,
+                        "malformed trace row: expected TASK-TID [CPU] FLAGS TIMESTAMP: ...",
+                    )
+                continue
+            task, tid, tgid_column, seconds, fraction, kind, rest = m.groups()
+            ts = (
+                int(seconds + fraction) * 1000
+                if len(fraction) == 6
+                else int(seconds) * 1_000_000_000 + int(fraction) * _FRACTION_SCALE[len(fraction)]
+            )
+            key = (tid, tgid_column)
+            thread = known.get(key) if tgid_column is not None else None
+            if thread is None or not thread.current:
+                tgid = (
+                    int(tgid_column)
+                    if tgid_column is not None and tgid_column != "-----"
+                    else _payload_tgid(rest)
+                )
+                thread = thread_of(int(tid), tgid)
+                if tgid_column is not None and tgid_column != "-----":
+                    known[key] = thread
+            if task != _UNKNOWN_TASK:
+                thread.name = task
+            if kind == "E":
+                self.end(thread, ts, line_number)
+                continue
+            parts = rest.split("|", 2)
+            if len(parts) == 3 and not parts[0] and parts[1].isdigit():
+                name = parts[2].rstrip("\r")
+            else:
+                self.warn(line_number, "malformed begin mark: expected B|<tgid>|<name>")
+                name = rest.lstrip("|").rstrip("\r")
+            self.begin(thread, ts, name, args=(("line", line_number),))
+        if source.truncated:
+            self.warn(
+                source.last_line_number,
+                "the trace data block has no closing </script>: the file looks truncated",
+            )
+        return source
+
+    # -- JSON --------------------------------------------------------------
+
+    def json_event(self, event: object, line_number: int | None) -> None:
+        """Load one Chrome trace event (B, E, X, instants and name metadata)."""
+        if not isinstance(event, Mapping):
+            return
+        ph = event.get("ph")
+        if ph == "M":
+            self._json_metadata(event)
+            return
+        if ph not in _JSON_SLICE_PHASES:
+            return  # counters, async and flow events have no thread slice
+        pid = _int(event.get("pid"))
+        tid = _int(event.get("tid", pid))
+        ts_us = event.get("ts")
+        where = line_number or 0
+        if tid is None or not isinstance(ts_us, int | float) or isinstance(ts_us, bool):
+            self.warn(where, f"{ph!s} event without a numeric tid and ts; skipped")
+            return
+        ts = round(ts_us * 1000)
+        thread = self._thread(tid, pid)
+        if ph == "E":
+            self.end(thread, ts, where)
+            return
+        end: int | None = None
+        if ph == "X":
+            dur_us = event.get("dur", 0)
+            end = ts + (round(dur_us * 1000) if isinstance(dur_us, int | float) else 0)
+        elif ph != "B":
+            end = ts
+        args: list[tuple[str, object]] = []
+        if line_number is not None:
+            args.append(("line", line_number))
+        event_args = event.get("args")
+        if isinstance(event_args, Mapping):
+            for key, value in event_args.items():
+                if not isinstance(value, str | int | float) or isinstance(value, bool):
+                    value = json.dumps(value, sort_keys=True)
+                args.append((f"args.{key}", value))
+        category = event.get("cat")
+        self.begin(
+            thread,
+            ts,
+            str(event.get("name", "")),
+            category=category if isinstance(category, str) else None,
+            args=args,
+            end=end,
+        )
+
+    def _json_metadata(self, event: Mapping[str, object]) -> None:
+        args = event.get("args")
+        name = args.get("name") if isinstance(args, Mapping) else None
+        pid = _int(event.get("pid"))
+        if not isinstance(name, str):
+            return
+        if event.get("name") == "process_name" and pid is not None:
+            self._process_names[pid] = name
+        elif event.get("name") == "thread_name":
+            tid = _int(event.get("tid"))
+            if tid is not None:
+                self._json_thread_names[(pid, tid)] = name
+
+    def load_json_lines(self, stream: TextIO) -> None:
+        """Load a JSON trace written one event per line (as nnemu and Chrome write it).
+
+        Raises:
+            _NotLineJson: A line is not a whole event; the caller reads the document.
+        """
+        for line_number, line in enumerate(stream, 1):
+            text = line.strip()
+            if not text or text.endswith("[") or text in ("]", "]}", "],", "}"):
+                continue  # the {"traceEvents": [ header and the ]} tail
+            if text.endswith(","):
+                text = text[:-1]
+            try:
+                event = json.loads(text)
+            except ValueError as err:
+                raise _NotLineJson from err
+            if not isinstance(event, dict) or "ph" not in event:
+                raise _NotLineJson
+            self.json_event(event, line_number)
+
+    # -- the end -----------------------------------------------------------
+
+    def finish(self) -> tuple[int, int]:
+        """Close what is still open (``dur = -1``), write threads and processes, index.
+
+        Returns:
+            (threads, processes) written.
+        """
+        for thread in self._all_threads:
+            stack = thread.stack
+            while stack:
+                record = stack.pop()
+                end = record[10]
+                if end is None:
+                    self.open_slices += 1
+                self._emit(thread, record, -1 if end is None else end - record[1])
+        self._flush()
+        threads = [
+            (thread.utid, thread.tid, thread.tgid, self._thread_name(thread), thread.track_id)
+            for thread in self._all_threads
+        ]
+        seen_tids = {thread.tid for thread in self._all_threads}
+        utid = len(threads)
+        for tid, (pid, name) in sorted(self._dump_threads.items()):
+            if tid not in seen_tids:
+                threads.append((utid, tid, pid, name, None))
+                utid += 1
+        pids = {pid for _, _, pid, _, _ in threads if pid is not None} | set(self._process_names)
+        upids = {pid: upid for upid, pid in enumerate(sorted(pids))}
+        main_thread_names = {tid: name for _, tid, pid, name, _ in threads if tid == pid}
+        self.conn.executemany(
+            "INSERT INTO process VALUES (?, ?, ?)",
+            [
+                (upid, pid, self._process_names.get(pid, main_thread_names.get(pid)))
+                for pid, upid in upids.items()
+            ],
+        )
+        self.conn.executemany(
+            "INSERT INTO thread VALUES (?, ?, ?, ?)",
+            [
+                (utid, tid, name, None if pid is None else upids[pid])
+                for utid, tid, pid, name, _ in threads
+            ],
+        )
+        self.conn.executemany(
+            "INSERT INTO thread_track VALUES (?, ?, ?)",
+            [(track, utid, name) for utid, _, _, name, track in threads if track is not None],
+        )
+        finish_schema(self.conn)
+        self.conn.commit()
+        return len(threads), len(upids)
+
+    def _thread_name(self, thread: _Thread) -> str | None:
+        name = self._json_thread_names.get((thread.tgid, thread.tid))
+        if name is not None:
+            return name
+        if thread.name is not None:
+            return thread.name
+        dumped = self._dump_threads.get(thread.tid)
+        if dumped is not None and (thread.tgid is None or dumped[0] == thread.tgid):
+            if thread.tgid is None:
+                thread.tgid = dumped[0]
+            return dumped[1]
+        return None
+
+
+def _sniff(path: str) -> str:
+    """``json`` when the first non-blank character opens a JSON document, else ``ftrace``."""
+    with open(path, encoding="utf-8", errors="replace") as stream:
+        while True:
+            chunk = stream.read(4096)
+            if not chunk:
+                return "ftrace"
+            stripped = chunk.lstrip()
+            if stripped:
+                return "json" if stripped[0] in "{[" else "ftrace"
+
+
+def _reset(conn: sqlite3.Connection) -> None:
+    for table in ("slice", "args", "thread_track", "thread", "process"):
+        conn.execute(f"DELETE FROM {table}")
+
+
+def load_trace(path: str, conn: sqlite3.Connection, warn: Warn) -> LoadSummary:
+    """Create the query tables in ``conn`` and load the trace at ``path``.
+
+    Args:
+        path: systrace ``.html``, ftrace text, or Chrome/nnemu ``.json``.
+        conn: An empty database.
+        warn: Called with (line number, message) for each recoverable problem.
+
+    Returns:
+        What was loaded.
+
+    Raises:
+        TraceFormatError: Nothing to load (no ftrace data, no slices, invalid JSON).
+        OSError: The file cannot be read.
+    """
+    source = os.fspath(path)
+    create_tables(conn)
+    kind = _sniff(source)
+    loader = Loader(conn, warn)
+    last_line = 0
+    if kind == "json":
+        with open(source, encoding="utf-8", errors="replace") as stream:
+            try:
+                loader.load_json_lines(stream)
+            except _NotLineJson:
+                _reset(conn)
+                stream.seek(0)
+                loader = _load_json_document(source, stream, conn, warn)
+    else:
+        with open(source, encoding="utf-8", errors="replace") as stream:
+            lines = loader.load_ftrace(stream)
+        last_line = lines.last_line_number
+        if not lines.found_ftrace:
+            raise TraceFormatError(
+                source,
+                last_line,
+                "",
+                "no ftrace data found (expected a systrace HTML trace-data block"
+                " starting with '# tracer:', ftrace text, or a JSON trace)",
+            )
+        kind = "systrace" if lines.is_html else "ftrace"
+    threads, processes = loader.finish()
+    if loader.slices == 0:
+        raise TraceFormatError(
+            source,
+            last_line,
+            "",
+            "no slices found (tracing_mark_write B/E rows, or JSON B/E/X events)",
+        )
+    if loader.open_slices:
+        warn(
+            last_line,
+            f"{loader.open_slices} section(s) still open at the end of the trace (dur = -1)",
+        )
+    return LoadSummary(
+        source=source,
+        format=kind,
+        slices=loader.slices,
+        open_slices=loader.open_slices,
+        unmatched_ends=loader.unmatched_ends,
+        threads=threads,
+        processes=processes,
+    )
+
+
+def _load_json_document(
+    source: str, stream: TextIO, conn: sqlite3.Connection, warn: Warn
+) -> Loader:
+    """Read a JSON trace as one document (an event array or ``{"traceEvents": [...]}``)."""
+    try:
+        document = json.load(stream)
+    except ValueError as err:
+        line = getattr(err, "lineno", 0)
+        message = getattr(err, "msg", str(err))
+        raise TraceFormatError(source, line, "", f"not a JSON trace: {message}") from err
+    loader = Loader(conn, warn)
+    if isinstance(document, Mapping):
+        events = document.get("traceEvents", [])
+        system = document.get("systemTraceEvents")
+        if isinstance(system, str):
+            # Chrome JSON can carry the systrace text of the same capture.
+            loader.load_ftrace(system.splitlines(keepends=True))
+    else:
+        events = document
+    if isinstance(events, list):
+        for event in events:
+            loader.json_event(event, None)
+    return loader

@@ -1,0 +1,89 @@
+"""Printing query results: an aligned text table, CSV or JSON."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Final, TextIO
+
+MODES: Final = ("table", "csv", "json")
+"""Output modes of ``nnemu query`` (``--csv``, ``--json``, default ``table``)."""
+NULL_TEXT: Final = "NULL"
+"""How the text table shows SQL NULL (CSV leaves the field empty, JSON writes null)."""
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return NULL_TEXT
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)
+
+
+def _json_value(value: object) -> object:
+    return value.hex() if isinstance(value, bytes) else value
+
+
+def _column_names(cursor: sqlite3.Cursor) -> list[str]:
+    """Column names, with ``:2``, ``:3``... added to repeats so JSON keys stay distinct."""
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for column in cursor.description:
+        name = str(column[0])
+        seen[name] = seen.get(name, 0) + 1
+        names.append(name if seen[name] == 1 else f"{name}:{seen[name]}")
+    return names
+
+
+def write_table(columns: Sequence[str], rows: Iterable[Sequence[object]], out: TextIO) -> None:
+    """Write rows as a text table: a header, a rule, then the rows.
+
+    A column of numbers (NULL allowed) is right-aligned.
+    """
+    raw = [tuple(row) for row in rows]
+    numeric = [
+        any(isinstance(row[i], int | float) for row in raw)
+        and all(row[i] is None or isinstance(row[i], int | float) for row in raw)
+        for i in range(len(columns))
+    ]
+    cells = [[_cell(value) for value in row] for row in raw]
+    widths = [len(name) for name in columns]
+    for row in cells:
+        for i, text in enumerate(row):
+            widths[i] = max(widths[i], len(text))
+    out.write("  ".join(name.ljust(widths[i]) for i, name in enumerate(columns)).rstrip() + "\n")
+    out.write("  ".join("-" * width for width in widths) + "\n")
+    for row in cells:
+        line = "  ".join(
+            text.rjust(widths[i]) if numeric[i] else text.ljust(widths[i])
+            for i, text in enumerate(row)
+        )
+        out.write(line.rstrip() + "\n")
+
+
+def write_result(cursor: sqlite3.Cursor, mode: str, out: TextIO) -> None:
+    """Write the rows of an executed statement in ``mode`` (nothing if it has no columns)."""
+    if cursor.description is None:
+        return
+    columns = _column_names(cursor)
+    if mode == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        for row in cursor:
+            writer.writerow(["" if value is None else _json_value(value) for value in row])
+    elif mode == "json":
+        out.write("[")
+        first = True
+        for row in cursor:
+            out.write("\n  " if first else ",\n  ")
+            first = False
+            out.write(
+                json.dumps(
+                    {name: _json_value(value) for name, value in zip(columns, row, strict=True)}
+                )
+            )
+        out.write("\n]\n" if not first else "]\n")
+    else:
+        write_table(columns, cursor, out)

@@ -1,0 +1,121 @@
+"""The SQLite schema ``nnemu query`` loads traces into, shaped like Perfetto's tables."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Final
+
+from nnemu.tracer import Layer, Phase
+
+TABLES: Final = """
+CREATE TABLE process (
+    upid INTEGER PRIMARY KEY,
+    pid INTEGER,
+    name TEXT
+);
+CREATE TABLE thread (
+    utid INTEGER PRIMARY KEY,
+    tid INTEGER,
+    name TEXT,
+    upid INTEGER REFERENCES process(upid)
+);
+CREATE TABLE thread_track (
+    id INTEGER PRIMARY KEY,
+    utid INTEGER REFERENCES thread(utid),
+    name TEXT
+);
+CREATE TABLE slice (
+    id INTEGER PRIMARY KEY,
+    ts INTEGER NOT NULL,
+    dur INTEGER NOT NULL,
+    name TEXT,
+    depth INTEGER NOT NULL,
+    parent_id INTEGER,
+    track_id INTEGER NOT NULL REFERENCES thread_track(id),
+    category TEXT,
+    layer TEXT,
+    phase TEXT,
+    kind TEXT NOT NULL,
+    arg_set_id INTEGER,
+    subtree_end_id INTEGER NOT NULL
+);
+CREATE TABLE args (
+    arg_set_id INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    value
+);
+CREATE TABLE nnapi_layer (code TEXT PRIMARY KEY, name TEXT);
+CREATE TABLE nnapi_phase (code TEXT PRIMARY KEY, name TEXT);
+"""
+"""Tables, created before loading."""
+
+INDEXES: Final = """
+CREATE INDEX slice_track_id ON slice(track_id, id);
+CREATE INDEX slice_parent_id ON slice(parent_id);
+CREATE INDEX slice_name ON slice(name);
+CREATE INDEX args_arg_set_id ON args(arg_set_id, key);
+"""
+"""Indexes, created after loading (cheaper than maintaining them row by row)."""
+
+# Descendants of P are the slices begun on P's track while P was open: ids are
+# given in begin order, so they are exactly the ids in (P.id, P.subtree_end_id]
+# on P.track_id.  Unlike a recursive CTE, these plain joins are flattened by
+# SQLite, so a WHERE on id uses the (track_id, id) index.
+VIEWS: Final = """
+CREATE VIEW slice_descendant AS
+SELECT p.id AS id, c.id AS descendant_id, c.depth - p.depth AS distance
+FROM slice AS p
+JOIN slice AS c ON c.track_id = p.track_id AND c.id > p.id AND c.id <= p.subtree_end_id;
+
+CREATE VIEW slice_ancestor AS
+SELECT c.id AS id, p.id AS ancestor_id, c.depth - p.depth AS distance
+FROM slice AS c
+JOIN slice AS p ON p.track_id = c.track_id AND p.id < c.id AND p.subtree_end_id >= c.id;
+
+CREATE VIEW nnapi_slice AS
+SELECT
+    slice.id, slice.ts, slice.dur, slice.name, slice.depth, slice.parent_id,
+    slice.track_id, slice.category, slice.layer, slice.phase, slice.kind, slice.arg_set_id,
+    thread.utid, thread.tid, thread.name AS thread_name,
+    process.upid, process.pid, process.name AS process_name
+FROM slice
+JOIN thread_track ON thread_track.id = slice.track_id
+JOIN thread USING (utid)
+LEFT JOIN process USING (upid)
+WHERE slice.layer IS NOT NULL;
+"""
+"""Helper views (see ``docs/query.md``)."""
+
+
+def create_tables(conn: sqlite3.Connection) -> None:
+    """Create the tables and fill the layer/phase code tables."""
+    conn.executescript(TABLES)
+    conn.executemany(
+        "INSERT INTO nnapi_layer VALUES (?, ?)",
+        [(layer.value, layer.name.lower()) for layer in Layer],
+    )
+    conn.executemany(
+        "INSERT INTO nnapi_phase VALUES (?, ?)",
+        [(phase.value, phase.name.lower()) for phase in Phase],
+    )
+
+
+def finish_schema(conn: sqlite3.Connection) -> None:
+    """Create the indexes, views and helper functions once the rows are in."""
+    conn.executescript(INDEXES + VIEWS)
+    register_functions(conn)
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """Register ``extract_arg(arg_set_id, key)`` as Perfetto's ``EXTRACT_ARG``."""
+
+    def extract_arg(arg_set_id: int | None, key: str | None) -> str | int | float | bytes | None:
+        if arg_set_id is None or key is None:
+            return None
+        row = conn.execute(
+            "SELECT value FROM args WHERE arg_set_id = ? AND key = ?", (arg_set_id, key)
+        ).fetchone()
+        value: str | int | float | bytes | None = None if row is None else row[0]
+        return value
+
+    conn.create_function("extract_arg", 2, extract_arg, deterministic=True)

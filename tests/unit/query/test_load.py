@@ -1,0 +1,218 @@
+"""Loading ftrace text, systrace HTML and JSON into the Perfetto-shaped tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nnemu.errors import TraceFormatError
+from nnemu.query import open_trace
+
+T0_NS = 1_000_000_000 * 1000
+
+COLUMNS = {
+    "process": ["upid", "pid", "name"],
+    "thread": ["utid", "tid", "name", "upid"],
+    "thread_track": ["id", "utid", "name"],
+    "slice": [
+        "id",
+        "ts",
+        "dur",
+        "name",
+        "depth",
+        "parent_id",
+        "track_id",
+        "category",
+        "layer",
+        "phase",
+        "kind",
+        "arg_set_id",
+        "subtree_end_id",
+    ],
+    "args": ["arg_set_id", "key", "value"],
+    "slice_ancestor": ["id", "ancestor_id", "distance"],
+    "slice_descendant": ["id", "descendant_id", "distance"],
+}
+
+# Two threads of one app (main thread 100) and a driver thread of process 200.
+ROWS = [
+    (0, "app", 100, 100, "[NN_LA_PE]run"),
+    (10, "app", 100, 100, "[NN_LR_PE]ANeuralNetworksExecution_compute"),
+    (10, "worker", 101, 100, "other"),
+    (20, "app", 100, 100, "HIDL::IPreparedModel::executeSynchronously::client"),
+    (30, "HwBinder:200_1", 201, 200, "HIDL::IPreparedModel::executeSynchronously::server"),
+    (70, "HwBinder:200_1", 201, 200, "E"),
+    (80, "app", 100, 100, "E"),
+    (80, "app", 100, 100, "[NN_LR_PE]zero"),
+    (80, "app", 100, 100, "E"),
+    (90, "app", 100, 100, "E"),
+    (95, "worker", 101, 100, "E"),
+    (100, "app", 100, 100, "E"),
+]
+
+
+def test_tables_and_views_have_the_documented_columns(write_trace):
+    """Every table and helper view exists with the documented columns, in order."""
+    conn = open_trace(str(write_trace(ROWS)))
+    for table, columns in COLUMNS.items():
+        found = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        assert found == columns, table
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'view'")}
+    assert {"nnapi_slice", "slice_ancestor", "slice_descendant"} <= names
+
+
+def test_slices_have_exact_ts_dur_depth_and_parent(write_trace):
+    """Hand-written ftrace rows become slices with exact ns times, depths and parents."""
+    conn = open_trace(str(write_trace(ROWS)))
+    rows = conn.execute(
+        "SELECT id, ts - ?, dur, name, depth, parent_id, track_id FROM slice ORDER BY id", (T0_NS,)
+    ).fetchall()
+    assert rows == [
+        (0, 0, 100_000, "[NN_LA_PE]run", 0, None, 0),
+        (1, 10_000, 80_000, "[NN_LR_PE]ANeuralNetworksExecution_compute", 1, 0, 0),
+        (2, 10_000, 85_000, "other", 0, None, 1),
+        (3, 20_000, 60_000, "HIDL::IPreparedModel::executeSynchronously::client", 2, 1, 0),
+        (4, 30_000, 40_000, "HIDL::IPreparedModel::executeSynchronously::server", 0, None, 2),
+        (5, 80_000, 0, "[NN_LR_PE]zero", 2, 1, 0),
+    ]
+
+
+def test_threads_and_processes_come_from_the_task_column(write_trace):
+    """Thread names are the TASK column; a process is named after its main thread."""
+    conn = open_trace(str(write_trace(ROWS)))
+    threads = conn.execute(
+        "SELECT tid, thread.name, pid, process.name, thread_track.id FROM thread"
+        " JOIN process USING (upid) JOIN thread_track USING (utid) ORDER BY tid"
+    ).fetchall()
+    assert threads == [
+        (100, "app", 100, "app", 0),
+        (101, "worker", 100, "app", 1),
+        (201, "HwBinder:200_1", 200, None, 2),
+    ]
+
+
+def test_line_numbers_are_kept_in_args(write_trace):
+    """Each ftrace slice's begin line is in args under 'line', reachable with extract_arg."""
+    conn = open_trace(str(write_trace(ROWS)))
+    lines = conn.execute("SELECT extract_arg(arg_set_id, 'line') FROM slice ORDER BY id").fetchall()
+    assert [line for (line,) in lines] == [3, 4, 5, 6, 7, 10]
+
+
+def test_descendant_and_ancestor_views_follow_parent_ids(write_trace):
+    """slice_descendant/slice_ancestor agree with the parent_id chains, zero-length siblings included."""
+    conn = open_trace(str(write_trace(ROWS)))
+    parent = dict(conn.execute("SELECT id, parent_id FROM slice"))
+    expected = set()
+    for child in parent:
+        distance, node = 1, parent[child]
+        while node is not None:
+            expected.add((child, node, distance))
+            node, distance = parent[node], distance + 1
+    ancestors = set(conn.execute("SELECT id, ancestor_id, distance FROM slice_ancestor"))
+    descendants = set(conn.execute("SELECT descendant_id, id, distance FROM slice_descendant"))
+    assert ancestors == expected
+    assert descendants == expected
+    assert conn.execute("SELECT descendant_id FROM slice_descendant WHERE id = 1").fetchall() == [
+        (3,),
+        (5,),
+    ]
+
+
+def test_unmatched_end_is_skipped_with_a_warning(write_trace):
+    """An E with nothing open is skipped and reported with its line number."""
+    warnings = []
+    path = write_trace(
+        [(0, "app", 100, 100, "E"), (5, "app", 100, 100, "x"), (9, "app", 100, 100, "E")]
+    )
+    conn = open_trace(str(path), warn=lambda line, message: warnings.append((line, message)))
+    assert conn.execute("SELECT ts - ?, dur FROM slice", (T0_NS,)).fetchall() == [(5_000, 4_000)]
+    assert warnings == [(3, "end mark (E) with no open section on this thread; skipped")]
+
+
+def test_sections_open_at_the_end_have_dur_minus_one(write_trace):
+    """A section never closed gets dur = -1, as in Perfetto, and a warning."""
+    warnings = []
+    path = write_trace([(0, "app", 100, 100, "outer"), (5, "app", 100, 100, "inner")])
+    conn = open_trace(str(path), warn=lambda line, message: warnings.append(message))
+    assert conn.execute("SELECT name, dur, depth FROM slice ORDER BY id").fetchall() == [
+        ("outer", -1, 0),
+        ("inner", -1, 1),
+    ]
+    assert warnings == ["2 section(s) still open at the end of the trace (dur = -1)"]
+
+
+def test_systrace_html_process_dump_names_processes(tmp_path):
+    """The PROCESS DUMP block of systrace HTML names processes and dumped threads."""
+    html = tmp_path / "t.html"
+    html.write_text(
+        "<!DOCTYPE html>\n<html>\n"
+        '  <script class="trace-data" type="application/text">\n'
+        "PROCESS DUMP\n"
+        "USER           PID  PPID     VSZ    RSS WCHAN  PC S NAME                        COMM\n"
+        "u0_a64         100     1   10000   2000 SyS_epoll_wait 0 S com.example.app   com.example.app\n"
+        "root           300     2       0      0 irq_thread 0 S [irq/36-ARM64 pr]        4\n"
+        "USER           PID   TID CMD\n"
+        "u0_a64         100   102 AsyncTask #1544\n"
+        "  </script>\n"
+        '  <script class="trace-data" type="application/text">\n'
+        "# tracer: nop\n"
+        "             <...>-101   (  100) [001] ...1 1000.000000: tracing_mark_write: B|100|x\n"
+        "             <...>-101   (  100) [001] ...1 1000.000010: tracing_mark_write: E|100\n"
+        "  </script>\n</html>\n"
+    )
+    conn = open_trace(str(html))
+    assert conn.execute("SELECT pid, name FROM process ORDER BY pid").fetchall() == [
+        (100, "com.example.app"),
+        (300, "[irq/36-ARM64 pr]"),
+    ]
+    assert conn.execute("SELECT tid, name, upid FROM thread ORDER BY tid").fetchall() == [
+        (101, None, 0),
+        (102, "AsyncTask #1544", 0),
+    ]
+
+
+def test_chrome_json_events_and_metadata(tmp_path):
+    """JSON B/E, X and instant events nest by time; metadata names processes and threads."""
+    events = [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 1, "args": {"name": "proc"}},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "worker"}},
+        {"ph": "B", "name": "[NN_LR_PE]outer", "cat": "nnapi", "pid": 1, "tid": 2, "ts": 1.5},
+        {"ph": "X", "name": "child", "pid": 1, "tid": 2, "ts": 2, "dur": 3, "args": {"n": 7}},
+        {"ph": "i", "name": "mark", "pid": 1, "tid": 2, "ts": 6},
+        {"ph": "E", "pid": 1, "tid": 2, "ts": 10},
+        {"ph": "C", "name": "counter", "pid": 1, "tid": 2, "ts": 11, "args": {"v": 1}},
+    ]
+    path = tmp_path / "t.json"
+    # One document on one line: read as a whole, not line by line.
+    path.write_text(json.dumps(events))
+    conn = open_trace(str(path))
+    assert conn.execute(
+        "SELECT ts, dur, name, depth, parent_id, category, layer FROM slice ORDER BY id"
+    ).fetchall() == [
+        (1500, 8500, "[NN_LR_PE]outer", 0, None, "nnapi", "LR"),
+        (2000, 3000, "child", 1, 0, None, None),
+        (6000, 0, "mark", 1, 0, None, None),
+    ]
+    assert conn.execute("SELECT value FROM args WHERE key = 'args.n'").fetchall() == [(7,)]
+    assert conn.execute(
+        "SELECT thread.name, process.name FROM thread JOIN process USING (upid)"
+    ).fetchall() == [("worker", "proc")]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "no ftrace data found"),
+        ("<!DOCTYPE html>\n<html></html>\n", "no ftrace data found"),
+        ("# tracer: nop\n#\n", "no slices found"),
+        ('{"traceEvents": [}', "not a JSON trace"),
+    ],
+)
+def test_nothing_to_load_raises(tmp_path: Path, text, message):
+    """Empty input, HTML without ftrace, no marks or broken JSON raise TraceFormatError."""
+    path = tmp_path / "t.in"
+    path.write_text(text)
+    with pytest.raises(TraceFormatError, match=message):
+        open_trace(str(path))
