@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import itertools
 import math
 import os
 import re
@@ -765,7 +766,7 @@ class _Checker:
         if kind is WorkloadKind.TRACE:
             arrivals = m.values.get("arrivals_ms")
             if isinstance(arrivals, tuple) and any(
-                later < earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)
+                later < earlier for earlier, later in itertools.pairwise(arrivals)
             ):
                 self.problem(
                     m.node,

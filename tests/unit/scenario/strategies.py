@@ -177,6 +177,8 @@ def workload_specs(draw: st.DrawFn, *, needs_executions: bool) -> WorkloadSpec:
     elif kind is WorkloadKind.BURST:
         fields["burst_size"] = draw(counts)
         fields["burst_interval_ms"] = draw(positive)
+    elif kind is WorkloadKind.TRACE:
+        fields["arrivals_ms"] = tuple(sorted(draw(st.lists(non_negative, min_size=1, max_size=5))))
     else:
         fields["think_ms"] = draw(non_negative)
     return WorkloadSpec(kind=kind, executions=executions, start_ms=draw(non_negative), **fields)  # type: ignore[arg-type]
