@@ -675,12 +675,26 @@ class Execution:
             tracer.begin(Layer.CPU, Phase.EXECUTION, "run")
             try:
                 deadline = self.deadline_ns
-                for op, op_ns in zip(model.main.operations, plan.op_ns, strict=True):
+                for index, (op, op_ns) in enumerate(
+                    zip(model.main.operations, plan.op_ns, strict=True)
+                ):
                     if deadline is not None and kernel.now() >= deadline:
                         return ResultCode.MISSED_DEADLINE_TRANSIENT
                     ptr, pco = _PTR_PCO_NAMES.get(
                         op.type, (op.type.name.lower(), op.type.name.lower())
                     )
+                    iterations = plan.iterations_of(index)
+                    if iterations > 1:
+                        # The runtime's WHILE interpreter checks the loop timeout after each
+                        # iteration (CpuExecutor): past it, MISSED_DEADLINE_TRANSIENT.
+                        per_iteration = op_ns / iterations
+                        needed = int(self.loop_timeout_ns // per_iteration) + 1
+                        if needed < iterations:
+                            tracer.begin(Layer.CPU, Phase.COMPUTATION, pco)
+                            kernel.work(us(needed * per_iteration))
+                            tracer.end()
+                            await kernel.sync()
+                            return ResultCode.MISSED_DEADLINE_TRANSIENT
                     transform = us(op_ns * 0.1)
                     tracer.begin(Layer.CPU, Phase.TRANSFORMATION, ptr)
                     kernel.work(transform)

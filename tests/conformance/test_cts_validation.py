@@ -270,19 +270,7 @@ async def test_TestValidation_setLoopTimeout_clamped(autojump_clock, runtime_wor
 LOOP_MODEL = ("while_loop", "float32", {"iterations": 2_000, "body_size": 256})
 
 
-CPU_LOOP_TIMEOUT_BUG = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "runtime CPU executor ignores the loop timeout: Execution._run_on_cpu "
-        "(nnemu/runtime/_ndk.py) checks only deadline_ns before each operation and never "
-        "loop_timeout_ns, so a WHILE longer than setLoopTimeout finishes NO_ERROR"
-    ),
-)
-
-
-@pytest.mark.parametrize(
-    "device", ["npu", pytest.param(CPU_DEVICE_NAME, marks=CPU_LOOP_TIMEOUT_BUG)]
-)
+@pytest.mark.parametrize("device", ["npu", CPU_DEVICE_NAME])
 async def test_ControlFlowTest_loop_timeout_missed_deadline(autojump_clock, runtime_world, device):
     """CTS: a WHILE loop outliving setLoopTimeout(1 ms) ends MISSED_DEADLINE_* (1.3 driver or the runtime's CPU executor)."""
     world = runtime_world(DeviceSpec(name="npu", hal_version=V13))
