@@ -1,0 +1,128 @@
+"""The HTML page as headless Chromium renders it (skipped where ``chromium`` is not installed).
+
+CI does not install Chromium, so there these tests skip; on a machine with Debian's
+``chromium`` package they start it themselves, offline, with a throw-away profile.
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+
+from nnemu.cli import main
+from tests.unit.pictures.dom import by_id, parse_page, with_class
+
+REPO = Path(__file__).resolve().parents[3]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="headless Chromium not installed (apt-get install chromium)"
+)
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        *args,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Width, height and unfiltered rows of an 8-bit RGB(A) non-interlaced PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    position, idat = 8, b""
+    width = height = channels = 0
+    while position < len(data):
+        (length,) = struct.unpack(">I", data[position : position + 4])
+        kind = data[position + 4 : position + 8]
+        body = data[position + 8 : position + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert (depth, interlace) == (8, 0)
+            assert color in (2, 6)
+            channels = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        position += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows: list[bytes] = []
+    previous = bytearray(stride)
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up = previous[i]
+            corner = previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                estimate = left + up - corner
+                pa, pb, pc = abs(estimate - left), abs(estimate - up), abs(estimate - corner)
+                best = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                line[i] = (line[i] + best) & 0xFF
+        rows.append(bytes(line))
+        previous = line
+    return width, height, rows
+
+
+@pytest.fixture(name="page", scope="module")
+def _page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page of a checkpoint-preemption run, written by the CLI."""
+    text = (REPO / "scenarios/qos_priority_checkpoint.yaml").read_text()
+    directory = tmp_path_factory.mktemp("page")
+    scenario = directory / "short.yaml"
+    # Shortened, without the expectations of the full run.
+    scenario.write_text(text.replace("duration_ms: 4000", "duration_ms: 400").split("expect:")[0])
+    page = directory / "run.html"
+    assert main(["run", str(scenario), "--html", str(page)]) == 0
+    return page
+
+
+def test_rendered_dom_has_the_figures(page: Path, tmp_path: Path) -> None:
+    """Chromium's DOM of the page holds the timeline, bars per app, preemption marks, latency and result codes."""
+    dom = _chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
+    elements = parse_page(dom)
+    assert by_id(elements, "device-timeline-npu").tag == "svg"
+    for app in ("camera", "indexer"):
+        assert with_class(elements, "bar", f"app-{app}")
+        assert by_id(elements, f"latency-{app}").tag == "svg"
+    assert with_class(elements, "preemption")
+    assert by_id(elements, "result-codes").tag == "table"
+
+
+def test_screenshot_is_not_blank(page: Path, tmp_path: Path) -> None:
+    """The rendered page shows the apps' colors (the figures were drawn), not a blank canvas."""
+    shot = tmp_path / "shot.png"
+    _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,1000", page.as_uri())
+    width, height, rows = _png_pixels(shot.read_bytes())
+    assert (width, height) == (1280, 1000)
+    channels = len(rows[0]) // width
+    colors = {
+        bytes(row[x * channels : x * channels + 3]) for row in rows[::5] for x in range(0, width, 3)
+    }
+    assert len(colors) > 20
+    # The camera's and the indexer's colors (tab10 blue and orange) appear somewhere.
+    assert bytes.fromhex("1f77b4") in colors
+    assert bytes.fromhex("ff7f0e") in colors
