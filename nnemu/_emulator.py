@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 
 import attrs
@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 from nnemu.app import Application
-from nnemu.driver import DriverService, us
+from nnemu.driver import Device, DriverService, us
 from nnemu.hal import Model, build_chain, build_preset
 from nnemu.ipc import Binder
 from nnemu.report import Report, build_report
@@ -77,6 +77,7 @@ async def open_emulator(
     sinks: list[TraceSink] | None = None,
     realtime: bool = False,
     keep_executions: bool = False,
+    device_types: Mapping[str, type[Device]] | None = None,
 ) -> AsyncIterator[Emulator]:
     """Build the emulated world in a nursery owned by this context manager.
 
@@ -102,6 +103,7 @@ async def open_emulator(
                     cpu=scenario.cpu,
                     ipc_binder_threads=scenario.ipc.binder_threads,
                     seed=scenario.seed,
+                    device_type=(device_types or {}).get(spec.name, Device),
                 )
                 for spec in scenario.devices
             ]
@@ -148,17 +150,24 @@ def run(
     wall_time: bool = False,
     progress: Callable[[Emulator], None] | None = None,
     inspect: Callable[[Emulator], None] | None = None,
+    device_types: Mapping[str, type[Device]] | None = None,
 ) -> Report:
     """Run ``scenario`` to the end and return its report (virtual time unless ``realtime``).
 
     ``inspect``, if given, is called with the finished emulator before it is torn down,
     with per-execution records kept (``app.records``, ``service.device.history``).
+    ``device_types`` maps device names to ``Device`` subclasses (custom driver policies).
     """
 
     async def main() -> Report:
         started = time.perf_counter()
         async with open_emulator(
-            scenario, seed=seed, sinks=sinks, realtime=realtime, keep_executions=inspect is not None
+            scenario,
+            seed=seed,
+            sinks=sinks,
+            realtime=realtime,
+            keep_executions=inspect is not None,
+            device_types=device_types,
         ) as emulator:
             await emulator.run(progress=progress)
             wall = time.perf_counter() - started if wall_time else None

@@ -156,7 +156,12 @@ class Device:
     def _order_key(self, job: Job) -> tuple[int, int]:
         return (-int(job.priority), job.seq)
 
-    def _pick_index(self, waiting: list[Job]) -> int:
+    def pick_index(self, waiting: list[Job]) -> int:
+        """Which waiting job gets the next free unit (index into ``waiting``).
+
+        The scenario's ``scheduler`` decides; subclass ``Device`` and override this to try
+        a scheduling policy of your own (see ``examples/custom_scheduler.py``).
+        """
         if self.scheduler is SchedulerKind.FIFO:
             return min(range(len(waiting)), key=lambda i: waiting[i].seq)
         if self.scheduler is SchedulerKind.GLOBAL_PRIORITY:
@@ -179,7 +184,7 @@ class Device:
             return False
         # Preempt only if the freed unit would really go to ``job``.
         waiting = [*self._waiting, victim]
-        return waiting[self._pick_index(waiting)] is job
+        return waiting[self.pick_index(waiting)] is job
 
     def _request_preemption(self, job: Job) -> None:
         candidates = [victim for victim in self._running if self._may_preempt(job, victim)]
@@ -211,7 +216,7 @@ class Device:
         self._account()
         self._running.remove(job)
         if self._waiting and self.alive:
-            index = self._pick_index(self._waiting)
+            index = self.pick_index(self._waiting)
             nxt = self._waiting.pop(index)
             self._running.append(nxt)
             assert nxt.handle is not None

@@ -291,6 +291,7 @@ class DriverService:
         cpu: CpuSpec,
         ipc_binder_threads: int,
         seed: int,
+        device_type: type[Device] = Device,
     ) -> None:
         self.spec = spec
         self.name = spec.name
@@ -305,7 +306,7 @@ class DriverService:
         )
         self.endpoint = Endpoint(kernel, self.process, spec.binder_threads or ipc_binder_threads)
         self.capabilities = capabilities_from(spec.performance)
-        self.device = Device(kernel, spec, random.Random(f"{seed}:device:{spec.name}"))
+        self.device = device_type(kernel, spec, random.Random(f"{seed}:device:{spec.name}"))
         self.supported = (
             frozenset(spec.supported_operations) if spec.supported_operations is not None else None
         )
