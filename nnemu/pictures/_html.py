@@ -48,7 +48,7 @@ svg{font-size:11px;font-family:inherit}svg text{fill:#333}
 .bar.aborted{stroke:#d62728;stroke-width:1.5}.bar.failed{stroke:#000;stroke-dasharray:2 2}
 .bar.in-flight{opacity:.45}
 .preemption{fill:#000}.deadline-miss{stroke:#d62728;stroke-width:2;fill:none}
-.failure{stroke-width:1.5}.quantile{stroke:#333;stroke-dasharray:3 3}
+.failure{stroke-width:1.5}.quantile{stroke:#333;stroke-dasharray:3 3}.qlabel{font-size:9px;paint-order:stroke;stroke:#fff;stroke-width:3px}
 .cdf{fill:none;stroke-width:2}.legend{display:flex;flex-wrap:wrap;gap:14px;font-size:13px;margin:6px 0}
 .swatch{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}
 .figures{display:flex;flex-wrap:wrap;gap:12px}
@@ -280,6 +280,16 @@ def _results_strip(page: _Page) -> None:
         '<p class="note">Each tick is an execution whose final result was an error, at the time '
         "the app got it (rejections before a device started it appear only here).</p>"
     )
+    codes = sorted({failure.code for app in apps for failure in app.failures})
+    page.add(
+        '<div class="legend">'
+        + "".join(
+            f'<span><span class="swatch" style="background:{code_color(code)}"></span>'
+            f"{escape(code)}</span>"
+            for code in codes
+        )
+        + "</div>"
+    )
     high_ns = max(data.end_ns, 1000)
     scale = (_MIN_WIDTH - _LEFT - _RIGHT) / high_ns
     height = 14 + len(apps) * _LANE_H + _AXIS_H
@@ -403,13 +413,15 @@ def _histogram(page: _Page, app: AppPicture) -> None:
                 f' y="{_num(bottom - count * sy)}" width="{_num(max(0.5, width_ms * sx - 1))}"'
                 f' height="{_num(count * sy)}"><title>{count}</title></rect>'
             )
-    for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
+    for row, (name, q) in enumerate((("p50", 0.5), ("p95", 0.95), ("p99", 0.99))):
         value_ms = _quantile(values, q) / 1e6
-        px = _num(left + value_ms * sx)
+        px = left + value_ms * sx
+        # Labels on three heights, left of the line, so close quantiles stay legible.
         page.add(
-            f'<line class="quantile" x1="{px}" x2="{px}" y1="26" y2="{_num(bottom)}">'
+            f'<line class="quantile" x1="{_num(px)}" x2="{_num(px)}" y1="26" y2="{_num(bottom)}">'
             f"<title>{name} {value_ms:.3f} ms</title></line>"
-            f'<text x="{px}" y="24" text-anchor="middle" font-size="9">{name}</text>'
+            f'<text x="{_num(px - 3)}" y="{36 + 11 * row}" text-anchor="end" class="qlabel">'
+            f"{name} {value_ms:.2f}</text>"
         )
     page.add("</svg>")
 

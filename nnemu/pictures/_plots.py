@@ -13,13 +13,15 @@ from typing import Any
 from nnemu.pictures._collect import AppPicture, DevicePicture, RunPictures
 from nnemu.pictures._common import (
     DEADLINE_MISS_COLOR,
-    MAX_JOBS_PER_DEVICE,
     PREEMPTION_COLOR,
     app_color,
     code_color,
     slug,
 )
 from nnemu.report import Report
+
+PLOT_JOBS_PER_DEVICE = 200
+"""Jobs drawn on a PNG timeline (the first ones): a fixed-size image stays legible that way."""
 
 MISSING_MATPLOTLIB = "--plots needs matplotlib: pip install -e '.[plots]'"
 """What the CLI prints when the extra is not installed."""
@@ -49,7 +51,7 @@ def _pyplot() -> Any:
 
 def _timeline(plt: Any, data: RunPictures, device: DevicePicture, path: Path) -> None:
     colors = {app.name: app_color(index) for index, app in enumerate(data.apps)}
-    jobs = device.jobs[:MAX_JOBS_PER_DEVICE]
+    jobs = device.jobs[:PLOT_JOBS_PER_DEVICE]
     lanes = max([device.units] + [lane + 1 for job in jobs for _, _, lane in job.segments])
     fig, ax = plt.subplots(figsize=(14, 1.2 + 0.6 * lanes))
     per_app: dict[str, list[tuple[float, float, int]]] = {}
@@ -71,12 +73,14 @@ def _timeline(plt: Any, data: RunPictures, device: DevicePicture, path: Path) ->
                     spans,
                     (lane - 0.35, 0.7),
                     facecolors=colors.get(app, "#7f7f7f"),
+                    edgecolors="white",
+                    linewidth=0.4,
                     label=app if lane == min(on for _, _, on in bars) else None,
                 )
     if preemptions:
         ax.scatter(
             [t for t, _ in preemptions],
-            [lane + 0.45 for _, lane in preemptions],
+            [lane - 0.45 for _, lane in preemptions],
             marker="v",
             s=18,
             color=PREEMPTION_COLOR,
