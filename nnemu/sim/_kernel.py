@@ -110,6 +110,9 @@ class Kernel:
         self._wall_base = 0.0
         self._clock: trio.testing.MockClock | None = None
         self.switches = 0
+        self.observer: Callable[[int, str], None] | None = None
+        """Called with (time, description) before each timer or timed callback is taken
+        (manual stepping); None costs nothing."""
 
     # ------------------------------------------------------------------ time
     def now(self) -> int:
@@ -169,8 +172,16 @@ class Kernel:
             self._hand_to(nxt)
             await wait_task_rescheduled(self._abort)
         self._running = None
+        stop_ns = self._stop_ns  # stop() may have moved it
         if stop_ns is not None and self.now_ns < stop_ns and self.pending():
             self._advance(stop_ns)
+
+    def stop(self) -> None:
+        """End the run at the current virtual time: the root is woken before any later timer.
+
+        Tasks that are ready now still run (at this time); nothing further is scheduled.
+        """
+        self._stop_ns = self.now_ns - 1
 
     def pending(self) -> bool:
         """Whether any emulated work is still scheduled."""
@@ -199,6 +210,11 @@ class Kernel:
             if self._stop_ns is not None and t_ns > self._stop_ns:
                 assert self._root is not None
                 return self._root
+            if self.observer is not None:
+                self._observe(t_ns, proc_or_none, payload)
+                if self._stop_ns is not None and t_ns > self._stop_ns:
+                    assert self._root is not None
+                    return self._root
             heapq.heappop(heap)
             if proc_or_none is None:
                 if self.realtime:
@@ -215,6 +231,14 @@ class Kernel:
                 await trio.sleep_until(self._wall_base + t_ns / 1e9)
             self._advance(t_ns)
             return proc
+
+    def _observe(self, t_ns: int, proc: _Proc | None, payload: Any) -> None:
+        """Tell the observer about the timer or callback ``_next`` is about to take."""
+        assert self.observer is not None
+        if proc is None:
+            self.observer(t_ns, f"call {getattr(payload, '__name__', 'callback')}()")
+        elif proc.token == payload:  # a stale timer is skipped silently
+            self.observer(t_ns, f"wake {proc.name}")
 
     def _hand_to(self, proc: _Proc) -> None:
         self._running = proc
