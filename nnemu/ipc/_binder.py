@@ -87,6 +87,9 @@ class Binder:
         self._rng = rng
         self._mean_ns = spec.latency_us * 1000.0
         self.transactions = 0
+        self.on_call: Callable[[str], None] | None = None
+        """Called with ``HIDL::<Iface>::<method>`` as each transaction starts, on the caller's
+        thread, before anything happens (manual stepping stops here)."""
 
     def latency_ns(self, payload_bytes: int = 0) -> int:
         """One-way latency of a transaction carrying ``payload_bytes``, in whole µs."""
@@ -113,6 +116,8 @@ class Binder:
         kernel, tracer = self.kernel, self.tracer
         name = f"HIDL::{iface}::{method}"
         self.transactions += 1
+        if self.on_call is not None:
+            self.on_call(name)
         tracer.raw_begin(name + "::client")
         try:
             if not callee.alive:
@@ -154,6 +159,8 @@ class Binder:
         kernel, tracer = self.kernel, self.tracer
         name = f"HIDL::{iface}::{method}"
         self.transactions += 1
+        if self.on_call is not None:
+            self.on_call(name)
         tracer.raw_begin(name + "::client")
         tracer.end()
         if not callee.alive:
