@@ -151,12 +151,15 @@ def run(
     progress: Callable[[Emulator], None] | None = None,
     inspect: Callable[[Emulator], None] | None = None,
     device_types: Mapping[str, type[Device]] | None = None,
+    attach: Callable[[Emulator], None] | None = None,
 ) -> Report:
     """Run ``scenario`` to the end and return its report (virtual time unless ``realtime``).
 
     ``inspect``, if given, is called with the finished emulator before it is torn down,
     with per-execution records kept (``app.records``, ``service.device.history``).
     ``device_types`` maps device names to ``Device`` subclasses (custom driver policies).
+    ``attach``, if given, is called with the built emulator before it runs (a stepper
+    hooks ``kernel.observer`` and ``binder.on_call`` there).
     """
 
     async def main() -> Report:
@@ -169,6 +172,8 @@ def run(
             keep_executions=inspect is not None,
             device_types=device_types,
         ) as emulator:
+            if attach is not None:
+                attach(emulator)
             await emulator.run(progress=progress)
             wall = time.perf_counter() - started if wall_time else None
             if inspect is not None:
