@@ -17,6 +17,7 @@ point, and a preempting arrival wakes it early.
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 
@@ -92,6 +93,11 @@ class Job:
     """How it ended."""
     preempted: int = 0
     """How many times it yielded its unit."""
+    unit: int = -1
+    """The compute unit it holds (-1 = none)."""
+    segments: list[tuple[int, int, int]] = attrs.field(factory=list)
+    """Stretches it ran: (start_ns, end_ns, unit)."""
+    _segment_start: int = 0
 
 
 @attrs.define
@@ -118,6 +124,7 @@ class Device:
         self.preemption = spec.preemption
         self._rng = rng
         self._running: list[Job] = []
+        self._free_units: list[int] = list(range(spec.compute_units))
         self._waiting: list[Job] = []
         self._seq = 0
         self._busy_since = 0
@@ -201,7 +208,7 @@ class Device:
         await kernel.sync()
         if self.alive and len(self._running) < self.units and not self._waiting:
             self._account()
-            self._running.append(job)
+            self._occupy(job, self._free_units.pop(0))
             return True
         if not self.alive:
             return False
@@ -211,16 +218,30 @@ class Device:
         granted = await kernel.park()
         return granted == GRANTED
 
+    def _occupy(self, job: Job, unit: int) -> None:
+        job.unit = unit
+        job._segment_start = self.kernel.now_ns
+        self._running.append(job)
+
+    def _vacate(self, job: Job) -> int:
+        """Take ``job`` off its unit, recording the stretch it ran; returns the unit."""
+        self._running.remove(job)
+        unit, job.unit = job.unit, -1
+        job.segments.append((job._segment_start, self.kernel.now_ns, unit))
+        return unit
+
     def _release(self, job: Job) -> None:
         self.kernel.assert_synced()
         self._account()
-        self._running.remove(job)
+        unit = self._vacate(job)
         if self._waiting and self.alive:
             index = self.pick_index(self._waiting)
             nxt = self._waiting.pop(index)
-            self._running.append(nxt)
+            self._occupy(nxt, unit)
             assert nxt.handle is not None
             self.kernel.wake(nxt.handle, GRANTED)
+        else:
+            bisect.insort(self._free_units, unit)
 
     def backlog_ns(self, job: Job) -> int:
         """Work the device must do before ``job`` could start (divided among the units)."""
@@ -362,7 +383,7 @@ class Device:
         kernel = self.kernel
         if self.alive and len(self._running) < self.units and not self._waiting:
             self._account()
-            self._running.append(job)
+            self._occupy(job, self._free_units.pop(0))
             return True
         if not self.alive:
             return False

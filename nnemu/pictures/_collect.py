@@ -5,19 +5,12 @@
 numbers, so the writers never touch the emulator and another command (replay,
 a notebook) can build the same pictures from the same values.
 
-A device job records when it first got a unit and when it left, and how often
-it was preempted, but not the moments in between.  ``_run_segments`` rebuilds
-them from all jobs of the device: at any moment the ``units`` most recently
-started jobs among those started and not yet finished hold the units (a
-preempted job waits behind the one that took its unit; the device never idles
-while a preempted job waits).  This is exact on a one-unit device under the
-priority schedulers; a job whose rebuilt run time disagrees with its recorded
-durations is counted in ``DevicePicture.inexact``.
+Each device job records the stretches it ran on a compute unit
+(``Job.segments``: start, end, unit), so preempted jobs are drawn exactly.
 """
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -121,49 +114,6 @@ class RunPictures:
     """Driver devices in scenario order (the runtime's CPU path keeps no jobs)."""
 
 
-def _run_segments(
-    jobs: list[Job], units: int, end_ns: int
-) -> dict[int, list[tuple[int, int, int]]]:
-    """Rebuild each started job's stretches on a unit: ``{index: [(start, end, lane)]}``."""
-    events: list[tuple[int, int, int]] = []  # (time, 0 = end / 1 = start, job index)
-    for index, job in enumerate(jobs):
-        if job.started_ns is None:
-            continue
-        finished = job.finished_ns if job.finished_ns is not None else end_ns
-        if finished <= job.started_ns:
-            continue
-        events.append((job.started_ns, 1, index))
-        events.append((finished, 0, index))
-    events.sort()
-    active: list[tuple[int, int]] = []  # (started_ns, index), sorted
-    lanes: dict[int, int] = {}
-    free = list(range(units))
-    running: set[int] = set()
-    open_at: dict[int, int] = {}
-    segments: dict[int, list[tuple[int, int, int]]] = {}
-    position = 0
-    while position < len(events):
-        now = events[position][0]
-        while position < len(events) and events[position][0] == now:
-            _, kind, index = events[position]
-            key = (jobs[index].started_ns or 0, index)
-            if kind:
-                bisect.insort(active, key)
-            else:
-                active.pop(bisect.bisect_left(active, key))
-            position += 1
-        should_run = {index for _, index in active[-units:]}
-        for index in sorted(running - should_run):
-            lane = lanes.pop(index)
-            segments.setdefault(index, []).append((open_at.pop(index), now, lane))
-            bisect.insort(free, lane)
-        for index in sorted(should_run - running, key=lambda i: (jobs[i].started_ns, i)):
-            lanes[index] = free.pop(0) if free else units + len(lanes)
-            open_at[index] = now
-        running = should_run
-    return segments
-
-
 def _device_picture(
     name: str,
     units: int,
@@ -172,21 +122,12 @@ def _device_picture(
     apps: dict[int, str],
     end_ns: int,
 ) -> DevicePicture:
-    jobs = list(history)
-    segments = _run_segments(jobs, units, end_ns)
     pictures = []
-    inexact = 0
-    for index, job in enumerate(jobs):
-        stretches = tuple(segments.get(index, ()))
+    for job in history:
+        stretches = list(job.segments)
+        if job.unit >= 0:  # still on its unit when the run stopped
+            stretches.append((job._segment_start, end_ns, job.unit))
         status = "IN_FLIGHT" if job.status is None else job.status.name
-        ran_ns = sum(end - start for start, end, _ in stretches)
-        if (
-            job.preempted
-            and status == "NONE"
-            and preemption == "checkpoint"
-            and ran_ns != sum(job.durations)
-        ):
-            inexact += 1
         pictures.append(
             JobPicture(
                 app=apps.get(job.uid, f"uid:{job.uid}"),
@@ -194,14 +135,14 @@ def _device_picture(
                 arrived_ns=job.arrived_ns or 0,
                 started_ns=job.started_ns,
                 finished_ns=job.finished_ns if job.finished_ns is not None else end_ns,
-                segments=stretches,
+                segments=tuple(stretches),
                 preempted=job.preempted,
                 status=status,
                 deadline_ns=job.deadline_ns,
             )
         )
     return DevicePicture(
-        name=name, units=units, preemption=preemption, jobs=tuple(pictures), inexact=inexact
+        name=name, units=units, preemption=preemption, jobs=tuple(pictures), inexact=0
     )
 
 
