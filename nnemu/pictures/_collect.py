@@ -64,8 +64,6 @@ class DevicePicture:
     """Preemption kind of the device (``none``, ``checkpoint``, ``restart``)."""
     jobs: tuple[JobPicture, ...]
     """Every job that reached the device, in arrival order."""
-    inexact: int
-    """Preempted jobs whose rebuilt run time does not match their recorded durations."""
 
 
 @attrs.frozen(kw_only=True)
@@ -141,9 +139,7 @@ def _device_picture(
                 deadline_ns=job.deadline_ns,
             )
         )
-    return DevicePicture(
-        name=name, units=units, preemption=preemption, jobs=tuple(pictures), inexact=0
-    )
+    return DevicePicture(name=name, units=units, preemption=preemption, jobs=tuple(pictures))
 
 
 def collect(emulator: Emulator) -> RunPictures:

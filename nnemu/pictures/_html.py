@@ -189,11 +189,6 @@ def _timeline(page: _Page, device: DevicePicture) -> None:
             f"Showing the first {len(jobs)} of {total} jobs (by arrival); "
             "the summary tables and latency figures cover all of them."
         )
-    if device.inexact:
-        notes.append(
-            f"{device.inexact} preempted jobs' stretches could not be rebuilt exactly "
-            "from the recorded history; their bars are approximate."
-        )
     page.add(f'<p class="note">{" ".join(notes)}</p>')
     if not jobs:
         page.add(

@@ -49,9 +49,7 @@ def _synthetic(jobs: list[JobPicture], failures: tuple[ResultPicture, ...] = ())
         codes=(("NO_ERROR", 2), *((f.code, 1) for f in failures)),
         failures=failures,
     )
-    device = DevicePicture(
-        name="npu", units=1, preemption="checkpoint", jobs=tuple(jobs), inexact=0
-    )
+    device = DevicePicture(name="npu", units=1, preemption="checkpoint", jobs=tuple(jobs))
     return RunPictures(
         scenario="synthetic", seed=1, end_ns=100_000_000, apps=(app,), devices=(device,)
     )
@@ -103,7 +101,6 @@ def test_collect_splits_preempted_jobs_exactly(checkpoint_run) -> None:
     preempted = [job for job in npu.jobs if job.preempted]
     assert preempted
     assert sum(job.preempted for job in npu.jobs) == report.data["devices"]["npu"]["preemptions"]
-    assert npu.inexact == 0
     for job in preempted:
         if job.status == "NONE":
             assert len(job.segments) == job.preempted + 1
