@@ -110,6 +110,9 @@ class Kernel:
         self._wall_base = 0.0
         self._clock: trio.testing.MockClock | None = None
         self.switches = 0
+        self._stopped = False
+        # Latest own-clock time a task reached through work() (its marks may carry it).
+        self._reached_ns = 0
         self.observer: Callable[[int, str], None] | None = None
         """Called with (time, description) before each timer or timed callback is taken
         (manual stepping); None costs nothing."""
@@ -172,8 +175,10 @@ class Kernel:
             self._hand_to(nxt)
             await wait_task_rescheduled(self._abort)
         self._running = None
-        stop_ns = self._stop_ns  # stop() may have moved it
-        if stop_ns is not None and self.now_ns < stop_ns and self.pending():
+        if self._stopped:
+            # Marks written ahead of the clock by work() must not outlive the run's end.
+            self._advance(self._reached_ns)
+        elif stop_ns is not None and self.now_ns < stop_ns and self.pending():
             self._advance(stop_ns)
 
     def stop(self) -> None:
@@ -181,6 +186,7 @@ class Kernel:
 
         Tasks that are ready now still run (at this time); nothing further is scheduled.
         """
+        self._stopped = True
         self._stop_ns = self.now_ns - 1
 
     def pending(self) -> bool:
@@ -297,7 +303,10 @@ class Kernel:
         heap = self._heap
         proc = self._running
         if proc is not None and proc.lag_ns:
-            t_ns = max(t_ns, self.now_ns + proc.lag_ns)
+            reached = self.now_ns + proc.lag_ns
+            if reached > self._reached_ns:
+                self._reached_ns = reached
+            t_ns = max(t_ns, reached)
             proc.lag_ns = 0
         if (
             not self._ready
@@ -359,6 +368,7 @@ class Kernel:
             await fn(*args)
         finally:
             # Whatever the task computed after its last wait is over; nothing observes it.
+            self._reached_ns = max(self._reached_ns, self.now_ns + proc.lag_ns)
             proc.lag_ns = 0
             if not self._closing and self._running is proc:
                 with trio.CancelScope(shield=True):
