@@ -315,6 +315,7 @@ class Kernel:
             and (self._stop_ns is None or t_ns <= self._stop_ns)
             and self._running is not None
             and not self._closing
+            and self.observer is None  # a stepper sees every wait as a kernel event
         ):
             # Nothing else can happen before t_ns: move time on without a task switch.
             self._advance(t_ns)
