@@ -1,0 +1,383 @@
+"""Turning an extracted ``TracePlan`` into a ``Scenario`` that replays it.
+
+What is derived from the trace and what is assumed is recorded as text lines
+(``BuiltReplay.derived`` / ``.assumed``) so the command can print it; docs/replay.md
+lists the same rules.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Sequence
+from typing import Final
+
+import attrs
+
+from nnemu._emulator import build_model
+from nnemu.driver import capabilities_from, compute_plan
+from nnemu.replay._extract import TraceDriver, TracePlan
+from nnemu.scenario import (
+    AppSpec,
+    CpuSpec,
+    DeviceCostSpec,
+    DeviceSpec,
+    ExecutionMode,
+    IpcSpec,
+    ModelSpec,
+    PerformanceSpec,
+    PerfSpec,
+    Scenario,
+    WorkloadKind,
+    WorkloadSpec,
+)
+
+FIRST_UID: Final = 10_000
+_MIN_RATIO: Final = 1e-6
+
+
+@attrs.frozen(kw_only=True)
+class ModelChoice:
+    """The preset a ``[NN_LA_PO]`` name maps to."""
+
+    preset: str
+    """Preset name."""
+    dtype: str
+    """float32 or quant8."""
+    recognised: bool
+    """Whether the name said which model it is (else the default was assumed)."""
+
+
+def choose_model(name: str | None) -> ModelChoice:
+    """The preset for a model named ``name`` (``mobilenet_quantized`` -> mobilenet_v1 quant8)."""
+    lowered = (name or "").lower()
+    dtype = "quant8" if "quant" in lowered else "float32"
+    if "mobilenet" in lowered:
+        v2 = "v2" in lowered.replace("mobilenet_v2", "v2").replace("mobilenetv2", "v2")
+        return ModelChoice(
+            preset="mobilenet_v2" if v2 else "mobilenet_v1", dtype=dtype, recognised=True
+        )
+    if "lstm" in lowered:
+        return ModelChoice(preset="lstm", dtype="float32", recognised=True)
+    return ModelChoice(preset="mobilenet_v1", dtype=dtype, recognised=False)
+
+
+@attrs.frozen(kw_only=True)
+class BuiltReplay:
+    """The scenario a replay runs and how it was made."""
+
+    scenario: Scenario
+    """The replay scenario (before ``--set`` overrides)."""
+    derived: tuple[str, ...]
+    """Lines saying what was derived from the trace."""
+    assumed: tuple[str, ...]
+    """Lines saying what the trace did not tell and was assumed."""
+    loop_period_ms: float
+    """Shift between two loops of the trace (``-l N``)."""
+
+
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 6)
+
+
+def _compute_ns(model_spec: ModelSpec, performance: PerformanceSpec, cpu: CpuSpec) -> int:
+    model = build_model(model_spec)
+    return compute_plan(model, capabilities_from(performance), cpu).total_ns
+
+
+def _with_ratio(performance: PerformanceSpec, dtype: str, ratio: float) -> PerformanceSpec:
+    entry = PerfSpec(exec_time=ratio)
+    if dtype == "quant8":
+        return attrs.evolve(performance, quant8=entry)
+    return attrs.evolve(performance, float32=entry)
+
+
+def derive_exec_ratio(
+    model_spec: ModelSpec, target_ns: int, cost: DeviceCostSpec, cpu: CpuSpec
+) -> tuple[float, int]:
+    """The execTime ratio that makes ``model_spec`` compute in ``target_ns`` minus the launch.
+
+    Returns (ratio, compute ns the ratio gives).  Operations are rounded to whole µs
+    (at least 1 µs each), so the ratio is refined on the real plan a few times.
+    """
+    goal = max(1_000, target_ns - round(cost.launch_us * 1000))
+    base = PerformanceSpec()
+    ratio = 1.0
+    at_one = _compute_ns(model_spec, _with_ratio(base, model_spec.dtype, 1.0), cpu)
+    ratio = max(_MIN_RATIO, goal / max(1, at_one))
+    for _ in range(4):
+        got = _compute_ns(model_spec, _with_ratio(base, model_spec.dtype, ratio), cpu)
+        if got == goal or got <= 0:
+            break
+        ratio = max(_MIN_RATIO, ratio * goal / got)
+    ratio = float(f"{ratio:.6g}")
+    return ratio, _compute_ns(model_spec, _with_ratio(base, model_spec.dtype, ratio), cpu)
+
+
+def _loop_period_ns(plan: TracePlan) -> int:
+    """Shift between loops: the trace's span plus its median gap between arrivals."""
+    arrivals = sorted(t for app in plan.apps for t in app.arrivals_ns)
+    gaps = [b - a for a, b in itertools.pairwise(arrivals) if b > a]
+    span = arrivals[-1] - arrivals[0]
+    if gaps:
+        return span + int(statistics.median(gaps))
+    durations = [d.median_execution_ns for d in plan.drivers if d.median_execution_ns]
+    return span + (int(max(durations)) if durations else 1_000_000)
+
+
+def build_replay(
+    plan: TracePlan, *, fast: bool = False, loops: int = 1, name: str | None = None
+) -> BuiltReplay:
+    """The scenario that replays ``plan``.
+
+    Args:
+        plan: what the trace holds.
+        fast: ignore the timestamps: every app runs its executions back to back
+            (a closed loop with the same count, from time 0).
+        loops: repeat the recorded arrivals this many times, each loop shifted by the
+            trace's span plus its median gap.
+        name: scenario name (default: ``replay``).
+    """
+    derived: list[str] = []
+    assumed: list[str] = []
+    cpu = CpuSpec()
+    period_ns = _loop_period_ns(plan)
+
+    # Models: one per app, the preset its [NN_LA_PO] name suggests.
+    models: list[ModelSpec] = []
+    model_of_app: dict[int, ModelSpec] = {}
+    for app in plan.apps:
+        choice = choose_model(app.model_name)
+        spec = ModelSpec(name=f"{app.name}-model", preset=choice.preset, dtype=choice.dtype)
+        models.append(spec)
+        model_of_app[app.pid] = spec
+        if choice.recognised:
+            derived.append(
+                f"apps.{app.name}: model {choice.preset} {choice.dtype} "
+                f"(from the [NN_LA_PO] name {app.model_name!r})"
+            )
+        else:
+            why = f"{app.model_name!r} not recognised" if app.model_name else "no [NN_LA_PO] mark"
+            assumed.append(f"apps.{app.name}: model {choice.preset} {choice.dtype} ({why})")
+
+    # Devices: one per driver process.
+    devices: list[DeviceSpec] = []
+    driver_by_pid: dict[int, TraceDriver] = {d.pid: d for d in plan.drivers}
+    for driver in plan.drivers:
+        cost = DeviceCostSpec()
+        performance = PerformanceSpec()
+        where = f"devices.{driver.name}"
+        evidence = f"from {driver.hal_evidence}" if driver.hal_evidence else "no versioned method"
+        derived.append(f"{where}: HAL {driver.hal_version.value} ({evidence})")
+        # The model of the app that sent it the most executions.
+        users = [
+            (count, app)
+            for app in plan.apps
+            for pid, count in zip(app.driver_pids, app.driver_executions, strict=True)
+            if pid == driver.pid
+        ]
+        top_app = max(users, key=lambda u: u[0])[1] if users else None
+        median_exec = driver.median_execution_ns
+        if top_app is not None and median_exec is not None:
+            spec = model_of_app[top_app.pid]
+            ratio, got = derive_exec_ratio(spec, median_exec, cost, cpu)
+            performance = _with_ratio(performance, spec.dtype, ratio)
+            derived.append(
+                f"{where}.performance.{spec.dtype}.exec_time: {ratio:g} "
+                f"(median of {len(driver.execution_ns)} driver executions "
+                f"{_ms(median_exec):.3f} ms = {spec.preset} {spec.dtype} {_ms(got):.3f} ms "
+                f"+ launch {cost.launch_us:g} us)"
+            )
+        else:
+            assumed.append(f"{where}.performance: defaults (no execution observed)")
+        median_prep = driver.median_prepare_ns
+        if top_app is not None and median_prep is not None:
+            ops = len(build_model(model_of_app[top_app.pid]).main.operations)
+            fixed = max(0.0, _ms(median_prep) - cost.prepare_ms_per_op * ops)
+            cost = attrs.evolve(cost, prepare_ms=round(fixed, 3))
+            derived.append(
+                f"{where}.cost.prepare_ms: {cost.prepare_ms:g} (median of "
+                f"{len(driver.prepare_ns)} preparations {_ms(median_prep):.3f} ms "
+                f"- {cost.prepare_ms_per_op:g} ms x {ops} operations)"
+            )
+        assumed.append(
+            f"{where}: type accelerator, 1 compute unit, launch {cost.launch_us:g} us, "
+            "no jitter, per_app_priority scheduler (defaults)"
+        )
+        devices.append(
+            DeviceSpec(
+                name=driver.name,
+                hal_version=driver.hal_version,
+                performance=performance,
+                cost=cost,
+            )
+        )
+
+    ipc = IpcSpec()
+    if plan.ipc_latency_ns:
+        latency = _ms(statistics.median(plan.ipc_latency_ns)) * 1000
+        ipc = IpcSpec(latency_us=round(latency, 3))
+        derived.append(
+            f"ipc.latency_us: {ipc.latency_us:g} (median of {len(plan.ipc_latency_ns)} "
+            "::client begin -> ::server begin delays)"
+        )
+    else:
+        assumed.append(f"ipc.latency_us: {ipc.latency_us:g} (default; no HIDL pair seen)")
+
+    apps: list[AppSpec] = []
+    for index, app in enumerate(plan.apps):
+        where = f"apps.{app.name}"
+        first = app.arrivals_ns[0]
+        count = len(app.arrivals_ns)
+        if fast:
+            workload = WorkloadSpec(kind=WorkloadKind.CLOSED_LOOP, executions=count * loops)
+        else:
+            arrivals = [
+                _ms(loop * period_ns + t - first) for loop in range(loops) for t in app.arrivals_ns
+            ]
+            workload = WorkloadSpec(
+                kind=WorkloadKind.TRACE,
+                start_ms=_ms(first - plan.t0_ns),
+                arrivals_ms=tuple(arrivals),
+            )
+        derived.append(f"{where}: {count} executions ({app.arrival_source})")
+        if app.execution_mode is not None:
+            mode = app.execution_mode
+            derived.append(f"{where}.execution_mode: {mode.value} (runtime execution API)")
+        else:
+            mode = ExecutionMode.SYNC
+            assumed.append(f"{where}.execution_mode: sync (no runtime marks in the trace)")
+        if app.max_in_flight > 1:
+            derived.append(f"{where}.threads: {app.max_in_flight} (most executions in flight)")
+        devices_used: tuple[str, ...] | None = None
+        known = [driver_by_pid[p].name for p in app.driver_pids if p in driver_by_pid]
+        if len(known) == 1:
+            devices_used = (known[0],)
+            derived.append(f"{where}.devices: [{known[0]}] (every execution went to it)")
+        elif known:
+            derived.append(f"{where}: executions went to {', '.join(known)} (all devices kept)")
+        if app.priority_calls:
+            assumed.append(
+                f"{where}.priority: medium (setPriority was called {app.priority_calls}x; "
+                "traces do not carry its value)"
+            )
+        else:
+            assumed.append(f"{where}.priority: medium (no priority in the trace)")
+        if app.timeout_calls:
+            assumed.append(
+                f"{where}: no deadline (setTimeout was called {app.timeout_calls}x; "
+                "traces do not carry its value)"
+            )
+        else:
+            assumed.append(f"{where}: no deadline (none in the trace)")
+        if app.compilations > 1:
+            assumed.append(
+                f"{where}: compiles once ({app.compilations} compilations recorded; "
+                "arrivals count from the end of the one compilation)"
+            )
+        apps.append(
+            AppSpec(
+                name=app.name,
+                uid=FIRST_UID + index,
+                model=model_of_app[app.pid].name,
+                devices=devices_used,
+                execution_mode=mode,
+                threads=app.max_in_flight,
+                workload=workload,
+            )
+        )
+    if fast:
+        assumed.append("-n: timestamps ignored; each app runs its executions back to back")
+    if loops > 1:
+        derived.append(f"-l {loops}: arrivals repeated every {_ms(period_ns):.3f} ms")
+
+    scenario = Scenario(
+        name=name or "replay",
+        devices=tuple(devices),
+        ipc=ipc,
+        models=tuple(models),
+        apps=tuple(apps),
+        source=plan.source,
+    )
+    return BuiltReplay(
+        scenario=scenario,
+        derived=tuple(derived),
+        assumed=tuple(assumed),
+        loop_period_ms=_ms(period_ns),
+    )
+
+
+def describe_plan(plan: TracePlan) -> list[str]:
+    """The extracted plan, one line per item (what the command prints first)."""
+    lines = [
+        f"replay of {plan.source} ({plan.format}): {len(plan.apps)} app(s), "
+        f"{len(plan.drivers)} driver(s); time 0 = first execution at "
+        f"{plan.t0_ns / 1e9:.6f} s"
+    ]
+    drivers = {d.pid: d for d in plan.drivers}
+    for app in plan.apps:
+        arrivals = app.arrivals_ns
+        gaps = [_ms(b - a) for a, b in itertools.pairwise(arrivals)]
+        process = f" ({app.process_name})" if app.process_name else ""
+        lines.append(f"  app {app.name}: pid {app.pid}{process}")
+        lines.append(
+            f"    {len(arrivals)} executions from {app.arrival_source}, first at "
+            f"+{_ms(arrivals[0] - plan.t0_ns):.3f} ms"
+        )
+        if gaps:
+            shown = ", ".join(f"{g:.3f}" for g in gaps[:8]) + (", ..." if len(gaps) > 8 else "")
+            lines.append(f"    gaps ms: {shown}")
+        lines.append(
+            f"    model {app.model_name or '?'}; mode "
+            f"{app.execution_mode.value if app.execution_mode else 'unknown'}; "
+            f"{app.compilations} compilation(s); at most {app.max_in_flight} in flight"
+        )
+        used = ", ".join(
+            f"{drivers[p].name if p in drivers else p} x{n}"
+            for p, n in zip(app.driver_pids, app.driver_executions, strict=True)
+        )
+        lines.append(f"    executions on: {used or 'no driver seen (CPU)'}")
+        lines.append(
+            "    priority, deadline: not in the trace"
+            + (
+                f" (setPriority x{app.priority_calls}, setTimeout x{app.timeout_calls})"
+                if app.priority_calls or app.timeout_calls
+                else ""
+            )
+        )
+    for driver in plan.drivers:
+        process = f" ({driver.process_name})" if driver.process_name else ""
+        lines.append(f"  driver {driver.name}: pid {driver.pid}{process}")
+        median_exec = driver.median_execution_ns
+        median_prep = driver.median_prepare_ns
+        lines.append(
+            f"    HAL {driver.hal_version.value}; {len(driver.execution_ns)} executions"
+            + (f", median {_ms(median_exec):.3f} ms" if median_exec is not None else "")
+            + f"; {len(driver.prepare_ns)} preparations"
+            + (f", median {_ms(median_prep):.3f} ms" if median_prep is not None else "")
+        )
+    lines.extend(f"  note: {note}" for note in plan.notes)
+    return lines
+
+
+def describe_build(built: BuiltReplay, overrides: Sequence[str] = ()) -> list[str]:
+    """What was derived, what was assumed and what ``--set`` changed."""
+    lines = ["derived from the trace:"]
+    lines.extend(f"  {line}" for line in built.derived)
+    lines.append("assumed (not in the trace):")
+    lines.extend(f"  {line}" for line in built.assumed)
+    if overrides:
+        lines.append("changed with --set:")
+        lines.extend(f"  {text}" for text in overrides)
+    return lines
+
+
+__all__ = [
+    "BuiltReplay",
+    "ModelChoice",
+    "build_replay",
+    "choose_model",
+    "derive_exec_ratio",
+    "describe_build",
+    "describe_plan",
+]

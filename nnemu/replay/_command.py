@@ -1,0 +1,124 @@
+"""``nnemu replay TRACE``: extract, print the plan, build the scenario, run it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from nnemu._emulator import run
+from nnemu.replay._build import build_replay, describe_build, describe_plan
+from nnemu.replay._extract import extract_plan
+from nnemu.replay._overrides import OverrideError, apply_overrides
+from nnemu.replay._stepper import Stepper
+from nnemu.scenario import dump_scenario
+from nnemu.tracer import TraceSink, open_trace_writer
+
+EXIT_OK = 0
+EXIT_EXPECTATION_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+Summary = Callable[[dict[str, Any], TextIO], None]
+"""Prints a report's summary table (the CLI's ``nnemu run`` table)."""
+
+
+def _write_file(path: str, text: str, what: str, stderr: TextIO) -> bool:
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+    except OSError as exc:
+        stderr.write(f"{path}: cannot write the {what}: {exc.strerror}\n")
+        return False
+    return True
+
+
+def run_replay_command(
+    trace_path: str,
+    *,
+    fast: bool = False,
+    loop: int | None = None,
+    stop_at_s: float | None = None,
+    manual: bool = False,
+    sets: Sequence[str] = (),
+    seed: int | None = None,
+    trace: str | None = None,
+    report: str | None = None,
+    save_scenario: str | None = None,
+    realtime: bool = False,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+    summary: Summary,
+) -> int:
+    """Replay ``trace_path``; returns the exit code.
+
+    Args:
+        loop: None = play once; N >= 1 = the arrivals repeated N times in one run;
+            0 = loop forever (one run per loop, until Ctrl-C twice or ``q``).
+        stop_at_s: run to this virtual time, then switch to manual control.
+        manual: start in manual control.
+        sets: ``KEY=VALUE`` changes to the scenario (``--set``).
+    """
+    if loop is not None and loop < 0:
+        stderr.write(f"-l: expected a loop count >= 1 (or none: forever), got {loop}\n")
+        return EXIT_BAD_INPUT
+    if stop_at_s is not None and not stop_at_s >= 0:
+        stderr.write(f"-s: expected a virtual time in seconds >= 0, got {stop_at_s}\n")
+        return EXIT_BAD_INPUT
+    forever = loop == 0
+    try:
+        plan = extract_plan(trace_path)
+        name = "replay-" + os.path.splitext(os.path.basename(trace_path))[0]
+        built = build_replay(plan, fast=fast, loops=loop or 1, name=name)
+        try:
+            scenario = apply_overrides(built.scenario, sets)
+        except OverrideError as exc:
+            for problem in exc.problems:
+                stderr.write(problem + "\n")
+            return EXIT_BAD_INPUT
+        lines = describe_plan(plan) + describe_build(built, sets)
+        if forever:
+            lines.append("looping until Ctrl-C twice (or q at the prompt)")
+        stdout.write("\n".join(lines) + "\n\n")
+        if save_scenario:
+            header = f"# Written by nnemu replay from {trace_path}; edit and `nnemu run` it.\n"
+            if not _write_file(save_scenario, header + dump_scenario(scenario), "scenario", stderr):
+                return EXIT_BAD_INPUT
+            stdout.write(f"scenario written to {save_scenario}\n\n")
+        stepper = Stepper(stdin, stdout, manual=manual, stop_at_s=stop_at_s)
+        round_number = 0
+        while True:
+            round_number += 1
+            if forever:
+                stdout.write(f"loop {round_number}\n")
+            sinks: list[TraceSink] = [stepper.new_sink()]
+            if trace:
+                try:
+                    sinks.append(open_trace_writer(trace))
+                except OSError as exc:
+                    stderr.write(f"{trace}: cannot write the trace: {exc.strerror}\n")
+                    return EXIT_BAD_INPUT
+            with stepper.handling_sigint():
+                result = run(
+                    scenario, seed=seed, sinks=sinks, realtime=realtime, attach=stepper.attach
+                )
+            summary(dict(result.data), stdout)
+            if report and not _write_file(report, result.to_json(), "report", stderr):
+                return EXIT_BAD_INPUT
+            if stepper.aborted or not forever:
+                break
+            stdout.write("\n")
+    except KeyboardInterrupt:
+        stderr.write("\ninterrupted\n")
+        return EXIT_INTERRUPTED
+    if stepper.aborted:
+        stderr.write("interrupted" + (f"; the trace so far is in {trace}" if trace else "") + "\n")
+        return EXIT_INTERRUPTED
+    if trace:
+        stdout.write(f"\ntrace written to {trace}\n")
+    if not result.passed:
+        failed = [r.text for r in result.expectations if not r.passed]
+        stderr.write("expectation failed: " + "; ".join(failed) + "\n")
+        return EXIT_EXPECTATION_FAILED
+    return EXIT_OK

@@ -1,0 +1,615 @@
+"""Reading a recorded trace: which app ran what, when, on which driver.
+
+The input is a systrace HTML file, ftrace text or Chrome trace-event JSON, from
+nnemu or from a device.  Only the NNAPI sections are kept: NNTRACE marks
+(``[NN_<layer>_<phase>]``, classified with the parser's ``classify``) and the HIDL
+marks of the NNAPI interfaces.  From them:
+
+* an **app** is a process that issued executions.  Its arrivals are the begins of
+  ``[NN_LA_PE]`` sections when it has any, else of the runtime's
+  ``ANeuralNetworksExecution_compute/startCompute/startComputeWithDependencies``,
+  else (a HAL-only trace) of its ``HIDL::IPreparedModel::execute*::client`` calls;
+* a **driver** is a process serving ``IDevice``/``IPreparedModel`` calls.  Its HAL
+  version is the highest one its method names show (``prepareModel_1_3`` -> 1.3,
+  ``executeSynchronously`` -> 1.2, no suffix -> 1.0); its execution times run from
+  an ``execute*::server`` begin to the ``IExecutionCallback::notify*::client`` begin
+  that answers it (asynchronous HAL calls) or to the server section's end (synchronous
+  and fenced calls), as the parser measures driver time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Iterable, Iterator
+from typing import Final
+
+import attrs
+
+from nnemu.errors import TraceFormatError
+from nnemu.hal import HalVersion
+from nnemu.parser._marks import Mark, classify
+from nnemu.parser._reader import _TRACE_DATA_OPEN, FtraceLines
+from nnemu.scenario import ExecutionMode
+from nnemu.tracer import Layer, Phase
+
+_ROW_RE: Final = re.compile(
+    r"\s*(.+?)-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\](?:\s+\S+)?\s+(\d+)\.(\d+):"
+    r" tracing_mark_write: ([BE])(.*)"
+)
+"""``TASK-TID ( TGID) [CPU] FLAGS SEC.FRAC: tracing_mark_write: B|tgid|name`` or ``E...``."""
+_FRACTION_SCALE: Final = tuple(10 ** (9 - n) if n <= 9 else 0 for n in range(16))
+_PROCESS_DUMP: Final = "PROCESS DUMP"
+
+_NN_INTERFACES: Final = frozenset(
+    {
+        "IDevice",
+        "IPreparedModel",
+        "IBuffer",
+        "IBurstContext",
+        "IBurstCallback",
+        "IExecutionCallback",
+        "IPreparedModelCallback",
+        "IFencedExecutionCallback",
+    }
+)
+_EXECUTION_API: Final = {
+    "ANeuralNetworksExecution_compute": ExecutionMode.SYNC,
+    "ANeuralNetworksExecution_startCompute": ExecutionMode.ASYNC,
+    "ANeuralNetworksExecution_startComputeWithDependencies": ExecutionMode.FENCED,
+}
+_VERSION_SUFFIX: Final = re.compile(r"_1_([0-3])$")
+# Methods that only exist from some HAL version on (without a version suffix).
+_METHOD_VERSION: Final = {
+    "executeSynchronously": HalVersion.V1_2,
+    "getVersionString": HalVersion.V1_2,
+    "getType": HalVersion.V1_2,
+    "getSupportedExtensions": HalVersion.V1_2,
+    "getNumberOfCacheFilesNeeded": HalVersion.V1_2,
+    "prepareModelFromCache": HalVersion.V1_2,
+    "configureExecutionBurst": HalVersion.V1_2,
+    "executeFenced": HalVersion.V1_3,
+    "allocate": HalVersion.V1_3,
+}
+_VERSIONS: Final = (HalVersion.V1_0, HalVersion.V1_1, HalVersion.V1_2, HalVersion.V1_3)
+_SERVICE_RE: Final = re.compile(r"neuralnetworks@\d\.\d-service-?(.*)$")
+_UNSAFE_NAME: Final = re.compile(r"[\s.]+")
+
+ARRIVALS_LA: Final = "[NN_LA_PE] begins"
+ARRIVALS_LR: Final = "ANeuralNetworksExecution_compute/startCompute* begins"
+ARRIVALS_HAL: Final = "HIDL IPreparedModel::execute* ::client begins"
+
+
+@attrs.frozen(kw_only=True)
+class Section:
+    """One begin/end pair of an NNAPI-related mark."""
+
+    pid: int
+    """Process (tgid)."""
+    tid: int
+    """Thread."""
+    name: str
+    """The mark as written."""
+    begin_ns: int
+    """Begin timestamp (trace clock, ns)."""
+    end_ns: int | None
+    """End timestamp; None when the trace ends with the section open."""
+
+
+@attrs.frozen(kw_only=True)
+class TraceApp:
+    """What one client process did."""
+
+    pid: int
+    """Process id in the trace."""
+    name: str
+    """The app's name in the replay scenario (unique, no dots or whitespace)."""
+    process_name: str | None
+    """Process name from the trace (process dump, JSON metadata, main thread), if any."""
+    model_name: str | None
+    """Detail of its first ``[NN_LA_PO]`` mark (a model name on devices, the app on nnemu)."""
+    arrivals_ns: tuple[int, ...]
+    """When each execution was issued (trace clock, sorted)."""
+    arrival_source: str
+    """Which marks gave the arrivals (``ARRIVALS_LA`` / ``_LR`` / ``_HAL``)."""
+    execution_mode: ExecutionMode | None
+    """From the runtime's execution API; None when the trace has no runtime marks."""
+    max_in_flight: int
+    """Most executions open at once (-> app threads)."""
+    compilations: int
+    """Compilations recorded (``Compilation_finish``, else ``[NN_LA_PC]``, else prepareModel)."""
+    driver_pids: tuple[int, ...]
+    """Drivers that served its executions, most used first."""
+    driver_executions: tuple[int, ...]
+    """How many of its executions each of ``driver_pids`` served."""
+    priority_calls: int
+    """``ANeuralNetworksCompilation_setPriority`` calls seen (the value is not traced)."""
+    timeout_calls: int
+    """``Compilation_setTimeout``/``Execution_setTimeout`` calls seen (values not traced)."""
+
+
+@attrs.frozen(kw_only=True)
+class TraceDriver:
+    """What one driver service process did."""
+
+    pid: int
+    """Process id in the trace."""
+    name: str
+    """The device's name in the replay scenario."""
+    process_name: str | None
+    """Process name from the trace, if any."""
+    hal_version: HalVersion
+    """Highest HAL version its method names show."""
+    hal_evidence: str
+    """The method name that decided the version (empty: none had a version, 1.0)."""
+    execution_ns: tuple[int, ...]
+    """Observed driver time of each execution it served."""
+    prepare_ns: tuple[int, ...]
+    """Observed driver time of each preparation (server begin -> notify)."""
+
+    @property
+    def median_execution_ns(self) -> int | None:
+        """Median observed execution time, if it served any."""
+        return int(statistics.median(self.execution_ns)) if self.execution_ns else None
+
+    @property
+    def median_prepare_ns(self) -> int | None:
+        """Median observed preparation time, if it prepared any."""
+        return int(statistics.median(self.prepare_ns)) if self.prepare_ns else None
+
+
+@attrs.frozen(kw_only=True)
+class TracePlan:
+    """Everything a replay needs from a trace."""
+
+    source: str
+    """The trace file as given."""
+    format: str
+    """``systrace``, ``ftrace`` or ``json``."""
+    t0_ns: int
+    """The first arrival of any app (trace clock); replay time 0."""
+    apps: tuple[TraceApp, ...]
+    """Client processes that issued executions, by first arrival."""
+    drivers: tuple[TraceDriver, ...]
+    """Driver processes, by pid."""
+    ipc_latency_ns: tuple[int, ...]
+    """Observed delays from a ``::client`` begin to its ``::server`` begin."""
+    notes: tuple[str, ...] = ()
+    """Things left out (processes with compilations but no execution, say)."""
+
+
+# ---------------------------------------------------------------------- reading
+
+
+@attrs.define
+class _Reader:
+    """Collects the NNAPI sections and the process and thread names of a trace."""
+
+    sections: list[Section] = attrs.Factory(list)
+    process_names: dict[int, str] = attrs.Factory(dict)
+    thread_names: dict[int, str] = attrs.Factory(dict)
+    thread_pid: dict[int, int] = attrs.Factory(dict)
+    # tid -> stack of (name, begin_ns, pid, keep)
+    _stacks: dict[int, list[tuple[str, int, int, bool]]] = attrs.Factory(dict)
+    _keep: dict[str, bool] = attrs.Factory(dict)
+
+    def _interesting(self, name: str) -> bool:
+        keep = self._keep.get(name)
+        if keep is None:
+            if "[NN" in name:
+                keep = True
+            elif name.startswith("HIDL::"):
+                parts = name.split("::")
+                keep = len(parts) >= 4 and parts[1] in _NN_INTERFACES
+            else:
+                keep = False
+            if len(self._keep) < 20_000:
+                self._keep[name] = keep
+        return keep
+
+    def begin(self, ts: int, pid: int, tid: int, name: str) -> None:
+        self.thread_pid.setdefault(tid, pid)
+        self._stacks.setdefault(tid, []).append((name, ts, pid, self._interesting(name)))
+
+    def end(self, ts: int, tid: int) -> None:
+        stack = self._stacks.get(tid)
+        if not stack:
+            return  # an end whose begin was before the trace started
+        name, begin, pid, keep = stack.pop()
+        if keep:
+            self.sections.append(Section(pid=pid, tid=tid, name=name, begin_ns=begin, end_ns=ts))
+
+    def finish(self) -> None:
+        for tid, stack in self._stacks.items():
+            for name, begin, pid, keep in stack:
+                if keep:
+                    self.sections.append(
+                        Section(pid=pid, tid=tid, name=name, begin_ns=begin, end_ns=None)
+                    )
+        self._stacks.clear()
+        self.sections.sort(key=lambda s: (s.begin_ns, s.pid, s.tid))
+
+    # -- ftrace text / systrace HTML
+
+    def _dump_line(self, line: str, mode: str) -> None:
+        fields = line.split()
+        if len(fields) < 4 or not fields[1].isdigit() or not fields[2].isdigit():
+            return
+        if mode == "process" and len(fields) >= 9:
+            tail = line.split(None, 8)[8].strip()
+            wide = re.split(r"\s{2,}", tail)
+            self.process_names[int(fields[1])] = wide[0] if len(wide) >= 2 else tail.split()[0]
+        elif mode == "thread":
+            tid = int(fields[2])
+            self.thread_pid.setdefault(tid, int(fields[1]))
+            self.thread_names.setdefault(tid, line.split(None, 3)[3].strip())
+
+    def _tap_process_dump(self, lines: Iterable[str]) -> Iterator[str]:
+        """Pass ``lines`` through, reading a systrace ``PROCESS DUMP`` block on the way."""
+        state = 0  # 0 outside, 1 after a trace-data open tag, 2 in a process dump
+        mode = ""
+        for line in lines:
+            if state == 2:
+                if "</script>" in line:
+                    state = 0
+                elif line.startswith("USER"):
+                    mode = "thread" if mode == "process" else "process"
+                else:
+                    self._dump_line(line, mode)
+            elif state == 1:
+                state = 2 if line.strip() == _PROCESS_DUMP else 0
+                mode = ""
+            elif _TRACE_DATA_OPEN in line:
+                state = 1
+            yield line
+
+    def read_ftrace(self, lines: Iterable[str]) -> FtraceLines:
+        source = FtraceLines(self._tap_process_dump(lines))
+        match = _ROW_RE.match
+        for _, line in source:
+            if "tracing_mark_write" not in line:
+                continue
+            m = match(line)
+            if m is None:
+                continue
+            task, tid_text, tgid_column, seconds, fraction, kind, rest = m.groups()
+            ts = int(seconds) * 1_000_000_000 + int(fraction) * _FRACTION_SCALE[len(fraction)]
+            tid = int(tid_text)
+            self.thread_names.setdefault(tid, task.strip())
+            if kind == "B":
+                parts = rest.split("|", 2)
+                if len(parts) < 3 or not parts[1].isdigit():
+                    continue
+                pid = int(parts[1])
+                if tgid_column is not None and tgid_column.isdigit():
+                    pid = int(tgid_column)
+                self.begin(ts, pid, tid, parts[2].rstrip("\n"))
+            else:
+                self.end(ts, tid)
+        return source
+
+    # -- Chrome JSON
+
+    def read_json(self, document: object, source: str) -> None:
+        events = document.get("traceEvents") if isinstance(document, dict) else document
+        if not isinstance(events, list):
+            raise TraceFormatError(source, 1, "", "expected a JSON trace with a traceEvents list")
+        ordered: list[tuple[int, int, int, int, str]] = []
+        for index, event in enumerate(events):
+            if not isinstance(event, dict):
+                continue
+            ph, pid, tid = event.get("ph"), event.get("pid"), event.get("tid")
+            if not isinstance(pid, int) or not isinstance(tid, int):
+                continue
+            if ph == "M":
+                name = (event.get("args") or {}).get("name")
+                if isinstance(name, str):
+                    if event.get("name") == "process_name":
+                        self.process_names[pid] = name
+                    elif event.get("name") == "thread_name":
+                        self.thread_names[tid] = name
+                continue
+            ts = event.get("ts")
+            if ph not in ("B", "E", "X") or not isinstance(ts, int | float):
+                continue
+            ts_ns = round(ts * 1000)
+            if ph == "X":
+                dur = event.get("dur")
+                if not isinstance(dur, int | float):
+                    continue
+                ordered.append((ts_ns, index, 0, tid, str(event.get("name", ""))))
+                ordered.append((ts_ns + round(dur * 1000), index, 1, tid, ""))
+                self.thread_pid.setdefault(tid, pid)
+            elif ph == "B":
+                self.thread_pid.setdefault(tid, pid)
+                ordered.append((ts_ns, index, 0, tid, str(event.get("name", ""))))
+            else:
+                ordered.append((ts_ns, index, 1, tid, ""))
+        # JSON events may come in any order; B/E of one thread are in file order.
+        ordered.sort(key=lambda e: (e[0], e[1], e[2]))
+        for ts_ns, _, kind, tid, name in ordered:
+            if kind == 0:
+                self.begin(ts_ns, self.thread_pid[tid], tid, name)
+            else:
+                self.end(ts_ns, tid)
+
+
+def _read(path: str) -> tuple[_Reader, str]:
+    reader = _Reader()
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        head = handle.read(4096)
+        handle.seek(0)
+        if head.lstrip().startswith(("{", "[")):
+            try:
+                document = json.load(handle)
+            except json.JSONDecodeError as err:
+                raise TraceFormatError(path, err.lineno, "", f"invalid JSON: {err.msg}") from err
+            reader.read_json(document, path)
+            fmt = "json"
+        else:
+            lines = reader.read_ftrace(handle)
+            if not lines.found_ftrace:
+                raise TraceFormatError(
+                    path,
+                    lines.last_line_number,
+                    "",
+                    "no ftrace data found (expected systrace HTML or ftrace text)",
+                )
+            fmt = "systrace" if lines.is_html else "ftrace"
+    reader.finish()
+    return reader, fmt
+
+
+# ---------------------------------------------------------------------- analysis
+
+
+def _hidl_parts(name: str) -> tuple[str, str, str]:
+    """(interface, method, side) of ``HIDL::<Iface>::<method>::<side>``."""
+    parts = name.split("::")
+    return parts[1], parts[2], parts[3]
+
+
+def _version_of(method: str) -> HalVersion:
+    match = _VERSION_SUFFIX.search(method)
+    if match:
+        return _VERSIONS[int(match.group(1))]
+    return _METHOD_VERSION.get(method, HalVersion.V1_0)
+
+
+def safe_name(text: str) -> str:
+    """``text`` usable as a scenario app/device name (no dots or whitespace)."""
+    return _UNSAFE_NAME.sub("_", text.strip()).strip("_")
+
+
+def _process_name(reader: _Reader, pid: int) -> str | None:
+    name = reader.process_names.get(pid)
+    if name:
+        return name
+    main = reader.thread_names.get(pid)
+    if main and main != "<...>":
+        return main
+    return None
+
+
+def _unique(name: str, pid: int, taken: set[str]) -> str:
+    if not name or name in taken or name == "nnapi-reference":
+        name = f"{name}-{pid}" if name else str(pid)
+    taken.add(name)
+    return name
+
+
+def _max_in_flight(sections: list[Section]) -> int:
+    points: list[tuple[int, int]] = []
+    for s in sections:
+        points.append((s.begin_ns, 1))
+        if s.end_ns is not None:
+            points.append((s.end_ns, -1))
+    points.sort(key=lambda p: (p[0], p[1]))  # an end before a begin at the same time
+    depth = best = 0
+    for _, delta in points:
+        depth += delta
+        best = max(best, depth)
+    return max(1, best)
+
+
+def _enclosing(clients: list[Section], t: int) -> Section | None:
+    """The latest-begun client section open at ``t``."""
+    found = None
+    for s in clients:
+        if s.begin_ns > t:
+            break
+        if s.end_ns is None or s.end_ns >= t:
+            found = s
+    return found
+
+
+def extract_plan(path: str) -> TracePlan:
+    """Read ``path`` and extract the apps, their arrivals and the drivers.
+
+    Raises:
+        TraceFormatError: the file holds no trace, or no app issued an execution.
+        OSError: the file cannot be read.
+    """
+    reader, fmt = _read(path)
+    marks: dict[str, Mark] = {}
+
+    def mark_of(name: str) -> Mark:
+        mark = marks.get(name)
+        if mark is None:
+            mark = marks[name] = classify(name)
+        return mark
+
+    driver_pids: set[int] = set()
+    for s in reader.sections:
+        if mark_of(s.name).driver_server:
+            driver_pids.add(s.pid)
+
+    la_exec: dict[int, list[Section]] = {}
+    lr_exec: dict[int, list[tuple[Section, ExecutionMode]]] = {}
+    hal_exec: dict[int, list[Section]] = {}
+    po_name: dict[int, str] = {}
+    finishes: dict[int, int] = {}
+    la_compiles: dict[int, int] = {}
+    prepares: dict[int, int] = {}
+    priority_calls: dict[int, int] = {}
+    timeout_calls: dict[int, int] = {}
+    clients: dict[str, list[Section]] = {}  # "Iface::method" -> client sections (apps)
+    servers: dict[int, list[Section]] = {}  # driver pid -> server sections
+    notify_exec: dict[int, list[int]] = {}  # driver pid -> IExecutionCallback notify begins
+    notify_prep: dict[int, list[int]] = {}
+    for s in reader.sections:
+        mark = mark_of(s.name)
+        if mark.hidl:
+            iface, method, side = _hidl_parts(s.name)
+            if s.pid in driver_pids:
+                if side == "server" and mark.driver_server:
+                    servers.setdefault(s.pid, []).append(s)
+                elif side == "client" and iface == "IExecutionCallback":
+                    notify_exec.setdefault(s.pid, []).append(s.begin_ns)
+                elif side == "client" and iface == "IPreparedModelCallback":
+                    notify_prep.setdefault(s.pid, []).append(s.begin_ns)
+            elif side == "client" and iface in ("IDevice", "IPreparedModel"):
+                clients.setdefault(f"{iface}::{method}", []).append(s)
+                if iface == "IPreparedModel" and method.startswith("execute"):
+                    hal_exec.setdefault(s.pid, []).append(s)
+                elif iface == "IDevice" and method.startswith("prepareModel"):
+                    prepares[s.pid] = prepares.get(s.pid, 0) + 1
+            continue
+        if s.pid in driver_pids or mark.layer is None or mark.switch:
+            continue
+        if mark.layer is Layer.APPLICATION:
+            if mark.phase is Phase.EXECUTION:
+                la_exec.setdefault(s.pid, []).append(s)
+            elif mark.phase is Phase.OVERALL:
+                po_name.setdefault(s.pid, mark.function)
+            elif mark.phase is Phase.COMPILATION:
+                la_compiles[s.pid] = la_compiles.get(s.pid, 0) + 1
+        elif mark.layer is Layer.RUNTIME:
+            function = mark.function
+            if function in _EXECUTION_API:
+                lr_exec.setdefault(s.pid, []).append((s, _EXECUTION_API[function]))
+            elif function == "ANeuralNetworksCompilation_finish":
+                finishes[s.pid] = finishes.get(s.pid, 0) + 1
+            elif function == "ANeuralNetworksCompilation_setPriority":
+                priority_calls[s.pid] = priority_calls.get(s.pid, 0) + 1
+            elif function in (
+                "ANeuralNetworksCompilation_setTimeout",
+                "ANeuralNetworksExecution_setTimeout",
+            ):
+                timeout_calls[s.pid] = timeout_calls.get(s.pid, 0) + 1
+
+    # Drivers: HAL version, execution and preparation times, which app called.
+    ipc_latency: list[int] = []
+    served: dict[tuple[int, int], int] = {}  # (app pid, driver pid) -> executions
+    drivers: list[TraceDriver] = []
+    taken: set[str] = set()
+    for pid in sorted(driver_pids):
+        version, evidence = HalVersion.V1_0, ""
+        executions: list[int] = []
+        preparations: list[int] = []
+        exec_notifies = sorted(notify_exec.get(pid, []))
+        prep_notifies = sorted(notify_prep.get(pid, []))
+        for s in servers.get(pid, []):
+            iface, method, _ = _hidl_parts(s.name)
+            found = _version_of(method)
+            if _VERSIONS.index(found) > _VERSIONS.index(version):
+                version, evidence = found, f"{iface}::{method}"
+            client = _enclosing(clients.get(f"{iface}::{method}", []), s.begin_ns)
+            if client is not None:
+                ipc_latency.append(s.begin_ns - client.begin_ns)
+            if iface == "IPreparedModel" and method.startswith("execute"):
+                if mark_of(s.name).async_execute_server:
+                    done = next((t for t in exec_notifies if t >= s.begin_ns), None)
+                    if done is not None:
+                        exec_notifies.remove(done)
+                        executions.append(done - s.begin_ns)
+                elif s.end_ns is not None:
+                    executions.append(s.end_ns - s.begin_ns)
+                if client is not None:
+                    key = (client.pid, pid)
+                    served[key] = served.get(key, 0) + 1
+            elif iface == "IDevice" and method.startswith("prepareModel"):
+                done = next((t for t in prep_notifies if t >= s.begin_ns), None)
+                if done is not None:
+                    prep_notifies.remove(done)
+                    preparations.append(done - s.begin_ns)
+        process_name = _process_name(reader, pid)
+        name = ""
+        if process_name:
+            service = _SERVICE_RE.search(process_name)
+            name = safe_name(service.group(1) if service and service.group(1) else process_name)
+        if not name or name.startswith("HwBinder"):
+            name = f"driver-{pid}"
+        drivers.append(
+            TraceDriver(
+                pid=pid,
+                name=_unique(name, pid, taken),
+                process_name=process_name,
+                hal_version=version,
+                hal_evidence=evidence,
+                execution_ns=tuple(executions),
+                prepare_ns=tuple(preparations),
+            )
+        )
+
+    apps: list[TraceApp] = []
+    notes: list[str] = []
+    app_pids = (set(la_exec) | set(lr_exec) | set(hal_exec)) - driver_pids
+    for pid in sorted(prepares.keys() | finishes.keys() | la_compiles.keys()):
+        if pid not in app_pids and pid not in driver_pids:
+            notes.append(f"process {pid} compiled a model but issued no execution: left out")
+    for pid in app_pids:
+        if pid in la_exec:
+            chosen, source = la_exec[pid], ARRIVALS_LA
+        elif pid in lr_exec:
+            chosen, source = [s for s, _ in lr_exec[pid]], ARRIVALS_LR
+        else:
+            chosen, source = hal_exec[pid], ARRIVALS_HAL
+        mode = None
+        if pid in lr_exec:
+            modes = [m for _, m in lr_exec[pid]]
+            mode = max(set(modes), key=lambda m: (modes.count(m), m.value))
+        used = sorted(
+            ((count, d) for (a, d), count in served.items() if a == pid),
+            key=lambda x: (-x[0], x[1]),
+        )
+        process_name = _process_name(reader, pid)
+        base = safe_name(process_name) if process_name else f"app-{pid}"
+        apps.append(
+            TraceApp(
+                pid=pid,
+                name=base,
+                process_name=process_name,
+                model_name=po_name.get(pid),
+                arrivals_ns=tuple(sorted(s.begin_ns for s in chosen)),
+                arrival_source=source,
+                execution_mode=mode,
+                max_in_flight=_max_in_flight(chosen),
+                compilations=finishes.get(pid) or la_compiles.get(pid) or prepares.get(pid, 0),
+                driver_pids=tuple(d for _, d in used),
+                driver_executions=tuple(c for c, _ in used),
+                priority_calls=priority_calls.get(pid, 0),
+                timeout_calls=timeout_calls.get(pid, 0),
+            )
+        )
+    if not apps:
+        raise TraceFormatError(
+            path,
+            0,
+            "",
+            "no NNAPI execution found (no [NN_LA_PE], ANeuralNetworksExecution_* "
+            "or IPreparedModel::execute* marks)",
+        )
+    apps.sort(key=lambda a: (a.arrivals_ns[0], a.pid))
+    taken_apps: set[str] = set()
+    apps = [attrs.evolve(a, name=_unique(a.name, a.pid, taken_apps)) for a in apps]
+    return TracePlan(
+        source=path,
+        format=fmt,
+        t0_ns=apps[0].arrivals_ns[0],
+        apps=tuple(apps),
+        drivers=tuple(drivers),
+        ipc_latency_ns=tuple(ipc_latency),
+        notes=tuple(notes),
+    )

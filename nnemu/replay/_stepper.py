@@ -1,0 +1,297 @@
+"""Manual control of a run: a gdb-like prompt between kernel events and HAL calls.
+
+The whole emulation runs in one trio task at a time and virtual time only moves
+when the kernel takes its next timer, so the stepper simply blocks on its input
+inside the kernel's ``observer`` hook (or the binder's ``on_call`` hook): while
+the prompt waits, nothing in the emulated world moves.
+
+Commands (Enter repeats the last one; end of input means ``c``):
+
+=========  ==========================================================
+``n``      run to the next HAL call (the next HIDL transaction)
+``ni``     run to the next kernel event (a timer or timed callback)
+``c``      continue to the end
+``c MS``   continue for MS virtual milliseconds
+``s T``    run until virtual time T seconds
+``l``      where am I: virtual time and the open calls of each thread
+``q``      end the run now (the trace is written)
+``h``      help
+=========  ==========================================================
+
+Ctrl-C while the run goes on switches to manual control at the next kernel event;
+Ctrl-C at the prompt (or a second one before the prompt shows) ends the run
+cleanly: the kernel stops at the current virtual time and the trace is closed.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING, Final, TextIO
+
+from nnemu.errors import EmulatorBug
+from nnemu.sim import Kernel, SimThread, current_thread
+
+if TYPE_CHECKING:
+    from nnemu._emulator import Emulator
+
+PROMPT: Final = "(nnemu) "
+
+HELP: Final = """\
+  n        run to the next HAL call (HIDL transaction)
+  ni       run to the next kernel event
+  c        continue to the end
+  c MS     continue for MS virtual milliseconds
+  s T      run until virtual time T seconds
+  l        virtual time and the calls each emulated thread is in
+  q        end the run now (the trace is written)
+  h        this help
+  Enter repeats the last command; end of input continues; Ctrl-C at the prompt ends the run.
+"""
+
+
+class _Abort(Exception):
+    """Raised by the SIGINT handler while the prompt waits: leave the prompt, end the run."""
+
+
+class SectionStacks:
+    """A trace sink keeping each emulated thread's open sections (for ``l``)."""
+
+    def __init__(self) -> None:
+        self.stacks: dict[SimThread, list[str]] = {}
+        self.process_names: dict[int, str] = {}
+
+    def process(self, pid: int, name: str) -> None:
+        """Remember the process name."""
+        self.process_names[pid] = name
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        """Push a section."""
+        self.stacks.setdefault(thread, []).append(name)
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        """Pop the innermost section."""
+        stack = self.stacks.get(thread)
+        if stack:
+            stack.pop()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def open_calls(self) -> list[tuple[SimThread, tuple[str, ...]]]:
+        """Threads that are inside at least one section, by (pid, tid)."""
+        return [
+            (thread, tuple(stack))
+            for thread, stack in sorted(self.stacks.items(), key=lambda i: (i[0].pid, i[0].tid))
+            if stack
+        ]
+
+
+def _seconds(ns: int) -> str:
+    return f"{ns / 1e9:.6f} s"
+
+
+class Stepper:
+    """Stops a run where the user asked and reads commands from ``stdin``.
+
+    Args:
+        stdin: where commands come from (a terminal, or any text stream).
+        out: where the prompt and the stop lines go.
+        manual: prompt before the run starts (``-m``, ``nnemu run --step``).
+        stop_at_s: run to this virtual time (seconds), then prompt (``-s``).
+    """
+
+    def __init__(
+        self,
+        stdin: TextIO,
+        out: TextIO,
+        *,
+        manual: bool = False,
+        stop_at_s: float | None = None,
+    ) -> None:
+        self.stdin = stdin
+        self.out = out
+        self.sink = SectionStacks()
+        """The current run's open-section tracker (``new_sink`` makes one per run)."""
+        self.manual = manual
+        self._kernel: Kernel | None = None
+        self._last = ""
+        self._until_ns = round(stop_at_s * 1e9) if stop_at_s is not None else None
+        self._next_event = False
+        self._next_hal = False
+        self._interrupt_pending = False
+        self._prompting = False
+        self._eof = False
+        self.aborted = False
+        """The run was ended early (Ctrl-C at the prompt, a second Ctrl-C, or ``q``)."""
+        self.stops = 0
+        """How many times the prompt was shown."""
+
+    # ------------------------------------------------------------ wiring
+    def new_sink(self) -> SectionStacks:
+        """A fresh trace sink for the next run; pass it in the run's sinks so ``l`` works."""
+        self.sink = SectionStacks()
+        return self.sink
+
+    def attach(self, emulator: Emulator) -> None:
+        """Hook into ``emulator`` (its kernel and binder); prompt now if starting manual."""
+        self._kernel = emulator.kernel
+        emulator.kernel.observer = self._on_event
+        emulator.binder.on_call = self._on_hal_call
+        if self.aborted:
+            emulator.kernel.stop()
+            return
+        if self.manual:
+            self.manual = False
+            self._prompt(f"[{_seconds(emulator.kernel.now_ns)}] start of the run (h for help)")
+
+    def on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        """The SIGINT handler: first Ctrl-C -> manual control; at the prompt or again -> end."""
+        if self._prompting:
+            raise _Abort
+        if self._interrupt_pending or self.aborted:
+            self.aborted = True
+            return
+        self._interrupt_pending = True
+
+    @contextmanager
+    def handling_sigint(self) -> Iterator[None]:
+        """Install ``on_sigint`` for the duration of the block (main thread only).
+
+        trio leaves a custom SIGINT handler alone, so Ctrl-C reaches the stepper.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.signal(signal.SIGINT, self.on_sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    # ------------------------------------------------------------- hooks
+    def _now(self) -> int:
+        assert self._kernel is not None
+        return self._kernel.now()
+
+    def _on_event(self, t_ns: int, what: str) -> None:
+        kernel = self._kernel
+        assert kernel is not None
+        if not self.aborted:
+            upcoming = f"next kernel event at {_seconds(t_ns)}: {what}"
+            where = f"[{_seconds(kernel.now())}] "
+            if self._interrupt_pending:
+                self._prompt(where + "interrupted; " + upcoming)
+            elif self._next_event:
+                self._prompt(where + upcoming)
+            elif self._until_ns is not None and t_ns >= self._until_ns:
+                self._prompt(where + f"stop at {_seconds(self._until_ns)}: the " + upcoming)
+        if self.aborted:
+            kernel.stop()
+
+    def _on_hal_call(self, name: str) -> None:
+        kernel = self._kernel
+        assert kernel is not None
+        if not self.aborted and (self._next_hal or self._interrupt_pending):
+            try:
+                thread = current_thread()
+                who = f" from {thread.name} (pid {thread.pid}, tid {thread.tid})"
+            except EmulatorBug:
+                who = ""
+            self._prompt(f"[{_seconds(kernel.now())}] HAL call {name}{who}")
+        if self.aborted:
+            kernel.stop()
+
+    # ------------------------------------------------------------ prompt
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def _prompt(self, where: str) -> None:
+        self._next_event = self._next_hal = self._interrupt_pending = False
+        self._until_ns = None
+        self.stops += 1
+        self._write(where + "\n")
+        while True:
+            if self._eof:
+                return  # end of input: continue
+            self._write(PROMPT)
+            try:
+                self._prompting = True
+                line = self.stdin.readline()
+            except _Abort:
+                self._write("\ninterrupted: ending the run\n")
+                self.aborted = True
+                return
+            finally:
+                self._prompting = False
+            if not line:
+                self._eof = True
+                self._write("c (end of input)\n")
+                return
+            if not self._is_tty():
+                self._write(line if line.endswith("\n") else line + "\n")  # echo scripted input
+            command = line.strip() or self._last
+            if not command:
+                continue
+            self._last = command
+            if self._command(command):
+                return
+
+    def _is_tty(self) -> bool:
+        isatty = getattr(self.stdin, "isatty", None)
+        return bool(isatty()) if isatty is not None else False
+
+    def _command(self, command: str) -> bool:
+        """Carry out ``command``; True when the run resumes."""
+        words = command.split()
+        verb, args = words[0], words[1:]
+        if verb == "n" and not args:
+            self._next_hal = True
+            return True
+        if verb == "ni" and not args:
+            self._next_event = True
+            return True
+        if verb == "c" and not args:
+            return True
+        if verb in ("c", "s") and len(args) == 1:
+            try:
+                value = float(args[0])
+            except ValueError:
+                value = -1.0
+            if not value >= 0 or value == float("inf"):
+                unit = "milliseconds" if verb == "c" else "seconds"
+                self._write(f"{verb}: expected a number of {unit} >= 0, got {args[0]!r}\n")
+                return False
+            target = self._now() + round(value * 1e6) if verb == "c" else round(value * 1e9)
+            if target <= self._now():
+                self._write(f"already at {_seconds(self._now())}\n")
+                return False
+            self._until_ns = target
+            return True
+        if verb == "l" and not args:
+            self._where()
+            return False
+        if verb == "q" and not args:
+            self.aborted = True
+            self._write("ending the run\n")
+            return True
+        if verb in ("h", "help", "?"):
+            self._write(HELP)
+            return False
+        self._write(f"unknown command {command!r}; h for help\n")
+        return False
+
+    def _where(self) -> None:
+        lines = [f"virtual time {_seconds(self._now())}"]
+        calls = self.sink.open_calls()
+        for thread, stack in calls:
+            lines.append(
+                f"  {thread.name} (pid {thread.pid}, tid {thread.tid}): {' > '.join(stack)}"
+            )
+        if not calls:
+            lines.append("  no emulated thread is in a call")
+        self._write("\n".join(lines) + "\n")

@@ -1,0 +1,237 @@
+"""`nnemu replay` on the command line: plan, -n, -l, --set, --save-scenario, manual control."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from nnemu.cli import main
+from nnemu.hal import Priority
+from nnemu.replay import OverrideError, apply_overrides, build_replay, extract_plan
+from nnemu.scenario import WorkloadKind, load_scenario
+from tests.unit.replay.helpers import OMR1, QUICKSTART, assert_balanced, la_pe_begins, record
+
+
+@pytest.fixture(name="quick_trace")
+def _quick_trace(tmp_path: Path) -> Path:
+    path = tmp_path / "quickstart.html"
+    record(QUICKSTART, path)
+    return path
+
+
+def _run(*argv: str, stdin: str = "") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdin
+    sys.stdin = io.StringIO(stdin)
+    try:
+        code = main(list(argv), out=out, err=err)
+    finally:
+        sys.stdin = saved
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_replay_omr1_prints_the_plan_and_runs(tmp_path: Path):
+    """The omr1 replay prints what it extracted and assumed, runs 5 executions and writes a valid trace."""
+    trace, report = tmp_path / "r.html", tmp_path / "r.json"
+    code, out, err = _run("replay", str(OMR1), "--trace", str(trace), "--report", str(report))
+    assert code == 0, err
+    assert "app app-27005: pid 27005" in out
+    assert "gaps ms: 793.597, 658.493, 691.891, 813.249" in out
+    assert "driver hvx: pid 756 (android.hardware.neuralnetworks@1.0-service-hvx)" in out
+    assert "HAL 1.0; 5 executions, median 14.184 ms" in out
+    assert "priority, deadline: not in the trace" in out
+    assert "assumed (not in the trace):" in out
+    assert json.loads(report.read_text())["apps"]["app-27005"]["completed"] == 5
+    assert_balanced(trace)
+    begins = la_pe_begins(trace)
+    assert [b - a for a, b in itertools.pairwise(begins)] == [
+        793_597,
+        658_493,
+        691_891,
+        813_249,
+    ]
+
+
+def test_fast_mode_runs_back_to_back(quick_trace: Path, tmp_path: Path):
+    """-n keeps the execution count but ignores the 33.3 ms gaps (a closed loop)."""
+    trace = tmp_path / "fast.html"
+    code, out, _ = _run("replay", str(quick_trace), "-n", "--trace", str(trace))
+    assert code == 0
+    assert "-n: timestamps ignored" in out
+    begins = la_pe_begins(trace)
+    assert len(begins) == 30
+    gaps = [b - a for a, b in itertools.pairwise(begins)]
+    assert max(gaps) < 10_000  # µs: one execution after the other, not 33.3 ms apart
+    built = build_replay(extract_plan(str(quick_trace)), fast=True)
+    assert built.scenario.apps[0].workload.kind is WorkloadKind.CLOSED_LOOP
+    assert built.scenario.apps[0].workload.executions == 30
+
+
+def test_loop_count_repeats_the_arrivals(quick_trace: Path, tmp_path: Path):
+    """-l 2 runs the 30 arrivals twice in one run, the second loop a span plus a gap later."""
+    report = tmp_path / "r.json"
+    code, out, _ = _run("replay", str(quick_trace), "-l", "2", "--report", str(report))
+    assert code == 0
+    assert "-l 2: arrivals repeated every 999.000 ms" in out
+    assert json.loads(report.read_text())["apps"]["camera"]["completed"] == 60
+    arrivals = build_replay(extract_plan(str(quick_trace)), loops=2).scenario.apps[0]
+    assert arrivals.workload.arrivals_ms[30] == pytest.approx(999.0)
+
+
+def test_loop_forever_until_interrupted(quick_trace: Path, monkeypatch: pytest.MonkeyPatch):
+    """-l without a count replays again and again; two Ctrl-C end it (exit 130)."""
+    import nnemu.replay._command as command
+
+    calls = []
+    real_run = command.run
+
+    def counting_run(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            stepper = kwargs["attach"].__self__
+            stepper.on_sigint(2, None)
+            stepper.on_sigint(2, None)
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(command, "run", counting_run)
+    code, out, err = _run("replay", str(quick_trace), "-l")
+    assert code == 130
+    assert len(calls) == 3
+    assert "loop 3" in out
+    assert out.count("app              submitted") == 3
+    assert "interrupted" in err
+
+
+def test_set_changes_priority_and_device_speed(quick_trace: Path):
+    """--set edits the built scenario: a higher priority, a faster device, a timeout."""
+    scenario = build_replay(extract_plan(str(quick_trace))).scenario
+    changed = apply_overrides(
+        scenario,
+        [
+            "apps.camera.priority=high",
+            "devices.driver-700.performance.float32.exec_time=0.05",
+            "apps.camera.execution_timeout_ms=20",
+        ],
+    )
+    assert changed.apps[0].priority is Priority.HIGH
+    assert changed.apps[0].execution_timeout_ms == 20
+    assert changed.devices[0].performance.float32.exec_time == 0.05
+    assert changed.source == scenario.source
+
+
+def test_set_faster_device_lowers_latency(quick_trace: Path, tmp_path: Path):
+    """A what-if run with a device twice as fast has a lower median latency."""
+    base, fast = tmp_path / "base.json", tmp_path / "fast.json"
+    assert _run("replay", str(quick_trace), "--report", str(base))[0] == 0
+    ratio = build_replay(extract_plan(str(quick_trace))).scenario.devices[0].performance
+    code, out, _ = _run(
+        "replay",
+        str(quick_trace),
+        "--report",
+        str(fast),
+        "--set",
+        f"devices.driver-700.performance.float32.exec_time={ratio.float32.exec_time / 2}",
+    )
+    assert code == 0
+    assert "changed with --set:" in out
+    p50 = {
+        p: json.loads(p.read_text())["apps"]["camera"]["latency_ms"]["p50"] for p in (base, fast)
+    }
+    assert p50[fast] < p50[base] * 0.6
+
+
+@pytest.mark.parametrize(
+    ("assignment", "message"),
+    [
+        (
+            "apps.camera.priorty=high",
+            "--set apps.camera.priorty: unknown key 'priorty'; did you mean 'priority'?",
+        ),
+        (
+            "apps.camera.priority=urgent",
+            "--set apps.camera.priority: expected one of low, medium, high, got 'urgent'",
+        ),
+        ("apps.x.priority=high", "--set apps.x: expected the name of an app (camera), got 'x'"),
+        (
+            "devices.driver-700.performance.quant8.exec_time=-1",
+            "--set devices.driver-700.performance.quant8.exec_time: expected a number > 0, got -1",
+        ),
+        ("seeed=3", "--set seeed: unknown key 'seeed'; did you mean 'seed'?"),
+        ("priority", "--set priority: expected KEY=VALUE"),
+    ],
+)
+def test_bad_set_exits_two_with_the_key(quick_trace: Path, assignment: str, message: str):
+    """A bad --set key or value is reported against the key as given, with exit code 2."""
+    code, out, err = _run("replay", str(quick_trace), "--set", assignment)
+    assert code == 2
+    assert err.splitlines() == [message]
+    assert out == ""
+
+
+def test_override_error_lists_every_problem(quick_trace: Path):
+    """Several bad assignments give one line each."""
+    scenario = build_replay(extract_plan(str(quick_trace))).scenario
+    with pytest.raises(OverrideError) as info:
+        apply_overrides(scenario, ["apps.camera.priorty=high", "ipc.latency_us=-3"])
+    assert len(info.value.problems) == 2
+
+
+def test_save_scenario_can_be_run(quick_trace: Path, tmp_path: Path):
+    """--save-scenario writes the built scenario; `nnemu run` runs it to the same count."""
+    saved = tmp_path / "replay.yaml"
+    code, out, _ = _run(
+        "replay",
+        str(quick_trace),
+        "--save-scenario",
+        str(saved),
+        "--set",
+        "apps.camera.priority=low",
+    )
+    assert code == 0
+    assert f"scenario written to {saved}" in out
+    scenario = load_scenario(saved)
+    assert scenario.apps[0].priority is Priority.LOW
+    code, out, _ = _run("run", str(saved))
+    assert code == 0
+    assert "camera                  30        30" in out
+
+
+def test_manual_start_steps_to_a_hal_call_and_quits(quick_trace: Path, tmp_path: Path):
+    """-m prompts before the run; `n` stops at a HIDL call; `q` ends with exit 130 and a valid trace."""
+    trace = tmp_path / "m.html"
+    code, out, err = _run("replay", str(quick_trace), "-m", "--trace", str(trace), stdin="n\nq\n")
+    assert code == 130
+    assert "start of the run" in out
+    assert "HAL call HIDL::IDevice::getCapabilities_1_3" in out
+    assert f"the trace so far is in {trace}" in err
+    assert_balanced(trace)
+
+
+def test_s_runs_to_a_timestamp_then_prompts(quick_trace: Path):
+    """-s 0.5 runs without stopping until 0.5 s of virtual time; EOF then continues."""
+    code, out, _ = _run("replay", str(quick_trace), "-s", "0.5", stdin="l\n")
+    assert code == 0
+    assert "stop at 0.500000 s" in out
+    assert "virtual time 0.4" in out
+    assert "camera                  30        30" in out
+
+
+def test_run_step_gives_run_a_prompt(tmp_path: Path):
+    """`nnemu run --step` starts at the prompt; `c 5` and EOF run the scenario to its end."""
+    code, out, _ = _run("run", str(QUICKSTART), "--step", stdin="c 5\n")
+    assert code == 0
+    assert out.startswith("[0.000000 s] start of the run")
+    assert "stop at 0.005000 s" in out
+    assert "camera                  30        30" in out
+
+
+def test_missing_trace_exits_two(tmp_path: Path):
+    """A trace that does not exist is bad input."""
+    code, _, err = _run("replay", str(tmp_path / "nope.html"))
+    assert code == 2
+    assert "no such file" in err

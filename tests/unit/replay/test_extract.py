@@ -1,0 +1,114 @@
+"""Extraction of the application-level work from real and nnemu traces."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from nnemu.errors import TraceFormatError
+from nnemu.hal import HalVersion
+from nnemu.replay import build_replay, choose_model, extract_plan
+from nnemu.replay._extract import ARRIVALS_LA
+from nnemu.scenario import ExecutionMode, WorkloadKind
+from tests.unit.replay.helpers import OMR1, QUICKSTART, record
+
+
+def test_omr1_one_app_five_executions_on_a_hal10_driver():
+    """The Android 8.1 trace: app 27005 issued 5 executions at the recorded gaps to driver 756 (HAL 1.0)."""
+    plan = extract_plan(str(OMR1))
+    assert plan.format == "systrace"
+    assert [app.pid for app in plan.apps] == [27005]
+    app = plan.apps[0]
+    assert app.arrival_source == ARRIVALS_LA
+    gaps_us = [(b - a) // 1000 for a, b in itertools.pairwise(app.arrivals_ns)]
+    assert gaps_us == [793_597, 658_493, 691_891, 813_249]
+    assert app.model_name == "mobilenet_quantized"
+    assert app.execution_mode is None  # no runtime marks in an 8.1 trace
+    assert app.compilations == 5
+    assert app.driver_pids == (756,)
+    assert app.driver_executions == (5,)
+    assert [d.pid for d in plan.drivers] == [756]
+    driver = plan.drivers[0]
+    assert driver.hal_version is HalVersion.V1_0
+    assert driver.name == "hvx"  # android.hardware.neuralnetworks@1.0-service-hvx
+    # execute::server begin -> IExecutionCallback::notify::client begin
+    assert driver.execution_ns == (20_730_000, 10_519_000, 14_184_000, 15_983_000, 13_012_000)
+    assert driver.median_execution_ns == 14_184_000
+
+
+def test_omr1_scenario_replays_the_arrivals_on_a_derived_device():
+    """The built scenario has a trace workload with the gaps, a HAL 1.0 device and mobilenet_v1 quant8."""
+    built = build_replay(extract_plan(str(OMR1)))
+    scenario = built.scenario
+    (app,) = scenario.apps
+    assert app.workload.kind is WorkloadKind.TRACE
+    assert app.workload.arrivals_ms == (0.0, 793.597, 1452.09, 2143.981, 2957.23)
+    assert app.devices == ("hvx",)
+    assert app.execution_mode is ExecutionMode.SYNC
+    (device,) = scenario.devices
+    assert device.hal_version is HalVersion.V1_0
+    assert device.performance.quant8.exec_time < 1.0
+    model = scenario.model(app.model)
+    assert (model.preset, model.dtype) == ("mobilenet_v1", "quant8")
+    assert any("sync (no runtime marks" in line for line in built.assumed)
+    assert any("no priority in the trace" in line for line in built.assumed)
+
+
+def test_replayed_omr1_driver_time_matches_the_recording(tmp_path: Path):
+    """Replaying omr1 gives driver executions whose median is within 1% of the recorded one."""
+    plan = extract_plan(str(OMR1))
+    out = tmp_path / "replay.html"
+    report = record(build_replay(plan).scenario, out)
+    assert report.data["apps"]["app-27005"]["completed"] == 5
+    again = extract_plan(str(out))
+    recorded = plan.drivers[0].median_execution_ns
+    replayed = again.drivers[0].median_execution_ns
+    assert recorded is not None
+    assert replayed is not None
+    assert abs(replayed - recorded) <= recorded * 0.01
+    assert again.drivers[0].hal_version is HalVersion.V1_0
+
+
+@pytest.mark.parametrize("suffix", [".html", ".txt", ".json"])
+def test_nnemu_trace_round_trip_reproduces_count_and_arrivals(tmp_path: Path, suffix: str):
+    """Replaying the quickstart's own trace issues 30 executions 33.3 ms apart, as recorded."""
+    original = tmp_path / f"q{suffix}"
+    record(QUICKSTART, original)
+    plan = extract_plan(str(original))
+    (app,) = plan.apps
+    assert app.name == "camera"
+    assert app.execution_mode is ExecutionMode.SYNC
+    assert plan.drivers[0].hal_version is HalVersion.V1_3
+    if suffix == ".json":
+        assert plan.drivers[0].name == "npu"  # the JSON trace names processes
+    replayed = tmp_path / f"r{suffix}"
+    report = record(build_replay(plan).scenario, replayed)
+    assert report.data["apps"]["camera"]["completed"] == 30
+    again = extract_plan(str(replayed)).apps[0]
+    assert len(again.arrivals_ns) == 30
+    gaps = [b - a for a, b in itertools.pairwise(again.arrivals_ns)]
+    assert gaps == [33_300_000] * 29
+    assert gaps == [b - a for a, b in itertools.pairwise(app.arrivals_ns)]
+
+
+def test_model_names_map_to_presets():
+    """[NN_LA_PO] names choose the preset: mobilenet + quant -> quant8, unknown -> assumed v1."""
+    assert choose_model("mobilenet_quantized").preset == "mobilenet_v1"
+    assert choose_model("mobilenet_quantized").dtype == "quant8"
+    assert choose_model("MobileNet_v2_float").preset == "mobilenet_v2"
+    assert choose_model("camera").recognised is False
+    assert choose_model(None).preset == "mobilenet_v1"
+
+
+def test_trace_without_executions_is_bad_input(tmp_path: Path):
+    """A trace with no NNAPI execution raises TraceFormatError (exit 2 on the command line)."""
+    path = tmp_path / "t.txt"
+    path.write_text(
+        "# tracer: nop\n"
+        "  a-1 (1) [000] ...1 1.000000: tracing_mark_write: B|1|something\n"
+        "  a-1 (1) [000] ...1 1.000100: tracing_mark_write: E|1\n"
+    )
+    with pytest.raises(TraceFormatError, match="no NNAPI execution"):
+        extract_plan(str(path))
