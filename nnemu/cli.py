@@ -7,6 +7,7 @@ Exit codes: 0 success (every expectation held), 1 an expectation failed,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -65,6 +66,43 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--log-format", choices=("console", "json"), default="console")
     run.add_argument("--html", help="write a self-contained HTML page with the run's figures")
     run.add_argument("--plots", help="write the figures as PNG files into this directory")
+    run.add_argument(
+        "--step",
+        action="store_true",
+        help="start in manual control (a gdb-like prompt; h for help)",
+    )
+
+    replay = sub.add_parser(
+        "replay", help="re-drive the emulator from a recorded trace (nnemu's or a device's)"
+    )
+    replay.add_argument("trace", help="systrace .html, ftrace text, or nnemu .json trace")
+    replay.add_argument("-n", action="store_true", help="ignore the timestamps: run flat out")
+    replay.add_argument(
+        "-l",
+        nargs="?",
+        type=int,
+        const=0,
+        metavar="N",
+        help="loop the replay N times (no N: until Ctrl-C; put -l after TRACE)",
+    )
+    replay.add_argument(
+        "-s", type=float, metavar="TIMESTAMP", help="run to this virtual time (s), then step"
+    )
+    replay.add_argument("-m", action="store_true", help="start in manual control")
+    replay.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change the replay scenario, e.g. apps.<app>.priority=high",
+    )
+    replay.add_argument("--seed", type=int, help="override the seed")
+    replay.add_argument(
+        "--trace", dest="trace_out", help="write the replay's trace (.html, .json, else text)"
+    )
+    replay.add_argument("--report", help="write the JSON report here")
+    replay.add_argument("--save-scenario", help="write the scenario the replay built here")
+    replay.add_argument("--realtime", action="store_true", help="run on the wall clock")
 
     parse = sub.add_parser("parse", help="NNAPI timing statistics of a systrace (HTML or text)")
     parse.add_argument("trace", help="systrace .html or ftrace text file")
@@ -154,7 +192,15 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except OSError as exc:
             err.write(f"{args.trace}: cannot write the trace: {exc.strerror}\n")
             return EXIT_BAD_INPUT
-    progress = _progress_printer(err) if err.isatty() and not args.realtime else None
+    stepper = None
+    if args.step:
+        from nnemu.replay import Stepper
+
+        stepper = Stepper(sys.stdin, out, manual=True)
+        sinks.append(stepper.new_sink())
+    progress = (
+        _progress_printer(err) if err.isatty() and not args.realtime and not stepper else None
+    )
     pictures: list[Any] = []
     if args.html or args.plots:
         from nnemu.pictures import MISSING_MATPLOTLIB, collect, plots_available
@@ -163,15 +209,19 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(MISSING_MATPLOTLIB + "\n")
             return EXIT_BAD_INPUT
     try:
-        report = run(
-            scenario,
-            seed=args.seed,
-            sinks=sinks,
-            realtime=args.realtime,
-            wall_time=args.wall_time,
-            progress=progress,
-            inspect=(lambda em: pictures.append(collect(em))) if args.html or args.plots else None,
-        )
+        with stepper.handling_sigint() if stepper else contextlib.nullcontext():
+            report = run(
+                scenario,
+                seed=args.seed,
+                sinks=sinks,
+                realtime=args.realtime,
+                wall_time=args.wall_time,
+                progress=progress,
+                inspect=(lambda em: pictures.append(collect(em)))
+                if args.html or args.plots
+                else None,
+                attach=stepper.attach if stepper else None,
+            )
     except KeyboardInterrupt:
         err.write(
             "\ninterrupted"
@@ -182,6 +232,11 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if progress is not None:
         err.write("\r" + " " * 60 + "\r")
     _summary(dict(report.data), out)
+    if stepper is not None and stepper.aborted:
+        err.write(
+            "interrupted" + (f"; the trace so far is in {args.trace}" if args.trace else "") + "\n"
+        )
+        return EXIT_INTERRUPTED
     if args.report:
         try:
             with open(args.report, "w", encoding="utf-8", newline="\n") as handle:
@@ -207,6 +262,28 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write("expectation failed: " + "; ".join(failed) + "\n")
         return EXIT_EXPECTATION_FAILED
     return EXIT_OK
+
+
+def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from nnemu.replay import run_replay_command
+
+    return run_replay_command(
+        args.trace,
+        fast=args.n,
+        loop=args.l,
+        stop_at_s=args.s,
+        manual=args.m,
+        sets=args.set,
+        seed=args.seed,
+        trace=args.trace_out,
+        report=args.report,
+        save_scenario=args.save_scenario,
+        realtime=args.realtime,
+        stdin=sys.stdin,
+        stdout=out,
+        stderr=err,
+        summary=_summary,
+    )
 
 
 def _cmd_parse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -260,6 +337,7 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 _COMMANDS = {
     "run": _cmd_run,
+    "replay": _cmd_replay,
     "parse": _cmd_parse,
     "verify": _cmd_verify,
     "query": _cmd_query,
