@@ -19,6 +19,7 @@ marks of the NNAPI interfaces.  From them:
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import statistics
@@ -413,15 +414,41 @@ def _max_in_flight(sections: list[Section]) -> int:
     return max(1, best)
 
 
-def _enclosing(clients: list[Section], t: int) -> Section | None:
-    """The latest-begun client section open at ``t``."""
-    found = None
-    for s in clients:
-        if s.begin_ns > t:
-            break
-        if s.end_ns is None or s.end_ns >= t:
-            found = s
-    return found
+def _match_calls(clients: list[Section], servers: list[Section]) -> dict[int, Section]:
+    """Pair each server section with its client call: id(server) -> client section.
+
+    A sweep in time order: a server call begins while its client call is open; among the
+    open, unpaired client calls of the method it takes the one that began first (binder
+    delivers transactions of equal latency in order).
+    """
+    events: list[tuple[int, int, int]] = []  # (time, order, index); order 0 begin, 1 server, 2 end
+    for index, c in enumerate(clients):
+        events.append((c.begin_ns, 0, index))
+        if c.end_ns is not None:
+            events.append((c.end_ns, 2, index))
+    for index, sv in enumerate(servers):
+        events.append((sv.begin_ns, 1, index))
+    events.sort()
+    waiting: dict[int, None] = {}  # open unpaired client indices, in begin order
+    pairs: dict[int, Section] = {}
+    for _, order, index in events:
+        if order == 0:
+            waiting[index] = None
+        elif order == 2:
+            waiting.pop(index, None)
+        elif waiting:
+            first = next(iter(waiting))
+            del waiting[first]
+            pairs[id(servers[index])] = clients[first]
+    return pairs
+
+
+def _take_first_at_or_after(times: list[int], t: int) -> int | None:
+    """Remove and return the first of the sorted ``times`` that is >= ``t``."""
+    index = bisect.bisect_left(times, t)
+    if index == len(times):
+        return None
+    return times.pop(index)
 
 
 def extract_plan(path: str) -> TracePlan:
@@ -504,6 +531,15 @@ def extract_plan(path: str) -> TracePlan:
     served: dict[tuple[int, int], int] = {}  # (app pid, driver pid) -> executions
     drivers: list[TraceDriver] = []
     taken: set[str] = set()
+    servers_by_method: dict[str, list[Section]] = {}
+    for calls in servers.values():
+        for sv in calls:
+            iface, method, _ = _hidl_parts(sv.name)
+            servers_by_method.setdefault(f"{iface}::{method}", []).append(sv)
+    client_of: dict[int, Section] = {}
+    for key, calls in servers_by_method.items():
+        calls.sort(key=lambda sv: sv.begin_ns)
+        client_of.update(_match_calls(clients.get(key, []), calls))
     for pid in sorted(driver_pids):
         version, evidence = HalVersion.V1_0, ""
         executions: list[int] = []
@@ -515,24 +551,22 @@ def extract_plan(path: str) -> TracePlan:
             found = _version_of(method)
             if _VERSIONS.index(found) > _VERSIONS.index(version):
                 version, evidence = found, f"{iface}::{method}"
-            client = _enclosing(clients.get(f"{iface}::{method}", []), s.begin_ns)
+            client = client_of.get(id(s))
             if client is not None:
                 ipc_latency.append(s.begin_ns - client.begin_ns)
             if iface == "IPreparedModel" and method.startswith("execute"):
                 if mark_of(s.name).async_execute_server:
-                    done = next((t for t in exec_notifies if t >= s.begin_ns), None)
+                    done = _take_first_at_or_after(exec_notifies, s.begin_ns)
                     if done is not None:
-                        exec_notifies.remove(done)
                         executions.append(done - s.begin_ns)
                 elif s.end_ns is not None:
                     executions.append(s.end_ns - s.begin_ns)
                 if client is not None:
-                    key = (client.pid, pid)
-                    served[key] = served.get(key, 0) + 1
+                    pair = (client.pid, pid)
+                    served[pair] = served.get(pair, 0) + 1
             elif iface == "IDevice" and method.startswith("prepareModel"):
-                done = next((t for t in prep_notifies if t >= s.begin_ns), None)
+                done = _take_first_at_or_after(prep_notifies, s.begin_ns)
                 if done is not None:
-                    prep_notifies.remove(done)
                     preparations.append(done - s.begin_ns)
         process_name = _process_name(reader, pid)
         name = ""

@@ -201,7 +201,8 @@ class Stepper:
                 who = f" from {thread.name} (pid {thread.pid}, tid {thread.tid})"
             except EmulatorBug:
                 who = ""
-            self._prompt(f"[{_seconds(kernel.now())}] HAL call {name}{who}")
+            why = "interrupted; " if self._interrupt_pending else ""
+            self._prompt(f"[{_seconds(kernel.now())}] {why}HAL call {name}{who}")
         if self.aborted:
             kernel.stop()
 
