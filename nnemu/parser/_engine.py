@@ -27,7 +27,7 @@ from nnemu.parser._model import (
     StatKey,
     ThreadDetail,
 )
-from nnemu.tracer import EXECUTION_SUBPHASES, Layer, Phase
+from nnemu.tracer import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer, Phase
 
 ROW_RE: Final = re.compile(
     r"\s*.+?-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\](?:\s+\S+)?\s+(\d+)\.(\d+):"
@@ -40,24 +40,9 @@ _FRACTION_SCALE: Final = tuple(10 ** (9 - n) if n <= 9 else 0 for n in range(16)
 _MAX_DIAGNOSTICS: Final = 1000
 _MAX_CACHED_NAMES: Final = 20_000
 
-_SUBPHASES: Final[dict[Phase, frozenset[Phase]]] = {
-    Phase.EXECUTION: frozenset(EXECUTION_SUBPHASES),
-    Phase.OVERALL: frozenset(
-        {
-            Phase.WARMUP,
-            Phase.BENCHMARK,
-            Phase.INITIALIZATION,
-            Phase.PREPARATION,
-            Phase.COMPILATION,
-            Phase.EXECUTION,
-            Phase.TERMINATION,
-        }
-    ),
-    Phase.WARMUP: frozenset({Phase.EXECUTION}),
-    Phase.BENCHMARK: frozenset({Phase.EXECUTION}),
-}
+_SUBPHASES: Final = SUBPHASES
 _NO_SUBPHASES: Final[frozenset[Phase]] = frozenset()
-_EXECUTION_FAMILY: Final = frozenset({Phase.EXECUTION, *EXECUTION_SUBPHASES})
+_EXECUTION_FAMILY: Final = EXECUTION_FAMILY
 _LAYER_ORDER: Final[dict[Layer, frozenset[Layer]]] = {
     Layer.APPLICATION: frozenset({Layer.RUNTIME}),
     Layer.RUNTIME: frozenset({Layer.IPC, Layer.CPU}),

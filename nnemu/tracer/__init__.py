@@ -2,13 +2,15 @@
 
 from nnemu.tracer._tracer import SectionInfo, SectionKind, TraceObserver, Tracer, TraceSink
 from nnemu.tracer._truth import CELL_LAYERS, CELL_PHASES, GroundTruth, ProcessTruth, RunTruth
-from nnemu.tracer._vocab import EXECUTION_SUBPHASES, Layer, Phase, tag
+from nnemu.tracer._vocab import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer, Phase, tag
 from nnemu.tracer._writers import ChromeJsonWriter, FtraceWriter, open_trace_writer
 
 __all__ = [
     "CELL_LAYERS",
     "CELL_PHASES",
+    "EXECUTION_FAMILY",
     "EXECUTION_SUBPHASES",
+    "SUBPHASES",
     "ChromeJsonWriter",
     "FtraceWriter",
     "GroundTruth",

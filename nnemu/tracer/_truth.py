@@ -46,7 +46,7 @@ import attrs
 
 from nnemu.sim import SimThread
 from nnemu.tracer._tracer import SectionInfo, SectionKind
-from nnemu.tracer._vocab import EXECUTION_SUBPHASES, Layer, Phase
+from nnemu.tracer._vocab import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer, Phase
 
 Cell = tuple[Layer, Phase]
 """(layer, phase) of a statistic."""
@@ -68,23 +68,8 @@ CELL_PHASES: Final = (
 """Phases with a column in the statistics."""
 _MAIN_PHASES: Final = CELL_PHASES[:5]
 
-_SUBPHASES: Final[Mapping[Phase, frozenset[Phase]]] = {
-    Phase.EXECUTION: EXECUTION_SUBPHASES,
-    Phase.OVERALL: frozenset(
-        {
-            Phase.WARMUP,
-            Phase.BENCHMARK,
-            Phase.INITIALIZATION,
-            Phase.PREPARATION,
-            Phase.COMPILATION,
-            Phase.EXECUTION,
-            Phase.TERMINATION,
-        }
-    ),
-    Phase.WARMUP: frozenset({Phase.EXECUTION}),
-    Phase.BENCHMARK: frozenset({Phase.EXECUTION}),
-}
-_EXECUTION_FAMILY: Final = frozenset({Phase.EXECUTION, *EXECUTION_SUBPHASES})
+_SUBPHASES: Final = SUBPHASES
+_EXECUTION_FAMILY: Final = EXECUTION_FAMILY
 _DRIVER_INTERFACES: Final = frozenset({"IDevice", "IPreparedModel", "IBuffer", "IBurstContext"})
 _ASYNC_EXECUTE: Final = frozenset({"execute", "execute_1_2", "execute_1_3"})
 _START_COMPUTE: Final = frozenset(

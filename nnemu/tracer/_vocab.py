@@ -44,6 +44,27 @@ EXECUTION_SUBPHASES: frozenset[Phase] = frozenset(
 )
 """Sub-phases of ``Phase.EXECUTION``."""
 
+SUBPHASES: dict[Phase, frozenset[Phase]] = {
+    Phase.EXECUTION: EXECUTION_SUBPHASES,
+    Phase.OVERALL: frozenset(
+        {
+            Phase.WARMUP,
+            Phase.BENCHMARK,
+            Phase.INITIALIZATION,
+            Phase.PREPARATION,
+            Phase.COMPILATION,
+            Phase.EXECUTION,
+            Phase.TERMINATION,
+        }
+    ),
+    Phase.WARMUP: frozenset({Phase.EXECUTION}),
+    Phase.BENCHMARK: frozenset({Phase.EXECUTION}),
+}
+"""Phases the contract lets nest inside each phase as its sub-phases (the parser's nesting check)."""
+
+EXECUTION_FAMILY: frozenset[Phase] = frozenset({Phase.EXECUTION, *EXECUTION_SUBPHASES})
+"""EXECUTION and its sub-phases."""
+
 
 def tag(layer: Layer, phase: Phase) -> str:
     """Return the bracketed NNTRACE tag, e.g. ``[NN_LR_PE]``."""
