@@ -202,8 +202,12 @@ class Device:
         assert victim.handle is not None
         self.kernel.wake(victim.handle, PREEMPT)
 
-    async def _acquire(self, job: Job) -> bool:
-        """Wait for a unit; False if the device died meanwhile."""
+    async def _acquire(self, job: Job, *, requeue: bool = False) -> bool:
+        """Wait for a unit; False if the device died meanwhile.
+
+        A job that just yielded its unit (``requeue``) waits in its old place and asks
+        nobody to yield for it.
+        """
         kernel = self.kernel
         await kernel.sync()
         if self.alive and len(self._running) < self.units and not self._waiting:
@@ -214,7 +218,8 @@ class Device:
             return False
         job.handle = kernel.wait_handle()
         self._waiting.append(job)
-        self._request_preemption(job)
+        if not requeue:
+            self._request_preemption(job)
         granted = await kernel.park()
         return granted == GRANTED
 
@@ -372,22 +377,9 @@ class Device:
                 self.stats.preemptions += 1
                 # Give the unit to the waiting job and queue again, keeping our place.
                 self._release(job)
-                if not await self._acquire_again(job):
+                if not await self._acquire(job, requeue=True):
                     return ErrorStatus.GENERAL_FAILURE
         finally:
             if job in self._running:
                 await kernel.sync()
                 self._release(job)
-
-    async def _acquire_again(self, job: Job) -> bool:
-        kernel = self.kernel
-        if self.alive and len(self._running) < self.units and not self._waiting:
-            self._account()
-            self._occupy(job, self._free_units.pop(0))
-            return True
-        if not self.alive:
-            return False
-        job.handle = kernel.wait_handle()
-        self._waiting.append(job)
-        granted = await kernel.park()
-        return granted == GRANTED
