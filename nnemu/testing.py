@@ -11,11 +11,19 @@ history.  A property test of a deadline rule reads like the rule::
 
     from hypothesis import given, settings
     from nnemu.hal import ErrorStatus
-    from nnemu.scenario import DeadlinePolicy
+    from nnemu.scenario import DeadlinePolicy, FaultKind, WorkloadKind
     from nnemu.testing import run_with_records, scenarios
 
     @settings(max_examples=50, deadline=None)
-    @given(scenarios(deadline_policies=[DeadlinePolicy.ABORT], jitter=False))
+    @given(
+        scenarios(
+            deadline_policies=[DeadlinePolicy.ABORT],
+            jitter=False,
+            fault_kinds=[FaultKind.BUSY, FaultKind.OFFLINE, FaultKind.CRASH],
+            workload_kinds=[WorkloadKind.PERIODIC, WorkloadKind.POISSON, WorkloadKind.BURST],
+            pinned=True,
+        )
+    )
     def test_successful_jobs_meet_their_deadline(scenario):
         records = run_with_records(scenario)
         for jobs in records.devices.values():
@@ -371,7 +379,7 @@ def scenarios(
     shared_uids: bool = True,
     durations: bool = False,
 ) -> st.SearchStrategy[Scenario]:
-    """Valid, small scenarios; every argument narrows what is generated (see the module doc)."""
+    """Valid, small scenarios; each argument narrows what is generated (docs/property-testing.md)."""
 
     @st.composite
     def build(draw: st.DrawFn) -> Scenario:
