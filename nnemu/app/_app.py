@@ -152,6 +152,7 @@ class Application:
     async def _run_workload(self) -> None:
         kernel, spec = self.kernel, self.spec
         workload = spec.workload
+        await kernel.sync()  # compiling may have left CPU work to account before queueing
         for thread in self._workers:
             self._running_executors += 1
             kernel.spawn(self.nursery, self._executor, thread=thread)

@@ -181,6 +181,17 @@ class Device:
             key=lambda i: self._order_key(waiting[i]),
         )
 
+    def _take_slot(self, job: Job) -> None:
+        """Under per_app_priority a job that jumps an older job of its own app takes that
+        job's place in the arrival order, and the older job takes its place: other apps see
+        the same sequence of turns whatever the app's priorities are."""
+        if self.scheduler is not SchedulerKind.PER_APP_PRIORITY:
+            return
+        older = [other for other in self._waiting if other.uid == job.uid and other.seq < job.seq]
+        if older:
+            oldest = min(older, key=lambda other: other.seq)
+            oldest.seq, job.seq = job.seq, oldest.seq
+
     def _may_preempt(self, job: Job, victim: Job) -> bool:
         """Whether waiting ``job`` should take ``victim``'s unit at its next checkpoint."""
         if self.preemption is PreemptionKind.NONE or self.scheduler is SchedulerKind.FIFO:
@@ -242,6 +253,7 @@ class Device:
         if self._waiting and self.alive:
             index = self.pick_index(self._waiting)
             nxt = self._waiting.pop(index)
+            self._take_slot(nxt)
             self._occupy(nxt, unit)
             assert nxt.handle is not None
             self.kernel.wake(nxt.handle, GRANTED)
@@ -291,8 +303,11 @@ class Device:
             if abort and segment >= 0:
                 assert deadline is not None
                 # Checkpoint before each operation: the sample driver's rule (deadline
-                # passed) and the estimate rule (the rest cannot make it).
-                rest = sum(job.plan.op_ns[segment:])
+                # passed) and the estimate rule (the rest cannot make it). Before the
+                # first operation the driver only knows the nominal costs; once it has
+                # timed one, it knows this execution's pace (jitter and slow-down).
+                known = segment > 0
+                rest = sum(job.durations[segment + 1 :]) if known else sum(job.plan.op_ns)
                 if t >= deadline or t + rest > deadline:
                     return t, "deadline"
             if segment >= 0 and job.loop_timeout_ns is not None:
@@ -304,12 +319,17 @@ class Device:
                     if needed < iterations:
                         return t + us(needed * per_iteration), "loop"
             t += duration
+        if abort and deadline is not None and t > deadline:
+            # The last checkpoint: results that come too late are reported as a miss.
+            return t, "deadline"
         return t, "finish"
 
     async def execute(self, job: Job, *, launch_ns: int) -> ErrorStatus:
         """Run ``job``: NONE, MISSED_DEADLINE_TRANSIENT (aborted), or GENERAL_FAILURE (device died)."""
         kernel = self.kernel
         job.arrived_ns = kernel.now()
+        self._seq += 1
+        job.seq = self._seq
         if self.history is not None:
             self.history.append(job)
         job.status = await self._execute(job, launch_ns)

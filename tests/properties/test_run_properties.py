@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import example, given, settings
 
 from nnemu._emulator import build_model
@@ -132,15 +131,6 @@ def _jitter_overrun_scenario() -> Scenario:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "nnemu/driver/_device.py Device._stop_point: the checkpoint before each operation "
-        "estimates the rest with nominal op_ns, but the job runs its scaled durations "
-        "(jitter x slowdown), so a job whose scale > 1 passes the last checkpoint and ends "
-        "NONE after its deadline"
-    ),
-)
 @settings(max_examples=60, deadline=None)
 @example(_jitter_overrun_scenario())
 @given(scenarios(workload_kinds=OPEN_LOOP, deadline_policies=[DeadlinePolicy.ABORT], pinned=True))
@@ -258,14 +248,6 @@ def _closed_loop_cpu_only() -> Scenario:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "nnemu/app/_app.py Application._run_workload: a closed-loop app puts work on its "
-        "queue right after a CPU-only compilation (kernel.work, no sync) and the kernel "
-        "raises EmulatorBug 'touched shared state ... ahead of time'"
-    ),
-)
 def test_closed_loop_app_on_cpu_only_compilation_runs() -> None:
     """A closed-loop app whose model compiles for the CPU device only runs to the end."""
     report = run_with_records(_closed_loop_cpu_only()).report
