@@ -367,6 +367,7 @@ class DriverService:
         if not self.endpoint.alive:
             return
         self._log.warning("driver_died")
+        self.tracer.process_died(self.process.pid)
         self.status = DeviceStatus.UNKNOWN
         self.device.die()
         self.endpoint.kill()

@@ -130,6 +130,13 @@ class Tracer:
         for observer in self._observers:
             observer.process(pid, name)
 
+    def process_died(self, pid: int) -> None:
+        """Tell observers that a process died (ftrace has no mark for it; sinks see nothing)."""
+        for observer in self._observers:
+            died = getattr(observer, "process_died", None)
+            if died is not None:
+                died(pid)
+
     def _begin(self, name: str, info: SectionInfo | None) -> None:
         thread = current_thread()
         self._open[thread] = self._open.get(thread, 0) + 1

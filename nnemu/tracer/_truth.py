@@ -248,7 +248,13 @@ class GroundTruth:
         self._runs: list[_Run] = [_Run(0, None)]
         self._seen_po = False
         self._closed = False
+        self._dead_unpaired = 0
         self.runs: tuple[RunTruth, ...] = ()
+
+    @property
+    def executions_lost_to_dead_drivers(self) -> int:
+        """Asynchronous executions whose driver died before notifying them."""
+        return self._dead_unpaired
 
     # -- observer interface --------------------------------------------------
 
@@ -374,6 +380,25 @@ class GroundTruth:
             if section.execution_create:
                 self._runs[-1].executions += 1
         state.cells = self._accruing(state.stack)
+
+    def process_died(self, pid: int) -> None:
+        """A process died: its in-flight asynchronous executions will never notify.
+
+        The contract pairs each ``execute*::server`` with the driver's
+        ``IExecutionCallback::notify*::client``; a dead driver sends no notify, so its
+        unpaired executions' driver time cannot be reconstructed (the client gets
+        DEAD_OBJECT from its death recipient instead).
+        """
+        proc = self._processes.get(pid)
+        if proc is None or not proc.pending_async:
+            return
+        reason = (
+            f"driver process {proc.name} died with {len(proc.pending_async)} asynchronous "
+            "execution(s) in flight: a dead driver never notifies, so the contract cannot pair them"
+        )
+        self._runs[-1].flag([(_DEVICE, Phase.EXECUTION), (Layer.CPU, Phase.EXECUTION)], reason)
+        self._dead_unpaired += len(proc.pending_async)
+        proc.pending_async.clear()
 
     def close(self) -> None:
         """No more events: freeze the runs."""

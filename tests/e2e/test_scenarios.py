@@ -16,7 +16,7 @@ QUICKSTART = SCENARIOS / "quickstart.yaml"
 
 
 def _scenario_files() -> list[Path]:
-    return sorted(SCENARIOS.glob("*.yaml"))
+    return sorted(SCENARIOS.glob("**/*.yaml"))
 
 
 @pytest.mark.parametrize("path", _scenario_files(), ids=lambda p: p.stem)

@@ -12,7 +12,7 @@ from nnemu.tracer import GroundTruth, Layer, Phase
 from nnemu.verify import run_verify_command, run_with_truth
 from tests.unit.tracer.helpers import scenario_text
 
-SCENARIOS = sorted((Path(__file__).resolve().parents[3] / "scenarios").glob("*.yaml"))
+SCENARIOS = sorted((Path(__file__).resolve().parents[3] / "scenarios").glob("**/*.yaml"))
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
