@@ -1,6 +1,6 @@
 """Emulated driver services: IDevice / IPreparedModel for HAL 1.0-1.3, and their devices."""
 
-from nnemu.driver._device import ComputePlan, Device, DeviceStats, Job, us
+from nnemu.driver._device import ComputePlan, Device, DeviceStats, Job
 from nnemu.driver._service import (
     CallbackRef,
     DriverService,
@@ -9,6 +9,7 @@ from nnemu.driver._service import (
     capabilities_from,
     compute_plan,
 )
+from nnemu.sim import us  # re-exported: drivers and apps round their durations with it
 
 __all__ = [
     "CallbackRef",

@@ -25,12 +25,7 @@ import attrs
 
 from nnemu.hal import ErrorStatus, Priority
 from nnemu.scenario import DeadlinePolicy, DeviceSpec, PreemptionKind, SchedulerKind
-from nnemu.sim import Kernel, WakeHandle
-
-
-def us(ns: float) -> int:
-    """Round a duration to whole microseconds (ftrace resolution keeps traces exact)."""
-    return max(0, round(ns / 1000.0)) * 1000
+from nnemu.sim import Kernel, WakeHandle, us
 
 
 @attrs.frozen
@@ -146,6 +141,11 @@ class Device:
         if elapsed_ns <= 0:
             return 0.0
         return self.stats.busy_ns / (elapsed_ns * self.units)
+
+    @property
+    def all_units_busy(self) -> bool:
+        """Whether every compute unit is taken."""
+        return len(self._running) >= self.units
 
     @property
     def queue_length(self) -> int:

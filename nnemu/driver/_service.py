@@ -19,7 +19,7 @@ import attrs
 import structlog
 import trio
 
-from nnemu.driver._device import ComputePlan, Device, Job, us
+from nnemu.driver._device import ComputePlan, Device, Job
 from nnemu.hal import (
     NO_TIMING,
     Capabilities,
@@ -55,7 +55,7 @@ from nnemu.scenario import (
     PerformanceSpec,
     PerfSpec,
 )
-from nnemu.sim import Kernel, ProcessTable, SimQueue
+from nnemu.sim import Kernel, ProcessTable, SimQueue, us
 from nnemu.tracer import Layer, Phase, Tracer
 
 logger = structlog.get_logger(layer="driver")
@@ -700,10 +700,12 @@ class DriverService:
             if now + device.backlog_ns(job) + idle_ns > deadline_ns:
                 device.stats.rejected_transient += 1
                 return ErrorStatus.MISSED_DEADLINE_TRANSIENT, 0
-        if spec.queue_limit is not None and device.queue_length >= spec.queue_limit:
-            busy = len(device._running) >= device.units
-            if busy:
-                return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, 0
+        if (
+            spec.queue_limit is not None
+            and device.all_units_busy
+            and device.queue_length >= spec.queue_limit
+        ):
+            return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, 0
         status = await device.execute(job, launch_ns=launch_ns)
         if (
             status is ErrorStatus.NONE

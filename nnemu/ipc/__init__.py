@@ -1,5 +1,5 @@
 """HIDL-over-binder transport between emulated processes."""
 
-from nnemu.ipc._binder import DEAD, Binder, DeadObject, Endpoint, binder_thread_of
+from nnemu.ipc._binder import DEAD, Binder, DeadObject, Endpoint
 
-__all__ = ["DEAD", "Binder", "DeadObject", "Endpoint", "binder_thread_of"]
+__all__ = ["DEAD", "Binder", "DeadObject", "Endpoint"]

@@ -22,7 +22,7 @@ from typing import TypeVar
 import structlog
 
 from nnemu.scenario import IpcSpec
-from nnemu.sim import Kernel, SimProcess, SimThread, ThreadPool, as_thread
+from nnemu.sim import Kernel, SimProcess, ThreadPool, as_thread, us
 from nnemu.tracer import Tracer
 
 logger = structlog.get_logger(layer="ipc")
@@ -49,11 +49,6 @@ class DeadObject:
 
 DEAD = DeadObject()
 """The one DeadObject value."""
-
-
-def _us(ns: float) -> int:
-    """Round a duration to whole microseconds (the resolution of ftrace timestamps)."""
-    return max(0, round(ns / 1000.0)) * 1000
 
 
 class Endpoint:
@@ -98,7 +93,7 @@ class Binder:
             sigma = self.spec.jitter
             # Log-normal with the given mean: mu = -sigma^2 / 2.
             base *= math.exp(self._rng.gauss(-sigma * sigma / 2.0, sigma))
-        return _us(base)
+        return us(base)
 
     async def call(
         self,
@@ -184,8 +179,3 @@ class Binder:
 
         kernel.call_at(arrive, arrived)
         return True
-
-
-def binder_thread_of(endpoint: Endpoint) -> SimThread:
-    """The binder thread callbacks to ``endpoint`` are served on."""
-    return endpoint.pool.threads[0]

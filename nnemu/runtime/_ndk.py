@@ -246,7 +246,6 @@ class Compilation:
         self.finished = False
         self.steps: list[Step] = []
         self.prepared: dict[int, PreparedModel] = {}
-        self.cpu_plans: dict[int, object] = {}
 
     @classmethod
     async def create(cls, model: ModelBuilder) -> tuple[ResultCode, Compilation | None]:

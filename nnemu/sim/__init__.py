@@ -10,6 +10,7 @@ from nnemu.sim._kernel import (
     WakeHandle,
     as_thread,
     current_thread,
+    us,
 )
 from nnemu.sim._process import ProcessTable, SimProcess
 
@@ -25,4 +26,5 @@ __all__ = [
     "WakeHandle",
     "as_thread",
     "current_thread",
+    "us",
 ]

@@ -33,6 +33,15 @@ from trio.lowlevel import Abort, current_task, reschedule, wait_task_rescheduled
 from nnemu.errors import EmulatorBug
 
 
+def us(ns: float) -> int:
+    """Round a duration to whole microseconds, in ns.
+
+    Every modelled duration is rounded so, which keeps virtual time on the resolution
+    of ftrace timestamps: a trace then loses nothing of what the emulator did.
+    """
+    return max(0, round(ns / 1000.0)) * 1000
+
+
 @attrs.frozen
 class SimThread:
     """An emulated thread: the identity the tracer writes on every mark."""
@@ -325,13 +334,6 @@ class Kernel:
     async def sleep(self, duration_ns: int) -> None:
         """Wait ``duration_ns`` of virtual time from the task's own clock."""
         await self.sleep_until(self.now() + max(0, duration_ns))
-
-    async def checkpoint(self) -> None:
-        """Let every task that is ready now run before continuing."""
-        if self._ready:
-            handle = self.wait_handle()
-            self.wake(handle)
-            await self.park()
 
     def call_at(self, t_ns: int, callback: Callable[[], None]) -> None:
         """Run the plain function ``callback`` at virtual time ``t_ns`` (in sequence order)."""
