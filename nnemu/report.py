@@ -122,15 +122,24 @@ def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
     devices: dict[str, Any] = {}
     for service in emulator.services:
         device = service.device
+        stats = device.stats
         devices[service.name] = {
-            "executions": device.stats.executions,
+            "executions": stats.executions,
             "busy_fraction": round(device.busy_fraction(elapsed), 6),
-            "preemptions": device.stats.preemptions,
+            "preemptions": stats.preemptions,
+            "deadline_aborts": stats.deadline_aborts,
+            "loop_timeouts": stats.loop_timeouts,
+            "rejected_persistent": stats.rejected_persistent,
+            "rejected_transient": stats.rejected_transient,
         }
     devices["nnapi-reference"] = {
         "executions": cpu_executions,
         "busy_fraction": round(cpu_busy_ns / elapsed, 6) if elapsed else 0.0,
         "preemptions": 0,
+        "deadline_aborts": 0,
+        "loop_timeouts": 0,
+        "rejected_persistent": 0,
+        "rejected_transient": 0,
     }
     data: dict[str, Any] = {
         "scenario": scenario.name,

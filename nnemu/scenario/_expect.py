@@ -23,7 +23,15 @@ APP_COUNTERS: Final = (
 """Per-app metrics that are a single number."""
 LATENCY_STATS: Final = ("p50", "p95", "p99", "max", "mean")
 """Statistics of an app's end-to-end latency (``apps.<app>.latency_ms.<stat>``)."""
-DEVICE_METRICS: Final = ("executions", "busy_fraction", "preemptions")
+DEVICE_METRICS: Final = (
+    "executions",
+    "busy_fraction",
+    "preemptions",
+    "deadline_aborts",
+    "loop_timeouts",
+    "rejected_persistent",
+    "rejected_transient",
+)
 """Per-device metrics (``devices.<dev>.<metric>``)."""
 RESULT_CODE_NAMES: Final = tuple(code.name for code in ResultCode)
 """Result code names allowed in ``apps.<app>.errors.<CODE>``."""
