@@ -1,4 +1,8 @@
-"""HAL value types and enums: the wire format between runtime and driver. Imports nothing of nnemu."""
+"""HAL value types and enums: the wire format between runtime and driver. Imports nothing of nnemu.
+
+The VTS 1.3 ValidationTest mutations (invalid models and requests for testing a driver's
+validation) are in the submodule ``nnemu.hal.mutations``, which is not re-exported here.
+"""
 
 from nnemu.hal._enums import (
     DeviceStatus,

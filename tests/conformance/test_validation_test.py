@@ -11,9 +11,8 @@ from __future__ import annotations
 import pytest
 
 from nnemu.hal import NO_TIMING, ErrorStatus, HalVersion, MeasureTiming
+from nnemu.hal.mutations import MODEL_MUTATIONS, REQUEST_MUTATIONS
 from tests.conformance._harness import (
-    MODEL_MUTATIONS,
-    REQUEST_MUTATIONS,
     V11,
     V12,
     V13,

@@ -3,7 +3,8 @@
 Each ``mutate*``/``remove*``/``add*`` test mirrors the VTS function of the same name
 (hardware/interfaces/neuralnetworks/1.3/vts/functional/ValidateModel.cpp and
 ValidateRequest.cpp): it applies every mutation VTS would apply to a preset model and
-expects the validator to give a reason for each one.
+expects the validator to give a reason for each one. The mutations themselves are the
+generators of ``nnemu.hal.mutations`` (shared with the VTS conformance suite).
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ from nnemu.hal import (
     RequestArgument,
     Subgraph,
     build_preset,
+    mutations,
     supported_by,
     validate_model,
     validate_request,
 )
+from nnemu.hal.mutations import with_operand, with_operation
 
 V13 = HalVersion.V1_3
 LT = OperandLifeTime
@@ -55,46 +58,6 @@ def _model(request: pytest.FixtureRequest) -> Model:
     return model
 
 
-# --- mutation helpers (the VTS hidl_vec helpers) ---------------------------------------
-
-
-def _main(model: Model, **changes: object) -> Model:
-    return attrs.evolve(model, main=attrs.evolve(model.main, **changes))
-
-
-def _operand(model: Model, index: int, **changes: object) -> Model:
-    operands = list(model.main.operands)
-    operands[index] = attrs.evolve(operands[index], **changes)
-    return _main(model, operands=operands)
-
-
-def _operation(model: Model, index: int, **changes: object) -> Model:
-    operations = list(model.main.operations)
-    operations[index] = attrs.evolve(operations[index], **changes)
-    return _main(model, operations=operations)
-
-
-def _push_operand(model: Model, operand: Operand) -> tuple[Model, int]:
-    return _main(model, operands=[*model.main.operands, operand]), len(model.main.operands)
-
-
-def _without(values: tuple[int, ...], value: int) -> tuple[int, ...]:
-    """removeValueAndDecrementGreaterValues."""
-    return tuple(v - (v > value) for v in values if v != value)
-
-
-def _become_constant_copy(model: Model, index: int) -> Model:
-    operand = model.main.operands[index]
-    size = operand.byte_size
-    model = attrs.evolve(model, operand_values_size=model.operand_values_size + size)
-    location = DataLocation(offset=model.operand_values_size - size, length=size)
-    return _operand(model, index, lifetime=LT.CONSTANT_COPY, location=location)
-
-
-def _size_known(operand: Operand) -> bool:
-    return (bool(operand.dimensions) and 0 not in operand.dimensions) or operand.type.is_scalar
-
-
 def _expect_all_invalid(
     model: Model, mutants: Iterator[tuple[str, Model]], *, at_least_one: bool = True
 ) -> None:
@@ -104,14 +67,6 @@ def _expect_all_invalid(
         assert validate_model(mutant, V13) is not None, label
         checked += 1
     assert checked > 0 or not at_least_one, f"no mutant of {model.name}"
-
-
-def _operands(model: Model) -> range:
-    return range(len(model.main.operands))
-
-
-def _operations(model: Model) -> range:
-    return range(len(model.main.operations))
 
 
 # --- VTS model mutations ---------------------------------------------------------------
@@ -124,13 +79,7 @@ def test_presets_are_valid(model: Model) -> None:
 
 def test_mutateOperandTypeTest(model: Model) -> None:
     """Out-of-range operand type values are rejected for every operand."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for i in _operands(model):
-            for bad in (-1, 16, 9999, 10002):
-                yield f"operand {i} type {bad}", _operand(model, i, type=bad)
-
-    _expect_all_invalid(model, mutants())
+    _expect_all_invalid(model, mutations.mutate_operand_type(model))
 
 
 def test_mutateOperandTypeTest_version_gated_types() -> None:
@@ -138,439 +87,121 @@ def test_mutateOperandTypeTest_version_gated_types() -> None:
     model = build_preset("add", "float32", {"size": 4})
     f16 = model
     for i in (0, 1, 2):
-        f16 = _operand(f16, i, type=OperandType.TENSOR_FLOAT16)
+        f16 = with_operand(f16, i, type=OperandType.TENSOR_FLOAT16)
     assert validate_model(f16, HalVersion.V1_2) is None
     assert validate_model(f16, HalVersion.V1_1) is not None
     signed = build_preset("add", "quant8", {"size": 4})
     for i in (0, 1, 2):
-        signed = _operand(signed, i, type=OperandType.TENSOR_QUANT8_ASYMM_SIGNED, zero_point=0)
+        signed = with_operand(signed, i, type=OperandType.TENSOR_QUANT8_ASYMM_SIGNED, zero_point=0)
     assert validate_model(signed, V13) is None
     assert validate_model(signed, HalVersion.V1_2) is not None
 
 
 def test_mutateOperandRankTest(model: Model) -> None:
     """Scalar operands given rank 1 are rejected."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for i in _operands(model):
-            if model.main.operands[i].type in (*_SCALARS, OperandType.SUBGRAPH):
-                yield f"operand {i} rank 1", _operand(model, i, dimensions=(1,))
-
-    _expect_all_invalid(model, mutants())
-
-
-_SCALARS = (
-    OperandType.FLOAT32,
-    OperandType.INT32,
-    OperandType.UINT32,
-    OperandType.BOOL,
-    OperandType.FLOAT16,
-)
-_QUANT = (
-    OperandType.TENSOR_QUANT8_ASYMM,
-    OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
-    OperandType.TENSOR_QUANT8_SYMM,
-    OperandType.TENSOR_QUANT16_ASYMM,
-    OperandType.TENSOR_QUANT16_SYMM,
-)
-
-
-def _invalid_scale(kind: OperandType) -> float:
-    """VTS getInvalidScale."""
-    if kind == OperandType.TENSOR_INT32:
-        return -1.0
-    return 0.0 if kind in _QUANT else 1.0
-
-
-def _invalid_zero_points(kind: OperandType) -> tuple[int, ...]:
-    """VTS getInvalidZeroPoints."""
-    return {
-        OperandType.TENSOR_QUANT8_ASYMM: (-1, 256),
-        OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (-129, 128),
-        OperandType.TENSOR_QUANT16_ASYMM: (-1, 65536),
-    }.get(kind, (-1, 1))
+    _expect_all_invalid(model, mutations.mutate_operand_rank(model))
 
 
 def test_mutateOperandScaleTest(model: Model) -> None:
     """Scales illegal for the operand type are rejected."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for i in _operands(model):
-            bad = _invalid_scale(model.main.operands[i].type)
-            yield f"operand {i} scale {bad}", _operand(model, i, scale=bad)
-
-    _expect_all_invalid(model, mutants())
+    _expect_all_invalid(model, mutations.mutate_operand_scale(model))
 
 
 def test_mutateOperandZeroPointTest(model: Model) -> None:
     """Zero points outside the type's range are rejected."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for i in _operands(model):
-            for bad in _invalid_zero_points(model.main.operands[i].type):
-                yield f"operand {i} zeroPoint {bad}", _operand(model, i, zero_point=bad)
-
-    _expect_all_invalid(model, mutants())
-
-
-def _invalid_lifetimes(operand: Operand) -> list[OperandLifeTime]:
-    """VTS getInvalidLifeTimes."""
-    match operand.lifetime:
-        case LT.SUBGRAPH_OUTPUT | LT.TEMPORARY_VARIABLE:
-            lifetimes = [LT.SUBGRAPH_INPUT, LT.CONSTANT_COPY]
-        case LT.CONSTANT_COPY | LT.CONSTANT_REFERENCE | LT.SUBGRAPH_INPUT:
-            lifetimes = [LT.TEMPORARY_VARIABLE, LT.SUBGRAPH_OUTPUT]
-        case _:
-            lifetimes = []
-    if not _size_known(operand):
-        lifetimes = [lt for lt in lifetimes if lt != LT.CONSTANT_COPY]
-    return lifetimes
+    _expect_all_invalid(model, mutations.mutate_operand_zero_point(model))
 
 
 def test_mutateOperandLifeTimeTest(model: Model) -> None:
     """Lifetimes that change whether an operand needs a writer are rejected."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for i in _operands(model):
-            operand = model.main.operands[i]
-            for lifetime in _invalid_lifetimes(operand):
-                mutant = _main(
-                    model,
-                    input_indexes=[x for x in model.main.input_indexes if x != i],
-                    output_indexes=[x for x in model.main.output_indexes if x != i],
-                )
-                mutant = _operand(mutant, i, lifetime=lifetime, location=DataLocation())
-                if lifetime == LT.CONSTANT_COPY:
-                    mutant = _become_constant_copy(mutant, i)
-                elif lifetime == LT.SUBGRAPH_INPUT:
-                    mutant = _main(mutant, input_indexes=[*mutant.main.input_indexes, i])
-                elif lifetime == LT.SUBGRAPH_OUTPUT:
-                    mutant = _main(mutant, output_indexes=[*mutant.main.output_indexes, i])
-                yield f"operand {i} lifetime {lifetime.name}", mutant
-
-    _expect_all_invalid(model, mutants())
+    _expect_all_invalid(model, mutations.mutate_operand_lifetime(model))
 
 
 def test_mutateOperandInputOutputTest(model: Model) -> None:
     """Lifetimes that disagree with the subgraph's input/output index lists are rejected."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for i in _operands(model):
-            operand = model.main.operands[i]
-            changed = {
-                LT.CONSTANT_COPY: LT.SUBGRAPH_INPUT,
-                LT.CONSTANT_REFERENCE: LT.SUBGRAPH_INPUT,
-                LT.SUBGRAPH_INPUT: LT.CONSTANT_COPY if _size_known(operand) else None,
-                LT.SUBGRAPH_OUTPUT: LT.TEMPORARY_VARIABLE,
-                LT.TEMPORARY_VARIABLE: LT.SUBGRAPH_OUTPUT,
-            }.get(operand.lifetime)
-            if changed is None:
-                continue
-            mutant = _operand(model, i, lifetime=changed, location=DataLocation())
-            if changed == LT.CONSTANT_COPY:
-                mutant = _become_constant_copy(mutant, i)
-            yield f"operand {i} lifetime {changed.name}", mutant
-
-    _expect_all_invalid(model, mutants())
+    _expect_all_invalid(model, mutations.mutate_operand_input_output(model))
 
 
 def test_mutateOperandNumberOfConsumersTest(model: Model) -> None:
     """numberOfConsumers different from the real count of reads is rejected."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for i in _operands(model):
-            count = model.main.operands[i].number_of_consumers
-            for bad in {count + 1, count + 100, max(count - 1, 0) if count else count + 2}:
-                yield f"operand {i} consumers {bad}", _operand(model, i, number_of_consumers=bad)
-
-    _expect_all_invalid(model, mutants())
+    _expect_all_invalid(model, mutations.mutate_operand_number_of_consumers(model))
 
 
 def test_mutateOperandAddWriterTest(model: Model) -> None:
     """A second operation writing an already-written operand is rejected."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for op_index in _operations(model):
-            for bad_output in range(len(model.main.operations[op_index].outputs)):
-                mutant = model
-                new_op = model.main.operations[op_index]
-                for index in new_op.inputs:
-                    n = mutant.main.operands[index].number_of_consumers
-                    mutant = _operand(mutant, index, number_of_consumers=n + 1)
-                outputs = list(new_op.outputs)
-                for k, index in enumerate(new_op.outputs):
-                    if k == bad_output:
-                        continue
-                    fresh = attrs.evolve(
-                        mutant.main.operands[index],
-                        number_of_consumers=0,
-                        lifetime=LT.TEMPORARY_VARIABLE,
-                    )
-                    mutant, outputs[k] = _push_operand(mutant, fresh)
-                new_op = attrs.evolve(new_op, outputs=outputs)
-                mutant = _main(mutant, operations=[*mutant.main.operations, new_op])
-                yield f"operation {op_index} rewrites output {bad_output}", mutant
-
-    _expect_all_invalid(model, mutants())
-
-
-_VALID_TYPES = [t for t in OperandType if t not in (OperandType.OEM, OperandType.TENSOR_OEM_BYTE)]
-
-
-def _valid_quant(kind: OperandType) -> tuple[float, int]:
-    if kind in _QUANT or kind == OperandType.TENSOR_INT32:
-        return (1.0 if kind in _QUANT else 0.0), 0
-    return 0.0, 0
-
-
-_DEQUANTIZE_INPUTS = (*_QUANT[:3], OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL)
-
-
-def _operation_operand_type_skip(model: Model, index: int, kind: OperandType) -> bool:
-    """VTS mutateOperationOperandTypeSkip, for the operation types the presets use."""
-    for op in model.main.operations:
-        if op.type == OperationType.DEQUANTIZE and (
-            (
-                index in op.inputs
-                and kind in (*_QUANT[:3], OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL)
-            )
-            or (index in op.outputs and kind in (OperandType.TENSOR_FLOAT16,))
-        ):
-            return True
-        if (
-            op.type in (OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D)
-            and len(op.inputs) > 1
-            and op.inputs[1] == index
-            and kind == OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
-        ):
-            return True
-    return False
+    _expect_all_invalid(model, mutations.mutate_operand_add_writer(model))
 
 
 def test_mutateOperationOperandTypeTest(model: Model) -> None:
     """Changing an operation's operand to another valid type breaks the operation's signature."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        used = {i for op in model.main.operations for i in (*op.inputs, *op.outputs)}
-        for i in sorted(used):
-            operand = model.main.operands[i]
-            for kind in _VALID_TYPES:
-                if kind == operand.type or _operation_operand_type_skip(model, i, kind):
-                    continue
-                scale, zero_point = _valid_quant(kind)
-                dims = () if kind.is_scalar or kind == OperandType.SUBGRAPH else operand.dimensions
-                mutant = _operand(
-                    model,
-                    i,
-                    type=kind,
-                    dimensions=dims or ((1,) if kind.is_tensor else ()),
-                    scale=scale,
-                    zero_point=zero_point,
-                )
-                yield f"operand {i} type {kind.name}", mutant
-
-    _expect_all_invalid(model, mutants())
+    _expect_all_invalid(model, mutations.mutate_operation_operand_type(model))
 
 
 def test_mutateOperationTypeTest(model: Model) -> None:
     """Operation type values outside the enum are rejected."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for op_index in _operations(model):
-            for bad in (-1, 102, 9999, 10001):
-                yield f"operation {op_index} type {bad}", _operation(model, op_index, type=bad)
-
-    _expect_all_invalid(model, mutants())
+    _expect_all_invalid(model, mutations.mutate_operation_type(model))
 
 
 def test_mutateOperationTypeTest_other_valid_type() -> None:
     """Swapping ADD for CONV_2D fails the CONV_2D signature."""
     model = build_preset("add", "float32", {"size": 4})
-    assert validate_model(_operation(model, 0, type=OperationType.CONV_2D), V13) is not None
-
-
-def _index_mutants(model: Model, field: str) -> Iterator[tuple[str, Model]]:
-    for op_index in _operations(model):
-        indexes = getattr(model.main.operations[op_index], field)
-        for k in range(len(indexes)):
-            changed = list(indexes)
-            changed[k] = len(model.main.operands)
-            yield (
-                f"operation {op_index} {field}[{k}]",
-                _operation(model, op_index, **{field: changed}),
-            )
+    assert validate_model(with_operation(model, 0, type=OperationType.CONV_2D), V13) is not None
 
 
 def test_mutateOperationInputOperandIndexTest(model: Model) -> None:
     """Operation input indexes past the operand list are rejected."""
-    _expect_all_invalid(model, _index_mutants(model, "inputs"))
+    _expect_all_invalid(model, mutations.mutate_operation_input_operand_index(model))
 
 
 def test_mutateOperationOutputOperandIndexTest(model: Model) -> None:
     """Operation output indexes past the operand list are rejected."""
-    _expect_all_invalid(model, _index_mutants(model, "outputs"))
+    _expect_all_invalid(model, mutations.mutate_operation_output_operand_index(model))
 
 
 def test_mutateOperationRemoveWriteTest(model: Model) -> None:
     """An operation writing a fresh operand instead of one that is read leaves it unwritten."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for op_index in _operations(model):
-            op = model.main.operations[op_index]
-            for k, index in enumerate(op.outputs):
-                if model.main.operands[index].number_of_consumers == 0:
-                    continue
-                fresh = attrs.evolve(
-                    model.main.operands[index],
-                    number_of_consumers=0,
-                    lifetime=LT.TEMPORARY_VARIABLE,
-                )
-                mutant, new_index = _push_operand(model, fresh)
-                outputs = list(op.outputs)
-                outputs[k] = new_index
-                yield (
-                    f"operation {op_index} output {k}",
-                    _operation(mutant, op_index, outputs=outputs),
-                )
-
     # Single-operation models have no operand that is both written and read.
-    _expect_all_invalid(model, mutants(), at_least_one=len(model.main.operations) > 1)
+    _expect_all_invalid(
+        model,
+        mutations.mutate_operation_remove_write(model),
+        at_least_one=len(model.main.operations) > 1,
+    )
 
 
 def test_removeOperandTest(model: Model) -> None:
     """Removing an operand that operations read is rejected."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for i in _operands(model):
-            if model.main.operands[i].number_of_consumers == 0:
-                continue  # VTS removeOperandSkip: no effect
-            main = model.main
-            mutant = _main(
-                model,
-                operands=[o for k, o in enumerate(main.operands) if k != i],
-                operations=[
-                    attrs.evolve(op, inputs=_without(op.inputs, i), outputs=_without(op.outputs, i))
-                    for op in main.operations
-                ],
-                input_indexes=_without(main.input_indexes, i),
-                output_indexes=_without(main.output_indexes, i),
-            )
-            yield f"remove operand {i}", mutant
-
-    _expect_all_invalid(model, mutants())
+    _expect_all_invalid(model, mutations.remove_operand(model))
 
 
 def test_removeOperationTest(model: Model) -> None:
     """Removing an operation leaves its outputs unwritten."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for op_index in _operations(model):
-            mutant = model
-            for index in model.main.operations[op_index].inputs:
-                n = mutant.main.operands[index].number_of_consumers
-                mutant = _operand(mutant, index, number_of_consumers=n - 1)
-            operations = [op for k, op in enumerate(model.main.operations) if k != op_index]
-            yield f"remove operation {op_index}", _main(mutant, operations=operations)
-
-    _expect_all_invalid(model, mutants())
+    _expect_all_invalid(model, mutations.remove_operation(model))
 
 
 def test_removeOperationInputTest(model: Model) -> None:
     """Dropping any input of an operation breaks its signature."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for op_index in _operations(model):
-            op = model.main.operations[op_index]
-            for k, index in enumerate(op.inputs):
-                n = model.main.operands[index].number_of_consumers
-                mutant = _operand(model, index, number_of_consumers=n - 1)
-                inputs = [x for j, x in enumerate(op.inputs) if j != k]
-                yield f"operation {op_index} input {k}", _operation(mutant, op_index, inputs=inputs)
-
-    _expect_all_invalid(model, mutants())
+    _expect_all_invalid(model, mutations.remove_operation_input(model))
 
 
 def test_removeOperationOutputTest(model: Model) -> None:
     """Dropping any output of an operation is rejected."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for op_index in _operations(model):
-            op = model.main.operations[op_index]
-            for k in range(len(op.outputs)):
-                outputs = [x for j, x in enumerate(op.outputs) if j != k]
-                yield (
-                    f"operation {op_index} output {k}",
-                    _operation(model, op_index, outputs=outputs),
-                )
-
-    _expect_all_invalid(model, mutants())
-
-
-def _add_input_skip(op: Operation) -> bool:
-    """VTS addOperationInputSkip: an optional trailing INT32 would make these valid."""
-    return (op.type == OperationType.SOFTMAX and len(op.inputs) == 2) or (
-        op.type == OperationType.L2_NORMALIZATION and len(op.inputs) == 1
-    )
+    _expect_all_invalid(model, mutations.remove_operation_output(model))
 
 
 def test_addOperationInputTest(model: Model) -> None:
     """An extra INT32 model input appended to an operation's inputs is rejected."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for op_index in _operations(model):
-            op = model.main.operations[op_index]
-            if _add_input_skip(op):
-                continue
-            extra = Operand(
-                type=OperandType.INT32, number_of_consumers=1, lifetime=LT.SUBGRAPH_INPUT
-            )
-            mutant, index = _push_operand(model, extra)
-            mutant = _main(mutant, input_indexes=[*mutant.main.input_indexes, index])
-            yield (
-                f"operation {op_index} +input",
-                _operation(mutant, op_index, inputs=[*op.inputs, index]),
-            )
-
-    _expect_all_invalid(model, mutants())
+    _expect_all_invalid(model, mutations.add_operation_input(model))
 
 
 def test_addOperationOutputTest(model: Model) -> None:
     """An extra model output appended to an operation's outputs is rejected."""
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for op_index in _operations(model):
-            op = model.main.operations[op_index]
-            first = model.main.operands[op.outputs[0]]
-            extra = attrs.evolve(first, number_of_consumers=0, lifetime=LT.SUBGRAPH_OUTPUT)
-            mutant, index = _push_operand(model, extra)
-            mutant = _main(mutant, output_indexes=[*mutant.main.output_indexes, index])
-            yield (
-                f"operation {op_index} +output",
-                _operation(mutant, op_index, outputs=[*op.outputs, index]),
-            )
-
-    _expect_all_invalid(model, mutants())
+    _expect_all_invalid(model, mutations.add_operation_output(model))
 
 
 def test_mutateExecutionOrderTest(model: Model) -> None:
     """Moving an operation before its producer or after its consumer is rejected."""
-    operations = list(model.main.operations)
-    operands = model.main.operands
-
-    def mutants() -> Iterator[tuple[str, Model]]:
-        for k, op in enumerate(operations):
-            if any(
-                operands[i].lifetime in (LT.TEMPORARY_VARIABLE, LT.SUBGRAPH_OUTPUT)
-                for i in op.inputs
-            ):
-                moved = [op, *operations[:k], *operations[k + 1 :]]
-                yield f"operation {k} first", _main(model, operations=moved)
-            if any(operands[i].number_of_consumers > 0 for i in op.outputs):
-                moved = [*operations[:k], *operations[k + 1 :], op]
-                yield f"operation {k} last", _main(model, operations=moved)
-
-    if len(operations) > 1:
-        _expect_all_invalid(model, mutants())
+    if len(model.main.operations) > 1:
+        _expect_all_invalid(model, mutations.mutate_execution_order(model))
 
 
 # --- BasicTests and other model rules ------------------------------------------------------
@@ -616,11 +247,11 @@ def test_constant_location_rules() -> None:
     model = build_preset("add", "float32", {"size": 4})
     scalar = next(i for i, o in enumerate(model.main.operands) if o.lifetime == LT.CONSTANT_COPY)
     assert validate_model(attrs.evolve(model, operand_values_size=2), V13) is not None
-    ref = _operand(model, scalar, lifetime=LT.CONSTANT_REFERENCE)
+    ref = with_operand(model, scalar, lifetime=LT.CONSTANT_REFERENCE)
     assert validate_model(ref, V13) is not None
     assert validate_model(attrs.evolve(ref, pool_sizes=[4]), V13) is None
     assert validate_model(attrs.evolve(ref, pool_sizes=[3]), V13) is not None
-    temp_with_location = _operand(model, 3, location=DataLocation(offset=4))
+    temp_with_location = with_operand(model, 3, location=DataLocation(offset=4))
     assert validate_model(temp_with_location, V13) is not None
 
 
@@ -673,17 +304,15 @@ def test_request_for_preset_is_valid(model: Model) -> None:
 def test_removeInputTest(model: Model) -> None:
     """Dropping any request input is rejected."""
     request = _request(model)
-    for k in range(len(request.inputs)):
-        inputs = [a for j, a in enumerate(request.inputs) if j != k]
-        assert validate_request(attrs.evolve(request, inputs=inputs), model) is not None
+    for _, mutant in mutations.remove_request_input(request):
+        assert validate_request(mutant, model) is not None
 
 
 def test_removeOutputTest(model: Model) -> None:
     """Dropping any request output is rejected."""
     request = _request(model)
-    for k in range(len(request.outputs)):
-        outputs = [a for j, a in enumerate(request.outputs) if j != k]
-        assert validate_request(attrs.evolve(request, outputs=outputs), model) is not None
+    for _, mutant in mutations.remove_request_output(request):
+        assert validate_request(mutant, model) is not None
 
 
 def test_request_locations_and_overlap() -> None:
@@ -713,7 +342,7 @@ def test_request_dimensions_only_fill_unknown_axes() -> None:
     """Request dimensions must keep the rank and may only fill axes the model leaves at 0."""
     model = build_preset("add", "float32", {"size": 4})
     request = _request(model)
-    unknown = _operand(model, 2, dimensions=(1, 0))
+    unknown = with_operand(model, 2, dimensions=(1, 0))
 
     def with_output_dims(dims: tuple[int, ...]) -> Request:
         arg = attrs.evolve(request.outputs[0], dimensions=dims)
@@ -816,7 +445,7 @@ def test_supported_by_while_needs_cond_and_body() -> None:
 def test_supported_by_oem_only_when_listed() -> None:
     """OEM_OPERATION is unsupported by default and supported when listed explicitly."""
     model = build_preset("add", "float32", {"size": 4})
-    oem = _operation(model, 0, type=OperationType.OEM_OPERATION)
+    oem = with_operation(model, 0, type=OperationType.OEM_OPERATION)
     assert validate_model(oem, V13) is None
     assert supported_by(oem, None) == (False,)
     assert supported_by(oem, frozenset({OperationType.OEM_OPERATION})) == (True,)
