@@ -2,22 +2,19 @@
 
 ``DriverWorld`` is one driver service plus a client process (the VTS test binary),
 ``RuntimeWorld`` is driver services plus an app process with its ``Runtime`` (CTS).
-Both run in virtual time on the simulation kernel (copied from
-``tests/unit/driver/test_hal_contract.py`` and ``tests/unit/runtime/test_runtime.py``).
+Both run in virtual time on the simulation kernel; they extend the worlds of
+``tests/worlds.py`` (shared with ``tests/unit/driver`` and ``tests/unit/runtime``).
 
-The ``*_call`` helpers return the server-side coroutine of one HIDL entry point, keyed by
-the HAL version that introduced it, so each conformance case can be generated for exactly
-the versions whose entry points it exercises.
+The ``*_METHOD`` tables name the HIDL entry point of each HAL version (the server side
+comes from ``tests.worlds.prepare_call`` / ``execute_call``), so each conformance case can
+be generated for exactly the versions whose entry points it exercises.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Awaitable, Callable
 
-import trio
-
-from nnemu.driver import CallbackRef, DriverService, PreparedModel
+from nnemu.driver import PreparedModel
 from nnemu.hal import (
     DataLocation,
     ErrorStatus,
@@ -33,12 +30,10 @@ from nnemu.hal import (
     Subgraph,
     build_preset,
 )
-from nnemu.ipc import Binder, Endpoint
-from nnemu.runtime import Runtime
 from nnemu.runtime._ndk import _request_for
-from nnemu.scenario import CpuSpec, DeviceSpec, IpcSpec
-from nnemu.sim import Kernel, ProcessTable
-from nnemu.tracer import Tracer
+from nnemu.scenario import DeviceSpec
+from tests import worlds
+from tests.worlds import execute_call, prepare_call
 
 US = 1_000
 MS = 1_000_000
@@ -123,61 +118,15 @@ def request_for(model: Model) -> Request:
 # --------------------------------------------------------------------------- worlds
 
 
-class Recorder:
-    """A client-side callback object that records every notify it receives."""
-
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self.calls: list[tuple[object, ...]] = []
-
-    def target(self, *args: object) -> None:
-        self.calls.append(args)
-
-
-class DriverWorld:
+class DriverWorld(worlds.DriverWorld):
     """One driver service and one client process (the VTS binary), binder without jitter."""
 
     def __init__(self, version: HalVersion = V13, **spec_fields: object) -> None:
-        self.kernel = Kernel()
-        self.tracer = Tracer(self.kernel)
-        self.binder = Binder(self.kernel, self.tracer, IpcSpec(), random.Random(0))
-        table = ProcessTable()
-        spec = DeviceSpec(name="vts", hal_version=version, **spec_fields)
-        self.service = DriverService(
-            spec,
-            kernel=self.kernel,
-            tracer=self.tracer,
-            binder=self.binder,
-            processes=table,
-            cpu=CpuSpec(),
-            ipc_binder_threads=4,
-            seed=0,
-        )
-        self.client_proc = table.spawn("vts_client", 10001)
-        self.client = Endpoint(self.kernel, self.client_proc, 2)
-
-    def callback(self) -> tuple[Recorder, CallbackRef]:
-        """A fresh callback object and the reference the driver gets."""
-        recorder = Recorder(self.kernel)
-        return recorder, CallbackRef(self.client, recorder.target)
-
-    async def call(
-        self, method: str, serve: Callable[[], Awaitable[object]], iface: str = "IDevice"
-    ) -> object:
-        """One HIDL call from the client to the service."""
-        return await self.binder.call(self.service.endpoint, iface, method, serve)
+        super().__init__(version, device_name="vts", client_name="vts_client", **spec_fields)
 
     async def settle(self) -> None:
         """Let every launched task finish and its oneway notify arrive."""
         await self.kernel.sleep(SETTLE_NS)
-
-    async def run(self, fn: Callable[[], Awaitable[None]]) -> None:
-        """Run ``fn`` on the client's main thread until everything is idle."""
-        async with trio.open_nursery() as nursery:
-            self.service.start(nursery)
-            self.kernel.spawn(nursery, fn, thread=self.client_proc.main_thread)
-            await self.kernel.run()
-            nursery.cancel_scope.cancel()
 
     # -- IDevice ---------------------------------------------------------------
     async def get_supported_operations(
@@ -214,7 +163,7 @@ class DriverWorld:
         )
         launch = await self.call(PREPARE_METHOD[version], serve)
         await self.settle()
-        return launch, recorder.calls
+        return launch, recorder.notifies
 
     async def prepared_model(self, version: HalVersion, model: Model) -> PreparedModel:
         """A model prepared through ``version``'s entry point (must succeed)."""
@@ -239,18 +188,18 @@ class DriverWorld:
     ) -> tuple[object, list[tuple[object, ...]]]:
         """execute of HAL ``version``: (launch status, notifies received after settling)."""
         recorder, ref = self.callback()
-        callback = None if null_callback else ref
-        if version in (V10, V11):
-            serve: Callable[[], Awaitable[object]] = lambda: prepared.execute(request, callback)  # noqa: E731
-        elif version is V12:
-            serve = lambda: prepared.execute_1_2(request, measure, callback)  # noqa: E731
-        else:
-            serve = lambda: prepared.execute_1_3(  # noqa: E731
-                request, measure, deadline_ns, loop_timeout_ns, callback
-            )
+        serve = execute_call(
+            prepared,
+            version,
+            request,
+            None if null_callback else ref,
+            measure=measure,
+            deadline_ns=deadline_ns,
+            loop_timeout_ns=loop_timeout_ns,
+        )
         launch = await self.call(ASYNC_EXECUTE_METHOD[version], serve, "IPreparedModel")
         await self.settle()
-        return launch, recorder.calls
+        return launch, recorder.notifies
 
     async def execute_sync(
         self,
@@ -296,70 +245,11 @@ class DriverWorld:
         return answer  # type: ignore[return-value]
 
 
-def prepare_call(
-    service: DriverService,
-    version: HalVersion,
-    model: Model,
-    callback: CallbackRef | None,
-    *,
-    preference: int = 1,
-    priority: int = 1,
-    deadline_ns: int | None = None,
-) -> Callable[[], Awaitable[object]]:
-    """The server side of prepareModel* of HAL ``version``."""
-    if version is V10:
-        return lambda: service.prepareModel(model, callback)
-    if version is V11:
-        return lambda: service.prepareModel_1_1(model, preference, callback)
-    if version is V12:
-        return lambda: service.prepareModel_1_2(model, preference, (), (), b"\0" * 32, callback)
-    return lambda: service.prepareModel_1_3(
-        model, preference, priority, deadline_ns, (), (), b"\0" * 32, callback
-    )
-
-
-class RuntimeWorld:
+class RuntimeWorld(worlds.RuntimeWorld):
     """Driver services and one app process with its Runtime (what CTS runs against)."""
 
     def __init__(self, *specs: DeviceSpec) -> None:
-        self.kernel = Kernel()
-        self.tracer = Tracer(self.kernel)
-        self.binder = Binder(self.kernel, self.tracer, IpcSpec(), random.Random(0))
-        self.table = ProcessTable()
-        self.services = [
-            DriverService(
-                spec,
-                kernel=self.kernel,
-                tracer=self.tracer,
-                binder=self.binder,
-                processes=self.table,
-                cpu=CpuSpec(),
-                ipc_binder_threads=4,
-                seed=0,
-            )
-            for spec in specs
-        ]
-        self.process = self.table.spawn("cts_app", 10001)
-        self.endpoint = Endpoint(self.kernel, self.process, 2)
-
-    async def run(self, fn: Callable[[Runtime], Awaitable[None]]) -> None:
-        """Run ``fn(runtime)`` on the app's main thread until everything is idle."""
-        async with trio.open_nursery() as nursery:
-            runtime = Runtime(
-                kernel=self.kernel,
-                tracer=self.tracer,
-                binder=self.binder,
-                process=self.process,
-                endpoint=self.endpoint,
-                services=self.services,
-                cpu=CpuSpec(),
-                nursery=nursery,
-            )
-            for service in self.services:
-                service.start(nursery)
-            self.kernel.spawn(nursery, lambda: fn(runtime), thread=self.process.main_thread)
-            await self.kernel.run()
-            nursery.cancel_scope.cancel()
+        super().__init__(*specs, app_name="cts_app")
 
 
 # --------------------------------------------------------------------------- BasicTests

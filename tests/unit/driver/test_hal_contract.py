@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import random
-from collections.abc import Awaitable, Callable
-
 import attrs
 import pytest
-import trio
 
-from nnemu.driver import CallbackRef, DriverService, PreparedModel
+from nnemu.driver import PreparedModel
 from nnemu.hal import (
     NO_TIMING,
     UINT64_MAX,
@@ -25,11 +21,10 @@ from nnemu.hal import (
     Timing,
     build_preset,
 )
-from nnemu.ipc import Binder, Endpoint
 from nnemu.runtime._ndk import _request_for
-from nnemu.scenario import CpuSpec, DeviceSpec, IpcSpec
-from nnemu.sim import Kernel, ProcessTable, SimThread
-from nnemu.tracer import Tracer
+from nnemu.sim import SimThread
+from tests import worlds
+from tests.worlds import execute_call, prepare_call
 
 US = 1_000
 MS = 1_000_000
@@ -97,56 +92,13 @@ class RecordingSink:
         pass
 
 
-class Recorder:
-    """A client-side callback object that records every notify it receives."""
-
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self.calls: list[tuple[int, tuple]] = []
-
-    def target(self, *args: object) -> None:
-        self.calls.append((self.kernel.now_ns, args))
-
-
-class DriverWorld:
-    """One driver service and one client process, connected by a binder without jitter."""
+class DriverWorld(worlds.DriverWorld):
+    """The shared driver world, traced into a ``RecordingSink``, with an ADD model to prepare."""
 
     def __init__(self, version: HalVersion = HalVersion.V1_3, **spec_fields: object) -> None:
-        self.kernel = Kernel()
         self.sink = RecordingSink()
-        self.tracer = Tracer(self.kernel, [self.sink])
-        self.binder = Binder(self.kernel, self.tracer, IpcSpec(), random.Random(0))
-        table = ProcessTable()
-        spec = DeviceSpec(name="npu", hal_version=version, **spec_fields)
-        self.service = DriverService(
-            spec,
-            kernel=self.kernel,
-            tracer=self.tracer,
-            binder=self.binder,
-            processes=table,
-            cpu=CpuSpec(),
-            ipc_binder_threads=4,
-            seed=0,
-        )
-        self.client_proc = table.spawn("client", 10001)
-        self.client = Endpoint(self.kernel, self.client_proc, 2)
+        super().__init__(version, sinks=[self.sink], **spec_fields)
         self.model = build_preset("add", "float32", {})
-
-    def callback(self) -> tuple[Recorder, CallbackRef]:
-        recorder = Recorder(self.kernel)
-        return recorder, CallbackRef(self.client, recorder.target)
-
-    async def call(
-        self, method: str, serve: Callable[[], Awaitable[object]], iface: str = "IDevice"
-    ):
-        return await self.binder.call(self.service.endpoint, iface, method, serve)
-
-    async def run(self, fn: Callable[[], Awaitable[None]]) -> None:
-        async with trio.open_nursery() as nursery:
-            self.service.start(nursery)
-            self.kernel.spawn(nursery, fn, thread=self.client_proc.main_thread)
-            await self.kernel.run()
-            nursery.cancel_scope.cancel()
 
     def notify_marks(self) -> list[str]:
         return [
@@ -154,43 +106,6 @@ class DriverWorld:
             for _, _, name in self.sink.begins
             if "Callback::" in name and name.endswith("::server")
         ]
-
-
-def _prepare_call(
-    service: DriverService,
-    version: HalVersion,
-    model: Model,
-    callback: CallbackRef | None,
-    *,
-    preference: int = 1,
-    priority: int = 1,
-    deadline_ns: int | None = None,
-) -> Callable[[], Awaitable[ErrorStatus]]:
-    if version is HalVersion.V1_0:
-        return lambda: service.prepareModel(model, callback)
-    if version is HalVersion.V1_1:
-        return lambda: service.prepareModel_1_1(model, preference, callback)
-    if version is HalVersion.V1_2:
-        return lambda: service.prepareModel_1_2(model, preference, (), (), b"\0" * 32, callback)
-    return lambda: service.prepareModel_1_3(
-        model, preference, priority, deadline_ns, (), (), b"\0" * 32, callback
-    )
-
-
-def _execute_call(
-    prepared: PreparedModel,
-    version: HalVersion,
-    request: Request,
-    callback: CallbackRef | None,
-    *,
-    measure: MeasureTiming = MeasureTiming.NO,
-    deadline_ns: int | None = None,
-) -> Callable[[], Awaitable[ErrorStatus]]:
-    if version is HalVersion.V1_0:
-        return lambda: prepared.execute(request, callback)
-    if version is HalVersion.V1_2:
-        return lambda: prepared.execute_1_2(request, measure, callback)
-    return lambda: prepared.execute_1_3(request, measure, deadline_ns, None, callback)
 
 
 def _invalid_model(model: Model) -> Model:
@@ -208,7 +123,7 @@ async def _prepare(world: DriverWorld) -> PreparedModel:
     recorder, ref = world.callback()
     launch = await world.call(
         PREPARE_METHODS[world.service.version],
-        _prepare_call(world.service, world.service.version, world.model, ref),
+        prepare_call(world.service, world.service.version, world.model, ref),
     )
     assert launch is ErrorStatus.NONE
     await world.kernel.sleep(20 * MS)
@@ -234,7 +149,7 @@ async def test_prepare_valid_launches_none_then_notifies_once(
 
     async def client():
         launch = await world.call(
-            PREPARE_METHODS[version], _prepare_call(world.service, version, world.model, ref)
+            PREPARE_METHODS[version], prepare_call(world.service, version, world.model, ref)
         )
         launches.append((launch, world.kernel.now()))
 
@@ -266,7 +181,7 @@ async def test_prepare_invalid_model_notifies_and_returns_invalid_argument(
         launches.append(
             await world.call(
                 PREPARE_METHODS[version],
-                _prepare_call(world.service, version, _invalid_model(world.model), ref),
+                prepare_call(world.service, version, _invalid_model(world.model), ref),
             )
         )
 
@@ -300,7 +215,7 @@ async def test_prepare_bad_preference_is_invalid_argument(
         launches.append(
             await world.call(
                 PREPARE_METHODS[version],
-                _prepare_call(world.service, version, world.model, ref, preference=preference),
+                prepare_call(world.service, version, world.model, ref, preference=preference),
             )
         )
 
@@ -320,7 +235,7 @@ async def test_prepare_bad_priority_is_invalid_argument(autojump_clock, priority
         launches.append(
             await world.call(
                 "prepareModel_1_3",
-                _prepare_call(world.service, HalVersion.V1_3, world.model, ref, priority=priority),
+                prepare_call(world.service, HalVersion.V1_3, world.model, ref, priority=priority),
             )
         )
 
@@ -342,7 +257,7 @@ async def test_prepare_null_callback_is_invalid_argument_without_notify(
     async def client():
         launches.append(
             await world.call(
-                PREPARE_METHODS[version], _prepare_call(world.service, version, world.model, None)
+                PREPARE_METHODS[version], prepare_call(world.service, version, world.model, None)
             )
         )
 
@@ -362,7 +277,7 @@ async def test_prepare_deadline_passed_notifies_missed_deadline_persistent(autoj
         launches.append(
             await world.call(
                 "prepareModel_1_3",
-                _prepare_call(world.service, HalVersion.V1_3, world.model, ref, deadline_ns=MS),
+                prepare_call(world.service, HalVersion.V1_3, world.model, ref, deadline_ns=MS),
             )
         )
 
@@ -386,7 +301,7 @@ async def test_prepare_deadline_in_the_future_succeeds(autojump_clock):
         assert (
             await world.call(
                 "prepareModel_1_3",
-                _prepare_call(
+                prepare_call(
                     world.service, HalVersion.V1_3, world.model, ref, deadline_ns=100 * MS
                 ),
             )
@@ -438,7 +353,7 @@ async def test_partial_driver_rejects_unsupported_model_through_callback(autojum
         )
         answers.append(
             await world.call(
-                "prepareModel_1_3", _prepare_call(service, HalVersion.V1_3, world.model, ref)
+                "prepareModel_1_3", prepare_call(service, HalVersion.V1_3, world.model, ref)
             )
         )
 
@@ -517,7 +432,7 @@ async def test_execute_valid_launches_none_then_notifies_once(
         start = world.kernel.now()
         launch = await world.call(
             EXECUTE_METHODS[version],
-            _execute_call(prepared, version, request, ref),
+            execute_call(prepared, version, request, ref),
             "IPreparedModel",
         )
         result.append((launch, start, world.kernel.now() - start))
@@ -552,7 +467,7 @@ async def test_execute_invalid_request_notifies_and_returns_invalid_argument(
         launches.append(
             await world.call(
                 EXECUTE_METHODS[version],
-                _execute_call(prepared, version, request, ref, measure=MeasureTiming.YES),
+                execute_call(prepared, version, request, ref, measure=MeasureTiming.YES),
                 "IPreparedModel",
             )
         )
@@ -577,7 +492,7 @@ async def test_execute_null_callback_is_invalid_argument_without_notify(
         launches.append(
             await world.call(
                 EXECUTE_METHODS[version],
-                _execute_call(prepared, version, _request_for(world.model), None),
+                execute_call(prepared, version, _request_for(world.model), None),
                 "IPreparedModel",
             )
         )
@@ -598,7 +513,7 @@ async def test_execute_deadline_passed_notifies_missed_deadline_persistent(autoj
         launches.append(
             await world.call(
                 "execute_1_3",
-                _execute_call(
+                execute_call(
                     prepared,
                     HalVersion.V1_3,
                     _request_for(world.model),
@@ -625,7 +540,7 @@ async def test_execute_1_3_measure_yes_reports_timing(autojump_clock):
         prepared = await _prepare(world)
         await world.call(
             "execute_1_3",
-            _execute_call(
+            execute_call(
                 prepared, HalVersion.V1_3, _request_for(world.model), ref, measure=MeasureTiming.YES
             ),
             "IPreparedModel",
@@ -647,7 +562,7 @@ async def test_execute_1_3_measure_yes_timing_is_known(autojump_clock):
         prepared = await _prepare(world)
         await world.call(
             "execute_1_3",
-            _execute_call(
+            execute_call(
                 prepared, HalVersion.V1_3, _request_for(world.model), ref, measure=MeasureTiming.YES
             ),
             "IPreparedModel",

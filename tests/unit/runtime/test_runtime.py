@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import pytest
-import trio
 
 from nnemu.driver import DriverService
 from nnemu.hal import (
@@ -19,11 +17,9 @@ from nnemu.hal import (
     build_chain,
     build_preset,
 )
-from nnemu.ipc import Binder, Endpoint
 from nnemu.runtime import CPU_DEVICE_NAME, Compilation, Execution, ModelBuilder, Runtime
-from nnemu.scenario import CpuSpec, DeviceSpec, IpcSpec, PerformanceSpec, PerfSpec
-from nnemu.sim import Kernel, ProcessTable
-from nnemu.tracer import Tracer
+from nnemu.scenario import DeviceSpec, PerformanceSpec, PerfSpec
+from tests.worlds import RuntimeWorld
 
 US = 1_000
 
@@ -43,54 +39,6 @@ def _chain() -> Model:
         ],
         "float32",
     )
-
-
-class RuntimeWorld:
-    """Driver services and one app process with its Runtime, no app workload."""
-
-    def __init__(self, *specs: DeviceSpec) -> None:
-        self.kernel = Kernel()
-        self.tracer = Tracer(self.kernel)
-        self.binder = Binder(self.kernel, self.tracer, IpcSpec(), random.Random(0))
-        self.table = ProcessTable()
-        self.services = [
-            DriverService(
-                spec,
-                kernel=self.kernel,
-                tracer=self.tracer,
-                binder=self.binder,
-                processes=self.table,
-                cpu=CpuSpec(),
-                ipc_binder_threads=4,
-                seed=0,
-            )
-            for spec in specs
-        ]
-        self.process = self.table.spawn("app", 10001)
-        self.endpoint = Endpoint(self.kernel, self.process, 2)
-        self.runtime: Runtime | None = None
-
-    def service(self, name: str) -> DriverService:
-        return next(s for s in self.services if s.name == name)
-
-    async def run(self, fn: Callable[[Runtime], Awaitable[None]]) -> None:
-        async with trio.open_nursery() as nursery:
-            self.runtime = Runtime(
-                kernel=self.kernel,
-                tracer=self.tracer,
-                binder=self.binder,
-                process=self.process,
-                endpoint=self.endpoint,
-                services=self.services,
-                cpu=CpuSpec(),
-                nursery=nursery,
-            )
-            for service in self.services:
-                service.start(nursery)
-            runtime = self.runtime
-            self.kernel.spawn(nursery, lambda: fn(runtime), thread=self.process.main_thread)
-            await self.kernel.run()
-            nursery.cancel_scope.cancel()
 
 
 async def _model(runtime: Runtime, model: Model | None = None) -> ModelBuilder:
