@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from nnemu.parser._marks import Mark, classify
+from nnemu.parser._marks import OPAQUE, Mark, classify
 from nnemu.parser._model import (
     DetailItem,
     Diagnostic,
@@ -35,6 +35,13 @@ ROW_RE: Final = re.compile(
 )
 """``TASK-TID ( TGID) [CPU] FLAGS SEC.FRAC: tracing_mark_write: B...|E...``;
 the ``( TGID)`` column is optional (old systrace)."""
+
+_SEPARATOR: Final = ": tracing_mark_write: "
+_SEPARATOR_LEN: Final = len(_SEPARATOR)
+_HEAD_RE: Final = re.compile(r"\s*(.+?)-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\](?:\s+\S+)?\s+")
+"""``ROW_RE`` up to the timestamp, with the task name as group 1."""
+_LEADING_SPACE: Final = re.compile(r"\s*")
+_BAD_HEAD: Final[tuple[str, str | None]] = ("", None)
 
 _FRACTION_SCALE: Final = tuple(10 ** (9 - n) if n <= 9 else 0 for n in range(16))
 _MAX_DIAGNOSTICS: Final = 1000
@@ -69,50 +76,255 @@ class _Process:
         self.pending_async: collections.deque[tuple[int, Phase, _Thread, int]] = collections.deque()
 
 
+class _Kind:
+    """What an open counted section is, decided from its mark and its parent's kind.
+
+    Everything here follows from the mark and the chain of enclosing counted
+    sections alone, so it is computed once per distinct (parent kind, name)
+    and shared by every section opened in that place (``children``).
+    """
+
+    __slots__ = (
+        "app_entry",
+        "children",
+        "counted",
+        "detail",
+        "event_wait",
+        "execution_create",
+        "is_pe",
+        "la_pe",
+        "layer",
+        "may_cover",
+        "moved",
+        "moved_pe",
+        "nondetail_layers",
+        "own_add",
+        "own_pe",
+        "parent",
+        "pe_layers",
+        "phase",
+        "queue_async",
+        "start_compute",
+        "subtract",
+        "warn_driver",
+        "warn_other",
+    )
+
+    app_entry: bool
+    """``[NN_LA_PWU]``/``[NN_LA_PBM]``: sets the application phase until it closes."""
+    children: dict[str, _Kind]
+    """Kinds of the sections opened directly inside this one, by mark name."""
+    counted: bool
+    """The section's own time is counted (not additional detail, not deducted)."""
+    detail: bool
+    """Additional detail of the same layer as the parent."""
+    event_wait: bool
+    """Counted ``ANeuralNetworksEvent_wait`` execution section."""
+    execution_create: bool
+    """``ANeuralNetworksExecution_create``."""
+    is_pe: bool
+    """The phase is ``PE`` (not counted again under an asynchronous execution)."""
+    la_pe: bool
+    """``[NN_LA_PE]``: counts an application execution."""
+    layer: Layer
+    """Layer (``LC`` folded into the device layer ``LD``)."""
+    may_cover: bool
+    """A top-level device section that a pending asynchronous execution covers."""
+    moved: bool
+    """Deducted from the parent and its time given to the right place."""
+    moved_pe: bool
+    """The moved time also counts as ``PE`` of its layer."""
+    nondetail_layers: frozenset[Layer]
+    """Layers of the non-detail sections of the chain, this one included."""
+    own_add: bool
+    """Counted and not an asynchronous execute's server call."""
+    own_pe: bool
+    """An execution sub-phase whose time also counts as ``PE`` of its layer."""
+    parent: _Kind | None
+    """Kind of the enclosing counted section."""
+    pe_layers: frozenset[Layer]
+    """Layers of the ``PE`` sections of the chain, this one included."""
+    phase: Phase
+    """Phase (``PU`` resolved against the parent)."""
+    queue_async: bool
+    """Server side of an asynchronous ``execute*`` call."""
+    start_compute: bool
+    """Counted ``ANeuralNetworksExecution_startCompute*`` execution section."""
+    subtract: bool
+    """Deducted from the parent (``[SUB]``, moved sections)."""
+    warn_driver: tuple[str, ...]
+    """Nesting diagnostics when the thread's process is a driver."""
+    warn_other: tuple[str, ...]
+    """Nesting diagnostics otherwise."""
+
+
 class _Frame:
     """An open counted section (opaque sections are ``None`` on the stack)."""
 
     __slots__ = (
         "acc_sub",
-        "app_entry",
         "app_phase",
-        "copy",
-        "copy_detail",
-        "copy_pe_layers",
-        "counted",
         "covered",
-        "detail",
-        "layer",
+        "kind",
         "line",
         "line_number",
-        "mark",
         "parent",
         "payload",
-        "pe_layers",
-        "phase",
         "start",
-        "subtract",
     )
 
     acc_sub: int
-    app_entry: bool
     app_phase: Phase
-    copy: bool
-    copy_detail: bool
-    copy_pe_layers: frozenset[Layer]
-    counted: bool
     covered: bool
-    detail: bool
-    layer: Layer
+    kind: _Kind
     line: str
     line_number: int
-    mark: Mark
     parent: _Frame | None
     payload: str
-    pe_layers: frozenset[Layer]
-    phase: Phase
     start: int
-    subtract: bool
+
+
+def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
+    """The rules of the contract and of Android's tree rewriting, from the parent alone."""
+    layer = mark.layer
+    assert layer is not None
+    phase = mark.phase
+    if phase is Phase.UNSPECIFIED:
+        phase = parent.phase if parent is not None else None
+    if phase is None:
+        return None
+    if layer is Layer.CPU:
+        layer = _DEVICE
+    parent_phase = parent.phase if parent is not None else None
+    parent_subphases = (
+        _SUBPHASES.get(parent_phase, _NO_SUBPHASES) if parent_phase else _NO_SUBPHASES
+    )
+
+    # Sections in the wrong place are deducted from their parent and their
+    # time is given to the right place (contract: [SUB], one-time
+    # initialisation; AOSP: runtime/IPC calls under another LA phase).
+    subtract = copy = copy_detail = False
+    copy_pe_layers = _NO_LAYERS
+    copy_target: _Kind | None = None
+    if mark.subtract:
+        subtract = True
+        # An enclosing section of the same layer already counts this time.
+        copy = parent is None or layer not in parent.nondetail_layers
+    elif phase is Phase.INITIALIZATION and parent_phase is not Phase.INITIALIZATION:
+        subtract = copy = True
+    elif (
+        parent is not None
+        and parent.layer is Layer.APPLICATION
+        and (layer is Layer.RUNTIME or layer is Layer.IPC)
+        and parent_phase is not phase
+        and parent_phase is not Phase.OVERALL
+        and phase not in _EXECUTION_FAMILY
+    ):
+        subtract = copy = True
+        copy_target = parent.parent
+        if copy_target is not None:
+            copy_target = copy_target.parent
+    if copy and copy_target is not None:
+        copy_detail = (
+            layer is copy_target.layer
+            and phase not in _SUBPHASES.get(copy_target.phase, _NO_SUBPHASES)
+            and not (
+                phase is Phase.INITIALIZATION and copy_target.phase is not Phase.INITIALIZATION
+            )
+        )
+        copy_pe_layers = copy_target.pe_layers
+    detail = (
+        parent is not None
+        and layer is parent.layer
+        and phase not in parent_subphases
+        and not (phase is Phase.INITIALIZATION and parent_phase is not Phase.INITIALIZATION)
+        and not subtract
+    )
+    counted = not detail and not subtract
+    pe_layers = parent.pe_layers if parent is not None else _NO_LAYERS
+    if phase is Phase.EXECUTION and layer not in pe_layers:
+        pe_layers = pe_layers | {layer}
+    nondetail_layers = parent.nondetail_layers if parent is not None else _NO_LAYERS
+    if not detail and layer not in nondetail_layers:
+        nondetail_layers = nondetail_layers | {layer}
+    warn_driver: tuple[str, ...] = ()
+    warn_other: tuple[str, ...] = ()
+    if (
+        parent is not None
+        and not subtract
+        and not (phase is parent_phase and layer is parent.layer)
+    ):
+        warn_driver = _nesting_problems(layer, phase, parent.layer, parent_phase, True)
+        warn_other = _nesting_problems(layer, phase, parent.layer, parent_phase, False)
+
+    kind = _Kind()
+    kind.parent = parent
+    kind.children = {}
+    kind.layer = layer
+    kind.phase = phase
+    kind.detail = detail
+    kind.subtract = subtract
+    kind.counted = counted
+    kind.pe_layers = pe_layers
+    kind.nondetail_layers = nondetail_layers
+    kind.warn_driver = warn_driver
+    kind.warn_other = warn_other
+    kind.app_entry = layer is Layer.APPLICATION and (
+        phase is Phase.WARMUP or phase is Phase.BENCHMARK
+    )
+    kind.la_pe = layer is Layer.APPLICATION and phase is Phase.EXECUTION
+    kind.may_cover = layer is _DEVICE and not mark.hidl
+    kind.queue_async = mark.async_execute_server
+    kind.execution_create = mark.execution_create
+    kind.is_pe = phase is Phase.EXECUTION
+    kind.own_add = counted and not mark.async_execute_server
+    kind.own_pe = phase in EXECUTION_SUBPHASES and (parent is None or layer not in parent.pe_layers)
+    kind.start_compute = counted and phase is Phase.EXECUTION and mark.start_compute
+    kind.event_wait = (
+        counted and phase is Phase.EXECUTION and not mark.start_compute and mark.event_wait
+    )
+    kind.moved = copy and not copy_detail
+    kind.moved_pe = phase in EXECUTION_SUBPHASES and layer not in copy_pe_layers
+    return kind
+
+
+def _nesting_problems(
+    layer: Layer, phase: Phase, parent_layer: Layer, parent_phase: Phase | None, driver: bool
+) -> tuple[str, ...]:
+    """Diagnostics for nesting the contract forbids (the section is still counted)."""
+    problems: list[str] = []
+    parent_subphases = (
+        _SUBPHASES.get(parent_phase, _NO_SUBPHASES) if parent_phase else _NO_SUBPHASES
+    )
+    phase_ok = (
+        parent_phase is None
+        or phase is parent_phase
+        or phase is Phase.INITIALIZATION
+        or phase in parent_subphases
+        or (phase in EXECUTION_SUBPHASES and Phase.EXECUTION in parent_subphases)
+    )
+    if not phase_ok:
+        problems.append(f"phase {phase.value} nested in phase {parent_phase} is not allowed")
+    shown = Layer.CPU if layer is _DEVICE and not driver else layer
+    parent_shown = Layer.CPU if parent_layer is _DEVICE and not driver else parent_layer
+    layer_ok = (
+        layer is Layer.UTILITY
+        or layer is parent_layer
+        or shown in _LAYER_ORDER.get(parent_shown, _NO_LAYERS)
+    )
+    if not layer_ok:
+        problems.append(f"layer {shown.value} nested in layer {parent_shown.value} is not allowed")
+    return tuple(problems)
+
+
+def _forget_children(roots: dict[str, _Kind]) -> None:
+    """Empty the kind cache (kinds of open sections stay valid, without children)."""
+    pending = list(roots.values())
+    roots.clear()
+    while pending:
+        kind = pending.pop()
+        pending.extend(kind.children.values())
+        kind.children.clear()
 
 
 class _Thread:
@@ -154,7 +366,12 @@ class Engine:
         self.saw_nnapi = False
         self._threads: dict[str, _Thread] = {}
         self._procs: dict[str, _Process] = {}
-        self._cache: dict[str, Mark] = {}
+        # Caches: row head -> (tid, tgid column); text after "B" -> (tgid, name,
+        # mark, payload); kinds of sections per place (see _Kind).
+        self._prefixes: dict[str, tuple[str, str | None]] = {}
+        self._payloads: dict[str, tuple[str, str, Mark, str]] = {}
+        self._roots: dict[str, _Kind] = {}
+        self._kinds = 0
         self._app_stack: list[tuple[_Frame, Phase]] = []
         self._seen_po = False
         self._starting_mark = ""
@@ -192,23 +409,200 @@ class Engine:
     def feed(self, numbered_lines: Iterable[tuple[int, str]]) -> None:
         """Process ftrace lines (with their 1-based line numbers)."""
         match = ROW_RE.match
+        prefixes = self._prefixes
+        payloads = self._payloads
+        threads = self._threads
+        app_stack = self._app_stack
+        overall = Phase.OVERALL
+        saw_rows = False
         for line_number, line in numbered_lines:
-            if "tracing_mark_write" not in line:
-                continue
-            m = match(line)
-            if m is None:
-                if "tracing_mark_write: B" in line or "tracing_mark_write: E" in line:
-                    self._line_number, self._line = line_number, line
-                    self.warn("malformed trace row: expected TASK-TID [CPU] FLAGS TIMESTAMP: ...")
-                continue
-            self.saw_rows = True
-            tid, tgid, seconds, fraction, kind, rest = m.groups()
-            self._line_number, self._line = line_number, line
+            # Fast path for the usual layout: the row's head up to the timestamp
+            # is looked up (per distinct head), the rest is sliced.  Anything
+            # the fast path does not accept is matched with ROW_RE.
+            at = line.find(_SEPARATOR)
+            tid = ""
+            if at >= 0:
+                space = line.rfind(" ", 0, at)
+                head = line[: space + 1]
+                ids = prefixes.get(head)
+                if ids is None:
+                    ids = self._head_ids(head)
+                tid, tgid = ids
+                if tid:
+                    seconds, _, fraction = line[space + 1 : at].partition(".")
+                    kind = line[at + _SEPARATOR_LEN : at + _SEPARATOR_LEN + 1]
+                    if (
+                        (kind == "B" or kind == "E")
+                        and seconds.isdecimal()
+                        and fraction.isdecimal()
+                    ):
+                        if kind == "B":
+                            end_of_line = line.find("\n", at + _SEPARATOR_LEN + 1)
+                            rest = (
+                                line[at + _SEPARATOR_LEN + 1 : end_of_line]
+                                if end_of_line >= 0
+                                else line[at + _SEPARATOR_LEN + 1 :]
+                            )
+                    else:
+                        tid = ""
+            if not tid:
+                if "tracing_mark_write" not in line:
+                    continue
+                m = match(line)
+                if m is None:
+                    if "tracing_mark_write: B" in line or "tracing_mark_write: E" in line:
+                        self.warn(
+                            "malformed trace row: expected TASK-TID [CPU] FLAGS TIMESTAMP: ...",
+                            line_number,
+                            line,
+                        )
+                    continue
+                tid, tgid, seconds, fraction, kind, rest = m.groups()
+            saw_rows = True
             ts = int(seconds + fraction) * 1000 if len(fraction) == 6 else _ns(seconds, fraction)
-            if kind == "B":
-                self._begin(tid, tgid, ts, rest)
+
+            if kind == "E":
+                thread = threads.get(tid)
+                if thread is None or not thread.stack:
+                    if thread is not None and thread.tracked:
+                        self.warn(
+                            "end mark (E) with no open section on this thread", line_number, line
+                        )
+                    continue
+                self._pop(thread, ts)
+                continue
+
+            # -- B|tgid|name
+            entry = payloads.get(rest) or self._payload(rest)
+            payload_tgid, name, mark, payload = entry
+            if not payload_tgid:
+                thread = self._thread(tid, tgid if tgid != "-----" else None)
+                if thread.tracked:
+                    self.warn("malformed begin mark: expected B|<tgid>|<name>", line_number, line)
+                thread.stack.append(None)
+                continue
+            if tgid is None or tgid == "-----":
+                tgid = payload_tgid
+            thread = threads.get(tid)
+            if thread is None or thread.proc.tgid != tgid:
+                thread = self._thread(tid, tgid)
+            if mark.tracks_thread:
+                thread.tracked = True
+                self._run_has_marks = True
+                self.saw_nnapi = True
+            proc = thread.proc
+            if mark.driver_server:
+                proc.driver = True
+            if mark.problem is not None:
+                self.warn(mark.problem, line_number, line)
+            stack = thread.stack
+            if mark.switch:
+                if stack:
+                    self._line_number, self._line = line_number, line
+                    self._pop(thread, ts)
+                elif thread.tracked:
+                    self.warn("[SW] mark with no open section to switch from", line_number, line)
+                stack.append(None)
+            layer = mark.layer
+            if layer is None:
+                if mark.execution_notify_client and proc.pending_async:
+                    self._notify(proc, ts)
+                stack.append(None)
+                continue
+            if layer is Layer.APPLICATION and mark.phase is Phase.OVERALL:
+                if self._seen_po:
+                    self._finish_run(f"a new run starts at line {line_number}")
+                self._seen_po = True
+                self._starting_mark = payload
+
+            # Open a counted section under the thread's innermost one.
+            parent = thread.top
+            if parent is None:
+                kind_of = self._roots.get(name) or self._new_kind(mark, None, name)
             else:
-                self._end(tid, tgid, ts, rest)
+                kind_of = parent.kind.children.get(name) or self._new_kind(mark, parent.kind, name)
+            if kind_of is None:
+                if not mark.hidl:
+                    self.warn(
+                        "utility section (phase PU) outside any phase: not counted",
+                        line_number,
+                        line,
+                    )
+                stack.append(None)
+                continue
+            frame = _Frame()
+            frame.kind = kind_of
+            frame.start = ts
+            frame.parent = parent
+            frame.acc_sub = 0
+            frame.app_phase = app_phase = app_stack[-1][1] if app_stack else overall
+            frame.line_number = line_number
+            frame.line = line
+            frame.payload = payload
+            if parent is not None:
+                frame.covered = parent.covered
+                if thread.tracked:
+                    for message in kind_of.warn_driver if proc.driver else kind_of.warn_other:
+                        self.warn(message, line_number, line)
+            else:
+                frame.covered = kind_of.may_cover and proc.driver and bool(proc.pending_async)
+            stack.append(frame)
+            thread.top = frame
+            if kind_of.app_entry:
+                app_stack.append((frame, kind_of.phase))
+            elif kind_of.la_pe:
+                thread.la_pe[app_phase] = thread.la_pe.get(app_phase, 0) + 1
+            if kind_of.queue_async and proc.driver:
+                proc.pending_async.append((ts, app_phase, thread, line_number))
+        if saw_rows:
+            self.saw_rows = True
+
+    def _head_ids(self, head: str) -> tuple[str, str | None]:
+        """``(tid, tgid column)`` of a row head ending before the timestamp.
+
+        ``tid`` is empty when the fast path cannot tell exactly what ``ROW_RE``
+        would match.
+        """
+        prefixes = self._prefixes
+        if len(prefixes) >= _MAX_CACHED_NAMES:
+            prefixes.clear()
+        m = _HEAD_RE.fullmatch(head)
+        # ROW_RE prefers the longest leading whitespace; a head whose task
+        # name needs some of it is left to ROW_RE.
+        ids = _BAD_HEAD
+        if m is not None and m.start(1) == _LEADING_SPACE.match(head).end():  # type: ignore[union-attr]
+            ids = (m.group(2), m.group(3))
+        prefixes[head] = ids
+        return ids
+
+    def _payload(self, rest: str) -> tuple[str, str, Mark, str]:
+        """``(tgid, name, mark, payload)`` of a ``B`` row's text after the ``B``
+        (``tgid`` empty when malformed), cached per distinct text."""
+        payloads = self._payloads
+        if len(payloads) >= _MAX_CACHED_NAMES:
+            payloads.clear()
+        parts = rest.split("|", 2)
+        if len(parts) < 3 or parts[0] or not parts[1].isdigit():
+            entry = ("", "", OPAQUE, "B" + rest)
+        else:
+            entry = (parts[1], parts[2], classify(parts[2]), "B" + rest)
+        payloads[rest] = entry
+        return entry
+
+    def _new_kind(self, mark: Mark, parent: _Kind | None, name: str) -> _Kind | None:
+        """Decide what a section with ``mark`` opened under ``parent`` is.
+
+        Returns None for a ``PU`` section outside any phase (not counted).
+        """
+        kind = _make_kind(mark, parent)
+        if kind is None:
+            return None
+        if self._kinds >= _MAX_CACHED_NAMES:
+            _forget_children(self._roots)
+            self._kinds = 0
+        self._kinds += 1
+        (parent.children if parent is not None else self._roots)[name] = kind
+        return kind
 
     def _thread(self, tid: str, tgid: str | None) -> _Thread:
         thread = self._threads.get(tid)
@@ -223,204 +617,11 @@ class Engine:
                 thread.proc = proc
         return thread
 
-    def _begin(self, tid: str, tgid_column: str | None, ts: int, rest: str) -> None:
-        parts = rest.split("|", 2)
-        if len(parts) < 3 or parts[0] or not parts[1].isdigit():
-            thread = self._thread(tid, tgid_column if tgid_column != "-----" else None)
-            if thread.tracked:
-                self.warn("malformed begin mark: expected B|<tgid>|<name>")
-            thread.stack.append(None)
-            return
-        tgid = tgid_column if tgid_column is not None and tgid_column != "-----" else parts[1]
-        thread = self._thread(tid, tgid)
-        name = parts[2]
-        mark = self._cache.get(name)
-        if mark is None:
-            if len(self._cache) >= _MAX_CACHED_NAMES:
-                self._cache.clear()
-            mark = self._cache[name] = classify(name)
-        if mark.tracks_thread:
-            thread.tracked = True
-            self._run_has_marks = True
-            self.saw_nnapi = True
-        if mark.driver_server:
-            thread.proc.driver = True
-        if mark.problem is not None:
-            self.warn(mark.problem)
-        stack = thread.stack
-        if mark.switch:
-            if stack:
-                self._pop(thread, ts)
-            elif thread.tracked:
-                self.warn("[SW] mark with no open section to switch from")
-            stack.append(None)
-        layer = mark.layer
-        if layer is None:
-            if mark.execution_notify_client:
-                self._notify(thread.proc, ts)
-            stack.append(None)
-            return
-        phase = mark.phase
-        if layer is Layer.APPLICATION and phase is Phase.OVERALL:
-            if self._seen_po:
-                self._finish_run(f"a new run starts at line {self._line_number}")
-            self._seen_po = True
-            self._starting_mark = "B" + rest
-        self._open(thread, mark, layer, phase, ts, rest)
-
-    def _open(
-        self, thread: _Thread, mark: Mark, layer: Layer, phase: Phase | None, ts: int, rest: str
-    ) -> None:
-        parent = thread.top
-        if phase is Phase.UNSPECIFIED:
-            phase = parent.phase if parent is not None else None
-        if phase is None:
-            if not mark.hidl:
-                self.warn("utility section (phase PU) outside any phase: not counted")
-            thread.stack.append(None)
-            return
-        if layer is Layer.CPU:
-            layer = _DEVICE
-        proc = thread.proc
-        app_phase = self._app_stack[-1][1] if self._app_stack else Phase.OVERALL
-        parent_phase = parent.phase if parent is not None else None
-        parent_subphases = (
-            _SUBPHASES.get(parent_phase, _NO_SUBPHASES) if parent_phase else _NO_SUBPHASES
-        )
-
-        frame = _Frame()
-        frame.acc_sub = 0
-        frame.app_entry = False
-        frame.copy = False
-        frame.copy_detail = False
-        frame.copy_pe_layers = _NO_LAYERS
-        frame.subtract = False
-        frame.start = ts
-        frame.mark = mark
-        frame.layer = layer
-        frame.phase = phase
-        frame.app_phase = app_phase
-        frame.parent = parent
-        frame.line_number = self._line_number
-        frame.line = self._line
-        frame.payload = "B" + rest
-
-        # Sections in the wrong place are deducted from their parent and their
-        # time is given to the right place (contract: [SUB], one-time
-        # initialisation; AOSP: runtime/IPC calls under another LA phase).
-        copy_target: _Frame | None = None
-        if mark.subtract:
-            frame.subtract = True
-            ancestor = parent
-            while ancestor is not None and (ancestor.layer is not layer or ancestor.detail):
-                ancestor = ancestor.parent
-            # An enclosing section of the same layer already counts this time.
-            frame.copy = ancestor is None
-        elif phase is Phase.INITIALIZATION and parent_phase is not Phase.INITIALIZATION:
-            frame.subtract = True
-            frame.copy = True
-        elif (
-            parent is not None
-            and parent.layer is Layer.APPLICATION
-            and (layer is Layer.RUNTIME or layer is Layer.IPC)
-            and parent_phase is not phase
-            and parent_phase is not Phase.OVERALL
-            and phase not in _EXECUTION_FAMILY
-        ):
-            frame.subtract = True
-            frame.copy = True
-            copy_target = parent.parent
-            if copy_target is not None:
-                copy_target = copy_target.parent
-        if frame.copy and copy_target is not None:
-            frame.copy_detail = (
-                layer is copy_target.layer
-                and phase not in _SUBPHASES.get(copy_target.phase, _NO_SUBPHASES)
-                and not (
-                    phase is Phase.INITIALIZATION and copy_target.phase is not Phase.INITIALIZATION
-                )
-            )
-            frame.copy_pe_layers = copy_target.pe_layers
-        frame.detail = (
-            parent is not None
-            and layer is parent.layer
-            and phase not in parent_subphases
-            and not (phase is Phase.INITIALIZATION and parent_phase is not Phase.INITIALIZATION)
-            and not frame.subtract
-        )
-        frame.counted = not frame.detail and not frame.subtract
-
-        if parent is not None:
-            frame.covered = parent.covered
-            pe_layers = parent.pe_layers
-            if (
-                thread.tracked
-                and not frame.subtract
-                and not (phase is parent_phase and layer is parent.layer)
-            ):
-                self._check_nesting(thread, layer, phase, parent, parent_phase, parent_subphases)
-        else:
-            frame.covered = (
-                layer is _DEVICE and not mark.hidl and proc.driver and bool(proc.pending_async)
-            )
-            pe_layers = _NO_LAYERS
-        if phase is Phase.EXECUTION and layer not in pe_layers:
-            pe_layers = pe_layers | {layer}
-        frame.pe_layers = pe_layers
-
-        thread.stack.append(frame)
-        thread.top = frame
-        if layer is Layer.APPLICATION:
-            if phase is Phase.WARMUP or phase is Phase.BENCHMARK:
-                self._app_stack.append((frame, phase))
-                frame.app_entry = True
-            elif phase is Phase.EXECUTION:
-                thread.la_pe[app_phase] = thread.la_pe.get(app_phase, 0) + 1
-        if mark.async_execute_server and proc.driver:
-            proc.pending_async.append((ts, app_phase, thread, self._line_number))
-
-    def _check_nesting(
-        self,
-        thread: _Thread,
-        layer: Layer,
-        phase: Phase,
-        parent: _Frame,
-        parent_phase: Phase | None,
-        parent_subphases: frozenset[Phase],
-    ) -> None:
-        phase_ok = (
-            parent_phase is None
-            or phase is parent_phase
-            or phase is Phase.INITIALIZATION
-            or phase in parent_subphases
-            or (phase in EXECUTION_SUBPHASES and Phase.EXECUTION in parent_subphases)
-        )
-        if not phase_ok:
-            self.warn(f"phase {phase.value} nested in phase {parent_phase} is not allowed")
-        driver = thread.proc.driver
-        shown = Layer.CPU if layer is _DEVICE and not driver else layer
-        parent_shown = Layer.CPU if parent.layer is _DEVICE and not driver else parent.layer
-        layer_ok = (
-            layer is Layer.UTILITY
-            or layer is parent.layer
-            or shown in _LAYER_ORDER.get(parent_shown, _NO_LAYERS)
-        )
-        if not layer_ok:
-            self.warn(f"layer {shown.value} nested in layer {parent_shown.value} is not allowed")
-
     def _notify(self, proc: _Process, ts: int) -> None:
         if not proc.pending_async:
             return
         start, app_phase, thread, _ = proc.pending_async.popleft()
         self._add(thread, app_phase, _DEVICE, Phase.EXECUTION, ts - start, "async execute")
-
-    def _end(self, tid: str, tgid_column: str | None, ts: int, rest: str) -> None:
-        thread = self._threads.get(tid)
-        if thread is None or not thread.stack:
-            if thread is not None and thread.tracked:
-                self.warn("end mark (E) with no open section on this thread")
-            return
-        self._pop(thread, ts)
 
     def _add(
         self, thread: _Thread, app_phase: Phase, layer: Layer, phase: Phase, value: int, what: str
@@ -440,55 +641,56 @@ class Engine:
         frame = thread.stack.pop()
         if frame is None:
             return
+        kind = frame.kind
         thread.top = parent = frame.parent
-        if frame.app_entry:
-            for index in range(len(self._app_stack) - 1, -1, -1):
-                if self._app_stack[index][0] is frame:
-                    del self._app_stack[index]
+        if kind.app_entry:
+            app_stack = self._app_stack
+            for index in range(len(app_stack) - 1, -1, -1):
+                if app_stack[index][0] is frame:
+                    del app_stack[index]
                     break
         duration = end - frame.start
         if parent is not None:
-            if frame.subtract:
+            if kind.subtract:
                 parent.acc_sub += duration
-            elif frame.detail:
+            elif kind.detail:
                 parent.acc_sub += frame.acc_sub
-        mark = frame.mark
-        layer, phase, app_phase = frame.layer, frame.phase, frame.app_phase
-        if mark.execution_create:
+        app_phase = frame.app_phase
+        if kind.execution_create:
             thread.creates[app_phase] = thread.creates.get(app_phase, 0) + 1
-        if frame.counted:
+        if kind.own_add:
             # An asynchronous execute's server call only launches the work; the
             # driver's time is counted up to the callback notification instead.
-            if not mark.async_execute_server:
-                value = duration - frame.acc_sub
-                if not (frame.covered and phase is Phase.EXECUTION):
-                    self._add(thread, app_phase, layer, phase, value, frame.payload)
-                if (
-                    phase in EXECUTION_SUBPHASES
-                    and not frame.covered
-                    and (parent is None or layer not in parent.pe_layers)
-                ):
-                    self._add(thread, app_phase, layer, Phase.EXECUTION, value, frame.payload)
-            if phase is Phase.EXECUTION:
-                if mark.start_compute:
-                    thread.sc_queue.append((app_phase, end))
-                elif mark.event_wait and thread.sc_queue:
-                    started_phase, started_end = thread.sc_queue.popleft()
-                    gap = frame.start - started_end
-                    if gap > 0:
-                        self._add(
-                            thread, started_phase, layer, phase, gap, "startCompute..Event_wait"
-                        )
-        if frame.copy and not frame.copy_detail:
+            value = duration - frame.acc_sub
+            covered = frame.covered
+            if thread.items is None:
+                acc = thread.acc
+                if not (covered and kind.is_pe):
+                    key = (app_phase, kind.layer, kind.phase)
+                    acc[key] = acc.get(key, 0) + value
+                if kind.own_pe and not covered:
+                    key = (app_phase, kind.layer, Phase.EXECUTION)
+                    acc[key] = acc.get(key, 0) + value
+            else:
+                if not (covered and kind.is_pe):
+                    self._add(thread, app_phase, kind.layer, kind.phase, value, frame.payload)
+                if kind.own_pe and not covered:
+                    self._add(thread, app_phase, kind.layer, Phase.EXECUTION, value, frame.payload)
+        if kind.start_compute:
+            thread.sc_queue.append((app_phase, end))
+        elif kind.event_wait and thread.sc_queue:
+            started_phase, started_end = thread.sc_queue.popleft()
+            gap = frame.start - started_end
+            if gap > 0:
+                self._add(
+                    thread, started_phase, kind.layer, kind.phase, gap, "startCompute..Event_wait"
+                )
+        if kind.moved:
             copied = frame.payload + " (moved)"
-            if not (frame.covered and phase is Phase.EXECUTION):
-                self._add(thread, app_phase, layer, phase, duration, copied)
-            if (
-                phase in EXECUTION_SUBPHASES
-                and not frame.covered
-                and layer not in frame.copy_pe_layers
-            ):
-                self._add(thread, app_phase, layer, Phase.EXECUTION, duration, copied)
+            if not (frame.covered and kind.is_pe):
+                self._add(thread, app_phase, kind.layer, kind.phase, duration, copied)
+            if kind.moved_pe and not frame.covered:
+                self._add(thread, app_phase, kind.layer, Phase.EXECUTION, duration, copied)
 
     # -- runs --------------------------------------------------------------
 
