@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from nnemu.hal import ErrorStatus, MeasureTiming, build_preset
+from nnemu.hal import ErrorStatus, build_preset
 from tests.conformance._harness import (
     ASYNC_EXECUTE_METHOD,
     V12,
@@ -21,6 +21,7 @@ from tests.conformance._harness import (
     request_for,
     version_pairs,
 )
+from tests.worlds import execute_call
 
 PAIRS = version_pairs()
 EXEC_PAIRS = version_pairs()
@@ -56,12 +57,7 @@ async def _busy_then(world, version, run_second):
     fast_prepared = await world.prepared_model(version, fast)
     _, ref = world.callback()
     request = request_for(slow)
-    if version is V13:
-        serve = lambda: slow_prepared.execute_1_3(request, MeasureTiming.NO, None, None, ref)  # noqa: E731
-    elif version is V12:
-        serve = lambda: slow_prepared.execute_1_2(request, MeasureTiming.NO, ref)  # noqa: E731
-    else:
-        serve = lambda: slow_prepared.execute(request, ref)  # noqa: E731
+    serve = execute_call(slow_prepared, version, request, ref)
     launch = await world.call(ASYNC_EXECUTE_METHOD[version], serve, "IPreparedModel")
     assert launch is ErrorStatus.NONE
     return await run_second(fast_prepared, request_for(fast))

@@ -25,11 +25,6 @@ from tests.conformance._harness import (
 
 INVALID = ErrorStatus.INVALID_ARGUMENT
 PAIRS = version_pairs()
-MODEL_CASES = [(name, pair) for name in MODEL_MUTATIONS for pair in PAIRS]
-
-
-def _model_case_id(case) -> str:
-    return f"{case[0]}-{pair_id(case[1])}"
 
 
 async def _check_model_mutations(driver_world, pair, mutation) -> None:
@@ -55,23 +50,25 @@ async def _check_model_mutations(driver_world, pair, mutation) -> None:
     assert failures == []
 
 
-def _make_model_test(mutation: str):
-    cases = [pair for name, pair in MODEL_CASES if name == mutation]
+def _make_test(mutation: str, check, doc: str):
+    """The test ``test_ValidationTest_<mutation>``: ``check`` for every (service, entry point) pair."""
 
-    @pytest.mark.parametrize("pair", cases, ids=map(pair_id, cases))
+    @pytest.mark.parametrize("pair", PAIRS, ids=map(pair_id, PAIRS))
     async def test(autojump_clock, driver_world, pair):
-        await _check_model_mutations(driver_world, pair, mutation)
+        await check(driver_world, pair, mutation)
 
     test.__name__ = f"test_ValidationTest_{mutation}"
-    test.__doc__ = (
-        f"VTS {mutation}: every mutant makes getSupportedOperations* and prepareModel* "
-        "(launch and callback, null model) INVALID_ARGUMENT."
-    )
+    test.__doc__ = f"VTS {mutation}: {doc}"
     return test
 
 
 for _mutation in MODEL_MUTATIONS:
-    globals()[f"test_ValidationTest_{_mutation}"] = _make_model_test(_mutation)
+    globals()[f"test_ValidationTest_{_mutation}"] = _make_test(
+        _mutation,
+        _check_model_mutations,
+        "every mutant makes getSupportedOperations* and prepareModel* "
+        "(launch and callback, null model) INVALID_ARGUMENT.",
+    )
 del _mutation
 
 
@@ -158,8 +155,6 @@ async def test_ValidationTest_execute_nullCallback(autojump_clock, driver_world,
 
 # ------------------------------------------------------------------ request mutations
 
-REQUEST_CASES = [(name, pair) for name in REQUEST_MUTATIONS for pair in PAIRS]
-
 
 async def _check_request_mutations(driver_world, pair, mutation) -> None:
     service_version, version = pair
@@ -196,23 +191,13 @@ async def _check_request_mutations(driver_world, pair, mutation) -> None:
     assert failures == []
 
 
-def _make_request_test(mutation: str):
-    cases = [pair for name, pair in REQUEST_CASES if name == mutation]
-
-    @pytest.mark.parametrize("pair", cases, ids=map(pair_id, cases))
-    async def test(autojump_clock, driver_world, pair):
-        await _check_request_mutations(driver_world, pair, mutation)
-
-    test.__name__ = f"test_ValidationTest_{mutation}"
-    test.__doc__ = (
-        f"VTS {mutation}: execute* (launch and callback), executeSynchronously* and "
-        "executeFenced return INVALID_ARGUMENT with no shapes and no timing."
-    )
-    return test
-
-
 for _mutation in REQUEST_MUTATIONS:
-    globals()[f"test_ValidationTest_{_mutation}"] = _make_request_test(_mutation)
+    globals()[f"test_ValidationTest_{_mutation}"] = _make_test(
+        _mutation,
+        _check_request_mutations,
+        "execute* (launch and callback), executeSynchronously* and "
+        "executeFenced return INVALID_ARGUMENT with no shapes and no timing.",
+    )
 del _mutation
 
 

@@ -531,8 +531,8 @@ async def test_execute_deadline_passed_notifies_missed_deadline_persistent(autoj
     ]
 
 
-async def test_execute_1_3_measure_yes_reports_timing(autojump_clock):
-    """execute_1_3 with measure YES notifies time on device and time in driver (entry → notify)."""
+async def _measured_execute_1_3() -> tuple[object, ...]:
+    """Prepare the ADD model, execute_1_3 it with measure YES; the one notify's arguments."""
     world = DriverWorld()
     recorder, ref = world.callback()
 
@@ -547,7 +547,13 @@ async def test_execute_1_3_measure_yes_reports_timing(autojump_clock):
         )
 
     await world.run(client)
-    [(_, (status, _, timing))] = recorder.calls
+    [(_, notify)] = recorder.calls
+    return notify
+
+
+async def test_execute_1_3_measure_yes_reports_timing(autojump_clock):
+    """execute_1_3 with measure YES notifies time on device and time in driver (entry → notify)."""
+    status, _, timing = await _measured_execute_1_3()
     assert status is ErrorStatus.NONE
     on_device = (LAUNCH + ADD_OP) // US
     assert timing == Timing(on_device, (VALIDATE + LAUNCH + ADD_OP) // US)
@@ -555,21 +561,7 @@ async def test_execute_1_3_measure_yes_reports_timing(autojump_clock):
 
 async def test_execute_1_3_measure_yes_timing_is_known(autojump_clock):
     """execute_1_3 with measure YES reports known timing with time on device <= time in driver."""
-    world = DriverWorld()
-    recorder, ref = world.callback()
-
-    async def client():
-        prepared = await _prepare(world)
-        await world.call(
-            "execute_1_3",
-            execute_call(
-                prepared, HalVersion.V1_3, _request_for(world.model), ref, measure=MeasureTiming.YES
-            ),
-            "IPreparedModel",
-        )
-
-    await world.run(client)
-    [(_, (status, _, timing))] = recorder.calls
+    status, _, timing = await _measured_execute_1_3()
     assert status is ErrorStatus.NONE
     assert timing.time_on_device_us == (LAUNCH + ADD_OP) // US
     assert timing.time_on_device_us <= timing.time_in_driver_us < UINT64_MAX
