@@ -366,10 +366,11 @@ class Engine:
         self.saw_nnapi = False
         self._threads: dict[str, _Thread] = {}
         self._procs: dict[str, _Process] = {}
-        # Caches: row head -> (tid, tgid column); text after "B" -> (tgid, name,
-        # mark, payload); kinds of sections per place (see _Kind).
+        # Caches: row head -> (tid, tgid column); row text after
+        # "tracing_mark_write: " -> (B or E, tgid, name, mark, payload); kinds
+        # of sections per place (see _Kind).
         self._prefixes: dict[str, tuple[str, str | None]] = {}
-        self._payloads: dict[str, tuple[str, str, Mark, str]] = {}
+        self._tails: dict[str, tuple[str, str, str, Mark, str]] = {}
         self._roots: dict[str, _Kind] = {}
         self._kinds = 0
         self._app_stack: list[tuple[_Frame, Phase]] = []
@@ -410,41 +411,29 @@ class Engine:
         """Process ftrace lines (with their 1-based line numbers)."""
         match = ROW_RE.match
         prefixes = self._prefixes
-        payloads = self._payloads
+        tails = self._tails
         threads = self._threads
         app_stack = self._app_stack
         overall = Phase.OVERALL
         saw_rows = False
         for line_number, line in numbered_lines:
             # Fast path for the usual layout: the row's head up to the timestamp
-            # is looked up (per distinct head), the rest is sliced.  Anything
-            # the fast path does not accept is matched with ROW_RE.
-            at = line.find(_SEPARATOR)
+            # and its text after "tracing_mark_write: " are looked up (per
+            # distinct text).  A row the fast path does not accept is matched
+            # with ROW_RE.
+            head_stamp, separator, tail = line.partition(_SEPARATOR)
             tid = ""
-            if at >= 0:
-                space = line.rfind(" ", 0, at)
-                head = line[: space + 1]
+            if separator:
+                head, _, stamp = head_stamp.rpartition(" ")
                 ids = prefixes.get(head)
                 if ids is None:
                     ids = self._head_ids(head)
+                entry = tails.get(tail) or self._tail(tail)
+                seconds, dot, fraction = stamp.partition(".")
+                digits = seconds + fraction
                 tid, tgid = ids
-                if tid:
-                    seconds, _, fraction = line[space + 1 : at].partition(".")
-                    kind = line[at + _SEPARATOR_LEN : at + _SEPARATOR_LEN + 1]
-                    if (
-                        (kind == "B" or kind == "E")
-                        and seconds.isdecimal()
-                        and fraction.isdecimal()
-                    ):
-                        if kind == "B":
-                            end_of_line = line.find("\n", at + _SEPARATOR_LEN + 1)
-                            rest = (
-                                line[at + _SEPARATOR_LEN + 1 : end_of_line]
-                                if end_of_line >= 0
-                                else line[at + _SEPARATOR_LEN + 1 :]
-                            )
-                    else:
-                        tid = ""
+                if not (entry[0] and dot and seconds and fraction and digits.isdecimal()):
+                    tid = ""
             if not tid:
                 if "tracing_mark_write" not in line:
                     continue
@@ -458,8 +447,11 @@ class Engine:
                         )
                     continue
                 tid, tgid, seconds, fraction, kind, rest = m.groups()
+                digits = seconds + fraction
+                entry = tails.get(kind + rest) or self._tail(kind + rest)
             saw_rows = True
-            ts = int(seconds + fraction) * 1000 if len(fraction) == 6 else _ns(seconds, fraction)
+            ts = int(digits) * 1000 if len(fraction) == 6 else _ns(seconds, fraction)
+            kind, payload_tgid, name, mark, payload = entry
 
             if kind == "E":
                 thread = threads.get(tid)
@@ -473,8 +465,6 @@ class Engine:
                 continue
 
             # -- B|tgid|name
-            entry = payloads.get(rest) or self._payload(rest)
-            payload_tgid, name, mark, payload = entry
             if not payload_tgid:
                 thread = self._thread(tid, tgid if tgid != "-----" else None)
                 if thread.tracked:
@@ -566,27 +556,39 @@ class Engine:
         prefixes = self._prefixes
         if len(prefixes) >= _MAX_CACHED_NAMES:
             prefixes.clear()
-        m = _HEAD_RE.fullmatch(head)
+        row_head = head + " "
+        m = _HEAD_RE.fullmatch(row_head)
+        leading = _LEADING_SPACE.match(row_head)
         # ROW_RE prefers the longest leading whitespace; a head whose task
         # name needs some of it is left to ROW_RE.
         ids = _BAD_HEAD
-        if m is not None and m.start(1) == _LEADING_SPACE.match(head).end():  # type: ignore[union-attr]
+        if m is not None and leading is not None and m.start(1) == leading.end():
             ids = (m.group(2), m.group(3))
         prefixes[head] = ids
         return ids
 
-    def _payload(self, rest: str) -> tuple[str, str, Mark, str]:
-        """``(tgid, name, mark, payload)`` of a ``B`` row's text after the ``B``
-        (``tgid`` empty when malformed), cached per distinct text."""
-        payloads = self._payloads
-        if len(payloads) >= _MAX_CACHED_NAMES:
-            payloads.clear()
-        parts = rest.split("|", 2)
-        if len(parts) < 3 or parts[0] or not parts[1].isdigit():
-            entry = ("", "", OPAQUE, "B" + rest)
+    def _tail(self, tail: str) -> tuple[str, str, str, Mark, str]:
+        """``(kind, tgid, name, mark, payload)`` of a row's text after
+        ``tracing_mark_write: ``, cached per distinct text.
+
+        ``kind`` is ``B`` or ``E`` (empty when neither); ``tgid`` is empty
+        unless the row is a well-formed ``B|tgid|name``.
+        """
+        tails = self._tails
+        if len(tails) >= _MAX_CACHED_NAMES:
+            tails.clear()
+        kind = tail[:1]
+        rest = tail[1:].partition("\n")[0]
+        entry: tuple[str, str, str, Mark, str]
+        if kind != "B":
+            entry = (kind if kind == "E" else "", "", "", OPAQUE, "")
         else:
-            entry = (parts[1], parts[2], classify(parts[2]), "B" + rest)
-        payloads[rest] = entry
+            parts = rest.split("|", 2)
+            if len(parts) < 3 or parts[0] or not parts[1].isdigit():
+                entry = (kind, "", "", OPAQUE, "B" + rest)
+            else:
+                entry = (kind, parts[1], parts[2], classify(parts[2]), "B" + rest)
+        tails[tail] = entry
         return entry
 
     def _new_kind(self, mark: Mark, parent: _Kind | None, name: str) -> _Kind | None:
