@@ -122,15 +122,15 @@ def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
     devices: dict[str, Any] = {}
     for service in emulator.services:
         device = service.device
-        stats = device.stats
+        device_stats = device.stats
         devices[service.name] = {
-            "executions": stats.executions,
+            "executions": device_stats.executions,
             "busy_fraction": round(device.busy_fraction(elapsed), 6),
-            "preemptions": stats.preemptions,
-            "deadline_aborts": stats.deadline_aborts,
-            "loop_timeouts": stats.loop_timeouts,
-            "rejected_persistent": stats.rejected_persistent,
-            "rejected_transient": stats.rejected_transient,
+            "preemptions": device_stats.preemptions,
+            "deadline_aborts": device_stats.deadline_aborts,
+            "loop_timeouts": device_stats.loop_timeouts,
+            "rejected_persistent": device_stats.rejected_persistent,
+            "rejected_transient": device_stats.rejected_transient,
         }
     devices["nnapi-reference"] = {
         "executions": cpu_executions,

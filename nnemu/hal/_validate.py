@@ -337,8 +337,10 @@ def _validate_location(
             return None
         if not _fully_specified(operand, kind):
             return f"{where} is a constant without fully specified dimensions"
-        if loc.length != operand.byte_size:
-            return f"{where} constant has length {loc.length}, expected {operand.byte_size}"
+        # ``kind`` is the validated type: a mutated operand may carry a raw int.
+        size = operand.element_count * kind.element_bytes
+        if loc.length != size:
+            return f"{where} constant has length {loc.length}, expected {size}"
     return None
 
 
