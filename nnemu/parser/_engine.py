@@ -103,6 +103,7 @@ class _Kind:
         "parent",
         "pe_layers",
         "phase",
+        "plain_close",
         "queue_async",
         "start_compute",
         "subtract",
@@ -142,6 +143,8 @@ class _Kind:
     """An execution sub-phase whose time also counts as ``PE`` of its layer."""
     parent: _Kind | None
     """Kind of the enclosing counted section."""
+    plain_close: bool
+    """Closing it only adds its own time (the common case, inlined in ``feed``)."""
     pe_layers: frozenset[Layer]
     """Layers of the ``PE`` sections of the chain, this one included."""
     phase: Phase
@@ -285,6 +288,13 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
     )
     kind.moved = copy and not copy_detail
     kind.moved_pe = phase in EXECUTION_SUBPHASES and layer not in copy_pe_layers
+    kind.plain_close = not (
+        kind.app_entry
+        or kind.execution_create
+        or kind.start_compute
+        or kind.event_wait
+        or kind.moved
+    )
     return kind
 
 
@@ -370,7 +380,7 @@ class Engine:
         # "tracing_mark_write: " -> (B or E, tgid, name, mark, payload); kinds
         # of sections per place (see _Kind).
         self._prefixes: dict[str, tuple[str, str | None]] = {}
-        self._tails: dict[str, tuple[str, str, str, Mark, str]] = {}
+        self._tails: dict[str, tuple[str, str, str, Mark, str, bool]] = {}
         self._roots: dict[str, _Kind] = {}
         self._kinds = 0
         self._app_stack: list[tuple[_Frame, Phase]] = []
@@ -415,7 +425,10 @@ class Engine:
         threads = self._threads
         app_stack = self._app_stack
         overall = Phase.OVERALL
+        execution = Phase.EXECUTION
         saw_rows = False
+        # A counted mark was seen since _run_has_marks was last updated.
+        run_has_marks = False
         for line_number, line in numbered_lines:
             # Fast path for the usual layout: the row's head up to the timestamp
             # and its text after "tracing_mark_write: " are looked up (per
@@ -451,7 +464,7 @@ class Engine:
                 entry = tails.get(kind + rest) or self._tail(kind + rest)
             saw_rows = True
             ts = int(digits) * 1000 if len(fraction) == 6 else _ns(seconds, fraction)
-            kind, payload_tgid, name, mark, payload = entry
+            kind, payload_tgid, name, mark, payload, plain = entry
 
             if kind == "E":
                 thread = threads.get(tid)
@@ -461,49 +474,93 @@ class Engine:
                             "end mark (E) with no open section on this thread", line_number, line
                         )
                     continue
-                self._pop(thread, ts)
+                frame = thread.stack.pop()
+                if frame is None:
+                    continue
+                closing = frame.kind
+                if not closing.plain_close or thread.items is not None:
+                    self._close(thread, frame, ts)
+                    continue
+                # _close, for a section that only adds its own time.
+                thread.top = parent = frame.parent
+                duration = ts - frame.start
+                if parent is not None:
+                    if closing.subtract:
+                        parent.acc_sub += duration
+                    elif closing.detail:
+                        parent.acc_sub += frame.acc_sub
+                if closing.own_add:
+                    value = duration - frame.acc_sub
+                    acc = thread.acc
+                    if not frame.covered:
+                        key = (frame.app_phase, closing.layer, closing.phase)
+                        acc[key] = acc.get(key, 0) + value
+                        if closing.own_pe:
+                            key = (frame.app_phase, closing.layer, execution)
+                            acc[key] = acc.get(key, 0) + value
+                    elif not closing.is_pe:
+                        key = (frame.app_phase, closing.layer, closing.phase)
+                        acc[key] = acc.get(key, 0) + value
                 continue
 
             # -- B|tgid|name
-            if not payload_tgid:
-                thread = self._thread(tid, tgid if tgid != "-----" else None)
-                if thread.tracked:
-                    self.warn("malformed begin mark: expected B|<tgid>|<name>", line_number, line)
-                thread.stack.append(None)
-                continue
-            if tgid is None or tgid == "-----":
-                tgid = payload_tgid
-            thread = threads.get(tid)
-            if thread is None or thread.proc.tgid != tgid:
-                thread = self._thread(tid, tgid)
-            if mark.tracks_thread:
+            if plain:
+                # A counted NNTRACE mark with nothing special about it.
+                if tgid is None or tgid == "-----":
+                    tgid = payload_tgid
+                thread = threads.get(tid)
+                if thread is None or thread.proc.tgid != tgid:
+                    thread = self._thread(tid, tgid)
                 thread.tracked = True
-                self._run_has_marks = True
-                self.saw_nnapi = True
-            proc = thread.proc
-            if mark.driver_server:
-                proc.driver = True
-            if mark.problem is not None:
-                self.warn(mark.problem, line_number, line)
-            stack = thread.stack
-            if mark.switch:
-                if stack:
-                    self._line_number, self._line = line_number, line
-                    self._pop(thread, ts)
-                elif thread.tracked:
-                    self.warn("[SW] mark with no open section to switch from", line_number, line)
-                stack.append(None)
-            layer = mark.layer
-            if layer is None:
-                if mark.execution_notify_client and proc.pending_async:
-                    self._notify(proc, ts)
-                stack.append(None)
-                continue
-            if layer is Layer.APPLICATION and mark.phase is Phase.OVERALL:
-                if self._seen_po:
-                    self._finish_run(f"a new run starts at line {line_number}")
-                self._seen_po = True
-                self._starting_mark = payload
+                run_has_marks = True
+                proc = thread.proc
+                stack = thread.stack
+            else:
+                if not payload_tgid:
+                    thread = self._thread(tid, tgid if tgid != "-----" else None)
+                    if thread.tracked:
+                        self.warn(
+                            "malformed begin mark: expected B|<tgid>|<name>", line_number, line
+                        )
+                    thread.stack.append(None)
+                    continue
+                if tgid is None or tgid == "-----":
+                    tgid = payload_tgid
+                thread = threads.get(tid)
+                if thread is None or thread.proc.tgid != tgid:
+                    thread = self._thread(tid, tgid)
+                if mark.tracks_thread:
+                    thread.tracked = True
+                    run_has_marks = True
+                proc = thread.proc
+                if mark.driver_server:
+                    proc.driver = True
+                if mark.problem is not None:
+                    self.warn(mark.problem, line_number, line)
+                stack = thread.stack
+                if mark.switch:
+                    if stack:
+                        self._line_number, self._line = line_number, line
+                        self._pop(thread, ts)
+                    elif thread.tracked:
+                        self.warn(
+                            "[SW] mark with no open section to switch from", line_number, line
+                        )
+                    stack.append(None)
+                layer = mark.layer
+                if layer is None:
+                    if mark.execution_notify_client and proc.pending_async:
+                        self._notify(proc, ts)
+                    stack.append(None)
+                    continue
+                if layer is Layer.APPLICATION and mark.phase is Phase.OVERALL:
+                    if self._seen_po:
+                        if run_has_marks:
+                            self._run_has_marks = self.saw_nnapi = True
+                            run_has_marks = False
+                        self._finish_run(f"a new run starts at line {line_number}")
+                    self._seen_po = True
+                    self._starting_mark = payload
 
             # Open a counted section under the thread's innermost one.
             parent = thread.top
@@ -546,6 +603,8 @@ class Engine:
                 proc.pending_async.append((ts, app_phase, thread, line_number))
         if saw_rows:
             self.saw_rows = True
+        if run_has_marks:
+            self._run_has_marks = self.saw_nnapi = True
 
     def _head_ids(self, head: str) -> tuple[str, str | None]:
         """``(tid, tgid column)`` of a row head ending before the timestamp.
@@ -567,27 +626,38 @@ class Engine:
         prefixes[head] = ids
         return ids
 
-    def _tail(self, tail: str) -> tuple[str, str, str, Mark, str]:
+    def _tail(self, tail: str) -> tuple[str, str, str, Mark, str, bool]:
         """``(kind, tgid, name, mark, payload)`` of a row's text after
         ``tracing_mark_write: ``, cached per distinct text.
 
         ``kind`` is ``B`` or ``E`` (empty when neither); ``tgid`` is empty
-        unless the row is a well-formed ``B|tgid|name``.
+        unless the row is a well-formed ``B|tgid|name``; ``plain`` says that
+        the mark is a counted NNTRACE mark that needs no special handling
+        when it begins (no problem, ``[SW]``, driver or run start).
         """
         tails = self._tails
         if len(tails) >= _MAX_CACHED_NAMES:
             tails.clear()
         kind = tail[:1]
         rest = tail[1:].partition("\n")[0]
-        entry: tuple[str, str, str, Mark, str]
+        entry: tuple[str, str, str, Mark, str, bool]
         if kind != "B":
-            entry = (kind if kind == "E" else "", "", "", OPAQUE, "")
+            entry = (kind if kind == "E" else "", "", "", OPAQUE, "", False)
         else:
             parts = rest.split("|", 2)
             if len(parts) < 3 or parts[0] or not parts[1].isdigit():
-                entry = (kind, "", "", OPAQUE, "B" + rest)
+                entry = (kind, "", "", OPAQUE, "B" + rest, False)
             else:
-                entry = (kind, parts[1], parts[2], classify(parts[2]), "B" + rest)
+                mark = classify(parts[2])
+                plain = (
+                    mark.layer is not None
+                    and mark.tracks_thread
+                    and not mark.driver_server
+                    and mark.problem is None
+                    and not mark.switch
+                    and not (mark.layer is Layer.APPLICATION and mark.phase is Phase.OVERALL)
+                )
+                entry = (kind, parts[1], parts[2], mark, "B" + rest, plain)
         tails[tail] = entry
         return entry
 
@@ -641,8 +711,11 @@ class Engine:
 
     def _pop(self, thread: _Thread, end: int) -> None:
         frame = thread.stack.pop()
-        if frame is None:
-            return
+        if frame is not None:
+            self._close(thread, frame, end)
+
+    def _close(self, thread: _Thread, frame: _Frame, end: int) -> None:
+        """Count a section that ends at ``end`` (already popped)."""
         kind = frame.kind
         thread.top = parent = frame.parent
         if kind.app_entry:
