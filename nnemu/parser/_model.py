@@ -215,17 +215,32 @@ class RunStats:
                 app: {phase: {} for phase in (Phase.EXECUTION, *PE_SUBPHASES)}
                 for app in (Phase.WARMUP, Phase.BENCHMARK)
             }
+        if app_times:
+            for layer in TABLE_LAYERS:
+                for phase in STAT_PHASES:
+                    total_ns = 0
+                    for app in APP_PHASES:
+                        value_ns = totals_ns.get((app, layer, phase), 0)
+                        total_ns += value_ns
+                        if app in app_times and phase in app_times[app]:
+                            app_times[app][phase][layer] = _missing_to_nan(
+                                _ns_to_ms(value_ns), layer, phase
+                            )
+                    times[phase][layer] = _missing_to_nan(_ns_to_ms(total_ns), layer, phase)
+        else:
+            # The same without warmup/benchmark tables, from the keys there are.
+            by_layer_phase: dict[tuple[Layer, Phase], int] = {}
+            for (app, layer, phase), value_ns in totals_ns.items():
+                if app in APP_PHASES:
+                    key = (layer, phase)
+                    by_layer_phase[key] = by_layer_phase.get(key, 0) + value_ns
+            for layer in TABLE_LAYERS:
+                for phase in STAT_PHASES:
+                    total_ms = _ns_to_ms(by_layer_phase.get((layer, phase), 0))
+                    times[phase][layer] = (
+                        _missing_to_nan(total_ms, layer, phase) if total_ms == 0.0 else total_ms
+                    )
         for layer in TABLE_LAYERS:
-            for phase in STAT_PHASES:
-                total_ns = 0
-                for app in APP_PHASES:
-                    value_ns = totals_ns.get((app, layer, phase), 0)
-                    total_ns += value_ns
-                    if app in app_times and phase in app_times[app]:
-                        app_times[app][phase][layer] = _missing_to_nan(
-                            _ns_to_ms(value_ns), layer, phase
-                        )
-                times[phase][layer] = _missing_to_nan(_ns_to_ms(total_ns), layer, phase)
             if times[Phase.OVERALL][layer] == 0.0:
                 times[Phase.OVERALL][layer] = sum(
                     _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
