@@ -95,6 +95,7 @@ class _Kind:
         "la_pe",
         "layer",
         "may_cover",
+        "may_warn",
         "moved",
         "moved_pe",
         "nondetail_layers",
@@ -105,6 +106,7 @@ class _Kind:
         "phase",
         "plain_close",
         "queue_async",
+        "special_open",
         "start_compute",
         "subtract",
         "warn_driver",
@@ -131,6 +133,8 @@ class _Kind:
     """Layer (``LC`` folded into the device layer ``LD``)."""
     may_cover: bool
     """A top-level device section that a pending asynchronous execution covers."""
+    may_warn: bool
+    """Its nesting is reported in an NNAPI thread (``warn_driver``/``warn_other``)."""
     moved: bool
     """Deducted from the parent and its time given to the right place."""
     moved_pe: bool
@@ -151,6 +155,8 @@ class _Kind:
     """Phase (``PU`` resolved against the parent)."""
     queue_async: bool
     """Server side of an asynchronous ``execute*`` call."""
+    special_open: bool
+    """``app_entry``, ``la_pe`` or ``queue_async``."""
     start_compute: bool
     """Counted ``ANeuralNetworksExecution_startCompute*`` execution section."""
     subtract: bool
@@ -288,6 +294,8 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
     )
     kind.moved = copy and not copy_detail
     kind.moved_pe = phase in EXECUTION_SUBPHASES and layer not in copy_pe_layers
+    kind.may_warn = bool(warn_driver or warn_other)
+    kind.special_open = kind.app_entry or kind.la_pe or kind.queue_async
     kind.plain_close = not (
         kind.app_entry
         or kind.execution_create
@@ -426,6 +434,8 @@ class Engine:
         app_stack = self._app_stack
         overall = Phase.OVERALL
         execution = Phase.EXECUTION
+        roots = self._roots
+        new_frame = _Frame
         saw_rows = False
         # A counted mark was seen since _run_has_marks was last updated.
         run_has_marks = False
@@ -565,7 +575,7 @@ class Engine:
             # Open a counted section under the thread's innermost one.
             parent = thread.top
             if parent is None:
-                kind_of = self._roots.get(name) or self._new_kind(mark, None, name)
+                kind_of = roots.get(name) or self._new_kind(mark, None, name)
             else:
                 kind_of = parent.kind.children.get(name) or self._new_kind(mark, parent.kind, name)
             if kind_of is None:
@@ -577,7 +587,7 @@ class Engine:
                     )
                 stack.append(None)
                 continue
-            frame = _Frame()
+            frame = new_frame()
             frame.kind = kind_of
             frame.start = ts
             frame.parent = parent
@@ -588,19 +598,20 @@ class Engine:
             frame.payload = payload
             if parent is not None:
                 frame.covered = parent.covered
-                if thread.tracked:
+                if kind_of.may_warn and thread.tracked:
                     for message in kind_of.warn_driver if proc.driver else kind_of.warn_other:
                         self.warn(message, line_number, line)
             else:
                 frame.covered = kind_of.may_cover and proc.driver and bool(proc.pending_async)
             stack.append(frame)
             thread.top = frame
-            if kind_of.app_entry:
-                app_stack.append((frame, kind_of.phase))
-            elif kind_of.la_pe:
-                thread.la_pe[app_phase] = thread.la_pe.get(app_phase, 0) + 1
-            if kind_of.queue_async and proc.driver:
-                proc.pending_async.append((ts, app_phase, thread, line_number))
+            if kind_of.special_open:
+                if kind_of.app_entry:
+                    app_stack.append((frame, kind_of.phase))
+                elif kind_of.la_pe:
+                    thread.la_pe[app_phase] = thread.la_pe.get(app_phase, 0) + 1
+                if kind_of.queue_async and proc.driver:
+                    proc.pending_async.append((ts, app_phase, thread, line_number))
         if saw_rows:
             self.saw_rows = True
         if run_has_marks:

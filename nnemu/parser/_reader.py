@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 
 import attrs
 
@@ -34,29 +34,37 @@ class FtraceLines:
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         line_number = 0
+        line = ""
+        lines = iter(self.lines)
+        for line in lines:
+            line_number += 1
+            stripped = line.lstrip()
+            if not stripped:
+                continue
+            head = stripped[:15].lower()
+            if head.startswith(("<!doctype", "<html")):
+                self.is_html = True
+                line_number, line = yield from self._html_block(lines, line_number, line)
+            else:
+                self.found_ftrace = True
+                item = (line_number, line)
+                yield item
+                for item in enumerate(lines, line_number + 1):
+                    yield item
+                line_number, line = item
+            break
+        self.last_line_number = line_number
+        self.last_line_unterminated = bool(line) and not line.endswith("\n")
+
+    def _html_block(
+        self, lines: Iterator[str], line_number: int, line: str
+    ) -> Generator[tuple[int, str], None, tuple[int, str]]:
+        """Yield the ftrace block's lines; return the last line read (and its number)."""
         in_block = False
         expect_tracer = False
-        mode: str | None = None
-        line = ""
-        for line in self.lines:
-            line_number += 1
-            if mode is None:
-                stripped = line.lstrip()
-                if not stripped:
-                    continue
-                head = stripped[:15].lower()
-                if head.startswith(("<!doctype", "<html")):
-                    mode = "html"
-                    self.is_html = True
-                else:
-                    mode = "text"
-                    self.found_ftrace = True
-            if mode == "text":
-                yield line_number, line
-                continue
+        while True:
             if in_block:
                 if _SCRIPT_CLOSE in line:
-                    in_block = False
                     break
                 yield line_number, line
             elif expect_tracer:
@@ -66,8 +74,11 @@ class FtraceLines:
                     self.found_ftrace = True
             elif _TRACE_DATA_OPEN in line:
                 expect_tracer = True
-        else:
-            if in_block:
-                self.truncated = True
-        self.last_line_number = line_number
-        self.last_line_unterminated = bool(line) and not line.endswith("\n")
+            next_line = next(lines, None)
+            if next_line is None:
+                if in_block:
+                    self.truncated = True
+                break
+            line = next_line
+            line_number += 1
+        return line_number, line
