@@ -23,9 +23,10 @@ import random
 
 import attrs
 
-from nnemu.hal import ErrorStatus, Priority
+from nnemu.hal import DeviceType, ErrorStatus, Priority
 from nnemu.scenario import DeadlinePolicy, DeviceSpec, PreemptionKind, SchedulerKind
 from nnemu.sim import Kernel, WakeHandle, us
+from nnemu.tracer import Layer, Phase, Tracer
 
 
 @attrs.frozen
@@ -36,6 +37,14 @@ class ComputePlan:
     """Duration of each operation on this device (whole µs)."""
     iterations: tuple[int, ...] = ()
     """Loop iterations of each operation (1 except for WHILE); empty = all 1."""
+    trace_names: tuple[tuple[str, str], ...] = ()
+    """The CpuExecutor's (transformation, computation) mark names for each operation."""
+
+    def names_of(self, index: int) -> tuple[str, str]:
+        """Mark names of operation ``index`` (``op<index>`` when unknown)."""
+        if index < len(self.trace_names):
+            return self.trace_names[index]
+        return (f"op{index}", f"op{index}")
 
     @property
     def total_ns(self) -> int:
@@ -90,6 +99,10 @@ class Job:
     """How many times it yielded its unit."""
     unit: int = -1
     """The compute unit it holds (-1 = none)."""
+    op_marked: bool = False
+    """Whether an operation mark of the CPU executor is open (CPU-type devices)."""
+    run_marked: bool = False
+    """Whether the CPU executor's ``run`` mark is open (CPU-type devices)."""
     segments: list[tuple[int, int, int]] = attrs.field(factory=list)
     """Stretches it ran: (start_ns, end_ns, unit)."""
     _segment_start: int = 0
@@ -111,9 +124,19 @@ class DeviceStats:
 class Device:
     """Compute units shared by all prepared models of one driver."""
 
-    def __init__(self, kernel: Kernel, spec: DeviceSpec, rng: random.Random) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        spec: DeviceSpec,
+        rng: random.Random,
+        tracer: Tracer | None = None,
+    ) -> None:
         self.kernel = kernel
         self.spec = spec
+        # A CPU-type driver runs the sample driver's CpuExecutor, which writes
+        # [NN_LC_PE]run and a mark per operation (hal-semantics.md §6); accelerators
+        # write none. With marks, an execution wakes at every operation boundary.
+        self._tracer = tracer if spec.type is DeviceType.CPU else None
         self.units = spec.compute_units
         self.scheduler = spec.scheduler
         self.preemption = spec.preemption
@@ -337,6 +360,31 @@ class Device:
             job.finished_ns = kernel.now_ns
         return job.status
 
+    def _stopped(self, job: Job, why: str) -> ErrorStatus:
+        job.finished_ns = self.kernel.now_ns
+        if why == "finish":
+            return ErrorStatus.NONE
+        if why == "loop":
+            self.stats.loop_timeouts += 1
+        else:
+            self.stats.deadline_aborts += 1
+        return ErrorStatus.MISSED_DEADLINE_TRANSIENT
+
+    def _mark_op_begin(self, tracer: Tracer, job: Job) -> None:
+        if job.next_op < 0 or job.op_marked:
+            return
+        if not job.run_marked:
+            tracer.begin(Layer.CPU, Phase.EXECUTION, "run")
+            job.run_marked = True
+        tracer.begin(Layer.CPU, Phase.COMPUTATION, job.plan.names_of(job.next_op)[1])
+        job.op_marked = True
+
+    @staticmethod
+    def _mark_op_end(tracer: Tracer | None, job: Job) -> None:
+        if tracer is not None and job.op_marked:
+            tracer.end()
+            job.op_marked = False
+
     async def _execute(self, job: Job, launch_ns: int) -> ErrorStatus:
         kernel = self.kernel
         if not await self._acquire(job):
@@ -345,10 +393,17 @@ class Device:
         scale = job.scale * self.slowdown
         job.durations = [launch_ns] + [us(ns * scale) for ns in job.plan.op_ns]
         job.started_ns = kernel.now_ns
+        tracer = self._tracer if self._tracer is not None and self._tracer.enabled else None
         try:
             while True:
                 start = kernel.now_ns
                 stop, why = self._stop_point(job, start, launch_ns)
+                if tracer is not None and stop > start:
+                    # One operation at a time, so that each gets its mark.
+                    self._mark_op_begin(tracer, job)
+                    segment_end = start + job.durations[job.next_op + 1]
+                    if segment_end < stop:
+                        stop, why = segment_end, "boundary"
                 job.handle = kernel.wait_handle()
                 if job.preempt_requested:
                     # Asked to yield before it could park (it had just been granted a unit).
@@ -356,14 +411,11 @@ class Device:
                 else:
                     woken = await kernel.park(until_ns=stop)
                 if woken is None:
-                    job.finished_ns = kernel.now_ns
-                    if why == "finish":
-                        return ErrorStatus.NONE
-                    if why == "loop":
-                        self.stats.loop_timeouts += 1
-                    else:
-                        self.stats.deadline_aborts += 1
-                    return ErrorStatus.MISSED_DEADLINE_TRANSIENT
+                    self._mark_op_end(tracer, job)
+                    if why == "boundary":
+                        job.next_op += 1
+                        continue
+                    return self._stopped(job, why)
                 if woken == DEAD:
                     return ErrorStatus.GENERAL_FAILURE
                 # PREEMPT: run on to the next operation boundary, then yield the unit.
@@ -375,21 +427,15 @@ class Device:
                     segment += 1
                 if segment < len(job.plan.op_ns):
                     boundary = t + job.durations[segment + 1]
-                    if boundary >= stop:
+                    if boundary >= stop and why != "boundary":
                         # The next boundary is where the job stops anyway.
                         job.preempt_requested = False
                         job.next_op = segment
-                        remaining = stop - now
-                        await kernel.sleep(remaining)
-                        job.finished_ns = kernel.now_ns
-                        if why == "finish":
-                            return ErrorStatus.NONE
-                        if why == "loop":
-                            self.stats.loop_timeouts += 1
-                        else:
-                            self.stats.deadline_aborts += 1
-                        return ErrorStatus.MISSED_DEADLINE_TRANSIENT
+                        await kernel.sleep(stop - now)
+                        self._mark_op_end(tracer, job)
+                        return self._stopped(job, why)
                     await kernel.sleep_until(boundary)
+                    self._mark_op_end(tracer, job)
                     segment += 1
                 job.next_op = -1 if self.preemption is PreemptionKind.RESTART else segment
                 job.preempt_requested = False
@@ -400,6 +446,10 @@ class Device:
                 if not await self._acquire(job, requeue=True):
                     return ErrorStatus.GENERAL_FAILURE
         finally:
+            self._mark_op_end(tracer, job)
+            if tracer is not None and job.run_marked:
+                tracer.end()
+                job.run_marked = False
             if job in self._running:
                 await kernel.sync()
                 self._release(job)

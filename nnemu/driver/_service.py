@@ -143,7 +143,42 @@ def compute_plan(model: Model, capabilities: Capabilities, cpu: CpuSpec) -> Comp
         per_iteration = op_cost(model.main, op)
         op_ns.append(us(max(per_iteration * count, 1000.0)))
         iterations.append(count)
-    return ComputePlan(tuple(op_ns), tuple(iterations) if any(n > 1 for n in iterations) else ())
+    return ComputePlan(
+        tuple(op_ns),
+        tuple(iterations) if any(n > 1 for n in iterations) else (),
+        tuple(_trace_names(model, op) for op in model.main.operations),
+    )
+
+
+# The CpuExecutor's marks per operation: transformation (PTR) then computation (PCO),
+# named after the functions AOSP traces (hal-semantics.md §6); others use the op name.
+_TRACE_NAMES: dict[OperationType, tuple[str, str]] = {
+    OperationType.CONV_2D: ("convFloat32", "optimized_ops::Conv"),
+    OperationType.DEPTHWISE_CONV_2D: ("depthwiseConvFloat32", "optimized_ops::DepthwiseConv"),
+    OperationType.ADD: ("addFloat32", "optimized_ops::Add"),
+    OperationType.AVERAGE_POOL_2D: ("averagePoolFloat32", "optimized_ops::AveragePool"),
+    OperationType.MAX_POOL_2D: ("maxPoolFloat32", "optimized_ops::MaxPool"),
+    OperationType.FULLY_CONNECTED: ("fullyConnectedFloat32", "optimized_ops::FullyConnected"),
+    OperationType.SOFTMAX: ("softmaxFloat32", "optimized_ops::Softmax"),
+    OperationType.LSTM: ("LSTMCell::Prepare", "LSTMCell::LSTMEvalFloat32"),
+    OperationType.RNN: ("RNN::Prepare", "RNN::Eval"),
+    OperationType.TANH: ("tanhPrepare", "tanhFloat32"),
+}
+
+
+def _trace_names(model: Model, op: Operation) -> tuple[str, str]:
+    names = _TRACE_NAMES.get(op.type)
+    if names is None:
+        name = op.type.name.lower() if isinstance(op.type, OperationType) else f"op{op.type}"
+        return (name, name)
+    quantized = any(
+        model.main.operands[i].type is OperandType.TENSOR_QUANT8_ASYMM
+        for i in op.inputs[:1]
+        if i < len(model.main.operands)
+    )
+    if quantized:
+        return (names[0].replace("Float32", "Quant8"), names[1])
+    return names
 
 
 def _referenced(model: Model, subgraph: Subgraph, operand_index: int) -> Subgraph | None:
@@ -306,7 +341,7 @@ class DriverService:
         )
         self.endpoint = Endpoint(kernel, self.process, spec.binder_threads or ipc_binder_threads)
         self.capabilities = capabilities_from(spec.performance)
-        self.device = device_type(kernel, spec, random.Random(f"{seed}:device:{spec.name}"))
+        self.device = device_type(kernel, spec, random.Random(f"{seed}:device:{spec.name}"), tracer)
         self.supported = (
             frozenset(spec.supported_operations) if spec.supported_operations is not None else None
         )

@@ -66,16 +66,6 @@ API_CALL_NS = 2_000
 PER_OP_NS = 1_000
 """Runtime CPU time per operation for model finish, partitioning and request building."""
 
-_PTR_PCO_NAMES = {
-    OperationType.CONV_2D: ("convFloat32", "optimized_ops::Conv"),
-    OperationType.DEPTHWISE_CONV_2D: ("depthwiseConvFloat32", "optimized_ops::DepthwiseConv"),
-    OperationType.ADD: ("addFloat32", "optimized_ops::Add"),
-    OperationType.AVERAGE_POOL_2D: ("averagePoolFloat32", "optimized_ops::AveragePool"),
-    OperationType.MAX_POOL_2D: ("maxPoolFloat32", "optimized_ops::MaxPool"),
-    OperationType.FULLY_CONNECTED: ("fullyConnectedFloat32", "optimized_ops::FullyConnected"),
-    OperationType.SOFTMAX: ("softmaxFloat32", "optimized_ops::Softmax"),
-}
-
 
 class Runtime:
     """The NNAPI runtime inside one app process."""
@@ -674,14 +664,10 @@ class Execution:
             tracer.begin(Layer.CPU, Phase.EXECUTION, "run")
             try:
                 deadline = self.deadline_ns
-                for index, (op, op_ns) in enumerate(
-                    zip(model.main.operations, plan.op_ns, strict=True)
-                ):
+                for index, op_ns in enumerate(plan.op_ns):
                     if deadline is not None and kernel.now() >= deadline:
                         return ResultCode.MISSED_DEADLINE_TRANSIENT
-                    ptr, pco = _PTR_PCO_NAMES.get(
-                        op.type, (op.type.name.lower(), op.type.name.lower())
-                    )
+                    ptr, pco = plan.names_of(index)
                     iterations = plan.iterations_of(index)
                     if iterations > 1:
                         # The runtime's WHILE interpreter checks the loop timeout after each

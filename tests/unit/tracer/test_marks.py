@@ -44,12 +44,24 @@ def test_sync_compute_on_a_13_driver_nests_as_the_contract_shows():
     assert results.thread == pio.thread
 
 
-@pytest.mark.xfail(reason="the emulated driver does not trace its CpuExecutor ([NN_LC_PE]run)")
-def test_sync_driver_execution_traces_the_cpu_executor():
-    """§6: SampleDriver::executeSynchronouslyBase ⊃ [NN_LC_PE]run ⊃ PTR → [SW] PCO."""
-    sink = record(scenario_text(executions=1, preset="add"))
+def test_cpu_driver_execution_traces_the_cpu_executor():
+    """§6: a CPU-type (sample) driver's executeSynchronouslyBase ⊃ [NN_LC_PE]run ⊃ a mark per operation."""
+    text = scenario_text(executions=1, preset="mobilenet_v1").replace(
+        "type: accelerator", "type: cpu"
+    )
+    sink = record(text)
     run_mark = sink.first("[NN_LC_PE]run")
     assert run_mark.stack[0].startswith("HIDL::IPreparedModel::")
+    assert run_mark.stack[-1] == "[SW][NN_LD_PE]SampleDriver::executeSynchronouslyBase"
+    conv = sink.first("[NN_LC_PCO]optimized_ops::Conv")
+    assert conv.stack[-1] == "[NN_LC_PE]run"
+    assert conv.thread == run_mark.thread
+
+
+def test_accelerator_driver_writes_no_cpu_executor_marks():
+    """An accelerator's driver does not run the CpuExecutor, so it writes no [NN_LC_*] marks."""
+    sink = record(scenario_text(executions=1, preset="add"))
+    assert not [name for name in sink.names() if "[NN_LC_" in name]
 
 
 def test_hal10_execute_and_callback_on_the_right_threads():
