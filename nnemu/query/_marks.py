@@ -12,20 +12,10 @@ from typing import Final
 import attrs
 
 from nnemu.parser._marks import classify
+from nnemu.tracer import NNAPI_HIDL_INTERFACES
 
 # NNAPI HAL interfaces as they appear in HIDL marks (the package is not written).
-_NNAPI_INTERFACES: Final = frozenset(
-    {
-        "IDevice",
-        "IPreparedModel",
-        "IBuffer",
-        "IBurstContext",
-        "IBurstCallback",
-        "IExecutionCallback",
-        "IPreparedModelCallback",
-        "IFencedExecutionCallback",
-    }
-)
+_NNAPI_INTERFACES: Final = NNAPI_HIDL_INTERFACES
 # The audio HAL has an IDevice too; NNAPI's IDevice methods start with these.
 _NNAPI_DEVICE_METHODS: Final = (
     "getCapabilities",

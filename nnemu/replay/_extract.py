@@ -33,7 +33,7 @@ from nnemu.hal import HalVersion
 from nnemu.parser._marks import Mark, classify
 from nnemu.parser._reader import _TRACE_DATA_OPEN, FtraceLines
 from nnemu.scenario import ExecutionMode
-from nnemu.tracer import Layer, Phase
+from nnemu.tracer import NNAPI_HIDL_INTERFACES, Layer, Phase
 
 _ROW_RE: Final = re.compile(
     r"\s*(.+?)-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\](?:\s+\S+)?\s+(\d+)\.(\d+):"
@@ -43,18 +43,7 @@ _ROW_RE: Final = re.compile(
 _FRACTION_SCALE: Final = tuple(10 ** (9 - n) if n <= 9 else 0 for n in range(16))
 _PROCESS_DUMP: Final = "PROCESS DUMP"
 
-_NN_INTERFACES: Final = frozenset(
-    {
-        "IDevice",
-        "IPreparedModel",
-        "IBuffer",
-        "IBurstContext",
-        "IBurstCallback",
-        "IExecutionCallback",
-        "IPreparedModelCallback",
-        "IFencedExecutionCallback",
-    }
-)
+_NN_INTERFACES: Final = NNAPI_HIDL_INTERFACES
 _EXECUTION_API: Final = {
     "ANeuralNetworksExecution_compute": ExecutionMode.SYNC,
     "ANeuralNetworksExecution_startCompute": ExecutionMode.ASYNC,

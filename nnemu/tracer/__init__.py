@@ -2,7 +2,15 @@
 
 from nnemu.tracer._tracer import SectionInfo, SectionKind, TraceObserver, Tracer, TraceSink
 from nnemu.tracer._truth import CELL_LAYERS, CELL_PHASES, GroundTruth, ProcessTruth, RunTruth
-from nnemu.tracer._vocab import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer, Phase, tag
+from nnemu.tracer._vocab import (
+    EXECUTION_FAMILY,
+    EXECUTION_SUBPHASES,
+    NNAPI_HIDL_INTERFACES,
+    SUBPHASES,
+    Layer,
+    Phase,
+    tag,
+)
 from nnemu.tracer._writers import ChromeJsonWriter, FtraceWriter, open_trace_writer
 
 __all__ = [
@@ -10,6 +18,7 @@ __all__ = [
     "CELL_PHASES",
     "EXECUTION_FAMILY",
     "EXECUTION_SUBPHASES",
+    "NNAPI_HIDL_INTERFACES",
     "SUBPHASES",
     "ChromeJsonWriter",
     "FtraceWriter",

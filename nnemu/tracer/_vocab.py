@@ -69,3 +69,18 @@ EXECUTION_FAMILY: frozenset[Phase] = frozenset({Phase.EXECUTION, *EXECUTION_SUBP
 def tag(layer: Layer, phase: Phase) -> str:
     """Return the bracketed NNTRACE tag, e.g. ``[NN_LR_PE]``."""
     return f"[NN_{layer.value}_{phase.value}]"
+
+
+NNAPI_HIDL_INTERFACES: frozenset[str] = frozenset(
+    {
+        "IDevice",
+        "IPreparedModel",
+        "IBuffer",
+        "IBurstContext",
+        "IBurstCallback",
+        "IExecutionCallback",
+        "IPreparedModelCallback",
+        "IFencedExecutionCallback",
+    }
+)
+"""The NNAPI HAL interfaces as they appear in ``HIDL::<Iface>::<method>::client|server`` marks."""
