@@ -121,28 +121,34 @@ def _missing_to_nan(value_ms: float, layer: Layer, phase: Phase) -> float:
     return value_ms
 
 
+def _effective(totals: Mapping[LayerKey, float], layer: Layer) -> float:
+    """A layer's total, or (when it has none) the sum of those it calls."""
+    value = totals[layer]
+    if math.isnan(value):
+        value = 0.0
+    if value != 0.0:
+        return value
+    return sum([_effective(totals, callee) for callee in _CALLEES[layer]])
+
+
 def _self_times(totals: Mapping[LayerKey, float]) -> dict[LayerKey, float]:
     """Self time = total minus the totals of the layers it calls (contract)."""
-
-    def effective(layer: Layer) -> float:
-        value = _nan_to_zero(totals[layer])
-        if value != 0.0:
-            return value
-        return sum(effective(callee) for callee in _CALLEES[layer])
-
     result: dict[LayerKey, float] = {}
     for layer in TABLE_LAYERS:
         value = totals[layer]
         if math.isnan(value) or value == 0.0:
             result[layer] = value
         else:
-            result[layer] = value - sum(effective(callee) for callee in _CALLEES[layer])
+            result[layer] = value - sum([_effective(totals, callee) for callee in _CALLEES[layer]])
     result[LAYER_TOTAL] = totals[LAYER_TOTAL]
     return result
 
 
 def _with_total(row: dict[LayerKey, float]) -> dict[LayerKey, float]:
-    row[LAYER_TOTAL] = max(_nan_to_zero(row[layer]) for layer in TABLE_LAYERS)
+    isnan = math.isnan
+    row[LAYER_TOTAL] = max(
+        [0.0 if isnan(value) else value for value in map(row.__getitem__, TABLE_LAYERS)]
+    )
     return row
 
 
