@@ -152,6 +152,22 @@ def _with_total(row: dict[LayerKey, float]) -> dict[LayerKey, float]:
     return row
 
 
+def _no_data_row(phase: Phase) -> dict[LayerKey, float]:
+    return _with_total(
+        {layer: _missing_to_nan(_ns_to_ms(0), layer, phase) for layer in TABLE_LAYERS}
+    )
+
+
+_NO_DATA_TIMES: Final[Mapping[Phase, Mapping[LayerKey, float]]] = {
+    phase: _no_data_row(phase) for phase in STAT_PHASES
+}
+"""A table row of a phase no section counted towards (copied, never shared)."""
+_NO_DATA_SELF_TIMES: Final[Mapping[Phase, Mapping[LayerKey, float]]] = {
+    phase: _self_times(_no_data_row(phase)) for phase in STAT_PHASES
+}
+"""Self times of such a row."""
+
+
 @attrs.frozen(kw_only=True)
 class RunStats:
     """Statistics of one run (one ``[NN_LA_PO]`` section and what it contains)."""
@@ -221,6 +237,7 @@ class RunStats:
                 app: {phase: {} for phase in (Phase.EXECUTION, *PE_SUBPHASES)}
                 for app in (Phase.WARMUP, Phase.BENCHMARK)
             }
+        self_times: dict[Phase, dict[LayerKey, float]]
         if app_times:
             for layer in TABLE_LAYERS:
                 for phase in STAT_PHASES:
@@ -233,30 +250,48 @@ class RunStats:
                                 _ns_to_ms(value_ns), layer, phase
                             )
                     times[phase][layer] = _missing_to_nan(_ns_to_ms(total_ns), layer, phase)
+            for layer in TABLE_LAYERS:
+                if times[Phase.OVERALL][layer] == 0.0:
+                    times[Phase.OVERALL][layer] = sum(
+                        _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
+                    )
+            for row in times.values():
+                _with_total(row)
+            self_times = {phase: _self_times(row) for phase, row in times.items()}
         else:
-            # The same without warmup/benchmark tables, from the keys there are.
+            # The same without warmup/benchmark tables, from the keys there are;
+            # a phase without any key gets the (copied) tables of no data.
             by_layer_phase: dict[tuple[Layer, Phase], int] = {}
             for (app, layer, phase), value_ns in totals_ns.items():
                 if app in APP_PHASES:
                     key = (layer, phase)
                     by_layer_phase[key] = by_layer_phase.get(key, 0) + value_ns
-            for layer in TABLE_LAYERS:
-                for phase in STAT_PHASES:
+            with_data = {phase for _, phase in by_layer_phase}
+            with_data.add(Phase.OVERALL)
+            for phase in STAT_PHASES:
+                if phase not in with_data:
+                    times[phase] = dict(_NO_DATA_TIMES[phase])
+                    continue
+                row = times[phase]
+                for layer in TABLE_LAYERS:
                     total_ms = _ns_to_ms(by_layer_phase.get((layer, phase), 0))
-                    times[phase][layer] = (
+                    row[layer] = (
                         _missing_to_nan(total_ms, layer, phase) if total_ms == 0.0 else total_ms
                     )
-        for layer in TABLE_LAYERS:
-            if times[Phase.OVERALL][layer] == 0.0:
-                times[Phase.OVERALL][layer] = sum(
-                    _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
-                )
-        for row in times.values():
-            _with_total(row)
+            for layer in TABLE_LAYERS:
+                if times[Phase.OVERALL][layer] == 0.0:
+                    times[Phase.OVERALL][layer] = sum(
+                        _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
+                    )
+            self_times = {}
+            for phase, row in times.items():
+                if phase in with_data:
+                    self_times[phase] = _self_times(_with_total(row))
+                else:
+                    self_times[phase] = dict(_NO_DATA_SELF_TIMES[phase])
         for table in app_times.values():
             for row in table.values():
                 _with_total(row)
-        self_times = {phase: _self_times(row) for phase, row in times.items()}
         app_self = {
             app: {phase: _self_times(row) for phase, row in table.items()}
             for app, table in app_times.items()
