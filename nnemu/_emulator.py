@@ -23,7 +23,7 @@ from nnemu.hal import Model, build_chain, build_preset
 from nnemu.ipc import Binder
 from nnemu.report import Report, build_report
 from nnemu.scenario import ModelSpec, Scenario
-from nnemu.sim import Kernel, ProcessTable
+from nnemu.sim import FileSystem, Kernel, ProcessTable
 from nnemu.tracer import Tracer, TraceSink
 
 logger = structlog.get_logger(layer="emulator")
@@ -89,6 +89,7 @@ async def open_emulator(
     kernel = Kernel(realtime=realtime)
     tracer = Tracer(kernel, sinks)
     processes = ProcessTable()
+    files = FileSystem()  # the device's storage: compilation caches survive app restarts
     binder = Binder(kernel, tracer, scenario.ipc, random.Random(f"{scenario.seed}:ipc"))
     structlog.contextvars.bind_contextvars(scenario=scenario.name)
     try:
@@ -119,6 +120,7 @@ async def open_emulator(
                     processes=processes,
                     services=services,
                     nursery=nursery,
+                    files=files,
                 )
                 for spec in scenario.apps
             ]

@@ -109,6 +109,12 @@ def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
             "deadline_miss_rate": round(stats.deadline_misses / submitted, 6) if submitted else 0.0,
             "error_rate": round(stats.failed / submitted, 6) if submitted else 0.0,
             "compile_result": stats.compile_result.name,
+            "compilations": {
+                "count": len(stats.compile_ns),
+                "from_cache": stats.compilations_from_cache,
+                "first_ms": _ms(stats.compile_ns[0] // 1000) if stats.compile_ns else 0.0,
+                "last_ms": _ms(stats.compile_ns[-1] // 1000) if stats.compile_ns else 0.0,
+            },
             "latency_ms": {
                 "p50": _ms(latency.quantile_us(0.50)),
                 "p95": _ms(latency.quantile_us(0.95)),

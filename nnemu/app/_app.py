@@ -7,6 +7,7 @@ contract around its phases and executions.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Sequence
 
@@ -19,7 +20,7 @@ from nnemu.hal import Model, ResultCode
 from nnemu.ipc import Binder, Endpoint
 from nnemu.runtime import Compilation, Execution, Runtime
 from nnemu.scenario import AppSpec, ExecutionMode, Scenario, WorkloadKind
-from nnemu.sim import Kernel, ProcessTable, SimEvent, SimQueue
+from nnemu.sim import FileSystem, Kernel, ProcessTable, SimEvent, SimQueue
 from nnemu.tracer import Layer, Phase, Tracer
 
 logger = structlog.get_logger(layer="app")
@@ -40,6 +41,7 @@ class Application:
         processes: ProcessTable,
         services: Sequence[DriverService],
         nursery: trio.Nursery,
+        files: FileSystem | None = None,
     ) -> None:
         self.spec = spec
         self.model = model
@@ -57,6 +59,7 @@ class Application:
             services=services,
             cpu=scenario.cpu,
             nursery=nursery,
+            files=files,
         )
         self.stats = AppStats()
         self.records: list[ExecutionRecord] | None = None
@@ -87,7 +90,16 @@ class Application:
         await kernel.sleep_until(us(spec.workload.start_ms * 1e6))
         tracer.begin(Layer.APPLICATION, Phase.OVERALL, spec.name)
         try:
-            if await self._compile_with_retries():
+            compiled = False
+            for number in range(spec.compilations):
+                # Earlier compilations model earlier launches of the app: compile, free.
+                if number and self._compilation is not None:
+                    self._compilation.free()
+                    self._compilation = None
+                compiled = await self._compile_with_retries()
+                if not compiled:
+                    break
+            if compiled:
                 await self._run_workload()
                 assert self._compilation is not None
                 self._compilation.free()
@@ -113,6 +125,7 @@ class Application:
         """Build and compile the model; False (and the code recorded) when that fails."""
         spec, tracer, runtime = self.spec, self.tracer, self.runtime
         tracer.begin(Layer.APPLICATION, Phase.COMPILATION, "compileModel")
+        started = self.kernel.now()
         try:
             code, builder = await runtime.create_model(self.model)
             compilation = None
@@ -135,12 +148,23 @@ class Application:
                 ]
                 if spec.compile_timeout_ms:
                     results.append(compilation.set_timeout(us(spec.compile_timeout_ms * 1e6)))
+                if spec.caching:
+                    # The app's cache directory and a token naming its model (as an app
+                    # would derive one from its model file).
+                    token = hashlib.sha256(f"{spec.name}/{self.model.name}".encode()).digest()
+                    results.append(
+                        compilation.set_caching(f"/data/data/{spec.name}/code_cache/", token)
+                    )
                 for result in results:
                     if result is not ResultCode.NO_ERROR:
                         code = result
                 if code is ResultCode.NO_ERROR:
                     code = await compilation.finish()
             self.stats.compile_result = code
+            self.stats.record_compilation(
+                self.kernel.now() - started,
+                from_cache=compilation is not None and compilation.from_cache > 0,
+            )
             if code is not ResultCode.NO_ERROR:
                 self._log.info("compilation_failed", code=code.name)
                 return False

@@ -86,6 +86,16 @@ class AppStats:
     errors: collections.Counter[str] = attrs.field(factory=collections.Counter)
     latency: LatencyHistogram = attrs.field(factory=LatencyHistogram)
     compile_result: ResultCode = ResultCode.NO_ERROR
+    compile_ns: list[int] = attrs.field(factory=list)
+    """Duration of each compilation (create model .. finish), in order."""
+    compilations_from_cache: int = 0
+    """Compilations whose driver steps were all or partly prepared from the cache."""
+
+    def record_compilation(self, duration_ns: int, *, from_cache: bool) -> None:
+        """Record one compilation attempt."""
+        self.compile_ns.append(duration_ns)
+        if from_cache:
+            self.compilations_from_cache += 1
 
     def record(self, code: ResultCode, latency_ns: int) -> None:
         """Record the final result of one execution (after retries)."""

@@ -2,6 +2,7 @@
 
 from nnemu.driver._device import ComputePlan, Device, DeviceStats, Job
 from nnemu.driver._service import (
+    CACHE_TOKEN_BYTES,
     CallbackRef,
     DriverService,
     FencedResult,
@@ -12,6 +13,7 @@ from nnemu.driver._service import (
 from nnemu.sim import us  # re-exported: drivers and apps round their durations with it
 
 __all__ = [
+    "CACHE_TOKEN_BYTES",
     "CallbackRef",
     "ComputePlan",
     "Device",

@@ -55,7 +55,7 @@ from nnemu.scenario import (
     PerformanceSpec,
     PerfSpec,
 )
-from nnemu.sim import Kernel, ProcessTable, SimQueue, us
+from nnemu.sim import FileHandle, Kernel, ProcessTable, SimQueue, us
 from nnemu.tracer import Layer, Phase, Tracer
 
 logger = structlog.get_logger(layer="driver")
@@ -64,6 +64,20 @@ VALIDATE_NS_PER_OP = 2_000
 """Driver-side model validation cost per operation."""
 
 AIDL_SYSTEM_UID = 1000
+
+
+CACHE_TOKEN_BYTES = 32
+"""Length of a compilation cache token (HAL 1.2 Constant::BYTE_SIZE_OF_CACHE_TOKEN)."""
+
+
+@attrs.frozen
+class _CacheEntry:
+    """What a caching driver writes into every cache file of a compilation."""
+
+    device: str
+    token: bytes
+    model: Model
+    priority: Priority
 
 
 @attrs.frozen
@@ -457,10 +471,27 @@ class DriverService:
         return ErrorStatus.NONE, ()
 
     async def getNumberOfCacheFilesNeeded(self) -> tuple[ErrorStatus, int, int]:
-        """IDevice::getNumberOfCacheFilesNeeded (1.2): (0, 0), no compilation caching."""
+        """IDevice::getNumberOfCacheFilesNeeded (1.2): the scenario's ``cache_files``."""
         self._driver_trace(Phase.INITIALIZATION, "getNumberOfCacheFilesNeeded")
         self.tracer.end()
-        return ErrorStatus.NONE, 0, 0
+        n_model, n_data = self.spec.cache_files
+        return ErrorStatus.NONE, n_model, n_data
+
+    @property
+    def caches(self) -> bool:
+        """Whether the driver caches compilations (asks for at least one cache file)."""
+        return any(self.spec.cache_files) and self.version.at_least(HalVersion.V1_2)
+
+    def _cache_args_ok(
+        self, model_cache: Sequence[object], data_cache: Sequence[object], token: bytes
+    ) -> bool:
+        n_model, n_data = self.spec.cache_files
+        return (
+            len(model_cache) == n_model
+            and len(data_cache) == n_data
+            and len(token) == CACHE_TOKEN_BYTES
+            and all(isinstance(handle, FileHandle) for handle in (*model_cache, *data_cache))
+        )
 
     async def getStatus(self) -> DeviceStatus:
         """IDevice::getStatus."""
@@ -517,9 +548,16 @@ class DriverService:
         *,
         uid: int = 0,
     ) -> ErrorStatus:
-        """IDevice::prepareModel_1_2 (cache arguments are accepted and unused: no caching)."""
+        """IDevice::prepareModel_1_2 (a caching driver saves the compiled model in the caches)."""
         return await self._prepare(
-            HalVersion.V1_2, model, preference, Priority.MEDIUM, None, callback, uid
+            HalVersion.V1_2,
+            model,
+            preference,
+            Priority.MEDIUM,
+            None,
+            callback,
+            uid,
+            cache=(model_cache, data_cache, token),
         )
 
     async def prepareModel_1_3(
@@ -537,7 +575,14 @@ class DriverService:
     ) -> ErrorStatus:
         """IDevice::prepareModel_1_3."""
         return await self._prepare(
-            HalVersion.V1_3, model, preference, priority, deadline_ns, callback, uid
+            HalVersion.V1_3,
+            model,
+            preference,
+            priority,
+            deadline_ns,
+            callback,
+            uid,
+            cache=(model_cache, data_cache, token),
         )
 
     async def prepareModelFromCache(
@@ -546,9 +591,13 @@ class DriverService:
         data_cache: Sequence[object],
         token: bytes,
         callback: CallbackRef | None,
+        *,
+        uid: int = 0,
     ) -> ErrorStatus:
-        """IDevice::prepareModelFromCache (1.2): caching unsupported ⇒ GENERAL_FAILURE."""
-        return self._from_cache(HalVersion.V1_2, callback)
+        """IDevice::prepareModelFromCache (1.2)."""
+        return await self._from_cache(
+            HalVersion.V1_2, None, model_cache, data_cache, token, callback, uid=uid
+        )
 
     async def prepareModelFromCache_1_3(
         self,
@@ -557,18 +606,120 @@ class DriverService:
         data_cache: Sequence[object],
         token: bytes,
         callback: CallbackRef | None,
+        *,
+        uid: int = 0,
     ) -> ErrorStatus:
-        """IDevice::prepareModelFromCache_1_3: caching unsupported ⇒ GENERAL_FAILURE."""
-        return self._from_cache(HalVersion.V1_3, callback)
+        """IDevice::prepareModelFromCache_1_3 (the priority is implied by the cache)."""
+        return await self._from_cache(
+            HalVersion.V1_3, deadline_ns, model_cache, data_cache, token, callback, uid=uid
+        )
 
-    def _from_cache(self, version: HalVersion, callback: CallbackRef | None) -> ErrorStatus:
+    async def _from_cache(
+        self,
+        version: HalVersion,
+        deadline_ns: int | None,
+        model_cache: Sequence[object],
+        data_cache: Sequence[object],
+        token: bytes,
+        callback: CallbackRef | None,
+        *,
+        uid: int,
+    ) -> ErrorStatus:
+        """prepareModelFromCache*: validate, then load the compiled model in the background.
+
+        A driver that does not cache fails with GENERAL_FAILURE, as the sample driver does.
+        """
         suffix = "_1_3" if version is HalVersion.V1_3 else ""
         self._driver_trace(Phase.COMPILATION, f"prepareModelFromCache{suffix}")
-        self.tracer.end()
-        if callback is None:
-            return ErrorStatus.INVALID_ARGUMENT
-        self._notify_prepared(callback, version, ErrorStatus.GENERAL_FAILURE, None)
-        return ErrorStatus.GENERAL_FAILURE
+        try:
+            if callback is None:
+                return ErrorStatus.INVALID_ARGUMENT
+            if not self.caches:
+                self._notify_prepared(callback, version, ErrorStatus.GENERAL_FAILURE, None)
+                return ErrorStatus.GENERAL_FAILURE
+            if not self._cache_args_ok(model_cache, data_cache, token):
+                self._notify_prepared(callback, version, ErrorStatus.INVALID_ARGUMENT, None)
+                return ErrorStatus.INVALID_ARGUMENT
+            if self.status is not DeviceStatus.AVAILABLE:
+                self._notify_prepared(callback, version, ErrorStatus.DEVICE_UNAVAILABLE, None)
+                return ErrorStatus.DEVICE_UNAVAILABLE
+            if deadline_ns is not None and self.kernel.now() >= deadline_ns:
+                self._notify_prepared(
+                    callback, version, ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
+                )
+                return ErrorStatus.NONE
+            await self.kernel.sync()
+            handles = tuple(h for h in (*model_cache, *data_cache) if isinstance(h, FileHandle))
+            launched = self._launch(
+                lambda: self._from_cache_task(version, deadline_ns, handles, token, callback, uid)
+            )
+            if not launched:
+                self._notify_prepared(callback, version, ErrorStatus.GENERAL_FAILURE, None)
+                return ErrorStatus.GENERAL_FAILURE
+            return ErrorStatus.NONE
+        finally:
+            self.tracer.end()
+
+    async def _from_cache_task(
+        self,
+        version: HalVersion,
+        deadline_ns: int | None,
+        handles: tuple[FileHandle, ...],
+        token: bytes,
+        callback: CallbackRef,
+        uid: int,
+    ) -> None:
+        kernel, tracer = self.kernel, self.tracer
+        tracer.begin(Layer.DRIVER, Phase.COMPILATION, "SamplePreparedModel::loadFromCache")
+        try:
+            await kernel.sleep(us(self.spec.cost.prepare_from_cache_ms * 1e6))
+            if not self.endpoint.alive:
+                return
+            entries = [handle.read() for handle in handles]
+            first = entries[0] if entries else None
+            if not isinstance(first, _CacheEntry) or any(entry != first for entry in entries):
+                # Empty, foreign or tampered cache files: a full preparation is needed.
+                self._notify_prepared(callback, version, ErrorStatus.GENERAL_FAILURE, None)
+                return
+            if first.token != token or first.device != self.name:
+                self._notify_prepared(callback, version, ErrorStatus.GENERAL_FAILURE, None)
+                return
+            if (
+                deadline_ns is not None
+                and self.spec.deadline_policy is DeadlinePolicy.ABORT
+                and kernel.now_ns > deadline_ns
+            ):
+                self._notify_prepared(
+                    callback, version, ErrorStatus.MISSED_DEADLINE_TRANSIENT, None
+                )
+                return
+            memory = model_memory_bytes(first.model)
+            refused = self._reserve(memory)
+            if refused is not None:
+                self._notify_prepared(callback, version, refused, None)
+                return
+            # The calling app's uid (getCallingUid); the priority is the cached one.
+            prepared = self._build(first.model, version, first.priority, uid, memory)
+            self._notify_prepared(callback, version, ErrorStatus.NONE, prepared)
+        finally:
+            tracer.end()
+
+    def _reserve(self, memory: int) -> ErrorStatus | None:
+        """Reserve device memory for a prepared model; the error status if it cannot fit."""
+        capacity = int(self.spec.memory_mb * 1024 * 1024)
+        if memory > capacity:
+            return ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT  # too large, whatever is loaded
+        if self.memory_used + memory > capacity:
+            return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT  # fits once others are released
+        self.memory_used += memory
+        return None
+
+    def _build(
+        self, model: Model, version: HalVersion, priority: Priority, uid: int, memory: int
+    ) -> PreparedModel:
+        plan = compute_plan(model, self.capabilities, self.cpu)
+        self.prepared_models += 1
+        return PreparedModel(self, model, version, priority, uid, plan, memory)
 
     def _notify_prepared(
         self,
@@ -596,6 +747,8 @@ class DriverService:
         deadline_ns: int | None,
         callback: CallbackRef | None,
         uid: int,
+        *,
+        cache: tuple[Sequence[object], Sequence[object], bytes] = ((), (), b""),
     ) -> ErrorStatus:
         suffix = "" if version is HalVersion.V1_0 else f"_{version.value.replace('.', '_')}"
         self._driver_trace(Phase.COMPILATION, f"prepareModel{suffix}")
@@ -628,7 +781,7 @@ class DriverService:
             await kernel.sync()
             launched = self._launch(
                 lambda: self._prepare_task(
-                    version, model, Priority(priority), deadline_ns, callback, uid
+                    version, model, Priority(priority), deadline_ns, callback, uid, cache
                 )
             )
             if not launched:
@@ -646,6 +799,7 @@ class DriverService:
         deadline_ns: int | None,
         callback: CallbackRef,
         uid: int,
+        cache: tuple[Sequence[object], Sequence[object], bytes],
     ) -> None:
         """The background preparation (a detached thread in the sample driver)."""
         kernel, tracer = self.kernel, self.tracer
@@ -656,20 +810,10 @@ class DriverService:
                 (cost.prepare_ms + cost.prepare_ms_per_op * len(model.main.operations)) * 1e6
             )
             memory = model_memory_bytes(model)
-            capacity = int(self.spec.memory_mb * 1024 * 1024)
-            if memory > capacity:
-                # Too large for this device, whatever else is loaded.
-                self._notify_prepared(
-                    callback, version, ErrorStatus.RESOURCE_EXHAUSTED_PERSISTENT, None
-                )
+            refused = self._reserve(memory)
+            if refused is not None:
+                self._notify_prepared(callback, version, refused, None)
                 return
-            if self.memory_used + memory > capacity:
-                # Would fit once other prepared models are released.
-                self._notify_prepared(
-                    callback, version, ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, None
-                )
-                return
-            self.memory_used += memory
             await kernel.sleep(prepare_ns)
             if not self.endpoint.alive:
                 return  # the client's death recipient has released its callback
@@ -684,9 +828,14 @@ class DriverService:
                 self.memory_used -= memory
                 self._notify_prepared(callback, version, status, None)
                 return
-            plan = compute_plan(model, self.capabilities, self.cpu)
-            prepared = PreparedModel(self, model, version, priority, uid, plan, memory)
-            self.prepared_models += 1
+            prepared = self._build(model, version, priority, uid, memory)
+            model_cache, data_cache, token = cache
+            if self.caches and self._cache_args_ok(model_cache, data_cache, token):
+                # Save the compilation; trouble with the caches never fails preparation.
+                entry = _CacheEntry(self.name, token, model, priority)
+                for handle in (*model_cache, *data_cache):
+                    if isinstance(handle, FileHandle):
+                        handle.write(entry)
             self._notify_prepared(callback, version, ErrorStatus.NONE, prepared)
         finally:
             tracer.end()

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from nnemu.driver import CallbackRef, DriverService, PreparedModel
+from nnemu.driver import CACHE_TOKEN_BYTES, CallbackRef, DriverService, PreparedModel
 from nnemu.hal import (
     Capabilities,
     DeviceType,
@@ -20,7 +20,7 @@ from nnemu.hal import (
     Priority,
 )
 from nnemu.ipc import DEAD, Binder, DeadObject, Endpoint
-from nnemu.sim import Kernel, SimEvent
+from nnemu.sim import FileHandle, Kernel, SimEvent
 from nnemu.tracer import Layer, Phase, Tracer
 
 CPU_DEVICE_NAME = "nnapi-reference"
@@ -92,6 +92,8 @@ class RuntimeDevice:
     """Cached capabilities."""
     service: DriverService | None = None
     """The driver service; None for the CPU device."""
+    cache_files: tuple[int, int] = (0, 0)
+    """getNumberOfCacheFilesNeeded (model, data); (0, 0) = the driver does not cache."""
 
     @property
     def is_cpu(self) -> bool:
@@ -148,6 +150,7 @@ class VersionedIDevice:
             return None
         capabilities = result[1]
         version_string, device_type = "UNKNOWN", DeviceType.UNKNOWN
+        cache_files = (0, 0)
         if version.at_least(HalVersion.V1_2):
             answers = []
             for method, serve in (
@@ -167,7 +170,8 @@ class VersionedIDevice:
                     return None
                 answers.append(answer)
             version_string, device_type = answers[0][1], answers[1][1]
-            if answers[3][1] > 32 or answers[3][2] > 32:
+            cache_files = (answers[3][1], answers[3][2])
+            if cache_files[0] > 32 or cache_files[1] > 32:
                 return None
         return RuntimeDevice(
             name=service.name,
@@ -176,6 +180,7 @@ class VersionedIDevice:
             hal_version=version,
             capabilities=capabilities,
             service=service,
+            cache_files=cache_files,
         )
 
     async def get_supported_operations(self, model: Model) -> tuple[bool, ...] | DeadObject:
@@ -201,20 +206,41 @@ class VersionedIDevice:
             return (False,) * count
         return tuple(result[1])
 
+    async def _wait_prepared(
+        self, method: str, serve: Callable[[], Any], callback: PreparedModelCallback
+    ) -> tuple[ErrorStatus | DeadObject, PreparedModel | None]:
+        """Launch a preparation with ``serve`` and wait for its callback (or the driver's death)."""
+        service = self.service
+        death = callback.dead
+        service.endpoint.death_listeners.append(death)
+        try:
+            launch = await self.call("IDevice", method, serve)
+            if isinstance(launch, DeadObject):
+                return DEAD, None
+            if launch is not ErrorStatus.NONE:
+                # The driver has notified too; the launch status is the answer.
+                return launch, None
+            status, prepared = await callback.event.wait()
+            return status, prepared
+        finally:
+            if death in service.endpoint.death_listeners:
+                service.endpoint.death_listeners.remove(death)
+
     async def prepare_model(
         self,
         model: Model,
         preference: ExecutionPreference,
         priority: Priority,
         deadline_ns: int | None,
+        cache: tuple[tuple[FileHandle, ...], tuple[FileHandle, ...], bytes] = ((), (), b""),
     ) -> tuple[ErrorStatus | DeadObject, PreparedModel | None]:
-        """prepareModel through the newest interface; waits for the callback."""
+        """prepareModel through the newest interface (with cache handles for 1.2+); waits for the callback."""
         tracer, kernel, service, version = self.tracer, self.kernel, self.service, self.version
         suffix = _suffix(version)
         callback = PreparedModelCallback(kernel)
         ref = CallbackRef(self.client, callback.notify)
-        death = callback.dead
-        service.endpoint.death_listeners.append(death)
+        model_cache, data_cache, token = cache
+        token = token or b"\0" * CACHE_TOKEN_BYTES
         tracer.begin(Layer.IPC, Phase.COMPILATION, "prepareModel")
         try:
             tracer.subtract(
@@ -226,25 +252,52 @@ class VersionedIDevice:
             serve: Callable[[], Any]
             if version is HalVersion.V1_3:
                 serve = lambda: service.prepareModel_1_3(  # noqa: E731
-                    model, preference, priority, deadline_ns, (), (), b"\0" * 32, ref, uid=uid
+                    model,
+                    preference,
+                    priority,
+                    deadline_ns,
+                    model_cache,
+                    data_cache,
+                    token,
+                    ref,
+                    uid=uid,
                 )
             elif version is HalVersion.V1_2:
                 serve = lambda: service.prepareModel_1_2(  # noqa: E731
-                    model, preference, (), (), b"\0" * 32, ref, uid=uid
+                    model, preference, model_cache, data_cache, token, ref, uid=uid
                 )
             elif version is HalVersion.V1_1:
                 serve = lambda: service.prepareModel_1_1(model, preference, ref, uid=uid)  # noqa: E731
             else:
                 serve = lambda: service.prepareModel(model, ref, uid=uid)  # noqa: E731
-            launch = await self.call("IDevice", f"prepareModel{suffix}", serve)
-            if isinstance(launch, DeadObject):
-                return DEAD, None
-            if launch is not ErrorStatus.NONE:
-                # The driver has notified too; the launch status is the answer.
-                return launch, None
-            status, prepared = await callback.event.wait()
-            return status, prepared
+            return await self._wait_prepared(f"prepareModel{suffix}", serve, callback)
         finally:
             tracer.end()
-            if death in service.endpoint.death_listeners:
-                service.endpoint.death_listeners.remove(death)
+
+    async def prepare_model_from_cache(
+        self,
+        deadline_ns: int | None,
+        cache: tuple[tuple[FileHandle, ...], tuple[FileHandle, ...], bytes],
+    ) -> tuple[ErrorStatus | DeadObject, PreparedModel | None]:
+        """prepareModelFromCache(_1_3) (HAL 1.2+); waits for the callback."""
+        tracer, kernel, service, version = self.tracer, self.kernel, self.service, self.version
+        callback = PreparedModelCallback(kernel)
+        ref = CallbackRef(self.client, callback.notify)
+        model_cache, data_cache, token = cache
+        uid = self.uid
+        tracer.begin(Layer.IPC, Phase.COMPILATION, "prepareModelFromCache")
+        try:
+            serve: Callable[[], Any]
+            if version is HalVersion.V1_3:
+                method = "prepareModelFromCache_1_3"
+                serve = lambda: service.prepareModelFromCache_1_3(  # noqa: E731
+                    deadline_ns, model_cache, data_cache, token, ref, uid=uid
+                )
+            else:
+                method = "prepareModelFromCache"
+                serve = lambda: service.prepareModelFromCache(  # noqa: E731
+                    model_cache, data_cache, token, ref, uid=uid
+                )
+            return await self._wait_prepared(method, serve, callback)
+        finally:
+            tracer.end()

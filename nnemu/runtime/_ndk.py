@@ -10,6 +10,8 @@ partitioning, CPU fallback, status ↔ code mapping, sync/async/fenced modes.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -17,6 +19,7 @@ import structlog
 import trio
 
 from nnemu.driver import (
+    CACHE_TOKEN_BYTES,
     CallbackRef,
     ComputePlan,
     DeviceStats,
@@ -56,7 +59,7 @@ from nnemu.runtime._devices import (
 )
 from nnemu.runtime._plan import Step, choose_devices, make_steps
 from nnemu.scenario import CpuSpec
-from nnemu.sim import Kernel, SimEvent, SimProcess
+from nnemu.sim import FileHandle, FileSystem, Kernel, SimEvent, SimProcess
 from nnemu.tracer import Layer, Phase, Tracer
 
 logger = structlog.get_logger(layer="runtime")
@@ -81,8 +84,10 @@ class Runtime:
         services: Sequence[DriverService],
         cpu: CpuSpec,
         nursery: trio.Nursery,
+        files: FileSystem | None = None,
     ) -> None:
         self.kernel = kernel
+        self.files = files if files is not None else FileSystem()
         self.tracer = tracer
         self.binder = binder
         self.process = process
@@ -233,9 +238,13 @@ class Compilation:
         self.preference = ExecutionPreference.FAST_SINGLE_ANSWER
         self.priority = Priority.MEDIUM
         self.timeout_ns: int | None = None
+        self.cache_dir: str | None = None
+        self.cache_token = b""
         self.finished = False
         self.steps: list[Step] = []
         self.prepared: dict[int, PreparedModel] = {}
+        self.from_cache = 0
+        """Steps prepared from the compilation cache (prepareModelFromCache succeeded)."""
 
     @classmethod
     async def create(cls, model: ModelBuilder) -> tuple[ResultCode, Compilation | None]:
@@ -301,6 +310,54 @@ class Compilation:
             return ResultCode.NO_ERROR
         finally:
             self.runtime.tracer.end()
+
+    def set_caching(self, cache_dir: str, token: bytes) -> ResultCode:
+        """ANeuralNetworksCompilation_setCaching: a cache directory and a 32-byte token."""
+        self.runtime._api(Phase.COMPILATION, "ANeuralNetworksCompilation_setCaching")
+        try:
+            if self.finished:
+                return ResultCode.BAD_STATE
+            if len(token) != CACHE_TOKEN_BYTES:
+                return ResultCode.BAD_DATA
+            self.cache_dir = cache_dir
+            self.cache_token = bytes(token)
+            return ResultCode.NO_ERROR
+        finally:
+            self.runtime.tracer.end()
+
+    def _cache_handles(
+        self, step: Step, compound: bool
+    ) -> tuple[tuple[FileHandle, ...], tuple[FileHandle, ...], bytes] | None:
+        """The cache files and token of ``step`` on its device, or None when not caching.
+
+        As the R runtime: the app's token is re-hashed with the device's name and version
+        string, the preference and the priority (and the step's operations in a compound
+        plan); file names are the directory, 64 letters from the hash ('A' + low nibble,
+        'A' + high nibble per byte), then '1' (model) or '2' (data) and the index.
+        """
+        device = step.device
+        if self.cache_dir is None or not any(device.cache_files):
+            return None
+        digest = hashlib.sha256()
+        for part in (
+            self.cache_token,
+            device.name.encode(),
+            device.version_string.encode(),
+            bytes([int(self.preference), int(self.priority)]),
+        ):
+            digest.update(part)
+        if compound:
+            digest.update(",".join(str(i) for i in step.operations).encode())
+        token = digest.digest()
+        letters = "".join(chr(65 + (b & 0xF)) + chr(65 + (b >> 4)) for b in token)
+        base = os.path.join(self.cache_dir, letters)
+        files = self.runtime.files
+        n_model, n_data = device.cache_files
+        return (
+            tuple(files.open(f"{base}1{i}") for i in range(n_model)),
+            tuple(files.open(f"{base}2{i}") for i in range(n_data)),
+            token,
+        )
 
     def set_timeout(self, duration_ns: int) -> ResultCode:
         """ANeuralNetworksCompilation_setTimeout: single-device createForDevices only; 0 = none."""
@@ -390,12 +447,27 @@ class Compilation:
         if any(device is None for device in chosen):
             return ResultCode.BAD_DATA
         self.steps = make_steps(model, [d for d in chosen if d is not None])
+        compound = len(self.steps) > 1
         for index, step in enumerate(self.steps):
             if step.device.is_cpu:
                 continue
-            status, prepared = await runtime.versioned(step.device).prepare_model(
-                step.model, self.preference, self.priority, deadline_ns
-            )
+            versioned = runtime.versioned(step.device)
+            cache = self._cache_handles(step, compound)
+            status: ErrorStatus | DeadObject = ErrorStatus.GENERAL_FAILURE
+            prepared: PreparedModel | None = None
+            if cache is not None:
+                # Try the cache first; on any failure prepare fully with the same handles.
+                status, prepared = await versioned.prepare_model_from_cache(deadline_ns, cache)
+                if status is ErrorStatus.NONE and prepared is not None:
+                    self.from_cache += 1
+            if prepared is None and not isinstance(status, DeadObject):
+                status, prepared = await versioned.prepare_model(
+                    step.model,
+                    self.preference,
+                    self.priority,
+                    deadline_ns,
+                    cache or ((), (), b""),
+                )
             if isinstance(status, DeadObject):
                 runtime.forget(step.device)
                 return ResultCode.DEAD_OBJECT

@@ -23,6 +23,8 @@ APP_COUNTERS: Final = (
 """Per-app metrics that are a single number."""
 LATENCY_STATS: Final = ("p50", "p95", "p99", "max", "mean")
 """Statistics of an app's end-to-end latency (``apps.<app>.latency_ms.<stat>``)."""
+COMPILATION_STATS: Final = ("count", "from_cache", "first_ms", "last_ms")
+"""Statistics of an app's compilations (``apps.<app>.compilations.<stat>``)."""
 DEVICE_METRICS: Final = (
     "executions",
     "busy_fraction",
@@ -42,6 +44,7 @@ Report paths:
   apps.<app>.{"|".join(APP_COUNTERS)}
   apps.<app>.errors.<RESULT_CODE>   (RESULT_CODE one of {", ".join(RESULT_CODE_NAMES)})
   apps.<app>.latency_ms.{"|".join(LATENCY_STATS)}
+  apps.<app>.compilations.{"|".join(COMPILATION_STATS)}
   devices.<dev>.{"|".join(DEVICE_METRICS)}   (<dev> may be nnapi-reference)
 """
 """Documentation of the expectation grammar and every valid report path."""
@@ -50,6 +53,8 @@ _VALID_PATHS: Final = (
     ", ".join(f"apps.<app>.{name}" for name in APP_COUNTERS)
     + ", apps.<app>.errors.<RESULT_CODE>, "
     + ", ".join(f"apps.<app>.latency_ms.{name}" for name in LATENCY_STATS)
+    + ", "
+    + ", ".join(f"apps.<app>.compilations.{name}" for name in COMPILATION_STATS)
     + ", "
     + ", ".join(f"devices.<dev>.{name}" for name in DEVICE_METRICS)
 )
@@ -93,6 +98,8 @@ def _check_path(path: tuple[str, ...], path_text: str) -> None:
         case ("apps", _, metric) if metric in APP_COUNTERS:
             return
         case ("apps", _, "latency_ms", stat) if stat in LATENCY_STATS:
+            return
+        case ("apps", _, "compilations", stat) if stat in COMPILATION_STATS:
             return
         case ("apps", _, "errors", code):
             if code not in RESULT_CODE_NAMES:

@@ -133,6 +133,8 @@ _BOUNDS: Final[dict[tuple[type, str], _Bound]] = {
     (RetrySpec, "backoff_factor"): _GE1,
     (AppSpec, "uid"): _GE0,
     (AppSpec, "threads"): _GE1,
+    (AppSpec, "compilations"): _GE1,
+    (DeviceSpec, "cache_files"): _GE0,
     (Scenario, "duration_ms"): _GT0,
 }
 
@@ -635,6 +637,14 @@ class _Checker:
                 path,
                 f"expected a device name other than {CPU_DEVICE_NAME!r} "
                 f"(the runtime's CPU device), got {CPU_DEVICE_NAME!r}",
+            )
+        files = m.values.get("cache_files")
+        if isinstance(files, tuple) and len(files) != 2:
+            node, path = m.at("cache_files")
+            self.problem(
+                node,
+                path,
+                f"expected two counts [model files, data files], got {len(files)}",
             )
 
     def _check_fault(self, m: _Mapped) -> None:

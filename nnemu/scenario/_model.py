@@ -104,6 +104,8 @@ class DeviceCostSpec:
     """Driver overhead per execution, before the first operation (>= 0)."""
     jitter: float = 0.0
     """Log-normal sigma applied to each execution's compute time (>= 0; 0 = deterministic)."""
+    prepare_from_cache_ms: float = 1.0
+    """prepareModelFromCache time, when the driver caches compilations (>= 0)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -146,6 +148,8 @@ class DeviceSpec:
     """Size of the service's binder thread pool; None = ipc.binder_threads."""
     memory_mb: float = 1024.0
     """Device memory for prepared models (> 0)."""
+    cache_files: tuple[int, ...] = (0, 0)
+    """getNumberOfCacheFilesNeeded answer (model files, data files); (0, 0) = no caching (HAL 1.2+)."""
     cost: DeviceCostSpec = DeviceCostSpec()
     """Cost model."""
     scheduler: SchedulerKind = SchedulerKind.PER_APP_PRIORITY
@@ -284,6 +288,10 @@ class AppSpec:
     """Retry policy for TRANSIENT errors."""
     drop_late_frames: bool = False
     """Drop an execution whose arrival is already older than its timeout before it starts."""
+    caching: bool = False
+    """Compilation_setCaching with the app's cache directory and a token for its model."""
+    compilations: int = 1
+    """How many times the app compiles its model before running its workload (>= 1; app restarts)."""
 
 
 class ExpectOp(enum.Enum):

@@ -1,5 +1,6 @@
 """Emulated processes and threads in deterministic virtual time (the kernel under every layer)."""
 
+from nnemu.sim._files import FileHandle, FileSystem
 from nnemu.sim._kernel import (
     Kernel,
     KernelStopped,
@@ -15,6 +16,8 @@ from nnemu.sim._kernel import (
 from nnemu.sim._process import ProcessTable, SimProcess
 
 __all__ = [
+    "FileHandle",
+    "FileSystem",
     "Kernel",
     "KernelStopped",
     "ProcessTable",

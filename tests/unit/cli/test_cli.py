@@ -24,7 +24,15 @@ def test_quickstart_exits_zero_and_writes_report(tmp_path: Path) -> None:
     assert code == 0
     assert "camera" in out
     data = json.loads(report.read_text())
-    assert set(data) == {"scenario", "seed", "virtual_ms", "wall_s", "apps", "devices", "expectations"}
+    assert set(data) == {
+        "scenario",
+        "seed",
+        "virtual_ms",
+        "wall_s",
+        "apps",
+        "devices",
+        "expectations",
+    }
     assert data["apps"]["camera"]["completed"] == 30
 
 
@@ -49,7 +57,9 @@ def test_failed_expectation_exits_one(tmp_path: Path) -> None:
     """An expectation that does not hold makes the run exit 1 and names it."""
     text = (REPO / "scenarios/quickstart.yaml").read_text()
     scenario = tmp_path / "q.yaml"
-    scenario.write_text(text.replace('"apps.camera.completed == 30"', '"apps.camera.completed == 31"'))
+    scenario.write_text(
+        text.replace('"apps.camera.completed == 30"', '"apps.camera.completed == 31"')
+    )
     code, _, err = _run("run", str(scenario))
     assert code == 1
     assert "apps.camera.completed == 31" in err

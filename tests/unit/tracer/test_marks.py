@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from nnemu._emulator import run
 from nnemu.scenario import load_scenario
 from tests.unit.tracer.helpers import RecordingSink, record, scenario_text
