@@ -384,7 +384,7 @@ class Engine:
         self.saw_nnapi = False
         self._threads: dict[str, _Thread] = {}
         self._procs: dict[str, _Process] = {}
-        # Caches: row head -> (tid, tgid column); row text after
+        # Caches: row head -> (tid, tgid column or None); row text after
         # "tracing_mark_write: " -> (B or E, tgid, name, mark, payload); kinds
         # of sections per place (see _Kind).
         self._prefixes: dict[str, tuple[str, str | None]] = {}
@@ -448,14 +448,17 @@ class Engine:
             tid = ""
             if separator:
                 head, _, stamp = head_stamp.rpartition(" ")
-                ids = prefixes.get(head)
-                if ids is None:
-                    ids = self._head_ids(head)
+                tid, tgid = prefixes.get(head) or self._head_ids(head)
                 entry = tails.get(tail) or self._tail(tail)
-                seconds, dot, fraction = stamp.partition(".")
-                digits = seconds + fraction
-                tid, tgid = ids
-                if not (entry[0] and dot and seconds and fraction and digits.isdecimal()):
+                seconds, _, fraction = stamp.partition(".")
+                if (
+                    entry[0]
+                    and len(fraction) == 6
+                    and seconds
+                    and (digits := seconds + fraction).isdecimal()
+                ):
+                    ts = int(digits) * 1000
+                else:
                     tid = ""
             if not tid:
                 if "tracing_mark_write" not in line:
@@ -470,10 +473,13 @@ class Engine:
                         )
                     continue
                 tid, tgid, seconds, fraction, kind, rest = m.groups()
-                digits = seconds + fraction
+                if tgid == "-----":
+                    tgid = None
+                ts = (
+                    int(seconds + fraction) * 1000 if len(fraction) == 6 else _ns(seconds, fraction)
+                )
                 entry = tails.get(kind + rest) or self._tail(kind + rest)
             saw_rows = True
-            ts = int(digits) * 1000 if len(fraction) == 6 else _ns(seconds, fraction)
             kind, payload_tgid, name, mark, payload, plain = entry
 
             if kind == "E":
@@ -488,7 +494,7 @@ class Engine:
                 if frame is None:
                     continue
                 closing = frame.kind
-                if not closing.plain_close or thread.items is not None:
+                if not closing.plain_close:
                     self._close(thread, frame, ts)
                     continue
                 # _close, for a section that only adds its own time.
@@ -516,7 +522,7 @@ class Engine:
             # -- B|tgid|name
             if plain:
                 # A counted NNTRACE mark with nothing special about it.
-                if tgid is None or tgid == "-----":
+                if tgid is None:
                     tgid = payload_tgid
                 thread = threads.get(tid)
                 if thread is None or thread.proc.tgid != tgid:
@@ -527,14 +533,14 @@ class Engine:
                 stack = thread.stack
             else:
                 if not payload_tgid:
-                    thread = self._thread(tid, tgid if tgid != "-----" else None)
+                    thread = self._thread(tid, tgid)
                     if thread.tracked:
                         self.warn(
                             "malformed begin mark: expected B|<tgid>|<name>", line_number, line
                         )
                     thread.stack.append(None)
                     continue
-                if tgid is None or tgid == "-----":
+                if tgid is None:
                     tgid = payload_tgid
                 thread = threads.get(tid)
                 if thread is None or thread.proc.tgid != tgid:
@@ -633,7 +639,8 @@ class Engine:
         # name needs some of it is left to ROW_RE.
         ids = _BAD_HEAD
         if m is not None and leading is not None and m.start(1) == leading.end():
-            ids = (m.group(2), m.group(3))
+            # A "-----" TGID column means "unknown" (the payload's pid is used).
+            ids = (m.group(2), None if m.group(3) == "-----" else m.group(3))
         prefixes[head] = ids
         return ids
 
@@ -680,6 +687,8 @@ class Engine:
         kind = _make_kind(mark, parent)
         if kind is None:
             return None
+        if self.keep_detail:
+            kind.plain_close = False  # feed's inlined close keeps no detail items
         if self._kinds >= _MAX_CACHED_NAMES:
             _forget_children(self._roots)
             self._kinds = 0
