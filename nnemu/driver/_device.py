@@ -236,12 +236,22 @@ class Device:
         assert victim.handle is not None
         self.kernel.wake(victim.handle, PREEMPT)
 
-    async def _acquire(self, job: Job, *, requeue: bool = False) -> bool:
-        """Wait for a unit; False if the device died meanwhile.
+    async def _yield_unit(self, job: Job) -> bool:
+        """A preempted job queues again in its old place, then frees its unit.
 
-        A job that just yielded its unit (``requeue``) waits in its old place and asks
-        nobody to yield for it.
+        The scheduler picks among the waiting jobs with the yielding one among them (as
+        ``_may_preempt`` assumed), so the unit goes to the job that asked for it.
+        Returns False if the device died before the job got a unit back.
         """
+        kernel = self.kernel
+        await kernel.sync()
+        job.handle = kernel.wait_handle()
+        self._waiting.append(job)
+        self._release(job)
+        return await kernel.park() == GRANTED
+
+    async def _acquire(self, job: Job) -> bool:
+        """Wait for a unit; False if the device died meanwhile."""
         kernel = self.kernel
         await kernel.sync()
         if self.alive and len(self._running) < self.units and not self._waiting:
@@ -252,8 +262,7 @@ class Device:
             return False
         job.handle = kernel.wait_handle()
         self._waiting.append(job)
-        if not requeue:
-            self._request_preemption(job)
+        self._request_preemption(job)
         granted = await kernel.park()
         return granted == GRANTED
 
@@ -441,9 +450,7 @@ class Device:
                 job.preempt_requested = False
                 job.preempted += 1
                 self.stats.preemptions += 1
-                # Give the unit to the waiting job and queue again, keeping our place.
-                self._release(job)
-                if not await self._acquire(job, requeue=True):
+                if not await self._yield_unit(job):
                     return ErrorStatus.GENERAL_FAILURE
         finally:
             self._mark_op_end(tracer, job)
