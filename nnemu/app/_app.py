@@ -16,11 +16,20 @@ import trio
 
 from nnemu.app._stats import AppStats, ExecutionRecord
 from nnemu.driver import DriverService, us
+from nnemu.errors import EmulatorBug
 from nnemu.hal import Model, ResultCode
 from nnemu.ipc import Binder, Endpoint
-from nnemu.runtime import Compilation, Execution, Runtime
+from nnemu.runtime import Burst, Compilation, Execution, Runtime
 from nnemu.scenario import AppSpec, ExecutionMode, Scenario, WorkloadKind
-from nnemu.sim import FileSystem, Kernel, ProcessTable, SimEvent, SimQueue
+from nnemu.sim import (
+    FileSystem,
+    Kernel,
+    ProcessTable,
+    SimEvent,
+    SimQueue,
+    SimThread,
+    current_thread,
+)
 from nnemu.tracer import Layer, Phase, Tracer
 
 logger = structlog.get_logger(layer="app")
@@ -76,6 +85,7 @@ class Application:
         ]
         self._log = logger.bind(app=spec.name)
         self._running_executors = 0
+        self._bursts: dict[SimThread, Burst] = {}
         self._executors_done = SimEvent(kernel)
         self.finished = False
 
@@ -102,6 +112,8 @@ class Application:
             if compiled:
                 await self._run_workload()
                 assert self._compilation is not None
+                for burst in self._bursts.values():
+                    burst.free()
                 self._compilation.free()
         finally:
             tracer.end()
@@ -273,6 +285,17 @@ class Application:
                 ExecutionRecord(arrival_ns, kernel.now(), code, attempt + 1, timeout_ns)
             )
 
+    async def _burst(self, compilation: Compilation) -> Burst:
+        """This thread's burst for ``compilation`` (a burst serves one execution at a time)."""
+        thread = current_thread()
+        burst = self._bursts.get(thread)
+        if burst is None or burst.compilation is not compilation:
+            code, created = await Burst.create(compilation)
+            if created is None:
+                raise EmulatorBug(f"ANeuralNetworksBurst_create failed: {code.name}")
+            burst = self._bursts[thread] = created
+        return burst
+
     async def _execute(self, timeout_ns: int | None) -> ResultCode:
         """One NDK execution in the app's mode."""
         spec, tracer = self.spec, self.tracer
@@ -292,6 +315,8 @@ class Application:
                 execution.set_measure_timing(True)
             if spec.execution_mode is ExecutionMode.SYNC:
                 code = await execution.compute()
+            elif spec.execution_mode is ExecutionMode.BURST:
+                code = await execution.burst_compute(await self._burst(compilation))
             else:
                 if spec.execution_mode is ExecutionMode.ASYNC:
                     code, event = await execution.start_compute()

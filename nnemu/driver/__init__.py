@@ -3,6 +3,8 @@
 from nnemu.driver._device import ComputePlan, Device, DeviceStats, Job
 from nnemu.driver._service import (
     CACHE_TOKEN_BYTES,
+    FMQ_TRANSFER_NS,
+    BurstContext,
     CallbackRef,
     DriverService,
     FencedResult,
@@ -14,6 +16,8 @@ from nnemu.sim import us  # re-exported: drivers and apps round their durations 
 
 __all__ = [
     "CACHE_TOKEN_BYTES",
+    "FMQ_TRANSFER_NS",
+    "BurstContext",
     "CallbackRef",
     "ComputePlan",
     "Device",

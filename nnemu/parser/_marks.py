@@ -83,6 +83,10 @@ def _hidl_phase(name: str) -> Phase:
         return Phase.COMPILATION
     if "IPreparedModelCallback" in name:
         return Phase.COMPILATION
+    if "configureExecutionBurst" in name:
+        # Setting a burst up happens in ANeuralNetworksBurst_create (LR PP); Android's
+        # parser files it under "otherwise PI" too.
+        return Phase.INITIALIZATION
     if (
         "execute" in name
         or "IExecutionCallback" in name

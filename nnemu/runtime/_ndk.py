@@ -20,6 +20,8 @@ import trio
 
 from nnemu.driver import (
     CACHE_TOKEN_BYTES,
+    FMQ_TRANSFER_NS,
+    BurstContext,
     CallbackRef,
     ComputePlan,
     DeviceStats,
@@ -59,7 +61,7 @@ from nnemu.runtime._devices import (
 )
 from nnemu.runtime._plan import Step, choose_devices, make_steps
 from nnemu.scenario import CpuSpec
-from nnemu.sim import FileHandle, FileSystem, Kernel, SimEvent, SimProcess
+from nnemu.sim import FileHandle, FileSystem, Kernel, SimEvent, SimProcess, as_thread
 from nnemu.tracer import Layer, Phase, Tracer
 
 logger = structlog.get_logger(layer="runtime")
@@ -481,6 +483,57 @@ class Compilation:
         return ResultCode.NO_ERROR
 
 
+class Burst:
+    """ANeuralNetworksBurst: reusable fast channels to the drivers of one compilation.
+
+    One ``configureExecutionBurst`` per driver step (HAL 1.2+); a step whose driver
+    cannot burst runs through the normal path, as the R runtime falls back.
+    """
+
+    def __init__(self, compilation: Compilation) -> None:
+        self.compilation = compilation
+        self.contexts: dict[int, BurstContext] = {}
+        self.busy = False
+
+    @classmethod
+    async def create(cls, compilation: Compilation) -> tuple[ResultCode, Burst | None]:
+        """ANeuralNetworksBurst_create: the compilation must be finished."""
+        runtime = compilation.runtime
+        runtime._api(Phase.PREPARATION, "ANeuralNetworksBurst_create")
+        try:
+            if not compilation.finished:
+                return ResultCode.BAD_STATE, None
+            burst = cls(compilation)
+            preference = int(compilation.preference)
+            for index, prepared in compilation.prepared.items():
+                if not prepared.version.at_least(HalVersion.V1_2):
+                    continue
+
+                async def configure(
+                    prepared: PreparedModel = prepared,
+                ) -> tuple[ErrorStatus, BurstContext | None]:
+                    return await prepared.configureExecutionBurst(burst, preference)
+
+                answer = await runtime.binder.call(
+                    prepared.endpoint, "IPreparedModel", "configureExecutionBurst", configure
+                )
+                if isinstance(answer, DeadObject):
+                    continue
+                status, context = answer
+                if status is ErrorStatus.NONE and context is not None:
+                    burst.contexts[index] = context
+            return ResultCode.NO_ERROR, burst
+        finally:
+            runtime.tracer.end()
+
+    def free(self) -> None:
+        """ANeuralNetworksBurst_free: the driver's burst threads end."""
+        runtime = self.compilation.runtime
+        runtime._api(Phase.TERMINATION, "ANeuralNetworksBurst_free")
+        self.contexts = {}
+        runtime.tracer.end()
+
+
 class Event:
     """ANeuralNetworksEvent: completion of an asynchronous or fenced execution."""
 
@@ -677,15 +730,22 @@ class Execution:
 
     # ------------------------------------------------------------ the plan
     async def _run_plan(
-        self, *, fenced: bool = False, duration_ns: int | None = None
+        self,
+        *,
+        fenced: bool = False,
+        duration_ns: int | None = None,
+        burst: Burst | None = None,
     ) -> ResultCode:
         """Run every step; CPU fallback as the R runtime does it."""
         compilation = self.compilation
         steps = compilation.steps
         compound = len(steps) > 1
         for index, step in enumerate(steps):
+            context = burst.contexts.get(index) if burst is not None else None
             if step.device.is_cpu:
                 code = await self._run_on_cpu(step.model)
+            elif context is not None:
+                code = await self._run_on_burst(compilation.prepared[index], context)
             else:
                 code = await self._run_on_driver(
                     compilation.prepared[index], step.device, fenced, duration_ns
@@ -766,6 +826,53 @@ class Execution:
             return ResultCode.NO_ERROR
         finally:
             tracer.end()
+
+    async def _run_on_burst(self, prepared: PreparedModel, context: BurstContext) -> ResultCode:
+        """ExecutionBurstController::compute: one request packet over the burst's FMQs."""
+        runtime = self.runtime
+        kernel, tracer = runtime.kernel, runtime.tracer
+        request = runtime.request_for(prepared.model)
+        measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
+        service = prepared.service
+        tracer.begin(Layer.IPC, Phase.EXECUTION, "ExecutionBurstController::compute")
+        try:
+            # The request packet reaches a spinning server at once; a sleeping one is woken.
+            wake_ns = runtime.binder.latency_ns()
+            await kernel.sleep(context.delivery_ns(kernel.now(), wake_ns))
+            if not prepared.endpoint.alive:
+                return ResultCode.DEAD_OBJECT
+            with as_thread(context.thread):
+                status, _, timing = await service.serve_burst(context, request, measure)
+            await kernel.sync()
+            if not prepared.endpoint.alive:
+                return ResultCode.DEAD_OBJECT
+            await kernel.sleep(FMQ_TRANSFER_NS)  # the client spins on the result queue
+        finally:
+            tracer.end()
+        self.timing = timing
+        return status_to_code(status)
+
+    async def burst_compute(self, burst: Burst) -> ResultCode:
+        """ANeuralNetworksExecution_burstCompute: run through a burst (one execution at a time)."""
+        runtime = self.runtime
+        runtime._api(Phase.EXECUTION, "ANeuralNetworksExecution_burstCompute")
+        try:
+            if burst.compilation is not self.compilation:
+                return ResultCode.BAD_DATA
+            if burst.busy:
+                return ResultCode.BAD_STATE
+            code = self._start()
+            if code is not ResultCode.NO_ERROR:
+                return code
+            burst.busy = True
+            try:
+                code = await self._run_plan(burst=burst)
+            finally:
+                burst.busy = False
+            self.finished_code = code
+            return code
+        finally:
+            runtime.tracer.end()
 
     async def _run_on_driver(
         self,

@@ -52,6 +52,7 @@ class ExecutionMode(enum.Enum):
     SYNC = "sync"
     ASYNC = "async"
     FENCED = "fenced"
+    BURST = "burst"
 
 
 class WorkloadKind(enum.Enum):

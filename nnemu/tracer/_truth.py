@@ -95,6 +95,8 @@ def _hidl_phase(iface: str, method: str) -> Phase:
         return Phase.COMPILATION
     if iface == "IPreparedModelCallback":
         return Phase.COMPILATION
+    if method == "configureExecutionBurst":
+        return Phase.INITIALIZATION  # a burst is set up in Burst_create, as the parser says
     if (
         "execute" in method.lower()
         or iface in ("IExecutionCallback", "IFencedExecutionCallback", "IBuffer")
