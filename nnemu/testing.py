@@ -36,6 +36,7 @@ docs/property-testing.md explains more.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -280,6 +281,15 @@ def workloads(
             start,
             st.integers(1, 5),
             _ms(0.1, 5),
+        ),
+        WorkloadKind.TRACE: st.builds(
+            lambda s, gaps: WorkloadSpec(
+                kind=WorkloadKind.TRACE,
+                start_ms=s,
+                arrivals_ms=tuple(itertools.accumulate(gaps)),
+            ),
+            start,
+            st.lists(_ms(0, 2), min_size=1, max_size=max_executions),
         ),
     }
     return st.one_of([by_kind[kind] for kind in kinds if kind in by_kind])
