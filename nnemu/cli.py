@@ -23,11 +23,22 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
+def _add_virtual_time(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    """structlog processor: the emulation's virtual time in ms as ``vt``."""
+    from nnemu.sim import virtual_time_ms
+
+    now = virtual_time_ms()
+    if now is not None:
+        event["vt"] = round(now, 3)
+    return event
+
+
 def configure_logging(log_format: str, stream: TextIO) -> None:
     """Configure structlog: console lines on a terminal, JSON with ``--log-format json``."""
     processors: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
+        _add_virtual_time,
     ]
     if log_format == "json":
         processors += [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]

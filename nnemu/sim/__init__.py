@@ -12,6 +12,7 @@ from nnemu.sim._kernel import (
     as_thread,
     current_thread,
     us,
+    virtual_time_ms,
 )
 from nnemu.sim._process import ProcessTable, SimProcess
 
@@ -30,4 +31,5 @@ __all__ = [
     "as_thread",
     "current_thread",
     "us",
+    "virtual_time_ms",
 ]

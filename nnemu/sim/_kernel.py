@@ -57,6 +57,18 @@ class SimThread:
 _current_thread: ContextVar[SimThread | None] = ContextVar("nnemu_thread", default=None)
 
 
+_active_kernel: ContextVar[Kernel | None] = ContextVar("nnemu_kernel", default=None)
+
+
+def virtual_time_ms() -> float | None:
+    """Virtual time of the emulation the caller runs in, in ms (None outside one).
+
+    Logs carry it (the ``vt`` field), so a log line can be matched to the trace.
+    """
+    kernel = _active_kernel.get()
+    return None if kernel is None else kernel.now() / 1e6
+
+
 def current_thread() -> SimThread:
     """The emulated thread the calling code runs on."""
     thread = _current_thread.get()
@@ -170,6 +182,7 @@ class Kernel:
 
         Call from the task that owns the nursery the emulated tasks were spawned in.
         """
+        _active_kernel.set(self)
         clock = trio.lowlevel.current_clock()
         self._clock = clock if isinstance(clock, trio.testing.MockClock) else None
         self._wall_base = trio.current_time() - self.now_ns / 1e9
@@ -348,6 +361,7 @@ class Kernel:
         *args: object,
         thread: SimThread,
     ) -> None:
+        _active_kernel.set(self)  # tasks copy the spawner's context: their logs get ``vt``
         """Start ``fn(*args)`` as an emulated task running as ``thread`` in ``nursery``.
 
         The task is queued behind the tasks that are ready now, in spawn order.
@@ -364,6 +378,7 @@ class Kernel:
         args: tuple[object, ...],
     ) -> None:
         _current_thread.set(thread)
+        _active_kernel.set(self)
         proc.task = current_task()
         if not proc.started:
             await wait_task_rescheduled(self._abort)
