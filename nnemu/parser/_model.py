@@ -7,6 +7,7 @@ tracing contract; see ``docs/parser.md``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from typing import Final, Literal
@@ -176,24 +177,44 @@ class RunStats:
     """Payload of the ``[NN_LA_PO]`` row that started the run (``""`` if none)."""
     execution_counts: Mapping[Phase, int]
     """Executions per application phase (keys PO, PWU, PBM)."""
-    times: Table
-    """Total time per phase and layer, in ms (``nan`` = no data)."""
-    self_times: Table
-    """Self time per phase and layer, in ms (``nan`` = no data)."""
-    app_phase_times: Mapping[Phase, Table]
-    """PWU/PBM -> execution phase and sub-phases -> layer -> total ms; empty
-    unless the run has warmup or benchmark executions."""
-    app_phase_self_times: Mapping[Phase, Table]
-    """Like ``app_phase_times`` with self times."""
     totals_by_key_ns: Mapping[StatKey, int]
     """Exact accumulated totals in ns, per (app phase, layer, phase)."""
     detail: tuple[ThreadDetail, ...] = ()
     """Per-thread contributions, only when parsed with ``keep_detail``."""
 
+    # The tables are derived from the totals alone, so they are built on first
+    # access (most runs of a long trace are never printed one by one).
+    @functools.cached_property
+    def _tables(self) -> tuple[Table, Table, Mapping[Phase, Table], Mapping[Phase, Table]]:
+        return _aggregate(self.totals_by_key_ns, self.execution_counts)
+
+    @property
+    def times(self) -> Table:
+        """Total time per phase and layer, in ms (``nan`` = no data)."""
+        return self._tables[0]
+
+    @property
+    def self_times(self) -> Table:
+        """Self time per phase and layer, in ms (``nan`` = no data)."""
+        return self._tables[1]
+
+    @property
+    def app_phase_times(self) -> Mapping[Phase, Table]:
+        """PWU/PBM -> execution phase and sub-phases -> layer -> total ms; empty
+        unless the run has warmup or benchmark executions."""
+        return self._tables[2]
+
+    @property
+    def app_phase_self_times(self) -> Mapping[Phase, Table]:
+        """Like ``app_phase_times`` with self times."""
+        return self._tables[3]
+
     @property
     def has_warmup_and_benchmark(self) -> bool:
         """Whether separate warmup/benchmark tables exist."""
-        return bool(self.app_phase_times)
+        return bool(
+            self.execution_counts.get(Phase.WARMUP) or self.execution_counts.get(Phase.BENCHMARK)
+        )
 
     def totals_ns(self, layer: Layer, phase: Phase) -> int | None:
         """Return the exact total time (ns) of ``layer`` in ``phase``, or None for n/a.
@@ -226,86 +247,89 @@ class RunStats:
         execution_counts: Mapping[Phase, int],
         detail: tuple[ThreadDetail, ...] = (),
     ) -> RunStats:
-        """Aggregate accumulated totals into the tables Android's parser prints."""
-        warmup_or_benchmark = bool(
-            execution_counts.get(Phase.WARMUP) or execution_counts.get(Phase.BENCHMARK)
-        )
-        times: dict[Phase, dict[LayerKey, float]] = {phase: {} for phase in STAT_PHASES}
-        app_times: dict[Phase, dict[Phase, dict[LayerKey, float]]] = {}
-        if warmup_or_benchmark:
-            app_times = {
-                app: {phase: {} for phase in (Phase.EXECUTION, *PE_SUBPHASES)}
-                for app in (Phase.WARMUP, Phase.BENCHMARK)
-            }
-        self_times: dict[Phase, dict[LayerKey, float]]
-        if app_times:
-            for layer in TABLE_LAYERS:
-                for phase in STAT_PHASES:
-                    total_ns = 0
-                    for app in APP_PHASES:
-                        value_ns = totals_ns.get((app, layer, phase), 0)
-                        total_ns += value_ns
-                        if app in app_times and phase in app_times[app]:
-                            app_times[app][phase][layer] = _missing_to_nan(
-                                _ns_to_ms(value_ns), layer, phase
-                            )
-                    times[phase][layer] = _missing_to_nan(_ns_to_ms(total_ns), layer, phase)
-            for layer in TABLE_LAYERS:
-                if times[Phase.OVERALL][layer] == 0.0:
-                    times[Phase.OVERALL][layer] = sum(
-                        _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
-                    )
-            for row in times.values():
-                _with_total(row)
-            self_times = {phase: _self_times(row) for phase, row in times.items()}
-        else:
-            # The same without warmup/benchmark tables, from the keys there are;
-            # a phase without any key gets the (copied) tables of no data.
-            by_layer_phase: dict[tuple[Layer, Phase], int] = {}
-            for (app, layer, phase), value_ns in totals_ns.items():
-                if app in APP_PHASES:
-                    key = (layer, phase)
-                    by_layer_phase[key] = by_layer_phase.get(key, 0) + value_ns
-            with_data = {phase for _, phase in by_layer_phase}
-            with_data.add(Phase.OVERALL)
-            for phase in STAT_PHASES:
-                if phase not in with_data:
-                    times[phase] = dict(_NO_DATA_TIMES[phase])
-                    continue
-                row = times[phase]
-                for layer in TABLE_LAYERS:
-                    total_ms = _ns_to_ms(by_layer_phase.get((layer, phase), 0))
-                    row[layer] = (
-                        _missing_to_nan(total_ms, layer, phase) if total_ms == 0.0 else total_ms
-                    )
-            for layer in TABLE_LAYERS:
-                if times[Phase.OVERALL][layer] == 0.0:
-                    times[Phase.OVERALL][layer] = sum(
-                        _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
-                    )
-            self_times = {}
-            for phase, row in times.items():
-                if phase in with_data:
-                    self_times[phase] = _self_times(_with_total(row))
-                else:
-                    self_times[phase] = dict(_NO_DATA_SELF_TIMES[phase])
-        for table in app_times.values():
-            for row in table.values():
-                _with_total(row)
-        app_self = {
-            app: {phase: _self_times(row) for phase, row in table.items()}
-            for app, table in app_times.items()
-        }
+        """Keep accumulated totals; the tables Android's parser prints follow on demand."""
         return cls(
             starting_mark=starting_mark,
             execution_counts={app: execution_counts.get(app, 0) for app in APP_PHASES},
-            times=times,
-            self_times=self_times,
-            app_phase_times=app_times,
-            app_phase_self_times=app_self,
             totals_by_key_ns=dict(totals_ns),
             detail=detail,
         )
+
+
+def _aggregate(
+    totals_ns: Mapping[StatKey, int], execution_counts: Mapping[Phase, int]
+) -> tuple[Table, Table, Mapping[Phase, Table], Mapping[Phase, Table]]:
+    """Aggregate accumulated totals into the tables Android's parser prints."""
+    warmup_or_benchmark = bool(
+        execution_counts.get(Phase.WARMUP) or execution_counts.get(Phase.BENCHMARK)
+    )
+    times: dict[Phase, dict[LayerKey, float]] = {phase: {} for phase in STAT_PHASES}
+    app_times: dict[Phase, dict[Phase, dict[LayerKey, float]]] = {}
+    if warmup_or_benchmark:
+        app_times = {
+            app: {phase: {} for phase in (Phase.EXECUTION, *PE_SUBPHASES)}
+            for app in (Phase.WARMUP, Phase.BENCHMARK)
+        }
+    self_times: dict[Phase, dict[LayerKey, float]]
+    if app_times:
+        for layer in TABLE_LAYERS:
+            for phase in STAT_PHASES:
+                total_ns = 0
+                for app in APP_PHASES:
+                    value_ns = totals_ns.get((app, layer, phase), 0)
+                    total_ns += value_ns
+                    if app in app_times and phase in app_times[app]:
+                        app_times[app][phase][layer] = _missing_to_nan(
+                            _ns_to_ms(value_ns), layer, phase
+                        )
+                times[phase][layer] = _missing_to_nan(_ns_to_ms(total_ns), layer, phase)
+        for layer in TABLE_LAYERS:
+            if times[Phase.OVERALL][layer] == 0.0:
+                times[Phase.OVERALL][layer] = sum(
+                    _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
+                )
+        for row in times.values():
+            _with_total(row)
+        self_times = {phase: _self_times(row) for phase, row in times.items()}
+    else:
+        # The same without warmup/benchmark tables, from the keys there are;
+        # a phase without any key gets the (copied) tables of no data.
+        by_layer_phase: dict[tuple[Layer, Phase], int] = {}
+        for (app, layer, phase), value_ns in totals_ns.items():
+            if app in APP_PHASES:
+                key = (layer, phase)
+                by_layer_phase[key] = by_layer_phase.get(key, 0) + value_ns
+        with_data = {phase for _, phase in by_layer_phase}
+        with_data.add(Phase.OVERALL)
+        for phase in STAT_PHASES:
+            if phase not in with_data:
+                times[phase] = dict(_NO_DATA_TIMES[phase])
+                continue
+            row = times[phase]
+            for layer in TABLE_LAYERS:
+                total_ms = _ns_to_ms(by_layer_phase.get((layer, phase), 0))
+                row[layer] = (
+                    _missing_to_nan(total_ms, layer, phase) if total_ms == 0.0 else total_ms
+                )
+        for layer in TABLE_LAYERS:
+            if times[Phase.OVERALL][layer] == 0.0:
+                times[Phase.OVERALL][layer] = sum(
+                    _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
+                )
+        self_times = {}
+        for phase, row in times.items():
+            if phase in with_data:
+                self_times[phase] = _self_times(_with_total(row))
+            else:
+                self_times[phase] = dict(_NO_DATA_SELF_TIMES[phase])
+    for table in app_times.values():
+        for row in table.values():
+            _with_total(row)
+    app_self = {
+        app: {phase: _self_times(row) for phase, row in table.items()}
+        for app, table in app_times.items()
+    }
+    return times, self_times, app_times, app_self
 
 
 def _tuple_of_runs(runs: Iterable[RunStats]) -> tuple[RunStats, ...]:
