@@ -677,14 +677,11 @@ class DriverService:
             if callback is None:
                 return ErrorStatus.INVALID_ARGUMENT
             if not self.caches:
-                self._notify_prepared(callback, version, ErrorStatus.GENERAL_FAILURE, None)
-                return ErrorStatus.GENERAL_FAILURE
+                return self._refuse(callback, version, ErrorStatus.GENERAL_FAILURE)
             if not self._cache_args_ok(model_cache, data_cache, token):
-                self._notify_prepared(callback, version, ErrorStatus.INVALID_ARGUMENT, None)
-                return ErrorStatus.INVALID_ARGUMENT
+                return self._refuse(callback, version, ErrorStatus.INVALID_ARGUMENT)
             if self.status is not DeviceStatus.AVAILABLE:
-                self._notify_prepared(callback, version, ErrorStatus.DEVICE_UNAVAILABLE, None)
-                return ErrorStatus.DEVICE_UNAVAILABLE
+                return self._refuse(callback, version, ErrorStatus.DEVICE_UNAVAILABLE)
             if deadline_ns is not None and self.kernel.now() >= deadline_ns:
                 self._notify_prepared(
                     callback, version, ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
@@ -696,8 +693,7 @@ class DriverService:
                 lambda: self._from_cache_task(version, deadline_ns, handles, token, callback, uid)
             )
             if not launched:
-                self._notify_prepared(callback, version, ErrorStatus.GENERAL_FAILURE, None)
-                return ErrorStatus.GENERAL_FAILURE
+                return self._refuse(callback, version, ErrorStatus.GENERAL_FAILURE)
             return ErrorStatus.NONE
         finally:
             self.tracer.end()
@@ -763,6 +759,13 @@ class DriverService:
         self.prepared_models += 1
         return PreparedModel(self, model, version, priority, uid, plan, memory)
 
+    def _refuse(
+        self, callback: CallbackRef, version: HalVersion, status: ErrorStatus
+    ) -> ErrorStatus:
+        """A launch that fails: notify ``status`` with a null model and return it too (§1.1)."""
+        self._notify_prepared(callback, version, status, None)
+        return status
+
     def _notify_prepared(
         self,
         callback: CallbackRef,
@@ -806,11 +809,9 @@ class DriverService:
                 reason = f"invalid priority {priority}"
             if reason is not None:
                 self._log.debug("prepare_rejected", reason=reason)
-                self._notify_prepared(callback, version, ErrorStatus.INVALID_ARGUMENT, None)
-                return ErrorStatus.INVALID_ARGUMENT
+                return self._refuse(callback, version, ErrorStatus.INVALID_ARGUMENT)
             if self.status is DeviceStatus.OFFLINE:
-                self._notify_prepared(callback, version, ErrorStatus.DEVICE_UNAVAILABLE, None)
-                return ErrorStatus.DEVICE_UNAVAILABLE
+                return self._refuse(callback, version, ErrorStatus.DEVICE_UNAVAILABLE)
             if not all(supported_by(model, self.supported)):
                 # A partial driver cannot prepare what it does not fully support.
                 self._notify_prepared(callback, version, ErrorStatus.INVALID_ARGUMENT, None)
@@ -827,8 +828,7 @@ class DriverService:
                 )
             )
             if not launched:
-                self._notify_prepared(callback, version, ErrorStatus.GENERAL_FAILURE, None)
-                return ErrorStatus.GENERAL_FAILURE
+                return self._refuse(callback, version, ErrorStatus.GENERAL_FAILURE)
             return ErrorStatus.NONE
         finally:
             self.tracer.end()
