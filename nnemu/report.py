@@ -7,6 +7,7 @@ bytes; the one wall-clock figure, ``wall_s``, is null unless asked for.
 
 from __future__ import annotations
 
+import collections
 import json
 import operator
 from collections.abc import Mapping
@@ -93,6 +94,11 @@ def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
     apps: dict[str, Any] = {}
     cpu_executions = 0
     cpu_busy_ns = 0
+    refused: collections.Counter[int] = collections.Counter()
+    aborted: collections.Counter[int] = collections.Counter()
+    for service in emulator.services:
+        refused.update(service.device.stats.refused_by_uid)
+        aborted.update(service.device.stats.aborted_by_uid)
     for app in emulator.apps:
         stats = app.stats
         latency = stats.latency
@@ -106,6 +112,9 @@ def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
             "in_flight": submitted - stats.completed - stats.failed - stats.dropped,
             "errors": dict(sorted(stats.errors.items())),
             "deadline_misses": stats.deadline_misses,
+            "completed_late": stats.completed_late,
+            "deadline_refused": refused[app.spec.uid],
+            "deadline_aborted": aborted[app.spec.uid],
             "deadline_miss_rate": round(stats.deadline_misses / submitted, 6) if submitted else 0.0,
             "error_rate": round(stats.failed / submitted, 6) if submitted else 0.0,
             "compile_result": stats.compile_result.name,

@@ -272,14 +272,14 @@ class Application:
         delay_ns = us(retry.backoff_ms * 1e6)
         attempt = 0
         while True:
-            code = await self._execute(timeout_ns)
+            code, late = await self._execute(timeout_ns)
             if not code.is_transient or attempt >= retry.max_attempts:
                 break
             attempt += 1
             self.stats.retries += 1
             await kernel.sleep(delay_ns)
             delay_ns = us(delay_ns * retry.backoff_factor)
-        self.stats.record(code, kernel.now() - arrival_ns)
+        self.stats.record(code, kernel.now() - arrival_ns, late=late)
         if self.records is not None:
             self.records.append(
                 ExecutionRecord(arrival_ns, kernel.now(), code, attempt + 1, timeout_ns)
@@ -296,8 +296,9 @@ class Application:
             burst = self._bursts[thread] = created
         return burst
 
-    async def _execute(self, timeout_ns: int | None) -> ResultCode:
-        """One NDK execution in the app's mode."""
+    async def _execute(self, timeout_ns: int | None) -> tuple[ResultCode, bool]:
+        """One NDK execution in the app's mode: its result code, and whether a
+        successful result reached the app after the execution's deadline."""
         spec, tracer = self.spec, self.tracer
         compilation = self._compilation
         assert compilation is not None
@@ -305,7 +306,7 @@ class Application:
         try:
             code, execution = Execution.create(compilation)
             if execution is None:
-                return code
+                return code, False
             execution.set_io()
             if timeout_ns is not None:
                 execution.set_timeout(timeout_ns)
@@ -324,7 +325,13 @@ class Application:
                     code, event = await execution.start_compute_with_dependencies(())
                 if event is not None:
                     code = await event.wait()
+            deadline = execution.deadline_ns
+            late = (
+                code is ResultCode.NO_ERROR
+                and deadline is not None
+                and self.kernel.now() > deadline
+            )
             execution.free()
-            return code
+            return code, late
         finally:
             tracer.end()

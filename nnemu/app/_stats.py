@@ -83,6 +83,12 @@ class AppStats:
     dropped: int = 0
     retries: int = 0
     deadline_misses: int = 0
+    """Executions that had a deadline and did not meet it: refused or aborted by the
+    driver (final result MISSED_DEADLINE_*), dropped late frames, and completions whose
+    result came after the deadline."""
+    completed_late: int = 0
+    """Completed executions whose result reached the app after their deadline (possible
+    only when the driver does not enforce it, ``deadline_policy: ignore``)."""
     errors: collections.Counter[str] = attrs.field(factory=collections.Counter)
     latency: LatencyHistogram = attrs.field(factory=LatencyHistogram)
     compile_result: ResultCode = ResultCode.NO_ERROR
@@ -97,11 +103,15 @@ class AppStats:
         if from_cache:
             self.compilations_from_cache += 1
 
-    def record(self, code: ResultCode, latency_ns: int) -> None:
-        """Record the final result of one execution (after retries)."""
+    def record(self, code: ResultCode, latency_ns: int, *, late: bool = False) -> None:
+        """Record the final result of one execution (after retries); ``late``: a
+        successful result that came after the execution's deadline."""
         if code is ResultCode.NO_ERROR:
             self.completed += 1
             self.latency.add(latency_ns // 1000)
+            if late:
+                self.completed_late += 1
+                self.deadline_misses += 1
         else:
             self.failed += 1
             self.errors[code.name] += 1

@@ -18,6 +18,7 @@ point, and a preempting arrival wakes it early.
 from __future__ import annotations
 
 import bisect
+import collections
 import math
 import random
 
@@ -105,6 +106,12 @@ class Job:
     """Whether the CPU executor's ``run`` mark is open (CPU-type devices)."""
     segments: list[tuple[int, int, int]] = attrs.field(factory=list)
     """Stretches it ran: (start_ns, end_ns, unit)."""
+    launch_ns: int = 0
+    """The driver's launch overhead for this execution (the first segment)."""
+    resumed_ns: int = 0
+    """When the job last started running from ``next_op`` (got a unit or passed a mark)."""
+    planned_end_ns: int = -1
+    """When it will leave its unit unless preempted (-1 = not planned yet)."""
     _segment_start: int = 0
 
 
@@ -119,6 +126,10 @@ class DeviceStats:
     rejected_persistent: int = 0
     rejected_transient: int = 0
     loop_timeouts: int = 0
+    refused_by_uid: collections.Counter[int] = attrs.field(factory=collections.Counter)
+    """Executions refused before starting for their deadline (estimate or already past), by uid."""
+    aborted_by_uid: collections.Counter[int] = attrs.field(factory=collections.Counter)
+    """Executions stopped at a checkpoint by the deadline rule, by uid."""
 
 
 class Device:
@@ -204,19 +215,20 @@ class Device:
             key=lambda i: self._order_key(waiting[i]),
         )
 
-    def _take_slot(self, job: Job) -> None:
+    def _swap_slot(self, job: Job, waiting: list[Job]) -> None:
         """Under per_app_priority a job that jumps an older job of its own app takes that
         job's place in the arrival order, and the older job takes its place: other apps see
         the same sequence of turns whatever the app's priorities are."""
         if self.scheduler is not SchedulerKind.PER_APP_PRIORITY:
             return
-        older = [other for other in self._waiting if other.uid == job.uid and other.seq < job.seq]
+        older = [other for other in waiting if other.uid == job.uid and other.seq < job.seq]
         if older:
             oldest = min(older, key=lambda other: other.seq)
             oldest.seq, job.seq = job.seq, oldest.seq
 
     def _may_preempt(self, job: Job, victim: Job) -> bool:
-        """Whether waiting ``job`` should take ``victim``'s unit at its next checkpoint."""
+        """Whether ``job`` (waiting, or about to) should take ``victim``'s unit at its next
+        checkpoint."""
         if self.preemption is PreemptionKind.NONE or self.scheduler is SchedulerKind.FIFO:
             return False
         if job.priority <= victim.priority or victim.preempt_requested:
@@ -225,13 +237,21 @@ class Device:
             return False
         # Preempt only if the freed unit would really go to ``job``.
         waiting = [*self._waiting, victim]
+        if job not in waiting:
+            waiting.append(job)
         return waiting[self.pick_index(waiting)] is job
 
-    def _request_preemption(self, job: Job) -> None:
+    def _victim_for(self, job: Job) -> Job | None:
+        """The running job that ``job``'s arrival asks to yield, if any."""
         candidates = [victim for victim in self._running if self._may_preempt(job, victim)]
         if not candidates:
+            return None
+        return min(candidates, key=lambda v: (int(v.priority), -v.seq))
+
+    def _request_preemption(self, job: Job) -> None:
+        victim = self._victim_for(job)
+        if victim is None:
             return
-        victim = min(candidates, key=lambda v: (int(v.priority), -v.seq))
         victim.preempt_requested = True
         assert victim.handle is not None
         self.kernel.wake(victim.handle, PREEMPT)
@@ -268,7 +288,8 @@ class Device:
 
     def _occupy(self, job: Job, unit: int) -> None:
         job.unit = unit
-        job._segment_start = self.kernel.now_ns
+        job._segment_start = job.resumed_ns = self.kernel.now_ns
+        job.planned_end_ns = -1
         self._running.append(job)
 
     def _vacate(self, job: Job) -> int:
@@ -285,7 +306,7 @@ class Device:
         if self._waiting and self.alive:
             index = self.pick_index(self._waiting)
             nxt = self._waiting.pop(index)
-            self._take_slot(nxt)
+            self._swap_slot(nxt, self._waiting)
             self._occupy(nxt, unit)
             assert nxt.handle is not None
             self.kernel.wake(nxt.handle, GRANTED)
@@ -293,23 +314,98 @@ class Device:
             bisect.insort(self._free_units, unit)
 
     def backlog_ns(self, job: Job) -> int:
-        """Work the device must do before ``job`` could start (divided among the units)."""
+        """How long ``job``, arriving now, would wait for a unit (the driver's estimate).
+
+        The estimate replays what the device will do if nothing else arrives: running
+        executions keep their units until they end (their planned stop: the last
+        operation, or the checkpoint where the deadline rule or the loop timeout stops
+        them), except one the scheduler and the preemption mode would make yield to a
+        waiting execution, which keeps its unit only to the end of the operation in
+        progress and then queues again with what it has left (``checkpoint``: the
+        remaining operations; ``restart``: all of them again, launch included). Each time
+        a unit frees, ``pick_index`` chooses among the waiting executions as it will then,
+        so the wait follows the configured scheduler (``fifo``: everything ahead;
+        ``global_priority``: work of at least ``job``'s priority; ``per_app_priority``:
+        the turns of the apps ahead and the app's own work of at least its priority) and
+        a subclass's own ``pick_index``. Waiting executions cost their nominal time
+        (launch included) times the current slow-down. Without jitter, and with nothing
+        arriving later, it is when ``job`` gets a unit.
+        """
         now = self.kernel.now_ns
-        ahead = 0
+        if not self.alive or (len(self._running) < self.units and not self._waiting):
+            return 0
+        # ``job`` as it will queue: the next arrival order.
+        me = attrs.evolve(job, seq=self._seq + 1)
+        victim = self._victim_for(me)
+        # (time the unit frees, arrival order of the holder, job that re-queues then)
+        frees: list[tuple[int, int, Job | None]] = []
         for other in self._running:
-            if other.started_ns is not None:
-                ahead += max(0, other.started_ns + sum(other.durations) - now)
-        for other in self._waiting:
-            if self.scheduler is SchedulerKind.GLOBAL_PRIORITY and other.priority < job.priority:
-                continue
-            if (
-                self.scheduler is SchedulerKind.PER_APP_PRIORITY
-                and other.uid == job.uid
-                and other.priority < job.priority
-            ):
-                continue
-            ahead += other.plan.total_ns
-        return ahead // self.units
+            if other is victim or other.preempt_requested:
+                boundary = self._boundary_ns(other, now)
+                rest = self._after_yield(other, boundary)
+                frees.append((boundary, other.seq, rest))
+            else:
+                frees.append((max(now, self._running_end(other)), other.seq, None))
+        frees.extend((now, -1, None) for _ in range(self.units - len(self._running)))
+        pending = [attrs.evolve(other) for other in self._waiting]
+        pending.append(me)
+        while frees:
+            frees.sort(key=lambda free: (free[0], free[1]))
+            at, _, requeued = frees.pop(0)
+            if requeued is not None:
+                pending.append(requeued)
+            index = self.pick_index(pending)
+            nxt = pending.pop(index)
+            self._swap_slot(nxt, pending)
+            if nxt is me:
+                return at - now
+            frees.append((self._planned_end(nxt, at), nxt.seq, None))
+        return 0  # pragma: no cover - a unit always frees
+
+    def _boundary_ns(self, job: Job, now: int) -> int:
+        """End of the segment (launch or operation) ``job`` is running at ``now``."""
+        durations = self._durations_of(job)
+        t = job.resumed_ns
+        segment = job.next_op
+        while segment < len(job.plan.op_ns) and t + durations[segment + 1] <= now:
+            t += durations[segment + 1]
+            segment += 1
+        if segment >= len(job.plan.op_ns):
+            return t
+        return min(t + durations[segment + 1], self._running_end(job))
+
+    def _running_end(self, job: Job) -> int:
+        """When running ``job`` leaves its unit unless preempted."""
+        if job.planned_end_ns < 0:
+            # Granted a unit, but its task has not planned yet (same instant).
+            return self._planned_end(job, job.resumed_ns)
+        return job.planned_end_ns
+
+    def _after_yield(self, job: Job, boundary: int) -> Job | None:
+        """A copy of ``job`` as it queues again after yielding at ``boundary`` (None if it ends)."""
+        if boundary >= self._running_end(job):
+            return None
+        durations = self._durations_of(job)
+        t = job.resumed_ns
+        segment = job.next_op
+        while segment < len(job.plan.op_ns) and t + durations[segment + 1] <= boundary:
+            t += durations[segment + 1]
+            segment += 1
+        if segment >= len(job.plan.op_ns):
+            return None
+        next_op = -1 if self.preemption is PreemptionKind.RESTART else segment
+        return attrs.evolve(job, next_op=next_op, preempt_requested=False, durations=durations)
+
+    def _durations_of(self, job: Job) -> list[int]:
+        """``job``'s segment durations: actual once it started, else nominal (launch first)."""
+        if job.durations:
+            return job.durations
+        return [job.launch_ns] + [us(ns * self.slowdown) for ns in job.plan.op_ns]
+
+    def _planned_end(self, job: Job, start: int) -> int:
+        """When ``job`` would leave its unit if it got one at ``start`` and kept it."""
+        probe = attrs.evolve(job, durations=self._durations_of(job))
+        return self._stop_point(probe, start, job.launch_ns)[0]
 
     def die(self) -> None:
         """The driver process died: every execution on or waiting for the device ends now."""
@@ -360,6 +456,7 @@ class Device:
         """Run ``job``: NONE, MISSED_DEADLINE_TRANSIENT (aborted), or GENERAL_FAILURE (device died)."""
         kernel = self.kernel
         job.arrived_ns = kernel.now()
+        job.launch_ns = launch_ns
         self._seq += 1
         job.seq = self._seq
         if self.history is not None:
@@ -377,6 +474,7 @@ class Device:
             self.stats.loop_timeouts += 1
         else:
             self.stats.deadline_aborts += 1
+            self.stats.aborted_by_uid[job.uid] += 1
         return ErrorStatus.MISSED_DEADLINE_TRANSIENT
 
     def _mark_op_begin(self, tracer: Tracer, job: Job) -> None:
@@ -407,6 +505,7 @@ class Device:
             while True:
                 start = kernel.now_ns
                 stop, why = self._stop_point(job, start, launch_ns)
+                job.resumed_ns, job.planned_end_ns = start, stop
                 if tracer is not None and stop > start:
                     # One operation at a time, so that each gets its mark.
                     self._mark_op_begin(tracer, job)

@@ -895,6 +895,7 @@ class DriverService:
             self._log.debug("request_rejected", reason=reason)
             return ErrorStatus.INVALID_ARGUMENT
         if deadline_ns is not None and self.kernel.now() >= deadline_ns:
+            self.device.stats.refused_by_uid[prepared.uid] += 1
             return ErrorStatus.MISSED_DEADLINE_PERSISTENT
         return None
 
@@ -922,9 +923,11 @@ class DriverService:
             idle_ns = launch_ns + us(prepared.plan.total_ns * device.slowdown)
             if now + idle_ns > deadline_ns:
                 device.stats.rejected_persistent += 1
+                device.stats.refused_by_uid[prepared.uid] += 1
                 return ErrorStatus.MISSED_DEADLINE_PERSISTENT, 0
             if now + device.backlog_ns(job) + idle_ns > deadline_ns:
                 device.stats.rejected_transient += 1
+                device.stats.refused_by_uid[prepared.uid] += 1
                 return ErrorStatus.MISSED_DEADLINE_TRANSIENT, 0
         if (
             spec.queue_limit is not None

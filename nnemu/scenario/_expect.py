@@ -17,6 +17,9 @@ APP_COUNTERS: Final = (
     "retries",
     "in_flight",
     "deadline_misses",
+    "completed_late",
+    "deadline_refused",
+    "deadline_aborted",
     "deadline_miss_rate",
     "error_rate",
 )

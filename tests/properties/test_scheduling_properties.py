@@ -13,14 +13,15 @@ from typing import Any
 import attrs
 import trio
 import trio.testing
-from hypothesis import example, given, settings
+from hypothesis import event, example, given, settings, target
 from hypothesis import strategies as st
 
-from nnemu._emulator import open_emulator
+from nnemu._emulator import open_emulator, run
 from nnemu.driver import Job
 from nnemu.hal import HalVersion, Priority
 from nnemu.scenario import (
     AppSpec,
+    DeadlinePolicy,
     DeviceCostSpec,
     DeviceSpec,
     ExecutionMode,
@@ -418,3 +419,66 @@ def _turns_of(occupancy: dict[str, Occupancy], uid: int) -> list[int]:
         occ.held[id(job)][0][0] for job in occ.jobs if job.uid == uid and occ.held.get(id(job))
     )
     return [sum(1 for start in a_turns if start < first) for first in firsts]
+
+
+def _with_timeout(
+    scenario: Scenario, app: int, policy: DeadlinePolicy, timeout_ms: float
+) -> Scenario:
+    """``scenario`` with ``policy`` on its device, no jitter, and app ``app`` given a timeout."""
+    device = scenario.devices[0]
+    device = attrs.evolve(
+        device, deadline_policy=policy, cost=attrs.evolve(device.cost, jitter=0.0)
+    )
+    apps = list(scenario.apps)
+    apps[app] = attrs.evolve(apps[app], execution_timeout_ms=timeout_ms)
+    return attrs.evolve(scenario, devices=(device,), apps=tuple(apps))
+
+
+@st.composite
+def deadline_cases(draw: st.DrawFn) -> tuple[Scenario, int, float]:
+    """A contended scenario under any scheduler and preemption mode, the app that gets a
+    deadline, and the deadline as a fraction of that app's slowest latency without one."""
+    scenario = draw(
+        contended(
+            schedulers=tuple(SchedulerKind),
+            preemptions=tuple(PreemptionKind),
+            max_compute_units=2,
+        )
+    )
+    app = draw(st.integers(0, len(scenario.apps) - 1))
+    if draw(st.booleans()):
+        # The case preemption is about: the app with the deadline outranks the others.
+        apps = tuple(
+            attrs.evolve(spec, priority=Priority.HIGH if i == app else Priority.LOW)
+            for i, spec in enumerate(scenario.apps)
+        )
+        scenario = attrs.evolve(scenario, apps=apps)
+    return scenario, app, draw(st.floats(0.05, 1.2))
+
+
+@settings(max_examples=100, deadline=None)
+@given(deadline_cases())
+def test_abort_refuses_nothing_the_ignore_run_finishes_in_time(
+    case: tuple[Scenario, int, float],
+) -> None:
+    """When the ignore run finishes every execution of an app by its deadline, the abort run
+    (same seed, no jitter) neither refuses nor aborts any of them."""
+    scenario, app, where = case
+    name = scenario.apps[app].name
+    # The app's latencies without a deadline that matters, to put one near them.
+    free = run(_with_timeout(scenario, app, DeadlinePolicy.IGNORE, 60_000.0)).data["apps"][name]
+    if free["completed"] == 0:
+        event("the app completed nothing")
+        return
+    timeout_ms = round(max(0.001, where * free["latency_ms"]["max"]), 3)
+    ignore = run(_with_timeout(scenario, app, DeadlinePolicy.IGNORE, timeout_ms)).data["apps"][name]
+    if ignore["deadline_misses"] or ignore["in_flight"] or ignore["failed"]:
+        event("the ignore run missed a deadline")
+        return
+    event("the ignore run met every deadline")
+    # Bias toward deadlines the app only just meets.
+    target(ignore["latency_ms"]["max"] - timeout_ms, label="minus the slack left, ms")
+    abort = run(_with_timeout(scenario, app, DeadlinePolicy.ABORT, timeout_ms)).data["apps"][name]
+    assert abort["errors"] == {}, (timeout_ms, abort)
+    assert abort["deadline_refused"] == abort["deadline_aborted"] == 0
+    assert abort["completed"] == ignore["completed"]
