@@ -11,6 +11,7 @@ from nnemu.replay._build import build_replay, describe_build, describe_plan
 from nnemu.replay._extract import extract_plan
 from nnemu.replay._overrides import OverrideError, apply_overrides
 from nnemu.replay._stepper import Stepper
+from nnemu.replay._whatif import fidelity_lines, ineffective_sets
 from nnemu.scenario import dump_scenario
 from nnemu.tracer import TraceSink, open_trace_writer
 
@@ -77,6 +78,8 @@ def run_replay_command(
             for problem in exc.problems:
                 stderr.write(problem + "\n")
             return EXIT_BAD_INPUT
+        for warning in ineffective_sets(scenario, sets):
+            stderr.write(warning + "\n")
         lines = describe_plan(plan) + describe_build(built, sets)
         if forever:
             lines.append("looping until Ctrl-C twice (or q at the prompt)")
@@ -104,6 +107,7 @@ def run_replay_command(
                     scenario, seed=seed, sinks=sinks, realtime=realtime, attach=stepper.attach
                 )
             summary(dict(result.data), stdout)
+            stdout.write("\n" + "\n".join(fidelity_lines(plan, result.data)) + "\n")
             if report and not _write_file(report, result.to_json(), "report", stderr):
                 return EXIT_BAD_INPUT
             if stepper.aborted or not forever:

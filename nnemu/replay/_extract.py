@@ -117,6 +117,8 @@ class TraceApp:
     """``ANeuralNetworksCompilation_setPriority`` calls seen (the value is not traced)."""
     timeout_calls: int
     """``Compilation_setTimeout``/``Execution_setTimeout`` calls seen (values not traced)."""
+    latencies_ns: tuple[int, ...] = ()
+    """Duration of each closed section that gave an arrival (the recorded latencies)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -614,6 +616,7 @@ def extract_plan(path: str) -> TracePlan:
                 driver_executions=tuple(c for c, _ in used),
                 priority_calls=priority_calls.get(pid, 0),
                 timeout_calls=timeout_calls.get(pid, 0),
+                latencies_ns=tuple(s.end_ns - s.begin_ns for s in chosen if s.end_ns is not None),
             )
         )
     if not apps:

@@ -1,0 +1,112 @@
+"""Replay what-ifs: warnings for --set keys that cannot change the run, recorded vs replayed latency."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+from nnemu.cli import main
+from tests.unit.replay.helpers import OMR1, REPO, record
+
+TWO_APPS = REPO / "scenarios/two_apps_one_npu.yaml"
+
+
+@pytest.fixture(scope="module", name="two_trace")
+def _two_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("two") / "two.html"
+    record(TWO_APPS, path)
+    return path
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdin
+    sys.stdin = io.StringIO("")
+    try:
+        code = main(list(argv), out=out, err=err)
+    finally:
+        sys.stdin = saved
+    return code, out.getvalue(), err.getvalue()
+
+
+def _device(out: str) -> str:
+    """The replay's device name for the two-app trace's driver."""
+    line = next(line for line in out.splitlines() if line.startswith("  driver "))
+    return line.split()[1].rstrip(":")
+
+
+def _table(out: str) -> str:
+    """The summary table the run printed (from the scenario line on)."""
+    return out[out.index("\nscenario ") :]
+
+
+def test_priority_set_under_per_app_isolation_warns(two_trace: Path) -> None:
+    """A cross-app priority change under the default per-app scheduler is named as ineffective."""
+    code, out, err = _run("replay", str(two_trace), "--set", "apps.camera.priority=low")
+    assert code == 0, err
+    device = _device(out)
+    assert "warning: --set apps.camera.priority cannot change the result" in err
+    assert "per_app_priority" in err
+    assert f"set devices.{device}.scheduler=global_priority to compare across apps" in err
+    _, baseline, _ = _run("replay", str(two_trace))
+    assert _table(out) == _table(baseline)
+
+
+def test_priority_set_that_can_matter_does_not_warn(two_trace: Path) -> None:
+    """Under global_priority with checkpoint preemption the same change runs without a warning and moves the camera."""
+    _, plain, _ = _run("replay", str(two_trace))
+    device = _device(plain)
+    sets = [
+        "--set",
+        f"devices.{device}.scheduler=global_priority",
+        "--set",
+        f"devices.{device}.preemption=checkpoint",
+    ]
+    code, high, err = _run("replay", str(two_trace), *sets, "--set", "apps.camera.priority=high")
+    assert code == 0, err
+    assert "warning" not in err
+    _, low, _ = _run("replay", str(two_trace), *sets, "--set", "apps.camera.priority=low")
+    assert _table(high) != _table(low)
+
+
+def test_deadline_on_a_pre_13_driver_warns() -> None:
+    """An execution timeout on a HAL 1.0 driver says the driver never sees the deadline."""
+    code, _, err = _run("replay", str(OMR1), "--set", "apps.app-27005.execution_timeout_ms=5")
+    assert code == 0, err
+    assert "warning: --set apps.app-27005.execution_timeout_ms cannot reach the driver" in err
+    assert "hvx (HAL 1.0)" in err
+
+
+def test_deadline_policy_without_deadlines_warns(two_trace: Path) -> None:
+    """A deadline policy is named as ineffective when no app on the device has a deadline."""
+    _, plain, _ = _run("replay", str(two_trace))
+    device = _device(plain)
+    code, _, err = _run(
+        "replay", str(two_trace), "--set", f"devices.{device}.deadline_policy=ignore"
+    )
+    assert code == 0, err
+    assert f"warning: --set devices.{device}.deadline_policy cannot change the result" in err
+
+
+def _rows(out: str, app: str) -> tuple[list[str], list[str]]:
+    lines = out[out.index("recorded vs replayed latency") :].splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:2] == [app, "recorded"])
+    return lines[at].split()[2:], lines[at + 1].split()[1:]
+
+
+def test_replay_prints_recorded_and_replayed_latency(two_trace: Path) -> None:
+    """Each app's recorded latencies (from its sections in the trace) are printed beside the replayed ones."""
+    code, out, err = _run("replay", str(two_trace))
+    assert code == 0, err
+    recorded, replayed = _rows(out, "camera")
+    assert recorded[0] == "89"
+    assert replayed[0] == "89"
+    # The camera never queued in the recorded run: its [NN_LA_PE] sections are the latencies
+    # the recording's own report gave (the report rounds to its histogram's 0.1%).
+    report = record(TWO_APPS, two_trace.with_name("again.html")).data["apps"]["camera"]
+    assert float(recorded[1]) == pytest.approx(report["latency_ms"]["p50"], rel=2e-3)
+    assert float(recorded[3]) == pytest.approx(report["latency_ms"]["max"], abs=0.002)
+    assert all(float(v) > 0 for v in replayed[1:])
