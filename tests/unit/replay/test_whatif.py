@@ -110,3 +110,26 @@ def test_replay_prints_recorded_and_replayed_latency(two_trace: Path) -> None:
     assert float(recorded[1]) == pytest.approx(report["latency_ms"]["p50"], rel=2e-3)
     assert float(recorded[3]) == pytest.approx(report["latency_ms"]["max"], abs=0.002)
     assert all(float(v) > 0 for v in replayed[1:])
+
+
+_DUMP = """  <script class="trace-data" type="application/text">
+PROCESS DUMP
+USER           PID  PPID     VSZ    RSS WCHAN  PC S NAME                        COMM
+system         {pid}     1   19416   2728 binder_ioctl_write_read 0 S {name} {name}
+  </script>
+"""
+
+
+def test_replay_names_the_driver_from_the_process_dump(two_trace: Path, tmp_path: Path) -> None:
+    """A driver process named in the trace's process dump gives the replayed device its name."""
+    _, plain, _ = _run("replay", str(two_trace))
+    pid = next(line for line in plain.splitlines() if line.startswith("  driver ")).split()[3]
+    text = two_trace.read_text(encoding="utf-8")
+    at = text.index('  <script class="trace-data"')
+    service = "android.hardware.neuralnetworks@1.3-service-npu"
+    dumped = tmp_path / "dumped.html"
+    dumped.write_text(text[:at] + _DUMP.format(pid=pid, name=service) + text[at:], "utf-8")
+    code, out, err = _run("replay", str(dumped), "--set", "apps.camera.priority=low")
+    assert code == 0, err
+    assert f"  driver npu: pid {pid} ({service})" in out
+    assert "set devices.npu.scheduler=global_priority" in err
