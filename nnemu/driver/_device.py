@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import bisect
 import collections
+import heapq
+import itertools
 import math
 import random
 
@@ -347,11 +349,34 @@ class Device:
             else:
                 frees.append((max(now, self._running_end(other)), other.seq, None))
         frees.extend((now, -1, None) for _ in range(self.units - len(self._running)))
+        heap = [(at, seq, i, requeued) for i, (at, seq, requeued) in enumerate(frees)]
+        heapq.heapify(heap)
+        count = len(heap)
+        if self.scheduler is not SchedulerKind.PER_APP_PRIORITY and (
+            type(self).pick_index is Device.pick_index
+        ):
+            # fifo and global_priority pick by a fixed key: only the jobs before ``job`` in
+            # that order matter, taken in order (n log n for long queues).
+            key = self._fixed_key
+            mine = key(me)
+            ahead = [(key(other), other) for other in self._waiting if key(other) < mine]
+            heapq.heapify(ahead)
+            while heap:
+                at, _, _, requeued = heapq.heappop(heap)
+                if requeued is not None and key(requeued) < mine:
+                    heapq.heappush(ahead, (key(requeued), requeued))
+                if not ahead:
+                    return at - now
+                _, nxt = heapq.heappop(ahead)
+                count += 1
+                heapq.heappush(heap, (self._planned_end(nxt, at), nxt.seq, count, None))
+            return 0  # pragma: no cover - a unit always frees
+        # Any other order: ask ``pick_index`` at each free unit, on copies (per_app_priority
+        # swaps arrival orders as it grants).
         pending = [attrs.evolve(other) for other in self._waiting]
         pending.append(me)
-        while frees:
-            frees.sort(key=lambda free: (free[0], free[1]))
-            at, _, requeued = frees.pop(0)
+        while heap:
+            at, _, _, requeued = heapq.heappop(heap)
             if requeued is not None:
                 pending.append(requeued)
             index = self.pick_index(pending)
@@ -359,8 +384,15 @@ class Device:
             self._swap_slot(nxt, pending)
             if nxt is me:
                 return at - now
-            frees.append((self._planned_end(nxt, at), nxt.seq, None))
+            count += 1
+            heapq.heappush(heap, (self._planned_end(nxt, at), nxt.seq, count, None))
         return 0  # pragma: no cover - a unit always frees
+
+    def _fixed_key(self, job: Job) -> tuple[int, int]:
+        """The order fifo (arrival) and global_priority (priority, then arrival) pick in."""
+        if self.scheduler is SchedulerKind.FIFO:
+            return (0, job.seq)
+        return self._order_key(job)
 
     def _boundary_ns(self, job: Job, now: int) -> int:
         """End of the segment (launch or operation) ``job`` is running at ``now``."""
@@ -404,8 +436,7 @@ class Device:
 
     def _planned_end(self, job: Job, start: int) -> int:
         """When ``job`` would leave its unit if it got one at ``start`` and kept it."""
-        probe = attrs.evolve(job, durations=self._durations_of(job))
-        return self._stop_point(probe, start, job.launch_ns)[0]
+        return self._stop_point(job, start, job.launch_ns, self._durations_of(job))[0]
 
     def die(self) -> None:
         """The driver process died: every execution on or waiting for the device ends now."""
@@ -421,13 +452,22 @@ class Device:
         rest = sum(job.plan.op_ns[max(0, job.next_op) :])
         return rest + (launch_ns if job.next_op < 0 else 0)
 
-    def _stop_point(self, job: Job, start: int, launch_ns: int) -> tuple[int, str]:
-        """The next moment the job must stop: ('finish'|'deadline'|'loop', time)."""
+    def _stop_point(
+        self, job: Job, start: int, launch_ns: int, durations: list[int] | None = None
+    ) -> tuple[int, str]:
+        """The next moment the job must stop: ('finish'|'deadline'|'loop', time).
+
+        ``durations`` replaces the job's own (the estimate plans waiting jobs with them).
+        """
+        if durations is None:
+            durations = job.durations
         deadline = job.deadline_ns
         abort = deadline is not None and self.spec.deadline_policy is DeadlinePolicy.ABORT
+        # after[i]: the time of segments i.. (the rest at a checkpoint).
+        after = list(itertools.accumulate(reversed(durations)))[::-1] if abort else []
         t = start
         for segment in range(job.next_op, len(job.plan.op_ns)):
-            duration = job.durations[segment + 1]
+            duration = durations[segment + 1]
             if abort and segment >= 0:
                 assert deadline is not None
                 # Checkpoint before each operation: the sample driver's rule (deadline
@@ -435,7 +475,7 @@ class Device:
                 # first operation the driver only knows the nominal costs; once it has
                 # timed one, it knows this execution's pace (jitter and slow-down).
                 known = segment > 0
-                rest = sum(job.durations[segment + 1 :]) if known else sum(job.plan.op_ns)
+                rest = after[segment + 1] if known else job.plan.total_ns
                 if t >= deadline or t + rest > deadline:
                     return t, "deadline"
             if segment >= 0 and job.loop_timeout_ns is not None:
