@@ -87,8 +87,9 @@ class AppStats:
     driver (final result MISSED_DEADLINE_*), dropped late frames, and completions whose
     result came after the deadline."""
     completed_late: int = 0
-    """Completed executions whose result reached the app after their deadline (possible
-    only when the driver does not enforce it, ``deadline_policy: ignore``)."""
+    """Completed executions whose result reached the app after their deadline: a driver
+    that does not enforce it (``deadline_policy: ignore``, pre-1.3), or under ``abort`` a
+    result that finished on the device in time but crossed the deadline on its way back."""
     errors: collections.Counter[str] = attrs.field(factory=collections.Counter)
     latency: LatencyHistogram = attrs.field(factory=LatencyHistogram)
     compile_result: ResultCode = ResultCode.NO_ERROR
