@@ -293,8 +293,9 @@ def test_checkpoint_per_app_with_other_apps_waiting(scenario: Scenario) -> None:
 def isolation_cases(draw: st.DrawFn) -> tuple[Scenario, Scenario]:
     """The same contended scenario twice, with app A's priorities (uid 10000) changed.
 
-    Every frame has its own app thread, costs are deterministic and there are no
-    deadlines, so the device sees the same arrivals in both runs.
+    Every frame has its own app thread and the driver a binder thread for each, costs are
+    deterministic and there are no deadlines, so the device sees the same arrivals in both
+    runs.
     """
     base = draw(
         contended(
@@ -303,7 +304,14 @@ def isolation_cases(draw: st.DrawFn) -> tuple[Scenario, Scenario]:
             shared_uids=False,
         )
     )
-    device = attrs.evolve(base.devices[0], cost=attrs.evolve(base.devices[0].cost, jitter=0.0))
+    # A binder thread for every app thread: a call (B's preparation) never waits behind A's
+    # executions, whose timing A's priorities change.
+    device = attrs.evolve(
+        base.devices[0],
+        cost=attrs.evolve(base.devices[0].cost, jitter=0.0),
+        binder_threads=64,
+        worker_threads=8,
+    )
     apps = []
     for i, app in enumerate(base.apps):
         uid = 10000 if i < 2 else 10001  # a0, a1: app A (one uid); a2: app B
