@@ -19,8 +19,11 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+import attrs
+
 from nnemu.parser._marks import OPAQUE, Mark, classify
 from nnemu.parser._model import (
+    MOVED,
     DetailItem,
     Diagnostic,
     RunStats,
@@ -43,9 +46,10 @@ _HEAD_RE: Final = re.compile(r"\s*(.+?)-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\
 _LEADING_SPACE: Final = re.compile(r"\s*")
 _BAD_HEAD: Final[tuple[str, str | None]] = ("", None)
 
-_FRACTION_SCALE: Final = tuple(10 ** (9 - n) if n <= 9 else 0 for n in range(16))
 _MAX_DIAGNOSTICS: Final = 1000
 _MAX_CACHED_NAMES: Final = 20_000
+_MAX_WAITING: Final = 10_000
+"""HIDL client calls remembered per call name while they wait for a server."""
 
 _SUBPHASES: Final = SUBPHASES
 _NO_SUBPHASES: Final[frozenset[Phase]] = frozenset()
@@ -56,24 +60,117 @@ _LAYER_ORDER: Final[dict[Layer, frozenset[Layer]]] = {
     Layer.IPC: frozenset({Layer.DRIVER}),
 }
 _NO_LAYERS: Final[frozenset[Layer]] = frozenset()
+_DEVICE_CALLEE: Final[dict[Layer, frozenset[Layer]]] = {
+    Layer.RUNTIME: frozenset({Layer.DRIVER}),
+    Layer.IPC: frozenset({Layer.DRIVER}),
+}
+"""Callers of the device layer (LC and LD are one layer, ``LD``, inside a thread)."""
 # LD and LC are one "device" layer inside a thread (AOSP swaps LD<->LC per
 # process); the accumulated device time is named LD or LC when a run ends,
 # once the process is known to be a driver or not.
 _DEVICE: Final = Layer.DRIVER
 
 
-def _ns(seconds: str, fraction: str) -> int:
-    return int(seconds) * 1_000_000_000 + int(fraction) * _FRACTION_SCALE[len(fraction)]
+_MAX_SECONDS_DIGITS: Final = 11
+"""Longest seconds part of a timestamp accepted (about 3,000 years)."""
+
+
+def _ns(seconds: str, fraction: str) -> int | str:
+    """A ``SECONDS.FRACTION`` timestamp in exact ns, or why it cannot be read exactly."""
+    if len(seconds) > _MAX_SECONDS_DIGITS:
+        return (
+            f"timestamp {seconds[:20]}{'...' if len(seconds) > 20 else ''}.{fraction[:12]}"
+            f" is out of range (at most {_MAX_SECONDS_DIGITS} digits of seconds): row skipped"
+        )
+    if len(fraction) > 9:
+        if fraction[9:].strip("0"):
+            return (
+                f"timestamp {seconds}.{fraction[:30]}{'...' if len(fraction) > 30 else ''}"
+                " is finer than a nanosecond and cannot be read exactly: row skipped"
+            )
+        fraction = fraction[:9]
+    return int(seconds) * 1_000_000_000 + int(fraction) * 10 ** (9 - len(fraction))
 
 
 class _Process:
-    __slots__ = ("driver", "pending_async", "tgid")
+    __slots__ = ("driver", "launches", "name", "run", "tgid", "windows")
 
     def __init__(self, tgid: str) -> None:
         self.tgid = tgid
+        self.name = ""
         self.driver = False
-        # Open asynchronous executions: (begin ns, app phase, thread, line number).
-        self.pending_async: collections.deque[tuple[int, Phase, _Thread, int]] = collections.deque()
+        # The current run of a client process (None until its first [NN_LA_PO]).
+        self.run: _Run | None = None
+        # Work launched by prepareModel/execute* server calls, until its notify.
+        self.launches: list[_Launch] = []
+        # Open asynchronous runtime executions (startCompute..Event_wait) per thread.
+        self.windows: dict[_Thread, int] = {}
+
+
+class _Acc:
+    """What one thread contributed to one run."""
+
+    __slots__ = ("acc", "creates", "items", "la_pe", "run", "thread")
+
+    def __init__(self, run: _Run, thread: _Thread, keep_detail: bool) -> None:
+        self.run = run
+        self.thread = thread
+        self.acc: dict[StatKey, int] = {}
+        self.creates: dict[Phase, int] = {}
+        self.la_pe: dict[Phase, int] = {}
+        self.items: list[DetailItem] | None = [] if keep_detail else None
+
+
+class _Run:
+    """A run of one client process: from its ``[NN_LA_PO]`` to the next one."""
+
+    __slots__ = (
+        "accs",
+        "app_stack",
+        "finished",
+        "line",
+        "line_number",
+        "po_frame",
+        "proc",
+        "seq",
+        "starting_mark",
+    )
+
+    def __init__(self, proc: _Process | None, seq: int) -> None:
+        self.proc = proc
+        self.seq = seq
+        self.starting_mark = ""
+        self.line_number = 0
+        self.line = ""
+        self.accs: dict[_Thread, _Acc] = {}
+        self.app_stack: list[tuple[_Frame, Phase]] = []
+        self.po_frame: _Frame | None = None
+        self.finished = False
+
+
+class _Launch:
+    """Work a driver's prepareModel/execute* server call launched for a client."""
+
+    __slots__ = ("app_phase", "burst", "claimed", "execute", "holder", "line_number", "start")
+
+    def __init__(
+        self,
+        holder: _Acc,
+        start: int,
+        app_phase: Phase,
+        line_number: int,
+        *,
+        execute: bool,
+        burst: bool,
+    ) -> None:
+        self.holder = holder
+        self.start = start
+        self.app_phase = app_phase
+        self.execute = execute
+        self.burst = burst
+        """A burst server thread (its ``[NN_LI_*]`` sections) serves one client for good."""
+        self.line_number = line_number
+        self.claimed: _Thread | None = None
 
 
 class _Kind:
@@ -91,12 +188,14 @@ class _Kind:
         "detail",
         "event_wait",
         "execution_create",
+        "hidl_client",
         "is_pe",
         "la_pe",
         "layer",
         "may_cover",
         "may_warn",
         "moved",
+        "moved_from_caller",
         "moved_pe",
         "nondetail_layers",
         "own_add",
@@ -105,6 +204,8 @@ class _Kind:
         "pe_layers",
         "phase",
         "plain_close",
+        "po",
+        "prepare_server",
         "queue_async",
         "special_open",
         "start_compute",
@@ -125,6 +226,12 @@ class _Kind:
     """Counted ``ANeuralNetworksEvent_wait`` execution section."""
     execution_create: bool
     """``ANeuralNetworksExecution_create``."""
+    hidl_client: bool
+    """Client side of a HIDL call (waits for the server side it pairs with)."""
+    po: bool
+    """``[NN_LA_PO]``: the section that makes a run."""
+    prepare_server: bool
+    """Server side of ``IDevice::prepareModel*`` (launches work for a client)."""
     is_pe: bool
     """The phase is ``PE`` (not counted again under an asynchronous execution)."""
     la_pe: bool
@@ -132,11 +239,13 @@ class _Kind:
     layer: Layer
     """Layer (``LC`` folded into the device layer ``LD``)."""
     may_cover: bool
-    """A top-level device section that a pending asynchronous execution covers."""
+    """A top-level device or runtime section whose execution time may be counted already."""
     may_warn: bool
     """Its nesting is reported in an NNAPI thread (``warn_driver``/``warn_other``)."""
     moved: bool
     """Deducted from the parent and its time given to the right place."""
+    moved_from_caller: bool
+    """Deducted from a parent of the layer that calls its layer (kept for the Total column)."""
     moved_pe: bool
     """The moved time also counts as ``PE`` of its layer."""
     nondetail_layers: frozenset[Layer]
@@ -174,6 +283,8 @@ class _Frame:
         "acc_sub",
         "app_phase",
         "covered",
+        "call",
+        "holder",
         "kind",
         "line",
         "line_number",
@@ -184,7 +295,12 @@ class _Frame:
 
     acc_sub: int
     app_phase: Phase
-    covered: bool
+    call: list[object]
+    """A HIDL client call's ``[run, done]`` entry among the calls waiting for a server."""
+    covered: Layer | None
+    """The layer whose execution time another section already counts (else None)."""
+    holder: _Acc
+    """Where the section's time goes: its thread's share of the run it serves."""
     kind: _Kind
     line: str
     line_number: int
@@ -282,8 +398,18 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
         phase is Phase.WARMUP or phase is Phase.BENCHMARK
     )
     kind.la_pe = layer is Layer.APPLICATION and phase is Phase.EXECUTION
-    kind.may_cover = layer is _DEVICE and not mark.hidl
+    kind.moved_from_caller = (
+        subtract
+        and parent is not None
+        and parent.layer is not Layer.APPLICATION
+        and layer is not parent.layer
+        and layer in _LAYER_ORDER.get(parent.layer, _NO_LAYERS) | _DEVICE_CALLEE.get(parent.layer, _NO_LAYERS)
+    )
+    kind.may_cover = (layer is _DEVICE and not mark.hidl) or layer is Layer.RUNTIME
     kind.queue_async = mark.async_execute_server
+    kind.prepare_server = mark.prepare_server
+    kind.hidl_client = mark.hidl_client
+    kind.po = layer is Layer.APPLICATION and phase is Phase.OVERALL
     kind.execution_create = mark.execution_create
     kind.is_pe = phase is Phase.EXECUTION
     kind.own_add = counted and not mark.async_execute_server
@@ -295,9 +421,20 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
     kind.moved = copy and not copy_detail
     kind.moved_pe = phase in EXECUTION_SUBPHASES and layer not in copy_pe_layers
     kind.may_warn = bool(warn_driver or warn_other)
-    kind.special_open = kind.app_entry or kind.la_pe or kind.queue_async
+    kind.special_open = (
+        kind.app_entry
+        or kind.la_pe
+        or kind.queue_async
+        or kind.prepare_server
+        or kind.po
+        or kind.start_compute
+        or kind.hidl_client
+    )
     kind.plain_close = not (
         kind.app_entry
+        or kind.moved_from_caller
+        or kind.po
+        or kind.hidl_client
         or kind.execution_create
         or kind.start_compute
         or kind.event_wait
@@ -347,29 +484,33 @@ def _forget_children(roots: dict[str, _Kind]) -> None:
 
 class _Thread:
     __slots__ = (
-        "acc",
-        "creates",
-        "items",
-        "la_pe",
+        "binder",
+        "claim",
+        "launch",
         "proc",
         "sc_queue",
+        "seq",
         "stack",
+        "task",
         "tid",
         "top",
         "tracked",
     )
 
-    def __init__(self, tid: str, proc: _Process, keep_detail: bool) -> None:
+    def __init__(self, tid: str, proc: _Process, seq: int) -> None:
         self.tid = tid
         self.proc = proc
+        self.seq = seq
+        self.task = ""
         self.tracked = False
+        self.binder = False
         self.stack: list[_Frame | None] = []
         self.top: _Frame | None = None
-        self.acc: dict[StatKey, int] = {}
-        self.creates: dict[Phase, int] = {}
-        self.la_pe: dict[Phase, int] = {}
-        self.sc_queue: collections.deque[tuple[Phase, int]] = collections.deque()
-        self.items: list[DetailItem] | None = [] if keep_detail else None
+        # startCompute ends waiting for their Event_wait: (app phase, end, holder).
+        self.sc_queue: collections.deque[tuple[Phase, int, _Acc]] = collections.deque()
+        # The launch a worker thread works on, and the launch a server call made.
+        self.claim: _Launch | None = None
+        self.launch: _Launch | None = None
 
 
 class Engine:
@@ -391,10 +532,21 @@ class Engine:
         self._tails: dict[str, tuple[str, str, str, Mark, str, bool]] = {}
         self._roots: dict[str, _Kind] = {}
         self._kinds = 0
-        self._app_stack: list[tuple[_Frame, Phase]] = []
-        self._seen_po = False
-        self._starting_mark = ""
-        self._run_has_marks = False
+        self._seq = 0
+        # The run of sections no client run claims (before any [NN_LA_PO]; the
+        # first client to start a run adopts it), then the latest run started.
+        self._orphan: _Run | None = _Run(None, 0)
+        self._latest: _Run = self._orphan
+        self._open_runs: list[_Run] = []
+        self._finished: list[tuple[int, RunStats]] = []
+        self.incomplete: list[RunStats] = []
+        """Runs the trace cuts off (their ``[NN_LA_PO]`` never ends), left out of ``runs``."""
+        self.all_runs: list[RunStats] = []
+        """Every run, the incomplete ones included, in the order the runs start."""
+        # HIDL client calls waiting for their server side, per call name.
+        self._waiting: dict[str, collections.deque[list[object]]] = {}
+        # Task names of processes' main threads (TID == TGID), by TGID.
+        self._names: dict[str, str] = {}
         self._line_number = 0
         self._line = ""
 
@@ -431,13 +583,12 @@ class Engine:
         prefixes = self._prefixes
         tails = self._tails
         threads = self._threads
-        app_stack = self._app_stack
         overall = Phase.OVERALL
         execution = Phase.EXECUTION
         roots = self._roots
         new_frame = _Frame
         saw_rows = False
-        # A counted mark was seen since _run_has_marks was last updated.
+        # A counted mark was seen since saw_nnapi was last updated.
         run_has_marks = False
         for line_number, line in numbered_lines:
             # Fast path for the usual layout: the row's head up to the timestamp
@@ -455,6 +606,7 @@ class Engine:
                     entry[0]
                     and len(fraction) == 6
                     and seconds
+                    and len(seconds) < 12
                     and (digits := seconds + fraction).isdecimal()
                 ):
                     ts = int(digits) * 1000
@@ -475,9 +627,11 @@ class Engine:
                 tid, tgid, seconds, fraction, kind, rest = m.groups()
                 if tgid == "-----":
                     tgid = None
-                ts = (
-                    int(seconds + fraction) * 1000 if len(fraction) == 6 else _ns(seconds, fraction)
-                )
+                stamp_ns = _ns(seconds, fraction)
+                if isinstance(stamp_ns, str):
+                    self.warn(stamp_ns, line_number, line)
+                    continue
+                ts = stamp_ns
                 entry = tails.get(kind + rest) or self._tail(kind + rest)
             saw_rows = True
             kind, payload_tgid, name, mark, payload, plain = entry
@@ -507,8 +661,8 @@ class Engine:
                         parent.acc_sub += frame.acc_sub
                 if closing.own_add:
                     value = duration - frame.acc_sub
-                    acc = thread.acc
-                    if not frame.covered:
+                    acc = frame.holder.acc
+                    if frame.covered is not closing.layer:
                         key = (frame.app_phase, closing.layer, closing.phase)
                         acc[key] = acc.get(key, 0) + value
                         if closing.own_pe:
@@ -565,18 +719,15 @@ class Engine:
                     stack.append(None)
                 layer = mark.layer
                 if layer is None:
-                    if mark.execution_notify_client and proc.pending_async:
-                        self._notify(proc, ts)
+                    if mark.execution_notify_client or mark.prepare_notify_client:
+                        self._notify(thread, mark.execution_notify_client, ts)
                     stack.append(None)
                     continue
                 if layer is Layer.APPLICATION and mark.phase is Phase.OVERALL:
-                    if self._seen_po:
-                        if run_has_marks:
-                            self._run_has_marks = self.saw_nnapi = True
-                            run_has_marks = False
-                        self._finish_run(f"a new run starts at line {line_number}")
-                    self._seen_po = True
-                    self._starting_mark = payload
+                    if run_has_marks:
+                        self.saw_nnapi = True
+                        run_has_marks = False
+                    self._start_run(proc, payload, line_number, line)
 
             # Open a counted section under the thread's innermost one.
             parent = thread.top
@@ -598,30 +749,28 @@ class Engine:
             frame.start = ts
             frame.parent = parent
             frame.acc_sub = 0
-            frame.app_phase = app_phase = app_stack[-1][1] if app_stack else overall
             frame.line_number = line_number
             frame.line = line
             frame.payload = payload
             if parent is not None:
+                frame.holder = holder = parent.holder
                 frame.covered = parent.covered
                 if kind_of.may_warn and thread.tracked:
                     for message in kind_of.warn_driver if proc.driver else kind_of.warn_other:
                         self.warn(message, line_number, line)
             else:
-                frame.covered = kind_of.may_cover and proc.driver and bool(proc.pending_async)
+                frame.holder = holder = self._attribute(thread, mark)
+                frame.covered = self._covered(thread, kind_of, holder) if kind_of.may_cover else None
+            app_stack = holder.run.app_stack
+            frame.app_phase = app_phase = app_stack[-1][1] if app_stack else overall
             stack.append(frame)
             thread.top = frame
             if kind_of.special_open:
-                if kind_of.app_entry:
-                    app_stack.append((frame, kind_of.phase))
-                elif kind_of.la_pe:
-                    thread.la_pe[app_phase] = thread.la_pe.get(app_phase, 0) + 1
-                if kind_of.queue_async and proc.driver:
-                    proc.pending_async.append((ts, app_phase, thread, line_number))
+                self._special_open(thread, frame, mark, app_phase)
         if saw_rows:
             self.saw_rows = True
         if run_has_marks:
-            self._run_has_marks = self.saw_nnapi = True
+            self.saw_nnapi = True
 
     def _head_ids(self, head: str) -> tuple[str, str | None]:
         """``(tid, tgid column)`` of a row head ending before the timestamp.
@@ -641,6 +790,8 @@ class Engine:
         if m is not None and leading is not None and m.start(1) == leading.end():
             # A "-----" TGID column means "unknown" (the payload's pid is used).
             ids = (m.group(2), None if m.group(3) == "-----" else m.group(3))
+            if ids[0] == ids[1] and len(self._names) < _MAX_CACHED_NAMES:
+                self._names.setdefault(ids[0], m.group(1))
         prefixes[head] = ids
         return ids
 
@@ -703,25 +854,144 @@ class Engine:
             proc = self._procs.get(key)
             if proc is None:
                 proc = self._procs[key] = _Process(key)
+                proc.name = self._names.get(key, "")
             if thread is None:
-                thread = self._threads[tid] = _Thread(tid, proc, self.keep_detail)
+                thread = self._threads[tid] = _Thread(tid, proc, len(self._threads))
             else:
                 thread.proc = proc
         return thread
 
-    def _notify(self, proc: _Process, ts: int) -> None:
-        if not proc.pending_async:
+    # -- attribution -------------------------------------------------------
+
+    def _holder(self, run: _Run, thread: _Thread) -> _Acc:
+        holder = run.accs.get(thread)
+        if holder is None:
+            holder = run.accs[thread] = _Acc(run, thread, self.keep_detail)
+        return holder
+
+    def _attribute(self, thread: _Thread, mark: Mark) -> _Acc:
+        """The run a section opened at the top of ``thread``'s stack serves.
+
+        A client process's sections belong to its current run.  On a driver
+        thread, a HIDL server call serves the oldest client call of the same
+        interface::method still waiting for it; other sections of a binder
+        thread and of a worker thread belong to the client whose launched work
+        (a prepareModel/execute* server call) the thread took on, until its
+        notification.  Anything else goes to the latest run started.
+        """
+        proc = thread.proc
+        run = proc.run
+        if run is not None:
+            return self._holder(run, thread)
+        if mark.hidl_server:
+            thread.binder = True
+            waiting = self._waiting.get(mark.call)
+            while waiting:
+                call = waiting.popleft()
+                served = call[0]
+                assert isinstance(served, _Run)
+                if not served.finished and not call[1]:
+                    call[1] = True
+                    return self._holder(served, thread)
+        elif not thread.binder and proc.driver:
+            claim = thread.claim
+            if claim is None or claim not in proc.launches:
+                thread.claim = claim = None
+                # A burst server thread writes IPC marks; workers write device marks.
+                burst = mark.layer is Layer.IPC
+                for launch in proc.launches:
+                    if launch.claimed is None and launch.burst is burst:
+                        launch.claimed = thread
+                        thread.claim = claim = launch
+                        break
+            if claim is not None:
+                return self._holder(claim.holder.run, thread)
+        return self._holder(self._latest, thread)
+
+    @staticmethod
+    def _covered(thread: _Thread, kind: _Kind, holder: _Acc) -> Layer | None:
+        """The layer whose execution time is already counted for a top-level section.
+
+        A device section on a driver thread while an asynchronous execution of
+        the same client is pending on that driver (its time runs from the
+        execute call to the notification), and a runtime section on another
+        thread of an app inside one of its startCompute..Event_wait windows.
+        """
+        proc = thread.proc
+        layer = kind.layer
+        if layer is _DEVICE:
+            if proc.driver:
+                run = holder.run
+                for launch in proc.launches:
+                    if launch.execute and launch.holder.run is run:
+                        return _DEVICE
+        elif layer is Layer.RUNTIME and proc.windows:
+            for other, count in proc.windows.items():
+                if count and other is not thread:
+                    return Layer.RUNTIME
+        return None
+
+    def _special_open(self, thread: _Thread, frame: _Frame, mark: Mark, app_phase: Phase) -> None:
+        kind = frame.kind
+        holder = frame.holder
+        if kind.app_entry:
+            holder.run.app_stack.append((frame, kind.phase))
+        elif kind.la_pe:
+            holder.la_pe[app_phase] = holder.la_pe.get(app_phase, 0) + 1
+        elif kind.po:
+            run = holder.run
+            if run.po_frame is None and run.proc is thread.proc:
+                run.po_frame = frame
+        elif kind.start_compute:
+            windows = thread.proc.windows
+            windows[thread] = windows.get(thread, 0) + 1
+        elif kind.hidl_client:
+            waiting = self._waiting.get(mark.call)
+            if waiting is None:
+                waiting = self._waiting[mark.call] = collections.deque(maxlen=_MAX_WAITING)
+            call: list[object] = [holder.run, False]
+            waiting.append(call)
+            frame.call = call
+        if (kind.queue_async or kind.prepare_server) and thread.proc.driver:
+            launch = _Launch(
+                holder,
+                frame.start,
+                app_phase,
+                frame.line_number,
+                execute=kind.queue_async,
+                burst="configureExecutionBurst" in mark.call,
+            )
+            thread.proc.launches.append(launch)
+            thread.launch = launch
+
+    def _notify(self, thread: _Thread, execute: bool, ts: int) -> None:
+        """A driver notifies a callback: the launched work it ends is done."""
+        launches = thread.proc.launches
+        if not launches:
             return
-        start, app_phase, thread, _ = proc.pending_async.popleft()
-        self._add(thread, app_phase, _DEVICE, Phase.EXECUTION, ts - start, "async execute")
+        done = None
+        for candidate in (thread.claim, thread.launch):
+            if candidate is not None and candidate.execute is execute and candidate in launches:
+                done = candidate
+                break
+        if done is None:
+            done = next((launch for launch in launches if launch.execute is execute), None)
+            if done is None:
+                return
+        launches.remove(done)
+        if thread.claim is done:
+            thread.claim = None
+        if done.execute:
+            self._add(done.holder, done.app_phase, _DEVICE, Phase.EXECUTION, ts - done.start,
+                      "async execute")
 
     def _add(
-        self, thread: _Thread, app_phase: Phase, layer: Layer, phase: Phase, value: int, what: str
+        self, holder: _Acc, app_phase: Phase, layer: Layer, phase: Phase, value: int, what: str
     ) -> None:
         key = (app_phase, layer, phase)
-        thread.acc[key] = thread.acc.get(key, 0) + value
-        if thread.items is not None:
-            thread.items.append(
+        holder.acc[key] = holder.acc.get(key, 0) + value
+        if holder.items is not None:
+            holder.items.append(
                 DetailItem(
                     mark=what,
                     elapsed_ms=value / 1_000_000,
@@ -737,131 +1007,198 @@ class Engine:
     def _close(self, thread: _Thread, frame: _Frame, end: int) -> None:
         """Count a section that ends at ``end`` (already popped)."""
         kind = frame.kind
+        holder = frame.holder
         thread.top = parent = frame.parent
         if kind.app_entry:
-            app_stack = self._app_stack
+            app_stack = holder.run.app_stack
             for index in range(len(app_stack) - 1, -1, -1):
                 if app_stack[index][0] is frame:
                     del app_stack[index]
                     break
+        elif kind.po:
+            if holder.run.po_frame is frame:
+                holder.run.po_frame = None
+        elif kind.hidl_client:
+            # A call never served (passthrough, dead callee) must not pair later.
+            frame.call[1] = True
         duration = end - frame.start
+        app_phase = frame.app_phase
         if parent is not None:
             if kind.subtract:
                 parent.acc_sub += duration
+                if kind.moved_from_caller:
+                    key = (MOVED, parent.kind.layer, kind.phase)
+                    holder.acc[key] = holder.acc.get(key, 0) + duration
             elif kind.detail:
                 parent.acc_sub += frame.acc_sub
-        app_phase = frame.app_phase
         if kind.execution_create:
-            thread.creates[app_phase] = thread.creates.get(app_phase, 0) + 1
+            holder.creates[app_phase] = holder.creates.get(app_phase, 0) + 1
+        covered = frame.covered is kind.layer
         if kind.own_add:
             # An asynchronous execute's server call only launches the work; the
             # driver's time is counted up to the callback notification instead.
             value = duration - frame.acc_sub
-            covered = frame.covered
-            if thread.items is None:
-                acc = thread.acc
-                if not (covered and kind.is_pe):
-                    key = (app_phase, kind.layer, kind.phase)
-                    acc[key] = acc.get(key, 0) + value
-                if kind.own_pe and not covered:
-                    key = (app_phase, kind.layer, Phase.EXECUTION)
-                    acc[key] = acc.get(key, 0) + value
-            else:
-                if not (covered and kind.is_pe):
-                    self._add(thread, app_phase, kind.layer, kind.phase, value, frame.payload)
-                if kind.own_pe and not covered:
-                    self._add(thread, app_phase, kind.layer, Phase.EXECUTION, value, frame.payload)
+            if not (covered and kind.is_pe):
+                self._add(holder, app_phase, kind.layer, kind.phase, value, frame.payload)
+            if kind.own_pe and not covered:
+                self._add(holder, app_phase, kind.layer, Phase.EXECUTION, value, frame.payload)
         if kind.start_compute:
-            thread.sc_queue.append((app_phase, end))
-        elif kind.event_wait and thread.sc_queue:
-            started_phase, started_end = thread.sc_queue.popleft()
-            gap = frame.start - started_end
-            if gap > 0:
-                self._add(
-                    thread, started_phase, kind.layer, kind.phase, gap, "startCompute..Event_wait"
-                )
+            thread.sc_queue.append((app_phase, end, holder))
+        elif kind.event_wait:
+            windows = thread.proc.windows
+            if windows.get(thread):
+                windows[thread] -= 1
+            if thread.sc_queue:
+                started_phase, started_end, started = thread.sc_queue.popleft()
+                gap = frame.start - started_end
+                if gap > 0:
+                    self._add(
+                        started,
+                        started_phase,
+                        kind.layer,
+                        kind.phase,
+                        gap,
+                        "startCompute..Event_wait",
+                    )
         if kind.moved:
             copied = frame.payload + " (moved)"
-            if not (frame.covered and kind.is_pe):
-                self._add(thread, app_phase, kind.layer, kind.phase, duration, copied)
-            if kind.moved_pe and not frame.covered:
-                self._add(thread, app_phase, kind.layer, Phase.EXECUTION, duration, copied)
+            if not (covered and kind.is_pe):
+                self._add(holder, app_phase, kind.layer, kind.phase, duration, copied)
+            if kind.moved_pe and not covered:
+                self._add(holder, app_phase, kind.layer, Phase.EXECUTION, duration, copied)
 
     # -- runs --------------------------------------------------------------
 
-    def _finish_run(self, why: str) -> None:
-        for thread in self._threads.values():
-            stack = thread.stack
-            for index, frame in enumerate(stack):
-                if frame is None:
-                    continue
-                if thread.tracked:
-                    self.warn(
-                        f"section still open when {why}; its time is not counted",
-                        frame.line_number,
-                        frame.line,
-                    )
-                stack[index] = None
-            thread.top = None
-            thread.sc_queue.clear()
-        for proc in self._procs.values():
-            for _, _, _, line_number in proc.pending_async:
-                self.warn(
-                    f"asynchronous execution never notified its callback before {why};"
-                    " its driver time is not counted",
-                    line_number,
-                    "",
-                )
-            proc.pending_async.clear()
-        self._app_stack.clear()
-        if self._run_has_marks or self._starting_mark:
-            self.runs.append(self._collect())
-        self._run_has_marks = False
-        self._starting_mark = ""
+    def _start_run(self, proc: _Process, payload: str, line_number: int, line: str) -> None:
+        """A ``[NN_LA_PO]`` of ``proc`` begins: its current run ends, a new one starts."""
+        old = proc.run
+        if old is None and self._orphan is not None:
+            # Rows before a trace's first [NN_LA_PO] belong to the first run.
+            run = self._orphan
+            self._orphan = None
+            run.proc = proc
+        else:
+            if old is not None:
+                self._finish_run(old, f"a new run starts at line {line_number}")
+            self._seq += 1
+            run = _Run(proc, self._seq)
+        run.starting_mark = payload
+        run.line_number = line_number
+        run.line = line.rstrip("\r\n")
+        proc.run = run
+        self._latest = run
+        self._open_runs.append(run)
 
-    def _collect(self) -> RunStats:
+    def _finish_run(self, run: _Run, why: str) -> RunStats:
+        """Drop what of ``run`` is still open (reported) and keep its statistics."""
+        run.finished = True
+        for thread in self._threads.values():
+            top = thread.top
+            if top is not None and top.holder.run is run:
+                stack = thread.stack
+                for index, frame in enumerate(stack):
+                    if frame is None:
+                        continue
+                    if thread.tracked:
+                        self.warn(
+                            f"section still open when {why}; its time is not counted",
+                            frame.line_number,
+                            frame.line,
+                        )
+                    stack[index] = None
+                thread.top = None
+            if thread.sc_queue:
+                thread.sc_queue = collections.deque(
+                    item for item in thread.sc_queue if item[2].run is not run
+                )
+        for proc in self._procs.values():
+            if proc.run is run:
+                proc.windows.clear()
+            if not proc.launches:
+                continue
+            kept = []
+            for launch in proc.launches:
+                if launch.holder.run is not run:
+                    kept.append(launch)
+                elif launch.execute:
+                    self.warn(
+                        f"asynchronous execution never notified its callback before {why};"
+                        " its driver time is not counted",
+                        launch.line_number,
+                        "",
+                    )
+            proc.launches = kept
+        run.app_stack.clear()
+        if run in self._open_runs:
+            self._open_runs.remove(run)
+        stats = self._collect(run)
+        if run.proc is not None or self.saw_nnapi:
+            self._finished.append((run.seq, stats))
+        return stats
+
+    def _collect(self, run: _Run) -> RunStats:
         totals: dict[StatKey, int] = {}
         creates: dict[Phase, int] = {}
         la_pe: dict[Phase, int] = {}
         detail: list[ThreadDetail] = []
-        for thread in self._threads.values():
+        for thread, holder in sorted(run.accs.items(), key=lambda item: item[0].seq):
             if thread.tracked:
                 device = Layer.DRIVER if thread.proc.driver else Layer.CPU
-                for (app_phase, layer, phase), value in thread.acc.items():
+                for (app_phase, layer, phase), value in holder.acc.items():
                     key = (app_phase, device if layer is _DEVICE else layer, phase)
                     totals[key] = totals.get(key, 0) + value
-                for app_phase, count in thread.creates.items():
+                for app_phase, count in holder.creates.items():
                     creates[app_phase] = creates.get(app_phase, 0) + count
-                for app_phase, count in thread.la_pe.items():
+                for app_phase, count in holder.la_pe.items():
                     la_pe[app_phase] = la_pe.get(app_phase, 0) + count
-                if thread.items:
+                if holder.items:
                     detail.append(
                         ThreadDetail(
                             tid=thread.tid,
                             tgid=thread.proc.tgid,
                             is_driver=thread.proc.driver,
-                            items=tuple(thread.items),
+                            items=tuple(holder.items),
                         )
                     )
-            thread.acc = {}
-            thread.creates = {}
-            thread.la_pe = {}
-            if thread.items is not None:
-                thread.items = []
+        run.accs = {}
         counts = {
             app: creates.get(app, 0) or la_pe.get(app, 0)
             for app in (Phase.OVERALL, Phase.WARMUP, Phase.BENCHMARK)
         }
+        proc = run.proc
         return RunStats.from_totals(
-            starting_mark=self._starting_mark,
+            starting_mark=run.starting_mark,
             totals_ns=totals,
             execution_counts=counts,
             detail=tuple(detail),
+            pid=proc.tgid if proc is not None else "",
+            process_name=(proc.name or self._names.get(proc.tgid, "")) if proc is not None else "",
         )
 
     def finish(self) -> None:
-        """End of input: close the last run."""
+        """End of input: close every run; a run whose ``[NN_LA_PO]`` is still open is incomplete."""
         self._line = ""
-        self._finish_run("the trace ends")
+        open_runs = sorted(self._open_runs, key=lambda run: run.seq)
+        if self._orphan is not None:
+            open_runs.insert(0, self._orphan)
+        for run in open_runs:
+            cut = run.po_frame is not None
+            stats = self._finish_run(run, "the trace ends")
+            if cut:
+                self._finished.remove((run.seq, stats))
+                stats = attrs.evolve(stats, incomplete=True)
+                self._finished.append((run.seq, stats))
+                self.incomplete.append(stats)
+                name = f" ({stats.process_name})" if stats.process_name else ""
+                self.warn(
+                    f"the run of process {stats.pid}{name} that starts here"
+                    f" ({run.starting_mark}) is cut off by the end of the trace: left out"
+                    " (--include-incomplete prints it)",
+                    run.line_number,
+                    run.line,
+                )
+        self._finished.sort(key=lambda item: item[0])
+        self.all_runs = [stats for _, stats in self._finished]
+        self.runs = [stats for stats in self.all_runs if not stats.incomplete]
         if self.suppressed:
             self.warn(f"{self.suppressed} more diagnostics not shown", 0, "")

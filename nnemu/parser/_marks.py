@@ -59,6 +59,17 @@ class Mark:
     """An automatically generated HIDL mark."""
     async_execute_server: bool = False
     """Server side of an asynchronous ``execute*`` call."""
+    prepare_server: bool = False
+    """Server side of ``IDevice::prepareModel*`` (launches work that ends with a notify) or
+    ``IPreparedModel::configureExecutionBurst`` (starts a burst server thread)."""
+    hidl_client: bool = False
+    """Client side of a counted HIDL call (waits for its server side)."""
+    hidl_server: bool = False
+    """Server side of a HIDL call (serves the client call waiting with the same ``call``)."""
+    call: str = ""
+    """``HIDL::<interface>::<method>`` of a HIDL mark (pairs client and server sides)."""
+    prepare_notify_client: bool = False
+    """Client side of ``IPreparedModelCallback::notify*`` (ends a launched preparation)."""
     execution_notify_client: bool = False
     """Client side of ``IExecutionCallback::notify*`` (ends driver execution)."""
     start_compute: bool = False
@@ -104,6 +115,7 @@ def _classify_hidl(name: str) -> Mark:
     parts = name.split("::")
     interface = parts[1] if len(parts) > 1 else ""
     method = parts[2] if len(parts) > 2 else ""
+    call = "::".join(parts[:3])
     if "::client" in name:
         if "notify" in name or "IBurstCallback" in name:
             # Calls "up" into the runtime: not counted (AOSP ignores them too),
@@ -114,6 +126,8 @@ def _classify_hidl(name: str) -> Mark:
                 name,
                 hidl=True,
                 execution_notify_client="IExecutionCallback::notify" in name,
+                prepare_notify_client="IPreparedModelCallback::notify" in name,
+                call=call,
             )
         layer = Layer.IPC
     elif "::server" in name:
@@ -137,6 +151,14 @@ def _classify_hidl(name: str) -> Mark:
         async_execute_server=driver_server
         and interface == "IPreparedModel"
         and method in _ASYNC_EXECUTE_METHODS,
+        prepare_server=driver_server
+        and (
+            (interface == "IDevice" and "prepareModel" in method)
+            or method == "configureExecutionBurst"
+        ),
+        hidl_client=layer is Layer.IPC and name.endswith("::client"),
+        hidl_server=server,
+        call=call,
     )
 
 

@@ -181,6 +181,12 @@ class RunStats:
     """Exact accumulated totals in ns, per (app phase, layer, phase)."""
     detail: tuple[ThreadDetail, ...] = ()
     """Per-thread contributions, only when parsed with ``keep_detail``."""
+    pid: str = ""
+    """Process id (TGID) of the client whose ``[NN_LA_PO]`` started the run (``""`` if none)."""
+    process_name: str = ""
+    """Name of that process, as the trace gives it (``""`` when it does not)."""
+    incomplete: bool = False
+    """The trace ends before the run's ``[NN_LA_PO]`` section does (a partial run)."""
 
     # The tables are derived from the totals alone, so they are built on first
     # access (most runs of a long trace are never printed one by one).
@@ -246,6 +252,9 @@ class RunStats:
         totals_ns: Mapping[StatKey, int],
         execution_counts: Mapping[Phase, int],
         detail: tuple[ThreadDetail, ...] = (),
+        pid: str = "",
+        process_name: str = "",
+        incomplete: bool = False,
     ) -> RunStats:
         """Keep accumulated totals; the tables Android's parser prints follow on demand."""
         return cls(
@@ -253,6 +262,9 @@ class RunStats:
             execution_counts={app: execution_counts.get(app, 0) for app in APP_PHASES},
             totals_by_key_ns=dict(totals_ns),
             detail=detail,
+            pid=pid,
+            process_name=process_name,
+            incomplete=incomplete,
         )
 
 
@@ -322,6 +334,7 @@ def _aggregate(
                 self_times[phase] = _self_times(_with_total(row))
             else:
                 self_times[phase] = dict(_NO_DATA_SELF_TIMES[phase])
+    _add_back_moved(self_times, totals_ns)
     for table in app_times.values():
         for row in table.values():
             _with_total(row)
@@ -330,6 +343,37 @@ def _aggregate(
         for app, table in app_times.items()
     }
     return times, self_times, app_times, app_self
+
+
+MOVED: Final = Phase.UNSPECIFIED
+"""Application-phase slot of the totals that hold callee time moved out of a caller:
+``(MOVED, caller layer, phase)`` is callee time the contract moved out of the caller's
+sections into ``phase`` (one-time initialisation: ``getCapabilities`` inside
+``Compilation_create``)."""
+
+
+def _add_back_moved(
+    self_times: dict[Phase, dict[LayerKey, float]], totals_ns: Mapping[StatKey, int]
+) -> None:
+    """Do not deduct from a caller the callee time that was moved out of its sections.
+
+    That time was deducted from the caller's section already (its phase lost
+    it), so the phase it moved to and the Total column must not subtract it
+    from the caller again; a layer's Total self time stays the sum of its row.
+    """
+    moved: dict[tuple[Layer, Phase], int] = {}
+    for (app, layer, phase), value in totals_ns.items():
+        if app is MOVED:
+            moved[layer, phase] = moved.get((layer, phase), 0) + value
+    if not moved:
+        return
+    for (layer, phase), value_ns in moved.items():
+        for target in (phase, Phase.OVERALL):
+            row = self_times[target]
+            if math.isnan(row[layer]) or row[layer] == 0.0:
+                continue
+            row = self_times[target] = dict(row)
+            row[layer] += _ns_to_ms(value_ns)
 
 
 def _tuple_of_runs(runs: Iterable[RunStats]) -> tuple[RunStats, ...]:
