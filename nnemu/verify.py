@@ -81,7 +81,8 @@ class Verification:
     cells: tuple[CellResult, ...]
     """Every compared cell."""
     run_count_problem: str | None
-    """Set when the parser and the ground truth see different numbers of runs."""
+    """Set when the runs do not pair up: different numbers of runs, another process,
+    another execution count, or no data for an app that executed (one problem a line)."""
     contract_diagnostics: tuple[Diagnostic, ...]
     """Parser diagnostics not explained by run boundaries (broken contract rules)."""
 
@@ -103,20 +104,39 @@ def _parsed(run: RunStats, layer: Layer, phase: Phase) -> int:
 def compare(
     parsed: ParseResult, truth: tuple[RunTruth, ...], *, dead_driver_executions: int = 0
 ) -> Verification:
-    """Compare every cell of every run of ``parsed`` with ``truth``.
+    """Compare every cell of every (client process, run) of ``parsed`` with ``truth``.
 
-    ``dead_driver_executions`` asynchronous executions were never notified because their
-    driver died (the ground truth flags their cells); as many "never notified" parser
-    diagnostics are explained by that and are not contract breaks.
+    Runs are paired in the order they start; each pair must be the same
+    client process and count the same executions, and a run of an app that
+    executed must have data (a run the parser left empty is a failure, not a
+    table of agreeing zeros).  ``dead_driver_executions`` asynchronous
+    executions were never notified because their driver died (the ground truth
+    flags their cells); as many "never notified" parser diagnostics are
+    explained by that and are not contract breaks.
     """
-    problem = None
+    problems = []
     if len(parsed.runs) != len(truth):
-        problem = f"the parser found {len(parsed.runs)} runs, the ground truth has {len(truth)}"
+        problems.append(
+            f"the parser found {len(parsed.runs)} runs, the ground truth has {len(truth)}"
+        )
     cells = []
     for index, (run, true_run) in enumerate(zip(parsed.runs, truth, strict=False)):
+        name = true_run.starting_app or "(before any [NN_LA_PO])"
+        if true_run.pid is not None and run.pid != str(true_run.pid):
+            problems.append(
+                f"run {index}: the parser's run is of process {run.pid or '(none)'},"
+                f" the ground truth's of {name} (pid {true_run.pid})"
+            )
+        parsed_executions = sum(run.execution_counts.values())
+        if parsed_executions != true_run.executions:
+            problems.append(
+                f"run {index} ({name}): the parser counts {parsed_executions} executions,"
+                f" the ground truth {true_run.executions}"
+            )
+        run_cells = []
         for layer in CELL_LAYERS:
             for phase in CELL_PHASES:
-                cells.append(
+                run_cells.append(
                     CellResult(
                         run=index,
                         layer=layer,
@@ -126,6 +146,12 @@ def compare(
                         reasons=true_run.unreconstructable.get((layer, phase), ()),
                     )
                 )
+        if true_run.executions and not any(c.parsed_ns for c in run_cells if not c.reasons):
+            problems.append(
+                f"run {index} ({name}): no data in the trace for an app that executed"
+                f" {true_run.executions} times"
+            )
+        cells.extend(run_cells)
     diagnostics = []
     unexplained_dead = dead_driver_executions
     for d in parsed.diagnostics:
@@ -136,7 +162,9 @@ def compare(
             continue
         diagnostics.append(d)
     return Verification(
-        cells=tuple(cells), run_count_problem=problem, contract_diagnostics=tuple(diagnostics)
+        cells=tuple(cells),
+        run_count_problem="\n".join(problems) or None,
+        contract_diagnostics=tuple(diagnostics),
     )
 
 
@@ -150,27 +178,31 @@ def format_verification(result: Verification, truth: tuple[RunTruth, ...], out: 
         cells = [c for c in result.cells if c.run == true_run.index]
         if not cells:
             continue
-        agree = sum(1 for c in cells if c.agrees and not c.reasons)
+        agree = [c for c in cells if c.agrees and not c.reasons]
+        nonzero = sum(1 for c in agree if c.truth_ns)
         differ = [c for c in cells if not c.agrees and not c.reasons]
         unknown = [c for c in cells if c.reasons]
         app = true_run.starting_app or "(before any [NN_LA_PO])"
+        pid = f", pid {true_run.pid}" if true_run.pid is not None else ""
         out.write(
-            f"run {true_run.index} ({app}): {agree} cells agree, {len(differ)} differ,"
+            f"run {true_run.index} ({app}{pid}, {true_run.executions} executions):"
+            f" {len(agree)} cells agree ({nonzero} non-zero), {len(differ)} differ,"
             f" {len(unknown)} not reconstructable\n"
         )
     shown = [c for c in result.cells if not c.agrees or c.reasons]
     if shown:
         out.write(
-            f"\n{'run':>3}  {'cell':<8}{'trace us':>14}{'truth us':>14}{'diff us':>12}  status\n"
+            f"\n{'run':>3}  {'cell':<8}{'trace us':>15}{'truth us':>15}{'diff us':>15}  status\n"
         )
         for c in shown:
             status = "not reconstructable" if c.reasons else "DIFFERS"
+            cell = f"{c.layer.value}_{c.phase.value}"
             out.write(
-                f"{c.run:>3}  {c.layer.value}_{c.phase.value:<5}{_us(c.parsed_ns):>15}"
+                f"{c.run:>3}  {cell:<8}{_us(c.parsed_ns):>15}"
                 f"{_us(c.truth_ns):>15}{_us(c.parsed_ns - c.truth_ns):>15}  {status}\n"
             )
             for reason in c.reasons:
-                out.write(f"{'':>15}because {reason}\n")
+                out.write(f"{'':>13}because {reason}\n")
     if result.run_count_problem:
         out.write(f"\n{result.run_count_problem}\n")
     if result.contract_diagnostics:

@@ -89,7 +89,8 @@ def _ns(seconds: str, fraction: str) -> int | str:
                 " is finer than a nanosecond and cannot be read exactly: row skipped"
             )
         fraction = fraction[:9]
-    return int(seconds) * 1_000_000_000 + int(fraction) * 10 ** (9 - len(fraction))
+    scale: int = 10 ** (9 - len(fraction))
+    return int(seconds) * 1_000_000_000 + int(fraction) * scale
 
 
 class _Process:
@@ -282,8 +283,8 @@ class _Frame:
     __slots__ = (
         "acc_sub",
         "app_phase",
-        "covered",
         "call",
+        "covered",
         "holder",
         "kind",
         "line",
@@ -403,9 +404,12 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
         and parent is not None
         and parent.layer is not Layer.APPLICATION
         and layer is not parent.layer
-        and layer in _LAYER_ORDER.get(parent.layer, _NO_LAYERS) | _DEVICE_CALLEE.get(parent.layer, _NO_LAYERS)
+        and layer
+        in _LAYER_ORDER.get(parent.layer, _NO_LAYERS) | _DEVICE_CALLEE.get(parent.layer, _NO_LAYERS)
     )
-    kind.may_cover = (layer is _DEVICE and not mark.hidl) or layer is Layer.RUNTIME
+    kind.may_cover = (layer is _DEVICE and not mark.hidl) or (
+        (layer is Layer.RUNTIME or layer is Layer.IPC) and parent is None
+    )
     kind.queue_async = mark.async_execute_server
     kind.prepare_server = mark.prepare_server
     kind.hidl_client = mark.hidl_client
@@ -760,7 +764,9 @@ class Engine:
                         self.warn(message, line_number, line)
             else:
                 frame.holder = holder = self._attribute(thread, mark)
-                frame.covered = self._covered(thread, kind_of, holder) if kind_of.may_cover else None
+                frame.covered = (
+                    self._covered(thread, kind_of, holder) if kind_of.may_cover else None
+                )
             app_stack = holder.run.app_stack
             frame.app_phase = app_phase = app_stack[-1][1] if app_stack else overall
             stack.append(frame)
@@ -925,6 +931,12 @@ class Engine:
                 for launch in proc.launches:
                     if launch.execute and launch.holder.run is run:
                         return _DEVICE
+        elif layer is Layer.IPC:
+            # A burst server's IPC sections run inside the client's
+            # ExecutionBurstController call, which counts that wall-clock time.
+            claim = thread.claim
+            if claim is not None and claim.burst:
+                return Layer.IPC
         elif layer is Layer.RUNTIME and proc.windows:
             for other, count in proc.windows.items():
                 if count and other is not thread:
@@ -982,8 +994,14 @@ class Engine:
         if thread.claim is done:
             thread.claim = None
         if done.execute:
-            self._add(done.holder, done.app_phase, _DEVICE, Phase.EXECUTION, ts - done.start,
-                      "async execute")
+            self._add(
+                done.holder,
+                done.app_phase,
+                _DEVICE,
+                Phase.EXECUTION,
+                ts - done.start,
+                "async execute",
+            )
 
     def _add(
         self, holder: _Acc, app_phase: Phase, layer: Layer, phase: Phase, value: int, what: str
@@ -1061,11 +1079,14 @@ class Engine:
                         "startCompute..Event_wait",
                     )
         if kind.moved:
+            # The moved section keeps what its own children deduct (a one-time
+            # initialisation inside it is counted once, in PI).
             copied = frame.payload + " (moved)"
+            value = duration - frame.acc_sub
             if not (covered and kind.is_pe):
-                self._add(holder, app_phase, kind.layer, kind.phase, duration, copied)
+                self._add(holder, app_phase, kind.layer, kind.phase, value, copied)
             if kind.moved_pe and not covered:
-                self._add(holder, app_phase, kind.layer, Phase.EXECUTION, duration, copied)
+                self._add(holder, app_phase, kind.layer, Phase.EXECUTION, value, copied)
 
     # -- runs --------------------------------------------------------------
 

@@ -30,10 +30,18 @@ open sections is fixed, and each elapsed nanosecond is credited to every cell
   ``IPreparedModel::execute*`` server call to the begin of the driver's next
   ``IExecutionCallback::notify*`` client call).
 
-Runs are split as the parser splits them: a ``[NN_LA_PO]`` begin starts a new
-run.  A section (or asynchronous execution) still open when a run starts is
-time the trace cannot attribute (the parser drops it): its cells are recorded
-as not reconstructable in both runs, with the reason.
+Runs are per client process, as the parser splits them: a ``[NN_LA_PO]``
+begin starts a new run of that process.  Each section is credited to the run
+of the client it serves: a client's own threads serve its current run; a
+driver's binder thread serves the client whose synchronous HIDL call of the
+same interface::method has waited longest (the observer sees events in the
+trace's order, not in the calling task, so it pairs calls as the contract's
+reader must); a driver's worker and burst server threads serve the client whose
+launched work (prepareModel/execute*/configureExecutionBurst) they took on,
+oldest first, until its notification.  A section (or asynchronous execution)
+of a client still open when that client's next run starts is time the trace
+cannot attribute (the parser drops it): its cells are recorded as not
+reconstructable in both runs, with the reason.
 """
 
 from __future__ import annotations
@@ -115,6 +123,7 @@ class _Section:
     __slots__ = (
         "accrues",
         "async_server",
+        "call",
         "copy",
         "copy_pe",
         "covered",
@@ -145,9 +154,10 @@ class _Section:
         self.copy = False
         self.copy_pe = False
         self.subphase_pe = False
-        self.covered = False
+        self.covered: Layer | None = None
         self.pe_layers: frozenset[Layer] = frozenset()
         self.async_server = False
+        self.call: list[object] | None = None
         self.start_compute = False
         self.event_wait = False
         self.execution_create = False
@@ -155,27 +165,60 @@ class _Section:
 
 
 class _Thread:
-    __slots__ = ("cells", "last_ts", "pending_gaps", "pid", "stack", "thread")
+    __slots__ = (
+        "binder",
+        "cells",
+        "claim",
+        "last_ts",
+        "launch",
+        "pending_gaps",
+        "pid",
+        "run",
+        "stack",
+        "thread",
+    )
 
-    def __init__(self, thread: SimThread) -> None:
+    def __init__(self, thread: SimThread, run: _Run) -> None:
         self.thread = thread
         self.pid = thread.pid
         self.stack: list[_Section] = []
         self.last_ts = 0
         self.cells: tuple[Cell, ...] = ()
+        # The run the thread's open sections serve (decided when its stack is empty).
+        self.run = run
+        self.binder = False
+        self.claim: _Launch | None = None
+        self.launch: _Launch | None = None
         # Asynchronous runtime executions: end of startCompute, waiting for Event_wait.
         self.pending_gaps: deque[int] = deque()
 
 
+class _Launch:
+    """Work a driver's prepareModel/execute*/configureExecutionBurst call launched."""
+
+    __slots__ = ("burst", "claimed", "execute", "run", "start")
+
+    def __init__(self, run: _Run, start: int, *, execute: bool, burst: bool) -> None:
+        self.run = run
+        self.start = start
+        self.execute = execute
+        self.burst = burst
+        self.claimed = False
+
+
 class _Process:
-    __slots__ = ("driver", "name", "pending_async", "pid")
+    __slots__ = ("driver", "launches", "name", "pid", "run", "windows")
 
     def __init__(self, pid: int, name: str) -> None:
         self.pid = pid
         self.name = name
         self.driver = False
-        # Asynchronous driver executions: begin of the execute server call.
-        self.pending_async: deque[int] = deque()
+        # The current run of a client process (None before its first [NN_LA_PO]).
+        self.run: _Run | None = None
+        # Launched driver work, until its notify (asynchronous executions count).
+        self.launches: list[_Launch] = []
+        # Open startCompute..Event_wait windows per thread.
+        self.windows: dict[_Thread, int] = {}
 
 
 @attrs.frozen(kw_only=True)
@@ -194,12 +237,14 @@ class ProcessTruth:
 
 @attrs.frozen(kw_only=True)
 class RunTruth:
-    """The ground truth of one run (one ``[NN_LA_PO]`` section, as the parser splits runs)."""
+    """The ground truth of one run of one client process (from its ``[NN_LA_PO]`` to its next)."""
 
     index: int
-    """0-based position among the runs the parser reports."""
+    """0-based position among the runs the parser reports (runs in the order they start)."""
     starting_app: str | None
     """Name of the app whose ``[NN_LA_PO]`` section started the run (None before any)."""
+    pid: int | None
+    """Process id of the client whose run it is (None for sections before any run)."""
     processes: tuple[ProcessTruth, ...]
     """Per process, sorted by pid (app processes and driver processes)."""
     executions: int
@@ -222,12 +267,14 @@ class RunTruth:
 
 
 class _Run:
-    def __init__(self, index: int, starting_app: str | None) -> None:
-        self.index = index
+    def __init__(self, seq: int, starting_app: str | None, pid: int | None) -> None:
+        self.seq = seq
         self.starting_app = starting_app
+        self.pid = pid
         self.totals: dict[int, dict[Cell, int]] = {}
         self.executions = 0
         self.has_marks = False
+        self.finished = False
         self.unreconstructable: dict[Cell, list[str]] = {}
 
     def flag(self, cells: Iterable[Cell], reason: str) -> None:
@@ -247,8 +294,16 @@ class GroundTruth:
     def __init__(self) -> None:
         self._threads: dict[SimThread, _Thread] = {}
         self._processes: dict[int, _Process] = {}
-        self._runs: list[_Run] = [_Run(0, None)]
-        self._seen_po = False
+        # Sections before any [NN_LA_PO] (the first client to start a run adopts
+        # them, as the parser does); afterwards the latest run started takes
+        # what no client's call explains.
+        self._orphan: _Run | None = _Run(0, None, None)
+        self._latest: _Run = self._orphan
+        self._runs: list[_Run] = [self._orphan]
+        self._seq = 0
+        # Synchronous HIDL client calls waiting for their server side, per call
+        # name: [run, served or ended].
+        self._waiting: dict[str, deque[list[object]]] = {}
         self._closed = False
         self._dead_unpaired = 0
         self.runs: tuple[RunTruth, ...] = ()
@@ -277,33 +332,70 @@ class GroundTruth:
     def _thread(self, thread: SimThread, ts: int) -> _Thread:
         state = self._threads.get(thread)
         if state is None:
-            state = self._threads[thread] = _Thread(thread)
+            state = self._threads[thread] = _Thread(thread, self._latest)
             state.last_ts = ts
         return state
 
     def _advance(self, state: _Thread, ts: int) -> None:
-        """Credit [last_ts, ts) to the cells accruing on the thread."""
+        """Credit [last_ts, ts) to the cells accruing on the thread, in the run it serves."""
         elapsed = ts - state.last_ts
         if elapsed > 0 and state.cells:
-            totals = self._runs[-1].totals.setdefault(state.pid, {})
+            totals = state.run.totals.setdefault(state.pid, {})
             for cell in state.cells:
                 totals[cell] = totals.get(cell, 0) + elapsed
         state.last_ts = ts
 
+    def _attribute(
+        self, state: _Thread, proc: _Process, kind: SectionKind, layer: Layer | None, detail: str
+    ) -> _Run:
+        """The run a thread's sections serve, decided when its stack has no live section.
+
+        A client's own threads serve its current run.  A driver's binder thread
+        serves the client whose synchronous call of the same interface::method
+        waits longest (calls are served in the order they are made).  A driver's worker
+        or burst server thread serves the client whose launched work it took
+        (prepareModel/execute*/configureExecutionBurst, oldest first).
+        """
+        if proc.run is not None:
+            return proc.run
+        if kind is SectionKind.RAW and detail.endswith("::server"):
+            state.binder = True
+            waiting = self._waiting.get(detail[: -len("::server")])
+            while waiting:
+                call = waiting.popleft()
+                served = call[0]
+                assert isinstance(served, _Run)
+                if not call[1] and not served.finished:
+                    call[1] = True
+                    return served
+        elif proc.driver and not state.binder:
+            claim = state.claim
+            if claim is None or claim not in proc.launches:
+                state.claim = claim = None
+                burst = layer is Layer.IPC
+                for launch in proc.launches:
+                    if not launch.claimed and launch.burst is burst:
+                        launch.claimed = True
+                        state.claim = claim = launch
+                        break
+            if claim is not None:
+                return claim.run
+        return self._latest
+
     def begin(self, ts_ns: int, thread: SimThread, info: SectionInfo) -> None:
         """A section starts."""
         kind, layer, phase, detail = info
-        if kind is SectionKind.PLAIN and layer is Layer.APPLICATION and phase is Phase.OVERALL:
-            self._new_run(ts_ns, detail)
         state = self._thread(thread, ts_ns)
-        self._advance(state, ts_ns)
         proc = self._proc(state.pid)
-        run = self._runs[-1]
+        if kind is SectionKind.PLAIN and layer is Layer.APPLICATION and phase is Phase.OVERALL:
+            self._new_run(ts_ns, proc, detail)
+        self._advance(state, ts_ns)
         stack = state.stack
         parent = self._live_top(stack)
         section = _Section()
         section.label = f"{detail} ({thread.name} {thread.tid})"
-        notify_client = False
+        notify_client = prepare_notify = False
+        launches_work = burst = False
         if kind is SectionKind.RAW:
             hidl = detail.split("::")
             layer, phase = None, None
@@ -316,40 +408,59 @@ class GroundTruth:
                     layer, phase = _DEVICE, _hidl_phase(iface, method)
                     if iface in _DRIVER_INTERFACES:
                         proc.driver = True
-                        run.has_marks = True
                         section.async_server = (
                             iface == "IPreparedModel" and method in _ASYNC_EXECUTE
+                        )
+                        burst = method == "configureExecutionBurst"
+                        launches_work = (
+                            section.async_server
+                            or burst
+                            or (iface == "IDevice" and "prepareModel" in method)
                         )
                 notify_client = (
                     side == "client"
                     and iface == "IExecutionCallback"
                     and method.startswith("notify")
                 )
-        else:
+                prepare_notify = (
+                    side == "client"
+                    and iface == "IPreparedModelCallback"
+                    and method.startswith("notify")
+                )
+        elif kind is SectionKind.SWITCH and stack:
+            top = stack[-1]
+            # [SW] ends the innermost section: it stays on the stack as a
+            # placeholder that the scope's last end closes.
+            if not top.placeholder:
+                parent = top.parent
+            top.placeholder = True
+        if parent is None:
+            state.run = self._attribute(state, proc, kind, layer, detail)
+        run = state.run
+        if kind is not SectionKind.RAW or proc.driver:
             run.has_marks = True
-            if kind is SectionKind.SWITCH and stack:
-                top = stack[-1]
-                # [SW] ends the innermost section: it stays on the stack as a
-                # placeholder that the scope's last end closes.
-                if not top.placeholder:
-                    parent = top.parent
-                top.placeholder = True
-        if notify_client and proc.pending_async:
-            self._add_virtual(
-                proc.pid, (_DEVICE, Phase.EXECUTION), ts_ns - proc.pending_async.popleft()
-            )
+        if notify_client or prepare_notify:
+            self._notify(state, proc, ts_ns, execute=notify_client)
         if layer is Layer.CPU:
             layer = _DEVICE
         if phase is Phase.UNSPECIFIED:
             phase = parent.phase if parent is not None else None
         if layer is not None and phase is not None:
-            self._classify(section, kind, layer, phase, parent, proc)
+            self._classify(section, kind, layer, phase, parent, proc, state)
             section.start_compute = layer is Layer.RUNTIME and detail in _START_COMPUTE
             section.event_wait = layer is Layer.RUNTIME and detail == _EVENT_WAIT
             section.execution_create = layer is Layer.RUNTIME and detail == _EXECUTION_CREATE
-            if section.async_server and proc.driver:
-                proc.pending_async.append(ts_ns)
-            if parent is not None and self._view_differs(section, kind, parent, proc):
+            if launches_work and proc.driver:
+                launch = _Launch(run, ts_ns, execute=section.async_server, burst=burst)
+                proc.launches.append(launch)
+                state.launch = launch
+            if kind is SectionKind.RAW and layer is Layer.IPC:
+                call: list[object] = [run, False]
+                self._waiting.setdefault(detail[: -len("::client")], deque()).append(call)
+                section.call = call
+            if section.start_compute and section.accrues:
+                proc.windows[state] = proc.windows.get(state, 0) + 1
+            if parent is not None and self._view_differs(section, kind, parent, proc, state):
                 # The parser dropped the parent at the run boundary and sees this
                 # section at the top level, where it means something else.
                 run.flag(
@@ -358,6 +469,7 @@ class GroundTruth:
                 )
             if section.event_wait and section.accrues and state.pending_gaps:
                 self._add_virtual(
+                    run,
                     state.pid,
                     (Layer.RUNTIME, Phase.EXECUTION),
                     ts_ns - state.pending_gaps.popleft(),
@@ -369,6 +481,27 @@ class GroundTruth:
         stack.append(section)
         state.cells = self._accruing(stack)
 
+    def _notify(self, state: _Thread, proc: _Process, ts_ns: int, *, execute: bool) -> None:
+        """A driver notifies a callback: the launched work it ends is done."""
+        done = None
+        for candidate in (state.claim, state.launch):
+            if (
+                candidate is not None
+                and candidate.execute is execute
+                and candidate in proc.launches
+            ):
+                done = candidate
+                break
+        if done is None:
+            done = next((item for item in proc.launches if item.execute is execute), None)
+            if done is None:
+                return
+        proc.launches.remove(done)
+        if state.claim is done:
+            state.claim = None
+        if done.execute:
+            self._add_virtual(done.run, proc.pid, (_DEVICE, Phase.EXECUTION), ts_ns - done.start)
+
     def end(self, ts_ns: int, thread: SimThread) -> None:
         """The innermost section of the thread ends."""
         state = self._thread(thread, ts_ns)
@@ -376,11 +509,17 @@ class GroundTruth:
         if not state.stack:
             return
         section = state.stack.pop()
+        if section.call is not None:
+            section.call[1] = True  # a call never served must not pair with a later server
         if section.layer is Layer.RUNTIME and not section.placeholder and section.accrues:
             if section.start_compute:
                 state.pending_gaps.append(ts_ns)
+            if section.event_wait:
+                windows = self._proc(state.pid).windows
+                if windows.get(state):
+                    windows[state] -= 1
             if section.execution_create:
-                self._runs[-1].executions += 1
+                state.run.executions += 1
         state.cells = self._accruing(state.stack)
 
     def process_died(self, pid: int) -> None:
@@ -392,22 +531,27 @@ class GroundTruth:
         DEAD_OBJECT from its death recipient instead).
         """
         proc = self._processes.get(pid)
-        if proc is None or not proc.pending_async:
+        if proc is None:
+            return
+        pending = [launch for launch in proc.launches if launch.execute]
+        proc.launches.clear()
+        if not pending:
             return
         reason = (
-            f"driver process {proc.name} died with {len(proc.pending_async)} asynchronous "
+            f"driver process {proc.name} died with {len(pending)} asynchronous "
             "execution(s) in flight: a dead driver never notifies, so the contract cannot pair them"
         )
-        self._runs[-1].flag([(_DEVICE, Phase.EXECUTION), (Layer.CPU, Phase.EXECUTION)], reason)
-        self._dead_unpaired += len(proc.pending_async)
-        proc.pending_async.clear()
+        for launch in pending:
+            launch.run.flag([(_DEVICE, Phase.EXECUTION), (Layer.CPU, Phase.EXECUTION)], reason)
+        self._dead_unpaired += len(pending)
 
     def close(self) -> None:
-        """No more events: freeze the runs."""
+        """No more events: freeze the runs (in the order they start)."""
         if self._closed:
             return
         self._closed = True
         runs = [r for r in self._runs if r.starting_app is not None or r.has_marks]
+        runs.sort(key=lambda run: run.seq)
         self.runs = tuple(self._freeze(index, run) for index, run in enumerate(runs))
 
     # -- rules ---------------------------------------------------------------
@@ -430,6 +574,7 @@ class GroundTruth:
         phase: Phase,
         parent: _Section | None,
         proc: _Process,
+        state: _Thread,
     ) -> None:
         section.layer, section.phase, section.parent = layer, phase, parent
         parent_phase = parent.phase if parent is not None else None
@@ -477,25 +622,50 @@ class GroundTruth:
             section.covered = parent.covered
             pe_layers = parent.pe_layers
         else:
-            section.covered = (
-                layer is _DEVICE
-                and kind is not SectionKind.RAW
-                and proc.driver
-                and bool(proc.pending_async)
-            )
+            section.covered = self._covered(kind, layer, proc, state)
             pe_layers = frozenset()
+        covered = section.covered is layer
         section.subphase_pe = (
-            phase in EXECUTION_SUBPHASES and not section.covered and layer not in pe_layers
+            phase in EXECUTION_SUBPHASES and not covered and layer not in pe_layers
         )
         section.copy_pe = (
-            phase in EXECUTION_SUBPHASES and not section.covered and layer not in copy_pe_layers
+            phase in EXECUTION_SUBPHASES and not covered and layer not in copy_pe_layers
         )
         if phase is Phase.EXECUTION:
             pe_layers = pe_layers | {layer}
         section.pe_layers = pe_layers
 
+    @staticmethod
+    def _covered(kind: SectionKind, layer: Layer, proc: _Process, state: _Thread) -> Layer | None:
+        """The layer whose execution time is counted elsewhere, for a top-level section.
+
+        A driver's device section while an asynchronous execution of the same
+        client is pending on it (counted from the execute call to the notify); a
+        burst server's IPC section (inside the client's burst controller call);
+        a runtime section on another thread of an app with a startCompute..
+        Event_wait window open (the window counts that wall-clock time).
+        """
+        if layer is _DEVICE:
+            if kind is not SectionKind.RAW and proc.driver:
+                for launch in proc.launches:
+                    if launch.execute and launch.run is state.run:
+                        return _DEVICE
+        elif layer is Layer.IPC:
+            if kind is not SectionKind.RAW and state.claim is not None and state.claim.burst:
+                return Layer.IPC
+        elif layer is Layer.RUNTIME:
+            for other, count in proc.windows.items():
+                if count and other is not state:
+                    return Layer.RUNTIME
+        return None
+
     def _view_differs(
-        self, section: _Section, kind: SectionKind, parent: _Section, proc: _Process
+        self,
+        section: _Section,
+        kind: SectionKind,
+        parent: _Section,
+        proc: _Process,
+        state: _Thread,
     ) -> bool:
         """Whether the section would mean something else at the top level."""
         if not parent.straddles:
@@ -504,7 +674,7 @@ class GroundTruth:
         assert section.phase is not None
         alone = _Section()
         alone.async_server = section.async_server
-        self._classify(alone, kind, section.layer, section.phase, None, proc)
+        self._classify(alone, kind, section.layer, section.phase, None, proc, state)
         return (alone.accrues, alone.copy, alone.subphase_pe, alone.covered) != (
             section.accrues,
             section.copy,
@@ -517,7 +687,7 @@ class GroundTruth:
         assert section.layer is not None
         assert section.phase is not None
         cells: list[Cell] = []
-        if not (section.covered and section.phase is Phase.EXECUTION):
+        if not (section.covered is section.layer and section.phase is Phase.EXECUTION):
             cells.append((section.layer, section.phase))
         if section.copy_pe if full else section.subphase_pe:
             cells.append((section.layer, Phase.EXECUTION))
@@ -536,10 +706,7 @@ class GroundTruth:
         live = [s for s in stack if not s.placeholder and s.layer is not None]
         cells: list[Cell] = []
         for index, section in enumerate(live):
-            if section.copy:
-                cells.extend(self._own_cells(section, full=True))
-                continue
-            if not section.accrues:
+            if not section.copy and not section.accrues:
                 continue
             blocked = False
             for child in live[index + 1 :]:
@@ -549,47 +716,70 @@ class GroundTruth:
                 if not child.detail:
                     break
             if not blocked:
-                cells.extend(self._own_cells(section, full=False))
+                # A moved section accrues in its own place, less what its own
+                # children deduct (one-time initialisation inside it).
+                cells.extend(self._own_cells(section, full=section.copy))
         return tuple(cells)
 
-    def _add_virtual(self, pid: int, cell: Cell, elapsed: int) -> None:
+    @staticmethod
+    def _add_virtual(run: _Run, pid: int, cell: Cell, elapsed: int) -> None:
         if elapsed > 0:
-            totals = self._runs[-1].totals.setdefault(pid, {})
+            totals = run.totals.setdefault(pid, {})
             totals[cell] = totals.get(cell, 0) + elapsed
 
     # -- runs ------------------------------------------------------------------
 
-    def _new_run(self, ts: int, app: str) -> None:
-        if not self._seen_po:
-            self._seen_po = True
-            if not self._runs[-1].has_marks:
-                self._runs[-1] = _Run(0, app)
-                return
-        old = self._runs[-1]
-        new = _Run(old.index + 1, app)
+    def _new_run(self, ts: int, proc: _Process, app: str) -> None:
+        """``proc``'s ``[NN_LA_PO]`` begins: its current run ends, a new one starts."""
+        old = proc.run
+        if old is None and self._orphan is not None:
+            # Sections before the trace's first [NN_LA_PO] belong to the first run.
+            run = self._orphan
+            self._orphan = None
+            run.starting_app, run.pid = app, proc.pid
+            proc.run = self._latest = run
+            return
+        self._seq += 1
+        new = _Run(self._seq, app, proc.pid)
+        self._runs.append(new)
+        proc.run = self._latest = new
+        if old is None:
+            return
+        old.finished = True
+        where = f"the start of {proc.name}'s next run"
         for state in self._threads.values():
+            if state.run is not old:
+                continue
             self._advance(state, ts)
             for section in state.stack:
                 if section.placeholder or section.layer is None:
                     continue
                 section.straddles = True
-                reason = f"{section.label} is open across the start of run {new.index}"
+                reason = f"{section.label} is open across {where}"
                 old.flag(self._cells_of(section), reason)
                 new.flag(self._cells_of(section), reason)
             if state.pending_gaps:
-                reason = f"an asynchronous execution on {state.thread.name} {state.thread.tid} spans the start of run {new.index}"
+                reason = (
+                    f"an asynchronous execution on {state.thread.name} {state.thread.tid}"
+                    f" spans {where}"
+                )
                 cells = [(Layer.RUNTIME, Phase.EXECUTION)]
                 old.flag(cells, reason)
                 new.flag(cells, reason)
                 state.pending_gaps.clear()
-        for proc in self._processes.values():
-            if proc.pending_async:
-                reason = f"an asynchronous driver execution in {proc.name} spans the start of run {new.index}"
-                cells = [(_DEVICE, Phase.EXECUTION), (Layer.CPU, Phase.EXECUTION)]
-                old.flag(cells, reason)
-                new.flag(cells, reason)
-                proc.pending_async.clear()
-        self._runs.append(new)
+            state.run = new
+        proc.windows.clear()
+        for driver in self._processes.values():
+            kept = []
+            for launch in driver.launches:
+                if launch.run is not old:
+                    kept.append(launch)
+                elif launch.execute:
+                    reason = f"an asynchronous driver execution in {driver.name} spans {where}"
+                    cells = [(_DEVICE, Phase.EXECUTION), (Layer.CPU, Phase.EXECUTION)]
+                    old.flag(cells, reason)
+                    new.flag(cells, reason)
+            driver.launches = kept
 
     def _freeze(self, index: int, run: _Run) -> RunTruth:
         processes = []
@@ -633,6 +823,7 @@ class GroundTruth:
         return RunTruth(
             index=index,
             starting_app=run.starting_app,
+            pid=run.pid,
             processes=tuple(processes),
             executions=run.executions,
             unreconstructable=unreconstructable,
