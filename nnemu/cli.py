@@ -121,6 +121,11 @@ def _parser() -> argparse.ArgumentParser:
     parse.add_argument("--per-execution", action="store_true", help="per-execution figures")
     parse.add_argument("--total-times", action="store_true", help="total instead of self times")
     parse.add_argument("--print-detail", action="store_true", help="per-thread detail")
+    parse.add_argument(
+        "--include-incomplete",
+        action="store_true",
+        help="also print a run the trace cuts off (marked incomplete)",
+    )
 
     verify = sub.add_parser(
         "verify", help="run a scenario, parse its trace back, compare with the ground truth"
@@ -308,6 +313,7 @@ def _cmd_parse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print_detail=args.print_detail,
         stdout=out,
         stderr=err,
+        include_incomplete=args.include_incomplete,
     )
 
 

@@ -9,6 +9,7 @@ from typing import TextIO
 import attrs
 
 from nnemu.errors import TraceFormatError
+from nnemu.parser._chrome import ChromeJsonError, ChromeRows, iter_rows, read_chrome_json, sniff
 from nnemu.parser._engine import Engine
 from nnemu.parser._format import format_json, format_text
 from nnemu.parser._model import Diagnostic, ParseResult
@@ -22,29 +23,45 @@ class _Outcome:
     problem: Diagnostic | None
 
 
-def _run(lines: Iterable[str], *, keep_detail: bool) -> _Outcome:
-    source = FtraceLines(lines)
+def _run(
+    lines: Iterable[str] | None,
+    *,
+    keep_detail: bool,
+    include_incomplete: bool = False,
+    chrome: ChromeRows | None = None,
+) -> _Outcome:
     engine = Engine(keep_detail=keep_detail)
-    engine.feed(source)
-    if source.truncated:
-        engine.warn(
-            "the trace data block has no closing </script>: the file looks truncated",
-            source.last_line_number,
-            "",
-        )
+    found = True
+    if chrome is not None:
+        engine.set_process_names(chrome.process_names)
+        for line_number, message, text in chrome.problems:
+            engine.warn(message, line_number, text)
+        engine.feed(iter_rows(chrome))
+        last_line_number = chrome.last_line_number
+    else:
+        source = FtraceLines(lines or ())
+        engine.feed(source)
+        if source.truncated:
+            engine.warn(
+                "the trace data block has no closing </script>: the file looks truncated",
+                source.last_line_number,
+                "",
+            )
+        found = source.found_ftrace
+        last_line_number = source.last_line_number
     engine.finish()
     problem: Diagnostic | None = None
-    if not source.found_ftrace:
+    if not found:
         problem = Diagnostic(
-            line_number=source.last_line_number,
+            line_number=last_line_number,
             severity="error",
             message="no ftrace data found (expected a systrace HTML trace-data block"
-            " starting with '# tracer:' or plain ftrace text)",
+            " starting with '# tracer:', plain ftrace text or a Chrome JSON trace)",
             line="",
         )
     elif not engine.saw_nnapi:
         problem = Diagnostic(
-            line_number=source.last_line_number,
+            line_number=last_line_number,
             severity="error",
             message="no NNAPI trace marks found ([NN_...] tags or NNAPI HIDL server calls)",
             line="",
@@ -52,7 +69,8 @@ def _run(lines: Iterable[str], *, keep_detail: bool) -> _Outcome:
     diagnostics = sorted(engine.diagnostics, key=lambda d: d.line_number)
     if problem is not None:
         diagnostics.append(problem)
-    runs = tuple(engine.runs) if problem is None else ()
+    chosen = engine.all_runs if include_incomplete else engine.runs
+    runs = tuple(chosen) if problem is None else ()
     return _Outcome(
         result=ParseResult(runs=runs, diagnostics=diagnostics),
         usable=problem is None,
@@ -69,7 +87,11 @@ def _raise_if_unusable(outcome: _Outcome, source: str) -> ParseResult:
 
 
 def parse_lines(
-    lines: Iterable[str], source: str = "<string>", *, keep_detail: bool = False
+    lines: Iterable[str],
+    source: str = "<string>",
+    *,
+    keep_detail: bool = False,
+    include_incomplete: bool = False,
 ) -> ParseResult:
     """Parse systrace HTML or ftrace text given as lines.
 
@@ -77,25 +99,70 @@ def parse_lines(
         lines: The input, one line per item (line breaks optional).
         source: Name used in error messages.
         keep_detail: Keep per-thread contributions for ``--print-detail``.
+        include_incomplete: Also return a run the trace cuts off (``incomplete``).
 
     Returns:
-        Statistics per run and the diagnostics found.
+        Statistics per (client process, run) and the diagnostics found.
 
     Raises:
         TraceFormatError: Nothing usable: no ftrace data or no NNAPI marks.
     """
-    return _raise_if_unusable(_run(lines, keep_detail=keep_detail), source)
+    return _raise_if_unusable(
+        _run(lines, keep_detail=keep_detail, include_incomplete=include_incomplete), source
+    )
 
 
-def parse_file(path: str | os.PathLike[str], *, keep_detail: bool = False) -> ParseResult:
-    """Parse a systrace ``.html`` file or an ftrace text file, streaming it.
+def _read(path: str, *, keep_detail: bool, include_incomplete: bool) -> _Outcome:
+    """Parse a file of any format nnemu reads (the format is told by its first bytes).
 
     Raises:
-        TraceFormatError: Nothing usable: no ftrace data or no NNAPI marks.
+        TraceFormatError: A format it cannot read (compressed, binary, not a trace).
         OSError: The file cannot be read.
     """
+    with open(path, "rb") as raw:
+        kind = sniff(raw.read(8192))
+    if kind == "gzip":
+        raise TraceFormatError(path, 0, "", "the file is gzip-compressed; decompress it first")
+    if kind == "archive":
+        raise TraceFormatError(
+            path, 0, "", "the file is a compressed archive; extract the trace from it first"
+        )
+    if kind == "binary":
+        raise TraceFormatError(
+            path,
+            0,
+            "",
+            "the file is binary (a Perfetto protobuf trace?), not a systrace HTML,"
+            " ftrace text or Chrome JSON trace",
+        )
+    if kind == "json":
+        with open(path, encoding="utf-8", errors="replace") as stream:
+            text = stream.read()
+        try:
+            rows = read_chrome_json(text)
+        except ChromeJsonError as err:
+            raise TraceFormatError(path, err.line_number, "", err.message) from None
+        return _run(
+            None, keep_detail=keep_detail, include_incomplete=include_incomplete, chrome=rows
+        )
     with open(path, encoding="utf-8", errors="replace") as stream:
-        return _raise_if_unusable(_run(stream, keep_detail=keep_detail), os.fspath(path))
+        return _run(stream, keep_detail=keep_detail, include_incomplete=include_incomplete)
+
+
+def parse_file(
+    path: str | os.PathLike[str], *, keep_detail: bool = False, include_incomplete: bool = False
+) -> ParseResult:
+    """Parse a systrace ``.html``, ftrace text or Chrome JSON trace file.
+
+    Raises:
+        TraceFormatError: Nothing usable: not a trace format nnemu reads, no
+            ftrace data or no NNAPI marks.
+        OSError: The file cannot be read.
+    """
+    name = os.fspath(path)
+    return _raise_if_unusable(
+        _read(name, keep_detail=keep_detail, include_incomplete=include_incomplete), name
+    )
 
 
 def run_parse_command(
@@ -107,6 +174,7 @@ def run_parse_command(
     print_detail: bool,
     stdout: TextIO,
     stderr: TextIO,
+    include_incomplete: bool = False,
 ) -> int:
     """Run ``nnemu parse``: print statistics and diagnostics, return the exit code.
 
@@ -115,8 +183,14 @@ def run_parse_command(
     ``FILE:LINE: warning|error: message``.
     """
     try:
-        with open(path, encoding="utf-8", errors="replace") as stream:
-            outcome = _run(stream, keep_detail=print_detail and not as_json)
+        outcome = _read(
+            path,
+            keep_detail=print_detail and not as_json,
+            include_incomplete=include_incomplete,
+        )
+    except TraceFormatError as err:
+        stderr.write(f"{path}:{err.line_number}: error: {err.message}\n")
+        return 2
     except OSError as err:
         stderr.write(f"{path}: error: cannot read the trace: {err.strerror or err}\n")
         return 2

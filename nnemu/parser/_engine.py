@@ -554,6 +554,14 @@ class Engine:
         self._line_number = 0
         self._line = ""
 
+    def set_process_names(self, names: dict[str, str]) -> None:
+        """Names of processes by pid (a trace's process metadata), before ``feed``."""
+        for pid, name in names.items():
+            self._names[pid] = name
+            proc = self._procs.get(pid)
+            if proc is not None:
+                proc.name = name
+
     # -- diagnostics -------------------------------------------------------
 
     def warn(self, message: str, line_number: int | None = None, line: str | None = None) -> None:

@@ -160,6 +160,33 @@ def _detail(run: RunStats) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def _several_clients(result: ParseResult) -> bool:
+    """Whether the runs are of more than one client process (tables then get titles)."""
+    return len({run.pid for run in result.runs}) > 1
+
+
+def _ordinals(result: ParseResult) -> dict[int, tuple[int, int]]:
+    """Each run's (1-based position, count) among the runs of its process."""
+    counts: dict[str, int] = {}
+    for run in result.runs:
+        counts[run.pid] = counts.get(run.pid, 0) + 1
+    seen: dict[str, int] = {}
+    ordinals = {}
+    for run in result.runs:
+        seen[run.pid] = seen.get(run.pid, 0) + 1
+        ordinals[id(run)] = (seen[run.pid], counts[run.pid])
+    return ordinals
+
+
+def _title(run: RunStats, ordinal: tuple[int, int]) -> str:
+    name = f"{run.process_name} " if run.process_name else ""
+    who = f"process {name}(pid {run.pid})" if run.pid else "sections outside any run"
+    title = f"=== {who}, run {ordinal[0]} of {ordinal[1]}"
+    if run.incomplete:
+        title += " -- INCOMPLETE: the trace ends before this run does; its figures are partial"
+    return title
+
+
 def format_text(
     result: ParseResult,
     *,
@@ -169,7 +196,11 @@ def format_text(
 ) -> str:
     """Render every run as Android's parser prints it (starting mark, then the table)."""
     chunks = []
+    titled = _several_clients(result)
+    ordinals = _ordinals(result)
     for run in result.runs:
+        if titled or run.incomplete:
+            chunks.append(_title(run, ordinals[id(run)]) + "\n")
         chunks.append(run.starting_mark + "\n")
         table = _table(run, per_execution=per_execution, total_times=total_times)
         chunks.append("".join(line + "\n" for line in table.splitlines()))
@@ -186,16 +217,29 @@ def _jsonable(value: object) -> object:
     return value
 
 
-def run_json(run: RunStats, *, per_execution: bool = False, total_times: bool = False) -> object:
-    """Return one run as the JSON object Android's parser prints (NaN -> None)."""
+def run_json(
+    run: RunStats, *, per_execution: bool = False, total_times: bool = False, titled: bool = False
+) -> object:
+    """Return one run as the JSON object Android's parser prints (NaN -> None).
+
+    With ``titled`` (a trace of several client processes) or for an incomplete
+    run, the object also names its ``process`` (``pid``, ``name``); an
+    incomplete run has ``"incomplete": true``.
+    """
     times: dict[str, object] = {phase.value: row for phase, row in run.times.items()}
     self_times: dict[str, object] = {phase.value: row for phase, row in run.self_times.items()}
     for app, table in run.app_phase_times.items():
         times[app.value] = table
     for app, table in run.app_phase_self_times.items():
         self_times[app.value] = table
+    extra: dict[str, object] = {}
+    if titled or run.incomplete:
+        extra["process"] = {"pid": run.pid, "name": run.process_name}
+    if run.incomplete:
+        extra["incomplete"] = True
     return _jsonable(
         {
+            **extra,
             "execution_counts": run.execution_counts,
             "self_times": self_times,
             "starting_mark": run.starting_mark,
@@ -216,7 +260,12 @@ def format_json(
     for index, run in enumerate(result.runs):
         if index:
             parts.append(",\n")
-        obj = run_json(run, per_execution=per_execution, total_times=total_times)
+        obj = run_json(
+            run,
+            per_execution=per_execution,
+            total_times=total_times,
+            titled=_several_clients(result),
+        )
         parts.append(json.dumps(obj, indent=2, sort_keys=True) + "\n")
     parts.append("]\n")
     return "".join(parts)

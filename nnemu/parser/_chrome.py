@@ -1,0 +1,179 @@
+"""Reading Chrome trace-event JSON (what ``nnemu run --trace x.json`` writes) as ftrace rows.
+
+The document is ``{"traceEvents": [...]}`` or a bare list of events.  ``B``
+and ``E`` events become the ``tracing_mark_write`` rows the engine reads;
+``M`` events give process and thread names.  Timestamps are µs; they are read
+as decimals, so nnemu's own ``ts_ns / 1000`` values come back as exact ns
+(other values are rounded to the nearest ns).  An event's "line" is the file
+line it starts on when the events are one per line (as nnemu writes them),
+else its 1-based position in the event list.
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+from collections.abc import Iterator
+from typing import Final
+
+import attrs
+
+_MAX_TS_US: Final = decimal.Decimal(10) ** 17
+"""Largest timestamp accepted, in µs (about 3,000 years, as for ftrace rows)."""
+_NS_PER_US: Final = decimal.Decimal(1000)
+
+
+class ChromeJsonError(ValueError):
+    """The document is not Chrome trace-event JSON at all."""
+
+    def __init__(self, line_number: int, message: str) -> None:
+        self.line_number = line_number
+        self.message = message
+        super().__init__(message)
+
+
+@attrs.frozen(kw_only=True)
+class ChromeRows:
+    """The rows of a Chrome JSON trace, with what could not be turned into one."""
+
+    rows: tuple[tuple[int, str], ...]
+    """Numbered ftrace rows, in the order of the events."""
+    process_names: dict[str, str]
+    """Process names by pid, from ``process_name`` metadata."""
+    problems: tuple[tuple[int, str, str], ...]
+    """(line, message, event text) of events that were skipped."""
+    last_line_number: int
+    """Line (or event) number of the last event."""
+
+
+def _ts_ns(value: object) -> int | str:
+    if isinstance(value, bool) or not isinstance(value, (int, decimal.Decimal)):
+        return f"timestamp {value!r} is not a number"
+    ts = decimal.Decimal(value)
+    if not ts.is_finite():
+        return f"timestamp {value} is not a finite number"
+    if ts < 0 or ts >= _MAX_TS_US:
+        return f"timestamp {value} µs is out of range (0 to {_MAX_TS_US:.0e} µs)"
+    return int((ts * _NS_PER_US).to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
+
+
+def _id(value: object) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and 0 <= value < 10**12:
+        return str(value)
+    if isinstance(value, str) and value.isdigit() and len(value) <= 12:
+        return str(int(value))
+    return None
+
+
+def _short(event: object) -> str:
+    text = json.dumps(event, default=str, ensure_ascii=False)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _event_lines(text: str, count: int) -> list[int] | None:
+    """Line of each event when the events are one per line after a one-line header."""
+    lines = text.split("\n")
+    starts = [number for number, line in enumerate(lines, 1) if line.lstrip().startswith("{")]
+    if lines and lines[0].lstrip().startswith("{"):
+        starts = starts[1:]  # the document's own opening brace
+    return starts if len(starts) == count else None
+
+
+def _clean(name: str) -> str:
+    return "".join("_" if ch.isspace() else ch for ch in name)[:64] or "<...>"
+
+
+def read_chrome_json(text: str) -> ChromeRows:
+    """Turn a Chrome JSON trace into numbered ftrace rows.
+
+    Raises:
+        ChromeJsonError: Not JSON, too deeply nested, or not a trace-event document.
+    """
+    try:
+        document = json.loads(text, parse_float=decimal.Decimal, parse_constant=decimal.Decimal)
+    except json.JSONDecodeError as err:
+        raise ChromeJsonError(err.lineno, f"invalid JSON: {err.msg} (column {err.colno})") from None
+    except RecursionError:
+        raise ChromeJsonError(0, "JSON nested too deeply to be a trace") from None
+    events = document.get("traceEvents") if isinstance(document, dict) else document
+    if not isinstance(events, list):
+        raise ChromeJsonError(
+            1, 'not a Chrome trace: expected {"traceEvents": [...]} or a list of events'
+        )
+    lines = _event_lines(text, len(events))
+    threads: dict[str, str] = {}
+    names: dict[str, str] = {}
+    rows: list[tuple[int, str]] = []
+    problems: list[tuple[int, str, str]] = []
+    number = 0
+    for index, event in enumerate(events):
+        number = lines[index] if lines is not None else index + 1
+        if not isinstance(event, dict):
+            problems.append((number, "trace event is not a JSON object: skipped", _short(event)))
+            continue
+        phase = event.get("ph")
+        if phase not in ("B", "E", "M"):
+            continue
+        pid, tid = _id(event.get("pid")), _id(event.get("tid", event.get("pid")))
+        if pid is None or tid is None:
+            problems.append(
+                (number, "trace event without a numeric pid/tid: skipped", _short(event))
+            )
+            continue
+        if phase == "M":
+            args = event.get("args")
+            name = args.get("name") if isinstance(args, dict) else None
+            if isinstance(name, str):
+                if event.get("name") == "process_name":
+                    names[pid] = name
+                elif event.get("name") == "thread_name":
+                    threads[tid] = _clean(name)
+            continue
+        ts = _ts_ns(event.get("ts"))
+        if isinstance(ts, str):
+            problems.append((number, f"{ts}: event skipped", _short(event)))
+            continue
+        task = threads.get(tid, "<...>")
+        stamp = f"{ts // 1_000_000_000}.{ts % 1_000_000_000:09d}"
+        head = f"{task}-{tid} ({pid:>5}) [000] ...1 {stamp}: tracing_mark_write: "
+        if phase == "B":
+            name = event.get("name")
+            if not isinstance(name, str):
+                problems.append((number, "B event without a string name: skipped", _short(event)))
+                continue
+            rows.append((number, f"{head}B|{pid}|{name.splitlines()[0] if name else ''}\n"))
+        else:
+            rows.append((number, f"{head}E|{pid}\n"))
+    return ChromeRows(
+        rows=tuple(rows),
+        process_names=names,
+        problems=tuple(problems),
+        last_line_number=number,
+    )
+
+
+def sniff(head: bytes) -> str:
+    """What a file's first bytes say it is: ``gzip``, ``binary``, ``json`` or ``text``."""
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith((b"PK\x03\x04", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd")):
+        return "archive"
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if b"\x00" in head[:4096]:
+        return "binary"
+    try:
+        head[:4096].decode("utf-8")
+    except UnicodeDecodeError as err:
+        # A multi-byte character cut by the 4 KiB window is still text.
+        if err.start < len(head[:4096]) - 4:
+            return "binary"
+    if stripped[:1] in (b"{", b"["):
+        return "json"
+    return "text"
+
+
+def iter_rows(rows: ChromeRows) -> Iterator[tuple[int, str]]:
+    """The rows, for ``Engine.feed``."""
+    return iter(rows.rows)
