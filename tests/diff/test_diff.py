@@ -2,7 +2,8 @@
 
 Like Perfetto's diff tests: ``tests/diff/<case_id>/trace.txt`` (or
 ``trace.html``) is parsed and rendered; the output must equal
-``expected.txt`` / ``expected.json``.  A mismatch prints a unified diff;
+``expected.txt`` / ``expected.json``.  An optional ``options.txt`` lists
+parse options, one a line (``include-incomplete``).  A mismatch prints a unified diff;
 ``pytest --update-goldens`` rewrites the expected files.  Case ids are those
 of ``docs/parser.md``.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from nnemu.parser import format_json, format_text, parse_file
+from nnemu.parser import ParseResult, format_json, format_text, parse_file
 
 CASES_DIR = Path(__file__).parent
 REPO_DIR = Path(__file__).resolve().parents[2]
@@ -22,10 +23,18 @@ CASES = sorted(path.name for path in CASES_DIR.iterdir() if path.is_dir() and pa
 
 
 def _trace(case_dir: Path) -> Path:
-    for name in ("trace.txt", "trace.html"):
+    for name in ("trace.txt", "trace.html", "trace.json"):
         if (case_dir / name).exists():
             return case_dir / name
     raise FileNotFoundError(case_dir / "trace.txt")
+
+
+def _parse(case_dir: Path) -> ParseResult:
+    options_path = case_dir / "options.txt"
+    options = options_path.read_text(encoding="utf-8").split() if options_path.exists() else []
+    unknown = set(options) - {"include-incomplete"}
+    assert not unknown, f"unknown options in {options_path}: {unknown}"
+    return parse_file(_trace(case_dir), include_incomplete="include-incomplete" in options)
 
 
 def _check(expected_path: Path, actual: str, update_goldens: bool) -> None:
@@ -49,7 +58,7 @@ def _check(expected_path: Path, actual: str, update_goldens: bool) -> None:
 def test_text_output(case_id: str, update_goldens: bool) -> None:
     """The text table of each diff case equals its golden expected.txt."""
     case_dir = CASES_DIR / case_id
-    result = parse_file(_trace(case_dir))
+    result = _parse(case_dir)
     _check(case_dir / "expected.txt", format_text(result), update_goldens)
 
 
@@ -57,7 +66,7 @@ def test_text_output(case_id: str, update_goldens: bool) -> None:
 def test_json_output(case_id: str, update_goldens: bool) -> None:
     """The JSON output of each diff case equals its golden expected.json."""
     case_dir = CASES_DIR / case_id
-    result = parse_file(_trace(case_dir))
+    result = _parse(case_dir)
     _check(case_dir / "expected.json", format_json(result), update_goldens)
 
 
