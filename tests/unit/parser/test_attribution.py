@@ -149,3 +149,152 @@ def test_sections_before_tracking_stay_balanced(make_trace):
     ]
     run = _run(make_trace, rows)
     assert run.totals_ns(Layer.RUNTIME, Phase.PREPARATION) == 3 * MS
+
+
+def _runs(make_trace, rows, **options):
+    result = parse_lines(make_trace(rows).splitlines(), **options)
+    return result
+
+
+def test_runs_are_per_client_process(make_trace):
+    """A client's [NN_LA_PO] starts a run of that client only; runs come in the order they start."""
+    rows = [
+        (0, 10, 10, "[NN_LA_PO]camera"),
+        (1, 10, 10, "[NN_LR_PC]ANeuralNetworksCompilation_finish"),
+        (2, 20, 20, "[NN_LA_PO]indexer"),
+        (3, 20, 20, "[NN_LR_PC]ANeuralNetworksCompilation_finish"),
+        (5, 10, 10, "E"),
+        (6, 10, 10, "E"),
+        (8, 20, 20, "E"),
+        (9, 20, 20, "E"),
+    ]
+    result = _runs(make_trace, rows)
+    assert result.diagnostics == ()
+    camera, indexer = result.runs
+    assert (camera.pid, camera.starting_mark) == ("10", "B|10|[NN_LA_PO]camera")
+    assert (indexer.pid, indexer.starting_mark) == ("20", "B|20|[NN_LA_PO]indexer")
+    assert camera.totals_ns(Layer.RUNTIME, Phase.COMPILATION) == 4 * MS
+    assert camera.totals_ns(Layer.APPLICATION, Phase.OVERALL) == 6 * MS
+    assert indexer.totals_ns(Layer.RUNTIME, Phase.COMPILATION) == 5 * MS
+    assert indexer.totals_ns(Layer.APPLICATION, Phase.OVERALL) == 7 * MS
+
+
+def test_server_call_serves_the_waiting_call_of_its_method(make_trace):
+    """A driver's server section counts for the client whose call of the same method waits."""
+    rows = [
+        (0, 10, 10, "[NN_LA_PO]a"),
+        (0, 20, 20, "[NN_LA_PO]b"),
+        (1, 10, 10, "HIDL::IDevice::getSupportedOperations_1_3::client"),
+        (1, 20, 20, "HIDL::IDevice::prepareModel_1_3::client"),
+        (2, 31, 30, "HIDL::IDevice::prepareModel_1_3::server"),
+        (2, 32, 30, "HIDL::IDevice::getSupportedOperations_1_3::server"),
+        (3, 32, 30, "E"),
+        (6, 31, 30, "E"),
+        (7, 10, 10, "E"),
+        (7, 20, 20, "E"),
+        (8, 10, 10, "E"),
+        (8, 20, 20, "E"),
+    ]
+    a, b = _runs(make_trace, rows).runs
+    assert a.totals_ns(Layer.DRIVER, Phase.COMPILATION) == 1 * MS
+    assert b.totals_ns(Layer.DRIVER, Phase.COMPILATION) == 4 * MS
+
+
+def test_worker_thread_serves_the_client_that_launched_its_work(make_trace):
+    """Work a prepareModel call launched on a driver worker counts for that call's client."""
+    rows = [
+        (0, 10, 10, "[NN_LA_PO]a"),
+        (0, 20, 20, "[NN_LA_PO]b"),
+        (1, 20, 20, "HIDL::IDevice::prepareModel_1_3::client"),
+        (2, 31, 30, "HIDL::IDevice::prepareModel_1_3::server"),
+        (3, 31, 30, "E"),
+        (4, 20, 20, "E"),
+        (4, 33, 30, "[NN_LD_PC]SamplePreparedModel::initialize"),
+        (9, 33, 30, "HIDL::IPreparedModelCallback::notify_1_3::client"),
+        (9, 33, 30, "E"),
+        (9, 33, 30, "E"),
+        (10, 10, 10, "E"),
+        (10, 20, 20, "E"),
+    ]
+    a, b = _runs(make_trace, rows).runs
+    assert a.totals_ns(Layer.DRIVER, Phase.COMPILATION) == 0
+    assert b.totals_ns(Layer.DRIVER, Phase.COMPILATION) == (1 + 5) * MS
+
+
+def test_async_execution_counts_for_its_client_until_its_notify(make_trace):
+    """An asynchronous execute's driver time (server begin to notify) goes to its own client."""
+    rows = [
+        (0, 10, 10, "[NN_LA_PO]a"),
+        (0, 20, 20, "[NN_LA_PO]b"),
+        (1, 20, 20, "HIDL::IPreparedModel::execute_1_3::client"),
+        (2, 31, 30, "HIDL::IPreparedModel::execute_1_3::server"),
+        (3, 31, 30, "E"),
+        (4, 20, 20, "E"),
+        (3, 33, 30, "[NN_LD_PE]SampleDriver::asyncExecute"),
+        (8, 33, 30, "E"),
+        (8, 33, 30, "HIDL::IExecutionCallback::notify_1_3::client"),
+        (8, 33, 30, "E"),
+        (10, 10, 10, "E"),
+        (10, 20, 20, "E"),
+    ]
+    a, b = _runs(make_trace, rows).runs
+    assert a.totals_ns(Layer.DRIVER, Phase.EXECUTION) == 0
+    assert b.totals_ns(Layer.DRIVER, Phase.EXECUTION) == (8 - 2) * MS
+
+
+def test_a_call_never_served_does_not_pair_with_a_later_server(make_trace):
+    """A client call that ends unserved (passthrough) is not matched to another client's server."""
+    rows = [
+        (0, 10, 10, "[NN_LA_PO]a"),
+        (0, 20, 20, "[NN_LA_PO]b"),
+        (1, 10, 10, "HIDL::IDevice::getCapabilities_1_3::client"),
+        (2, 10, 10, "E"),
+        (3, 20, 20, "HIDL::IDevice::getCapabilities_1_3::client"),
+        (4, 31, 30, "HIDL::IDevice::getCapabilities_1_3::server"),
+        (6, 31, 30, "E"),
+        (7, 20, 20, "E"),
+        (10, 10, 10, "E"),
+        (10, 20, 20, "E"),
+    ]
+    a, b = _runs(make_trace, rows).runs
+    assert a.totals_ns(Layer.DRIVER, Phase.INITIALIZATION) == 0
+    assert b.totals_ns(Layer.DRIVER, Phase.INITIALIZATION) == 2 * MS
+
+
+def test_a_new_run_of_one_client_leaves_the_other_clients_sections_alone(make_trace):
+    """Only the client whose run ends loses its open sections (with a warning)."""
+    rows = [
+        (0, 10, 10, "[NN_LA_PO]a"),
+        (0, 20, 20, "[NN_LA_PO]b"),
+        (1, 20, 20, "[NN_LR_PC]ANeuralNetworksCompilation_finish"),
+        (2, 10, 10, "E"),
+        (3, 10, 10, "[NN_LA_PO]a"),
+        (5, 20, 20, "E"),
+        (6, 10, 10, "E"),
+        (7, 20, 20, "E"),
+    ]
+    result = _runs(make_trace, rows)
+    assert result.diagnostics == ()
+    first_a, b, second_a = result.runs
+    assert [r.pid for r in result.runs] == ["10", "20", "10"]
+    assert b.totals_ns(Layer.RUNTIME, Phase.COMPILATION) == 4 * MS
+    assert first_a.totals_ns(Layer.APPLICATION, Phase.OVERALL) == 2 * MS
+    assert second_a.totals_ns(Layer.APPLICATION, Phase.OVERALL) == 3 * MS
+
+
+def test_incomplete_run_is_left_out_unless_asked_for(make_trace):
+    """A run whose [NN_LA_PO] the trace cuts off is left out with a warning, or marked incomplete."""
+    rows = [
+        (0, 10, 10, "[NN_LA_PO]a"),
+        (1, 10, 10, "E"),
+        (2, 10, 10, "[NN_LA_PO]a"),
+        (3, 10, 10, "[NN_LR_PC]ANeuralNetworksCompilation_finish"),
+        (4, 10, 10, "E"),
+    ]
+    result = _runs(make_trace, rows)
+    (complete,) = result.runs
+    assert not complete.incomplete
+    assert any("is cut off by the end of the trace" in d.message for d in result.diagnostics)
+    both = _runs(make_trace, rows, include_incomplete=True).runs
+    assert [r.incomplete for r in both] == [False, True]
+    assert both[1].totals_ns(Layer.RUNTIME, Phase.COMPILATION) == 1 * MS

@@ -51,3 +51,34 @@ def test_ground_truth_of_a_sync_execution():
     assert only.cell_ns(Layer.RUNTIME, Phase.COMPILATION) > 0
     kinds = {p.kind for p in only.processes}
     assert kinds == {"app", "driver"}
+
+
+def test_verify_fails_a_run_with_no_data_for_an_app_that_executed():
+    """An empty parsed run of an app that executed fails verify instead of "cells agree"."""
+    from nnemu.parser import ParseResult, RunStats
+    from nnemu.verify import compare
+
+    truth = GroundTruth()
+    run_with_truth(load_scenario_text(scenario_text(executions=2, preset="add")), truth)
+    (true_run,) = truth.runs
+    empty = RunStats.from_totals(
+        starting_mark="B|1|[NN_LA_PO]app",
+        totals_ns={},
+        execution_counts={},
+        pid=str(true_run.pid),
+    )
+    result = compare(ParseResult(runs=[empty], diagnostics=[]), truth.runs)
+    assert not result.passed
+    assert result.run_count_problem is not None
+    assert "no data in the trace for an app that executed 2 times" in result.run_count_problem
+
+
+def test_verify_reads_back_a_chrome_json_trace(tmp_path: Path):
+    """``verify --trace x.json`` writes the Chrome JSON trace and reads it back."""
+    out, err = io.StringIO(), io.StringIO()
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "two_apps_one_npu.yaml"
+    trace = tmp_path / "trace.json"
+    code = run_verify_command(str(scenario), seed=None, trace=str(trace), stdout=out, stderr=err)
+    assert code == 0, out.getvalue() + err.getvalue()
+    assert out.getvalue().startswith("run 0 (camera, pid 707, ")
+    assert "run 1 (indexer, pid 713, " in out.getvalue()
