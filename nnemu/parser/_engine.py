@@ -111,10 +111,11 @@ class _Process:
 class _Acc:
     """What one thread contributed to one run."""
 
-    __slots__ = ("acc", "creates", "items", "la_pe", "run", "thread")
+    __slots__ = ("acc", "app_stack", "creates", "items", "la_pe", "run", "thread")
 
     def __init__(self, run: _Run, thread: _Thread, keep_detail: bool) -> None:
         self.run = run
+        self.app_stack = run.app_stack
         self.thread = thread
         self.acc: dict[StatKey, int] = {}
         self.creates: dict[Phase, int] = {}
@@ -283,7 +284,6 @@ class _Frame:
     __slots__ = (
         "acc_sub",
         "app_phase",
-        "call",
         "covered",
         "holder",
         "kind",
@@ -296,8 +296,6 @@ class _Frame:
 
     acc_sub: int
     app_phase: Phase
-    call: list[object]
-    """A HIDL client call's ``[run, done]`` entry among the calls waiting for a server."""
     covered: Layer | None
     """The layer whose execution time another section already counts (else None)."""
     holder: _Acc
@@ -438,7 +436,6 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
         kind.app_entry
         or kind.moved_from_caller
         or kind.po
-        or kind.hidl_client
         or kind.execution_create
         or kind.start_compute
         or kind.event_wait
@@ -547,8 +544,8 @@ class Engine:
         """Runs the trace cuts off (their ``[NN_LA_PO]`` never ends), left out of ``runs``."""
         self.all_runs: list[RunStats] = []
         """Every run, the incomplete ones included, in the order the runs start."""
-        # HIDL client calls waiting for their server side, per call name.
-        self._waiting: dict[str, collections.deque[list[object]]] = {}
+        # HIDL client calls (frame, thread) waiting for their server side, per call name.
+        self._waiting: dict[str, collections.deque[tuple[_Frame, _Thread]]] = {}
         # Task names of processes' main threads (TID == TGID), by TGID.
         self._names: dict[str, str] = {}
         self._line_number = 0
@@ -775,12 +772,21 @@ class Engine:
                 frame.covered = (
                     self._covered(thread, kind_of, holder) if kind_of.may_cover else None
                 )
-            app_stack = holder.run.app_stack
+            app_stack = holder.app_stack
             frame.app_phase = app_phase = app_stack[-1][1] if app_stack else overall
             stack.append(frame)
             thread.top = frame
             if kind_of.special_open:
-                self._special_open(thread, frame, mark, app_phase)
+                if kind_of.la_pe:
+                    la_pe = holder.la_pe
+                    la_pe[app_phase] = la_pe.get(app_phase, 0) + 1
+                elif kind_of.hidl_client:
+                    waiting = self._waiting.get(mark.call)
+                    if waiting is None:
+                        waiting = self._new_waiting(mark.call)
+                    waiting.append((frame, thread))
+                else:
+                    self._special_open(thread, frame, mark, app_phase)
         if saw_rows:
             self.saw_rows = True
         if run_has_marks:
@@ -901,12 +907,11 @@ class Engine:
             thread.binder = True
             waiting = self._waiting.get(mark.call)
             while waiting:
-                call = waiting.popleft()
-                served = call[0]
-                assert isinstance(served, _Run)
-                if not served.finished and not call[1]:
-                    call[1] = True
-                    return self._holder(served, thread)
+                # The oldest call still open (one that ended unserved, or that a
+                # run boundary dropped, is skipped).
+                call, caller = waiting.popleft()
+                if call in caller.stack:
+                    return self._holder(call.holder.run, thread)
         elif not thread.binder and proc.driver:
             claim = thread.claim
             if claim is None or claim not in proc.launches:
@@ -951,13 +956,16 @@ class Engine:
                     return Layer.RUNTIME
         return None
 
+    def _new_waiting(self, call: str) -> collections.deque[tuple[_Frame, _Thread]]:
+        waiting: collections.deque[tuple[_Frame, _Thread]] = collections.deque(maxlen=_MAX_WAITING)
+        self._waiting[call] = waiting
+        return waiting
+
     def _special_open(self, thread: _Thread, frame: _Frame, mark: Mark, app_phase: Phase) -> None:
         kind = frame.kind
         holder = frame.holder
         if kind.app_entry:
             holder.run.app_stack.append((frame, kind.phase))
-        elif kind.la_pe:
-            holder.la_pe[app_phase] = holder.la_pe.get(app_phase, 0) + 1
         elif kind.po:
             run = holder.run
             if run.po_frame is None and run.proc is thread.proc:
@@ -965,13 +973,6 @@ class Engine:
         elif kind.start_compute:
             windows = thread.proc.windows
             windows[thread] = windows.get(thread, 0) + 1
-        elif kind.hidl_client:
-            waiting = self._waiting.get(mark.call)
-            if waiting is None:
-                waiting = self._waiting[mark.call] = collections.deque(maxlen=_MAX_WAITING)
-            call: list[object] = [holder.run, False]
-            waiting.append(call)
-            frame.call = call
         if (kind.queue_async or kind.prepare_server) and thread.proc.driver:
             launch = _Launch(
                 holder,
@@ -1041,12 +1042,8 @@ class Engine:
                 if app_stack[index][0] is frame:
                     del app_stack[index]
                     break
-        elif kind.po:
-            if holder.run.po_frame is frame:
-                holder.run.po_frame = None
-        elif kind.hidl_client:
-            # A call never served (passthrough, dead callee) must not pair later.
-            frame.call[1] = True
+        elif kind.po and holder.run.po_frame is frame:
+            holder.run.po_frame = None
         duration = end - frame.start
         app_phase = frame.app_phase
         if parent is not None:
@@ -1064,10 +1061,19 @@ class Engine:
             # An asynchronous execute's server call only launches the work; the
             # driver's time is counted up to the callback notification instead.
             value = duration - frame.acc_sub
-            if not (covered and kind.is_pe):
-                self._add(holder, app_phase, kind.layer, kind.phase, value, frame.payload)
-            if kind.own_pe and not covered:
-                self._add(holder, app_phase, kind.layer, Phase.EXECUTION, value, frame.payload)
+            if holder.items is None:
+                acc = holder.acc
+                if not (covered and kind.is_pe):
+                    key = (app_phase, kind.layer, kind.phase)
+                    acc[key] = acc.get(key, 0) + value
+                if kind.own_pe and not covered:
+                    key = (app_phase, kind.layer, Phase.EXECUTION)
+                    acc[key] = acc.get(key, 0) + value
+            else:
+                if not (covered and kind.is_pe):
+                    self._add(holder, app_phase, kind.layer, kind.phase, value, frame.payload)
+                if kind.own_pe and not covered:
+                    self._add(holder, app_phase, kind.layer, Phase.EXECUTION, value, frame.payload)
         if kind.start_compute:
             thread.sc_queue.append((app_phase, end, holder))
         elif kind.event_wait:
