@@ -93,6 +93,13 @@ def _ns(seconds: str, fraction: str) -> int | str:
     return int(seconds) * 1_000_000_000 + int(fraction) * scale
 
 
+def _printable(text: str, limit: int = 200) -> str:
+    """``text`` for a one-line message: control and line-breaking characters escaped, cut."""
+    if not text.isprintable():
+        text = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 class _Process:
     __slots__ = ("driver", "launches", "name", "run", "tgid", "windows")
 
@@ -1224,11 +1231,11 @@ class Engine:
                 stats = attrs.evolve(stats, incomplete=True)
                 self._finished.append((run.seq, stats))
                 self.incomplete.append(stats)
-                name = f" ({stats.process_name})" if stats.process_name else ""
+                name = f" ({_printable(stats.process_name)})" if stats.process_name else ""
                 self.warn(
                     f"the run of process {stats.pid}{name} that starts here"
-                    f" ({run.starting_mark}) is cut off by the end of the trace: left out"
-                    " (--include-incomplete prints it)",
+                    f" ({_printable(run.starting_mark)}) is cut off by the end of the trace:"
+                    " left out (--include-incomplete prints it)",
                     run.line_number,
                     run.line,
                 )
