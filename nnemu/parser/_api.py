@@ -39,7 +39,8 @@ def _run(
         engine.feed(iter_rows(chrome))
         last_line_number = chrome.last_line_number
     else:
-        source = FtraceLines(lines or ())
+        # systrace writes its process dump before the ftrace block.
+        source = FtraceLines(lines or (), on_ftrace=engine.set_process_names)
         engine.feed(source)
         if source.truncated:
             engine.warn(

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Iterator
+import re
+from collections.abc import Callable, Generator, Iterable, Iterator
 
 import attrs
 
 _TRACE_DATA_OPEN = '<script class="trace-data" type="application/text">'
 _SCRIPT_CLOSE = "</script>"
+_PROCESS_DUMP = "PROCESS DUMP"
+_MAX_PROCESSES = 100_000
+
+
+def _process_name(rest: str) -> str:
+    """The NAME column of a ``ps`` line's tail ``NAME  COMM`` (names may hold spaces)."""
+    wide = re.split(r"\s{2,}", rest.strip())
+    if len(wide) >= 2:
+        return wide[0]
+    return rest.split()[0]
 
 
 @attrs.define
@@ -31,6 +42,10 @@ class FtraceLines:
     """Number of the last line read."""
     last_line_unterminated: bool = attrs.field(default=False, init=False)
     """Whether the input's last line had no line break (cut off mid-line)."""
+    process_names: dict[str, str] = attrs.field(factory=dict, init=False)
+    """Process names by pid, from a systrace ``PROCESS DUMP`` block before the ftrace one."""
+    on_ftrace: Callable[[dict[str, str]], None] | None = None
+    """Called with ``process_names`` when the ftrace block of an HTML file starts."""
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         line_number = 0
@@ -56,22 +71,41 @@ class FtraceLines:
         self.last_line_number = line_number
         self.last_line_unterminated = bool(line) and not line.endswith("\n")
 
+    def _dump_line(self, line: str) -> None:
+        """Read one ``ps`` row (``USER PID PPID VSZ RSS WCHAN PC S NAME COMM``)."""
+        fields = line.split(None, 8)
+        if len(fields) == 9 and fields[1].isdigit() and len(self.process_names) < _MAX_PROCESSES:
+            name = _process_name(fields[8])
+            if name.isprintable():
+                self.process_names[str(int(fields[1]))] = name[:200]
+
     def _html_block(
         self, lines: Iterator[str], line_number: int, line: str
     ) -> Generator[tuple[int, str], None, tuple[int, str]]:
         """Yield the ftrace block's lines; return the last line read (and its number)."""
-        in_block = False
+        in_block = in_dump = False
         expect_tracer = False
         while True:
             if in_block:
                 if _SCRIPT_CLOSE in line:
                     break
                 yield line_number, line
+            elif in_dump:
+                if _SCRIPT_CLOSE in line:
+                    in_dump = False
+                else:
+                    self._dump_line(line)
             elif expect_tracer:
                 expect_tracer = False
                 if line.startswith("# tracer:"):
                     in_block = True
                     self.found_ftrace = True
+                    if self.on_ftrace is not None:
+                        self.on_ftrace(self.process_names)
+                elif line.strip() == _PROCESS_DUMP:
+                    in_dump = True
+                elif _TRACE_DATA_OPEN in line:
+                    expect_tracer = True
             elif _TRACE_DATA_OPEN in line:
                 expect_tracer = True
             next_line = next(lines, None)

@@ -298,3 +298,30 @@ def test_incomplete_run_is_left_out_unless_asked_for(make_trace):
     both = _runs(make_trace, rows, include_incomplete=True).runs
     assert [r.incomplete for r in both] == [False, True]
     assert both[1].totals_ns(Layer.RUNTIME, Phase.COMPILATION) == 1 * MS
+
+
+def test_process_dump_names_the_runs_process(make_trace):
+    """A systrace PROCESS DUMP block before the ftrace block names each run's process."""
+    rows = [
+        (0, 10, 10, "[NN_LA_PO]a"),
+        (0, 20, 20, "[NN_LA_PO]b"),
+        (1, 10, 10, "E"),
+        (1, 20, 20, "E"),
+    ]
+    html = (
+        "<!DOCTYPE html>\n<html>\n"
+        '  <script class="trace-data" type="application/text">\n'
+        "PROCESS DUMP\n"
+        "USER           PID  PPID     VSZ    RSS WCHAN  PC S NAME                        COMM\n"
+        "u0_app          10     0       0      0 SyS_epoll_wait 0 S com.example.camera app_process64\n"
+        "u0_app          20     0       0      0 SyS_epoll_wait 0 S my indexer  app_process64\n"
+        "  </script>\n"
+        '  <script class="trace-data" type="application/text">\n'
+        + make_trace(rows)
+        + "  </script>\n</html>\n"
+    )
+    result = parse_lines(html.splitlines(keepends=True))
+    assert [(r.pid, r.process_name) for r in result.runs] == [
+        ("10", "com.example.camera"),
+        ("20", "my indexer"),
+    ]
