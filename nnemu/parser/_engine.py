@@ -72,6 +72,8 @@ _DEVICE: Final = Layer.DRIVER
 
 
 _MAX_SECONDS_DIGITS: Final = 11
+_FAST_DIGITS: Final = _MAX_SECONDS_DIGITS + 7
+"""A fast-path timestamp (6 fraction digits) has fewer digits than this in all."""
 """Longest seconds part of a timestamp accepted (about 3,000 years)."""
 
 
@@ -103,6 +105,9 @@ def _printable(text: str, limit: int = 200) -> str:
 class _Process:
     __slots__ = ("driver", "launches", "name", "run", "tgid", "windows")
 
+    windows: int
+    """Open asynchronous runtime executions (startCompute..Event_wait) of the process."""
+
     def __init__(self, tgid: str) -> None:
         self.tgid = tgid
         self.name = ""
@@ -111,8 +116,7 @@ class _Process:
         self.run: _Run | None = None
         # Work launched by prepareModel/execute* server calls, until its notify.
         self.launches: list[_Launch] = []
-        # Open asynchronous runtime executions (startCompute..Event_wait) per thread.
-        self.windows: dict[_Thread, int] = {}
+        self.windows = 0
 
 
 class _Acc:
@@ -503,6 +507,7 @@ class _Thread:
         "tid",
         "top",
         "tracked",
+        "windows",
     )
 
     def __init__(self, tid: str, proc: _Process, seq: int) -> None:
@@ -519,6 +524,8 @@ class _Thread:
         # The launch a worker thread works on, and the launch a server call made.
         self.claim: _Launch | None = None
         self.launch: _Launch | None = None
+        # Open startCompute..Event_wait windows of this thread.
+        self.windows = 0
 
 
 class Engine:
@@ -622,8 +629,8 @@ class Engine:
                     entry[0]
                     and len(fraction) == 6
                     and seconds
-                    and len(seconds) < 12
                     and (digits := seconds + fraction).isdecimal()
+                    and len(digits) < _FAST_DIGITS
                 ):
                     ts = int(digits) * 1000
                 else:
@@ -957,10 +964,9 @@ class Engine:
             claim = thread.claim
             if claim is not None and claim.burst:
                 return Layer.IPC
-        elif layer is Layer.RUNTIME and proc.windows:
-            for other, count in proc.windows.items():
-                if count and other is not thread:
-                    return Layer.RUNTIME
+        elif layer is Layer.RUNTIME and proc.windows > thread.windows:
+            # A window of another thread is open.
+            return Layer.RUNTIME
         return None
 
     def _new_waiting(self, call: str) -> collections.deque[tuple[_Frame, _Thread]]:
@@ -978,8 +984,8 @@ class Engine:
             if run.po_frame is None and run.proc is thread.proc:
                 run.po_frame = frame
         elif kind.start_compute:
-            windows = thread.proc.windows
-            windows[thread] = windows.get(thread, 0) + 1
+            thread.windows += 1
+            thread.proc.windows += 1
         if (kind.queue_async or kind.prepare_server) and thread.proc.driver:
             launch = _Launch(
                 holder,
@@ -1084,9 +1090,9 @@ class Engine:
         if kind.start_compute:
             thread.sc_queue.append((app_phase, end, holder))
         elif kind.event_wait:
-            windows = thread.proc.windows
-            if windows.get(thread):
-                windows[thread] -= 1
+            if thread.windows:
+                thread.windows -= 1
+                thread.proc.windows -= 1
             if thread.sc_queue:
                 started_phase, started_end, started = thread.sc_queue.popleft()
                 gap = frame.start - started_end
@@ -1155,7 +1161,10 @@ class Engine:
                 )
         for proc in self._procs.values():
             if proc.run is run:
-                proc.windows.clear()
+                proc.windows = 0
+                for thread in self._threads.values():
+                    if thread.proc is proc:
+                        thread.windows = 0
             if not proc.launches:
                 continue
             kept = []
