@@ -137,6 +137,10 @@ async def open_emulator(
                 yield Emulator(scenario, kernel, tracer, services, apps, binder)
             finally:
                 kernel.close()
+                # End the open sections now, in the tracer's own (pid, tid, depth) order,
+                # before the cancelled tasks' cleanup runs in trio's (randomised) order:
+                # the tracer ignores whatever they would write after this.
+                tracer.close()
                 nursery.cancel_scope.cancel()
     finally:
         tracer.close()

@@ -112,7 +112,7 @@ class Tracer:
     def add_sink(self, sink: TraceSink) -> None:
         """Send later events to ``sink`` too."""
         self._sinks.append(sink)
-        self.enabled = True
+        self.enabled = not self._closed
 
     def add_observer(self, observer: TraceObserver) -> None:
         """Send later events to ``observer`` too, with each section's kind, layer and phase.
@@ -121,10 +121,12 @@ class Tracer:
         observer attached the tracer builds no structured information at all.
         """
         self._observers.append(observer)
-        self.enabled = True
+        self.enabled = not self._closed
 
     def process(self, pid: int, name: str) -> None:
         """Announce a process (its name appears in the trace's metadata)."""
+        if self._closed:
+            return
         for sink in self._sinks:
             sink.process(pid, name)
         for observer in self._observers:
@@ -185,10 +187,17 @@ class Tracer:
             self._emit(ts, thread, None)
 
     def close(self) -> None:
-        """End every open section at the current time (an interrupted run) and close the sinks."""
+        """End every open section at the current time and close the sinks.
+
+        Sections still open (a run stopped by its duration, or interrupted) end in the
+        order of (pid, tid), innermost first: the trace never depends on the order in
+        which trio cancels the tasks.  Marks after this are ignored, so the cleanup code
+        of the cancelled tasks writes nothing.
+        """
         if self._closed:
             return
         self._closed = True
+        self.enabled = False
         pending = self._pending
         ts = max([self._kernel.now_ns] + [event[0] for event in pending])
         for thread in sorted(self._open, key=lambda t: (t.pid, t.tid)):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,3 +79,48 @@ def test_seed_is_recorded_in_the_report():
     scenario = load_scenario(QUICKSTART)
     assert run(scenario).data["seed"] == scenario.seed
     assert run(scenario, seed=99).data["seed"] == 99
+
+
+_DIGESTS = """
+import hashlib, io, sys
+from nnemu._emulator import run
+from nnemu.scenario import load_scenario
+from nnemu.tracer import ChromeJsonWriter, FtraceWriter
+
+class Kept(io.StringIO):
+    def close(self):  # the writers close their file; keep the text
+        self.kept = self.getvalue()
+        super().close()
+
+for path in sys.argv[2:]:
+    for _ in range(int(sys.argv[1])):
+        outs = [Kept(), Kept(), Kept()]
+        sinks = [FtraceWriter(outs[0], html=True), FtraceWriter(outs[1]), ChromeJsonWriter(outs[2])]
+        report = run(load_scenario(path), sinks=sinks)
+        texts = [out.kept for out in outs] + [report.to_json()]
+        print("digest", path, *(hashlib.sha256(t.encode()).hexdigest()[:16] for t in texts))
+"""
+
+
+def test_every_shipped_scenario_is_byte_identical_across_runs_and_hash_seeds():
+    """Every shipped scenario gives the same HTML, text and JSON traces and report in every run and process."""
+    paths = [str(p) for p in _scenario_files()]
+    lines: set[str] = set()
+    for hash_seed in ("0", "1"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run(
+            [sys.executable, "-c", _DIGESTS, "3", *paths],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=300,
+        )
+        lines.update(line for line in done.stdout.splitlines() if line.startswith("digest "))
+    by_scenario: dict[str, set[str]] = {}
+    for line in lines:
+        _, name, digests = line.split(" ", 2)
+        by_scenario.setdefault(name, set()).add(digests)
+    assert sorted(by_scenario) == sorted(paths)
+    differing = {name: len(d) for name, d in by_scenario.items() if len(d) > 1}
+    assert differing == {}
