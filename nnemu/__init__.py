@@ -8,11 +8,30 @@ The public entry points::
 
 ``run`` drives a scenario to the end in virtual time; ``open_emulator`` gives the
 live emulated world (kernel, driver services, apps) for finer control.
+
+The names are imported on first use, so that ``import nnemu.cli`` is quick and the
+command line installs its signal handlers before the emulator (trio) is loaded.
 """
 
-from nnemu._emulator import Emulator, open_emulator, run
-from nnemu.report import Report
-from nnemu.scenario import Scenario, load_scenario, load_scenario_text
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nnemu._emulator import Emulator, open_emulator, run
+    from nnemu.report import Report
+    from nnemu.scenario import Scenario, load_scenario, load_scenario_text
+
+_HOMES = {
+    "Emulator": "nnemu._emulator",
+    "open_emulator": "nnemu._emulator",
+    "run": "nnemu._emulator",
+    "Report": "nnemu.report",
+    "Scenario": "nnemu.scenario",
+    "load_scenario": "nnemu.scenario",
+    "load_scenario_text": "nnemu.scenario",
+}
 
 __all__ = [
     "Emulator",
@@ -23,3 +42,16 @@ __all__ = [
     "open_emulator",
     "run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'nnemu' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -7,10 +7,15 @@ trio's ``MockClock`` (virtual time) or the wall clock, and returns the report.
 
 from __future__ import annotations
 
+import contextlib
 import random
+import signal
+import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from types import FrameType
+from typing import Any, NoReturn
 
 import attrs
 import structlog
@@ -19,6 +24,7 @@ import trio.testing
 
 from nnemu.app import Application
 from nnemu.driver import Device, DriverService, us
+from nnemu.errors import Interrupted
 from nnemu.hal import Model, build_chain, build_preset
 from nnemu.ipc import Binder
 from nnemu.report import Report, build_report
@@ -140,11 +146,85 @@ async def open_emulator(
                 # End the open sections now, in the tracer's own (pid, tid, depth) order,
                 # before the cancelled tasks' cleanup runs in trio's (randomised) order:
                 # the tracer ignores whatever they would write after this.
-                tracer.close()
-                nursery.cancel_scope.cancel()
+                try:
+                    tracer.close()
+                finally:
+                    nursery.cancel_scope.cancel()
     finally:
         tracer.close()
         structlog.contextvars.unbind_contextvars("scenario")
+
+
+class _SignalStop:
+    """SIGINT/SIGTERM handlers that stop the kernel between two of its steps.
+
+    The handler only sets flags (``Kernel.interrupt``): no exception is raised in the
+    middle of emulated code or of a trace writer, so the trace stays well formed.  A
+    second signal of the same kind restores Python's behaviour (a KeyboardInterrupt,
+    or the default action of SIGTERM): a stuck teardown can still be killed.
+    """
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.kernel: Kernel | None = None
+        self._previous: dict[int, Any] = {}
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum == signum:
+            self._restore()
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            signal.raise_signal(signum)  # the previous handler, or the default action
+            return
+        if self.signum is None:
+            self.signum = signum
+        if self.kernel is not None:
+            self.kernel.interrupt(signum)
+
+    def attach(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        if self.signum is not None:
+            kernel.interrupt(self.signum)
+
+    def _restore(self) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous.clear()
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """Install the handlers for the block (main thread only; a custom SIGINT handler is kept)."""
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                current = signal.getsignal(signum)
+                if signum == signal.SIGINT and current is not signal.default_int_handler:
+                    continue  # someone (the stepper) handles Ctrl-C itself
+                self._previous[signum] = current
+                signal.signal(signum, self.handle)
+        try:
+            yield
+        finally:
+            self._restore()
+
+
+def _raise_unwrapped(group: BaseExceptionGroup[BaseException]) -> NoReturn:
+    """Raise the one real exception inside a group trio built (Cancelled leaves aside)."""
+    leaves: list[BaseException] = []
+
+    def collect(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                collect(inner)
+        elif not isinstance(exc, trio.Cancelled):
+            leaves.append(exc)
+
+    collect(group)
+    for leaf in leaves:
+        if isinstance(leaf, KeyboardInterrupt):
+            raise leaf from None
+    if len(leaves) == 1:
+        raise leaves[0] from None
+    raise group
 
 
 def run(
@@ -158,6 +238,7 @@ def run(
     inspect: Callable[[Emulator], None] | None = None,
     device_types: Mapping[str, type[Device]] | None = None,
     attach: Callable[[Emulator], None] | None = None,
+    handle_signals: bool = False,
 ) -> Report:
     """Run ``scenario`` to the end and return its report (virtual time unless ``realtime``).
 
@@ -166,7 +247,15 @@ def run(
     ``device_types`` maps device names to ``Device`` subclasses (custom driver policies).
     ``attach``, if given, is called with the built emulator before it runs (a stepper
     hooks ``kernel.observer`` and ``binder.on_call`` there).
+
+    Errors raised inside the emulated tasks reach the caller as themselves
+    (``ScenarioError``, ``EmulatorBug``, an ``OSError`` of a trace file), never
+    wrapped in an exception group.  With ``handle_signals`` (the CLI; main thread
+    only) SIGINT and SIGTERM stop the run cleanly between two kernel steps: the
+    trace is closed well formed and ``Interrupted`` is raised carrying the report
+    of the run so far.  Without it, Ctrl-C raises ``KeyboardInterrupt`` as usual.
     """
+    stopper = _SignalStop() if handle_signals else None
 
     async def main() -> Report:
         started = time.perf_counter()
@@ -178,6 +267,8 @@ def run(
             keep_executions=inspect is not None,
             device_types=device_types,
         ) as emulator:
+            if stopper is not None:
+                stopper.attach(emulator.kernel)
             if attach is not None:
                 attach(emulator)
             await emulator.run(progress=progress)
@@ -187,4 +278,13 @@ def run(
             return build_report(emulator, wall_s=wall)
 
     clock = None if realtime else trio.testing.MockClock(autojump_threshold=0)
-    return trio.run(main, clock=clock)
+    with stopper.installed() if stopper is not None else contextlib.nullcontext():
+        try:
+            report = trio.run(main, clock=clock)
+        except BaseExceptionGroup as group:
+            _raise_unwrapped(group)
+    if stopper is not None and stopper.signum is not None:
+        name = signal.Signals(stopper.signum).name
+        report = attrs.evolve(report, data={**report.data, "interrupted": name})
+        raise Interrupted(stopper.signum, report)
+    return report

@@ -1,7 +1,10 @@
 """The ``nnemu`` command: the only place that reads argv, prints, configures logging and exits.
 
 Exit codes: 0 success (every expectation held), 1 an expectation failed,
-2 bad input (a scenario or trace that cannot be used), 130 interrupted.
+2 bad input or output (a scenario or trace that cannot be used, a file that cannot
+be written), 130 interrupted (Ctrl-C, SIGINT), 141 stdout closed early (a reader
+such as ``head`` stopped reading: nnemu ends quietly, as Unix tools do), 143
+terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -9,18 +12,40 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from typing import Any, TextIO
 
 import structlog
 
-from nnemu.errors import NnemuError, ScenarioError
+from nnemu.errors import Interrupted, NnemuError, ScenarioError
 
 EXIT_OK = 0
 EXIT_EXPECTATION_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+EXIT_TERMINATED = 143
+
+_LOG_LEVELS = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}
+
+
+class Terminated(BaseException):
+    """Raised by the CLI's SIGTERM handler (outside a run, which stops cleanly instead)."""
+
+
+def _exit_code_of(exc: Interrupted) -> int:
+    return EXIT_TERMINATED if exc.signum == signal.SIGTERM else EXIT_INTERRUPTED
+
+
+def _version() -> str:
+    try:
+        return metadata.version("nnemu")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def _add_virtual_time(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -33,8 +58,11 @@ def _add_virtual_time(_logger: Any, _name: str, event: dict[str, Any]) -> dict[s
     return event
 
 
-def configure_logging(log_format: str, stream: TextIO) -> None:
-    """Configure structlog: console lines on a terminal, JSON with ``--log-format json``."""
+def configure_logging(log_format: str, stream: TextIO, level: int = logging.INFO) -> None:
+    """Configure structlog: console lines on a terminal, JSON with ``--log-format json``.
+
+    ``level`` filters the events (``-v`` debug, ``-q`` warnings and errors only).
+    """
     processors: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -46,20 +74,60 @@ def configure_logging(log_format: str, stream: TextIO) -> None:
         processors += [structlog.dev.ConsoleRenderer(colors=stream.isatty())]
     structlog.configure(
         processors=processors,
-        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(stream),
         cache_logger_on_first_use=False,
     )
+
+
+def _common_options(*, top: bool) -> argparse.ArgumentParser:
+    """Options every command takes, before or after the command name."""
+    common = argparse.ArgumentParser(add_help=False)
+    # Defaults are set once, on the top parser: a subcommand's default would
+    # overwrite a value given before the command name.
+    default: object = argparse.SUPPRESS
+    common.add_argument(
+        "--log-format",
+        choices=("console", "json"),
+        default="console" if top else default,
+        help="log lines as console text (default) or JSON",
+    )
+    verbosity = common.add_mutually_exclusive_group()
+    verbosity.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="store_const",
+        const=1,
+        default=0 if top else default,
+        help="also log debug events",
+    )
+    verbosity.add_argument(
+        "-q",
+        "--quiet",
+        dest="verbosity",
+        action="store_const",
+        const=-1,
+        default=default,
+        help="log warnings and errors only",
+    )
+    return common
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nnemu",
         description="Emulate the Android NNAPI stack (app, runtime, HIDL IPC, driver) in virtual time.",
+        parents=[_common_options(top=True)],
     )
+    parser.add_argument("--version", action="version", version=f"nnemu {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
+    common = _common_options(top=False)
 
-    run = sub.add_parser("run", help="run a scenario; print a summary, write a trace and a report")
+    def add_command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[common], **kwargs)
+
+    run = add_command("run", help="run a scenario; print a summary, write a trace and a report")
     run.add_argument("scenario", help="scenario YAML file")
     run.add_argument("--seed", type=int, help="override the scenario's seed")
     run.add_argument(
@@ -74,7 +142,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="record wall_s in the report (reports are otherwise byte-identical across runs)",
     )
-    run.add_argument("--log-format", choices=("console", "json"), default="console")
     run.add_argument("--html", help="write a self-contained HTML page with the run's figures")
     run.add_argument("--plots", help="write the figures as PNG files into this directory")
     run.add_argument(
@@ -83,7 +150,7 @@ def _parser() -> argparse.ArgumentParser:
         help="start in manual control (a gdb-like prompt; h for help)",
     )
 
-    replay = sub.add_parser(
+    replay = add_command(
         "replay", help="re-drive the emulator from a recorded trace (nnemu's or a device's)"
     )
     replay.add_argument("trace", help="systrace .html, ftrace text, or nnemu .json trace")
@@ -115,7 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--save-scenario", help="write the scenario the replay built here")
     replay.add_argument("--realtime", action="store_true", help="run on the wall clock")
 
-    parse = sub.add_parser("parse", help="NNAPI timing statistics of a systrace (HTML or text)")
+    parse = add_command("parse", help="NNAPI timing statistics of a systrace (HTML or text)")
     parse.add_argument("trace", help="systrace .html or ftrace text file")
     parse.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parse.add_argument("--per-execution", action="store_true", help="per-execution figures")
@@ -127,21 +194,21 @@ def _parser() -> argparse.ArgumentParser:
         help="also print a run the trace cuts off (marked incomplete)",
     )
 
-    verify = sub.add_parser(
+    verify = add_command(
         "verify", help="run a scenario, parse its trace back, compare with the ground truth"
     )
     verify.add_argument("scenario", help="scenario YAML file")
     verify.add_argument("--seed", type=int, help="override the scenario's seed")
     verify.add_argument("--trace", help="keep the trace here (default: a temporary file)")
 
-    query = sub.add_parser("query", help="SQL over a trace (Perfetto-like tables)")
+    query = add_command("query", help="SQL over a trace (Perfetto-like tables)")
     query.add_argument("trace", help="systrace .html, ftrace text, or nnemu .json trace")
     query.add_argument("sql", nargs="?", help="the query; omit for an interactive shell")
     query.add_argument("--csv", action="store_true", help="print CSV")
     query.add_argument("--json", action="store_true", help="print JSON")
     query.add_argument("--db", help="keep the SQLite database at this path")
 
-    demo = sub.add_parser("demo", help="narrated step-by-step walkthroughs of the HAL semantics")
+    demo = add_command("demo", help="narrated step-by-step walkthroughs of the HAL semantics")
     demo.add_argument("topic", nargs="?", help="the topic; omit (or --list) to list the topics")
     demo.add_argument("--list", action="store_true", help="list the topics")
     demo.add_argument("--out", help="directory for the demo's trace (default: the current one)")
@@ -195,14 +262,63 @@ def _progress_printer(stream: TextIO) -> Any:
     return show
 
 
+def _output_problem(option: str, path: str | None, what: str, *, directory: bool = False) -> str:
+    """Why ``path`` cannot take the output of ``option`` ("" when it can), checked before a run."""
+    if path is None:
+        return ""
+    if not path.strip():
+        return f"{option}: expected a path to write the {what} to, got {path!r}"
+    if directory:
+        # write_plots creates the directory (and its parents): find the first that exists.
+        existing = os.path.abspath(path)
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            return f"{path}: cannot write the {what}: {existing} is not a directory"
+        if not os.access(existing, os.W_OK | os.X_OK):
+            return f"{path}: cannot write the {what}: permission denied"
+        return ""
+    if os.path.isdir(path):
+        return f"{path}: cannot write the {what}: is a directory"
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return f"{path}: cannot write the {what}: no such directory {parent}"
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            return f"{path}: cannot write the {what}: permission denied"
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        return f"{path}: cannot write the {what}: permission denied"
+    return ""
+
+
+def _write_report(path: str, text: str, out: TextIO, err: TextIO) -> bool:
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+    except OSError as exc:
+        err.write(f"{path}: cannot write the report: {exc.strerror or exc}\n")
+        return False
+    out.write(f"report written to {path}\n")
+    return True
+
+
 def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from nnemu._emulator import run
     from nnemu.scenario import load_scenario
     from nnemu.tracer import TraceSink, open_trace_writer
 
+    problems = [
+        _output_problem("--trace", args.trace, "trace"),
+        _output_problem("--report", args.report, "report"),
+        _output_problem("--html", args.html, "pictures"),
+        _output_problem("--plots", args.plots, "pictures", directory=True),
+    ]
+    if any(problems):
+        err.write("".join(f"{problem}\n" for problem in problems if problem))
+        return EXIT_BAD_INPUT
     scenario = load_scenario(args.scenario)
     sinks: list[TraceSink] = []
-    if args.trace:
+    if args.trace is not None:
         try:
             sinks.append(open_trace_writer(args.trace))
         except OSError as exc:
@@ -224,6 +340,8 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.plots and not plots_available():
             err.write(MISSING_MATPLOTLIB + "\n")
             return EXIT_BAD_INPUT
+    so_far = f"; the trace so far is in {args.trace}" if args.trace else ""
+    interrupted: Interrupted | None = None
     try:
         with stepper.handling_sigint() if stepper else contextlib.nullcontext():
             report = run(
@@ -237,31 +355,25 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 if args.html or args.plots
                 else None,
                 attach=stepper.attach if stepper else None,
+                handle_signals=True,
             )
-    except KeyboardInterrupt:
-        err.write(
-            "\ninterrupted"
-            + (f"; the trace so far is in {args.trace}" if args.trace else "")
-            + "\n"
-        )
-        return EXIT_INTERRUPTED
+    except Interrupted as exc:
+        if exc.report is None:
+            raise
+        interrupted, report = exc, exc.report
     if progress is not None:
         err.write("\r" + " " * 60 + "\r")
     _summary(dict(report.data), out)
-    if stepper is not None and stepper.aborted:
-        err.write(
-            "interrupted" + (f"; the trace so far is in {args.trace}" if args.trace else "") + "\n"
-        )
+    if interrupted is None and stepper is not None and stepper.aborted:
+        err.write(f"interrupted{so_far}\n")
         return EXIT_INTERRUPTED
-    if args.report:
-        try:
-            with open(args.report, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(report.to_json())
-        except OSError as exc:
-            err.write(f"{args.report}: cannot write the report: {exc.strerror}\n")
-            return EXIT_BAD_INPUT
+    if args.report and not _write_report(args.report, report.to_json(), out, err):
+        return EXIT_BAD_INPUT
     if args.trace:
-        out.write(f"\ntrace written to {args.trace}\n")
+        out.write(f"trace written to {args.trace}\n")
+    if interrupted is not None:
+        err.write(f"interrupted by {interrupted.signal_name}{so_far}\n")
+        return _exit_code_of(interrupted)
     if pictures:
         from nnemu.pictures import write_html, write_plots
 
@@ -362,6 +474,17 @@ _COMMANDS = {
 }
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: the reader went away, and Python's exit-time flush must not complain."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no real file (a test's StringIO)
+        pass
+    finally:
+        os.close(devnull)
+
+
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -369,26 +492,55 @@ def main(
     out = out or sys.stdout
     err = err or sys.stderr
     args = _parser().parse_args(argv)
-    configure_logging(getattr(args, "log_format", "console"), err)
+    configure_logging(
+        getattr(args, "log_format", "console"), err, _LOG_LEVELS[getattr(args, "verbosity", 0)]
+    )
     try:
-        return _COMMANDS[args.command](args, out, err)
+        code = _COMMANDS[args.command](args, out, err)
+        out.flush()
+        return code
     except ScenarioError as exc:
         for problem in exc.problems:
             err.write(f"{problem}\n")
         return EXIT_BAD_INPUT
+    except Interrupted as exc:
+        err.write(f"\ninterrupted by {exc.signal_name}\n")
+        return _exit_code_of(exc)
+    except KeyboardInterrupt:
+        err.write("\ninterrupted\n")
+        return EXIT_INTERRUPTED
+    except Terminated:
+        err.write("\nterminated\n")
+        return EXIT_TERMINATED
+    except BrokenPipeError:
+        # The reader of stdout (``| head``) has gone: end quietly, as Unix tools do.
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     except FileNotFoundError as exc:
         err.write(f"{exc.filename}: no such file\n")
         return EXIT_BAD_INPUT
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
         err.write(f"{getattr(exc, 'filename', '')}: cannot read: {exc}\n")
         return EXIT_BAD_INPUT
+    except OSError as exc:
+        # A write failed (a full disk, stdout on /dev/full): say so instead of a traceback.
+        where = exc.filename or ("standard output" if exc.errno is not None else "")
+        err.write(f"{where}: cannot write: {exc.strerror or exc}\n")
+        if where == "standard output":
+            _quiet_stdout()
+        return EXIT_BAD_INPUT
     except NnemuError as exc:
         err.write(f"{exc}\n")
         return EXIT_BAD_INPUT
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def console_main() -> None:
-    """The console script: exit with main()'s code."""
+    """The console script: exit with main()'s code (SIGTERM ends it like Ctrl-C, exit 143)."""
+    signal.signal(signal.SIGTERM, _terminate)
     sys.exit(main())
 
 

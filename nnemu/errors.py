@@ -8,7 +8,12 @@ invariants.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
+
+if TYPE_CHECKING:
+    from nnemu.report import Report
 
 
 class NnemuError(Exception):
@@ -67,3 +72,29 @@ class ReplayMismatch(NnemuError):
 
 class EmulatorBug(NnemuError):
     """A broken internal invariant. Please report it with the scenario and seed."""
+
+
+class Interrupted(NnemuError):
+    """A run was ended early by a signal (Ctrl-C, SIGTERM) at a point between two kernel steps.
+
+    The trace was closed cleanly (every open section ended at the stop time);
+    ``report`` describes the run up to there and says ``"interrupted"``.
+    """
+
+    def __init__(self, signum: int, report: Report | None = None) -> None:
+        import signal
+
+        self.signum = signum
+        self.signal_name = signal.Signals(signum).name
+        self.report = report
+        super().__init__(f"interrupted by {self.signal_name}")
+
+
+class OutputError(NnemuError):
+    """An output file (trace, report, pictures) could not be written."""
+
+    def __init__(self, path: str, what: str, reason: str) -> None:
+        self.path = path
+        self.what = what
+        self.reason = reason
+        super().__init__(f"{path}: cannot write the {what}: {reason}")

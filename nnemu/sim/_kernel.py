@@ -134,6 +134,10 @@ class Kernel:
         self._stopped = False
         # Latest own-clock time a task reached through work() (its marks may carry it).
         self._reached_ns = 0
+        self.interrupted: int | None = None
+        """The signal that ended the run early (``interrupt``), else None."""
+        self._trio_token: trio.lowlevel.TrioToken | None = None
+        self._wall_sleep: trio.CancelScope | None = None
         self.observer: Callable[[int, str], None] | None = None
         """Called with (time, description) before each timer or timed callback is taken
         (manual stepping); None costs nothing."""
@@ -186,7 +190,9 @@ class Kernel:
         clock = trio.lowlevel.current_clock()
         self._clock = clock if isinstance(clock, trio.testing.MockClock) else None
         self._wall_base = trio.current_time() - self.now_ns / 1e9
-        self._stop_ns = stop_ns
+        if not self._stopped:  # stop() or interrupt() before the run keep their effect
+            self._stop_ns = stop_ns
+        self._trio_token = trio.lowlevel.current_trio_token()
         root = _Proc("root")
         root.task = current_task()
         root.started = True
@@ -210,6 +216,37 @@ class Kernel:
         """
         self._stopped = True
         self._stop_ns = self.now_ns - 1
+
+    def interrupt(self, signum: int) -> None:
+        """Stop the run as ``stop`` does, on behalf of a signal (safe to call from a signal handler).
+
+        Only flags are set here; the kernel acts on them when it next picks a task, so
+        the emulated world (and the trace) is left between two of its own steps.  A
+        wall-clock wait in progress (``realtime``) is cut short through trio's token.
+        """
+        if self.interrupted is None:
+            self.interrupted = signum
+        self._stopped = True
+        self._stop_ns = -1
+        token = self._trio_token
+        if token is not None and self.realtime:
+            try:
+                token.run_sync_soon(self._cancel_wall_sleep)
+            except trio.RunFinishedError:
+                pass
+
+    def _cancel_wall_sleep(self) -> None:
+        if self._wall_sleep is not None:
+            self._wall_sleep.cancel()
+
+    async def _sleep_wall_until(self, t_ns: int) -> bool:
+        """Wait on the wall clock for virtual time ``t_ns``; False if a signal cut the wait short."""
+        with trio.CancelScope() as scope:
+            self._wall_sleep = scope
+            if self.interrupted is None:
+                await trio.sleep_until(self._wall_base + t_ns / 1e9)
+        self._wall_sleep = None
+        return self.interrupted is None
 
     def pending(self) -> bool:
         """Whether any emulated work is still scheduled."""
@@ -243,20 +280,19 @@ class Kernel:
                 if self._stop_ns is not None and t_ns > self._stop_ns:
                     assert self._root is not None
                     return self._root
+            if proc_or_none is not None and proc_or_none.token != payload:
+                heapq.heappop(heap)
+                continue  # stale timer: the proc was woken by something else
+            if self.realtime and not await self._sleep_wall_until(t_ns):
+                continue  # interrupted: the stop check above ends the run
             heapq.heappop(heap)
             if proc_or_none is None:
-                if self.realtime:
-                    await trio.sleep_until(self._wall_base + t_ns / 1e9)
                 self._advance(t_ns)
                 payload()
                 continue
             proc: _Proc = proc_or_none
-            if proc.token != payload:
-                continue  # stale timer: the proc was woken by something else
             proc.token += 1
             proc.resume_value = None
-            if self.realtime:
-                await trio.sleep_until(self._wall_base + t_ns / 1e9)
             self._advance(t_ns)
             return proc
 

@@ -207,7 +207,12 @@ class Tracer:
         self._open.clear()
         while pending:
             self._deliver(heapq.heappop(pending))
-        for sink in self._sinks:
-            sink.close()
-        for observer in self._observers:
-            observer.close()
+        failure: BaseException | None = None
+        closers = [sink.close for sink in self._sinks] + [obs.close for obs in self._observers]
+        for close in closers:
+            try:
+                close()
+            except Exception as exc:  # close the others; report the first failure
+                failure = failure or exc
+        if failure is not None:
+            raise failure

@@ -10,6 +10,7 @@ import json
 import os
 from typing import TextIO
 
+from nnemu.errors import OutputError
 from nnemu.sim import SimThread
 
 FTRACE_HEADER = """\
@@ -55,18 +56,47 @@ def _timestamp(ts_ns: int) -> str:
     return f"{ts_ns // 1_000_000_000}.{(ts_ns // 1000) % 1_000_000:06d}"
 
 
+class _Output:
+    """The trace file: the first write error (a full disk) stops writing and is raised at close.
+
+    A run does not stop for its trace: it goes on to the end (virtual time is quick),
+    then ``close`` raises ``OutputError`` naming the file, so the user gets one clear
+    line instead of a traceback from inside an emulated task.
+    """
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.name = str(getattr(out, "name", "<stream>"))
+        self.error: OSError | None = None
+
+    def write(self, text: str) -> None:
+        if self.error is None:
+            try:
+                self.out.write(text)
+            except OSError as exc:
+                self.error = exc
+
+    def close(self) -> None:
+        try:
+            self.out.close()
+        except OSError as exc:
+            self.error = self.error or exc
+        if self.error is not None:
+            raise OutputError(self.name, "trace", self.error.strerror or str(self.error))
+
+
 class FtraceWriter:
     """Streams ``tracing_mark_write`` lines; optionally wrapped in systrace HTML."""
 
     def __init__(self, out: TextIO, *, html: bool = False) -> None:
-        self._out = out
+        self._out = _Output(out)
         self._html = html
         self._prefix: dict[SimThread, str] = {}
         if html:
-            out.write(HTML_HEAD)
+            self._out.write(HTML_HEAD)
         # The entry count is not known when streaming; systrace writes the count of
         # the ring buffer, which parsers do not rely on.
-        out.write(FTRACE_HEADER.format(entries=0, cpus=CPUS))
+        self._out.write(FTRACE_HEADER.format(entries=0, cpus=CPUS))
 
     def _line_prefix(self, thread: SimThread) -> str:
         prefix = self._prefix.get(thread)
@@ -103,16 +133,16 @@ class ChromeJsonWriter:
     """Streams Chrome trace-event JSON (``{"traceEvents": [...]}``) that Perfetto UI opens."""
 
     def __init__(self, out: TextIO) -> None:
-        self._out = out
+        self._out = _Output(out)
         self._first = True
         self._threads: set[SimThread] = set()
-        out.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
+        self._out.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
 
     def _event(self, event: dict[str, object]) -> None:
-        if not self._first:
-            self._out.write(",\n")
+        # Separator and event in one write: the file never ends in a bare ",".
+        text = json.dumps(event, sort_keys=True)
+        self._out.write(text if self._first else ",\n" + text)
         self._first = False
-        self._out.write(json.dumps(event, sort_keys=True))
 
     def process(self, pid: int, name: str) -> None:
         """Write the process_name metadata event."""

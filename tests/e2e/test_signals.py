@@ -1,0 +1,98 @@
+"""Ctrl-C and SIGTERM during ``nnemu run``: the documented exit code, a message, a whole trace."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nnemu.parser import parse_file
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
+
+_UNBALANCED = ("still open", "no open section", "no closing </script>")
+
+
+def _long_scenario(tmp_path: Path) -> Path:
+    """Quickstart made to run for an hour of virtual time (many seconds of wall time)."""
+    text = QUICKSTART.read_text(encoding="utf-8")
+    text = text.replace("executions: 30}", "executions: 10000000}")
+    text = text.replace("expect:", "duration_ms: 3600000\nexpect:")
+    path = tmp_path / "long.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _interrupt(tmp_path: Path, trace: Path, signum: int, after_bytes: int) -> tuple[int, str, str]:
+    """Start ``nnemu run``, send ``signum`` once the trace holds ``after_bytes``; (code, out, err)."""
+    scenario = _long_scenario(tmp_path)
+    report = tmp_path / "report.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "nnemu.cli", "run", str(scenario), "--trace", str(trace)]
+    process = subprocess.Popen(
+        [*command, "--report", str(report)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (trace.exists() and trace.stat().st_size >= after_bytes):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the trace did not grow"
+            time.sleep(0.02)
+        process.send_signal(signum)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return process.returncode, out, err
+
+
+def _assert_well_formed(trace: Path) -> None:
+    text = trace.read_text(encoding="utf-8")
+    if trace.suffix == ".json":
+        depth: dict[tuple[int, int], int] = {}
+        for event in json.loads(text)["traceEvents"]:
+            if event["ph"] in ("B", "E"):
+                key = (event["pid"], event["tid"])
+                depth[key] = depth.get(key, 0) + (1 if event["ph"] == "B" else -1)
+                assert depth[key] >= 0, f"an E with no open section: {event}"
+        assert depth
+        assert set(depth.values()) == {0}
+        return
+    result = parse_file(trace)
+    problems = [d.message for d in result.diagnostics if any(t in d.message for t in _UNBALANCED)]
+    assert problems == []
+    assert result.runs
+
+
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
+)
+@pytest.mark.parametrize("suffix", [".html", ".txt", ".json"])
+@pytest.mark.parametrize("after_bytes", [1, 200_000], ids=["early", "later"])
+def test_a_signal_ends_the_run_cleanly(
+    tmp_path: Path, signum: int, code: int, suffix: str, after_bytes: int
+):
+    """A signal mid-run exits 130/143 with a message, the summary, the report and a well-formed trace."""
+    trace = tmp_path / f"trace{suffix}"
+    returncode, out, err = _interrupt(tmp_path, trace, signum, after_bytes)
+    name = signal.Signals(signum).name
+    assert returncode == code, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == f"interrupted by {name}; the trace so far is in {trace}"
+    assert "scenario quickstart" in out
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert report["interrupted"] == name
+    assert 0 < report["virtual_ms"] < 3_600_000
+    _assert_well_formed(trace)
