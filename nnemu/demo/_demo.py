@@ -322,6 +322,17 @@ def run_topic(topic: Topic, out_dir: Path) -> tuple[DemoRun, Path]:
     return _run(topic, scenario, [writer]), path
 
 
+class _Console(Console):
+    """rich's console, but a closed pipe (``| head``) ends the command as everywhere else in nnemu.
+
+    rich exits with status 1 on a broken pipe; the CLI's own handling gives 141, quietly.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def _list_topics(console: Console) -> None:
     console.print("Topics (nnemu demo TOPIC):")
     for topic in TOPICS.values():
@@ -345,7 +356,7 @@ def run_demo_command(
         stdin: Where Enter is read.
         stdout: Where the narration is printed (with colour only on a terminal).
     """
-    console = Console(file=stdout, highlight=False, soft_wrap=True, emoji=False)
+    console = _Console(file=stdout, highlight=False, soft_wrap=True, emoji=False)
     if topic is None:
         _list_topics(console)
         return EXIT_OK

@@ -73,3 +73,104 @@ def test_trace_round_trips_through_parse(tmp_path: Path) -> None:
     assert code == 0
     assert "[NN_LA_PO]camera" in out
     assert "NNAPI timing summary" in out
+
+
+def test_unwritable_outputs_are_refused_before_the_run(tmp_path: Path) -> None:
+    """Every bad --trace/--report/--html/--plots path is named at once, before anything runs."""
+    quickstart = str(REPO / "scenarios/quickstart.yaml")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, out, err = _run(
+        "run",
+        quickstart,
+        "--trace",
+        str(tmp_path / "missing" / "t.html"),
+        "--report",
+        str(tmp_path),
+        "--html",
+        "",
+        "--plots",
+        str(blocker / "plots"),
+    )
+    assert code == 2
+    assert out == ""
+    assert err.splitlines() == [
+        f"{tmp_path / 'missing' / 't.html'}: cannot write the trace: "
+        f"no such directory {tmp_path / 'missing'}",
+        f"{tmp_path}: cannot write the report: is a directory",
+        "--html: expected a path to write the pictures to, got ''",
+        f"{blocker / 'plots'}: cannot write the pictures: {blocker} is not a directory",
+    ]
+
+
+def test_empty_trace_path_is_refused() -> None:
+    """``--trace ''`` is an error (exit 2), not a run that silently writes nothing."""
+    code, out, err = _run("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", "")
+    assert code == 2
+    assert out == ""
+    assert err == "--trace: expected a path to write the trace to, got ''\n"
+
+
+def test_run_says_where_it_wrote_each_file(tmp_path: Path) -> None:
+    """``run`` names the report and the trace it wrote."""
+    report, trace = tmp_path / "r.json", tmp_path / "t.json"
+    code, out, _ = _run(
+        "run",
+        str(REPO / "scenarios/quickstart.yaml"),
+        "--report",
+        str(report),
+        "--trace",
+        str(trace),
+    )
+    assert code == 0
+    assert f"report written to {report}\n" in out
+    assert f"trace written to {trace}\n" in out
+    assert report.exists()
+    assert trace.exists()
+
+
+def test_full_disk_for_the_trace_is_a_message() -> None:
+    """A trace on a full disk (/dev/full) ends with one line naming the file, exit 2."""
+    code, _, err = _run("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", "/dev/full")
+    assert code == 2
+    assert err == "/dev/full: cannot write the trace: No space left on device\n"
+
+
+def test_full_disk_for_stdout_is_a_message() -> None:
+    """Standard output on /dev/full gives a message and exit 2, not an OSError traceback."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "nnemu.cli", "run", str(REPO / "scenarios/quickstart.yaml")],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert done.stderr == "standard output: cannot write: No space left on device\n"
+
+
+def test_version_and_global_options(capsys) -> None:
+    """``--version`` prints the version; --log-format and -v/-q go before or after the command."""
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("nnemu ")
+    quickstart = str(REPO / "scenarios/quickstart.yaml")
+    for argv in (
+        ["--log-format", "json", "-v", "run", quickstart],
+        ["run", quickstart, "--log-format", "json", "-v"],
+    ):
+        code, _, err = _run(*argv)
+        assert code == 0
+        levels = {json.loads(line)["level"] for line in err.splitlines()}
+        assert "debug" in levels
+    code, _, err = _run("-q", "run", quickstart)
+    assert code == 0
+    assert err == ""
