@@ -62,20 +62,7 @@ class Emulator:
         stop = us(self.scenario.duration_ms * 1e6) if self.scenario.duration_ms else None
         if progress is not None:
             self._schedule_progress(progress, stop)
-        logger.debug(
-            "run_started",
-            seed=self.scenario.seed,
-            devices=[service.spec.name for service in self.services],
-            apps=[app.spec.name for app in self.apps],
-            stop_ms=None if stop is None else stop / 1e6,
-        )
         await self.kernel.run(stop_ns=stop)
-        signum = self.kernel.interrupted
-        logger.debug(
-            "run_ended",
-            task_switches=self.kernel.switches,
-            interrupted=None if signum is None else signal.Signals(signum).name,
-        )
 
     def _schedule_progress(self, progress: Callable[[Emulator], None], stop: int | None) -> None:
         step = max(1_000_000, (stop or 10_000_000_000) // 100)

@@ -51,6 +51,27 @@ HTML_TAIL = """\
 CPUS = 8
 """Number of CPUs the ftrace header claims; threads are spread over them by tid."""
 
+PROCESS_DUMP_HEADER = (
+    "PROCESS DUMP\n"
+    "USER           PID  PPID     VSZ    RSS WCHAN  PC S NAME                        COMM\n"
+)
+"""The start of the ``ps`` listing systrace puts in its own trace-data block."""
+
+_NEXT_TRACE_DATA = '  </script>\n  <script class="trace-data" type="application/text">\n'
+
+
+def _process_dump_line(pid: int, name: str) -> str:
+    """One ``ps`` row as atrace writes it (memory columns unknown: 0).
+
+    The sink interface gives a process's pid and name only, so the USER column
+    follows the name: HAL services run as ``system``, the rest are apps.
+    """
+    service = name.startswith("android.hardware.")
+    user = "system" if service else "u0_app"
+    wchan = "binder_ioctl_write_read" if service else "SyS_epoll_wait"
+    comm = name if service else "app_process64"
+    return f"{user:<10}{pid:>8}{0:>6}{0:>8}{0:>7} {wchan} 0 S {name} {comm}\n"
+
 
 def _timestamp(ts_ns: int) -> str:
     return f"{ts_ns // 1_000_000_000}.{(ts_ns // 1000) % 1_000_000:06d}"
@@ -92,8 +113,21 @@ class FtraceWriter:
         self._out = _Output(out)
         self._html = html
         self._prefix: dict[SimThread, str] = {}
+        self._processes: dict[int, str] = {}
+        self._started = False
         if html:
             self._out.write(HTML_HEAD)
+        else:
+            self._start()
+
+    def _start(self) -> None:
+        """Write what precedes the first mark: the process dump (HTML) and the ftrace header."""
+        self._started = True
+        if self._html:
+            # As systrace does: the ``ps`` listing in the first trace-data block, so that
+            # Perfetto and ``nnemu query`` name the processes (not only the threads).
+            rows = (_process_dump_line(pid, name) for pid, name in sorted(self._processes.items()))
+            self._out.write(PROCESS_DUMP_HEADER + "".join(rows) + _NEXT_TRACE_DATA)
         # The entry count is not known when streaming; systrace writes the count of
         # the ring buffer, which parsers do not rely on.
         self._out.write(FTRACE_HEADER.format(entries=0, cpus=CPUS))
@@ -101,13 +135,21 @@ class FtraceWriter:
     def _line_prefix(self, thread: SimThread) -> str:
         prefix = self._prefix.get(thread)
         if prefix is None:
+            if not self._started:
+                self._start()
             task = thread.name[:15]
             prefix = f"{task:>16}-{thread.tid:<5} ({thread.pid:>5}) [{thread.tid % CPUS:03d}] ...1 "
             self._prefix[thread] = prefix
         return prefix
 
     def process(self, pid: int, name: str) -> None:
-        """Processes are implied by the lines; nothing to write."""
+        """Remember the process for the HTML's process dump (written before the first mark).
+
+        Every process nnemu emulates is announced before the run starts; one announced
+        after the first mark is named by its threads' lines only.
+        """
+        if not self._started:
+            self._processes[pid] = name
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
         """Write a ``B|pid|name`` line."""
@@ -124,6 +166,8 @@ class FtraceWriter:
 
     def close(self) -> None:
         """Finish the document and close the file."""
+        if not self._started:
+            self._start()
         if self._html:
             self._out.write(HTML_TAIL)
         self._out.close()

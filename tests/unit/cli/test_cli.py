@@ -155,22 +155,45 @@ def test_full_disk_for_stdout_is_a_message() -> None:
 
 
 def test_version_and_global_options(capsys) -> None:
-    """``--version`` prints the version; --log-format and -v/-q go before or after the command."""
+    """``--version`` prints the version; --log-format, -v and -q go before or after the command."""
     import pytest
+
+    from nnemu.cli import _parser
 
     with pytest.raises(SystemExit) as exit_info:
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.startswith("nnemu ")
-    quickstart = str(REPO / "scenarios/quickstart.yaml")
     for argv in (
-        ["--log-format", "json", "-v", "run", quickstart],
-        ["run", quickstart, "--log-format", "json", "-v"],
+        ["--log-format", "json", "-v", "parse", "t"],
+        ["parse", "t", "--log-format", "json", "-v"],
     ):
-        code, _, err = _run(*argv)
-        assert code == 0
-        levels = {json.loads(line)["level"] for line in err.splitlines()}
-        assert "debug" in levels
-    code, _, err = _run("-q", "run", quickstart)
-    assert code == 0
-    assert err == ""
+        args = _parser().parse_args(argv)
+        assert (args.log_format, args.verbosity) == ("json", 1)
+    assert _parser().parse_args(["-q", "query", "t"]).verbosity == -1
+    assert _parser().parse_args(["demo"]).verbosity == 0
+
+
+def test_verbosity_sets_the_log_level() -> None:
+    """-v lets debug events through, the default stops at info, -q shows only warnings."""
+    import logging
+
+    import structlog
+
+    from nnemu.cli import configure_logging
+
+    seen = {}
+    for level in (logging.DEBUG, logging.INFO, logging.WARNING):
+        stream = io.StringIO()
+        configure_logging("json", stream, level)
+        log = structlog.get_logger()
+        log.debug("a_debug_event")
+        log.info("an_info_event")
+        log.warning("a_warning_event")
+        seen[level] = [json.loads(line)["event"] for line in stream.getvalue().splitlines()]
+    structlog.reset_defaults()
+    assert seen == {
+        logging.DEBUG: ["a_debug_event", "an_info_event", "a_warning_event"],
+        logging.INFO: ["an_info_event", "a_warning_event"],
+        logging.WARNING: ["a_warning_event"],
+    }

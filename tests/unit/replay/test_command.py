@@ -114,7 +114,7 @@ def test_set_changes_priority_and_device_speed(quick_trace: Path):
         scenario,
         [
             "apps.camera.priority=high",
-            "devices.driver-700.performance.float32.exec_time=0.05",
+            "devices.npu.performance.float32.exec_time=0.05",
             "apps.camera.execution_timeout_ms=20",
         ],
     )
@@ -135,7 +135,7 @@ def test_set_faster_device_lowers_latency(quick_trace: Path, tmp_path: Path):
         "--report",
         str(fast),
         "--set",
-        f"devices.driver-700.performance.float32.exec_time={ratio.float32.exec_time / 2}",
+        f"devices.npu.performance.float32.exec_time={ratio.float32.exec_time / 2}",
     )
     assert code == 0
     assert "changed with --set:" in out
@@ -158,8 +158,8 @@ def test_set_faster_device_lowers_latency(quick_trace: Path, tmp_path: Path):
         ),
         ("apps.x.priority=high", "--set apps.x: expected the name of an app (camera), got 'x'"),
         (
-            "devices.driver-700.performance.quant8.exec_time=-1",
-            "--set devices.driver-700.performance.quant8.exec_time: expected a number > 0, got -1",
+            "devices.npu.performance.quant8.exec_time=-1",
+            "--set devices.npu.performance.quant8.exec_time: expected a number > 0, got -1",
         ),
         ("seeed=3", "--set seeed: unknown key 'seeed'; did you mean 'seed'?"),
         ("priority", "--set priority: expected KEY=VALUE"),

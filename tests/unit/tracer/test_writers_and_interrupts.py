@@ -9,7 +9,7 @@ import pytest
 
 from nnemu._emulator import open_emulator, run
 from nnemu.parser import parse_file
-from nnemu.scenario import load_scenario_text
+from nnemu.scenario import load_scenario, load_scenario_text
 from nnemu.tracer import open_trace_writer
 from tests.unit.tracer.helpers import scenario_text
 
@@ -67,3 +67,54 @@ def test_interrupted_run_closes_every_section(tmp_path: Path, error: type[BaseEx
     text = path.read_text(encoding="utf-8")
     assert "[NN_LA_PE]" in text
     _balanced(path)
+
+
+def _two_apps_trace(path: Path) -> None:
+    run(
+        load_scenario(Path(__file__).resolve().parents[3] / "scenarios/two_apps_one_npu.yaml"),
+        sinks=[open_trace_writer(path)],
+    )
+
+
+def test_html_trace_names_its_processes(tmp_path: Path):
+    """The HTML holds a PROCESS DUMP before the marks, so nnemu query names the driver service."""
+    from nnemu.query import open_trace
+
+    path = tmp_path / "t.html"
+    _two_apps_trace(path)
+    text = path.read_text(encoding="utf-8")
+    dump = text.index("PROCESS DUMP\n")
+    assert dump < text.index("# tracer: nop") < text.index("tracing_mark_write")
+    conn = open_trace(str(path))
+    try:
+        names = dict(conn.execute("SELECT pid, name FROM process").fetchall())
+    finally:
+        conn.close()
+    assert names == {
+        700: "android.hardware.neuralnetworks@1.3-service-npu",
+        707: "camera",
+        713: "indexer",
+    }
+
+
+def test_perfetto_reads_the_process_names(tmp_path: Path):
+    """Perfetto's trace processor (NNEMU_TRACE_PROCESSOR) names the driver service from the dump."""
+    import os
+    import subprocess
+
+    shell = os.environ.get("NNEMU_TRACE_PROCESSOR")
+    if not shell or not os.access(shell, os.X_OK):
+        pytest.skip("set NNEMU_TRACE_PROCESSOR to Perfetto's trace_processor_shell")
+    path = tmp_path / "t.html"
+    _two_apps_trace(path)
+    query = tmp_path / "q.sql"
+    query.write_text("select pid, name from process where pid >= 700 order by pid")
+    done = subprocess.run(
+        [shell, "-q", str(query), str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-3:] == [
+        '700,"android.hardware.neuralnetworks@1.3-service-npu"',
+        '707,"camera"',
+        '713,"indexer"',
+    ]
