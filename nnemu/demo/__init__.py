@@ -1,6 +1,13 @@
 """``nnemu demo``: narrated walkthroughs of the HAL semantics, in virtual time."""
 
-from nnemu.demo._demo import SCENARIO_DIR, DemoRun, run_demo_command, run_topic
+from nnemu.demo._demo import (
+    SCENARIO_DIR,
+    DemoRun,
+    load_topic_scenario,
+    run_demo_command,
+    run_topic,
+    scenario_path,
+)
 from nnemu.demo._topics import TOPICS, StepSpec, Topic
 
 __all__ = [
@@ -9,6 +16,8 @@ __all__ = [
     "DemoRun",
     "StepSpec",
     "Topic",
+    "load_topic_scenario",
     "run_demo_command",
     "run_topic",
+    "scenario_path",
 ]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TextIO
 
@@ -27,15 +29,35 @@ from nnemu.driver import CallbackRef, DriverService
 from nnemu.hal import ErrorStatus, ExecutionPreference, Model, Priority
 from nnemu.ipc import Endpoint
 from nnemu.report import Report, build_report
-from nnemu.scenario import Scenario, load_scenario
+from nnemu.scenario import Scenario, load_scenario_text
 from nnemu.sim import SimEvent, SimThread
 from nnemu.tracer import ChromeJsonWriter, FtraceWriter, TraceSink, open_trace_writer
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 
-SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "scenarios"
-"""The repository's ``scenarios/`` directory (the demos' scenarios live in ``demo/``)."""
+SCENARIO_DIR: Traversable = resources.files("nnemu.demo") / "scenarios"
+"""The demos' scenarios: package data (``nnemu/demo/scenarios/``), so an installed nnemu has them."""
+
+
+def scenario_path(topic: Topic) -> str | None:
+    """Where ``topic``'s scenario file is, for ``nnemu run`` (relative to the current directory
+    when below it); None when the package is not on a file system (a zip)."""
+    resource = SCENARIO_DIR / topic.scenario
+    if not isinstance(resource, Path):
+        return None
+    try:
+        return str(resource.relative_to(Path.cwd()))
+    except ValueError:
+        return str(resource)
+
+
+def load_topic_scenario(topic: Topic) -> Scenario:
+    """``topic``'s scenario, read through importlib.resources (works from any installation)."""
+    resource = SCENARIO_DIR / topic.scenario
+    source = scenario_path(topic) or f"nnemu/demo/scenarios/{topic.scenario}"
+    return load_scenario_text(resource.read_text(encoding="utf-8"), source=source)
+
 
 _EXECUTING = re.compile(r"PE\]|IPreparedModel::")
 """Sections worth a "running since" line at the start of a step: executions in progress."""
@@ -316,7 +338,7 @@ def _trace_name(topic: Topic) -> str:
 
 def run_topic(topic: Topic, out_dir: Path) -> tuple[DemoRun, Path]:
     """Run ``topic``'s scenario (plus its probe), writing the trace into ``out_dir``."""
-    scenario = load_scenario(SCENARIO_DIR / topic.scenario)
+    scenario = load_topic_scenario(topic)
     path = out_dir / _trace_name(topic)
     writer: FtraceWriter | ChromeJsonWriter = open_trace_writer(path)
     return _run(topic, scenario, [writer]), path
@@ -402,7 +424,7 @@ def _narrate(
         f"`nnemu parse {escape(str(trace))}`)."
     )
     console.print(
-        f"Reproduce it: nnemu run scenarios/{escape(topic.scenario)} "
+        f"Reproduce it: nnemu run {escape(scenario_path(topic) or topic.scenario)} "
         f"({len(run.report.expectations)} expectations, "
         + ("all held" if held else "SOME FAILED")
         + ")"

@@ -61,7 +61,7 @@ class Topic:
     teaches: str
     """One line: what it teaches."""
     scenario: str
-    """Scenario file, relative to the repository's ``scenarios/`` directory."""
+    """Scenario file name in the package's ``nnemu/demo/scenarios/`` (package data)."""
     intro: str
     """What the run contains."""
     steps: tuple[StepSpec, ...]
@@ -74,7 +74,7 @@ PREPARE = Topic(
     name="prepare",
     title="prepareModel: launch status vs callback status",
     teaches="the prepareModel launch/notify contract: valid, invalid, and a partial driver",
-    scenario="demo/prepare.yaml",
+    scenario="prepare.yaml",
     intro=(
         "App 'camera' compiles a 3-operation model (CONV_2D, RELU, FULLY_CONNECTED) for all "
         "devices: a full HAL 1.3 'npu' and a partial HAL 1.2 'conv-dsp' that supports only "
@@ -145,7 +145,7 @@ EXECUTION_MODES = Topic(
     name="execution-modes",
     title="Synchronous, asynchronous and fenced execution",
     teaches="executeSynchronously vs execute + IExecutionCallback vs executeFenced on HAL 1.0/1.2/1.3",
-    scenario="demo/execution-modes.yaml",
+    scenario="execution-modes.yaml",
     intro=(
         "The same ADD model, one execution each, by three apps 20 ms apart: 'sync12' "
         "(compute) on a HAL 1.2 GPU, 'async10' (startCompute + Event_wait) on a HAL 1.0 DSP, "
@@ -190,7 +190,7 @@ PRIORITIES = Topic(
     name="priorities",
     title="Priorities and preemption",
     teaches="a high-priority camera vs a low-priority indexer, without and with checkpoint preemption",
-    scenario="demo/priorities.yaml",
+    scenario="priorities.yaml",
     intro=(
         "One app (uid 10300) runs a low-priority indexer (MobileNet v2, ~4.8 ms) in a loop and "
         "two high-priority camera frames (MobileNet v1, ~2 ms), twice over: on 'npu-none' "
@@ -231,7 +231,7 @@ DEADLINES = Topic(
     name="deadlines",
     title="Deadlines: missed transiently vs persistently",
     teaches="estimate-based rejection (PERSISTENT vs TRANSIENT) and a checkpoint abort",
-    scenario="demo/deadlines.yaml",
+    scenario="deadlines.yaml",
     intro=(
         "Execution_setTimeout on single-device compilations; the runtime turns it into an "
         "absolute deadline passed to executeSynchronously_1_3, and the driver enforces it. "
@@ -280,7 +280,7 @@ DRIVER_DEATH = Topic(
     name="driver-death",
     title="A driver dies mid-execution",
     teaches="DEAD_OBJECT, death recipients releasing callbacks, CPU fallback vs OP_FAILED",
-    scenario="demo/driver-death.yaml",
+    scenario="driver-death.yaml",
     intro=(
         "Both driver processes die at 30 ms. 'resilient' (compiled for all devices) runs on "
         "the HAL 1.0 'dsp' through execute + callback; 'pinned' (createForDevices [npu]) is "

@@ -18,8 +18,12 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 QUICKSTART = SCENARIOS / "quickstart.yaml"
 
 
+DEMO_SCENARIOS = SCENARIOS.parent / "nnemu" / "demo" / "scenarios"
+
+
 def _scenario_files() -> list[Path]:
-    return sorted(SCENARIOS.glob("**/*.yaml"))
+    """The shipped scenarios: the repository's and the demos' (package data)."""
+    return sorted([*SCENARIOS.glob("**/*.yaml"), *DEMO_SCENARIOS.glob("*.yaml")])
 
 
 @pytest.mark.parametrize("path", _scenario_files(), ids=lambda p: p.stem)

@@ -9,7 +9,13 @@ import pytest
 
 from nnemu._emulator import run
 from nnemu.cli import main
-from nnemu.demo import SCENARIO_DIR, TOPICS, run_demo_command
+from nnemu.demo import (
+    SCENARIO_DIR,
+    TOPICS,
+    load_topic_scenario,
+    run_demo_command,
+    scenario_path,
+)
 from nnemu.parser import parse_file
 from nnemu.scenario import load_scenario
 
@@ -72,16 +78,21 @@ def test_topic_narrates_its_key_facts_and_writes_a_parseable_trace(
     assert f"Trace written to {trace}" in text
     result = parse_file(trace)
     assert [d for d in result.diagnostics if d.severity == "error"] == []
-    assert f"nnemu run scenarios/{TOPICS[topic].scenario}" in text
+    assert f"nnemu run {scenario_path(TOPICS[topic])}" in text
     assert "all held" in text
 
 
 @pytest.mark.parametrize("topic", sorted(TOPICS))
 def test_pointed_to_scenario_exists_and_passes(topic: str) -> None:
-    """The scenario a topic points at loads and every expectation of it holds."""
-    path = SCENARIO_DIR / TOPICS[topic].scenario
-    assert path.is_file()
-    report = run(load_scenario(path))
+    """The scenario a topic points at is package data, loads and every expectation of it holds."""
+    resource = SCENARIO_DIR / TOPICS[topic].scenario
+    assert resource.is_file()
+    scenario = load_topic_scenario(TOPICS[topic])
+    assert scenario.name
+    path = scenario_path(TOPICS[topic])
+    assert path is not None
+    assert load_scenario(path) == scenario
+    report = run(scenario)
     assert report.expectations
     assert report.passed
 
