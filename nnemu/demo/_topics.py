@@ -130,9 +130,10 @@ PREPARE = Topic(
             title="The whole model to the partial driver: launch NONE, notify INVALID_ARGUMENT",
             text=(
                 "The sample driver's partial-driver rule: a model it does not fully support is "
-                "not an invalid argument of the call, so the launch says NONE; the background "
-                "task then reports INVALID_ARGUMENT through the callback. Launch status and "
-                "callback status differ - only the callback tells the outcome."
+                "not an invalid argument of the call, so the launch says NONE. No preparation "
+                "is started: the driver notifies INVALID_ARGUMENT and a null model at once, on "
+                "the binder thread serving the call, before the launch returns. Launch status "
+                "and callback status differ - only the callback tells the outcome."
             ),
             process="vts",
             anchor=r"^VtsValidation::prepareModel_1_2",
@@ -252,9 +253,10 @@ DEADLINES = Topic(
         StepSpec(
             title="Rejected because of the queue: MISSED_DEADLINE_TRANSIENT",
             text=(
-                "Four frames arrive together. The first runs; for the later ones the estimate "
-                "includes the work queued ahead, which is what makes them late - so the status "
-                "is TRANSIENT: the same request on a less busy device would make it."
+                "Four frames arrive together. The first runs at once and the second, queued "
+                "behind it, still fits its 5 ms; for the last two the estimate includes the work "
+                "queued ahead, which is what makes them late - so the status is TRANSIENT: the "
+                "same request on a less busy device would make it."
             ),
             process="burst",
             anchor=r"^\[NN_LA_PE\]execute",
