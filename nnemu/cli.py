@@ -217,24 +217,36 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _summary(data: dict[str, Any], out: TextIO) -> None:
+    """The run's summary tables: per app (submitted = completed + failed + dropped + in flight)
+    and per device.  Latency percentiles are "-" for an app with no completion."""
     out.write(
-        f"scenario {data['scenario']}  seed {data['seed']}  virtual {data['virtual_ms']:.3f} ms\n\n"
+        f"scenario {data['scenario']}  seed {data['seed']}  virtual {data['virtual_ms']:.3f} ms\n"
     )
-    header = f"{'app':<16}{'submitted':>10}{'completed':>10}{'failed':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}  errors\n"
-    out.write(header)
+    if data.get("interrupted"):
+        out.write(f"interrupted by {data['interrupted']}: the figures cover the run so far\n")
+    out.write("\n")
+    width = max([3, *(len(name) for name in data["apps"])]) + 2
+    out.write(
+        f"{'app':<{width}}{'submitted':>10}{'completed':>11}{'failed':>8}{'dropped':>9}"
+        f"{'in flight':>11}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}  errors\n"
+    )
     for name, app in data["apps"].items():
         lat = app["latency_ms"]
         errors = ", ".join(f"{code}:{count}" for code, count in app["errors"].items()) or "-"
         if app["compile_result"] != "NO_ERROR":
             errors = f"compilation {app['compile_result']}"
-        out.write(
-            f"{name[:15]:<16}{app['submitted']:>10}{app['completed']:>10}{app['failed']:>8}"
-            f"{lat['p50']:>10.3f}{lat['p95']:>10.3f}{lat['p99']:>10.3f}  {errors}\n"
+        quantiles = "".join(
+            f"{lat[q]:>10.3f}" if app["completed"] else f"{'-':>10}" for q in ("p50", "p95", "p99")
         )
-    out.write(f"\n{'device':<20}{'executions':>11}{'busy':>9}{'preemptions':>13}\n")
+        out.write(
+            f"{name:<{width}}{app['submitted']:>10}{app['completed']:>11}{app['failed']:>8}"
+            f"{app['dropped']:>9}{app['in_flight']:>11}{quantiles}  {errors}\n"
+        )
+    width = max([6, *(len(name) for name in data["devices"])]) + 2
+    out.write(f"\n{'device':<{width}}{'executions':>11}{'busy':>9}{'preemptions':>13}\n")
     for name, device in data["devices"].items():
         out.write(
-            f"{name[:19]:<20}{device['executions']:>11}{device['busy_fraction'] * 100:>8.1f}%"
+            f"{name:<{width}}{device['executions']:>11}{device['busy_fraction'] * 100:>8.1f}%"
             f"{device['preemptions']:>13}\n"
         )
     if data["expectations"]:

@@ -101,13 +101,15 @@ def _summary(page: _Page, report: Mapping[str, Any]) -> None:
     priorities = {app.name: app.priority for app in page.data.apps}
     for name, app in report["apps"].items():
         lat = app["latency_ms"]
+        # No completion, no latency: "-" rather than a 0.000 that reads like a fast app.
+        cells = [f"{lat[q]:.3f}" if app["completed"] else "-" for q in ("p50", "p95", "p99", "max")]
         page.add(
             f'<tr><td class="name"><span class="swatch {page.class_of(name)}"></span>'
             f"{escape(name)}</td><td>{escape(priorities.get(name, ''))}</td>"
             f"<td>{app['submitted']}</td><td>{app['completed']}</td><td>{app['failed']}</td>"
             f"<td>{app['dropped']}</td><td>{app['retries']}</td><td>{app['deadline_misses']}</td>"
-            f"<td>{lat['p50']:.3f}</td><td>{lat['p95']:.3f}</td><td>{lat['p99']:.3f}</td>"
-            f'<td>{lat["max"]:.3f}</td><td class="name">{escape(app["compile_result"])}</td></tr>'
+            + "".join(f"<td>{cell}</td>" for cell in cells)
+            + f'<td class="name">{escape(app["compile_result"])}</td></tr>'
         )
     page.add("</table>")
     page.add(

@@ -197,3 +197,48 @@ def test_verbosity_sets_the_log_level() -> None:
         logging.INFO: ["an_info_event", "a_warning_event"],
         logging.WARNING: ["a_warning_event"],
     }
+
+
+def test_summary_shows_dashes_in_flight_and_whole_names() -> None:
+    """No completion prints "-" percentiles; in-flight work is a column; long app names are whole."""
+    from nnemu.cli import _summary
+
+    def app(submitted: int, completed: int, in_flight: int) -> dict[str, object]:
+        return {
+            "submitted": submitted,
+            "completed": completed,
+            "failed": 0,
+            "dropped": 0,
+            "in_flight": in_flight,
+            "errors": {},
+            "compile_result": "NO_ERROR",
+            "latency_ms": {"p50": 0.0 if not completed else 1.5, "p95": 2.0, "p99": 2.5},
+        }
+
+    data = {
+        "scenario": "s",
+        "seed": 1,
+        "virtual_ms": 10.0,
+        "apps": {"a-very-long-application-name": app(3, 2, 1), "idle": app(1, 0, 1)},
+        "devices": {"npu": {"executions": 2, "busy_fraction": 0.5, "preemptions": 0}},
+        "expectations": [],
+    }
+    out = io.StringIO()
+    _summary(data, out)
+    lines = out.getvalue().splitlines()
+    header = lines[2].split()
+    assert header[:7] == ["app", "submitted", "completed", "failed", "dropped", "in", "flight"]
+    assert lines[3].split() == [
+        "a-very-long-application-name",
+        "3",
+        "2",
+        "0",
+        "0",
+        "1",
+        "1.500",
+        "2.000",
+        "2.500",
+        "-",
+    ]
+    assert lines[4].split() == ["idle", "1", "0", "0", "0", "1", "-", "-", "-", "-"]
+    assert lines[2].index("submitted") == lines[3].index("3") - len("submitted") + 1
