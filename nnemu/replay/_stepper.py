@@ -120,6 +120,9 @@ class Stepper:
         self._kernel: Kernel | None = None
         self._last = ""
         self._until_ns = round(stop_at_s * 1e9) if stop_at_s is not None else None
+        # Time of the kernel event the prompt stands before (the run resumes with it);
+        # None at a HAL-call prompt, which stands at the current time.
+        self._pending_ns: int | None = None
         self._next_event = False
         self._next_hal = False
         self._interrupt_pending = False
@@ -183,12 +186,14 @@ class Stepper:
         if not self.aborted:
             upcoming = f"next kernel event at {_seconds(t_ns)}: {what}"
             where = f"[{_seconds(kernel.now())}] "
+            self._pending_ns = t_ns
             if self._interrupt_pending:
                 self._prompt(where + "interrupted; " + upcoming)
             elif self._next_event:
                 self._prompt(where + upcoming)
             elif self._until_ns is not None and t_ns >= self._until_ns:
                 self._prompt(where + f"stop at {_seconds(self._until_ns)}: the " + upcoming)
+            self._pending_ns = None
         if self.aborted:
             kernel.stop()
 
@@ -267,9 +272,19 @@ class Stepper:
                 unit = "milliseconds" if verb == "c" else "seconds"
                 self._write(f"{verb}: expected a number of {unit} >= 0, got {args[0]!r}\n")
                 return False
-            target = self._now() + round(value * 1e6) if verb == "c" else round(value * 1e9)
+            # The run resumes with the pending kernel event (if the prompt stands before
+            # one): nothing happens before it, so ``c MS`` counts from there and a stop
+            # is never announced at a time the clock has already passed.
+            start = max(self._now(), self._pending_ns or 0)
+            target = start + round(value * 1e6) if verb == "c" else round(value * 1e9)
             if target <= self._now():
                 self._write(f"already at {_seconds(self._now())}\n")
+                return False
+            if target <= start:
+                self._write(
+                    f"nothing happens before {_seconds(start)} (the next kernel event); "
+                    "s to a later time, or ni\n"
+                )
                 return False
             self._until_ns = target
             return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -103,7 +104,7 @@ def test_loop_forever_until_interrupted(quick_trace: Path, monkeypatch: pytest.M
     assert code == 130
     assert len(calls) == 3
     assert "loop 3" in out
-    assert out.count("app              submitted") == 3
+    assert len(re.findall(r"^app +submitted +completed", out, re.M)) == 3
     assert "interrupted" in err
 
 
@@ -198,7 +199,7 @@ def test_save_scenario_can_be_run(quick_trace: Path, tmp_path: Path):
     assert scenario.apps[0].priority is Priority.LOW
     code, out, _ = _run("run", str(saved))
     assert code == 0
-    assert "camera                  30        30" in out
+    assert re.search(r"^camera +30 +30 ", out, re.M)
 
 
 def test_manual_start_steps_to_a_hal_call_and_quits(quick_trace: Path, tmp_path: Path):
@@ -218,7 +219,7 @@ def test_s_runs_to_a_timestamp_then_prompts(quick_trace: Path):
     assert code == 0
     assert "stop at 0.500000 s" in out
     assert "virtual time 0.4" in out
-    assert "camera                  30        30" in out
+    assert re.search(r"^camera +30 +30 ", out, re.M)
 
 
 def test_run_step_gives_run_a_prompt(tmp_path: Path):
@@ -227,7 +228,7 @@ def test_run_step_gives_run_a_prompt(tmp_path: Path):
     assert code == 0
     assert out.startswith("[0.000000 s] start of the run")
     assert "stop at 0.005000 s" in out
-    assert "camera                  30        30" in out
+    assert re.search(r"^camera +30 +30 ", out, re.M)
 
 
 def test_missing_trace_exits_two(tmp_path: Path):

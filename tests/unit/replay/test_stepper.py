@@ -64,6 +64,18 @@ def test_c_ms_and_s_timestamp_stop_at_virtual_times(tmp_path: Path):
     assert data["apps"]["camera"]["completed"] == 30
 
 
+def test_repeated_c_ms_never_announces_a_stop_in_the_past(tmp_path: Path):
+    """After `c 5`, Enter counts 5 ms from the pending event: every stop target is at or after the clock."""
+    _, out, data = _stepped("c 5\n\n\n\n\nc\n", tmp_path, manual=True)
+    stops = re.findall(
+        r"^\[(\d+\.\d+) s\] stop at (\d+\.\d+) s: the next kernel event at (\d+\.\d+)", out, re.M
+    )
+    assert len(stops) == 5
+    for now, target, upcoming in stops:
+        assert float(now) <= float(target) <= float(upcoming)
+    assert data["apps"]["camera"]["completed"] == 30
+
+
 def test_l_lists_threads_in_calls(tmp_path: Path):
     """`l` shows the virtual time and each thread's open sections, innermost last."""
     _, out, _ = _stepped("s 0.04\nl\nc\n", tmp_path, manual=True)
