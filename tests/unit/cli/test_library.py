@@ -1,0 +1,94 @@
+"""``nnemu.run`` for library callers: its own exceptions unwrapped, signals ending a run cleanly."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+import nnemu
+from nnemu.errors import Interrupted, OutputError
+from nnemu.parser import parse_file
+from nnemu.sim import SimThread
+from nnemu.tracer import open_trace_writer
+
+REPO = Path(__file__).resolve().parents[3]
+QUICKSTART = REPO / "scenarios/quickstart.yaml"
+
+
+class _FailingSink:
+    """A sink whose 5th mark fails as a broken device would."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.marks = 0
+
+    def process(self, pid: int, name: str) -> None:
+        pass
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        self.marks += 1
+        if self.marks == 5:
+            raise self.error
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_error_inside_the_emulation_reaches_the_caller_unwrapped():
+    """An exception raised in an emulated task is raised by nnemu.run as itself, not in a group."""
+    with pytest.raises(OSError, match="sink broke") as info:
+        nnemu.run(nnemu.load_scenario(QUICKSTART), sinks=[_FailingSink(OSError("sink broke"))])
+    assert not isinstance(info.value, BaseExceptionGroup)
+
+
+def test_a_full_disk_is_an_output_error_naming_the_file():
+    """A trace written to /dev/full ends the run with OutputError naming the path."""
+    with pytest.raises(OutputError) as info:
+        nnemu.run(nnemu.load_scenario(QUICKSTART), sinks=[open_trace_writer("/dev/full")])
+    assert str(info.value) == "/dev/full: cannot write the trace: No space left on device"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_the_run_between_kernel_steps(tmp_path: Path, signum: int):
+    """With handle_signals, a signal mid-run raises Interrupted with the partial report; the trace is whole."""
+    scenario = nnemu.load_scenario(QUICKSTART)
+    trace = tmp_path / "t.html"
+
+    def attach(emulator: nnemu.Emulator) -> None:
+        emulator.kernel.call_at(500_000_000, lambda: signal.raise_signal(signum))
+
+    with pytest.raises(Interrupted) as info:
+        nnemu.run(
+            scenario,
+            sinks=[open_trace_writer(trace)],
+            attach=attach,
+            handle_signals=True,
+        )
+    report = info.value.report
+    assert report is not None
+    assert report.data["interrupted"] == signal.Signals(signum).name
+    assert report.data["virtual_ms"] == pytest.approx(500.0, abs=1.0)
+    assert 10 < report.data["apps"]["camera"]["completed"] < 30
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    result = parse_file(trace)
+    assert not [d for d in result.diagnostics if "still open" in d.message]
+
+
+def test_a_signal_cuts_a_realtime_wait_short():
+    """Under --realtime a signal ends the run at once, not after the wall-clock wait in progress."""
+    scenario = nnemu.load_scenario(QUICKSTART)  # ~1 s of virtual (here: wall) time
+    timer = threading.Timer(0.2, lambda: signal.raise_signal(signal.SIGTERM))
+    timer.start()
+    try:
+        with pytest.raises(Interrupted) as info:
+            nnemu.run(scenario, realtime=True, handle_signals=True)
+    finally:
+        timer.cancel()
+    assert info.value.report is not None
+    assert info.value.report.data["virtual_ms"] < 600
