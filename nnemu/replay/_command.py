@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from nnemu._emulator import run
+from nnemu.errors import Interrupted
 from nnemu.replay._build import build_replay, describe_build, describe_plan
 from nnemu.replay._extract import extract_plan
 from nnemu.replay._overrides import OverrideError, apply_overrides
@@ -19,6 +20,7 @@ EXIT_OK = 0
 EXIT_EXPECTATION_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 Summary = Callable[[dict[str, Any], TextIO], None]
 """Prints a report's summary table (the CLI's ``nnemu run`` table)."""
@@ -102,10 +104,23 @@ def run_replay_command(
                 except OSError as exc:
                     stderr.write(f"{trace}: cannot write the trace: {exc.strerror}\n")
                     return EXIT_BAD_INPUT
-            with stepper.handling_sigint():
-                result = run(
-                    scenario, seed=seed, sinks=sinks, realtime=realtime, attach=stepper.attach
-                )
+            try:
+                with stepper.handling_sigint():
+                    # The stepper handles Ctrl-C; SIGTERM stops the kernel cleanly.
+                    result = run(
+                        scenario,
+                        seed=seed,
+                        sinks=sinks,
+                        realtime=realtime,
+                        attach=stepper.attach,
+                        handle_signals=True,
+                    )
+            except Interrupted as exc:
+                if exc.report is not None:
+                    summary(dict(exc.report.data), stdout)
+                so_far = f"; the trace so far is in {trace}" if trace else ""
+                stderr.write(f"interrupted by {exc.signal_name}{so_far}\n")
+                return EXIT_TERMINATED if exc.signal_name == "SIGTERM" else EXIT_INTERRUPTED
             summary(dict(result.data), stdout)
             stdout.write("\n" + "\n".join(fidelity_lines(plan, result.data)) + "\n")
             if report and not _write_file(report, result.to_json(), "report", stderr):

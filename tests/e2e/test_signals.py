@@ -96,3 +96,38 @@ def test_a_signal_ends_the_run_cleanly(
     assert report["interrupted"] == name
     assert 0 < report["virtual_ms"] < 3_600_000
     _assert_well_formed(trace)
+
+
+def test_sigterm_ends_a_replay_cleanly(tmp_path: Path):
+    """SIGTERM during ``nnemu replay --realtime`` exits 143 with a message and valid JSON trace."""
+    from nnemu._emulator import run
+    from nnemu.scenario import load_scenario
+    from nnemu.tracer import open_trace_writer
+
+    recorded = tmp_path / "recorded.html"
+    run(load_scenario(QUICKSTART), sinks=[open_trace_writer(recorded)])
+    trace = tmp_path / "replayed.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "nnemu.cli", "replay", str(recorded), "--realtime"]
+    process = subprocess.Popen(
+        [*command, "--trace", str(trace)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (trace.exists() and trace.stat().st_size > 0):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the replay did not start"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 143, err
+    assert err.strip().splitlines()[-1] == f"interrupted by SIGTERM; the trace so far is in {trace}"
+    _assert_well_formed(trace)
