@@ -242,3 +242,23 @@ def test_summary_shows_dashes_in_flight_and_whole_names() -> None:
     ]
     assert lines[4].split() == ["idle", "1", "0", "0", "0", "1", "-", "-", "-", "-"]
     assert lines[2].index("submitted") == lines[3].index("3") - len("submitted") + 1
+
+
+def test_html_report_shows_dashes_for_an_app_with_no_completion(tmp_path: Path) -> None:
+    """The HTML summary row of an app that never completed has "-" latencies, not 0.000."""
+    import re
+
+    page = tmp_path / "r.html"
+    code, out, _ = _run(
+        "run", str(REPO / "scenarios/qos_model_too_large.yaml"), "--html", str(page)
+    )
+    assert code == 0
+    assert f"pictures written to {page}" in out
+    html = page.read_text(encoding="utf-8")
+    row = re.search(r"<tr><td class=\"name\">[^<]*<span[^>]*></span>pinned</td>.*?</tr>", html)
+    assert row is not None
+    cells = re.findall(r"<td>([^<]*)</td>", row.group(0))
+    assert cells[-4:] == ["-", "-", "-", "-"]
+    flexible = re.search(r"<span[^>]*></span>flexible</td>.*?</tr>", html)
+    assert flexible is not None
+    assert "-" not in re.findall(r"<td>([^<]*)</td>", flexible.group(0))[-4:]
