@@ -383,9 +383,6 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_BAD_INPUT
     if args.trace:
         out.write(f"trace written to {args.trace}\n")
-    if interrupted is not None:
-        err.write(f"interrupted by {interrupted.signal_name}{so_far}\n")
-        return _exit_code_of(interrupted)
     if pictures:
         from nnemu.pictures import write_html, write_plots
 
@@ -397,6 +394,9 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     err.write(f"{target}: cannot write the pictures: {exc.strerror}\n")
                     return EXIT_BAD_INPUT
                 out.write(f"pictures written to {target}\n")
+    if interrupted is not None:
+        err.write(f"interrupted by {interrupted.signal_name}{so_far}\n")
+        return _exit_code_of(interrupted)
     if not report.passed:
         failed = [r.text for r in report.expectations if not r.passed]
         err.write("expectation failed: " + "; ".join(failed) + "\n")
