@@ -207,7 +207,7 @@ class _SignalStop:
             self._restore()
 
 
-def _raise_unwrapped(group: BaseExceptionGroup[BaseException]) -> NoReturn:
+def raise_unwrapped(group: BaseExceptionGroup[BaseException]) -> NoReturn:
     """Raise the one real exception inside a group trio built (Cancelled leaves aside)."""
     leaves: list[BaseException] = []
 
@@ -282,7 +282,7 @@ def run(
         try:
             report = trio.run(main, clock=clock)
         except BaseExceptionGroup as group:
-            _raise_unwrapped(group)
+            raise_unwrapped(group)
     if stopper is not None and stopper.signum is not None:
         name = signal.Signals(stopper.signum).name
         report = attrs.evolve(report, data={**report.data, "interrupted": name})

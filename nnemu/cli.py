@@ -508,7 +508,13 @@ def main(
         getattr(args, "log_format", "console"), err, _LOG_LEVELS[getattr(args, "verbosity", 0)]
     )
     try:
-        code = _COMMANDS[args.command](args, out, err)
+        try:
+            code = _COMMANDS[args.command](args, out, err)
+        except BaseExceptionGroup as group:
+            # A command that runs trio itself (demo, verify): act on the one real error.
+            from nnemu._emulator import raise_unwrapped
+
+            raise_unwrapped(group)
         out.flush()
         return code
     except ScenarioError as exc:

@@ -262,3 +262,20 @@ def test_html_report_shows_dashes_for_an_app_with_no_completion(tmp_path: Path) 
     flexible = re.search(r"<span[^>]*></span>flexible</td>.*?</tr>", html)
     assert flexible is not None
     assert "-" not in re.findall(r"<td>([^<]*)</td>", flexible.group(0))[-4:]
+
+
+def test_exception_groups_from_a_command_are_unwrapped(monkeypatch) -> None:
+    """Ctrl-C or nnemu's own error inside a command's trio run gets its exit code, not a group traceback."""
+    from nnemu import cli
+    from nnemu.errors import TraceFormatError
+
+    def interrupted(args: object, out: object, err: object) -> int:
+        raise BaseExceptionGroup("trio", [KeyboardInterrupt()])
+
+    def bad_trace(args: object, out: object, err: object) -> int:
+        raise ExceptionGroup("trio", [TraceFormatError("t.html", 3, "x", "what is wrong")])
+
+    monkeypatch.setitem(cli._COMMANDS, "demo", interrupted)
+    assert _run("demo", "prepare") == (130, "", "\ninterrupted\n")
+    monkeypatch.setitem(cli._COMMANDS, "demo", bad_trace)
+    assert _run("demo", "prepare") == (2, "", "t.html:3: what is wrong\n")
