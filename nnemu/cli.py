@@ -303,6 +303,13 @@ def _output_problem(option: str, path: str | None, what: str, *, directory: bool
     return ""
 
 
+def _refuse_outputs(err: TextIO, *problems: str) -> bool:
+    """Print the problems with output paths found before a run; True if there were any."""
+    found = [problem for problem in problems if problem]
+    err.write("".join(f"{problem}\n" for problem in found))
+    return bool(found)
+
+
 def _write_report(path: str, text: str, out: TextIO, err: TextIO) -> bool:
     try:
         with open(path, "w", encoding="utf-8", newline="\n") as handle:
@@ -319,14 +326,13 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from nnemu.scenario import load_scenario
     from nnemu.tracer import TraceSink, open_trace_writer
 
-    problems = [
+    if _refuse_outputs(
+        err,
         _output_problem("--trace", args.trace, "trace"),
         _output_problem("--report", args.report, "report"),
         _output_problem("--html", args.html, "pictures"),
         _output_problem("--plots", args.plots, "pictures", directory=True),
-    ]
-    if any(problems):
-        err.write("".join(f"{problem}\n" for problem in problems if problem))
+    ):
         return EXIT_BAD_INPUT
     scenario = load_scenario(args.scenario)
     sinks: list[TraceSink] = []
@@ -407,6 +413,13 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from nnemu.replay import run_replay_command
 
+    if _refuse_outputs(
+        err,
+        _output_problem("--trace", args.trace_out, "trace"),
+        _output_problem("--report", args.report, "report"),
+        _output_problem("--save-scenario", args.save_scenario, "scenario"),
+    ):
+        return EXIT_BAD_INPUT
     return run_replay_command(
         args.trace,
         fast=args.n,
@@ -444,6 +457,8 @@ def _cmd_parse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from nnemu.verify import run_verify_command
 
+    if _refuse_outputs(err, _output_problem("--trace", args.trace, "trace")):
+        return EXIT_BAD_INPUT
     return run_verify_command(
         args.scenario, seed=args.seed, trace=args.trace, stdout=out, stderr=err
     )
@@ -452,6 +467,8 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _cmd_query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from nnemu.query import run_query_command
 
+    if _refuse_outputs(err, _output_problem("--db", args.db, "database")):
+        return EXIT_BAD_INPUT
     return run_query_command(
         args.trace,
         args.sql,
@@ -467,6 +484,8 @@ def _cmd_query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from nnemu.demo import run_demo_command
 
+    if _refuse_outputs(err, _output_problem("--out", args.out, "trace", directory=True)):
+        return EXIT_BAD_INPUT
     return run_demo_command(
         None if args.list else args.topic,
         out_dir=args.out,

@@ -111,6 +111,25 @@ def test_empty_trace_path_is_refused() -> None:
     assert err == "--trace: expected a path to write the trace to, got ''\n"
 
 
+def test_every_command_checks_its_output_paths_first(tmp_path: Path) -> None:
+    """replay, verify, query and demo refuse an empty or unwritable output path before any work."""
+    trace = tmp_path / "t.html"
+    assert _run("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", str(trace))[0] == 0
+    missing = tmp_path / "no-such-dir"
+    cases = [
+        (("replay", str(trace), "-n", "--trace", ""), "--trace: expected a path"),
+        (("replay", str(trace), "-n", "--report", str(missing / "r.json")), "no such directory"),
+        (("replay", str(trace), "-n", "--save-scenario", str(tmp_path)), "is a directory"),
+        (("verify", str(REPO / "scenarios/quickstart.yaml"), "--trace", ""), "--trace: expected"),
+        (("query", str(trace), "SELECT 1", "--db", str(missing / "q.db")), "no such directory"),
+        (("demo", "deadlines", "--out", str(trace / "sub")), "is not a directory"),
+    ]
+    for argv, message in cases:
+        code, out, err = _run(*argv)
+        assert (code, out) == (2, ""), argv
+        assert message in err, (argv, err)
+
+
 def test_run_says_where_it_wrote_each_file(tmp_path: Path) -> None:
     """``run`` names the report and the trace it wrote."""
     report, trace = tmp_path / "r.json", tmp_path / "t.json"
