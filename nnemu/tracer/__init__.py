@@ -1,6 +1,13 @@
 """NNTRACE-style events, the layer/phase vocabulary, trace writers and the ground truth."""
 
-from nnemu.tracer._tracer import SectionInfo, SectionKind, TraceObserver, Tracer, TraceSink
+from nnemu.tracer._tracer import (
+    Section,
+    SectionInfo,
+    SectionKind,
+    TraceObserver,
+    Tracer,
+    TraceSink,
+)
 from nnemu.tracer._truth import CELL_LAYERS, CELL_PHASES, GroundTruth, ProcessTruth, RunTruth
 from nnemu.tracer._vocab import (
     EXECUTION_FAMILY,
@@ -27,6 +34,7 @@ __all__ = [
     "Phase",
     "ProcessTruth",
     "RunTruth",
+    "Section",
     "SectionInfo",
     "SectionKind",
     "TraceObserver",

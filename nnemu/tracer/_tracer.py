@@ -72,6 +72,33 @@ class TraceObserver(Protocol):
 _Event = tuple[int, int, SimThread, str | None, SectionInfo | None]
 
 
+class Section:
+    """An open trace section, as a scoped block: leaving the block ends it.
+
+    The Python shape of AOSP's scoped ``NNTRACE_*`` macros.  ``switch`` inside the
+    block begins a ``[SW]`` section (``NNTRACE_*_SWITCH``); the block's exit ends
+    every section it opened, innermost first, whether it exits normally, by an
+    exception or by a cancellation, so begin and end marks always balance.
+    """
+
+    __slots__ = ("_depth", "_tracer")
+
+    def __init__(self, tracer: Tracer) -> None:
+        self._tracer = tracer
+        self._depth = 1
+
+    def __enter__(self) -> Section:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._tracer.end(self._depth)
+
+    def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
+        """Switch phase inside this section: begin ``[SW][NN_<layer>_<phase>]detail``."""
+        self._tracer.switch(layer, phase, detail)
+        self._depth += 1
+
+
 class Tracer:
     """Writes NNTRACE sections at the kernel's virtual time; a disabled tracer does nothing."""
 
@@ -172,6 +199,21 @@ class Tracer:
                 "[SUB]" + tag(layer, phase) + detail,
                 (SectionKind.SUBTRACT, layer, phase, detail) if self._observers else None,
             )
+
+    def section(self, layer: Layer, phase: Phase, detail: str) -> Section:
+        """A scoped ``[NN_<layer>_<phase>]detail`` section: ``with tracer.section(...) as s:``."""
+        self.begin(layer, phase, detail)
+        return Section(self)
+
+    def raw_section(self, name: str) -> Section:
+        """A scoped section called ``name`` with no NNTRACE tag (a HIDL proxy's or stub's)."""
+        self.raw_begin(name)
+        return Section(self)
+
+    def subtract_section(self, layer: Layer, phase: Phase, detail: str) -> Section:
+        """A scoped ``[SUB][NN_<layer>_<phase>]detail`` section (NNTRACE_FULL_SUBTRACT)."""
+        self.subtract(layer, phase, detail)
+        return Section(self)
 
     def end(self, count: int = 1) -> None:
         """End the ``count`` innermost sections of the current thread (a scope with switches ends several)."""

@@ -1,0 +1,82 @@
+"""The scoped trace section: leaving the block ends what it opened."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from nnemu.sim import Kernel, ProcessTable
+from nnemu.tracer import Layer, Phase, Tracer
+from tests.unit.ipc.test_binder import RecordingSink
+
+US = 1_000
+
+
+async def _run_on_a_thread(body) -> RecordingSink:
+    """Run ``body(kernel, tracer)`` on an emulated thread; return what the sink saw."""
+    kernel = Kernel()
+    sink = RecordingSink()
+    tracer = Tracer(kernel, [sink])
+    thread = ProcessTable().spawn("app", 10001).main_thread
+
+    async def task() -> None:
+        await body(kernel, tracer)
+
+    async with trio.open_nursery() as nursery:
+        kernel.spawn(nursery, task, thread=thread)
+        await kernel.run()
+        nursery.cancel_scope.cancel()
+    tracer.close()
+    return sink
+
+
+def _shape(sink: RecordingSink) -> list[tuple]:
+    return [(e[0], e[1], e[3] if e[0] == "B" else "") for e in sink.events]
+
+
+async def test_section_with_switches_ends_every_mark_it_opened(autojump_clock):
+    """A section with two phase switches writes one E per B when its block exits."""
+
+    async def body(kernel: Kernel, tracer: Tracer) -> None:
+        with tracer.section(Layer.CPU, Phase.TRANSFORMATION, "run") as section:
+            await kernel.sleep(10 * US)
+            section.switch(Layer.CPU, Phase.COMPUTATION, "run")
+            await kernel.sleep(20 * US)
+            section.switch(Layer.CPU, Phase.RESULTS, "run")
+            await kernel.sleep(5 * US)
+        await kernel.sleep(1 * US)
+
+    sink = await _run_on_a_thread(body)
+    assert _shape(sink) == [
+        ("B", 0, "[NN_LC_PTR]run"),
+        ("B", 10 * US, "[SW][NN_LC_PCO]run"),
+        ("B", 30 * US, "[SW][NN_LC_PR]run"),
+        ("E", 35 * US, ""),
+        ("E", 35 * US, ""),
+        ("E", 35 * US, ""),
+    ]
+
+
+async def test_section_ends_when_its_block_raises(autojump_clock):
+    """An exception leaving nested sections still closes them, innermost first, at that time."""
+
+    async def body(kernel: Kernel, tracer: Tracer) -> None:
+        with (  # noqa: PT012 - the raise must happen inside the sections
+            pytest.raises(ValueError, match="bad"),
+            tracer.section(Layer.RUNTIME, Phase.EXECUTION, "outer"),
+            tracer.raw_section("HIDL::IDevice::getStatus::client"),
+        ):
+            await kernel.sleep(7 * US)
+            raise ValueError("bad")
+        with tracer.subtract_section(Layer.RUNTIME, Phase.COMPILATION, "sub"):
+            await kernel.sleep(3 * US)
+
+    sink = await _run_on_a_thread(body)
+    assert _shape(sink) == [
+        ("B", 0, "[NN_LR_PE]outer"),
+        ("B", 0, "HIDL::IDevice::getStatus::client"),
+        ("E", 7 * US, ""),
+        ("E", 7 * US, ""),
+        ("B", 7 * US, "[SUB][NN_LR_PC]sub"),
+        ("E", 10 * US, ""),
+    ]
