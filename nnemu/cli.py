@@ -21,14 +21,7 @@ from typing import Any, TextIO
 
 import structlog
 
-from nnemu.errors import Interrupted, NnemuError, ScenarioError
-
-EXIT_OK = 0
-EXIT_EXPECTATION_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141
-EXIT_TERMINATED = 143
+from nnemu.errors import ExitCode, Interrupted, NnemuError, ScenarioError
 
 _LOG_LEVELS = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}
 
@@ -38,7 +31,7 @@ class Terminated(BaseException):
 
 
 def _exit_code_of(exc: Interrupted) -> int:
-    return EXIT_TERMINATED if exc.signum == signal.SIGTERM else EXIT_INTERRUPTED
+    return ExitCode.TERMINATED if exc.signum == signal.SIGTERM else ExitCode.INTERRUPTED
 
 
 def _version() -> str:
@@ -333,7 +326,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _output_problem("--html", args.html, "pictures"),
         _output_problem("--plots", args.plots, "pictures", directory=True),
     ):
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     scenario = load_scenario(args.scenario)
     sinks: list[TraceSink] = []
     if args.trace is not None:
@@ -341,7 +334,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             sinks.append(open_trace_writer(args.trace))
         except OSError as exc:
             err.write(f"{args.trace}: cannot write the trace: {exc.strerror}\n")
-            return EXIT_BAD_INPUT
+            return ExitCode.BAD_INPUT
     stepper = None
     if args.step:
         from nnemu.replay import Stepper
@@ -357,7 +350,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
         if args.plots and not plots_available():
             err.write(MISSING_MATPLOTLIB + "\n")
-            return EXIT_BAD_INPUT
+            return ExitCode.BAD_INPUT
     so_far = f"; the trace so far is in {args.trace}" if args.trace else ""
     interrupted: Interrupted | None = None
     try:
@@ -384,9 +377,9 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _summary(dict(report.data), out)
     if interrupted is None and stepper is not None and stepper.aborted:
         err.write(f"interrupted{so_far}\n")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     if args.report and not _write_report(args.report, report.to_json(), out, err):
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     if args.trace:
         out.write(f"trace written to {args.trace}\n")
     if pictures:
@@ -398,7 +391,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     write(pictures[0], report, target)
                 except OSError as exc:
                     err.write(f"{target}: cannot write the pictures: {exc.strerror}\n")
-                    return EXIT_BAD_INPUT
+                    return ExitCode.BAD_INPUT
                 out.write(f"pictures written to {target}\n")
     if interrupted is not None:
         err.write(f"interrupted by {interrupted.signal_name}{so_far}\n")
@@ -406,8 +399,8 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not report.passed:
         failed = [r.text for r in report.expectations if not r.passed]
         err.write("expectation failed: " + "; ".join(failed) + "\n")
-        return EXIT_EXPECTATION_FAILED
-    return EXIT_OK
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -419,7 +412,7 @@ def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _output_problem("--report", args.report, "report"),
         _output_problem("--save-scenario", args.save_scenario, "scenario"),
     ):
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     return run_replay_command(
         args.trace,
         fast=args.n,
@@ -458,7 +451,7 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from nnemu.verify import run_verify_command
 
     if _refuse_outputs(err, _output_problem("--trace", args.trace, "trace")):
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     return run_verify_command(
         args.scenario, seed=args.seed, trace=args.trace, stdout=out, stderr=err
     )
@@ -468,7 +461,7 @@ def _cmd_query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from nnemu.query import run_query_command
 
     if _refuse_outputs(err, _output_problem("--db", args.db, "database")):
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     return run_query_command(
         args.trace,
         args.sql,
@@ -485,7 +478,7 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from nnemu.demo import run_demo_command
 
     if _refuse_outputs(err, _output_problem("--out", args.out, "trace", directory=True)):
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     return run_demo_command(
         None if args.list else args.topic,
         out_dir=args.out,
@@ -539,36 +532,36 @@ def main(
     except ScenarioError as exc:
         for problem in exc.problems:
             err.write(f"{problem}\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     except Interrupted as exc:
         err.write(f"\ninterrupted by {exc.signal_name}\n")
         return _exit_code_of(exc)
     except KeyboardInterrupt:
         err.write("\ninterrupted\n")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except Terminated:
         err.write("\nterminated\n")
-        return EXIT_TERMINATED
+        return ExitCode.TERMINATED
     except BrokenPipeError:
         # The reader of stdout (``| head``) has gone: end quietly, as Unix tools do.
         _quiet_stdout()
-        return EXIT_BROKEN_PIPE
+        return ExitCode.BROKEN_PIPE
     except FileNotFoundError as exc:
         err.write(f"{exc.filename}: no such file\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
         err.write(f"{getattr(exc, 'filename', '')}: cannot read: {exc}\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     except OSError as exc:
         # A write failed (a full disk, stdout on /dev/full): say so instead of a traceback.
         where = exc.filename or ("standard output" if exc.errno is not None else "")
         err.write(f"{where}: cannot write: {exc.strerror or exc}\n")
         if where == "standard output":
             _quiet_stdout()
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     except NnemuError as exc:
         err.write(f"{exc}\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -3,17 +3,36 @@
 Emulated NNAPI failures are *values* (``ErrorStatus``, ``ResultCode``), never
 exceptions: a failing driver is a scenario, not a crash.  The classes here are
 for problems with nnemu's *input* (a scenario, a trace) and for broken internal
-invariants.
+invariants.  ``ExitCode`` is how each of them (and success) reaches the shell:
+every command returns one of its members, and docs/cli.md's table lists them.
 """
 
 from __future__ import annotations
 
+import enum
 from typing import TYPE_CHECKING
 
 import attrs
 
 if TYPE_CHECKING:
     from nnemu.report import Report
+
+
+class ExitCode(enum.IntEnum):
+    """The exit status of every ``nnemu`` command (docs/cli.md, "Exit codes")."""
+
+    OK = 0
+    """Success: every expectation held (``verify``: parser and ground truth agree)."""
+    FAILED = 1
+    """A check failed: an expectation of ``run``/``replay``, or ``verify``'s agreement."""
+    BAD_INPUT = 2
+    """Bad input (scenario, trace, option) or an output that cannot be written."""
+    INTERRUPTED = 130
+    """Interrupted by Ctrl-C / SIGINT (128 + 2), as a shell reports it."""
+    BROKEN_PIPE = 141
+    """Standard output closed early by its reader (128 + SIGPIPE)."""
+    TERMINATED = 143
+    """Terminated by SIGTERM (128 + 15)."""
 
 
 class NnemuError(Exception):
@@ -59,15 +78,6 @@ class TraceFormatError(NnemuError):
         self.line = line
         self.message = message
         super().__init__(f"{source}:{line_number}: {message}")
-
-
-class ReplayMismatch(NnemuError):
-    """A replay diverged from the trace it re-drives."""
-
-    def __init__(self, expected: str, actual: str) -> None:
-        self.expected = expected
-        self.actual = actual
-        super().__init__(f"replay diverged: expected {expected}, got {actual}")
 
 
 class EmulatorBug(NnemuError):

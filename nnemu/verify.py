@@ -16,7 +16,7 @@ from typing import Final, TextIO
 
 import attrs
 
-from nnemu.errors import NnemuError
+from nnemu.errors import ExitCode, NnemuError
 from nnemu.parser import Diagnostic, ParseResult, RunStats, parse_file
 from nnemu.scenario import Scenario
 from nnemu.tracer import (
@@ -33,9 +33,6 @@ from nnemu.tracer import (
 TOLERANCE_NS: Final = 1_000
 """Largest difference accepted between the parsed and the true value of a cell."""
 
-EXIT_OK: Final = 0
-EXIT_DISAGREE: Final = 1
-EXIT_BAD_INPUT: Final = 2
 
 # Parser diagnostics that a run boundary cutting sections explains (the cells
 # involved are listed as not reconstructable); any other diagnostic means the
@@ -278,15 +275,15 @@ def run_verify_command(
     except ScenarioError as exc:
         for problem in exc.problems:
             stderr.write(f"{problem}\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     except FileNotFoundError as exc:
         stderr.write(f"{exc.filename}: no such file\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     except OSError as exc:
         stderr.write(f"{exc.filename or trace}: {exc.strerror}\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     except NnemuError as exc:
         stderr.write(f"{exc}\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     format_verification(result, truth, stdout)
-    return EXIT_OK if result.passed else EXIT_DISAGREE
+    return ExitCode.OK if result.passed else ExitCode.FAILED

@@ -26,15 +26,13 @@ from nnemu._emulator import Emulator, build_model, open_emulator
 from nnemu.demo._record import CallLog, Mark, MarkRecorder, Note, Slice, describe
 from nnemu.demo._topics import TOPICS, StepSpec, Topic
 from nnemu.driver import CallbackRef, DriverService
+from nnemu.errors import ExitCode
 from nnemu.hal import ErrorStatus, ExecutionPreference, Model, Priority
 from nnemu.ipc import Endpoint
 from nnemu.report import Report, build_report
 from nnemu.scenario import Scenario, load_scenario_text
 from nnemu.sim import SimEvent, SimThread
 from nnemu.tracer import ChromeJsonWriter, FtraceWriter, TraceSink, open_trace_writer
-
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
 
 SCENARIO_DIR: Traversable = resources.files("nnemu.demo") / "scenarios"
 """The demos' scenarios: package data (``nnemu/demo/scenarios/``), so an installed nnemu has them."""
@@ -381,19 +379,19 @@ def run_demo_command(
     console = _Console(file=stdout, highlight=False, soft_wrap=True, emoji=False)
     if topic is None:
         _list_topics(console)
-        return EXIT_OK
+        return ExitCode.OK
     chosen = TOPICS.get(topic)
     if chosen is None:
         console.print(f"unknown demo topic {escape(repr(topic))}")
         _list_topics(console)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     directory = Path(out_dir) if out_dir is not None else Path.cwd()
     if not directory.is_dir():
         console.print(f"{escape(str(directory))}: not a directory")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     run, trace = run_topic(chosen, directory)
     _narrate(console, chosen, run, trace, pause=pause, stdin=stdin)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _narrate(

@@ -6,12 +6,10 @@ import os
 import sqlite3
 from typing import Final, TextIO
 
-from nnemu.errors import TraceFormatError
+from nnemu.errors import ExitCode, TraceFormatError
 from nnemu.query._loader import load_trace
 from nnemu.query._output import MODES, write_result
 
-EXIT_OK: Final = 0
-EXIT_BAD_INPUT: Final = 2
 MAX_WARNINGS: Final = 20
 """Warnings printed per load; the rest are counted in one closing line."""
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
@@ -132,8 +130,8 @@ class Shell:
             self._execute(buffer.strip())
         if interactive:
             self.stdout.write("\n")
-            return EXIT_OK
-        return EXIT_BAD_INPUT if self.errors else EXIT_OK
+            return ExitCode.OK
+        return ExitCode.BAD_INPUT if self.errors else ExitCode.OK
 
     def _execute(self, statement: str) -> None:
         try:
@@ -224,7 +222,7 @@ def run_query_command(
     """
     if as_csv and as_json:
         stderr.write("query: --csv and --json cannot be used together\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     mode = "csv" if as_csv else "json" if as_json else "table"
     warnings = _Warnings(trace, stderr)
     conn = sqlite3.connect(":memory:")
@@ -233,11 +231,11 @@ def run_query_command(
             load_trace(trace, conn, warnings)
         except OSError as err:
             stderr.write(f"{trace}: error: cannot read the trace: {err.strerror or err}\n")
-            return EXIT_BAD_INPUT
+            return ExitCode.BAD_INPUT
         except TraceFormatError as err:
             where = f"{err.source}:{err.line_number}" if err.line_number else err.source
             stderr.write(f"{where}: error: {err.message}\n")
-            return EXIT_BAD_INPUT
+            return ExitCode.BAD_INPUT
         finally:
             warnings.close()
         if db is not None:
@@ -246,14 +244,14 @@ def run_query_command(
             except (OSError, ValueError, sqlite3.Error) as err:
                 reason = err.strerror if isinstance(err, OSError) and err.strerror else err
                 stderr.write(f"query: --db {db}: {reason}\n")
-                return EXIT_BAD_INPUT
+                return ExitCode.BAD_INPUT
         if sql is None:
             return Shell(conn, stdin, stdout, stderr, mode).run()
         try:
             run_sql(conn, sql, mode, stdout)
         except (sqlite3.Error, sqlite3.Warning) as err:
             stderr.write(f"query: {err}\n")
-            return EXIT_BAD_INPUT
-        return EXIT_OK
+            return ExitCode.BAD_INPUT
+        return ExitCode.OK
     finally:
         conn.close()

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from nnemu._emulator import run
-from nnemu.errors import Interrupted
+from nnemu.errors import ExitCode, Interrupted
 from nnemu.replay._build import build_replay, describe_build, describe_plan
 from nnemu.replay._extract import extract_plan
 from nnemu.replay._overrides import OverrideError, apply_overrides
@@ -15,12 +15,6 @@ from nnemu.replay._stepper import Stepper
 from nnemu.replay._whatif import fidelity_lines, ineffective_sets
 from nnemu.scenario import dump_scenario
 from nnemu.tracer import TraceSink, open_trace_writer
-
-EXIT_OK = 0
-EXIT_EXPECTATION_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143
 
 Summary = Callable[[dict[str, Any], TextIO], None]
 """Prints a report's summary table (the CLI's ``nnemu run`` table)."""
@@ -65,10 +59,10 @@ def run_replay_command(
     """
     if loop is not None and loop < 0:
         stderr.write(f"-l: expected a loop count >= 1 (or none: forever), got {loop}\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     if stop_at_s is not None and not stop_at_s >= 0:
         stderr.write(f"-s: expected a virtual time in seconds >= 0, got {stop_at_s}\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     forever = loop == 0
     try:
         plan = extract_plan(trace_path)
@@ -79,7 +73,7 @@ def run_replay_command(
         except OverrideError as exc:
             for problem in exc.problems:
                 stderr.write(problem + "\n")
-            return EXIT_BAD_INPUT
+            return ExitCode.BAD_INPUT
         for warning in ineffective_sets(scenario, sets):
             stderr.write(warning + "\n")
         lines = describe_plan(plan) + describe_build(built, sets)
@@ -89,7 +83,7 @@ def run_replay_command(
         if save_scenario:
             header = f"# Written by nnemu replay from {trace_path}; edit and `nnemu run` it.\n"
             if not _write_file(save_scenario, header + dump_scenario(scenario), "scenario", stderr):
-                return EXIT_BAD_INPUT
+                return ExitCode.BAD_INPUT
             stdout.write(f"scenario written to {save_scenario}\n\n")
         stepper = Stepper(stdin, stdout, manual=manual, stop_at_s=stop_at_s)
         round_number = 0
@@ -103,7 +97,7 @@ def run_replay_command(
                     sinks.append(open_trace_writer(trace))
                 except OSError as exc:
                     stderr.write(f"{trace}: cannot write the trace: {exc.strerror}\n")
-                    return EXIT_BAD_INPUT
+                    return ExitCode.BAD_INPUT
             try:
                 with stepper.handling_sigint():
                     # The stepper handles Ctrl-C; SIGTERM stops the kernel cleanly.
@@ -120,24 +114,24 @@ def run_replay_command(
                     summary(dict(exc.report.data), stdout)
                 so_far = f"; the trace so far is in {trace}" if trace else ""
                 stderr.write(f"interrupted by {exc.signal_name}{so_far}\n")
-                return EXIT_TERMINATED if exc.signal_name == "SIGTERM" else EXIT_INTERRUPTED
+                return ExitCode.TERMINATED if exc.signal_name == "SIGTERM" else ExitCode.INTERRUPTED
             summary(dict(result.data), stdout)
             stdout.write("\n" + "\n".join(fidelity_lines(plan, result.data)) + "\n")
             if report and not _write_file(report, result.to_json(), "report", stderr):
-                return EXIT_BAD_INPUT
+                return ExitCode.BAD_INPUT
             if stepper.aborted or not forever:
                 break
             stdout.write("\n")
     except KeyboardInterrupt:
         stderr.write("\ninterrupted\n")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     if stepper.aborted:
         stderr.write("interrupted" + (f"; the trace so far is in {trace}" if trace else "") + "\n")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     if trace:
         stdout.write(f"\ntrace written to {trace}\n")
     if not result.passed:
         failed = [r.text for r in result.expectations if not r.passed]
         stderr.write("expectation failed: " + "; ".join(failed) + "\n")
-        return EXIT_EXPECTATION_FAILED
-    return EXIT_OK
+        return ExitCode.FAILED
+    return ExitCode.OK
