@@ -136,11 +136,6 @@ class Tracer:
                 for observer in self._observers:
                     observer.begin(ts, thread, info)
 
-    def add_sink(self, sink: TraceSink) -> None:
-        """Send later events to ``sink`` too."""
-        self._sinks.append(sink)
-        self.enabled = not self._closed
-
     def add_observer(self, observer: TraceObserver) -> None:
         """Send later events to ``observer`` too, with each section's kind, layer and phase.
 
