@@ -1,6 +1,6 @@
 """Parse a systrace captured on a real phone and print per-run driver execution time.
 
-Shows: ``nnemu.parser.parse_file`` on a device trace (``tests/diff/omr1/trace.html``, an
+Shows: ``nnemu.parser.parse_file`` on a device trace (``tests/data/omr1.html``, an
 Android 8.1 phone running a quantized MobileNet five times through a HAL 1.0 driver), the
 ``ParseResult`` it returns (``runs``, ``diagnostics``), and ``RunStats.totals_ns(layer,
 phase)``: the exact nanoseconds the NNAPI tracing contract assigns to a layer and phase,
@@ -16,7 +16,7 @@ from pathlib import Path
 from nnemu.parser import parse_file
 from nnemu.tracer import Layer, Phase
 
-TRACE = Path(__file__).resolve().parent.parent / "tests" / "diff" / "omr1" / "trace.html"
+TRACE = Path(__file__).resolve().parent.parent / "tests" / "data" / "omr1.html"
 
 
 def ms(ns: int | None) -> str:

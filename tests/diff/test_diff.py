@@ -1,7 +1,8 @@
 """Golden diff tests: each case's trace goes in, the text and JSON statistics come out.
 
 Like Perfetto's diff tests: ``tests/diff/<case_id>/trace.txt`` (or
-``trace.html``) is parsed and rendered; the output must equal
+``trace.html``, or ``tests/data/<case_id>.html`` for a device trace that other
+tests read too, as omr1) is parsed and rendered; the output must equal
 ``expected.txt`` / ``expected.json``.  An optional ``options.txt`` lists
 parse options, one a line (``include-incomplete``).  A mismatch prints a unified diff;
 ``pytest --update-goldens`` rewrites the expected files.  Case ids are those
@@ -10,15 +11,15 @@ of ``docs/parser.md``.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
 import pytest
 
 from nnemu.parser import ParseResult, format_json, format_text, parse_file
+from tests.goldens import check_golden
 
 CASES_DIR = Path(__file__).parent
-REPO_DIR = Path(__file__).resolve().parents[2]
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 CASES = sorted(path.name for path in CASES_DIR.iterdir() if path.is_dir() and path.name[0] != "_")
 
 
@@ -26,6 +27,9 @@ def _trace(case_dir: Path) -> Path:
     for name in ("trace.txt", "trace.html", "trace.json"):
         if (case_dir / name).exists():
             return case_dir / name
+    shared = DATA_DIR / f"{case_dir.name}.html"  # a device trace other tests read too
+    if shared.exists():
+        return shared
     raise FileNotFoundError(case_dir / "trace.txt")
 
 
@@ -37,29 +41,12 @@ def _parse(case_dir: Path) -> ParseResult:
     return parse_file(_trace(case_dir), include_incomplete="include-incomplete" in options)
 
 
-def _check(expected_path: Path, actual: str, update_goldens: bool) -> None:
-    if update_goldens:
-        expected_path.write_text(actual, encoding="utf-8")
-        return
-    expected = expected_path.read_text(encoding="utf-8")
-    if actual != expected:
-        diff = "".join(
-            difflib.unified_diff(
-                expected.splitlines(keepends=True),
-                actual.splitlines(keepends=True),
-                fromfile=str(expected_path),
-                tofile="actual",
-            )
-        )
-        pytest.fail(f"output differs from {expected_path.name}:\n{diff}", pytrace=False)
-
-
 @pytest.mark.parametrize("case_id", CASES)
 def test_text_output(case_id: str, update_goldens: bool) -> None:
     """The text table of each diff case equals its golden expected.txt."""
     case_dir = CASES_DIR / case_id
     result = _parse(case_dir)
-    _check(case_dir / "expected.txt", format_text(result), update_goldens)
+    check_golden(format_text(result), case_dir / "expected.txt", update_goldens)
 
 
 @pytest.mark.parametrize("case_id", CASES)
@@ -67,12 +54,10 @@ def test_json_output(case_id: str, update_goldens: bool) -> None:
     """The JSON output of each diff case equals its golden expected.json."""
     case_dir = CASES_DIR / case_id
     result = _parse(case_dir)
-    _check(case_dir / "expected.json", format_json(result), update_goldens)
+    check_golden(format_json(result), case_dir / "expected.json", update_goldens)
 
 
 def test_omr1_expected_is_androids_output() -> None:
     """The omr1 golden is the unmodified output of Android's own parser."""
-    shared = REPO_DIR / ".." / "shared" / "traces" / "omr1.txt"  # shared/ beside the checkout
-    if not shared.exists():
-        pytest.skip("shared reference output not available")
-    assert (CASES_DIR / "omr1" / "expected.txt").read_bytes() == shared.read_bytes()
+    android = DATA_DIR / "omr1.txt"  # Android's systrace_parser output, kept apart from goldens
+    assert (CASES_DIR / "omr1" / "expected.txt").read_bytes() == android.read_bytes()

@@ -8,36 +8,19 @@ equal ``expected.stats.txt``.  A mismatch prints a unified diff;
 
 from __future__ import annotations
 
-import difflib
 import io
 from pathlib import Path
 
 import pytest
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.parser import run_parse_command
 from nnemu.scenario import load_scenario
 from nnemu.tracer import open_trace_writer
+from tests.goldens import check_golden
 
 HERE = Path(__file__).resolve().parent
 CASES = sorted(p.parent for p in HERE.glob("*/scenario.yaml"))
-
-
-def _check(actual: str, expected_path: Path, update: bool) -> None:
-    if update:
-        expected_path.write_text(actual, encoding="utf-8")
-        return
-    expected = expected_path.read_text(encoding="utf-8")
-    if actual != expected:
-        diff = "".join(
-            difflib.unified_diff(
-                expected.splitlines(keepends=True),
-                actual.splitlines(keepends=True),
-                fromfile=str(expected_path),
-                tofile="actual",
-            )
-        )
-        pytest.fail(f"output differs from {expected_path.name}:\n{diff}")
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
@@ -45,7 +28,7 @@ def test_golden(case: Path, tmp_path: Path, update_goldens: bool):
     """The scenario's trace and its parsed statistics match the goldens byte for byte."""
     trace = tmp_path / "trace.txt"
     run(load_scenario(case / "scenario.yaml"), sinks=[open_trace_writer(trace)])
-    _check(trace.read_text(encoding="utf-8"), case / "expected.trace.txt", update_goldens)
+    check_golden(trace.read_text(encoding="utf-8"), case / "expected.trace.txt", update_goldens)
     out, err = io.StringIO(), io.StringIO()
     code = run_parse_command(
         str(trace),
@@ -58,4 +41,4 @@ def test_golden(case: Path, tmp_path: Path, update_goldens: bool):
     )
     assert code == 0
     assert err.getvalue() == ""
-    _check(out.getvalue(), case / "expected.stats.txt", update_goldens)
+    check_golden(out.getvalue(), case / "expected.stats.txt", update_goldens)

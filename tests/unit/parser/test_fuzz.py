@@ -15,7 +15,7 @@ from nnemu.parser import parse_lines, run_parse_command
 from nnemu.tracer import Layer, Phase
 
 REPO = Path(__file__).resolve().parents[3]
-OMR1 = REPO / "tests" / "diff" / "omr1" / "trace.html"
+OMR1 = REPO / "tests" / "data" / "omr1.html"
 NNEMU = REPO / "tests" / "diff" / "c12-two-clients" / "trace.txt"
 CHROME = REPO / "tests" / "diff" / "c17-chrome-json" / "trace.json"
 

@@ -12,7 +12,7 @@ from nnemu.scenario import load_scenario
 from nnemu.tracer import open_trace_writer
 
 REPO = Path(__file__).resolve().parents[3]
-OMR1 = REPO / "tests/diff/omr1/trace.html"
+OMR1 = REPO / "tests/data/omr1.html"
 
 
 def test_omr1_has_five_driver_executions():

@@ -11,7 +11,7 @@ from nnemu.scenario import Scenario, load_scenario
 from nnemu.tracer import open_trace_writer
 
 REPO = Path(__file__).resolve().parents[3]
-OMR1 = REPO / "tests/diff/omr1/trace.html"
+OMR1 = REPO / "tests/data/omr1.html"
 QUICKSTART = REPO / "scenarios/quickstart.yaml"
 
 _UNBALANCED = ("still open", "no open section", "no closing </script>")
