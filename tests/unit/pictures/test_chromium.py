@@ -1,7 +1,8 @@
 """The HTML page as headless Chromium renders it (skipped where ``chromium`` is not installed).
 
-CI does not install Chromium, so there these tests skip; on a machine with Debian's
-``chromium`` package they start it themselves, offline, with a throw-away profile.
+CI (.ci/run) installs Debian's ``chromium`` package when it can, best effort; where it
+is missing these tests skip. They start Chromium themselves, offline, with a throw-away
+profile.
 """
 
 from __future__ import annotations
