@@ -1,7 +1,7 @@
 """The tracer: NNTRACE marks written on the emulated thread that runs the code.
 
 Every layer calls ``begin``/``switch``/``end`` exactly where the AOSP code has an
-``NNTRACE_*`` scope (hal-semantics.md §6); HIDL proxies and stubs call
+``NNTRACE_*`` scope (docs/hal-semantics.md §6); HIDL proxies and stubs call
 ``begin``/``end`` with ``HIDL::<Iface>::<method>::client|server`` names.  Events
 go to sinks (the writers of ``nnemu.tracer._writers``) sorted by (virtual time,
 emission sequence).  A task that accounts CPU work without a task switch writes

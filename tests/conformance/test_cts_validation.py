@@ -1,6 +1,6 @@
 """CTS TestValidation (runtime/test/TestValidation.cpp) result codes, against the emulated runtime.
 
-The NDK rules are hal-semantics.md §3: setPriority takes only 90/100/110; timeouts and
+The NDK rules are docs/hal-semantics.md §3: setPriority takes only 90/100/110; timeouts and
 timing need a single-device ``createForDevices`` compilation; setters after the execution
 started are BAD_STATE; getDuration is BAD_STATE + UINT64_MAX until a measured execution
 finished; setLoopTimeout above 15 s is clamped. Cases that involve a driver run for each

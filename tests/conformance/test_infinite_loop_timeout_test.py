@@ -1,7 +1,7 @@
 """VTS 1.3 InfiniteLoopTimeoutTest: a WHILE loop outliving its loop timeout must be aborted.
 
 The HAL says exceeding the loop timeout **must** abort with MISSED_DEADLINE_*
-(hal-semantics.md §3; the sample driver's CpuExecutor gives MISSED_DEADLINE_TRANSIENT).
+(docs/hal-semantics.md §3; the sample driver's CpuExecutor gives MISSED_DEADLINE_TRANSIENT).
 VTS uses a loop that never ends; here the ``while_loop`` preset runs long enough
 (``loop_iterations`` FULLY_CONNECTED bodies) to exceed a 1 ms loop timeout many times
 over, yet finishes well inside the 2 s default, so the default-timeout control succeeds.

@@ -1,4 +1,4 @@
-"""HAL §1.4: through a pre-1.3 interface, MISSED_DEADLINE_* and RESOURCE_EXHAUSTED_* become GENERAL_FAILURE.
+"""docs/hal-semantics.md §1.4: through a pre-1.3 interface, MISSED_DEADLINE_* and RESOURCE_EXHAUSTED_* become GENERAL_FAILURE.
 
 The QoS statuses arise naturally in the emulated driver: a model larger than the
 device memory (RESOURCE_EXHAUSTED_PERSISTENT at prepare), a full device with

@@ -2,7 +2,7 @@
 
 Every model mutation must make ``getSupportedOperations*`` return INVALID_ARGUMENT and
 ``prepareModel*`` return INVALID_ARGUMENT at launch and notify INVALID_ARGUMENT once with
-a null model (hal-semantics.md §1.1, §4). Each case runs for every (service, entry point)
+a null model (docs/hal-semantics.md §1.1, §4). Each case runs for every (service, entry point)
 pair where the entry point exists: VTS 1.x runs against every service implementing 1.x.
 """
 

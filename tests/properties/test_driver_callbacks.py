@@ -1,4 +1,4 @@
-"""Properties of the driver's HAL methods, driven directly over the binder (hal-semantics.md §1).
+"""Properties of the driver's HAL methods, driven directly over the binder (docs/hal-semantics.md §1).
 
 Each example builds an ``open_emulator`` world with one generated device (version,
 scheduler, preemption, faults, compute units) and no apps; client threads of our
@@ -37,7 +37,7 @@ PRE_1_3 = frozenset(
         ErrorStatus.INVALID_ARGUMENT,
     }
 )
-"""Statuses a pre-1.3 interface can carry (hal-semantics.md §1.4)."""
+"""Statuses a pre-1.3 interface can carry (docs/hal-semantics.md §1.4)."""
 
 EXECUTE_VERSIONS = (HalVersion.V1_0, HalVersion.V1_2, HalVersion.V1_3)
 DEADLINE_OFFSETS_NS = [-1_000_000, 0, 10_000, 60_000, 200_000, 1_000_000, 20_000_000]
@@ -261,8 +261,8 @@ def run_plan(plan: Plan) -> tuple[list[Call], DriverService]:
 def test_every_callback_is_notified_exactly_once(plan: Plan) -> None:
     """Every launched callback is notified exactly once, unless the driver died first.
 
-    A launch that failed returned the same status it notified (§1.1.1); a dead driver
-    never notifies, its death recipient releases the client instead.
+    A launch that failed returned the same status it notified (docs/hal-semantics.md §1.1,
+    first row); a dead driver never notifies, its death recipient releases the client instead.
     """
     calls, service = run_plan(plan)
     assert calls

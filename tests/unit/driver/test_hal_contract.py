@@ -1,4 +1,4 @@
-"""The driver service against the HAL launch/notify contract (hal-semantics.md §1.1, §4)."""
+"""The driver service against the HAL launch/notify contract (docs/hal-semantics.md §1.1, §4)."""
 
 from __future__ import annotations
 

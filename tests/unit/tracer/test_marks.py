@@ -1,4 +1,4 @@
-"""Each emulated call writes the marks hal-semantics.md §6 lists, nested as it shows."""
+"""Each emulated call writes the marks docs/hal-semantics.md §6 lists, nested as it shows."""
 
 from __future__ import annotations
 
