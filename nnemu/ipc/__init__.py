@@ -1,5 +1,5 @@
 """HIDL-over-binder transport between emulated processes."""
 
-from nnemu.ipc._binder import DEAD, Binder, DeadObject, Endpoint
+from nnemu.ipc._binder import DEAD, ONEWAY_SERVER_NS, Binder, DeadObject, Endpoint
 
-__all__ = ["DEAD", "Binder", "DeadObject", "Endpoint"]
+__all__ = ["DEAD", "ONEWAY_SERVER_NS", "Binder", "DeadObject", "Endpoint"]

@@ -15,11 +15,22 @@ from nnemu.replay._build import (
     describe_plan,
 )
 from nnemu.replay._command import run_replay_command
-from nnemu.replay._extract import TraceApp, TraceDriver, TracePlan, extract_plan
+from nnemu.replay._extract import (
+    ARRIVALS_HAL,
+    ARRIVALS_LA,
+    ARRIVALS_LR,
+    TraceApp,
+    TraceDriver,
+    TracePlan,
+    extract_plan,
+)
 from nnemu.replay._overrides import OverrideError, apply_overrides
 from nnemu.replay._stepper import PROMPT, SectionStacks, Stepper
 
 __all__ = [
+    "ARRIVALS_HAL",
+    "ARRIVALS_LA",
+    "ARRIVALS_LR",
     "PROMPT",
     "BuiltReplay",
     "ModelChoice",

@@ -3,7 +3,14 @@
 See docs/scenario-format.md for the format.
 """
 
-from nnemu.scenario._expect import EXPECTATION_METRICS, parse_expectation
+from nnemu.scenario._expect import (
+    APP_COUNTERS,
+    DEVICE_METRICS,
+    EXPECTATION_METRICS,
+    LATENCY_STATS,
+    RESULT_CODE_NAMES,
+    parse_expectation,
+)
 from nnemu.scenario._load import (
     CPU_DEVICE_NAME,
     PRESETS,
@@ -36,9 +43,13 @@ from nnemu.scenario._model import (
 )
 
 __all__ = [
+    "APP_COUNTERS",
     "CPU_DEVICE_NAME",
+    "DEVICE_METRICS",
     "EXPECTATION_METRICS",
+    "LATENCY_STATS",
     "PRESETS",
+    "RESULT_CODE_NAMES",
     "AppSpec",
     "CpuSpec",
     "DeadlinePolicy",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.scenario import load_scenario
 from nnemu.tracer import open_trace_writer
 

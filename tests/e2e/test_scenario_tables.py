@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.parser import parse_file
 from nnemu.parser._model import MAIN_PHASES, TABLE_LAYERS
 from nnemu.scenario import load_scenario

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.report import Report
 from nnemu.scenario import load_scenario
 from nnemu.tracer import open_trace_writer
@@ -87,7 +87,7 @@ def test_seed_is_recorded_in_the_report():
 
 _DIGESTS = """
 import hashlib, io, sys
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.scenario import load_scenario
 from nnemu.tracer import ChromeJsonWriter, FtraceWriter
 

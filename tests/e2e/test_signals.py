@@ -100,7 +100,7 @@ def test_a_signal_ends_the_run_cleanly(
 
 def test_sigterm_ends_a_replay_cleanly(tmp_path: Path):
     """SIGTERM during ``nnemu replay --realtime`` exits 143 with a message and valid JSON trace."""
-    from nnemu._emulator import run
+    from nnemu import run
     from nnemu.scenario import load_scenario
     from nnemu.tracer import open_trace_writer
 

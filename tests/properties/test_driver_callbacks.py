@@ -18,7 +18,8 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnemu._emulator import Emulator, build_model, open_emulator
+from nnemu import Emulator, open_emulator
+from nnemu._emulator import build_model
 from nnemu.driver import CallbackRef, DriverService, PreparedModel, us
 from nnemu.hal import ErrorStatus, HalVersion, MeasureTiming, Priority
 from nnemu.ipc import DeadObject, Endpoint

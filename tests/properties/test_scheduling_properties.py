@@ -16,7 +16,7 @@ import trio.testing
 from hypothesis import event, example, given, settings, target
 from hypothesis import strategies as st
 
-from nnemu._emulator import open_emulator, run
+from nnemu import open_emulator, run
 from nnemu.driver import Job
 from nnemu.hal import HalVersion, Priority
 from nnemu.scenario import (

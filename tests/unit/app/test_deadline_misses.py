@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.scenario import load_scenario_text
 
 # quickstart.yaml with a 5 ms execution timeout: the model takes ~5.9 ms on the NPU.

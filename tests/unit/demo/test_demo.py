@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.cli import main
 from nnemu.demo import (
     SCENARIO_DIR,

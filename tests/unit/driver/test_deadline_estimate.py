@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.scenario import load_scenario_text
 
 # qos_priority_checkpoint.yaml with a camera frame every 22.3 ms (179 frames in 4 s) and an

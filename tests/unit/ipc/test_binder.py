@@ -7,8 +7,7 @@ import random
 import pytest
 import trio
 
-from nnemu.ipc import DEAD, Binder, Endpoint
-from nnemu.ipc._binder import ONEWAY_SERVER_NS
+from nnemu.ipc import DEAD, ONEWAY_SERVER_NS, Binder, Endpoint
 from nnemu.scenario import IpcSpec
 from nnemu.sim import Kernel, ProcessTable, SimThread, current_thread
 from nnemu.tracer import Tracer

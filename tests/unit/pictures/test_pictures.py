@@ -10,7 +10,7 @@ import attrs
 import pytest
 
 import nnemu.pictures
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.cli import main
 from nnemu.pictures import (
     AppPicture,
@@ -114,7 +114,7 @@ def test_collect_splits_preempted_jobs_exactly(checkpoint_run) -> None:
 
 def test_collect_needs_records() -> None:
     """collect() outside inspect= (no records kept) says how to call it."""
-    from nnemu._emulator import open_emulator
+    from nnemu import open_emulator
 
     scenario = load_scenario(REPO / "scenarios/quickstart.yaml")
 

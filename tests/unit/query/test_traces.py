@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.query import open_trace
 from nnemu.scenario import load_scenario
 from nnemu.tracer import open_trace_writer

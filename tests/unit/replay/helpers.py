@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.parser import parse_file
 from nnemu.report import Report
 from nnemu.scenario import Scenario, load_scenario

@@ -9,8 +9,7 @@ import pytest
 
 from nnemu.errors import TraceFormatError
 from nnemu.hal import HalVersion
-from nnemu.replay import build_replay, choose_model, extract_plan
-from nnemu.replay._extract import ARRIVALS_LA
+from nnemu.replay import ARRIVALS_LA, build_replay, choose_model, extract_plan
 from nnemu.scenario import ExecutionMode, WorkloadKind
 from tests.unit.replay.helpers import OMR1, QUICKSTART, record
 

@@ -65,7 +65,7 @@ async def test_no_observer_changes_nothing():
 
 def test_an_observer_does_not_change_the_trace(tmp_path):
     """A run with a do-nothing observer and binder hook writes the same trace byte for byte."""
-    from nnemu._emulator import run
+    from nnemu import run
     from nnemu.scenario import load_scenario
     from nnemu.tracer import open_trace_writer
     from tests.unit.replay.helpers import QUICKSTART

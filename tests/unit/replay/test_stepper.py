@@ -7,7 +7,7 @@ import re
 import signal
 from pathlib import Path
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.replay import PROMPT, Stepper
 from nnemu.scenario import load_scenario
 from nnemu.tracer import open_trace_writer

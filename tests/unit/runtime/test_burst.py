@@ -83,7 +83,7 @@ async def test_hal10_driver_burst_falls_back_to_execute(autojump_clock):
 
 def test_burst_marks():
     """A burst leaves ExecutionBurstController::compute on the app thread and the server marks on the burst thread."""
-    from nnemu._emulator import run
+    from nnemu import run
     from nnemu.scenario import load_scenario_text
 
     sink = RecordingSink()

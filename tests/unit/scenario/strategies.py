@@ -8,8 +8,12 @@ from hypothesis import strategies as st
 
 from nnemu.hal import DeviceType, ExecutionPreference, HalVersion, OperationType, Priority
 from nnemu.scenario import (
+    APP_COUNTERS,
     CPU_DEVICE_NAME,
+    DEVICE_METRICS,
+    LATENCY_STATS,
     PRESETS,
+    RESULT_CODE_NAMES,
     AppSpec,
     CpuSpec,
     DeadlinePolicy,
@@ -32,7 +36,6 @@ from nnemu.scenario import (
     WorkloadKind,
     WorkloadSpec,
 )
-from nnemu.scenario._expect import APP_COUNTERS, DEVICE_METRICS, LATENCY_STATS, RESULT_CODE_NAMES
 
 _WITH_FILTER = {
     OperationType.CONV_2D,

@@ -8,8 +8,14 @@ import pytest
 
 from nnemu.errors import ScenarioError
 from nnemu.hal import OperationType
-from nnemu.scenario import dump_scenario, load_scenario_text
-from nnemu.scenario._expect import APP_COUNTERS, DEVICE_METRICS, LATENCY_STATS, RESULT_CODE_NAMES
+from nnemu.scenario import (
+    APP_COUNTERS,
+    DEVICE_METRICS,
+    LATENCY_STATS,
+    RESULT_CODE_NAMES,
+    dump_scenario,
+    load_scenario_text,
+)
 
 DOC = pathlib.Path(__file__).parents[3] / "docs" / "scenario-format.md"
 

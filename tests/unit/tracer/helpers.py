@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.scenario import load_scenario_text
 from nnemu.sim import SimThread
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.scenario import load_scenario
 from tests.unit.tracer.helpers import RecordingSink, record, scenario_text
 

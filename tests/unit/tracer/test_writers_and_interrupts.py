@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nnemu._emulator import open_emulator, run
+from nnemu import open_emulator, run
 from nnemu.parser import parse_file
 from nnemu.scenario import load_scenario, load_scenario_text
 from nnemu.tracer import open_trace_writer
