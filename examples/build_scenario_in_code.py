@@ -1,7 +1,7 @@
 """Build a scenario in Python instead of YAML, run it, and check the report.
 
 Shows: the frozen attrs classes of ``nnemu.scenario`` (the same fields as the YAML keys,
-docs/scenario-format.md), ``attrs.evolve`` to derive a variant, ``nnemu._emulator.run``
+docs/scenario-format.md), ``attrs.evolve`` to derive a variant, ``nnemu.run``
 (virtual time: the figures are the same on every machine), and reading ``report.data``
 (docs/report-schema.md) and ``report.expectations``.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import attrs
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.hal import HalVersion, Priority
 from nnemu.scenario import (
     AppSpec,

@@ -16,7 +16,7 @@ Run it: ``python examples/custom_scheduler.py``.
 
 from __future__ import annotations
 
-from nnemu._emulator import run
+from nnemu import run
 from nnemu.driver import Device, Job
 from nnemu.scenario import load_scenario_text
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnemu._emulator import Emulator, run
+from nnemu import Emulator, run
 from nnemu.driver import Job
 from nnemu.hal import ErrorStatus, Priority
 from nnemu.report import Report
