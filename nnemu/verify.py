@@ -64,6 +64,14 @@ class CellResult:
     """What the ground truth recorded."""
     reasons: tuple[str, ...]
     """Why the contract cannot reconstruct the cell (empty when it can)."""
+    self_time: bool = False
+    """The Application's Total self time (``PO`` span minus the wall-clock time of
+    runtime work), not a layer's total."""
+
+    @property
+    def label(self) -> str:
+        """``LAYER_PHASE`` as the table names it (``LA_PO self`` for the self time)."""
+        return f"{self.layer.value}_{self.phase.value}" + (" self" if self.self_time else "")
 
     @property
     def agrees(self) -> bool:
@@ -143,7 +151,34 @@ def compare(
                         reasons=true_run.unreconstructable.get((layer, phase), ()),
                     )
                 )
-        if true_run.executions and not any(c.parsed_ns for c in run_cells if not c.reasons):
+        # The Application's Total self time: what the parser derives (counting
+        # runtime work on several threads at once once) against the truth's sweep.
+        parsed_self = run.application_total_self_ns()
+        true_self = true_run.application_total_self_ns()
+        self_reasons = tuple(
+            dict.fromkeys(
+                reason
+                for cell in (
+                    (Layer.APPLICATION, Phase.OVERALL),
+                    (Layer.RUNTIME, Phase.OVERALL),
+                )
+                for reason in true_run.unreconstructable.get(cell, ())
+            )
+        )
+        run_cells.append(
+            CellResult(
+                run=index,
+                layer=Layer.APPLICATION,
+                phase=Phase.OVERALL,
+                parsed_ns=0 if parsed_self is None else parsed_self,
+                truth_ns=0 if true_self is None else true_self,
+                reasons=self_reasons,
+                self_time=True,
+            )
+        )
+        if true_run.executions and not any(
+            c.parsed_ns for c in run_cells if not c.reasons and not c.self_time
+        ):
             problems.append(
                 f"run {index} ({name}): no data in the trace for an app that executed"
                 f" {true_run.executions} times"
@@ -189,17 +224,16 @@ def format_verification(result: Verification, truth: tuple[RunTruth, ...], out: 
     shown = [c for c in result.cells if not c.agrees or c.reasons]
     if shown:
         out.write(
-            f"\n{'run':>3}  {'cell':<8}{'trace us':>15}{'truth us':>15}{'diff us':>15}  status\n"
+            f"\n{'run':>3}  {'cell':<11}{'trace us':>15}{'truth us':>15}{'diff us':>15}  status\n"
         )
         for c in shown:
             status = "not reconstructable" if c.reasons else "DIFFERS"
-            cell = f"{c.layer.value}_{c.phase.value}"
             out.write(
-                f"{c.run:>3}  {cell:<8}{_us(c.parsed_ns):>15}"
+                f"{c.run:>3}  {c.label:<11}{_us(c.parsed_ns):>15}"
                 f"{_us(c.truth_ns):>15}{_us(c.parsed_ns - c.truth_ns):>15}  {status}\n"
             )
             for reason in c.reasons:
-                out.write(f"{'':>13}because {reason}\n")
+                out.write(f"{'':>16}because {reason}\n")
     if result.run_count_problem:
         out.write(f"\n{result.run_count_problem}\n")
     if result.contract_diagnostics:

@@ -52,6 +52,15 @@ _MAX_WAITING: Final = 10_000
 """HIDL client calls remembered per call name while they wait for a server."""
 
 _SUBPHASES: Final = SUBPHASES
+_MAIN_PHASES: Final = frozenset(
+    {
+        Phase.INITIALIZATION,
+        Phase.PREPARATION,
+        Phase.COMPILATION,
+        Phase.EXECUTION,
+        Phase.TERMINATION,
+    }
+)
 _NO_SUBPHASES: Final[frozenset[Phase]] = frozenset()
 _EXECUTION_FAMILY: Final = EXECUTION_FAMILY
 _LAYER_ORDER: Final[dict[Layer, frozenset[Layer]]] = {
@@ -140,14 +149,27 @@ class _Run:
     __slots__ = (
         "accs",
         "app_stack",
+        "busy",
+        "busy_since",
         "finished",
         "line",
         "line_number",
         "po_frame",
         "proc",
+        "runtime_sum",
+        "runtime_union",
         "seq",
         "starting_mark",
     )
+
+    busy: int
+    """Runtime intervals of the run under way now (see ``_busy_open``)."""
+    busy_since: int
+    """When ``busy`` last left 0."""
+    runtime_union: int
+    """Wall-clock time during which at least one runtime interval was under way (closed stretches)."""
+    runtime_sum: int
+    """Sum of the closed runtime intervals' lengths (open ones enter with minus their start)."""
 
     def __init__(self, proc: _Process | None, seq: int) -> None:
         self.proc = proc
@@ -159,6 +181,47 @@ class _Run:
         self.app_stack: list[tuple[_Frame, Phase]] = []
         self.po_frame: _Frame | None = None
         self.finished = False
+        self.busy = 0
+        self.busy_since = 0
+        self.runtime_union = 0
+        self.runtime_sum = 0
+
+
+def _busy_open(run: _Run, ts: int) -> None:
+    """A counted runtime interval of ``run`` starts at ``ts``.
+
+    The runtime's counted time (its top-level sections less what they deduct,
+    and the asynchronous startCompute..Event_wait gaps) is a set of intervals
+    on the client's threads; the run keeps how many are under way, so the
+    wall-clock time covered by at least one (their union) costs O(1) a row.
+    """
+    run.runtime_sum -= ts
+    if run.busy == 0:
+        run.busy_since = ts
+    run.busy += 1
+
+
+def _busy_close(run: _Run, ts: int) -> None:
+    """A counted runtime interval of ``run`` ends at ``ts``."""
+    if run.busy <= 0:
+        return
+    run.runtime_sum += ts
+    run.busy -= 1
+    if run.busy == 0 and ts > run.busy_since:
+        run.runtime_union += ts - run.busy_since
+
+
+class _Gap:
+    """An asynchronous execution's startCompute end, waiting for its Event_wait."""
+
+    __slots__ = ("app_phase", "end", "holder", "open")
+
+    def __init__(self, app_phase: Phase, end: int, holder: _Acc) -> None:
+        self.app_phase = app_phase
+        self.end = end
+        self.holder = holder
+        self.open = True
+        """Its runtime interval is under way (until the Event_wait begins)."""
 
 
 class _Launch:
@@ -220,6 +283,9 @@ class _Kind:
         "po",
         "prepare_server",
         "queue_async",
+        "rt_busy",
+        "rt_pause",
+        "rt_top",
         "special_open",
         "start_compute",
         "subtract",
@@ -277,6 +343,15 @@ class _Kind:
     """Phase (``PU`` resolved against the parent)."""
     queue_async: bool
     """Server side of an asynchronous ``execute*`` call."""
+    rt_busy: bool
+    """An ``rt_top`` section that adds to the runtime's Total (unless another thread's
+    window covers its execution time)."""
+    rt_pause: bool
+    """Deducted from an enclosing runtime section without being counted as runtime time:
+    the runtime's counted time pauses while it is open."""
+    rt_top: bool
+    """A runtime section with no runtime section around it (an interval of the runtime's
+    counted time when ``rt_busy``)."""
     special_open: bool
     """``app_entry``, ``la_pe`` or ``queue_async``."""
     start_compute: bool
@@ -295,6 +370,7 @@ class _Frame:
     __slots__ = (
         "acc_sub",
         "app_phase",
+        "busy",
         "covered",
         "holder",
         "kind",
@@ -307,6 +383,9 @@ class _Frame:
 
     acc_sub: int
     app_phase: Phase
+    busy: bool
+    """An ``rt_top`` section whose interval counts, or an ``rt_pause`` section that paused one
+    (set only on those)."""
     covered: Layer | None
     """The layer whose execution time another section already counts (else None)."""
     holder: _Acc
@@ -434,6 +513,21 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
     kind.moved = copy and not copy_detail
     kind.moved_pe = phase in EXECUTION_SUBPHASES and layer not in copy_pe_layers
     kind.may_warn = bool(warn_driver or warn_other)
+    kind.rt_top = layer is Layer.RUNTIME and (
+        parent is None or Layer.RUNTIME not in parent.nondetail_layers
+    )
+    # Its own time adds to one of the runtime's main phases (the Total column).
+    kind.rt_busy = (
+        kind.rt_top
+        and (counted or kind.moved)
+        and (phase in _MAIN_PHASES or phase in EXECUTION_SUBPHASES)
+    )
+    kind.rt_pause = (
+        parent is not None
+        and parent.layer is Layer.RUNTIME
+        and subtract
+        and not (layer is Layer.RUNTIME and kind.moved)
+    )
     kind.special_open = (
         kind.app_entry
         or kind.la_pe
@@ -442,6 +536,9 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
         or kind.po
         or kind.start_compute
         or kind.hidl_client
+        or kind.rt_top
+        or kind.rt_pause
+        or kind.event_wait
     )
     kind.plain_close = not (
         kind.app_entry
@@ -451,6 +548,8 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
         or kind.start_compute
         or kind.event_wait
         or kind.moved
+        or kind.rt_top
+        or kind.rt_pause
     )
     return kind
 
@@ -519,8 +618,8 @@ class _Thread:
         self.binder = False
         self.stack: list[_Frame | None] = []
         self.top: _Frame | None = None
-        # startCompute ends waiting for their Event_wait: (app phase, end, holder).
-        self.sc_queue: collections.deque[tuple[Phase, int, _Acc]] = collections.deque()
+        # startCompute ends waiting for their Event_wait.
+        self.sc_queue: collections.deque[_Gap] = collections.deque()
         # The launch a worker thread works on, and the launch a server call made.
         self.claim: _Launch | None = None
         self.launch: _Launch | None = None
@@ -564,6 +663,8 @@ class Engine:
         self._names: dict[str, str] = {}
         self._line_number = 0
         self._line = ""
+        # Latest timestamp fed (where runs still open at the end of the input end).
+        self._last_ts = 0
 
     def set_process_names(self, names: dict[str, str]) -> None:
         """Names of processes by pid (a trace's process metadata), before ``feed``."""
@@ -750,7 +851,7 @@ class Engine:
                     if run_has_marks:
                         self.saw_nnapi = True
                         run_has_marks = False
-                    self._start_run(proc, payload, line_number, line)
+                    self._start_run(proc, payload, line_number, line, ts)
 
             # Open a counted section under the thread's innermost one.
             parent = thread.top
@@ -799,10 +900,13 @@ class Engine:
                     if waiting is None:
                         waiting = self._new_waiting(mark.call)
                     waiting.append((frame, thread))
+                    if kind_of.rt_pause:
+                        self._special_open(thread, frame, mark, app_phase)
                 else:
                     self._special_open(thread, frame, mark, app_phase)
         if saw_rows:
             self.saw_rows = True
+            self._last_ts = max(self._last_ts, ts)
         if run_has_marks:
             self.saw_nnapi = True
 
@@ -986,6 +1090,24 @@ class Engine:
         elif kind.start_compute:
             thread.windows += 1
             thread.proc.windows += 1
+        if kind.rt_top:
+            busy = kind.rt_busy and not (
+                frame.covered is Layer.RUNTIME and (kind.is_pe or kind.phase in EXECUTION_SUBPHASES)
+            )
+            frame.busy = busy
+            if busy:
+                _busy_open(holder.run, frame.start)
+            if kind.event_wait:
+                # The asynchronous execution's gap ends where its Event_wait begins.
+                for gap in thread.sc_queue:
+                    if gap.open:
+                        gap.open = False
+                        _busy_close(gap.holder.run, frame.start)
+                        break
+        elif kind.rt_pause:
+            frame.busy = self._pauses(frame)
+            if frame.busy:
+                _busy_close(holder.run, frame.start)
         if (kind.queue_async or kind.prepare_server) and thread.proc.driver:
             launch = _Launch(
                 holder,
@@ -997,6 +1119,17 @@ class Engine:
             )
             thread.proc.launches.append(launch)
             thread.launch = launch
+
+    @staticmethod
+    def _pauses(frame: _Frame) -> bool:
+        """Whether an ``rt_pause`` section stops the runtime interval around it."""
+        parent = frame.parent
+        while parent is not None:
+            kind = parent.kind
+            if kind.rt_top or kind.rt_pause:
+                return parent.busy if kind.rt_top else False
+            parent = parent.parent
+        return False
 
     def _notify(self, thread: _Thread, execute: bool, ts: int) -> None:
         """A driver notifies a callback: the launched work it ends is done."""
@@ -1087,19 +1220,28 @@ class Engine:
                     self._add(holder, app_phase, kind.layer, kind.phase, value, frame.payload)
                 if kind.own_pe and not covered:
                     self._add(holder, app_phase, kind.layer, Phase.EXECUTION, value, frame.payload)
+        if kind.rt_top:
+            if frame.busy:
+                _busy_close(holder.run, end)
+        elif kind.rt_pause and frame.busy:
+            _busy_open(holder.run, end)
         if kind.start_compute:
-            thread.sc_queue.append((app_phase, end, holder))
+            thread.sc_queue.append(_Gap(app_phase, end, holder))
+            _busy_open(holder.run, end)
         elif kind.event_wait:
             if thread.windows:
                 thread.windows -= 1
                 thread.proc.windows -= 1
             if thread.sc_queue:
-                started_phase, started_end, started = thread.sc_queue.popleft()
-                gap = frame.start - started_end
+                started = thread.sc_queue.popleft()
+                if started.open:
+                    started.open = False
+                    _busy_close(started.holder.run, max(frame.start, started.end))
+                gap = frame.start - started.end
                 if gap > 0:
                     self._add(
-                        started,
-                        started_phase,
+                        started.holder,
+                        started.app_phase,
                         kind.layer,
                         kind.phase,
                         gap,
@@ -1117,7 +1259,9 @@ class Engine:
 
     # -- runs --------------------------------------------------------------
 
-    def _start_run(self, proc: _Process, payload: str, line_number: int, line: str) -> None:
+    def _start_run(
+        self, proc: _Process, payload: str, line_number: int, line: str, ts: int
+    ) -> None:
         """A ``[NN_LA_PO]`` of ``proc`` begins: its current run ends, a new one starts."""
         old = proc.run
         if old is None and self._orphan is not None:
@@ -1127,7 +1271,7 @@ class Engine:
             run.proc = proc
         else:
             if old is not None:
-                self._finish_run(old, f"a new run starts at line {line_number}")
+                self._finish_run(old, f"a new run starts at line {line_number}", ts)
             self._seq += 1
             run = _Run(proc, self._seq)
         run.starting_mark = payload
@@ -1137,9 +1281,14 @@ class Engine:
         self._latest = run
         self._open_runs.append(run)
 
-    def _finish_run(self, run: _Run, why: str) -> RunStats:
-        """Drop what of ``run`` is still open (reported) and keep its statistics."""
+    def _finish_run(self, run: _Run, why: str, ts: int) -> RunStats:
+        """Drop what of ``run`` is still open at ``ts`` (reported) and keep its statistics."""
         run.finished = True
+        if run.busy:
+            # Runtime intervals still under way end with the run.
+            run.runtime_sum += run.busy * ts
+            run.runtime_union += max(0, ts - run.busy_since)
+            run.busy = 0
         for thread in self._threads.values():
             top = thread.top
             if top is not None and top.holder.run is run:
@@ -1157,7 +1306,7 @@ class Engine:
                 thread.top = None
             if thread.sc_queue:
                 thread.sc_queue = collections.deque(
-                    item for item in thread.sc_queue if item[2].run is not run
+                    item for item in thread.sc_queue if item.holder.run is not run
                 )
         for proc in self._procs.values():
             if proc.run is run:
@@ -1218,6 +1367,7 @@ class Engine:
         }
         proc = run.proc
         return RunStats.from_totals(
+            runtime_overlap_ns=max(0, run.runtime_sum - run.runtime_union),
             starting_mark=run.starting_mark,
             totals_ns=totals,
             execution_counts=counts,
@@ -1234,7 +1384,7 @@ class Engine:
             open_runs.insert(0, self._orphan)
         for run in open_runs:
             cut = run.po_frame is not None
-            stats = self._finish_run(run, "the trace ends")
+            stats = self._finish_run(run, "the trace ends", self._last_ts)
             if cut:
                 self._finished.remove((run.seq, stats))
                 stats = attrs.evolve(stats, incomplete=True)

@@ -187,12 +187,17 @@ class RunStats:
     """Name of that process, as the trace gives it (``""`` when it does not)."""
     incomplete: bool = False
     """The trace ends before the run's ``[NN_LA_PO]`` section does (a partial run)."""
+    runtime_overlap_ns: int = 0
+    """Wall-clock time the runtime's counted intervals (its top-level sections less what
+    they deduct, and the startCompute..Event_wait gaps) overlap one another on the
+    client's threads: counted more than once in the runtime's Total, once in the
+    Application's Total self time.  0 for an app that runs one thing at a time."""
 
     # The tables are derived from the totals alone, so they are built on first
     # access (most runs of a long trace are never printed one by one).
     @functools.cached_property
     def _tables(self) -> tuple[Table, Table, Mapping[Phase, Table], Mapping[Phase, Table]]:
-        return _aggregate(self.totals_by_key_ns, self.execution_counts)
+        return _aggregate(self.totals_by_key_ns, self.execution_counts, self.runtime_overlap_ns)
 
     @property
     def times(self) -> Table:
@@ -255,6 +260,7 @@ class RunStats:
         pid: str = "",
         process_name: str = "",
         incomplete: bool = False,
+        runtime_overlap_ns: int = 0,
     ) -> RunStats:
         """Keep accumulated totals; the tables Android's parser prints follow on demand."""
         return cls(
@@ -265,11 +271,51 @@ class RunStats:
             pid=pid,
             process_name=process_name,
             incomplete=incomplete,
+            runtime_overlap_ns=runtime_overlap_ns,
         )
+
+    def application_total_self_ns(self) -> int | None:
+        """The Application's self time in the Total column, exactly (None for n/a).
+
+        Its ``[NN_LA_PO]`` span minus the wall-clock time during which some
+        counted runtime work of the run was under way: the runtime's Total less
+        what of it overlaps (``runtime_overlap_ns``), so work on several threads
+        at once is subtracted once.  Without runtime marks, the layers the
+        runtime calls are subtracted (as in every self time).
+        """
+        return _application_total_self_ns(self.totals_by_key_ns, self.runtime_overlap_ns)
+
+
+def _overall_ns(totals_ns: Mapping[StatKey, int], layer: Layer) -> int:
+    """A layer's Total in ns: its ``PO`` time, or (below the application) its main phases'."""
+    total = sum(totals_ns.get((app, layer, Phase.OVERALL), 0) for app in APP_PHASES)
+    if total == 0 and layer is not Layer.APPLICATION:
+        total = sum(
+            totals_ns.get((app, layer, main), 0) for app in APP_PHASES for main in MAIN_PHASES
+        )
+    return total
+
+
+def _effective_ns(totals_ns: Mapping[StatKey, int], layer: Layer) -> int:
+    """``_effective`` of the Total column, in exact ns."""
+    value = _overall_ns(totals_ns, layer)
+    if value != 0:
+        return value
+    return sum(_effective_ns(totals_ns, callee) for callee in _CALLEES[layer])
+
+
+def _application_total_self_ns(totals_ns: Mapping[StatKey, int], overlap_ns: int) -> int | None:
+    app = _overall_ns(totals_ns, Layer.APPLICATION)
+    if app == 0:
+        return None
+    callees = sum(_effective_ns(totals_ns, callee) for callee in _CALLEES[Layer.APPLICATION])
+    return app - callees + overlap_ns
 
 
 def _aggregate(
-    totals_ns: Mapping[StatKey, int], execution_counts: Mapping[Phase, int]
+    totals_ns: Mapping[StatKey, int],
+    execution_counts: Mapping[Phase, int],
+    runtime_overlap_ns: int = 0,
 ) -> tuple[Table, Table, Mapping[Phase, Table], Mapping[Phase, Table]]:
     """Aggregate accumulated totals into the tables Android's parser prints."""
     warmup_or_benchmark = bool(
@@ -335,6 +381,13 @@ def _aggregate(
             else:
                 self_times[phase] = dict(_NO_DATA_SELF_TIMES[phase])
     _add_back_moved(self_times, totals_ns)
+    app_self_ns = _application_total_self_ns(totals_ns, runtime_overlap_ns)
+    if app_self_ns is not None and (runtime_overlap_ns or app_self_ns == 0):
+        # Runtime work on several threads at once is subtracted once; an app whose
+        # time is all runtime time gets 0, not the float sum's -0.00.  Otherwise the
+        # float difference stays, as Android computes it (omr1's JSON is byte-identical).
+        row = self_times[Phase.OVERALL] = dict(self_times[Phase.OVERALL])
+        row[Layer.APPLICATION] = _ns_to_ms(app_self_ns)
     for table in app_times.values():
         for row in table.values():
             _with_total(row)

@@ -167,6 +167,7 @@ class _Section:
 class _Thread:
     __slots__ = (
         "binder",
+        "busy_run",
         "cells",
         "claim",
         "last_ts",
@@ -191,6 +192,8 @@ class _Thread:
         self.launch: _Launch | None = None
         # Asynchronous runtime executions: end of startCompute, waiting for Event_wait.
         self.pending_gaps: deque[int] = deque()
+        # The run whose runtime time the thread is accruing now (None when it is not).
+        self.busy_run: _Run | None = None
 
 
 class _Launch:
@@ -251,6 +254,34 @@ class RunTruth:
     """``ANeuralNetworksExecution_create`` sections that ended in the run."""
     unreconstructable: Mapping[Cell, tuple[str, ...]]
     """Cells the trace cannot reconstruct, with the reasons."""
+    runtime_wall_ns: int = 0
+    """Wall-clock time during which at least one thread accrued a main phase of the
+    runtime for this run (or waited in a startCompute..Event_wait gap): runtime work
+    on several threads at once counts once."""
+
+    def application_total_self_ns(self) -> int | None:
+        """The Application's Total self time: its ``PO`` span minus the wall-clock time
+        the runtime worked for it (without runtime time, minus the layers it calls);
+        None when the run has no application time."""
+        app = self.cell_ns(Layer.APPLICATION, Phase.OVERALL)
+        if app == 0:
+            return None
+        below = self.runtime_wall_ns
+        if below == 0:
+            below = self._called(Layer.RUNTIME)
+        return app - below
+
+    def _called(self, layer: Layer) -> int:
+        """Time of the layers ``layer`` calls, going through a layer without time."""
+        callees = {
+            Layer.RUNTIME: (Layer.IPC, Layer.CPU),
+            Layer.IPC: (Layer.DRIVER,),
+        }.get(layer, ())
+        total = 0
+        for callee in callees:
+            value = self.cell_ns(callee, Phase.OVERALL)
+            total += value if value else self._called(callee)
+        return total
 
     def cell_ns(self, layer: Layer, phase: Phase) -> int:
         """Total of ``layer`` in ``phase`` over every process; ``PO`` of a layer other than
@@ -276,6 +307,21 @@ class _Run:
         self.has_marks = False
         self.finished = False
         self.unreconstructable: dict[Cell, list[str]] = {}
+        # Threads accruing runtime time for the run now, since when, and the
+        # wall-clock time at least one did (closed stretches).
+        self.busy_threads = 0
+        self.busy_since = 0
+        self.runtime_wall = 0
+
+    def busy_change(self, ts: int, delta: int) -> None:
+        if delta > 0:
+            if self.busy_threads == 0:
+                self.busy_since = ts
+            self.busy_threads += 1
+        elif self.busy_threads > 0:
+            self.busy_threads -= 1
+            if self.busy_threads == 0:
+                self.runtime_wall += ts - self.busy_since
 
     def flag(self, cells: Iterable[Cell], reason: str) -> None:
         for cell in cells:
@@ -306,6 +352,7 @@ class GroundTruth:
         self._waiting: dict[str, deque[list[object]]] = {}
         self._closed = False
         self._dead_unpaired = 0
+        self._now = 0
         self.runs: tuple[RunTruth, ...] = ()
 
     @property
@@ -480,6 +527,7 @@ class GroundTruth:
             section.parent = parent
         stack.append(section)
         state.cells = self._accruing(stack)
+        self._track(state, ts_ns)
 
     def _notify(self, state: _Thread, proc: _Process, ts_ns: int, *, execute: bool) -> None:
         """A driver notifies a callback: the launched work it ends is done."""
@@ -521,6 +569,7 @@ class GroundTruth:
             if section.execution_create:
                 state.run.executions += 1
         state.cells = self._accruing(state.stack)
+        self._track(state, ts_ns)
 
     def process_died(self, pid: int) -> None:
         """A process died: its in-flight asynchronous executions will never notify.
@@ -545,11 +594,34 @@ class GroundTruth:
             launch.run.flag([(_DEVICE, Phase.EXECUTION), (Layer.CPU, Phase.EXECUTION)], reason)
         self._dead_unpaired += len(pending)
 
+    def _track(self, state: _Thread, ts: int) -> None:
+        """Note whether the thread accrues runtime time now, and for which run.
+
+        It does while one of its open sections accrues a main phase of the
+        runtime (the runtime's Total column) or an asynchronous execution
+        waits between its startCompute and its Event_wait.
+        """
+        self._now = max(self._now, ts)
+        busy = bool(state.pending_gaps) or any(
+            layer is Layer.RUNTIME and phase in _MAIN_PHASES for layer, phase in state.cells
+        )
+        run = state.run if busy else None
+        if run is not state.busy_run:
+            if state.busy_run is not None:
+                state.busy_run.busy_change(ts, -1)
+            if run is not None:
+                run.busy_change(ts, +1)
+            state.busy_run = run
+
     def close(self) -> None:
         """No more events: freeze the runs (in the order they start)."""
         if self._closed:
             return
         self._closed = True
+        for state in self._threads.values():
+            if state.busy_run is not None:
+                state.busy_run.busy_change(self._now, -1)
+                state.busy_run = None
         runs = [r for r in self._runs if r.starting_app is not None or r.has_marks]
         runs.sort(key=lambda run: run.seq)
         self.runs = tuple(self._freeze(index, run) for index, run in enumerate(runs))
@@ -768,6 +840,7 @@ class GroundTruth:
                 new.flag(cells, reason)
                 state.pending_gaps.clear()
             state.run = new
+            self._track(state, ts)
         proc.windows.clear()
         for driver in self._processes.values():
             kept = []
@@ -827,4 +900,5 @@ class GroundTruth:
             processes=tuple(processes),
             executions=run.executions,
             unreconstructable=unreconstructable,
+            runtime_wall_ns=run.runtime_wall,
         )
