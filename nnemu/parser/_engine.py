@@ -156,6 +156,7 @@ class _Run:
         "line_number",
         "po_frame",
         "proc",
+        "runtime_settled",
         "runtime_sum",
         "runtime_union",
         "seq",
@@ -170,6 +171,8 @@ class _Run:
     """Wall-clock time during which at least one runtime interval was under way (closed stretches)."""
     runtime_sum: int
     """Sum of the closed runtime intervals' lengths (open ones enter with minus their start)."""
+    runtime_settled: int
+    """``runtime_sum`` when ``busy`` last fell to 0 (the intervals of finished stretches)."""
 
     def __init__(self, proc: _Process | None, seq: int) -> None:
         self.proc = proc
@@ -185,6 +188,7 @@ class _Run:
         self.busy_since = 0
         self.runtime_union = 0
         self.runtime_sum = 0
+        self.runtime_settled = 0
 
 
 def _busy_open(run: _Run, ts: int) -> None:
@@ -207,8 +211,9 @@ def _busy_close(run: _Run, ts: int) -> None:
         return
     run.runtime_sum += ts
     run.busy -= 1
-    if run.busy == 0 and ts > run.busy_since:
-        run.runtime_union += ts - run.busy_since
+    if run.busy == 0:
+        run.runtime_union += max(0, ts - run.busy_since)
+        run.runtime_settled = run.runtime_sum
 
 
 class _Gap:
@@ -663,8 +668,6 @@ class Engine:
         self._names: dict[str, str] = {}
         self._line_number = 0
         self._line = ""
-        # Latest timestamp fed (where runs still open at the end of the input end).
-        self._last_ts = 0
 
     def set_process_names(self, names: dict[str, str]) -> None:
         """Names of processes by pid (a trace's process metadata), before ``feed``."""
@@ -851,7 +854,7 @@ class Engine:
                     if run_has_marks:
                         self.saw_nnapi = True
                         run_has_marks = False
-                    self._start_run(proc, payload, line_number, line, ts)
+                    self._start_run(proc, payload, line_number, line)
 
             # Open a counted section under the thread's innermost one.
             parent = thread.top
@@ -906,7 +909,6 @@ class Engine:
                     self._special_open(thread, frame, mark, app_phase)
         if saw_rows:
             self.saw_rows = True
-            self._last_ts = max(self._last_ts, ts)
         if run_has_marks:
             self.saw_nnapi = True
 
@@ -1259,9 +1261,7 @@ class Engine:
 
     # -- runs --------------------------------------------------------------
 
-    def _start_run(
-        self, proc: _Process, payload: str, line_number: int, line: str, ts: int
-    ) -> None:
+    def _start_run(self, proc: _Process, payload: str, line_number: int, line: str) -> None:
         """A ``[NN_LA_PO]`` of ``proc`` begins: its current run ends, a new one starts."""
         old = proc.run
         if old is None and self._orphan is not None:
@@ -1271,7 +1271,7 @@ class Engine:
             run.proc = proc
         else:
             if old is not None:
-                self._finish_run(old, f"a new run starts at line {line_number}", ts)
+                self._finish_run(old, f"a new run starts at line {line_number}")
             self._seq += 1
             run = _Run(proc, self._seq)
         run.starting_mark = payload
@@ -1281,14 +1281,9 @@ class Engine:
         self._latest = run
         self._open_runs.append(run)
 
-    def _finish_run(self, run: _Run, why: str, ts: int) -> RunStats:
-        """Drop what of ``run`` is still open at ``ts`` (reported) and keep its statistics."""
+    def _finish_run(self, run: _Run, why: str) -> RunStats:
+        """Drop what of ``run`` is still open (reported) and keep its statistics."""
         run.finished = True
-        if run.busy:
-            # Runtime intervals still under way end with the run.
-            run.runtime_sum += run.busy * ts
-            run.runtime_union += max(0, ts - run.busy_since)
-            run.busy = 0
         for thread in self._threads.values():
             top = thread.top
             if top is not None and top.holder.run is run:
@@ -1367,7 +1362,9 @@ class Engine:
         }
         proc = run.proc
         return RunStats.from_totals(
-            runtime_overlap_ns=max(0, run.runtime_sum - run.runtime_union),
+            # Runtime work still under way when the run ends is dropped (reported):
+            # the overlap of that last stretch is not known, so none is assumed.
+            runtime_overlap_ns=max(0, run.runtime_settled - run.runtime_union),
             starting_mark=run.starting_mark,
             totals_ns=totals,
             execution_counts=counts,
@@ -1384,7 +1381,7 @@ class Engine:
             open_runs.insert(0, self._orphan)
         for run in open_runs:
             cut = run.po_frame is not None
-            stats = self._finish_run(run, "the trace ends", self._last_ts)
+            stats = self._finish_run(run, "the trace ends")
             if cut:
                 self._finished.remove((run.seq, stats))
                 stats = attrs.evolve(stats, incomplete=True)

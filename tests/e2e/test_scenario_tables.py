@@ -27,8 +27,10 @@ def _value(value: float) -> float:
 
 @pytest.mark.parametrize("path", _scenario_files(), ids=lambda p: p.stem)
 def test_every_run_of_every_scenario_adds_up(path: Path, tmp_path: Path):
-    """No sequential phase has a negative self time and below the application each
-    layer's Total self time is the sum of its row, in every run of every client."""
+    """No sequential phase has a negative self time, the Application's Total self time
+    (time outside NNAPI, runtime work on several threads counted once) is not negative,
+    and below the application each layer's Total self time is the sum of its row, in
+    every run of every client."""
     trace = tmp_path / "trace.html"
     scenario = load_scenario(path)
     run(scenario, sinks=[open_trace_writer(trace)])
@@ -41,6 +43,9 @@ def test_every_run_of_every_scenario_adds_up(path: Path, tmp_path: Path):
         for phase in SEQUENTIAL:
             for layer in TABLE_LAYERS:
                 assert _value(self_times[phase][layer]) >= -1e-9, (where, layer, phase)
+        assert _value(self_times[Phase.OVERALL][Layer.APPLICATION]) >= 0.0, where
+        app_self = stats.application_total_self_ns()
+        assert app_self is None or app_self >= 0, where
         for layer in TABLE_LAYERS:
             if layer is Layer.APPLICATION:
                 continue
