@@ -289,8 +289,12 @@ class _Kind:
         "prepare_server",
         "queue_async",
         "rt_busy",
+        "rt_close_plain",
+        "rt_cover_stops",
+        "rt_open_plain",
         "rt_pause",
         "rt_top",
+        "rt_wait_open",
         "special_open",
         "start_compute",
         "subtract",
@@ -354,6 +358,14 @@ class _Kind:
     rt_pause: bool
     """Deducted from an enclosing runtime section without being counted as runtime time:
     the runtime's counted time pauses while it is open."""
+    rt_close_plain: bool
+    """An ``rt_top`` section whose close has nothing else special about it (inlined)."""
+    rt_cover_stops: bool
+    """Another thread's window covering it stops it adding to the runtime's Total."""
+    rt_open_plain: bool
+    """An ``rt_top`` section whose open has nothing else special about it (inlined)."""
+    rt_wait_open: bool
+    """An ``rt_top`` Event_wait with nothing else special about its open (its gap ends)."""
     rt_top: bool
     """A runtime section with no runtime section around it (an interval of the runtime's
     counted time when ``rt_busy``)."""
@@ -556,6 +568,29 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
         or kind.rt_top
         or kind.rt_pause
     )
+    kind.rt_cover_stops = kind.is_pe or phase in EXECUTION_SUBPHASES
+    # Runtime sections with nothing special about them but their interval: feed
+    # opens and closes them inline.
+    kind.rt_open_plain = kind.rt_top and not (
+        kind.app_entry
+        or kind.la_pe
+        or kind.queue_async
+        or kind.prepare_server
+        or kind.po
+        or kind.start_compute
+        or kind.hidl_client
+        or kind.event_wait
+    )
+    kind.rt_wait_open = kind.rt_top and kind.event_wait
+    kind.rt_close_plain = kind.rt_top and not (
+        kind.app_entry
+        or kind.moved_from_caller
+        or kind.po
+        or kind.execution_create
+        or kind.start_compute
+        or kind.event_wait
+        or kind.moved
+    )
     return kind
 
 
@@ -712,6 +747,7 @@ class Engine:
         threads = self._threads
         overall = Phase.OVERALL
         execution = Phase.EXECUTION
+        runtime = Layer.RUNTIME
         roots = self._roots
         new_frame = _Frame
         saw_rows = False
@@ -776,8 +812,19 @@ class Engine:
                     continue
                 closing = frame.kind
                 if not closing.plain_close:
-                    self._close(thread, frame, ts)
-                    continue
+                    if not closing.rt_close_plain:
+                        self._close(thread, frame, ts)
+                        continue
+                    if frame.busy:
+                        # _busy_close, inlined.
+                        run = frame.holder.run
+                        if run.busy > 0:
+                            run.runtime_sum += ts
+                            run.busy -= 1
+                            if not run.busy:
+                                if ts > run.busy_since:
+                                    run.runtime_union += ts - run.busy_since
+                                run.runtime_settled = run.runtime_sum
                 # _close, for a section that only adds its own time.
                 thread.top = parent = frame.parent
                 duration = ts - frame.start
@@ -895,7 +942,22 @@ class Engine:
             stack.append(frame)
             thread.top = frame
             if kind_of.special_open:
-                if kind_of.la_pe:
+                if kind_of.rt_open_plain:
+                    if kind_of.rt_busy and (
+                        frame.covered is not runtime or not kind_of.rt_cover_stops
+                    ):
+                        frame.busy = True
+                        # _busy_open, inlined.
+                        run = holder.run
+                        run.runtime_sum -= ts
+                        if not run.busy:
+                            run.busy_since = ts
+                        run.busy += 1
+                    else:
+                        frame.busy = False
+                elif kind_of.rt_wait_open:
+                    self._wait_open(thread, frame, kind_of, holder)
+                elif kind_of.la_pe:
                     la_pe = holder.la_pe
                     la_pe[app_phase] = la_pe.get(app_phase, 0) + 1
                 elif kind_of.hidl_client:
@@ -980,6 +1042,7 @@ class Engine:
             return None
         if self.keep_detail:
             kind.plain_close = False  # feed's inlined close keeps no detail items
+            kind.rt_close_plain = False
         if self._kinds >= _MAX_CACHED_NAMES:
             _forget_children(self._roots)
             self._kinds = 0
@@ -1093,19 +1156,7 @@ class Engine:
             thread.windows += 1
             thread.proc.windows += 1
         if kind.rt_top:
-            busy = kind.rt_busy and not (
-                frame.covered is Layer.RUNTIME and (kind.is_pe or kind.phase in EXECUTION_SUBPHASES)
-            )
-            frame.busy = busy
-            if busy:
-                _busy_open(holder.run, frame.start)
-            if kind.event_wait:
-                # The asynchronous execution's gap ends where its Event_wait begins.
-                for gap in thread.sc_queue:
-                    if gap.open:
-                        gap.open = False
-                        _busy_close(gap.holder.run, frame.start)
-                        break
+            self._wait_open(thread, frame, kind, holder)
         elif kind.rt_pause:
             frame.busy = self._pauses(frame)
             if frame.busy:
@@ -1121,6 +1172,26 @@ class Engine:
             )
             thread.proc.launches.append(launch)
             thread.launch = launch
+
+    @staticmethod
+    def _wait_open(thread: _Thread, frame: _Frame, kind: _Kind, holder: _Acc) -> None:
+        """Open the interval of an ``rt_top`` section; an Event_wait ends its execution's gap."""
+        busy = kind.rt_busy and not (frame.covered is Layer.RUNTIME and kind.rt_cover_stops)
+        frame.busy = busy
+        waited = None
+        if kind.event_wait:
+            # The asynchronous execution's gap ends where its Event_wait begins.
+            for gap in thread.sc_queue:
+                if gap.open:
+                    gap.open = False
+                    waited = gap.holder.run
+                    break
+        if waited is not holder.run or not busy:
+            # (Else the gap's interval goes on as the Event_wait's.)
+            if busy:
+                _busy_open(holder.run, frame.start)
+            if waited is not None:
+                _busy_close(waited, frame.start)
 
     @staticmethod
     def _pauses(frame: _Frame) -> bool:
@@ -1222,14 +1293,25 @@ class Engine:
                     self._add(holder, app_phase, kind.layer, kind.phase, value, frame.payload)
                 if kind.own_pe and not covered:
                     self._add(holder, app_phase, kind.layer, Phase.EXECUTION, value, frame.payload)
-        if kind.rt_top:
+        if kind.start_compute:
+            # A counted startCompute's interval goes on as its gap's.
+            if not (kind.rt_top and frame.busy):
+                _busy_open(holder.run, end)
+        elif kind.rt_top:
             if frame.busy:
-                _busy_close(holder.run, end)
+                # _busy_close, inlined.
+                run = holder.run
+                if run.busy > 0:
+                    run.runtime_sum += end
+                    run.busy -= 1
+                    if not run.busy:
+                        if end > run.busy_since:
+                            run.runtime_union += end - run.busy_since
+                        run.runtime_settled = run.runtime_sum
         elif kind.rt_pause and frame.busy:
             _busy_open(holder.run, end)
         if kind.start_compute:
             thread.sc_queue.append(_Gap(app_phase, end, holder))
-            _busy_open(holder.run, end)
         elif kind.event_wait:
             if thread.windows:
                 thread.windows -= 1
