@@ -5,11 +5,13 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import attrs
 import pytest
 
-from nnemu.scenario import load_scenario_text
+from nnemu.parser import ParseResult, parse_file
+from nnemu.scenario import load_scenario, load_scenario_text
 from nnemu.tracer import GroundTruth, Layer, Phase
-from nnemu.verify import run_verify_command, run_with_truth
+from nnemu.verify import compare, run_verify_command, run_with_truth
 from tests.unit.tracer.helpers import scenario_text
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[3] / "scenarios").glob("**/*.yaml"))
@@ -82,3 +84,27 @@ def test_verify_reads_back_a_chrome_json_trace(tmp_path: Path):
     assert code == 0, out.getvalue() + err.getvalue()
     assert out.getvalue().startswith("run 0 (camera, pid 707, ")
     assert "run 1 (indexer, pid 713, " in out.getvalue()
+
+
+def test_verify_checks_the_application_total_self_time(tmp_path: Path):
+    """The truth's own sweep gives the Application's Total self time of an app executing on
+    two threads at once; a parser that subtracted the overlapping runtime time twice fails."""
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "legacy_hal10_async.yaml"
+    trace = tmp_path / "trace.html"
+    truth = GroundTruth()
+    run_with_truth(load_scenario(scenario), truth, trace=str(trace))
+    parsed = parse_file(trace)
+    (run,) = parsed.runs
+    (true_run,) = truth.runs
+    assert run.runtime_overlap_ns > 0
+    assert true_run.runtime_wall_ns < run.totals_ns(Layer.RUNTIME, Phase.OVERALL)
+    assert run.application_total_self_ns() == true_run.application_total_self_ns() >= 0
+    assert compare(parsed, truth.runs).passed
+    # Android's rule: the span minus the runtime's Total summed over threads.
+    android = ParseResult(runs=[attrs.evolve(run, runtime_overlap_ns=0)], diagnostics=[])
+    result = compare(android, truth.runs)
+    assert not result.passed
+    (differs,) = [cell for cell in result.cells if not cell.agrees]
+    assert differs.self_time
+    assert differs.label == "LA_PO self"
+    assert differs.parsed_ns < 0
