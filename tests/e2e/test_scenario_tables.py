@@ -13,12 +13,14 @@ from nnemu.parser._model import MAIN_PHASES, TABLE_LAYERS
 from nnemu.scenario import load_scenario
 from nnemu.tracer import Layer, Phase, open_trace_writer
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT / "scenarios"
+DEMO_SCENARIOS = ROOT / "nnemu" / "demo" / "scenarios"
 SEQUENTIAL = (Phase.INITIALIZATION, Phase.PREPARATION, Phase.COMPILATION, Phase.TERMINATION)
 
 
 def _scenario_files() -> list[Path]:
-    return sorted([*SCENARIOS.glob("*.yaml"), *SCENARIOS.glob("demo/*.yaml")])
+    return sorted([*SCENARIOS.glob("*.yaml"), *DEMO_SCENARIOS.glob("*.yaml")])
 
 
 def _value(value: float) -> float:

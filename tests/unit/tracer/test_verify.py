@@ -14,7 +14,10 @@ from nnemu.tracer import GroundTruth, Layer, Phase
 from nnemu.verify import compare, run_verify_command, run_with_truth
 from tests.unit.tracer.helpers import scenario_text
 
-SCENARIOS = sorted((Path(__file__).resolve().parents[3] / "scenarios").glob("**/*.yaml"))
+_ROOT = Path(__file__).resolve().parents[3]
+SCENARIOS = sorted(
+    [*(_ROOT / "scenarios").glob("**/*.yaml"), *(_ROOT / "nnemu/demo/scenarios").glob("*.yaml")]
+)
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
