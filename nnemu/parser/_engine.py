@@ -370,7 +370,8 @@ class _Kind:
     """A runtime section with no runtime section around it (an interval of the runtime's
     counted time when ``rt_busy``)."""
     special_open: bool
-    """``app_entry``, ``la_pe`` or ``queue_async``."""
+    """Opening it has work beyond pushing a frame (``app_entry``, ``la_pe``, ``po``, calls
+    that launch work or wait for a server, runtime intervals)."""
     start_compute: bool
     """Counted ``ANeuralNetworksExecution_startCompute*`` execution section."""
     subtract: bool
@@ -956,10 +957,12 @@ class Engine:
                     else:
                         frame.busy = False
                 elif kind_of.rt_wait_open:
-                    self._wait_open(thread, frame, kind_of, holder)
+                    self._rt_open(thread, frame, kind_of, holder)
                 elif kind_of.la_pe:
                     la_pe = holder.la_pe
                     la_pe[app_phase] = la_pe.get(app_phase, 0) + 1
+                    if kind_of.rt_pause:
+                        self._special_open(thread, frame, mark, app_phase)
                 elif kind_of.hidl_client:
                     waiting = self._waiting.get(mark.call)
                     if waiting is None:
@@ -1156,7 +1159,7 @@ class Engine:
             thread.windows += 1
             thread.proc.windows += 1
         if kind.rt_top:
-            self._wait_open(thread, frame, kind, holder)
+            self._rt_open(thread, frame, kind, holder)
         elif kind.rt_pause:
             frame.busy = self._pauses(frame)
             if frame.busy:
@@ -1174,7 +1177,7 @@ class Engine:
             thread.launch = launch
 
     @staticmethod
-    def _wait_open(thread: _Thread, frame: _Frame, kind: _Kind, holder: _Acc) -> None:
+    def _rt_open(thread: _Thread, frame: _Frame, kind: _Kind, holder: _Acc) -> None:
         """Open the interval of an ``rt_top`` section; an Event_wait ends its execution's gap."""
         busy = kind.rt_busy and not (frame.covered is Layer.RUNTIME and kind.rt_cover_stops)
         frame.busy = busy
