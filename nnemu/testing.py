@@ -36,25 +36,39 @@ docs/property-testing.md explains more.
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 import attrs
 
 try:
+    import hypothesis
     from hypothesis import strategies as st
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     msg = "nnemu.testing needs hypothesis: install the test extra (pip install 'nnemu[test]')"
     raise ImportError(msg) from exc
 
-from nnemu._emulator import Emulator, run
+from nnemu._emulator import Emulator, build_model, run
 from nnemu.app import ExecutionRecord
-from nnemu.driver import Job
-from nnemu.hal import DeviceType, ExecutionPreference, HalVersion, OperationType, Priority
+from nnemu.driver import Job, capabilities_from, compute_plan, us
+from nnemu.hal import (
+    DeviceType,
+    ErrorStatus,
+    ExecutionPreference,
+    HalVersion,
+    OperationType,
+    Priority,
+    ResultCode,
+    supported_by,
+    validate_model,
+)
 from nnemu.report import Report
 from nnemu.scenario import (
     CPU_DEVICE_NAME,
     AppSpec,
+    CpuSpec,
     DeadlinePolicy,
     DeviceCostSpec,
     DeviceSpec,
@@ -79,14 +93,28 @@ __all__ = [
     "apps",
     "devices",
     "faults",
+    "idle_estimate_ns",
     "models",
+    "near_estimate_timeouts",
+    "outcomes",
+    "record_outcomes",
     "retries",
     "run_with_records",
+    "runs_whole",
     "scenarios",
     "workloads",
 ]
 
 _ALL_FAULTS = tuple(FaultKind)
+_DEFAULT_CPU = CpuSpec()
+_T = TypeVar("_T")
+
+
+@st.composite
+def _drawn(draw: st.DrawFn, build: Callable[[st.DrawFn], _T]) -> _T:
+    """The value ``build`` draws (one composite defined once: hypothesis inspects the
+    source of each function it makes a composite of, which costs ms per definition)."""
+    return build(draw)
 
 
 def _ms(low: float, high: float) -> st.SearchStrategy[float]:
@@ -94,15 +122,61 @@ def _ms(low: float, high: float) -> st.SearchStrategy[float]:
     return st.integers(round(low * 1000), round(high * 1000)).map(lambda v: v / 1000)
 
 
-def faults(kinds: Sequence[FaultKind] = _ALL_FAULTS) -> st.SearchStrategy[FaultSpec]:
-    """One injected fault of one of ``kinds``, early enough to hit a short run."""
+@functools.lru_cache(maxsize=256)
+def runs_whole(model: ModelSpec, device: DeviceSpec) -> bool:
+    """Whether ``device`` can compile ``model`` alone: its HAL version can express the model
+    and it supports every operation (what an app pinned to it needs)."""
+    built = build_model(model)
+    if validate_model(built, device.hal_version) is not None:
+        return False
+    supported = (
+        frozenset(device.supported_operations) if device.supported_operations is not None else None
+    )
+    return all(supported_by(built, supported))
 
-    @st.composite
+
+@functools.lru_cache(maxsize=256)
+def idle_estimate_ns(model: ModelSpec, device: DeviceSpec, cpu: CpuSpec | None = None) -> int:
+    """The driver's estimate for one execution of ``model`` on ``device`` when it is idle.
+
+    Launch overhead plus the nominal plan (no jitter, no slow-down): an execution whose
+    timeout is below it is refused ``MISSED_DEADLINE_PERSISTENT`` under ``deadline_policy:
+    abort`` (docs/qos.md, "Deadlines").
+    """
+    plan = compute_plan(
+        build_model(model), capabilities_from(device.performance), cpu or _DEFAULT_CPU
+    )
+    return us(device.cost.launch_us * 1000) + us(plan.total_ns)
+
+
+def near_estimate_timeouts(estimate_ns: int) -> st.SearchStrategy[float]:
+    """Execution timeouts (ms, whole µs) around an idle-device estimate.
+
+    A factor of the estimate (half of it: refused PERSISTENT; just above it: made only by
+    an idle device; a few times it: made unless the device is busy) plus a slack of 0 to
+    0.3 ms for what happens between ``setTimeout`` and the driver's decision (IPC, the
+    runtime), which matters when the estimate itself is a few µs.
+    """
+    factors = st.sampled_from([0.5, 0.9, 1.0, 1.1, 1.5, 2.0, 3.0, 5.0])
+    slack_us = st.sampled_from([0, 0, 20, 60, 100, 300])
+    return st.builds(
+        lambda f, slack: max(0.001, round((estimate_ns * f / 1000 + slack) / 1000, 3)),
+        factors,
+        slack_us,
+    )
+
+
+def faults(
+    kinds: Sequence[FaultKind] = _ALL_FAULTS, *, after_ms: float = 0.0
+) -> st.SearchStrategy[FaultSpec]:
+    """One injected fault of one of ``kinds``, early enough to hit a short run: it starts
+    ``after_ms`` to ``after_ms`` + 30 ms into the run."""
+
     def build(draw: st.DrawFn) -> FaultSpec:
         kind = draw(st.sampled_from(list(kinds)))
         if kind is FaultKind.TRANSIENT_FAILURE:
             return FaultSpec(kind=kind, probability=draw(st.sampled_from([0.0, 0.1, 0.5, 1.0])))
-        at = draw(_ms(0, 30))
+        at = draw(_ms(after_ms, after_ms + 30))
         if kind is FaultKind.CRASH:
             return FaultSpec(kind=kind, at_ms=at)
         until = draw(st.none() | _ms(0.001, 20).map(lambda d: round(at + d, 3)))
@@ -111,7 +185,7 @@ def faults(kinds: Sequence[FaultKind] = _ALL_FAULTS) -> st.SearchStrategy[FaultS
             return FaultSpec(kind=kind, at_ms=at, until_ms=until, factor=factor)
         return FaultSpec(kind=kind, at_ms=at, until_ms=until)
 
-    return build()
+    return _drawn(build)
 
 
 def devices(
@@ -126,10 +200,16 @@ def devices(
     max_faults: int = 2,
     jitter: bool = True,
     partial: bool = True,
+    memory_mbs: Sequence[float] = (0.05, 64.0, 1024.0, 1024.0, 1024.0),
+    faults_after_ms: float = 0.0,
 ) -> st.SearchStrategy[DeviceSpec]:
-    """A driver service called ``name`` with one of the given versions, schedulers and policies."""
+    """A driver service called ``name`` with one of the given versions, schedulers and policies.
 
-    @st.composite
+    Its memory is one of ``memory_mbs`` (the default's 0.05 MB is too small for most models:
+    their preparation fails ``RESOURCE_EXHAUSTED_PERSISTENT``); its faults start no
+    earlier than ``faults_after_ms``.
+    """
+
     def build(draw: st.DrawFn) -> DeviceSpec:
         exec_time = draw(st.sampled_from([0.1, 0.3, 0.5, 1.0, 2.0]))
         supported: tuple[OperationType, ...] | None = None
@@ -163,7 +243,7 @@ def devices(
             supported_operations=supported,
             compute_units=draw(st.integers(1, max_compute_units)),
             worker_threads=draw(st.integers(1, 2)),
-            memory_mb=draw(st.sampled_from([0.05, 64.0, 1024.0, 1024.0, 1024.0])),
+            memory_mb=draw(st.sampled_from(list(memory_mbs))),
             cost=DeviceCostSpec(
                 prepare_ms=draw(_ms(0, 5)),
                 prepare_ms_per_op=draw(st.sampled_from([0.0, 0.1])),
@@ -175,12 +255,12 @@ def devices(
             deadline_policy=draw(st.sampled_from(list(deadline_policies))),
             queue_limit=draw(st.none() | st.integers(0, 3)),
             faults=tuple(
-                draw(faults(fault_kinds))
-                for _ in range(draw(st.sampled_from([0, 0, 0, 1, max_faults])))
+                draw(faults(fault_kinds, after_ms=faults_after_ms))
+                for _ in range(draw(st.sampled_from([0, 0, 0, min(1, max_faults), max_faults])))
             ),
         )
 
-    return build()
+    return _drawn(build)
 
 
 def models(name: str = "net") -> st.SearchStrategy[ModelSpec]:
@@ -202,7 +282,6 @@ def models(name: str = "net") -> st.SearchStrategy[ModelSpec]:
         st.sampled_from(["float32", "quant8"]),
     )
 
-    @st.composite
     def chain(draw: st.DrawFn) -> ModelSpec:
         size = draw(st.sampled_from([8, 16, 32]))
         channels = draw(st.sampled_from([4, 8, 16]))
@@ -235,15 +314,19 @@ def models(name: str = "net") -> st.SearchStrategy[ModelSpec]:
         )
         return ModelSpec(name=name, layers=tuple(layers), relaxed=draw(st.booleans()))
 
-    return st.one_of(add, chain(), mobilenet)
+    return st.one_of(add, _drawn(chain), mobilenet)
 
 
 def workloads(
-    max_executions: int = 20, kinds: Sequence[WorkloadKind] = tuple(WorkloadKind)
+    max_executions: int = 20,
+    kinds: Sequence[WorkloadKind] = tuple(WorkloadKind),
+    *,
+    max_start_ms: float = 10.0,
 ) -> st.SearchStrategy[WorkloadSpec]:
-    """A workload of one of ``kinds`` that ends by itself after at most ``max_executions``."""
+    """A workload of one of ``kinds`` that ends by itself after at most ``max_executions``,
+    starting at most ``max_start_ms`` into the run."""
     executions = st.integers(1, max_executions)
-    start = _ms(0, 10)
+    start = _ms(0, max_start_ms)
     by_kind: dict[WorkloadKind, st.SearchStrategy[WorkloadSpec]] = {
         WorkloadKind.PERIODIC: st.builds(
             lambda n, s, p: WorkloadSpec(
@@ -318,35 +401,47 @@ def apps(
     workload_kinds: Sequence[WorkloadKind] = tuple(WorkloadKind),
     timeouts: bool = True,
     pinned: bool | None = None,
+    pin_to: Sequence[str] | None = None,
+    execution_timeouts: Callable[[str], st.SearchStrategy[float | None]] | None = None,
+    compile_timeouts: Sequence[float] = (0.001, 3.0, 50.0),
+    max_start_ms: float = 10.0,
+    max_threads: int = 2,
 ) -> st.SearchStrategy[AppSpec]:
     """An app of ``uid`` running one of ``model_names`` on some of ``device_names``.
 
     Timeouts are only given when the app is pinned to exactly one device (the NNAPI
-    rule for ``setTimeout``); ``pinned=True`` always pins, ``False`` never does.
+    rule for ``setTimeout``); ``pinned=True`` always pins, ``False`` never does. A
+    pinned app's device is drawn from ``pin_to`` (default: ``device_names``; the CPU
+    device when it is empty). ``execution_timeouts``, given the pinned device's name,
+    returns the strategy its execution timeout (ms) is drawn from; the default draws
+    from a fixed list of 5 µs to 3 ms. A compilation timeout is none or one of
+    ``compile_timeouts``. The app issues executions from 1 to ``max_threads`` threads.
     """
+    pins = list(device_names if pin_to is None else pin_to) or [CPU_DEVICE_NAME]
 
-    @st.composite
     def build(draw: st.DrawFn) -> AppSpec:
         choices = [*device_names, CPU_DEVICE_NAME]
         if pinned is True:
-            app_devices: tuple[str, ...] | None = (
-                draw(st.sampled_from(list(device_names) or choices)),
-            )
+            app_devices: tuple[str, ...] | None = (draw(st.sampled_from(pins)),)
         elif pinned is False:
             app_devices = None
         else:
             app_devices = draw(
                 st.none()
-                | st.sampled_from(list(device_names) or choices).map(lambda name: (name,))
+                | st.sampled_from(pins).map(lambda name: (name,))
                 | st.lists(st.sampled_from(choices), min_size=1, max_size=2, unique=True).map(tuple)
             )
         single = app_devices is not None and len(app_devices) == 1
         execution_timeout = compile_timeout = None
         if timeouts and single:
-            execution_timeout = draw(
-                st.sampled_from([None, 0.005, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 3.0])
-            )
-            compile_timeout = draw(st.none() | st.sampled_from([0.001, 3.0, 50.0]))
+            assert app_devices is not None
+            if execution_timeouts is not None:
+                execution_timeout = draw(execution_timeouts(app_devices[0]))
+            else:
+                execution_timeout = draw(
+                    st.sampled_from([None, 0.005, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 3.0])
+                )
+            compile_timeout = draw(st.none() | st.sampled_from(list(compile_timeouts)))
         return AppSpec(
             name=name,
             uid=uid,
@@ -358,13 +453,13 @@ def apps(
             execution_timeout_ms=execution_timeout,
             execution_mode=draw(st.sampled_from(list(ExecutionMode))),
             measure_timing=single and draw(st.booleans()),
-            threads=draw(st.integers(1, 2)),
-            workload=draw(workloads(max_executions, workload_kinds)),
+            threads=draw(st.integers(1, max_threads)),
+            workload=draw(workloads(max_executions, workload_kinds, max_start_ms=max_start_ms)),
             retry=draw(retries()),
             drop_late_frames=draw(st.booleans()),
         )
 
-    return build()
+    return _drawn(build)
 
 
 def scenarios(
@@ -388,10 +483,25 @@ def scenarios(
     pinned: bool | None = None,
     shared_uids: bool = True,
     durations: bool = False,
+    supported_pins: bool = True,
+    contended: bool = False,
+    near_deadlines: bool = False,
 ) -> st.SearchStrategy[Scenario]:
-    """Valid, small scenarios; each argument narrows what is generated (docs/property-testing.md)."""
+    """Valid, small scenarios; each argument narrows what is generated (docs/property-testing.md).
 
-    @st.composite
+    ``supported_pins``: an app pinned to one device is pinned to a device that runs its
+    whole model (else it may be pinned to one that cannot, and its compilation fails).
+    ``contended``: pinned apps mostly share the first device that runs their model, start
+    within the first millisecond, use up to 4 threads and bursts half the time, so their
+    executions queue behind each other.
+    ``near_deadlines``: the first device is a HAL 1.3 driver (the version that receives
+    deadlines) when ``hal_versions`` allows it, pinned apps prefer 1.3 drivers, execution
+    timeouts are drawn around the pinned device's idle estimate (``near_estimate_timeouts``)
+    and neither compilation timeouts, device memories nor faults (which start after 10 ms)
+    stop a compilation, so executions are refused, aborted and
+    completed by their deadline in comparable measure.
+    """
+
     def build(draw: st.DrawFn) -> Scenario:
         n_devices = draw(st.integers(min_devices, max_devices))
         device_names = [f"d{i}" for i in range(n_devices)]
@@ -408,29 +518,72 @@ def scenarios(
                     max_faults=max_faults,
                     jitter=jitter,
                     partial=partial,
+                    faults_after_ms=10.0 if near_deadlines else 0.0,
+                    memory_mbs=(64.0, 1024.0)
+                    if near_deadlines
+                    else (0.05, 64.0, 1024.0, 1024.0, 1024.0),
                 )
             )
             for name in device_names
         )
+        if near_deadlines and HalVersion.V1_3 in hal_versions:
+            device_specs = (
+                attrs.evolve(device_specs[0], hal_version=HalVersion.V1_3),
+                *device_specs[1:],
+            )
         n_models = draw(st.integers(1, 2))
         model_specs = tuple(draw(models(f"m{i}")) for i in range(n_models))
+        by_model = {m.name: m for m in model_specs}
         n_apps = draw(st.integers(min_apps, max_apps))
+        by_name = {device.name: device for device in device_specs}
+        runnable = {
+            model.name: [d.name for d in device_specs if runs_whole(model, d)]
+            for model in model_specs
+        }
+        # Models some device runs whole first, so a pinned app rarely lands on the CPU.
+        usable = [m.name for m in model_specs if runnable[m.name]] or [m.name for m in model_specs]
+        kinds = list(workload_kinds)
+        if contended and WorkloadKind.BURST in kinds:
+            kinds += [WorkloadKind.BURST] * len(kinds)  # bursts half the time: queues form
         app_specs: list[AppSpec] = []
         for i in range(n_apps):
             uid = 10000 + i
             if shared_uids and i > 0 and draw(st.booleans()):
                 uid = app_specs[draw(st.integers(0, i - 1))].uid
+            model = draw(st.sampled_from(usable if supported_pins else list(by_model)))
+            pin_to = runnable[model] if supported_pins else device_names
+            if near_deadlines:
+                # Only a 1.3 driver receives deadlines (older HALs have no timeout argument).
+                pin_to = [d for d in pin_to if by_name[d].hal_version is HalVersion.V1_3] or pin_to
+            if contended and len(pin_to) > 1 and draw(st.integers(0, 3)) > 0:
+                pin_to = pin_to[:1]
+            timeout_draw = None
+            if near_deadlines:
+                spec = by_model[model]
+
+                def timeout_draw(
+                    name: str, spec: ModelSpec = spec
+                ) -> st.SearchStrategy[float | None]:
+                    if name not in by_name:  # the CPU device: no driver estimate
+                        return st.sampled_from([0.05, 0.5, 3.0])
+                    return near_estimate_timeouts(idle_estimate_ns(spec, by_name[name]))
+
             app_specs.append(
                 draw(
                     apps(
                         f"a{i}",
                         uid,
-                        [m.name for m in model_specs],
+                        [model],
                         device_names,
                         max_executions=max_executions,
-                        workload_kinds=workload_kinds,
+                        workload_kinds=kinds,
                         timeouts=timeouts,
                         pinned=pinned,
+                        pin_to=pin_to,
+                        max_threads=4 if contended else 2,
+                        execution_timeouts=timeout_draw,
+                        compile_timeouts=(50.0,) if near_deadlines else (0.001, 3.0, 50.0),
+                        max_start_ms=1.0 if contended else 10.0,
                     )
                 )
             )
@@ -444,7 +597,7 @@ def scenarios(
             apps=tuple(app_specs),
         )
 
-    return build()
+    return _drawn(build)
 
 
 @attrs.frozen
@@ -480,3 +633,57 @@ def run_with_records(scenario: Scenario) -> RunRecords:
         name: tuple(j for j in jobs if isinstance(j, Job)) for name, jobs in kept["devices"].items()
     }
     return RunRecords(scenario=scenario, report=report, apps=app_records, devices=device_jobs)
+
+
+def outcomes(records: RunRecords) -> frozenset[str]:
+    """The kinds of deadline and compilation outcome one run shows (at least one each).
+
+    ``no app compiled``, ``an app did not compile``, ``no execution had a deadline``,
+    ``refused PERSISTENT`` and ``refused TRANSIENT`` (the driver's estimate, before
+    starting), ``a job waited for a unit`` (the device was contended), ``aborted at deadline`` (on the device), ``completed by deadline`` and
+    ``completed late`` (left the device ``NONE`` before or after its deadline).
+    """
+    found: set[str] = set()
+    compiled = [app["compile_result"] == "NO_ERROR" for app in records.report.data["apps"].values()]
+    if not any(compiled):
+        found.add("no app compiled")
+    elif not all(compiled):
+        found.add("an app did not compile")
+    for stats in records.report.data["devices"].values():
+        if stats["rejected_persistent"]:
+            found.add("refused PERSISTENT")
+        if stats["rejected_transient"]:
+            found.add("refused TRANSIENT")
+    with_deadline = any(
+        r.timeout_ns is not None for kept in records.apps.values() for r in kept
+    ) or any(job.deadline_ns is not None for jobs in records.devices.values() for job in jobs)
+    if not with_deadline:
+        found.add("no execution had a deadline")
+    for jobs in records.devices.values():
+        for job in jobs:
+            waited = job.started_ns is not None and job.arrived_ns is not None
+            if waited and job.started_ns != job.arrived_ns:
+                found.add("a job waited for a unit")
+            if job.deadline_ns is None or job.finished_ns is None:
+                continue
+            if job.status is ErrorStatus.MISSED_DEADLINE_TRANSIENT:
+                found.add("aborted at deadline")
+            elif job.status is ErrorStatus.NONE:
+                late = job.finished_ns > job.deadline_ns
+                found.add("completed late" if late else "completed by deadline")
+    persistent = ResultCode.MISSED_DEADLINE_PERSISTENT
+    if any(r.code is persistent for kept in records.apps.values() for r in kept):
+        found.add("app saw PERSISTENT")
+    return frozenset(found)
+
+
+def record_outcomes(records: RunRecords) -> frozenset[str]:
+    """Call ``hypothesis.event`` for each of the run's ``outcomes`` and return them.
+
+    Inside a ``@given`` test, ``pytest --hypothesis-show-statistics`` then prints in how
+    many of the examples each kind of outcome happened.
+    """
+    found = outcomes(records)
+    for name in sorted(found):
+        hypothesis.event(name)
+    return found
