@@ -152,17 +152,21 @@ def idle_estimate_ns(model: ModelSpec, device: DeviceSpec, cpu: CpuSpec | None =
 def near_estimate_timeouts(estimate_ns: int) -> st.SearchStrategy[float]:
     """Execution timeouts (ms, whole µs) around an idle-device estimate.
 
-    A factor of the estimate (half of it: refused PERSISTENT; just above it: made only by
-    an idle device; a few times it: made unless the device is busy) plus a slack of 0 to
-    0.3 ms for what happens between ``setTimeout`` and the driver's decision (IPC, the
-    runtime), which matters when the estimate itself is a few µs.
+    A third of them are below it (half of it to just under it: an aborting driver refuses
+    them ``MISSED_DEADLINE_PERSISTENT``); the others are the estimate times 1 to 5 (made
+    by an idle device; by a busy one only with room to spare) plus a slack of 0 to 0.3 ms
+    for what happens between ``setTimeout`` and the driver's decision (IPC, the runtime),
+    which matters when the estimate itself is a few µs.
     """
-    factors = st.sampled_from([0.5, 0.9, 1.0, 1.1, 1.5, 2.0, 3.0, 5.0])
-    slack_us = st.sampled_from([0, 0, 20, 60, 100, 300])
+
+    def timeout_ms(factor: float, slack_us: int) -> float:
+        slack_ns = slack_us * 1000 if factor >= 1 else 0
+        return max(0.001, round((estimate_ns * factor + slack_ns) / 1e6, 3))
+
     return st.builds(
-        lambda f, slack: max(0.001, round((estimate_ns * f / 1000 + slack) / 1000, 3)),
-        factors,
-        slack_us,
+        timeout_ms,
+        st.sampled_from([0.5, 0.9, 0.99, 1.0, 1.1, 1.5, 2.0, 3.0, 5.0]),
+        st.sampled_from([0, 0, 20, 60, 100, 300]),
     )
 
 
@@ -491,9 +495,9 @@ def scenarios(
 
     ``supported_pins``: an app pinned to one device is pinned to a device that runs its
     whole model (else it may be pinned to one that cannot, and its compilation fails).
-    ``contended``: pinned apps mostly share the first device that runs their model, start
-    within the first millisecond, use up to 4 threads and bursts half the time, so their
-    executions queue behind each other.
+    ``contended``: pinned apps mostly share the first device that runs their model,
+    devices prepare models in no time, apps start within the first 50 µs, use up to 4
+    threads and bursts half the time, so their executions queue behind each other.
     ``near_deadlines``: the first device is a HAL 1.3 driver (the version that receives
     deadlines) when ``hal_versions`` allows it, pinned apps prefer 1.3 drivers, execution
     timeouts are drawn around the pinned device's idle estimate (``near_estimate_timeouts``)
@@ -526,6 +530,12 @@ def scenarios(
             )
             for name in device_names
         )
+        if contended:
+            # Compilations take no time, so the apps' first arrivals fall together.
+            device_specs = tuple(
+                attrs.evolve(d, cost=attrs.evolve(d.cost, prepare_ms=0.0, prepare_ms_per_op=0.0))
+                for d in device_specs
+            )
         if near_deadlines and HalVersion.V1_3 in hal_versions:
             device_specs = (
                 attrs.evolve(device_specs[0], hal_version=HalVersion.V1_3),
@@ -583,7 +593,7 @@ def scenarios(
                         max_threads=4 if contended else 2,
                         execution_timeouts=timeout_draw,
                         compile_timeouts=(50.0,) if near_deadlines else (0.001, 3.0, 50.0),
-                        max_start_ms=1.0 if contended else 10.0,
+                        max_start_ms=0.05 if contended else 10.0,
                     )
                 )
             )
