@@ -6,7 +6,9 @@ expected output, or an excerpt of it. Each shown line that does not contain ``..
 appear in the command's real output (stdout, then stderr), as a whole line or part of
 one. A command must exit 0 unless the command line or a line of its output section says
 ``# exit N``. A fenced block whose info string has ``file=NAME`` (``yaml file=my.yaml``)
-is written to ``NAME`` at that point of the document, as a reader would save it.
+is written to ``NAME`` at that point of the document, as a reader would save it; a
+``diff file=NAME`` block is an edit the reader makes to ``NAME``: its ``-`` lines, which
+must appear there together, are replaced by its ``+`` lines.
 
 Commands run in document order in a temporary directory where ``scenarios``, ``tests``
 and ``examples`` are links to the repository's, so the tutorial's relative paths work and
@@ -65,7 +67,28 @@ class WriteFile:
     """The block's text."""
 
 
-Step = Command | WriteFile
+@attrs.frozen
+class EditFile:
+    """A ``diff`` block: an edit the reader makes to a file saved earlier."""
+
+    line: int
+    """Line of the block's opening fence."""
+    name: str
+    """File name, relative to the working directory."""
+    old: str
+    """The ``-`` lines (without the sign), which the file must contain together."""
+    new: str
+    """The ``+`` lines that replace them."""
+
+    def apply(self, text: str) -> str:
+        """``text`` with the edit made; ValueError when the old lines are not in it once."""
+        if text.count(self.old) != 1:
+            msg = f"line {self.line}: the '-' lines of the edit are not in {self.name} exactly once"
+            raise ValueError(msg)
+        return text.replace(self.old, self.new)
+
+
+Step = Command | WriteFile | EditFile
 
 
 def extract_steps(markdown: str) -> list[Step]:
@@ -88,7 +111,11 @@ def extract_steps(markdown: str) -> list[Step]:
         i += 1  # the closing fence
         words = info.split()
         names = [word.removeprefix("file=") for word in words if word.startswith("file=")]
-        if names:
+        if names and words[0] == "diff":
+            old = "".join(line[1:] + "\n" for line in body if line.startswith("-"))
+            new = "".join(line[1:] + "\n" for line in body if line.startswith("+"))
+            steps.append(EditFile(start + 1, names[0], old, new))
+        elif names:
             steps.append(WriteFile(start + 1, names[0], "\n".join(body) + "\n"))
         elif words and words[0] == "console":
             steps.extend(_console_commands(body, start + 2))
@@ -168,6 +195,10 @@ def check_steps(steps: list[Step], workdir: Path, source: str) -> list[str]:
         if isinstance(step, WriteFile):
             (workdir / step.name).write_text(step.content)
             continue
+        if isinstance(step, EditFile):
+            path = workdir / step.name
+            path.write_text(step.apply(path.read_text()))
+            continue
         code, output = run_command(step.text, workdir)
         where = f"{source}:{step.line}: $ {step.text}"
         if code != step.exit_code:
@@ -245,6 +276,10 @@ def test_extract_steps_reads_commands_outputs_exit_codes_and_files() -> None:
             "```sh",
             "$ not a console block",
             "```",
+            "```diff file=s.yaml",
+            "-name: x",
+            "+name: y",
+            "```",
         ]
     )
     steps = extract_steps(doc)
@@ -253,7 +288,16 @@ def test_extract_steps_reads_commands_outputs_exit_codes_and_files() -> None:
         Command(6, "nnemu run s.yaml", ["scenario x", "..."], 0),
         Command(9, "nnemu run bad.yaml", [], 2),
         Command(10, "nnemu parse t.html", [], 2),
+        EditFile(16, "s.yaml", "name: x\n", "name: y\n"),
     ]
     assert missing_lines(["scenario x", "... anything", "", "  p50"], "scenario x  seed 7\n") == [
         "  p50"
     ]
+
+
+def test_edit_blocks_replace_their_lines_once_or_fail() -> None:
+    """A diff block's edit replaces its '-' lines, and refuses a file that lacks them."""
+    edit = EditFile(3, "t.py", "    threads: 1\n", "    threads: 2\n")
+    assert edit.apply("apps:\n    threads: 1\nx\n") == "apps:\n    threads: 2\nx\n"
+    with pytest.raises(ValueError, match=r"line 3: .* not in t\.py exactly once"):
+        edit.apply("apps:\n    threads: 3\n")
