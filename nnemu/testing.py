@@ -503,11 +503,12 @@ def scenarios(
     devices prepare models in no time, apps start within the first 50 µs, use up to 4
     threads and bursts half the time, so their executions queue behind each other.
     ``near_deadlines``: the first device is a HAL 1.3 driver (the version that receives
-    deadlines) that supports every operation when ``hal_versions`` allows it, pinned apps prefer 1.3 drivers, execution
-    timeouts are drawn around the pinned device's idle estimate (``near_estimate_timeouts``)
-    and neither compilation timeouts, device memories nor faults (which start after 10 ms)
-    stop a compilation; apps do not use bursts (which carry no deadline), so executions are refused, aborted and
-    completed by their deadline in comparable measure.
+    deadlines) that supports every operation when ``hal_versions`` allows it, and pinned
+    apps prefer 1.3 drivers; execution timeouts are drawn around the pinned device's idle
+    estimate (``near_estimate_timeouts``); neither compilation timeouts, device memories
+    nor faults (which start after 10 ms) stop a compilation; apps do not use bursts (which
+    carry no deadline). Executions are then refused, aborted and completed by their
+    deadline in comparable measure.
     """
 
     def build(draw: st.DrawFn) -> Scenario:
@@ -556,8 +557,10 @@ def scenarios(
             model.name: [d.name for d in device_specs if runs_whole(model, d)]
             for model in model_specs
         }
-        # Models some device runs whole first, so a pinned app rarely lands on the CPU.
-        usable = [m.name for m in model_specs if runnable[m.name]] or [m.name for m in model_specs]
+        # Apps that must be pinned take a model some device runs whole, if there is one.
+        usable = [m.name for m in model_specs if runnable[m.name]]
+        if not (supported_pins and pinned is True and usable):
+            usable = list(by_model)
         kinds = list(workload_kinds)
         if contended and WorkloadKind.BURST in kinds:
             kinds += [WorkloadKind.BURST] * len(kinds)  # bursts half the time: queues form
@@ -566,7 +569,7 @@ def scenarios(
             uid = 10000 + i
             if shared_uids and i > 0 and draw(st.booleans()):
                 uid = app_specs[draw(st.integers(0, i - 1))].uid
-            model = draw(st.sampled_from(usable if supported_pins else list(by_model)))
+            model = draw(st.sampled_from(usable))
             pin_to = runnable[model] if supported_pins else device_names
             if near_deadlines:
                 # Only a 1.3 driver receives deadlines (older HALs have no timeout argument).
