@@ -1,7 +1,7 @@
 """A property test of the drivers' deadline rule, with hypothesis.
 
 Shows: how to state a HAL rule as a property over many generated scenarios, and how to
-see what each execution did on the device (``run(..., inspect=...)`` keeps every job of
+see what each execution did on the device (``run(..., keep_executions=True, inspect=...)`` keeps every job of
 ``service.device.history``). The rule (docs/qos.md, "Deadlines"): with
 ``deadline_policy: abort`` the driver refuses or aborts work that cannot make its
 deadline, so
@@ -114,7 +114,7 @@ def run_keeping_jobs(scenario: Scenario) -> tuple[Report, list[Job]]:
         for service in emulator.services:
             jobs.extend(service.device.history or [])
 
-    return run(scenario, inspect=keep), jobs
+    return run(scenario, keep_executions=True, inspect=keep), jobs
 
 
 examples_run = 0

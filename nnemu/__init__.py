@@ -6,8 +6,16 @@ The public entry points::
     report = nnemu.run(nnemu.load_scenario("scenarios/quickstart.yaml"))
     assert report.passed
 
-``run`` drives a scenario to the end in virtual time; ``open_emulator`` gives the
-live emulated world (kernel, driver services, apps) for finer control.
+``run`` drives a scenario to the end in virtual time; for finer control,
+``open_emulator`` gives the live emulated world (kernel, driver services, apps)
+inside an async function that ``run_virtual`` runs, as ``run`` itself does::
+
+    async def main() -> None:
+        async with nnemu.open_emulator(scenario) as emulator:
+            await emulator.run()
+            print(emulator.kernel.now_ns)
+
+    nnemu.run_virtual(main)
 
 The names are imported on first use, so that ``import nnemu.cli`` is quick and the
 command line installs its signal handlers before the emulator (trio) is loaded.
@@ -19,7 +27,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nnemu._emulator import Emulator, open_emulator, run
+    from nnemu._emulator import Emulator, open_emulator, run, run_virtual
     from nnemu.report import Report
     from nnemu.scenario import Scenario, load_scenario, load_scenario_text
 
@@ -27,6 +35,7 @@ _HOMES = {
     "Emulator": "nnemu._emulator",
     "open_emulator": "nnemu._emulator",
     "run": "nnemu._emulator",
+    "run_virtual": "nnemu._emulator",
     "Report": "nnemu.report",
     "Scenario": "nnemu.scenario",
     "load_scenario": "nnemu.scenario",
@@ -41,6 +50,7 @@ __all__ = [
     "load_scenario_text",
     "open_emulator",
     "run",
+    "run_virtual",
 ]
 
 

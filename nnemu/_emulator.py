@@ -1,21 +1,23 @@
 """Assembling and running an emulation: the one place that calls ``trio.run``.
 
 ``open_emulator`` builds the world a scenario describes (driver services, apps,
-the transport) inside a nursery it owns; ``run`` drives it to the end under
-trio's ``MockClock`` (virtual time) or the wall clock, and returns the report.
+the transport, the tracer with its sinks and observers) inside a nursery it owns;
+``run_virtual`` is the one ``trio.run`` (trio's ``MockClock``, or the wall clock),
+with the signal handling that stops a run cleanly; ``run`` puts the two together
+and returns the report ``build_report`` makes of the finished world.
 """
 
 from __future__ import annotations
 
-import contextlib
+import collections
 import random
 import signal
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from types import FrameType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import attrs
 import structlog
@@ -27,12 +29,18 @@ from nnemu.driver import Device, DriverService, us
 from nnemu.errors import Interrupted
 from nnemu.hal import Model, build_chain, build_preset
 from nnemu.ipc import Binder
-from nnemu.report import Report, build_report
+from nnemu.report import Report, evaluate
 from nnemu.scenario import ModelSpec, Scenario
 from nnemu.sim import FileSystem, Kernel, ProcessTable
-from nnemu.tracer import Tracer, TraceSink
+from nnemu.tracer import TraceObserver, Tracer, TraceSink
 
 logger = structlog.get_logger(layer="emulator")
+
+T = TypeVar("T")
+
+EmulatorHook = Callable[["Emulator"], None]
+"""Code a caller of ``run`` runs on the live emulator (see ``run``'s ``attach``,
+``progress`` and ``inspect``)."""
 
 
 def build_model(spec: ModelSpec) -> Model:
@@ -57,14 +65,14 @@ class Emulator:
     apps: list[Application]
     binder: Binder
 
-    async def run(self, *, progress: Callable[[Emulator], None] | None = None) -> None:
+    async def run(self, *, progress: EmulatorHook | None = None) -> None:
         """Run until every app is done or the scenario's duration has passed."""
         stop = us(self.scenario.duration_ms * 1e6) if self.scenario.duration_ms else None
         if progress is not None:
             self._schedule_progress(progress, stop)
         await self.kernel.run(stop_ns=stop)
 
-    def _schedule_progress(self, progress: Callable[[Emulator], None], stop: int | None) -> None:
+    def _schedule_progress(self, progress: EmulatorHook, stop: int | None) -> None:
         step = max(1_000_000, (stop or 10_000_000_000) // 100)
 
         def tick() -> None:
@@ -80,20 +88,40 @@ async def open_emulator(
     scenario: Scenario,
     *,
     seed: int | None = None,
-    sinks: list[TraceSink] | None = None,
+    sinks: Sequence[TraceSink] = (),
+    observers: Sequence[TraceObserver] = (),
     realtime: bool = False,
     keep_executions: bool = False,
     device_types: Mapping[str, type[Device]] | None = None,
 ) -> AsyncIterator[Emulator]:
     """Build the emulated world in a nursery owned by this context manager.
 
-    On exit the tracer is closed (every open section ended) and every emulated
-    task is cancelled, however the block was left.
+    Args:
+        scenario: What to build.
+        seed: Replaces the scenario's seed.
+        sinks: Trace writers (``open_trace_writer``) and other receivers of the marks.
+        observers: Receivers of the marks with their layer and phase (``GroundTruth``),
+            attached before anything is built, so they see every process announced.
+        realtime: The kernel waits on the wall clock (run under ``run_virtual(...,
+            realtime=True)``).
+        keep_executions: Keep every execution's record (``app.records``) and every
+            device job (``service.device.history``), as ``nnemu.pictures.collect``
+            needs; off, a run keeps only counters.
+        device_types: Device names mapped to ``Device`` subclasses (custom driver policies).
+
+    Under ``run_virtual(..., handle_signals=True)`` a signal stops this world's
+    kernel between two of its steps.  On exit the tracer is closed (every open
+    section ended) and every emulated task is cancelled, however the block was left.
     """
     if seed is not None:
         scenario = attrs.evolve(scenario, seed=seed)
     kernel = Kernel(realtime=realtime)
-    tracer = Tracer(kernel, sinks)
+    stopper = _SIGNALS.get()
+    if stopper is not None:
+        stopper.attach(kernel)
+    tracer = Tracer(kernel, list(sinks))
+    for observer in observers:
+        tracer.add_observer(observer)
     processes = ProcessTable()
     files = FileSystem()  # the device's storage: compilation caches survive app restarts
     binder = Binder(kernel, tracer, scenario.ipc, random.Random(f"{scenario.seed}:ipc"))
@@ -153,6 +181,92 @@ async def open_emulator(
     finally:
         tracer.close()
         structlog.contextvars.unbind_contextvars("scenario")
+
+
+def _ms(us: int) -> float:
+    return round(us / 1000.0, 3)
+
+
+def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
+    """Aggregate the emulator's counters into a report and evaluate the expectations."""
+    scenario = emulator.scenario
+    elapsed = emulator.kernel.now_ns
+    apps: dict[str, Any] = {}
+    cpu_executions = 0
+    cpu_busy_ns = 0
+    refused: collections.Counter[int] = collections.Counter()
+    aborted: collections.Counter[int] = collections.Counter()
+    for service in emulator.services:
+        refused.update(service.device.stats.refused_by_uid)
+        aborted.update(service.device.stats.aborted_by_uid)
+    for app in emulator.apps:
+        stats = app.stats
+        latency = stats.latency
+        submitted = stats.submitted
+        apps[app.spec.name] = {
+            "submitted": submitted,
+            "completed": stats.completed,
+            "failed": stats.failed,
+            "dropped": stats.dropped,
+            "retries": stats.retries,
+            "in_flight": submitted - stats.completed - stats.failed - stats.dropped,
+            "errors": dict(sorted(stats.errors.items())),
+            "deadline_misses": stats.deadline_misses,
+            "completed_late": stats.completed_late,
+            "deadline_refused": refused[app.spec.uid],
+            "deadline_aborted": aborted[app.spec.uid],
+            "deadline_miss_rate": round(stats.deadline_misses / submitted, 6) if submitted else 0.0,
+            "error_rate": round(stats.failed / submitted, 6) if submitted else 0.0,
+            "compile_result": stats.compile_result.name,
+            "compilations": {
+                "count": len(stats.compile_ns),
+                "from_cache": stats.compilations_from_cache,
+                "first_ms": _ms(stats.compile_ns[0] // 1000) if stats.compile_ns else 0.0,
+                "last_ms": _ms(stats.compile_ns[-1] // 1000) if stats.compile_ns else 0.0,
+            },
+            "latency_ms": {
+                "p50": _ms(latency.quantile_us(0.50)),
+                "p95": _ms(latency.quantile_us(0.95)),
+                "p99": _ms(latency.quantile_us(0.99)),
+                "max": _ms(latency.max_us),
+                "mean": _ms(latency.total_us // latency.count) if latency.count else 0.0,
+            },
+        }
+        cpu_executions += app.runtime.cpu_stats.executions
+        cpu_busy_ns += app.runtime.cpu_stats.busy_ns
+    devices: dict[str, Any] = {}
+    for service in emulator.services:
+        device = service.device
+        device_stats = device.stats
+        devices[service.name] = {
+            "executions": device_stats.executions,
+            "busy_fraction": round(device.busy_fraction(elapsed), 6),
+            "preemptions": device_stats.preemptions,
+            "deadline_aborts": device_stats.deadline_aborts,
+            "loop_timeouts": device_stats.loop_timeouts,
+            "rejected_persistent": device_stats.rejected_persistent,
+            "rejected_transient": device_stats.rejected_transient,
+        }
+    devices["nnapi-reference"] = {
+        "executions": cpu_executions,
+        "busy_fraction": round(cpu_busy_ns / elapsed, 6) if elapsed else 0.0,
+        "preemptions": 0,
+        "deadline_aborts": 0,
+        "loop_timeouts": 0,
+        "rejected_persistent": 0,
+        "rejected_transient": 0,
+    }
+    data: dict[str, Any] = {
+        "scenario": scenario.name,
+        "seed": scenario.seed,
+        "virtual_ms": round(elapsed / 1e6, 6),
+        "wall_s": None if wall_s is None else round(wall_s, 3),
+        "apps": apps,
+        "devices": devices,
+    }
+    results = tuple(evaluate(data, expectation) for expectation in scenario.expect)
+    data["expectations"] = [{"text": r.text, "passed": r.passed} for r in results]
+    return Report(data, results)
 
 
 class _SignalStop:
@@ -227,35 +341,93 @@ def raise_unwrapped(group: BaseExceptionGroup[BaseException]) -> NoReturn:
     raise group
 
 
-def run(
-    scenario: Scenario,
-    *,
-    seed: int | None = None,
-    sinks: list[TraceSink] | None = None,
-    realtime: bool = False,
-    wall_time: bool = False,
-    progress: Callable[[Emulator], None] | None = None,
-    inspect: Callable[[Emulator], None] | None = None,
-    device_types: Mapping[str, type[Device]] | None = None,
-    attach: Callable[[Emulator], None] | None = None,
-    handle_signals: bool = False,
-) -> Report:
-    """Run ``scenario`` to the end and return its report (virtual time unless ``realtime``).
+_SIGNALS: trio.lowlevel.RunVar[_SignalStop | None] = trio.lowlevel.RunVar(
+    "nnemu_signals", default=None
+)
+"""The signal handlers of the current ``run_virtual`` (unset without ``handle_signals``);
+``open_emulator`` hands them its kernel."""
 
-    ``inspect``, if given, is called with the finished emulator before it is torn down,
-    with per-execution records kept (``app.records``, ``service.device.history``).
-    ``device_types`` maps device names to ``Device`` subclasses (custom driver policies).
-    ``attach``, if given, is called with the built emulator before it runs (a stepper
-    hooks ``kernel.observer`` and ``binder.on_call`` there).
+
+def run_virtual(
+    main: Callable[[], Awaitable[T]], *, realtime: bool = False, handle_signals: bool = False
+) -> T:
+    """Run ``main`` in trio and return its result: the one ``trio.run`` of nnemu.
+
+    Virtual time (trio's ``MockClock(autojump_threshold=0)``, which the kernel jumps
+    along) unless ``realtime`` (the wall clock; build the world with ``open_emulator(...,
+    realtime=True)`` then).  ``main`` builds its world with ``open_emulator``.
 
     Errors raised inside the emulated tasks reach the caller as themselves
     (``ScenarioError``, ``EmulatorBug``, an ``OSError`` of a trace file), never
     wrapped in an exception group.  With ``handle_signals`` (the CLI; main thread
-    only) SIGINT and SIGTERM stop the run cleanly between two kernel steps: the
-    trace is closed well formed and ``Interrupted`` is raised carrying the report
-    of the run so far.  Without it, Ctrl-C raises ``KeyboardInterrupt`` as usual.
+    only) SIGINT and SIGTERM stop the kernel of each world ``main`` opens between two
+    of its steps, so ``main`` finishes with the trace closed well formed, and then
+    ``Interrupted`` is raised instead of returning.  Without it, Ctrl-C raises
+    ``KeyboardInterrupt`` as usual.
+
+    Raises:
+        Interrupted: A signal stopped the run (``handle_signals`` only).
     """
     stopper = _SignalStop() if handle_signals else None
+
+    async def guarded() -> T:
+        if stopper is not None:
+            _SIGNALS.set(stopper)
+        return await main()
+
+    clock = None if realtime else trio.testing.MockClock(autojump_threshold=0)
+    with stopper.installed() if stopper is not None else nullcontext():
+        try:
+            result = trio.run(guarded, clock=clock)
+        except BaseExceptionGroup as group:
+            raise_unwrapped(group)
+    if stopper is not None and stopper.signum is not None:
+        raise Interrupted(stopper.signum)
+    return result
+
+
+def run(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    sinks: Sequence[TraceSink] = (),
+    observers: Sequence[TraceObserver] = (),
+    realtime: bool = False,
+    wall_time: bool = False,
+    keep_executions: bool = False,
+    device_types: Mapping[str, type[Device]] | None = None,
+    attach: EmulatorHook | None = None,
+    progress: EmulatorHook | None = None,
+    inspect: EmulatorHook | None = None,
+    handle_signals: bool = False,
+) -> Report:
+    """Run ``scenario`` to the end and return its report (virtual time unless ``realtime``).
+
+    Args:
+        scenario: What to run.
+        seed: Replaces the scenario's seed.
+        sinks: Trace writers (``open_trace_writer``) and other receivers of the marks.
+        observers: Receivers of the marks with their layer and phase (``GroundTruth``).
+        realtime: Pace virtual time by the wall clock.
+        wall_time: Put the run's wall-clock seconds into the report (``wall_s``).
+        keep_executions: Keep every execution's record and device job for ``inspect``
+            (``app.records``, ``service.device.history``; ``nnemu.pictures.collect``
+            needs them).
+        device_types: Device names mapped to ``Device`` subclasses (custom driver policies).
+        attach: Called with the built emulator before it runs (a stepper hooks
+            ``kernel.observer`` and ``binder.on_call`` there).
+        progress: Called with the running emulator every 1% of the scenario's duration
+            (of 10 s without one).
+        inspect: Called with the finished emulator before it is torn down.
+        handle_signals: SIGINT and SIGTERM stop the run cleanly between two kernel
+            steps (the CLI; main thread only), see ``run_virtual``.
+
+    Raises:
+        Interrupted: A signal stopped the run (``handle_signals`` only); the trace is
+            closed well formed and the exception carries the report of the run so
+            far, which says ``"interrupted"``.
+    """
+    finished: list[Report] = []
 
     async def main() -> Report:
         started = time.perf_counter()
@@ -263,28 +435,26 @@ def run(
             scenario,
             seed=seed,
             sinks=sinks,
+            observers=observers,
             realtime=realtime,
-            keep_executions=inspect is not None,
+            keep_executions=keep_executions,
             device_types=device_types,
         ) as emulator:
-            if stopper is not None:
-                stopper.attach(emulator.kernel)
             if attach is not None:
                 attach(emulator)
             await emulator.run(progress=progress)
             wall = time.perf_counter() - started if wall_time else None
             if inspect is not None:
                 inspect(emulator)
-            return build_report(emulator, wall_s=wall)
+            finished.append(build_report(emulator, wall_s=wall))
+            return finished[0]
 
-    clock = None if realtime else trio.testing.MockClock(autojump_threshold=0)
-    with stopper.installed() if stopper is not None else contextlib.nullcontext():
-        try:
-            report = trio.run(main, clock=clock)
-        except BaseExceptionGroup as group:
-            raise_unwrapped(group)
-    if stopper is not None and stopper.signum is not None:
-        name = signal.Signals(stopper.signum).name
-        report = attrs.evolve(report, data={**report.data, "interrupted": name})
-        raise Interrupted(stopper.signum, report)
-    return report
+    try:
+        return run_virtual(main, realtime=realtime, handle_signals=handle_signals)
+    except Interrupted as exc:
+        if not finished:
+            raise
+        report = attrs.evolve(
+            finished[0], data={**finished[0].data, "interrupted": exc.signal_name}
+        )
+        raise Interrupted(exc.signum, report) from None

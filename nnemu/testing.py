@@ -647,7 +647,7 @@ def run_with_records(scenario: Scenario) -> RunRecords:
             service.name: tuple(service.device.history or ()) for service in emulator.services
         }
 
-    report = run(scenario, inspect=inspect)
+    report = run(scenario, keep_executions=True, inspect=inspect)
     app_records: dict[str, tuple[ExecutionRecord, ...]] = {
         name: tuple(r for r in records if isinstance(r, ExecutionRecord))
         for name, records in kept["apps"].items()

@@ -16,7 +16,7 @@ from typing import Final, TextIO
 
 import attrs
 
-from nnemu.errors import ExitCode, NnemuError
+from nnemu.errors import ExitCode, Interrupted, NnemuError
 from nnemu.parser import Diagnostic, ParseResult, RunStats, parse_file
 from nnemu.scenario import Scenario
 from nnemu.tracer import (
@@ -244,7 +244,11 @@ def format_verification(result: Verification, truth: tuple[RunTruth, ...], out: 
 
 
 def verify_scenario(
-    path: str, *, seed: int | None = None, trace: str | None = None
+    path: str,
+    *,
+    seed: int | None = None,
+    trace: str | None = None,
+    handle_signals: bool = False,
 ) -> tuple[Verification, tuple[RunTruth, ...]]:
     """Run the scenario at ``path`` with tracing and the ground truth, parse, compare.
 
@@ -252,6 +256,7 @@ def verify_scenario(
         ScenarioError: The scenario is malformed.
         TraceFormatError: The trace has nothing usable.
         OSError: The trace cannot be written or read.
+        Interrupted: A signal stopped the run (``handle_signals`` only).
     """
     from nnemu.scenario import load_scenario
 
@@ -263,7 +268,7 @@ def verify_scenario(
         trace = temporary
     try:
         truth = GroundTruth()
-        run_with_truth(scenario, truth, seed=seed, trace=trace)
+        run_with_truth(scenario, truth, seed=seed, trace=trace, handle_signals=handle_signals)
         parsed = parse_file(trace)
     finally:
         if temporary is not None:
@@ -275,37 +280,35 @@ def verify_scenario(
 
 
 def run_with_truth(
-    scenario: Scenario, truth: GroundTruth, *, seed: int | None = None, trace: str | None = None
+    scenario: Scenario,
+    truth: GroundTruth,
+    *,
+    seed: int | None = None,
+    trace: str | None = None,
+    handle_signals: bool = False,
 ) -> None:
-    """Run ``scenario`` in virtual time with ``truth`` observing the tracer (and a trace writer)."""
-    import trio
-    import trio.testing
+    """Run ``scenario`` in virtual time with ``truth`` observing the tracer (and a trace writer).
 
-    from nnemu._emulator import open_emulator
+    ``handle_signals`` (the CLI) stops the run cleanly on SIGINT/SIGTERM, as ``nnemu.run``
+    does: the trace is closed well formed and ``Interrupted`` is raised.
+    """
+    from nnemu._emulator import run
 
     sinks: list[TraceSink] = [open_trace_writer(trace)] if trace is not None else []
-
-    async def main() -> None:
-        async with open_emulator(scenario, seed=seed, sinks=sinks) as emulator:
-            emulator.tracer.add_observer(truth)
-            # Processes were announced before the observer was attached.
-            for service in emulator.services:
-                truth.process(service.process.pid, service.process.name)
-            for app in emulator.apps:
-                truth.process(app.process.pid, app.process.name)
-            await emulator.run()
-
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    run(scenario, seed=seed, sinks=sinks, observers=[truth], handle_signals=handle_signals)
 
 
 def run_verify_command(
     scenario: str, *, seed: int | None, trace: str | None, stdout: TextIO, stderr: TextIO
 ) -> int:
-    """Exit code of ``nnemu verify``: 0 every cell agrees, 1 disagreement, 2 bad input."""
+    """Exit code of ``nnemu verify``: 0 every cell agrees, 1 disagreement, 2 bad input.
+
+    SIGINT/SIGTERM stop the run cleanly and raise ``Interrupted`` (the CLI exits 130/143).
+    """
     from nnemu.errors import ScenarioError
 
     try:
-        result, truth = verify_scenario(scenario, seed=seed, trace=trace)
+        result, truth = verify_scenario(scenario, seed=seed, trace=trace, handle_signals=True)
     except ScenarioError as exc:
         for problem in exc.problems:
             stderr.write(f"{problem}\n")
@@ -316,6 +319,8 @@ def run_verify_command(
     except OSError as exc:
         stderr.write(f"{exc.filename or trace}: {exc.strerror}\n")
         return ExitCode.BAD_INPUT
+    except Interrupted:
+        raise  # the CLI's exit 130/143; the trace (if kept) is whole
     except NnemuError as exc:
         stderr.write(f"{exc}\n")
         return ExitCode.BAD_INPUT

@@ -1,7 +1,7 @@
 """``nnemu demo``: run a topic's scenario, record it, then narrate it step by step.
 
-The whole run happens first, in virtual time (trio's MockClock, so it takes a fraction
-of a second and is deterministic); the narration, the pauses and the trace file are
+The whole run happens first, in virtual time (``nnemu._emulator.run_virtual``, so it
+takes a fraction of a second and is deterministic); the narration and the pauses are
 real I/O after it.
 """
 
@@ -17,19 +17,18 @@ from typing import TextIO
 
 import attrs
 import trio
-import trio.testing
 from rich.console import Console
 from rich.markup import escape
 from rich.rule import Rule
 
-from nnemu._emulator import Emulator, build_model, open_emulator
+from nnemu._emulator import Emulator, build_model, build_report, open_emulator, run_virtual
 from nnemu.demo._record import CallLog, Mark, MarkRecorder, Note, Slice, describe
 from nnemu.demo._topics import TOPICS, StepSpec, Topic
 from nnemu.driver import CallbackRef, DriverService
 from nnemu.errors import ExitCode
 from nnemu.hal import ErrorStatus, ExecutionPreference, Model, Priority
 from nnemu.ipc import Endpoint
-from nnemu.report import Report, build_report
+from nnemu.report import Report
 from nnemu.scenario import Scenario, load_scenario_text
 from nnemu.sim import SimEvent, SimThread
 from nnemu.tracer import ChromeJsonWriter, FtraceWriter, TraceSink, open_trace_writer
@@ -146,7 +145,9 @@ async def _probe(emulator: Emulator, endpoint: Endpoint, facts: list[str]) -> No
 
 
 # ------------------------------------------------------------------- the run
-def _run(topic: Topic, scenario: Scenario, sinks: list[TraceSink]) -> DemoRun:
+def _run(
+    topic: Topic, scenario: Scenario, sinks: list[TraceSink], *, handle_signals: bool
+) -> DemoRun:
     recorder = MarkRecorder()
     facts: list[str] = []
 
@@ -179,9 +180,9 @@ def _run(topic: Topic, scenario: Scenario, sinks: list[TraceSink]) -> DemoRun:
             facts[:0] = _facts(emulator)
             return DemoRun(scenario, report, recorder, log.notes, roles, names, facts)
 
-    # The demo drives its own run (the probe needs a task in the emulated world), under the
-    # same virtual clock nnemu.run uses.
-    return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    # The demo drives its own world (the probe needs a task in it), under the same
+    # virtual clock and signal handling as nnemu.run.
+    return run_virtual(main, handle_signals=handle_signals)
 
 
 def _facts(emulator: Emulator) -> list[str]:
@@ -334,12 +335,16 @@ def _trace_name(topic: Topic) -> str:
     return f"nnemu-demo-{topic.name}.html"
 
 
-def run_topic(topic: Topic, out_dir: Path) -> tuple[DemoRun, Path]:
-    """Run ``topic``'s scenario (plus its probe), writing the trace into ``out_dir``."""
+def run_topic(topic: Topic, out_dir: Path, *, handle_signals: bool = False) -> tuple[DemoRun, Path]:
+    """Run ``topic``'s scenario (plus its probe), writing the trace into ``out_dir``.
+
+    ``handle_signals`` (the CLI) stops the run cleanly on SIGINT/SIGTERM: the trace is
+    closed well formed and ``nnemu.errors.Interrupted`` is raised.
+    """
     scenario = load_topic_scenario(topic)
     path = out_dir / _trace_name(topic)
     writer: FtraceWriter | ChromeJsonWriter = open_trace_writer(path)
-    return _run(topic, scenario, [writer]), path
+    return _run(topic, scenario, [writer], handle_signals=handle_signals), path
 
 
 class _Console(Console):
@@ -389,7 +394,7 @@ def run_demo_command(
     if not directory.is_dir():
         console.print(f"{escape(str(directory))}: not a directory")
         return ExitCode.BAD_INPUT
-    run, trace = run_topic(chosen, directory)
+    run, trace = run_topic(chosen, directory, handle_signals=True)
     _narrate(console, chosen, run, trace, pause=pause, stdin=stdin)
     return ExitCode.OK
 

@@ -1,7 +1,11 @@
 """Pictures of a run: a self-contained HTML page (inline SVG) and PNG figures (matplotlib).
 
 pictures = {}
-report = run(scenario, inspect=lambda emulator: pictures.update(data=collect(emulator)))
+report = run(
+    scenario,
+    keep_executions=True,
+    inspect=lambda emulator: pictures.update(data=collect(emulator)),
+)
 write_html(pictures["data"], report, "run.html")
 write_plots(pictures["data"], report, "plots/")  # needs the ``plots`` extra
 """

@@ -1,9 +1,10 @@
 """What the pictures show, taken out of a finished emulator as frozen values.
 
-``collect`` reads the per-execution records a run keeps when it is given
-``inspect=`` (``app.records``, ``device.history``) and turns them into plain
-numbers, so the writers never touch the emulator and another command (replay,
-a notebook) can build the same pictures from the same values.
+``collect`` reads the per-execution records a run keeps when it is asked to
+(``run(..., keep_executions=True, inspect=...)``: ``app.records``,
+``device.history``) and turns them into plain numbers, so the writers never touch
+the emulator and another command (replay, a notebook) can build the same pictures
+from the same values.
 
 Each device job records the stretches it ran on a compute unit
 (``Job.segments``: start, end, unit), so preempted jobs are drawn exactly.
@@ -143,7 +144,8 @@ def _device_picture(
 
 
 def collect(emulator: Emulator) -> RunPictures:
-    """Take the pictures' data out of a finished emulator (run with ``inspect=``).
+    """Take the pictures' data out of a finished emulator (``run``'s ``inspect`` hook, with
+    ``keep_executions=True``; or ``open_emulator(..., keep_executions=True)``).
 
     Raises:
         ValueError: the emulator kept no per-execution records.
@@ -153,7 +155,10 @@ def collect(emulator: Emulator) -> RunPictures:
     apps = []
     for app in emulator.apps:
         if app.records is None:
-            msg = "collect() needs per-execution records: call it from run(..., inspect=...)"
+            msg = (
+                "collect() needs per-execution records:"
+                " call it from run(..., keep_executions=True, inspect=...)"
+            )
             raise ValueError(msg)
         uids.setdefault(app.spec.uid, app.spec.name)
         counts: dict[str, int] = {}

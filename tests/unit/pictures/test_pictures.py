@@ -36,7 +36,9 @@ def _checkpoint_run() -> tuple[RunPictures, Report]:
         load_scenario(REPO / "scenarios/qos_priority_checkpoint.yaml"), duration_ms=400
     )
     box: list[RunPictures] = []
-    report = run(scenario, inspect=lambda emulator: box.append(collect(emulator)))
+    report = run(
+        scenario, keep_executions=True, inspect=lambda emulator: box.append(collect(emulator))
+    )
     return box[0], report
 
 
