@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -131,3 +132,97 @@ def test_sigterm_ends_a_replay_cleanly(tmp_path: Path):
     assert process.returncode == 143, err
     assert err.strip().splitlines()[-1] == f"interrupted by SIGTERM; the trace so far is in {trace}"
     _assert_well_formed(trace)
+
+
+# A signal raised from inside the run at a set virtual time: the command is certainly in
+# the middle of its run when it arrives, however fast the machine.
+_SIGNAL_AT = """
+import signal
+import sys
+
+from nnemu.cli import console_main
+from nnemu.sim import Kernel
+
+at_ns, signum = int(sys.argv.pop(1)), signal.Signals[sys.argv.pop(1)]
+run = Kernel.run
+
+
+async def run_and_signal(self, *, stop_ns=None):
+    self.call_at(at_ns, lambda: signal.raise_signal(signum))
+    await run(self, stop_ns=stop_ns)
+
+
+Kernel.run = run_and_signal
+console_main()
+"""
+
+_LAST_MARK = re.compile(r"(\d+\.\d{6}): tracing_mark_write")
+
+
+def _signalled_at(at_ns: int, signum: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``nnemu *args`` with ``signum`` raised when virtual time reaches ``at_ns``."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-c", _SIGNAL_AT, str(at_ns), signal.Signals(signum).name, *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+
+
+def _last_mark_s(trace: Path) -> float:
+    return max(float(ts) for ts in _LAST_MARK.findall(trace.read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
+)
+def test_a_signal_ends_verify_cleanly(tmp_path: Path, signum: int, code: int):
+    """A signal mid-run of ``nnemu verify`` exits 130/143 with one message, no verdict, a whole trace cut there."""
+    trace = tmp_path / "verify.html"
+    done = _signalled_at(500_000_000, signum, "verify", str(QUICKSTART), "--trace", str(trace))
+    assert done.returncode == code, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [f"interrupted by {signal.Signals(signum).name}"]
+    assert "verify:" not in done.stdout  # a cut run is not compared
+    _assert_well_formed(trace)
+    assert 0.5 <= _last_mark_s(trace) < 0.51
+
+
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
+)
+def test_a_signal_ends_the_demo_run_cleanly(tmp_path: Path, signum: int, code: int):
+    """A signal during ``nnemu demo deadlines``' run exits 130/143 with one message and a whole trace cut there."""
+    done = _signalled_at(20_000_000, signum, "demo", "deadlines", "--out", str(tmp_path))
+    assert done.returncode == code, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [f"interrupted by {signal.Signals(signum).name}"]
+    assert "What happened" not in done.stdout  # no narration of a cut run
+    trace = tmp_path / "nnemu-demo-deadlines.html"
+    _assert_well_formed(trace)
+    assert 0.02 <= _last_mark_s(trace) < 0.021
+
+
+def test_ctrl_c_ends_a_long_verify_cleanly(tmp_path: Path):
+    """Ctrl-C from outside, mid-way through a long ``nnemu verify``, exits 130 with a whole trace."""
+    scenario = _long_scenario(tmp_path)
+    trace = tmp_path / "verify.html"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "nnemu.cli", "verify", str(scenario), "--trace", str(trace)]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (trace.exists() and trace.stat().st_size >= 200_000):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the trace did not grow"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert err.strip().splitlines() == ["interrupted by SIGINT"]
+    assert "verify:" not in out
+    _assert_well_formed(trace)
+    assert _last_mark_s(trace) < 3600
