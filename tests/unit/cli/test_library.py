@@ -92,3 +92,89 @@ def test_a_signal_cuts_a_realtime_wait_short():
         timer.cancel()
     assert info.value.report is not None
     assert info.value.report.data["virtual_ms"] < 600
+
+
+class _Processes:
+    """A trace sink or observer that only notes the processes announced to it."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def process(self, pid: int, name: str) -> None:
+        self.names.append(name)
+
+    def begin(self, ts_ns: int, thread: SimThread, info: object) -> None:
+        pass
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_observers_see_every_process_from_the_start():
+    """An observer passed to run() is told of every driver and app process, as the sinks are."""
+    scenario = nnemu.load_scenario(REPO / "scenarios/two_apps_one_npu.yaml")
+    sink, observer = _Processes(), _Processes()
+    nnemu.run(scenario, sinks=[sink], observers=[observer])
+    assert observer.names == sink.names
+    assert len(observer.names) == len(scenario.devices) + len(scenario.apps)
+    assert all(any(spec.name in name for name in observer.names) for spec in scenario.devices)
+
+
+def test_executions_are_kept_only_when_asked():
+    """inspect= alone keeps counters only; keep_executions=True keeps every record and device job."""
+    scenario = nnemu.load_scenario(QUICKSTART)
+    seen: dict[bool, tuple[int, int]] = {}
+    for keep in (False, True):
+
+        def inspect(emulator: nnemu.Emulator, keep: bool = keep) -> None:
+            records = sum(len(app.records) for app in emulator.apps if app.records is not None)
+            jobs = sum(len(s.device.history or ()) for s in emulator.services)
+            seen[keep] = (records, jobs)
+
+        report = nnemu.run(scenario, keep_executions=keep, inspect=inspect)
+    completed = report.data["apps"]["camera"]["completed"]
+    assert seen[False] == (0, 0)
+    assert seen[True][0] == completed > 0
+    assert seen[True][1] >= completed
+
+
+def test_run_virtual_runs_an_open_emulator_as_run_does(tmp_path: Path):
+    """open_emulator inside run_virtual ends at the virtual time run() reports, with the same trace."""
+    scenario = nnemu.load_scenario(QUICKSTART)
+    ours, theirs = tmp_path / "ours.html", tmp_path / "run.html"
+
+    async def main() -> int:
+        async with nnemu.open_emulator(scenario, sinks=[open_trace_writer(ours)]) as emulator:
+            await emulator.run()
+            return emulator.kernel.now_ns
+
+    end_ns = nnemu.run_virtual(main)
+    report = nnemu.run(scenario, sinks=[open_trace_writer(theirs)])
+    assert end_ns / 1e6 == report.data["virtual_ms"]
+    assert ours.read_bytes() == theirs.read_bytes()
+
+
+def test_run_virtual_stops_its_world_on_a_signal(tmp_path: Path):
+    """With handle_signals, run_virtual stops the world main opened and raises Interrupted; the trace is whole."""
+    scenario = nnemu.load_scenario(QUICKSTART)
+    trace = tmp_path / "t.html"
+    reached: list[int] = []
+
+    async def main() -> None:
+        async with nnemu.open_emulator(scenario, sinks=[open_trace_writer(trace)]) as emulator:
+            emulator.kernel.call_at(300_000_000, lambda: signal.raise_signal(signal.SIGINT))
+            await emulator.run()
+            reached.append(emulator.kernel.now_ns)
+
+    with pytest.raises(Interrupted) as info:
+        nnemu.run_virtual(main, handle_signals=True)
+    assert info.value.signum == signal.SIGINT
+    assert reached
+    assert 300_000_000 <= reached[0] < 310_000_000
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    result = parse_file(trace)
+    assert result.runs
+    assert not [d for d in result.diagnostics if "still open" in d.message]
