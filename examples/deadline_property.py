@@ -1,8 +1,8 @@
 """A property test of the drivers' deadline rule, with hypothesis.
 
 Shows: how to state a HAL rule as a property over many generated scenarios, and how to
-see what each execution did on the device (``run(..., keep_executions=True, inspect=...)`` keeps every job of
-``service.device.history``). The rule (docs/qos.md, "Deadlines"): with
+see what each execution did on the device (``run(..., keep_executions=True,
+inspect=...)`` keeps every job in ``service.device.history``). The rule (docs/qos.md, "Deadlines"): with
 ``deadline_policy: abort`` the driver refuses or aborts work that cannot make its
 deadline, so
 
