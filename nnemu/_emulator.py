@@ -187,51 +187,57 @@ def _ms(us: int) -> float:
     return round(us / 1000.0, 3)
 
 
+def _app_data(app: Application, refused: int, aborted: int) -> dict[str, Any]:
+    """One app's entry of the report (``refused``/``aborted``: its jobs the devices
+    refused or aborted for their deadline)."""
+    stats = app.stats
+    latency = stats.latency
+    submitted = stats.submitted
+    return {
+        "submitted": submitted,
+        "completed": stats.completed,
+        "failed": stats.failed,
+        "dropped": stats.dropped,
+        "retries": stats.retries,
+        "in_flight": submitted - stats.completed - stats.failed - stats.dropped,
+        "errors": dict(sorted(stats.errors.items())),
+        "deadline_misses": stats.deadline_misses,
+        "completed_late": stats.completed_late,
+        "deadline_refused": refused,
+        "deadline_aborted": aborted,
+        "deadline_miss_rate": round(stats.deadline_misses / submitted, 6) if submitted else 0.0,
+        "error_rate": round(stats.failed / submitted, 6) if submitted else 0.0,
+        "compile_result": stats.compile_result.name,
+        "compilations": {
+            "count": len(stats.compile_ns),
+            "from_cache": stats.compilations_from_cache,
+            "first_ms": _ms(stats.compile_ns[0] // 1000) if stats.compile_ns else 0.0,
+            "last_ms": _ms(stats.compile_ns[-1] // 1000) if stats.compile_ns else 0.0,
+        },
+        "latency_ms": {
+            "p50": _ms(latency.quantile_us(0.50)),
+            "p95": _ms(latency.quantile_us(0.95)),
+            "p99": _ms(latency.quantile_us(0.99)),
+            "max": _ms(latency.max_us),
+            "mean": _ms(latency.total_us // latency.count) if latency.count else 0.0,
+        },
+    }
+
+
 def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
     """Aggregate the emulator's counters into a report and evaluate the expectations."""
     scenario = emulator.scenario
     elapsed = emulator.kernel.now_ns
-    apps: dict[str, Any] = {}
-    cpu_executions = 0
-    cpu_busy_ns = 0
     refused: collections.Counter[int] = collections.Counter()
     aborted: collections.Counter[int] = collections.Counter()
     for service in emulator.services:
         refused.update(service.device.stats.refused_by_uid)
         aborted.update(service.device.stats.aborted_by_uid)
+    apps: dict[str, Any] = {}
+    cpu_executions = 0
+    cpu_busy_ns = 0
     for app in emulator.apps:
-        stats = app.stats
-        latency = stats.latency
-        submitted = stats.submitted
-        apps[app.spec.name] = {
-            "submitted": submitted,
-            "completed": stats.completed,
-            "failed": stats.failed,
-            "dropped": stats.dropped,
-            "retries": stats.retries,
-            "in_flight": submitted - stats.completed - stats.failed - stats.dropped,
-            "errors": dict(sorted(stats.errors.items())),
-            "deadline_misses": stats.deadline_misses,
-            "completed_late": stats.completed_late,
-            "deadline_refused": refused[app.spec.uid],
-            "deadline_aborted": aborted[app.spec.uid],
-            "deadline_miss_rate": round(stats.deadline_misses / submitted, 6) if submitted else 0.0,
-            "error_rate": round(stats.failed / submitted, 6) if submitted else 0.0,
-            "compile_result": stats.compile_result.name,
-            "compilations": {
-                "count": len(stats.compile_ns),
-                "from_cache": stats.compilations_from_cache,
-                "first_ms": _ms(stats.compile_ns[0] // 1000) if stats.compile_ns else 0.0,
-                "last_ms": _ms(stats.compile_ns[-1] // 1000) if stats.compile_ns else 0.0,
-            },
-            "latency_ms": {
-                "p50": _ms(latency.quantile_us(0.50)),
-                "p95": _ms(latency.quantile_us(0.95)),
-                "p99": _ms(latency.quantile_us(0.99)),
-                "max": _ms(latency.max_us),
-                "mean": _ms(latency.total_us // latency.count) if latency.count else 0.0,
-            },
-        }
+        apps[app.spec.name] = _app_data(app, refused[app.spec.uid], aborted[app.spec.uid])
         cpu_executions += app.runtime.cpu_stats.executions
         cpu_busy_ns += app.runtime.cpu_stats.busy_ns
     devices: dict[str, Any] = {}
@@ -344,7 +350,7 @@ def raise_unwrapped(group: BaseExceptionGroup[BaseException]) -> NoReturn:
 _SIGNALS: trio.lowlevel.RunVar[_SignalStop | None] = trio.lowlevel.RunVar(
     "nnemu_signals", default=None
 )
-"""The signal handlers of the current ``run_virtual`` (unset without ``handle_signals``);
+"""The signal handlers of the current ``run_virtual`` (None without ``handle_signals``);
 ``open_emulator`` hands them its kernel."""
 
 

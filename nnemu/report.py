@@ -1,6 +1,7 @@
 """The run report: what each app and device did, and whether the expectations held.
 
-The JSON form is documented in docs/report-schema.md.  Everything in it comes from
+``nnemu._emulator.build_report`` makes one of a finished emulator; this module knows
+only the report.  The JSON form is documented in docs/report-schema.md.  Everything in it comes from
 virtual time and seeded randomness, so the same scenario and seed give the same
 bytes; the one wall-clock figure, ``wall_s``, is null unless asked for.
 """
