@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM during ``nnemu run``: the documented exit code, a message, a whole trace."""
+"""Ctrl-C and SIGTERM during ``nnemu run``, ``verify``, ``demo`` and ``replay``: the exit code, a message, a whole trace."""
 
 from __future__ import annotations
 
@@ -31,14 +31,13 @@ def _long_scenario(tmp_path: Path) -> Path:
     return path
 
 
-def _interrupt(tmp_path: Path, trace: Path, signum: int, after_bytes: int) -> tuple[int, str, str]:
-    """Start ``nnemu run``, send ``signum`` once the trace holds ``after_bytes``; (code, out, err)."""
-    scenario = _long_scenario(tmp_path)
-    report = tmp_path / "report.json"
+def _signal_when_traced(
+    args: list[str], trace: Path, signum: int, after_bytes: int
+) -> tuple[int, str, str]:
+    """Start ``nnemu *args``, send ``signum`` once ``trace`` holds ``after_bytes``; (code, out, err)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "nnemu.cli", "run", str(scenario), "--trace", str(trace)]
     process = subprocess.Popen(
-        [*command, "--report", str(report)],
+        [sys.executable, "-m", "nnemu.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -57,6 +56,14 @@ def _interrupt(tmp_path: Path, trace: Path, signum: int, after_bytes: int) -> tu
             process.kill()
             process.wait()
     return process.returncode, out, err
+
+
+def _interrupt(tmp_path: Path, trace: Path, signum: int, after_bytes: int) -> tuple[int, str, str]:
+    """Start ``nnemu run``, send ``signum`` once the trace holds ``after_bytes``; (code, out, err)."""
+    scenario = _long_scenario(tmp_path)
+    report = tmp_path / "report.json"
+    args = ["run", str(scenario), "--trace", str(trace), "--report", str(report)]
+    return _signal_when_traced(args, trace, signum, after_bytes)
 
 
 def _assert_well_formed(trace: Path) -> None:
@@ -108,28 +115,9 @@ def test_sigterm_ends_a_replay_cleanly(tmp_path: Path):
     recorded = tmp_path / "recorded.html"
     run(load_scenario(QUICKSTART), sinks=[open_trace_writer(recorded)])
     trace = tmp_path / "replayed.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "nnemu.cli", "replay", str(recorded), "--realtime"]
-    process = subprocess.Popen(
-        [*command, "--trace", str(trace)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not (trace.exists() and trace.stat().st_size > 0):
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the replay did not start"
-            time.sleep(0.02)
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == 143, err
+    args = ["replay", str(recorded), "--realtime", "--trace", str(trace)]
+    returncode, _, err = _signal_when_traced(args, trace, signal.SIGTERM, 1)
+    assert returncode == 143, err
     assert err.strip().splitlines()[-1] == f"interrupted by SIGTERM; the trace so far is in {trace}"
     _assert_well_formed(trace)
 
@@ -204,24 +192,9 @@ def test_ctrl_c_ends_a_long_verify_cleanly(tmp_path: Path):
     """Ctrl-C from outside, mid-way through a long ``nnemu verify``, exits 130 with a whole trace."""
     scenario = _long_scenario(tmp_path)
     trace = tmp_path / "verify.html"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "nnemu.cli", "verify", str(scenario), "--trace", str(trace)]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not (trace.exists() and trace.stat().st_size >= 200_000):
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the trace did not grow"
-            time.sleep(0.02)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == 130, err
+    args = ["verify", str(scenario), "--trace", str(trace)]
+    returncode, out, err = _signal_when_traced(args, trace, signal.SIGINT, 200_000)
+    assert returncode == 130, err
     assert err.strip().splitlines() == ["interrupted by SIGINT"]
     assert "verify:" not in out
     _assert_well_formed(trace)
