@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM during ``nnemu run``, ``verify``, ``demo`` and ``replay``: the exit code, a message, a whole trace."""
+"""Ctrl-C and SIGTERM during ``nnemu run``, ``verify``, ``demo``, ``replay``: exit code, message, whole trace."""
 
 from __future__ import annotations
 
