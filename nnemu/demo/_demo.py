@@ -380,6 +380,10 @@ def run_demo_command(
         pause: Wait for Enter on ``stdin`` between steps (stops waiting at end of input).
         stdin: Where Enter is read.
         stdout: Where the narration is printed (with colour only on a terminal).
+
+    Raises:
+        Interrupted: SIGINT or SIGTERM stopped the run (the trace is closed well formed;
+            nothing is narrated).
     """
     console = _Console(file=stdout, highlight=False, soft_wrap=True, emoji=False)
     if topic is None:

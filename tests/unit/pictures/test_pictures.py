@@ -115,19 +115,17 @@ def test_collect_splits_preempted_jobs_exactly(checkpoint_run) -> None:
 
 
 def test_collect_needs_records() -> None:
-    """collect() outside inspect= (no records kept) says how to call it."""
-    from nnemu import open_emulator
+    """collect() on a world that keeps no records (no keep_executions) says how to call it."""
+    from nnemu import open_emulator, run_virtual
 
     scenario = load_scenario(REPO / "scenarios/quickstart.yaml")
 
     async def build() -> None:
         async with open_emulator(scenario) as emulator:
-            with pytest.raises(ValueError, match="inspect"):
+            with pytest.raises(ValueError, match=r"keep_executions=True, inspect="):
                 collect(emulator)
 
-    import trio
-
-    trio.run(build)
+    run_virtual(build)
 
 
 def test_html_has_timelines_latency_and_result_codes(checkpoint_run) -> None:
