@@ -2,9 +2,9 @@
 
 Shows: how to state a HAL rule as a property over many generated scenarios, and how to
 see what each execution did on the device (``run(..., keep_executions=True,
-inspect=...)`` keeps every job in ``service.device.history``). The rule (docs/qos.md, "Deadlines"): with
-``deadline_policy: abort`` the driver refuses or aborts work that cannot make its
-deadline, so
+inspect=...)`` keeps every job in ``service.device.history``). The rule (docs/qos.md,
+"Deadlines"): with ``deadline_policy: abort`` the driver refuses or aborts work that
+cannot make its deadline, so
 
 1. an execution that left the device with ``NONE`` finished there by its deadline, and
 2. ``MISSED_DEADLINE_PERSISTENT`` means "not even an idle device could make it", which
