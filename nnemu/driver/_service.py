@@ -545,8 +545,7 @@ class DriverService:
         self, model: Model, version: HalVersion = HalVersion.V1_0
     ) -> tuple[ErrorStatus, tuple[bool, ...]]:
         """IDevice::getSupportedOperations (the _1_x variants pass their version)."""
-        suffix = "" if version is HalVersion.V1_0 else f"_{version.value.replace('.', '_')}"
-        self._driver_trace(Phase.COMPILATION, f"getSupportedOperations{suffix}")
+        self._driver_trace(Phase.COMPILATION, version.method("getSupportedOperations"))
         try:
             self.kernel.work(VALIDATE_NS_PER_OP * len(model.main.operations))
             if self.status is DeviceStatus.OFFLINE:
@@ -671,8 +670,9 @@ class DriverService:
 
         A driver that does not cache fails with GENERAL_FAILURE, as the sample driver does.
         """
-        suffix = "_1_3" if version is HalVersion.V1_3 else ""
-        self._driver_trace(Phase.COMPILATION, f"prepareModelFromCache{suffix}")
+        self._driver_trace(
+            Phase.COMPILATION, version.method("prepareModelFromCache", since=HalVersion.V1_2)
+        )
         try:
             if callback is None:
                 return ErrorStatus.INVALID_ARGUMENT
@@ -773,14 +773,12 @@ class DriverService:
         status: ErrorStatus,
         prepared: PreparedModel | None,
     ) -> None:
-        method = {
-            HalVersion.V1_0: "notify",
-            HalVersion.V1_1: "notify",
-            HalVersion.V1_2: "notify_1_2",
-            HalVersion.V1_3: "notify_1_3",
-        }[version]
         self._notify(
-            callback, "IPreparedModelCallback", method, status.downgraded(version), prepared
+            callback,
+            "IPreparedModelCallback",
+            version.notify_method,
+            status.downgraded(version),
+            prepared,
         )
 
     async def _prepare(
@@ -795,8 +793,7 @@ class DriverService:
         *,
         cache: tuple[Sequence[object], Sequence[object], bytes] = ((), (), b""),
     ) -> ErrorStatus:
-        suffix = "" if version is HalVersion.V1_0 else f"_{version.value.replace('.', '_')}"
-        self._driver_trace(Phase.COMPILATION, f"prepareModel{suffix}")
+        self._driver_trace(Phase.COMPILATION, version.method("prepareModel"))
         try:
             kernel = self.kernel
             kernel.work(VALIDATE_NS_PER_OP * len(model.main.operations))
@@ -959,9 +956,7 @@ class DriverService:
         version: HalVersion,
     ) -> ErrorStatus:
         tracer = self.tracer
-        method = {HalVersion.V1_0: "notify", HalVersion.V1_2: "notify_1_2"}.get(
-            version, "notify_1_3"
-        )
+        method = version.notify_method
         tracer.begin(Layer.DRIVER, Phase.EXECUTION, "SampleDriver::executeBase")
         try:
             entered = self.kernel.now()

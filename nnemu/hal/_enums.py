@@ -26,6 +26,33 @@ class HalVersion(enum.Enum):
         """Whether this version is ``other`` or newer."""
         return self.feature_level >= other.feature_level
 
+    @property
+    def suffix(self) -> str:
+        """The suffix HIDL gives a method redefined in this version: ``""`` for 1.0, else ``_1_x``."""
+        return "" if self is HalVersion.V1_0 else "_" + self.value.replace(".", "_")
+
+    def method(self, base: str, since: HalVersion | None = None) -> str:
+        """The name of HIDL method ``base`` in this version's interface.
+
+        ``base`` as the version ``since`` (1.0 when not given) introduced it, and
+        ``base_1_x`` in a later version that redefines it:
+        ``V1_3.method("prepareModelFromCache", since=V1_2)`` is ``prepareModelFromCache_1_3``.
+        """
+        if since is not None and not self.at_least(since):
+            raise ValueError(
+                f"{base} does not exist before HAL {since.value}, asked for {self.value}"
+            )
+        return base if self is (since or HalVersion.V1_0) else base + self.suffix
+
+    @property
+    def notify_method(self) -> str:
+        """The callback method a version's driver calls: ``notify`` (1.0, 1.1), ``notify_1_2``, ``notify_1_3``.
+
+        IPreparedModelCallback and IExecutionCallback have no 1.1 revision, so a 1.1
+        driver calls the 1.0 ``notify``.
+        """
+        return "notify" if not self.at_least(HalVersion.V1_2) else "notify" + self.suffix
+
 
 class ErrorStatus(enum.IntEnum):
     """HAL ``ErrorStatus`` (1.0, extended in 1.3)."""
