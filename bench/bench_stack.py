@@ -142,8 +142,7 @@ def _child_nnemu(executions: int, trace: bool) -> dict[str, Any]:
 def service_ns() -> dict[str, int]:
     """Per-execution device time nnemu's cost model gives: launch_us + per-op costs (ns)."""
     from nnemu._emulator import build_model
-    from nnemu.driver import us
-    from nnemu.driver._service import capabilities_from, compute_plan
+    from nnemu.driver import capabilities_from, compute_plan, us
     from nnemu.scenario import load_scenario_text
 
     scenario = load_scenario_text(scenario_text(2))

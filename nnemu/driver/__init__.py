@@ -1,17 +1,16 @@
-"""Emulated driver services: IDevice / IPreparedModel for HAL 1.0-1.3, and their devices."""
+"""Emulated driver services: IDevice / IPreparedModel for HAL 1.0-1.3, and their devices.
 
-from nnemu.driver._device import ComputePlan, Device, DeviceStats, Job
-from nnemu.driver._service import (
-    CACHE_TOKEN_BYTES,
-    FMQ_TRANSFER_NS,
-    BurstContext,
-    CallbackRef,
-    DriverService,
-    FencedResult,
-    PreparedModel,
-    capabilities_from,
-    compute_plan,
-)
+Rooms: ``_service`` (the driver process and IDevice), ``_prepared`` (IPreparedModel and
+its executions), ``_burst`` (IBurstContext), ``_cost`` (the cost model), ``_device``
+(compute units, scheduling, preemption, deadlines) and ``_hidl`` (what both sides share).
+"""
+
+from nnemu.driver._burst import FMQ_TRANSFER_NS, BurstContext
+from nnemu.driver._cost import ComputePlan, capabilities_from, compute_plan
+from nnemu.driver._device import Device, DeviceStats, Job
+from nnemu.driver._hidl import CallbackRef
+from nnemu.driver._prepared import FencedResult, PreparedModel
+from nnemu.driver._service import CACHE_TOKEN_BYTES, DriverService
 from nnemu.sim import us  # re-exported: drivers and apps round their durations with it
 
 __all__ = [

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import enum
 import heapq
 import itertools
 import math
@@ -26,42 +27,22 @@ import random
 
 import attrs
 
+from nnemu.driver._cost import ComputePlan
 from nnemu.hal import DeviceType, ErrorStatus, Priority
 from nnemu.scenario import DeadlinePolicy, DeviceSpec, PreemptionKind, SchedulerKind
 from nnemu.sim import Kernel, WakeHandle, us
 from nnemu.tracer import Layer, Phase, Tracer
 
 
-@attrs.frozen
-class ComputePlan:
-    """The cost of one prepared model on one device."""
+class Wake(enum.Enum):
+    """Why a parked job was woken early (a timed-out park returns None instead)."""
 
-    op_ns: tuple[int, ...]
-    """Duration of each operation on this device (whole µs)."""
-    iterations: tuple[int, ...] = ()
-    """Loop iterations of each operation (1 except for WHILE); empty = all 1."""
-    trace_names: tuple[tuple[str, str], ...] = ()
-    """The CpuExecutor's (transformation, computation) mark names for each operation."""
-
-    def names_of(self, index: int) -> tuple[str, str]:
-        """Mark names of operation ``index`` (``op<index>`` when unknown)."""
-        if index < len(self.trace_names):
-            return self.trace_names[index]
-        return (f"op{index}", f"op{index}")
-
-    @property
-    def total_ns(self) -> int:
-        """Duration of all operations."""
-        return sum(self.op_ns)
-
-    def iterations_of(self, index: int) -> int:
-        """How many loop iterations operation ``index`` runs (1 unless a WHILE)."""
-        return self.iterations[index] if self.iterations else 1
-
-
-PREEMPT = "preempt"
-DEAD = "dead"
-GRANTED = "granted"
+    GRANTED = "granted"
+    """A compute unit was handed to the waiting job."""
+    PREEMPT = "preempt"
+    """A higher-priority arrival asks the running job to yield its unit."""
+    DEVICE_DIED = "device died"
+    """The driver process died: the job ends with GENERAL_FAILURE."""
 
 
 @attrs.define(eq=False)
@@ -256,7 +237,7 @@ class Device:
             return
         victim.preempt_requested = True
         assert victim.handle is not None
-        self.kernel.wake(victim.handle, PREEMPT)
+        self.kernel.wake(victim.handle, Wake.PREEMPT)
 
     async def _yield_unit(self, job: Job) -> bool:
         """A preempted job queues again in its old place, then frees its unit.
@@ -270,7 +251,7 @@ class Device:
         job.handle = kernel.wait_handle()
         self._waiting.append(job)
         self._release(job)
-        return await kernel.park() == GRANTED
+        return await kernel.park() is Wake.GRANTED
 
     async def _acquire(self, job: Job) -> bool:
         """Wait for a unit; False if the device died meanwhile."""
@@ -286,7 +267,7 @@ class Device:
         self._waiting.append(job)
         self._request_preemption(job)
         granted = await kernel.park()
-        return granted == GRANTED
+        return granted is Wake.GRANTED
 
     def _occupy(self, job: Job, unit: int) -> None:
         job.unit = unit
@@ -311,7 +292,7 @@ class Device:
             self._swap_slot(nxt, self._waiting)
             self._occupy(nxt, unit)
             assert nxt.handle is not None
-            self.kernel.wake(nxt.handle, GRANTED)
+            self.kernel.wake(nxt.handle, Wake.GRANTED)
         else:
             bisect.insort(self._free_units, unit)
 
@@ -444,14 +425,10 @@ class Device:
         self._account()
         for job in [*self._running, *self._waiting]:
             if job.handle is not None:
-                self.kernel.wake(job.handle, DEAD)
+                self.kernel.wake(job.handle, Wake.DEVICE_DIED)
         self._waiting.clear()
 
     # ------------------------------------------------------------- running
-    def _remaining_nominal(self, job: Job, launch_ns: int) -> int:
-        rest = sum(job.plan.op_ns[max(0, job.next_op) :])
-        return rest + (launch_ns if job.next_op < 0 else 0)
-
     def _stop_point(
         self, job: Job, start: int, launch_ns: int, durations: list[int] | None = None
     ) -> tuple[int, str]:
@@ -555,7 +532,7 @@ class Device:
                 job.handle = kernel.wait_handle()
                 if job.preempt_requested:
                     # Asked to yield before it could park (it had just been granted a unit).
-                    woken: object = PREEMPT
+                    woken: object = Wake.PREEMPT
                 else:
                     woken = await kernel.park(until_ns=stop)
                 if woken is None:
@@ -564,7 +541,7 @@ class Device:
                         job.next_op += 1
                         continue
                     return self._stopped(job, why)
-                if woken == DEAD:
+                if woken is Wake.DEVICE_DIED:
                     return ErrorStatus.GENERAL_FAILURE
                 # PREEMPT: run on to the next operation boundary, then yield the unit.
                 now = kernel.now_ns

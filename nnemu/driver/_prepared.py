@@ -1,0 +1,326 @@
+"""IPreparedModel: a model prepared for one device, and its executions.
+
+The execution paths follow the sample driver (``SamplePreparedModel`` in
+``SampleDriver.cpp``): validate the request, refuse what the deadline cannot
+make, run on the device, and answer through the callback (``execute*``), the
+return value (``executeSynchronously*``) or an already signalled fence
+(``executeFenced``).  Bursts are served by ``BurstContext``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from nnemu.driver._burst import BurstContext
+from nnemu.driver._cost import ComputePlan
+from nnemu.driver._device import Job
+from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef, measured_timing
+from nnemu.hal import (
+    NO_TIMING,
+    DeviceStatus,
+    ErrorStatus,
+    ExecutionPreference,
+    HalVersion,
+    MeasureTiming,
+    Model,
+    OutputShape,
+    Priority,
+    Request,
+    Timing,
+    validate_request,
+)
+from nnemu.ipc import Endpoint
+from nnemu.scenario import DeadlinePolicy
+from nnemu.sim import us
+from nnemu.tracer import Layer, Phase
+
+if TYPE_CHECKING:
+    from nnemu.driver._service import DriverService
+
+
+@attrs.frozen
+class FencedResult:
+    """What executeFenced hands back: the (already signalled) fence and the callback's answers."""
+
+    status: ErrorStatus
+    """Status of the execution (what the sync fence reports)."""
+    timing_launched: Timing
+    """Call to fence signal."""
+    timing_fenced: Timing
+    """Inputs signalled to fence signal."""
+
+    def get_execution_info(self) -> tuple[ErrorStatus, Timing, Timing]:
+        """IFencedExecutionCallback::getExecutionInfo."""
+        return self.status, self.timing_launched, self.timing_fenced
+
+
+class PreparedModel:
+    """IPreparedModel: a model prepared for one device, living in the driver process."""
+
+    def __init__(
+        self,
+        service: DriverService,
+        model: Model,
+        version: HalVersion,
+        priority: Priority,
+        uid: int,
+        plan: ComputePlan,
+        memory_bytes: int,
+    ) -> None:
+        self.service = service
+        self.model = model
+        self.version = version
+        self.priority = priority
+        self.uid = uid
+        self.plan = plan
+        self.memory_bytes = memory_bytes
+        # The last request that passed validation: runtimes send the same request
+        # object for every execution of a step, and validation is a pure function.
+        self.validated_request: Request | None = None
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The driver process the prepared model lives in."""
+        return self.service.endpoint
+
+    def release(self) -> None:
+        """The client dropped its last reference: the driver frees the model's memory."""
+        if self.memory_bytes:
+            self.service.memory_used -= self.memory_bytes
+            self.memory_bytes = 0
+
+    # The HIDL methods. ------------------------------------------------------
+    async def execute(self, request: Request, callback: CallbackRef | None) -> ErrorStatus:
+        """IPreparedModel::execute (1.0)."""
+        return await self._execute_async(
+            request, MeasureTiming.NO, None, None, callback, HalVersion.V1_0
+        )
+
+    async def execute_1_2(
+        self, request: Request, measure: MeasureTiming, callback: CallbackRef | None
+    ) -> ErrorStatus:
+        """IPreparedModel::execute_1_2."""
+        return await self._execute_async(request, measure, None, None, callback, HalVersion.V1_2)
+
+    async def execute_1_3(
+        self,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+        callback: CallbackRef | None,
+    ) -> ErrorStatus:
+        """IPreparedModel::execute_1_3."""
+        return await self._execute_async(
+            request, measure, deadline_ns, loop_timeout_ns, callback, HalVersion.V1_3
+        )
+
+    async def executeSynchronously(
+        self, request: Request, measure: MeasureTiming
+    ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
+        """IPreparedModel::executeSynchronously (1.2)."""
+        return await self._execute_sync(request, measure, None, None, HalVersion.V1_2)
+
+    async def executeSynchronously_1_3(
+        self,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+    ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
+        """IPreparedModel::executeSynchronously_1_3."""
+        return await self._execute_sync(
+            request, measure, deadline_ns, loop_timeout_ns, HalVersion.V1_3
+        )
+
+    async def configureExecutionBurst(
+        self, callback: object, preference: int = 1
+    ) -> tuple[ErrorStatus, BurstContext | None]:
+        """IPreparedModel::configureExecutionBurst (1.2): a burst server thread for this model."""
+        service = self.service
+        # §6 lists this mark under PE; it runs once, inside ANeuralNetworksBurst_create
+        # (LR PP), where PE may not nest, so nnemu files it as initialization (PI), the
+        # phase Android's parser gives the HIDL call itself.
+        with service.tracer.section(
+            Layer.DRIVER, Phase.INITIALIZATION, "SampleDriver::configureExecutionBurst"
+        ):
+            if callback is None:
+                return ErrorStatus.INVALID_ARGUMENT, None
+            if not service.version.at_least(HalVersion.V1_2):
+                return ErrorStatus.GENERAL_FAILURE, None
+            service.bursts += 1
+            thread = service.process.new_thread(f"burst-{service.bursts}")
+            polls = preference != int(ExecutionPreference.LOW_POWER)
+            return ErrorStatus.NONE, BurstContext(self, thread, polls)
+
+    async def executeFenced(
+        self,
+        request: Request,
+        wait_for: Sequence[object | None],
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+        duration_ns: int | None,
+    ) -> tuple[ErrorStatus, FencedResult | None]:
+        """IPreparedModel::executeFenced (1.3): runs inside the call, like the sample driver."""
+        tracer, kernel = self.service.tracer, self.service.kernel
+        detail = "SamplePreparedModel::executeFenced"
+        with tracer.section(Layer.DRIVER, Phase.EXECUTION, detail) as section:
+            entered = kernel.now()
+            kernel.work(VALIDATE_NS_PER_OP)
+            if any(fence is None for fence in wait_for):
+                return ErrorStatus.INVALID_ARGUMENT, None
+            main = self.model.main
+            if any(0 in main.operands[i].dimensions for i in main.output_indexes):
+                return ErrorStatus.INVALID_ARGUMENT, None  # outputs must be fully specified
+            error = self.check_request(request, deadline_ns)
+            if error is not None:
+                return error, None
+            bound = deadline_ns
+            if duration_ns is not None:
+                end = kernel.now() + duration_ns
+                bound = end if bound is None else min(bound, end)
+            # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
+            section.switch(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, detail)
+            section.switch(Layer.DRIVER, Phase.EXECUTION, detail)
+            status, on_device = await self.compute(bound, loop_timeout_ns)
+            timing = measured_timing(measure, status, on_device, entered, kernel.now())
+            return ErrorStatus.NONE, FencedResult(status, timing, timing)
+
+    # The sample driver's execution paths. -----------------------------------
+    def check_request(self, request: Request, deadline_ns: int | None) -> ErrorStatus | None:
+        """Validate ``request`` and the deadline before any work: the error status, or None."""
+        service = self.service
+        reason = None
+        if request is not self.validated_request:
+            reason = validate_request(request, self.model)
+            if reason is None:
+                self.validated_request = request
+        if reason is not None:
+            service.log.debug("request_rejected", reason=reason)
+            return ErrorStatus.INVALID_ARGUMENT
+        if deadline_ns is not None and service.kernel.now() >= deadline_ns:
+            service.device.stats.refused_by_uid[self.uid] += 1
+            return ErrorStatus.MISSED_DEADLINE_PERSISTENT
+        return None
+
+    async def compute(
+        self, deadline_ns: int | None, loop_timeout_ns: int | None
+    ) -> tuple[ErrorStatus, int]:
+        """Run on the device; returns status and time on device (ns)."""
+        service = self.service
+        kernel, device, spec = service.kernel, service.device, service.spec
+        if service.status is not DeviceStatus.AVAILABLE:
+            return ErrorStatus.DEVICE_UNAVAILABLE, 0
+        launch_ns = us(spec.cost.launch_us * 1000)
+        job = Job(
+            uid=self.uid,
+            priority=self.priority,
+            plan=self.plan,
+            scale=device.jitter(),
+            deadline_ns=deadline_ns,
+            loop_timeout_ns=loop_timeout_ns,
+        )
+        await kernel.sync()
+        now = kernel.now_ns
+        if deadline_ns is not None and spec.deadline_policy is DeadlinePolicy.ABORT:
+            # Refuse before starting when the driver's own estimate cannot make it:
+            # PERSISTENT if even an idle device could not, TRANSIENT if a busy one cannot.
+            idle_ns = launch_ns + us(self.plan.total_ns * device.slowdown)
+            if now + idle_ns > deadline_ns:
+                device.stats.rejected_persistent += 1
+                device.stats.refused_by_uid[self.uid] += 1
+                return ErrorStatus.MISSED_DEADLINE_PERSISTENT, 0
+            if now + device.backlog_ns(job) + idle_ns > deadline_ns:
+                device.stats.rejected_transient += 1
+                device.stats.refused_by_uid[self.uid] += 1
+                return ErrorStatus.MISSED_DEADLINE_TRANSIENT, 0
+        if (
+            spec.queue_limit is not None
+            and device.all_units_busy
+            and device.queue_length >= spec.queue_limit
+        ):
+            return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, 0
+        status = await device.execute(job, launch_ns=launch_ns)
+        if status is ErrorStatus.NONE and service.injected_failure():
+            status = ErrorStatus.GENERAL_FAILURE
+        return status, kernel.now_ns - now
+
+    def output_shapes(self) -> tuple[OutputShape, ...]:
+        """The shapes of the model's outputs (what a successful execution reports)."""
+        main = self.model.main
+        return tuple(OutputShape(main.operands[i].dimensions) for i in main.output_indexes)
+
+    async def _execute_async(
+        self,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+        callback: CallbackRef | None,
+        version: HalVersion,
+    ) -> ErrorStatus:
+        """execute / execute_1_2 / execute_1_3: launch on a worker thread, answer by callback."""
+        service = self.service
+        tracer, kernel = service.tracer, service.kernel
+        with tracer.section(Layer.DRIVER, Phase.EXECUTION, "SampleDriver::executeBase"):
+            entered = kernel.now()
+            kernel.work(VALIDATE_NS_PER_OP)
+            if callback is None:
+                return ErrorStatus.INVALID_ARGUMENT
+            ref, method = callback, version.notify_method
+
+            def notify(
+                status: ErrorStatus, shapes: tuple[OutputShape, ...], timing: Timing
+            ) -> None:
+                service._notify(ref, "IExecutionCallback", method, status, shapes, timing)
+
+            error = self.check_request(request, deadline_ns)
+            if error is ErrorStatus.INVALID_ARGUMENT:
+                notify(error, (), NO_TIMING)
+                return error
+            if error is not None:
+                notify(error.downgraded(version), (), NO_TIMING)
+                return ErrorStatus.NONE
+            await kernel.sync()
+
+            async def task() -> None:
+                detail = "SampleDriver::asyncExecute"
+                with tracer.section(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, detail) as section:
+                    section.switch(Layer.DRIVER, Phase.EXECUTION, detail)
+                    status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
+                shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
+                timing = measured_timing(measure, status, on_device, entered, kernel.now_ns)
+                notify(status.downgraded(version), shapes, timing)
+
+            if not service._launch(task):
+                notify(ErrorStatus.GENERAL_FAILURE, (), NO_TIMING)
+                return ErrorStatus.GENERAL_FAILURE
+            return ErrorStatus.NONE
+
+    async def _execute_sync(
+        self,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+        version: HalVersion,
+    ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
+        """executeSynchronously(_1_3): run inside the call, answer with the return value."""
+        tracer, kernel = self.service.tracer, self.service.kernel
+        detail = "SampleDriver::executeSynchronouslyBase"
+        with tracer.section(Layer.DRIVER, Phase.EXECUTION, detail) as section:
+            entered = kernel.now()
+            kernel.work(VALIDATE_NS_PER_OP)
+            error = self.check_request(request, deadline_ns)
+            if error is not None:
+                return error.downgraded(version), (), NO_TIMING
+            section.switch(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, detail)
+            section.switch(Layer.DRIVER, Phase.EXECUTION, detail)
+            status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
+            shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
+            timing = measured_timing(measure, status, on_device, entered, kernel.now())
+            return status.downgraded(version), shapes, timing
