@@ -31,7 +31,7 @@ from nnemu.driver._cost import ComputePlan
 from nnemu.hal import DeviceType, ErrorStatus, Priority
 from nnemu.scenario import DeadlinePolicy, DeviceSpec, PreemptionKind, SchedulerKind
 from nnemu.sim import Kernel, WakeHandle, us
-from nnemu.tracer import Layer, Phase, Tracer
+from nnemu.tracer import Layer, Phase, Section, Tracer
 
 
 class Wake(enum.Enum):
@@ -83,10 +83,6 @@ class Job:
     """How many times it yielded its unit."""
     unit: int = -1
     """The compute unit it holds (-1 = none)."""
-    op_marked: bool = False
-    """Whether an operation mark of the CPU executor is open (CPU-type devices)."""
-    run_marked: bool = False
-    """Whether the CPU executor's ``run`` mark is open (CPU-type devices)."""
     segments: list[tuple[int, int, int]] = attrs.field(factory=list)
     """Stretches it ran: (start_ns, end_ns, unit)."""
     launch_ns: int = 0
@@ -494,21 +490,6 @@ class Device:
             self.stats.aborted_by_uid[job.uid] += 1
         return ErrorStatus.MISSED_DEADLINE_TRANSIENT
 
-    def _mark_op_begin(self, tracer: Tracer, job: Job) -> None:
-        if job.next_op < 0 or job.op_marked:
-            return
-        if not job.run_marked:
-            tracer.begin(Layer.CPU, Phase.EXECUTION, "run")
-            job.run_marked = True
-        tracer.begin(Layer.CPU, Phase.COMPUTATION, job.plan.names_of(job.next_op)[1])
-        job.op_marked = True
-
-    @staticmethod
-    def _mark_op_end(tracer: Tracer | None, job: Job) -> None:
-        if tracer is not None and job.op_marked:
-            tracer.end()
-            job.op_marked = False
-
     async def _execute(self, job: Job, launch_ns: int) -> ErrorStatus:
         kernel = self.kernel
         if not await self._acquire(job):
@@ -519,60 +500,105 @@ class Device:
         job.started_ns = kernel.now_ns
         tracer = self._tracer if self._tracer is not None and self._tracer.enabled else None
         try:
-            while True:
-                start = kernel.now_ns
-                stop, why = self._stop_point(job, start, launch_ns)
-                job.resumed_ns, job.planned_end_ns = start, stop
-                if tracer is not None and stop > start:
-                    # One operation at a time, so that each gets its mark.
-                    self._mark_op_begin(tracer, job)
-                    segment_end = start + job.durations[job.next_op + 1]
-                    if segment_end < stop:
-                        stop, why = segment_end, "boundary"
-                job.handle = kernel.wait_handle()
-                if job.preempt_requested:
-                    # Asked to yield before it could park (it had just been granted a unit).
-                    woken: object = Wake.PREEMPT
-                else:
-                    woken = await kernel.park(until_ns=stop)
-                if woken is None:
-                    self._mark_op_end(tracer, job)
-                    if why == "boundary":
-                        job.next_op += 1
-                        continue
-                    return self._stopped(job, why)
-                if woken is Wake.DEVICE_DIED:
-                    return ErrorStatus.GENERAL_FAILURE
-                # PREEMPT: run on to the next operation boundary, then yield the unit.
-                now = kernel.now_ns
-                t = start
-                segment = job.next_op
-                while segment < len(job.plan.op_ns) and t + job.durations[segment + 1] <= now:
-                    t += job.durations[segment + 1]
-                    segment += 1
-                if segment < len(job.plan.op_ns):
-                    boundary = t + job.durations[segment + 1]
-                    if boundary >= stop and why != "boundary":
-                        # The next boundary is where the job stops anyway.
-                        job.preempt_requested = False
-                        job.next_op = segment
-                        await kernel.sleep(stop - now)
-                        self._mark_op_end(tracer, job)
-                        return self._stopped(job, why)
-                    await kernel.sleep_until(boundary)
-                    self._mark_op_end(tracer, job)
-                    segment += 1
-                job.next_op = -1 if self.preemption is PreemptionKind.RESTART else segment
-                job.preempt_requested = False
-                job.preempted += 1
-                self.stats.preemptions += 1
-                if not await self._yield_unit(job):
-                    return ErrorStatus.GENERAL_FAILURE
+            with _CpuMarks(tracer) as marks:
+                return await self._run(job, launch_ns, marks)
         finally:
-            self._mark_op_end(tracer, job)
-            if tracer is not None and job.run_marked:
-                tracer.end()
-                job.run_marked = False
             if job in self._running:
                 await kernel.sync()
                 self._release(job)
+
+    async def _run(self, job: Job, launch_ns: int, marks: _CpuMarks) -> ErrorStatus:
+        """Run ``job`` on its unit to its end, yielding the unit when preempted."""
+        kernel = self.kernel
+        while True:
+            start = kernel.now_ns
+            stop, why = self._stop_point(job, start, launch_ns)
+            job.resumed_ns, job.planned_end_ns = start, stop
+            if marks.tracer is not None and stop > start:
+                # One operation at a time, so that each gets its mark.
+                marks.begin_op(job)
+                segment_end = start + job.durations[job.next_op + 1]
+                if segment_end < stop:
+                    stop, why = segment_end, "boundary"
+            job.handle = kernel.wait_handle()
+            if job.preempt_requested:
+                # Asked to yield before it could park (it had just been granted a unit).
+                woken: object = Wake.PREEMPT
+            else:
+                woken = await kernel.park(until_ns=stop)
+            if woken is None:
+                marks.end_op()
+                if why == "boundary":
+                    job.next_op += 1
+                    continue
+                return self._stopped(job, why)
+            if woken is Wake.DEVICE_DIED:
+                return ErrorStatus.GENERAL_FAILURE
+            # PREEMPT: run on to the next operation boundary, then yield the unit.
+            now = kernel.now_ns
+            t = start
+            segment = job.next_op
+            while segment < len(job.plan.op_ns) and t + job.durations[segment + 1] <= now:
+                t += job.durations[segment + 1]
+                segment += 1
+            if segment < len(job.plan.op_ns):
+                boundary = t + job.durations[segment + 1]
+                if boundary >= stop and why != "boundary":
+                    # The next boundary is where the job stops anyway.
+                    job.preempt_requested = False
+                    job.next_op = segment
+                    await kernel.sleep(stop - now)
+                    marks.end_op()
+                    return self._stopped(job, why)
+                await kernel.sleep_until(boundary)
+                marks.end_op()
+                segment += 1
+            job.next_op = -1 if self.preemption is PreemptionKind.RESTART else segment
+            job.preempt_requested = False
+            job.preempted += 1
+            self.stats.preemptions += 1
+            if not await self._yield_unit(job):
+                return ErrorStatus.GENERAL_FAILURE
+
+
+class _CpuMarks:
+    """The CpuExecutor's marks of one execution, as a scoped block.
+
+    ``[NN_LC_PE]run`` opens with the first operation's mark and each operation's
+    ``[NN_LC_PCO]<kernel>`` section lasts from its start to its boundary (or to a
+    preemption).  An operation's end is an event in virtual time, not a place in
+    the code, so ``end_op`` closes it; the block's exit closes whatever is still
+    open, innermost first.  Without a tracer (accelerators, tracing off) it writes
+    nothing.
+    """
+
+    __slots__ = ("_op", "_run", "tracer")
+
+    def __init__(self, tracer: Tracer | None) -> None:
+        self.tracer = tracer
+        self._run: Section | None = None
+        self._op: Section | None = None
+
+    def __enter__(self) -> _CpuMarks:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.end_op()
+        if self._run is not None:
+            self._run.__exit__(*exc_info)
+            self._run = None
+
+    def begin_op(self, job: Job) -> None:
+        """Open the mark of ``job``'s next operation (and ``run`` first), unless one is open."""
+        tracer = self.tracer
+        if tracer is None or job.next_op < 0 or self._op is not None:
+            return
+        if self._run is None:
+            self._run = tracer.section(Layer.CPU, Phase.EXECUTION, "run")
+        self._op = tracer.section(Layer.CPU, Phase.COMPUTATION, job.plan.names_of(job.next_op)[1])
+
+    def end_op(self) -> None:
+        """Close the open operation mark, if any."""
+        if self._op is not None:
+            self._op.__exit__(None, None, None)
+            self._op = None
