@@ -95,7 +95,7 @@ def compute_plan(model: Model, capabilities: Capabilities, cpu: CpuSpec) -> Comp
         work = operation_work(model, subgraph, op)
         base = work.macs * cpu.ns_per_mac + work.elements * cpu.ns_per_element
         if op.type is OperationType.WHILE:
-            # WHILE = while + cond sum + body sum, per iteration (hal-semantics.md §2).
+            # WHILE = while + cond sum + body sum, per iteration (docs/hal-semantics.md §2).
             cond, body = (_referenced(model, subgraph, i) for i in op.inputs[:2])
             inner = subgraph_cost(cond) + subgraph_cost(body)
             return base * capabilities.while_performance.exec_time + inner
@@ -127,7 +127,7 @@ def compute_plan(model: Model, capabilities: Capabilities, cpu: CpuSpec) -> Comp
 
 
 # The CpuExecutor's marks per operation: transformation (PTR) then computation (PCO),
-# named after the functions AOSP traces (hal-semantics.md §6); others use the op name.
+# named after the functions AOSP traces (docs/hal-semantics.md §6); others use the op name.
 _TRACE_NAMES: dict[OperationType, tuple[str, str]] = {
     OperationType.CONV_2D: ("convFloat32", "optimized_ops::Conv"),
     OperationType.DEPTHWISE_CONV_2D: ("depthwiseConvFloat32", "optimized_ops::DepthwiseConv"),

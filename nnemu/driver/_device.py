@@ -6,7 +6,7 @@ prepared model's operations.  Between operations (checkpoints) it
 
 - aborts with MISSED_DEADLINE_TRANSIENT when the deadline has passed or the
   remaining work, as the driver estimates it, cannot finish in time (policy
-  ``abort``; hal-semantics.md §3: the driver may abort, is never forced to);
+  ``abort``; docs/hal-semantics.md §3: the driver may abort, is never forced to);
 - yields its unit to a waiting higher-priority execution when the device
   preempts (``checkpoint`` keeps its progress, ``restart`` starts it over);
 - enforces the loop timeout inside WHILE operations (after each iteration).
@@ -124,7 +124,7 @@ class Device:
         self.kernel = kernel
         self.spec = spec
         # A CPU-type driver runs the sample driver's CpuExecutor, which writes
-        # [NN_LC_PE]run and a mark per operation (hal-semantics.md §6); accelerators
+        # [NN_LC_PE]run and a mark per operation (docs/hal-semantics.md §6); accelerators
         # write none. With marks, an execution wakes at every operation boundary.
         self._tracer = tracer if spec.type is DeviceType.CPU else None
         self.units = spec.compute_units

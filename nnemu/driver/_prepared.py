@@ -141,9 +141,9 @@ class PreparedModel:
     ) -> tuple[ErrorStatus, BurstContext | None]:
         """IPreparedModel::configureExecutionBurst (1.2): a burst server thread for this model."""
         service = self.service
-        # §6 lists this mark under PE; it runs once, inside ANeuralNetworksBurst_create
-        # (LR PP), where PE may not nest, so nnemu files it as initialization (PI), the
-        # phase Android's parser gives the HIDL call itself.
+        # docs/hal-semantics.md §6 lists this mark under PE; it runs once, inside
+        # ANeuralNetworksBurst_create (LR PP), where PE may not nest, so nnemu files it
+        # as initialization (PI), the phase Android's parser gives the HIDL call itself.
         with service.tracer.section(
             Layer.DRIVER, Phase.INITIALIZATION, "SampleDriver::configureExecutionBurst"
         ):

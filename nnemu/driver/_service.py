@@ -456,7 +456,10 @@ class DriverService:
     def _refuse(
         self, callback: CallbackRef, version: HalVersion, status: ErrorStatus
     ) -> ErrorStatus:
-        """A launch that fails: notify ``status`` with a null model and return it too (§1.1)."""
+        """A launch that fails: notify ``status`` with a null model and return it too.
+
+        The launch/notify contract of docs/hal-semantics.md §1.1.
+        """
         self._notify_prepared(callback, version, status, None)
         return status
 
