@@ -44,6 +44,18 @@ class HalVersion(enum.Enum):
             )
         return base if self is (since or HalVersion.V1_0) else base + self.suffix
 
+    @classmethod
+    def of_method(cls, name: str) -> HalVersion | None:
+        """The version whose suffix the HIDL method ``name`` carries, or None if it has none.
+
+        ``prepareModel_1_3`` is V1_3, ``getSupportedOperations_1_1`` V1_1; a bare name
+        (``execute``, ``executeSynchronously``) says nothing by itself.
+        """
+        for version in (cls.V1_1, cls.V1_2, cls.V1_3):
+            if name.endswith(version.suffix):
+                return version
+        return None
+
     @property
     def notify_method(self) -> str:
         """The callback method a version's driver calls: ``notify`` (1.0, 1.1), ``notify_1_2``, ``notify_1_3``.

@@ -49,3 +49,26 @@ def test_method_before_its_version_is_refused() -> None:
 def test_notify_method_skips_1_1(version: HalVersion, method: str) -> None:
     """The callbacks have no 1.1 revision, so a 1.1 driver calls the 1.0 notify."""
     assert version.notify_method == method
+
+
+@pytest.mark.parametrize(
+    ("name", "version"),
+    [
+        ("prepareModel_1_3", HalVersion.V1_3),
+        ("getSupportedOperations_1_1", HalVersion.V1_1),
+        ("executeSynchronously_1_3", HalVersion.V1_3),
+        ("notify_1_2", HalVersion.V1_2),
+        ("execute", None),
+        ("executeSynchronously", None),
+        ("prepareModel_1_30", None),
+    ],
+)
+def test_of_method_reads_the_suffix_back(name: str, version: HalVersion | None) -> None:
+    """A trace reader gets the version from a method name's suffix, and None from a bare name."""
+    assert HalVersion.of_method(name) is version
+
+
+def test_of_method_inverts_method() -> None:
+    """Every versioned name ``method`` builds reads back as its version."""
+    for version in (HalVersion.V1_1, HalVersion.V1_2, HalVersion.V1_3):
+        assert HalVersion.of_method(version.method("getCapabilities")) is version
