@@ -500,7 +500,7 @@ class Device:
         job.started_ns = kernel.now_ns
         tracer = self._tracer if self._tracer is not None and self._tracer.enabled else None
         try:
-            with _CpuMarks(tracer) as marks:
+            with _CpuMarks(tracer) if tracer is not None else _NO_MARKS as marks:
                 return await self._run(job, launch_ns, marks)
         finally:
             if job in self._running:
@@ -602,3 +602,7 @@ class _CpuMarks:
         if self._op is not None:
             self._op.__exit__(None, None, None)
             self._op = None
+
+
+_NO_MARKS = _CpuMarks(None)
+"""The marks of an execution that writes none (it never holds a section, so it is shared)."""
