@@ -500,7 +500,9 @@ class Device:
         job.started_ns = kernel.now_ns
         tracer = self._tracer if self._tracer is not None and self._tracer.enabled else None
         try:
-            with _CpuMarks(tracer) if tracer is not None else _NO_MARKS as marks:
+            if tracer is None:  # accelerators and tracing off: no marks to close
+                return await self._run(job, launch_ns, _NO_MARKS)
+            with _CpuMarks(tracer) as marks:
                 return await self._run(job, launch_ns, marks)
         finally:
             if job in self._running:
