@@ -35,7 +35,7 @@ from nnemu.tracer import Layer, Phase, Section, Tracer
 
 
 class Wake(enum.Enum):
-    """Why a parked job was woken early (a timed-out park returns None instead)."""
+    """Why a parked job was woken (a park that reaches its time limit returns None instead)."""
 
     GRANTED = "granted"
     """A compute unit was handed to the waiting job."""
