@@ -110,7 +110,7 @@ def _child_nnemu(executions: int, trace: bool) -> dict[str, Any]:
     scenario = load_scenario_text(scenario_text(executions), "bench_stack.py")
     before_mb = _peak_mb()
     with tempfile.TemporaryDirectory() as tmp:
-        sinks = [open_trace_writer(Path(tmp) / "t.html")] if trace else None
+        sinks = [open_trace_writer(Path(tmp) / "t.html")] if trace else []
         start, cpu_start = time.perf_counter(), time.process_time()
         report = run(scenario, sinks=sinks)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
