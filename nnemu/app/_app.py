@@ -19,7 +19,7 @@ from nnemu.driver import DriverService, us
 from nnemu.errors import EmulatorBug
 from nnemu.hal import Model, ResultCode
 from nnemu.ipc import Binder, Endpoint
-from nnemu.runtime import Burst, Compilation, Execution, Runtime
+from nnemu.runtime import Burst, Compilation, Execution, ModelBuilder, Runtime
 from nnemu.scenario import AppSpec, ExecutionMode, Scenario, WorkloadKind
 from nnemu.sim import (
     FileSystem,
@@ -98,25 +98,24 @@ class Application:
     async def _main(self) -> None:
         kernel, tracer, spec = self.kernel, self.tracer, self.spec
         await kernel.sleep_until(us(spec.workload.start_ms * 1e6))
-        tracer.begin(Layer.APPLICATION, Phase.OVERALL, spec.name)
         try:
-            compiled = False
-            for number in range(spec.compilations):
-                # Earlier compilations model earlier launches of the app: compile, free.
-                if number and self._compilation is not None:
+            with tracer.section(Layer.APPLICATION, Phase.OVERALL, spec.name):
+                compiled = False
+                for number in range(spec.compilations):
+                    # Earlier compilations model earlier launches of the app: compile, free.
+                    if number and self._compilation is not None:
+                        self._compilation.free()
+                        self._compilation = None
+                    compiled = await self._compile_with_retries()
+                    if not compiled:
+                        break
+                if compiled:
+                    await self._run_workload()
+                    assert self._compilation is not None
+                    for burst in self._bursts.values():
+                        burst.free()
                     self._compilation.free()
-                    self._compilation = None
-                compiled = await self._compile_with_retries()
-                if not compiled:
-                    break
-            if compiled:
-                await self._run_workload()
-                assert self._compilation is not None
-                for burst in self._bursts.values():
-                    burst.free()
-                self._compilation.free()
         finally:
-            tracer.end()
             self.finished = True
 
     async def _compile_with_retries(self) -> bool:
@@ -135,41 +134,14 @@ class Application:
 
     async def _compile(self) -> bool:
         """Build and compile the model; False (and the code recorded) when that fails."""
-        spec, tracer, runtime = self.spec, self.tracer, self.runtime
-        tracer.begin(Layer.APPLICATION, Phase.COMPILATION, "compileModel")
-        started = self.kernel.now()
-        try:
-            code, builder = await runtime.create_model(self.model)
+        with self.tracer.section(Layer.APPLICATION, Phase.COMPILATION, "compileModel"):
+            started = self.kernel.now()
+            code, builder = await self.runtime.create_model(self.model)
             compilation = None
             if builder is not None:
-                if spec.devices is None:
-                    code, compilation = await Compilation.create(builder)
-                else:
-                    by_name = {d.name: d for d in await runtime.get_devices()}
-                    missing = [name for name in spec.devices if name not in by_name]
-                    if missing:
-                        code = ResultCode.BAD_DATA
-                    else:
-                        code, compilation = await Compilation.create_for_devices(
-                            builder, [by_name[name] for name in spec.devices]
-                        )
+                code, compilation = await self._create_compilation(builder)
             if compilation is not None:
-                results = [
-                    compilation.set_preference(int(spec.preference)),
-                    compilation.set_priority(spec.priority.ndk_value),
-                ]
-                if spec.compile_timeout_ms:
-                    results.append(compilation.set_timeout(us(spec.compile_timeout_ms * 1e6)))
-                if spec.caching:
-                    # The app's cache directory and a token naming its model (as an app
-                    # would derive one from its model file).
-                    token = hashlib.sha256(f"{spec.name}/{self.model.name}".encode()).digest()
-                    results.append(
-                        compilation.set_caching(f"/data/data/{spec.name}/code_cache/", token)
-                    )
-                for result in results:
-                    if result is not ResultCode.NO_ERROR:
-                        code = result
+                code = self._configure(compilation, code)
                 if code is ResultCode.NO_ERROR:
                     code = await compilation.finish()
             self.stats.compile_result = code
@@ -182,8 +154,39 @@ class Application:
                 return False
             self._compilation = compilation
             return True
-        finally:
-            tracer.end()
+
+    async def _create_compilation(
+        self, builder: ModelBuilder
+    ) -> tuple[ResultCode, Compilation | None]:
+        """Compilation_create, or createForDevices for the app's ``devices`` (BAD_DATA if one is missing)."""
+        spec = self.spec
+        if spec.devices is None:
+            return await Compilation.create(builder)
+        by_name = {d.name: d for d in await self.runtime.get_devices()}
+        if any(name not in by_name for name in spec.devices):
+            return ResultCode.BAD_DATA, None
+        return await Compilation.create_for_devices(
+            builder, [by_name[name] for name in spec.devices]
+        )
+
+    def _configure(self, compilation: Compilation, code: ResultCode) -> ResultCode:
+        """Set the app's preference, priority, timeout and caching; the last failure, else ``code``."""
+        spec = self.spec
+        results = [
+            compilation.set_preference(int(spec.preference)),
+            compilation.set_priority(spec.priority.ndk_value),
+        ]
+        if spec.compile_timeout_ms:
+            results.append(compilation.set_timeout(us(spec.compile_timeout_ms * 1e6)))
+        if spec.caching:
+            # The app's cache directory and a token naming its model (as an app
+            # would derive one from its model file).
+            token = hashlib.sha256(f"{spec.name}/{self.model.name}".encode()).digest()
+            results.append(compilation.set_caching(f"/data/data/{spec.name}/code_cache/", token))
+        for result in results:
+            if result is not ResultCode.NO_ERROR:
+                code = result
+        return code
 
     async def _run_workload(self) -> None:
         kernel, spec = self.kernel, self.spec
@@ -299,11 +302,10 @@ class Application:
     async def _execute(self, timeout_ns: int | None) -> tuple[ResultCode, bool]:
         """One NDK execution in the app's mode: its result code, and whether a
         successful result reached the app after the execution's deadline."""
-        spec, tracer = self.spec, self.tracer
+        spec = self.spec
         compilation = self._compilation
         assert compilation is not None
-        tracer.begin(Layer.APPLICATION, Phase.EXECUTION, "execute")
-        try:
+        with self.tracer.section(Layer.APPLICATION, Phase.EXECUTION, "execute"):
             code, execution = Execution.create(compilation)
             if execution is None:
                 return code, False
@@ -314,17 +316,7 @@ class Application:
                 execution.set_loop_timeout(us(spec.loop_timeout_ms * 1e6))
             if spec.measure_timing:
                 execution.set_measure_timing(True)
-            if spec.execution_mode is ExecutionMode.SYNC:
-                code = await execution.compute()
-            elif spec.execution_mode is ExecutionMode.BURST:
-                code = await execution.burst_compute(await self._burst(compilation))
-            else:
-                if spec.execution_mode is ExecutionMode.ASYNC:
-                    code, event = await execution.start_compute()
-                else:
-                    code, event = await execution.start_compute_with_dependencies(())
-                if event is not None:
-                    code = await event.wait()
+            code = await self._run(execution, compilation)
             deadline = execution.deadline_ns
             late = (
                 code is ResultCode.NO_ERROR
@@ -333,5 +325,18 @@ class Application:
             )
             execution.free()
             return code, late
-        finally:
-            tracer.end()
+
+    async def _run(self, execution: Execution, compilation: Compilation) -> ResultCode:
+        """Run ``execution`` in the app's execution mode; the code the app sees."""
+        mode = self.spec.execution_mode
+        if mode is ExecutionMode.SYNC:
+            return await execution.compute()
+        if mode is ExecutionMode.BURST:
+            return await execution.burst_compute(await self._burst(compilation))
+        if mode is ExecutionMode.ASYNC:
+            code, event = await execution.start_compute()
+        else:
+            code, event = await execution.start_compute_with_dependencies(())
+        if event is not None:
+            code = await event.wait()
+        return code

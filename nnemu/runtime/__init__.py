@@ -1,20 +1,40 @@
-"""The NNAPI runtime: NDK-shaped Model/Compilation/Execution/Event, discovery, partitioning, fallback."""
+"""The NNAPI runtime: NDK-shaped Model/Compilation/Execution/Event, discovery, partitioning, fallback.
 
-from nnemu.runtime._devices import CPU_DEVICE_NAME, RuntimeDevice, VersionedIDevice
-from nnemu.runtime._ndk import Burst, Compilation, Event, Execution, ModelBuilder, Runtime
+Rooms: ``_runtime`` (the process's runtime, discovery, models, the NDK call),
+``_compilation`` (compilations and bursts), ``_execution`` (executions and
+events), ``_versioned`` (the versioned HIDL wrappers and client callbacks),
+``_devices`` (the device objects) and ``_plan`` (partitioning).
+"""
+
+from nnemu.runtime._compilation import Burst, Compilation
+from nnemu.runtime._devices import CPU_DEVICE_NAME, RuntimeDevice
+from nnemu.runtime._execution import Event, Execution
 from nnemu.runtime._plan import Step, choose_devices, make_steps, submodel
+from nnemu.runtime._runtime import API_CALL_NS, PER_OP_NS, ModelBuilder, Runtime, build_request
+from nnemu.runtime._versioned import (
+    ExecutionCallback,
+    PreparedModelCallback,
+    VersionedIDevice,
+    VersionedIPreparedModel,
+)
 
 __all__ = [
+    "API_CALL_NS",
     "CPU_DEVICE_NAME",
+    "PER_OP_NS",
     "Burst",
     "Compilation",
     "Event",
     "Execution",
+    "ExecutionCallback",
     "ModelBuilder",
+    "PreparedModelCallback",
     "Runtime",
     "RuntimeDevice",
     "Step",
     "VersionedIDevice",
+    "VersionedIPreparedModel",
+    "build_request",
     "choose_devices",
     "make_steps",
     "submodel",

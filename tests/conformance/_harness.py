@@ -30,7 +30,7 @@ from nnemu.hal import (
     Subgraph,
     build_preset,
 )
-from nnemu.runtime._ndk import _request_for
+from nnemu.runtime import build_request
 from nnemu.scenario import DeviceSpec
 from tests import worlds
 from tests.worlds import execute_call, prepare_call
@@ -112,7 +112,7 @@ def model(name: str) -> Model:
 
 def request_for(model: Model) -> Request:
     """The request the runtime would send for ``model`` (one buffer per input and output)."""
-    return _request_for(model)
+    return build_request(model)
 
 
 # --------------------------------------------------------------------------- worlds

@@ -23,8 +23,7 @@ from nnemu._emulator import build_model
 from nnemu.driver import CallbackRef, DriverService, PreparedModel, us
 from nnemu.hal import ErrorStatus, HalVersion, MeasureTiming, Priority
 from nnemu.ipc import DeadObject, Endpoint
-from nnemu.runtime._devices import ExecutionCallback, PreparedModelCallback
-from nnemu.runtime._ndk import _request_for
+from nnemu.runtime import ExecutionCallback, PreparedModelCallback, build_request
 from nnemu.scenario import DeadlinePolicy, DeviceSpec, FaultKind, Scenario
 from nnemu.sim import ProcessTable
 from nnemu.testing import devices, models
@@ -137,7 +136,7 @@ def _prepare_serve(
 def _execute_serve(
     prepared: PreparedModel, version: HalVersion, deadline: int | None, ref: CallbackRef
 ) -> Callable[[], Awaitable[ErrorStatus]]:
-    request = _request_for(prepared.model)
+    request = build_request(prepared.model)
     if version is HalVersion.V1_0:
         return lambda: prepared.execute(request, ref)
     if version is HalVersion.V1_2:

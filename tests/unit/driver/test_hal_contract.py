@@ -21,7 +21,7 @@ from nnemu.hal import (
     Timing,
     build_preset,
 )
-from nnemu.runtime._ndk import _request_for
+from nnemu.runtime import build_request
 from nnemu.sim import SimThread
 from tests import worlds
 from tests.worlds import execute_call, prepare_call
@@ -428,7 +428,7 @@ async def test_execute_valid_launches_none_then_notifies_once(
 
     async def client():
         prepared = await _prepare(world)
-        request = _request_for(world.model)
+        request = build_request(world.model)
         start = world.kernel.now()
         launch = await world.call(
             EXECUTE_METHODS[version],
@@ -463,7 +463,7 @@ async def test_execute_invalid_request_notifies_and_returns_invalid_argument(
 
     async def client():
         prepared = await _prepare(world)
-        request = _invalid_request(_request_for(world.model))
+        request = _invalid_request(build_request(world.model))
         launches.append(
             await world.call(
                 EXECUTE_METHODS[version],
@@ -492,7 +492,7 @@ async def test_execute_null_callback_is_invalid_argument_without_notify(
         launches.append(
             await world.call(
                 EXECUTE_METHODS[version],
-                execute_call(prepared, version, _request_for(world.model), None),
+                execute_call(prepared, version, build_request(world.model), None),
                 "IPreparedModel",
             )
         )
@@ -516,7 +516,7 @@ async def test_execute_deadline_passed_notifies_missed_deadline_persistent(autoj
                 execute_call(
                     prepared,
                     HalVersion.V1_3,
-                    _request_for(world.model),
+                    build_request(world.model),
                     ref,
                     deadline_ns=world.kernel.now(),
                 ),
@@ -541,7 +541,7 @@ async def _measured_execute_1_3() -> tuple[object, ...]:
         await world.call(
             "execute_1_3",
             execute_call(
-                prepared, HalVersion.V1_3, _request_for(world.model), ref, measure=MeasureTiming.YES
+                prepared, HalVersion.V1_3, build_request(world.model), ref, measure=MeasureTiming.YES
             ),
             "IPreparedModel",
         )
@@ -578,7 +578,7 @@ async def test_execute_synchronously_invalid_request(autojump_clock, method):
 
     async def client():
         prepared = await _prepare(world)
-        request = _invalid_request(_request_for(world.model))
+        request = _invalid_request(build_request(world.model))
 
         async def serve():
             if method == "executeSynchronously":
@@ -602,7 +602,7 @@ async def test_execute_synchronously_1_3_valid(autojump_clock, measure):
 
     async def client():
         prepared = await _prepare(world)
-        request = _request_for(world.model)
+        request = build_request(world.model)
         start = world.kernel.now()
         answer = await world.call(
             "executeSynchronously_1_3",
@@ -634,7 +634,7 @@ async def test_execute_synchronously_1_3_deadline_passed(autojump_clock):
             await world.call(
                 "executeSynchronously_1_3",
                 lambda: prepared.executeSynchronously_1_3(
-                    _request_for(world.model), MeasureTiming.YES, now, None
+                    build_request(world.model), MeasureTiming.YES, now, None
                 ),
                 "IPreparedModel",
             )
@@ -658,7 +658,7 @@ async def test_execute_fenced_null_wait_fence_is_invalid_argument(autojump_clock
             await world.call(
                 "executeFenced",
                 lambda: prepared.executeFenced(
-                    _request_for(world.model), [None], MeasureTiming.NO, None, None, None
+                    build_request(world.model), [None], MeasureTiming.NO, None, None, None
                 ),
                 "IPreparedModel",
             )
@@ -675,7 +675,7 @@ async def test_execute_fenced_invalid_request_is_invalid_argument(autojump_clock
 
     async def client():
         prepared = await _prepare(world)
-        request = _invalid_request(_request_for(world.model))
+        request = _invalid_request(build_request(world.model))
         answers.append(
             await world.call(
                 "executeFenced",
@@ -699,7 +699,7 @@ async def test_execute_fenced_valid_reports_through_the_fenced_callback(autojump
         answer = await world.call(
             "executeFenced",
             lambda: prepared.executeFenced(
-                _request_for(world.model), (), MeasureTiming.YES, None, None, None
+                build_request(world.model), (), MeasureTiming.YES, None, None, None
             ),
             "IPreparedModel",
         )

@@ -1,0 +1,375 @@
+"""ANeuralNetworksExecution and ANeuralNetworksEvent: running a compilation's plan.
+
+An execution runs each step of its compilation on the step's device -- a driver
+over the binder (through its ``VersionedIPreparedModel``), a burst, or the
+runtime's own CPU executor -- in the synchronous, asynchronous, fenced or burst
+mode, and falls back to the CPU as the R runtime does (docs/hal-semantics.md §3
+and §5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nnemu.driver import FMQ_TRANSFER_NS, BurstContext, us
+from nnemu.hal import (
+    LOOP_TIMEOUT_DEFAULT_NS,
+    LOOP_TIMEOUT_MAXIMUM_NS,
+    UINT64_MAX,
+    ErrorStatus,
+    MeasureTiming,
+    Model,
+    ResultCode,
+    Timing,
+    code_to_status,
+    status_to_code,
+)
+from nnemu.ipc import DeadObject
+from nnemu.runtime._compilation import Burst, Compilation
+from nnemu.runtime._devices import RuntimeDevice
+from nnemu.runtime._plan import Step
+from nnemu.runtime._runtime import API_CALL_NS, PER_OP_NS, Runtime
+from nnemu.runtime._versioned import VersionedIPreparedModel
+from nnemu.sim import SimEvent, as_thread
+from nnemu.tracer import Layer, Phase
+
+
+class Event:
+    """ANeuralNetworksEvent: completion of an asynchronous or fenced execution."""
+
+    def __init__(self, runtime: Runtime, execution: Execution) -> None:
+        self.runtime = runtime
+        self.execution = execution
+        self._done = SimEvent(runtime.kernel)
+
+    def _signal(self, code: ResultCode) -> None:
+        self._done.set(code)
+
+    async def wait(self) -> ResultCode:
+        """ANeuralNetworksEvent_wait: block (no timeout) and return the execution's code."""
+        runtime = self.runtime
+        with runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksEvent_wait"):
+            await runtime.kernel.sync()
+            code: ResultCode = await self._done.wait()
+            return code
+
+
+class Execution:
+    """ANeuralNetworksExecution."""
+
+    def __init__(self, compilation: Compilation) -> None:
+        self.compilation = compilation
+        self.runtime = compilation.runtime
+        self.timeout_ns: int | None = None
+        self.loop_timeout_ns = LOOP_TIMEOUT_DEFAULT_NS
+        self.measure = False
+        self.started = False
+        self.finished_code: ResultCode | None = None
+        """The execution's result code once it finished (None before)."""
+        self.timing: Timing | None = None
+        """The last driver step's timing, when it measured one."""
+        self.deadline_ns: int | None = None
+        """Absolute virtual deadline from ``set_timeout``, fixed when the execution starts."""
+        self.fell_back = False
+        """A step failed on its driver and the execution fell back to the CPU."""
+
+    @classmethod
+    def create(cls, compilation: Compilation) -> tuple[ResultCode, Execution | None]:
+        """ANeuralNetworksExecution_create: the compilation must be finished."""
+        with compilation.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_create"):
+            if not compilation.finished:
+                return ResultCode.BAD_STATE, None
+            return ResultCode.NO_ERROR, cls(compilation)
+
+    def set_io(self) -> ResultCode:
+        """ANeuralNetworksExecution_setInput/setOutput for every model input and output."""
+        runtime = self.runtime
+        main = self.compilation.model.main
+        for name, count in (
+            ("ANeuralNetworksExecution_setInput", len(main.input_indexes)),
+            ("ANeuralNetworksExecution_setOutput", len(main.output_indexes)),
+        ):
+            for _ in range(count):
+                with runtime.ndk_call(Phase.INPUTS_AND_OUTPUTS, name):
+                    pass
+        return ResultCode.BAD_STATE if self.started else ResultCode.NO_ERROR
+
+    def set_timeout(self, duration_ns: int) -> ResultCode:
+        """ANeuralNetworksExecution_setTimeout: single-device compilations; BAD_STATE once started."""
+        with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_setTimeout"):
+            if self.started:
+                return ResultCode.BAD_STATE
+            if not self.compilation.single_device:
+                return ResultCode.BAD_DATA
+            self.timeout_ns = duration_ns or None
+            return ResultCode.NO_ERROR
+
+    def set_loop_timeout(self, duration_ns: int) -> ResultCode:
+        """ANeuralNetworksExecution_setLoopTimeout: clamped to 15 s; BAD_STATE once started."""
+        with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_setLoopTimeout"):
+            if self.started:
+                return ResultCode.BAD_STATE
+            self.loop_timeout_ns = min(duration_ns, LOOP_TIMEOUT_MAXIMUM_NS)
+            return ResultCode.NO_ERROR
+
+    def set_measure_timing(self, measure: bool) -> ResultCode:
+        """ANeuralNetworksExecution_setMeasureTiming: single-device only; BAD_STATE once started."""
+        with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_setMeasureTiming"):
+            if self.started:
+                return ResultCode.BAD_STATE
+            if not self.compilation.single_device:
+                return ResultCode.BAD_DATA
+            self.measure = measure
+            return ResultCode.NO_ERROR
+
+    def get_duration(self, code: int) -> tuple[ResultCode, int]:
+        """ANeuralNetworksExecution_getDuration in ns; BAD_STATE + UINT64_MAX when unavailable."""
+        with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_getDuration"):
+            if self.finished_code is not ResultCode.NO_ERROR or not self.measure:
+                return ResultCode.BAD_STATE, UINT64_MAX
+            timing = self.timing or Timing()
+            value = timing.time_on_device_us if code in (0, 2) else timing.time_in_driver_us
+            return ResultCode.NO_ERROR, UINT64_MAX if value == UINT64_MAX else value * 1000
+
+    def _start(self) -> ResultCode:
+        if self.started:
+            return ResultCode.BAD_STATE
+        self.started = True
+        if self.timeout_ns is not None:
+            self.deadline_ns = self.runtime.kernel.now() + self.timeout_ns
+        return ResultCode.NO_ERROR
+
+    def free(self) -> None:
+        """ANeuralNetworksExecution_free."""
+        with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_free"):
+            pass
+
+    # ------------------------------------------------------------ modes
+    async def compute(self) -> ResultCode:
+        """ANeuralNetworksExecution_compute: run the plan on the calling thread."""
+        with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_compute"):
+            code = self._start()
+            if code is not ResultCode.NO_ERROR:
+                return code
+            code = await self._run_plan()
+            self.finished_code = code
+            return code
+
+    async def start_compute(self) -> tuple[ResultCode, Event | None]:
+        """ANeuralNetworksExecution_startCompute: run the plan on a new thread; return an Event."""
+        runtime = self.runtime
+        with runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_startCompute"):
+            code = self._start()
+            if code is not ResultCode.NO_ERROR:
+                return code, None
+            event = Event(runtime, self)
+            runtime.async_threads += 1
+            thread = runtime.process.new_thread(f"nn-async-{runtime.async_threads}")
+            await runtime.kernel.sync()
+
+            async def run() -> None:
+                code = await self._run_plan()
+                self.finished_code = code
+                await runtime.kernel.sync()
+                event._signal(code)
+
+            runtime.kernel.spawn(runtime.nursery, run, thread=thread)
+            return ResultCode.NO_ERROR, event
+
+    async def start_compute_with_dependencies(
+        self, dependencies: Sequence[Event], duration_ns: int = 0
+    ) -> tuple[ResultCode, Event | None]:
+        """ANeuralNetworksExecution_startComputeWithDependencies (fenced execution).
+
+        Waits for the dependencies' fences, then runs: ``executeFenced`` on 1.3
+        drivers, a synchronous execution otherwise.  Returns an Event over the
+        result fence (already signalled: the emulated drivers run inside the call,
+        as the sample driver does).
+        """
+        runtime = self.runtime
+        with runtime.ndk_call(
+            Phase.EXECUTION, "ANeuralNetworksExecution_startComputeWithDependencies"
+        ):
+            code = self._start()
+            if code is not ResultCode.NO_ERROR:
+                return code, None
+            for dependency in dependencies:
+                dep_code = await dependency._done.wait()
+                if dep_code is not ResultCode.NO_ERROR:
+                    return ResultCode.BAD_DATA, None
+            code = await self._run_plan(fenced=True, duration_ns=duration_ns or None)
+            self.finished_code = code
+            event = Event(runtime, self)
+            await runtime.kernel.sync()
+            event._signal(code)
+            return ResultCode.NO_ERROR, event
+
+    async def burst_compute(self, burst: Burst) -> ResultCode:
+        """ANeuralNetworksExecution_burstCompute: run through a burst (one execution at a time)."""
+        with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_burstCompute"):
+            if burst.compilation is not self.compilation:
+                return ResultCode.BAD_DATA
+            if burst.busy:
+                return ResultCode.BAD_STATE
+            code = self._start()
+            if code is not ResultCode.NO_ERROR:
+                return code
+            burst.busy = True
+            try:
+                code = await self._run_plan(burst=burst)
+            finally:
+                burst.busy = False
+            self.finished_code = code
+            return code
+
+    # ------------------------------------------------------------ the plan
+    async def _run_plan(
+        self,
+        *,
+        fenced: bool = False,
+        duration_ns: int | None = None,
+        burst: Burst | None = None,
+    ) -> ResultCode:
+        """Run every step; CPU fallback as the R runtime does it."""
+        compilation = self.compilation
+        steps = compilation.steps
+        compound = len(steps) > 1
+        for index, step in enumerate(steps):
+            context = burst.contexts.get(index) if burst is not None else None
+            if step.device.is_cpu:
+                code = await self._run_on_cpu(step.model)
+            elif context is not None:
+                code = await self._run_on_burst(compilation.prepared[index], context)
+            else:
+                code = await self._run_on_driver(
+                    compilation.prepared[index], step.device, fenced, duration_ns
+                )
+            if code is ResultCode.NO_ERROR:
+                continue
+            if code is ResultCode.OUTPUT_INSUFFICIENT_SIZE or not compilation.fallback_allowed:
+                return _app_visible(code)
+            if code.is_deadline_miss:
+                return code
+            self.fell_back = True
+            if step.device.is_cpu:
+                if compound:
+                    return await self._full_cpu_fallback()
+                return _app_visible(code)
+            code = await self._partial_cpu_fallback(step)
+            if code is not ResultCode.NO_ERROR:
+                if compound:
+                    return await self._full_cpu_fallback()
+                return _app_visible(code)
+        return ResultCode.NO_ERROR
+
+    async def _partial_cpu_fallback(self, step: Step) -> ResultCode:
+        with self.runtime.tracer.section(Layer.RUNTIME, Phase.EXECUTION, "cpuFallbackPartial"):
+            return await self._run_on_cpu(step.model)
+
+    async def _full_cpu_fallback(self) -> ResultCode:
+        with self.runtime.tracer.section(Layer.RUNTIME, Phase.EXECUTION, "cpuFallbackFull"):
+            return _app_visible(await self._run_on_cpu(self.compilation.model))
+
+    async def _run_on_cpu(self, model: Model) -> ResultCode:
+        """Run ``model`` with the CPU executor on the calling thread (nnapi-reference)."""
+        runtime = self.runtime
+        kernel, tracer = runtime.kernel, runtime.tracer
+        with tracer.section(Layer.RUNTIME, Phase.EXECUTION, "StepExecutor::computeOnCpu"):
+            plan = runtime.cpu_plan(model)
+            runtime.cpu_stats.executions += 1
+            started = kernel.now()
+            with tracer.section(Layer.CPU, Phase.EXECUTION, "run"):
+                try:
+                    deadline = self.deadline_ns
+                    for index, op_ns in enumerate(plan.op_ns):
+                        if deadline is not None and kernel.now() >= deadline:
+                            return ResultCode.MISSED_DEADLINE_TRANSIENT
+                        ptr, pco = plan.names_of(index)
+                        iterations = plan.iterations_of(index)
+                        if iterations > 1:
+                            # The runtime's WHILE interpreter checks the loop timeout after
+                            # each iteration (CpuExecutor): past it, MISSED_DEADLINE_TRANSIENT.
+                            per_iteration = op_ns / iterations
+                            needed = int(self.loop_timeout_ns // per_iteration) + 1
+                            if needed < iterations:
+                                with tracer.section(Layer.CPU, Phase.COMPUTATION, pco):
+                                    kernel.work(us(needed * per_iteration))
+                                await kernel.sync()
+                                return ResultCode.MISSED_DEADLINE_TRANSIENT
+                        transform = us(op_ns * 0.1)
+                        with tracer.section(Layer.CPU, Phase.TRANSFORMATION, ptr) as operation:
+                            kernel.work(transform)
+                            operation.switch(Layer.CPU, Phase.COMPUTATION, pco)
+                            kernel.work(op_ns - transform)
+                        # The CPU executor is the calling thread: other threads run meanwhile.
+                        await kernel.sync()
+                finally:
+                    runtime.cpu_stats.busy_ns += kernel.now() - started
+            return ResultCode.NO_ERROR
+
+    async def _run_on_burst(
+        self, prepared: VersionedIPreparedModel, context: BurstContext
+    ) -> ResultCode:
+        """ExecutionBurstController::compute: one request packet over the burst's FMQs."""
+        runtime = self.runtime
+        kernel = runtime.kernel
+        request = runtime.request_for(prepared.model)
+        measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
+        service = prepared.prepared.service
+        with runtime.tracer.section(
+            Layer.IPC, Phase.EXECUTION, "ExecutionBurstController::compute"
+        ):
+            # The request packet reaches a spinning server at once; a sleeping one is woken.
+            wake_ns = runtime.binder.latency_ns()
+            await kernel.sleep(context.delivery_ns(kernel.now(), wake_ns))
+            if not prepared.endpoint.alive:
+                return ResultCode.DEAD_OBJECT
+            with as_thread(context.thread):
+                status, _, timing = await service.serve_burst(context, request, measure)
+            await kernel.sync()
+            if not prepared.endpoint.alive:
+                return ResultCode.DEAD_OBJECT
+            await kernel.sleep(FMQ_TRANSFER_NS)  # the client spins on the result queue
+        self.timing = timing
+        return status_to_code(status)
+
+    async def _run_on_driver(
+        self,
+        prepared: VersionedIPreparedModel,
+        device: RuntimeDevice,
+        fenced: bool,
+        duration_ns: int | None,
+    ) -> ResultCode:
+        """DriverPreparedModel::execute(Fenced): one step on a driver, over the binder."""
+        runtime = self.runtime
+        kernel = runtime.kernel
+        name = "DriverPreparedModel::executeFenced" if fenced else "DriverPreparedModel::execute"
+        request = runtime.request_for(prepared.model)
+        measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
+        status: ErrorStatus | DeadObject
+        with runtime.tracer.section(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, name) as section:
+            kernel.work(PER_OP_NS * (len(request.inputs) + len(request.outputs)))
+            section.switch(Layer.IPC, Phase.EXECUTION, name + ("" if fenced else "::execute"))
+            try:
+                if fenced:
+                    status, timing = await prepared.execute_fenced(
+                        request, measure, self.deadline_ns, self.loop_timeout_ns, duration_ns
+                    )
+                else:
+                    status, timing = await prepared.execute(
+                        request, measure, self.deadline_ns, self.loop_timeout_ns
+                    )
+            finally:
+                # The results phase is charged however the call ended.
+                section.switch(Layer.RUNTIME, Phase.RESULTS, name)
+                kernel.work(API_CALL_NS)
+        self.timing = timing
+        if isinstance(status, DeadObject):
+            runtime.forget(device)
+            return ResultCode.DEAD_OBJECT
+        return status_to_code(status)
+
+
+def _app_visible(code: ResultCode) -> ResultCode:
+    """What a failed driver step becomes for the app: code → status → code (DEAD_OBJECT → OP_FAILED)."""
+    return status_to_code(code_to_status(code))

@@ -1,0 +1,423 @@
+"""The versioned HIDL wrappers: the R runtime's VersionedIDevice and VersionedIPreparedModel.
+
+Each wrapper calls its driver object through the newest interface the driver
+implements, over the binder, and hides the differences between HAL versions
+from the runtime (method suffixes, callbacks vs synchronous calls, deadlines
+only on 1.3).  The client-side callback objects live here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
+
+from nnemu.driver import CACHE_TOKEN_BYTES, BurstContext, CallbackRef, DriverService, PreparedModel
+from nnemu.hal import (
+    DeviceType,
+    ErrorStatus,
+    ExecutionPreference,
+    HalVersion,
+    MeasureTiming,
+    Model,
+    Priority,
+    Request,
+    Timing,
+)
+from nnemu.ipc import DEAD, Binder, DeadObject, Endpoint
+from nnemu.runtime._devices import RuntimeDevice
+from nnemu.sim import FileHandle, Kernel, SimEvent
+from nnemu.tracer import Layer, Phase, Tracer
+
+CacheHandles = tuple[tuple[FileHandle, ...], tuple[FileHandle, ...], bytes]
+"""(model cache files, data cache files, token) given to prepareModel(FromCache)."""
+
+NO_CACHE: CacheHandles = ((), (), b"")
+"""No cache files and no token."""
+
+
+def _suffix(version: HalVersion) -> str:
+    return "" if version is HalVersion.V1_0 else "_" + version.value.replace(".", "_")
+
+
+class PreparedModelCallback:
+    """IPreparedModelCallback, client side: latches the first notify."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.event = SimEvent(kernel)
+        self.notifications = 0
+
+    def notify(self, status: ErrorStatus, prepared: PreparedModel | None) -> None:
+        """notify / notify_1_2 / notify_1_3: the first call wins, later ones are ignored."""
+        self.notifications += 1
+        self.event.set((status, prepared))
+
+    def dead(self) -> None:
+        """The driver died: release the waiter with DEAD_OBJECT."""
+        self.event.set((DEAD, None))
+
+
+class ExecutionCallback:
+    """IExecutionCallback, client side: latches the first notify."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.event = SimEvent(kernel)
+        self.notifications = 0
+
+    def notify(self, status: ErrorStatus, shapes: Any = (), timing: Any = None) -> None:
+        """notify / notify_1_2 / notify_1_3: the first call wins."""
+        self.notifications += 1
+        self.event.set((status, shapes, timing))
+
+    def dead(self) -> None:
+        """The driver died: release the waiter with DEAD_OBJECT."""
+        self.event.set((DEAD, (), None))
+
+
+async def _wait_for_callback(
+    binder: Binder,
+    endpoint: Endpoint,
+    iface: str,
+    method: str,
+    serve: Callable[[], Awaitable[Any]],
+    callback: PreparedModelCallback | ExecutionCallback,
+) -> Any:
+    """Launch an asynchronous HIDL method and wait for its callback (or the callee's death).
+
+    Returns DEAD when the launch finds the callee dead, the launch status when it is
+    not NONE (the driver has notified too; the launch status is the answer), else
+    what the callback latched.
+    """
+    death = callback.dead
+    endpoint.death_listeners.append(death)
+    try:
+        launch = await binder.call(endpoint, iface, method, serve)
+        if isinstance(launch, DeadObject):
+            return DEAD
+        if launch is not ErrorStatus.NONE:
+            return launch
+        return await callback.event.wait()
+    finally:
+        if death in endpoint.death_listeners:
+            endpoint.death_listeners.remove(death)
+
+
+class VersionedIPreparedModel:
+    """An IPreparedModel called through the newest interface its driver implements."""
+
+    def __init__(
+        self,
+        prepared: PreparedModel,
+        *,
+        version: HalVersion,
+        kernel: Kernel,
+        binder: Binder,
+        client: Endpoint,
+    ) -> None:
+        self.prepared = prepared
+        """The driver's prepared model."""
+        self.version = version
+        """The HAL version of the driver's IPreparedModel."""
+        self._kernel = kernel
+        self._binder = binder
+        self._client = client
+
+    @property
+    def model(self) -> Model:
+        """The model the driver prepared."""
+        return self.prepared.model
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The driver process's binder endpoint."""
+        return self.prepared.endpoint
+
+    def release(self) -> None:
+        """The last reference is dropped: the driver frees the model's memory."""
+        self.prepared.release()
+
+    async def execute(
+        self,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int,
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+        """One execution: executeSynchronously(_1_3) on 1.2+, execute + callback on 1.0/1.1.
+
+        With debug.nn.syncexec-hal=1, as the R runtime runs by default.  The deadline
+        and loop timeout reach only a 1.3 driver.  Returns the status (DEAD when the
+        driver died) and the driver's timing when it gave one.
+        """
+        prepared, version = self.prepared, self.version
+        if not version.at_least(HalVersion.V1_2):
+            return await self._execute_with_callback(request), None
+        serve: Callable[[], Awaitable[Any]]
+        if version is HalVersion.V1_3:
+            method = "executeSynchronously_1_3"
+            serve = partial(
+                prepared.executeSynchronously_1_3, request, measure, deadline_ns, loop_timeout_ns
+            )
+        else:
+            method = "executeSynchronously"
+            serve = partial(prepared.executeSynchronously, request, measure)
+        answer = await self._binder.call(self.endpoint, "IPreparedModel", method, serve)
+        if isinstance(answer, DeadObject):
+            return DEAD, None
+        status, _, timing = answer
+        return status, timing
+
+    async def _execute_with_callback(self, request: Request) -> ErrorStatus | DeadObject:
+        """HAL 1.0/1.1: launch ``execute`` and wait for the callback."""
+        callback = ExecutionCallback(self._kernel)
+        answer = await _wait_for_callback(
+            self._binder,
+            self.endpoint,
+            "IPreparedModel",
+            "execute",
+            partial(self.prepared.execute, request, CallbackRef(self._client, callback.notify)),
+            callback,
+        )
+        if isinstance(answer, tuple):
+            return answer[0]  # type: ignore[no-any-return]
+        return answer  # type: ignore[no-any-return]
+
+    async def execute_fenced(
+        self,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int,
+        duration_ns: int | None,
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+        """executeFenced on 1.3 (no fences to wait for); older drivers run ``execute``.
+
+        The emulated drivers signal the result fence inside the call, so the timing
+        comes from the fenced callback's getExecutionInfo.
+        """
+        if self.version is not HalVersion.V1_3:
+            return await self.execute(request, measure, deadline_ns, loop_timeout_ns)
+        answer = await self._binder.call(
+            self.endpoint,
+            "IPreparedModel",
+            "executeFenced",
+            partial(
+                self.prepared.executeFenced,
+                request,
+                (),
+                measure,
+                deadline_ns,
+                loop_timeout_ns,
+                duration_ns,
+            ),
+        )
+        if isinstance(answer, DeadObject):
+            return DEAD, None
+        status, fenced_callback = answer[0], answer[1]
+        if status is not ErrorStatus.NONE or fenced_callback is None:
+            return status, None
+        status, timing, _ = fenced_callback.get_execution_info()
+        return status, timing
+
+    async def configure_execution_burst(
+        self, callback: object, preference: int
+    ) -> BurstContext | None:
+        """configureExecutionBurst (1.2+): the burst context, or None when the driver cannot burst."""
+        if not self.version.at_least(HalVersion.V1_2):
+            return None
+        answer = await self._binder.call(
+            self.endpoint,
+            "IPreparedModel",
+            "configureExecutionBurst",
+            partial(self.prepared.configureExecutionBurst, callback, preference),
+        )
+        if isinstance(answer, DeadObject):
+            return None
+        status, context = answer
+        return context if status is ErrorStatus.NONE else None
+
+
+class VersionedIDevice:
+    """Calls a driver through the newest interface it implements, over the binder."""
+
+    def __init__(
+        self,
+        service: DriverService,
+        *,
+        kernel: Kernel,
+        tracer: Tracer,
+        binder: Binder,
+        client: Endpoint,
+        uid: int,
+    ) -> None:
+        self.service = service
+        self.version = service.version
+        self.kernel = kernel
+        self.tracer = tracer
+        self.binder = binder
+        self.client = client
+        self.uid = uid
+
+    async def call(self, iface: str, method: str, serve: Callable[[], Awaitable[Any]]) -> Any:
+        """One synchronous HIDL call to the driver."""
+        return await self.binder.call(self.service.endpoint, iface, method, serve)
+
+    async def discover(self) -> RuntimeDevice | None:
+        """Query capabilities, version string, type, extensions, cache counts; None drops the device."""
+        tracer, service, version = self.tracer, self.service, self.version
+        suffix = _suffix(version)
+        with tracer.section(Layer.IPC, Phase.INITIALIZATION, f"getCapabilities{suffix}"):
+            result = await self.call("IDevice", f"getCapabilities{suffix}", service.getCapabilities)
+        if isinstance(result, DeadObject) or result[0] is not ErrorStatus.NONE:
+            return None
+        capabilities = result[1]
+        version_string, device_type = "UNKNOWN", DeviceType.UNKNOWN
+        cache_files = (0, 0)
+        if version.at_least(HalVersion.V1_2):
+            answers = []
+            for method, serve in (
+                ("getVersionString", service.getVersionString),
+                ("getType", service.getType),
+                ("getSupportedExtensions", service.getSupportedExtensions),
+                ("getNumberOfCacheFilesNeeded", service.getNumberOfCacheFilesNeeded),
+            ):
+                if method == "getSupportedExtensions":
+                    with tracer.section(Layer.IPC, Phase.INITIALIZATION, method):
+                        answer = await self.call("IDevice", method, serve)
+                else:
+                    answer = await self.call("IDevice", method, serve)
+                if isinstance(answer, DeadObject) or answer[0] is not ErrorStatus.NONE:
+                    return None
+                answers.append(answer)
+            version_string, device_type = answers[0][1], answers[1][1]
+            cache_files = (answers[3][1], answers[3][2])
+            if cache_files[0] > 32 or cache_files[1] > 32:
+                return None
+        return RuntimeDevice(
+            name=service.name,
+            type=device_type,
+            version_string=version_string,
+            hal_version=version,
+            capabilities=capabilities,
+            service=service,
+            cache_files=cache_files,
+        )
+
+    async def get_supported_operations(self, model: Model) -> tuple[bool, ...] | DeadObject:
+        """Per-operation support; an error or a wrong-length answer means 'none supported'.
+
+        DEAD when the driver process is dead (the caller decides what that means).
+        """
+        tracer, service, version = self.tracer, self.service, self.version
+        method = f"getSupportedOperations{_suffix(version)}"
+        with tracer.section(Layer.IPC, Phase.COMPILATION, method):
+            result = await self.call(
+                "IDevice", method, partial(service.getSupportedOperations, model, version)
+            )
+        count = len(model.main.operations)
+        if isinstance(result, DeadObject):
+            return DEAD
+        if result[0] is not ErrorStatus.NONE or len(result[1]) != count:
+            return (False,) * count
+        return tuple(result[1])
+
+    async def _wait_prepared(
+        self, method: str, serve: Callable[[], Awaitable[Any]], callback: PreparedModelCallback
+    ) -> tuple[ErrorStatus | DeadObject, VersionedIPreparedModel | None]:
+        """Launch a preparation with ``serve`` and wait for its callback (or the driver's death)."""
+        answer = await _wait_for_callback(
+            self.binder, self.service.endpoint, "IDevice", method, serve, callback
+        )
+        if not isinstance(answer, tuple):
+            return answer, None
+        status, prepared = answer
+        if prepared is None:
+            return status, None
+        return status, VersionedIPreparedModel(
+            prepared,
+            version=self.version,
+            kernel=self.kernel,
+            binder=self.binder,
+            client=self.client,
+        )
+
+    async def prepare_model(
+        self,
+        model: Model,
+        preference: ExecutionPreference,
+        priority: Priority,
+        deadline_ns: int | None,
+        cache: CacheHandles = NO_CACHE,
+    ) -> tuple[ErrorStatus | DeadObject, VersionedIPreparedModel | None]:
+        """prepareModel through the newest interface (with cache handles for 1.2+); waits for the callback."""
+        tracer, kernel, service, version = self.tracer, self.kernel, self.service, self.version
+        suffix = _suffix(version)
+        callback = PreparedModelCallback(kernel)
+        ref = CallbackRef(self.client, callback.notify)
+        model_cache, data_cache, token = cache
+        token = token or b"\0" * CACHE_TOKEN_BYTES
+        uid = self.uid
+        with tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModel"):
+            with tracer.subtract_section(
+                Layer.RUNTIME, Phase.COMPILATION, f"VersionedIDevice::prepareModel{suffix}"
+            ):
+                kernel.work(10_000)  # converting the model to the driver's HAL version
+            serve: Callable[[], Awaitable[Any]]
+            if version is HalVersion.V1_3:
+                serve = partial(
+                    service.prepareModel_1_3,
+                    model,
+                    preference,
+                    priority,
+                    deadline_ns,
+                    model_cache,
+                    data_cache,
+                    token,
+                    ref,
+                    uid=uid,
+                )
+            elif version is HalVersion.V1_2:
+                serve = partial(
+                    service.prepareModel_1_2,
+                    model,
+                    preference,
+                    model_cache,
+                    data_cache,
+                    token,
+                    ref,
+                    uid=uid,
+                )
+            elif version is HalVersion.V1_1:
+                serve = partial(service.prepareModel_1_1, model, preference, ref, uid=uid)
+            else:
+                serve = partial(service.prepareModel, model, ref, uid=uid)
+            return await self._wait_prepared(f"prepareModel{suffix}", serve, callback)
+
+    async def prepare_model_from_cache(
+        self, deadline_ns: int | None, cache: CacheHandles
+    ) -> tuple[ErrorStatus | DeadObject, VersionedIPreparedModel | None]:
+        """prepareModelFromCache(_1_3) (HAL 1.2+); waits for the callback."""
+        tracer, kernel, service, version = self.tracer, self.kernel, self.service, self.version
+        callback = PreparedModelCallback(kernel)
+        ref = CallbackRef(self.client, callback.notify)
+        model_cache, data_cache, token = cache
+        uid = self.uid
+        with tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModelFromCache"):
+            serve: Callable[[], Awaitable[Any]]
+            if version is HalVersion.V1_3:
+                method = "prepareModelFromCache_1_3"
+                serve = partial(
+                    service.prepareModelFromCache_1_3,
+                    deadline_ns,
+                    model_cache,
+                    data_cache,
+                    token,
+                    ref,
+                    uid=uid,
+                )
+            else:
+                method = "prepareModelFromCache"
+                serve = partial(
+                    service.prepareModelFromCache, model_cache, data_cache, token, ref, uid=uid
+                )
+            return await self._wait_prepared(method, serve, callback)
