@@ -3,7 +3,7 @@
 ``Compilation.finish`` partitions the model over the devices, prepares each
 driver step through its ``VersionedIDevice`` (from the compilation cache first
 when caching is set) and falls back to the CPU as the R runtime does
-(docs/hal-semantics.md §3).
+(docs/hal-semantics.md §3 and §5).
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The runtime's device objects (ANeuralNetworksDevice) and its own CPU device (nnapi-reference)."""
+"""The runtime's device objects (ANeuralNetworksDevice) and its own CPU device (nnapi-reference).
+
+Discovery (``Runtime`` through ``VersionedIDevice``) builds them: docs/hal-semantics.md §5.
+"""
 
 from __future__ import annotations
 

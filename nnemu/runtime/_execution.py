@@ -37,9 +37,8 @@ from nnemu.tracer import Layer, Phase
 class Event:
     """ANeuralNetworksEvent: completion of an asynchronous or fenced execution."""
 
-    def __init__(self, runtime: Runtime, execution: Execution) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        self.execution = execution
         self._done = SimEvent(runtime.kernel)
 
     def _signal(self, code: ResultCode) -> None:
@@ -162,7 +161,7 @@ class Execution:
             code = self._start()
             if code is not ResultCode.NO_ERROR:
                 return code, None
-            event = Event(runtime, self)
+            event = Event(runtime)
             runtime.async_threads += 1
             thread = runtime.process.new_thread(f"nn-async-{runtime.async_threads}")
             await runtime.kernel.sync()
@@ -199,7 +198,7 @@ class Execution:
                     return ResultCode.BAD_DATA, None
             code = await self._run_plan(fenced=True, duration_ns=duration_ns or None)
             self.finished_code = code
-            event = Event(runtime, self)
+            event = Event(runtime)
             await runtime.kernel.sync()
             event._signal(code)
             return ResultCode.NO_ERROR, event

@@ -1,6 +1,6 @@
 """Partitioning: which device runs which operation, and the steps of an execution plan.
 
-Mirrors the R runtime's ``ExecutionPlan`` / ``partitionTheWork`` (hal-semantics.md §5):
+Mirrors the R runtime's ``ExecutionPlan`` / ``partitionTheWork`` (docs/hal-semantics.md §5):
 per operation, the supporting device with the best figure for the preference
 (execTime, or powerUsage for LOW_POWER); ties go to the CPU; all operations on one
 device make a single step, otherwise consecutive operations on one device form a step.

@@ -3,7 +3,8 @@
 Each wrapper calls its driver object through the newest interface the driver
 implements, over the binder, and hides the differences between HAL versions
 from the runtime (method suffixes, callbacks vs synchronous calls, deadlines
-only on 1.3).  The client-side callback objects live here too.
+only on 1.3; docs/hal-semantics.md §1 and §5).  The client-side callback
+objects live here too.
 """
 
 from __future__ import annotations
