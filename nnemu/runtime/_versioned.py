@@ -80,9 +80,9 @@ async def _wait_for_callback(
     endpoint: Endpoint,
     iface: str,
     method: str,
-    serve: Callable[[], Awaitable[Any]],
+    serve: Callable[[], Awaitable[ErrorStatus]],
     callback: PreparedModelCallback | ExecutionCallback,
-) -> Any:
+) -> ErrorStatus | DeadObject | tuple[Any, ...]:
     """Launch an asynchronous HIDL method and wait for its callback (or the callee's death).
 
     Returns DEAD when the launch finds the callee dead, the launch status when it is
@@ -97,7 +97,8 @@ async def _wait_for_callback(
             return DEAD
         if launch is not ErrorStatus.NONE:
             return launch
-        return await callback.event.wait()
+        latched: tuple[Any, ...] = await callback.event.wait()
+        return latched
     finally:
         if death in endpoint.death_listeners:
             endpoint.death_listeners.remove(death)
@@ -180,8 +181,9 @@ class VersionedIPreparedModel:
             callback,
         )
         if isinstance(answer, tuple):
-            return answer[0]  # type: ignore[no-any-return]
-        return answer  # type: ignore[no-any-return]
+            status: ErrorStatus | DeadObject = answer[0]  # (status, shapes, timing)
+            return status
+        return answer
 
     async def execute_fenced(
         self,
@@ -323,7 +325,10 @@ class VersionedIDevice:
         return tuple(result[1])
 
     async def _wait_prepared(
-        self, method: str, serve: Callable[[], Awaitable[Any]], callback: PreparedModelCallback
+        self,
+        method: str,
+        serve: Callable[[], Awaitable[ErrorStatus]],
+        callback: PreparedModelCallback,
     ) -> tuple[ErrorStatus | DeadObject, VersionedIPreparedModel | None]:
         """Launch a preparation with ``serve`` and wait for its callback (or the driver's death)."""
         answer = await _wait_for_callback(
@@ -363,7 +368,7 @@ class VersionedIDevice:
                 Layer.RUNTIME, Phase.COMPILATION, f"VersionedIDevice::prepareModel{suffix}"
             ):
                 kernel.work(10_000)  # converting the model to the driver's HAL version
-            serve: Callable[[], Awaitable[Any]]
+            serve: Callable[[], Awaitable[ErrorStatus]]
             if version is HalVersion.V1_3:
                 serve = partial(
                     service.prepareModel_1_3,
@@ -404,7 +409,7 @@ class VersionedIDevice:
         model_cache, data_cache, token = cache
         uid = self.uid
         with tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModelFromCache"):
-            serve: Callable[[], Awaitable[Any]]
+            serve: Callable[[], Awaitable[ErrorStatus]]
             if version is HalVersion.V1_3:
                 method = "prepareModelFromCache_1_3"
                 serve = partial(
