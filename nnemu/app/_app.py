@@ -316,7 +316,17 @@ class Application:
                 execution.set_loop_timeout(us(spec.loop_timeout_ms * 1e6))
             if spec.measure_timing:
                 execution.set_measure_timing(True)
-            code = await self._run(execution, compilation)
+            if spec.execution_mode is ExecutionMode.SYNC:
+                code = await execution.compute()
+            elif spec.execution_mode is ExecutionMode.BURST:
+                code = await execution.burst_compute(await self._burst(compilation))
+            else:
+                if spec.execution_mode is ExecutionMode.ASYNC:
+                    code, event = await execution.start_compute()
+                else:
+                    code, event = await execution.start_compute_with_dependencies(())
+                if event is not None:
+                    code = await event.wait()
             deadline = execution.deadline_ns
             late = (
                 code is ResultCode.NO_ERROR
@@ -325,18 +335,3 @@ class Application:
             )
             execution.free()
             return code, late
-
-    async def _run(self, execution: Execution, compilation: Compilation) -> ResultCode:
-        """Run ``execution`` in the app's execution mode; the code the app sees."""
-        mode = self.spec.execution_mode
-        if mode is ExecutionMode.SYNC:
-            return await execution.compute()
-        if mode is ExecutionMode.BURST:
-            return await execution.burst_compute(await self._burst(compilation))
-        if mode is ExecutionMode.ASYNC:
-            code, event = await execution.start_compute()
-        else:
-            code, event = await execution.start_compute_with_dependencies(())
-        if event is not None:
-            code = await event.wait()
-        return code

@@ -42,6 +42,8 @@ class Compilation:
         self.runtime = model_builder.runtime
         self.model_builder = model_builder
         """The finished ANeuralNetworksModel this compilation compiles."""
+        self.model: Model = model_builder.model
+        """The HAL model compiled."""
         self.explicit_devices = list(devices) if devices is not None else None
         self.preference = ExecutionPreference.FAST_SINGLE_ANSWER
         self.priority = Priority.MEDIUM
@@ -54,11 +56,6 @@ class Compilation:
         """The prepared model of each driver step, by step index (CPU steps have none)."""
         self.from_cache = 0
         """Steps prepared from the compilation cache (prepareModelFromCache succeeded)."""
-
-    @property
-    def model(self) -> Model:
-        """The HAL model compiled."""
-        return self.model_builder.model
 
     @classmethod
     async def create(cls, model_builder: ModelBuilder) -> tuple[ResultCode, Compilation | None]:

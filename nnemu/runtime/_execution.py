@@ -33,6 +33,11 @@ from nnemu.runtime._versioned import VersionedIPreparedModel
 from nnemu.sim import SimEvent, as_thread
 from nnemu.tracer import Layer, Phase
 
+# A driver step's section names: the runtime's (PIO, then PR) and the IPC phase's (PE).
+_EXECUTE = "DriverPreparedModel::execute"
+_EXECUTE_IPC = "DriverPreparedModel::execute::execute"
+_EXECUTE_FENCED = "DriverPreparedModel::executeFenced"
+
 
 class Event:
     """ANeuralNetworksEvent: completion of an asynchronous or fenced execution."""
@@ -342,13 +347,13 @@ class Execution:
         """DriverPreparedModel::execute(Fenced): one step on a driver, over the binder."""
         runtime = self.runtime
         kernel = runtime.kernel
-        name = "DriverPreparedModel::executeFenced" if fenced else "DriverPreparedModel::execute"
+        name = _EXECUTE_FENCED if fenced else _EXECUTE
         request = runtime.request_for(prepared.model)
         measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
         status: ErrorStatus | DeadObject
         with runtime.tracer.section(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, name) as section:
             kernel.work(PER_OP_NS * (len(request.inputs) + len(request.outputs)))
-            section.switch(Layer.IPC, Phase.EXECUTION, name + ("" if fenced else "::execute"))
+            section.switch(Layer.IPC, Phase.EXECUTION, _EXECUTE_FENCED if fenced else _EXECUTE_IPC)
             try:
                 if fenced:
                     status, timing = await prepared.execute_fenced(

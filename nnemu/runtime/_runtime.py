@@ -31,7 +31,7 @@ from nnemu.runtime._devices import CPU_CAPABILITIES, CPU_DEVICE_NAME, RuntimeDev
 from nnemu.runtime._versioned import VersionedIDevice
 from nnemu.scenario import CpuSpec
 from nnemu.sim import FileSystem, Kernel, SimProcess
-from nnemu.tracer import Layer, Phase, Section, Tracer
+from nnemu.tracer import Layer, Phase, Tracer
 
 logger = structlog.get_logger(layer="runtime")
 
@@ -39,6 +39,26 @@ API_CALL_NS = 2_000
 """CPU time of a trivial NDK call (argument checks, bookkeeping)."""
 PER_OP_NS = 1_000
 """Runtime CPU time per operation for model finish, partitioning and request building."""
+
+
+class NdkCall:
+    """The block of one NDK call (``Runtime.ndk_call``): leaving it ends the call's section.
+
+    An NDK call's section never switches phase and the tracer ends the innermost
+    section of the *current* thread, so one stateless block per runtime serves every
+    call on every thread: the several NDK calls of each execution allocate nothing.
+    """
+
+    __slots__ = ("_tracer",)
+
+    def __init__(self, tracer: Tracer) -> None:
+        self._tracer = tracer
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._tracer.end()
 
 
 class Runtime:
@@ -82,16 +102,17 @@ class Runtime:
         self.cpu_stats = DeviceStats()
         """What the runtime's CPU executor did (nnapi-reference in the report)."""
         self._requests: dict[int, tuple[Model, Request]] = {}
+        self._ndk_call = NdkCall(tracer)
 
-    def ndk_call(self, phase: Phase, name: str) -> Section:
+    def ndk_call(self, phase: Phase, name: str) -> NdkCall:
         """One NDK function: its ``[NN_LR_<phase>]name`` section, charged the API call's CPU time.
 
         ``with runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_compute"):``
         -- the section ends when the block exits, however it exits.
         """
-        section = self.tracer.section(Layer.RUNTIME, phase, name)
+        self.tracer.begin(Layer.RUNTIME, phase, name)
         self.kernel.work(API_CALL_NS)
-        return section
+        return self._ndk_call
 
     # -------------------------------------------------------------- devices
     async def _discover(self) -> list[RuntimeDevice]:

@@ -120,19 +120,13 @@ class VersionedIPreparedModel:
         """The driver's prepared model."""
         self.version = version
         """The HAL version of the driver's IPreparedModel."""
+        self.model: Model = prepared.model
+        """The model the driver prepared."""
+        self.endpoint: Endpoint = prepared.endpoint
+        """The driver process's binder endpoint."""
         self._kernel = kernel
         self._binder = binder
         self._client = client
-
-    @property
-    def model(self) -> Model:
-        """The model the driver prepared."""
-        return self.prepared.model
-
-    @property
-    def endpoint(self) -> Endpoint:
-        """The driver process's binder endpoint."""
-        return self.prepared.endpoint
 
     def release(self) -> None:
         """The last reference is dropped: the driver frees the model's memory."""
