@@ -37,10 +37,6 @@ NO_CACHE: CacheHandles = ((), (), b"")
 """No cache files and no token."""
 
 
-def _suffix(version: HalVersion) -> str:
-    return "" if version is HalVersion.V1_0 else "_" + version.value.replace(".", "_")
-
-
 class PreparedModelCallback:
     """IPreparedModelCallback, client side: latches the first notify."""
 
@@ -124,6 +120,11 @@ class VersionedIPreparedModel:
         """The model the driver prepared."""
         self.endpoint: Endpoint = prepared.endpoint
         """The driver process's binder endpoint."""
+        self._execute_synchronously = (
+            version.method("executeSynchronously", since=HalVersion.V1_2)
+            if version.at_least(HalVersion.V1_2)
+            else ""
+        )
         self._kernel = kernel
         self._binder = binder
         self._client = client
@@ -150,14 +151,14 @@ class VersionedIPreparedModel:
             return await self._execute_with_callback(request), None
         serve: Callable[[], Awaitable[Any]]
         if version is HalVersion.V1_3:
-            method = "executeSynchronously_1_3"
             serve = partial(
                 prepared.executeSynchronously_1_3, request, measure, deadline_ns, loop_timeout_ns
             )
         else:
-            method = "executeSynchronously"
             serve = partial(prepared.executeSynchronously, request, measure)
-        answer = await self._binder.call(self.endpoint, "IPreparedModel", method, serve)
+        answer = await self._binder.call(
+            self.endpoint, "IPreparedModel", self._execute_synchronously, serve
+        )
         if isinstance(answer, DeadObject):
             return DEAD, None
         status, _, timing = answer
@@ -262,9 +263,9 @@ class VersionedIDevice:
     async def discover(self) -> RuntimeDevice | None:
         """Query capabilities, version string, type, extensions, cache counts; None drops the device."""
         tracer, service, version = self.tracer, self.service, self.version
-        suffix = _suffix(version)
-        with tracer.section(Layer.IPC, Phase.INITIALIZATION, f"getCapabilities{suffix}"):
-            result = await self.call("IDevice", f"getCapabilities{suffix}", service.getCapabilities)
+        method = version.method("getCapabilities")
+        with tracer.section(Layer.IPC, Phase.INITIALIZATION, method):
+            result = await self.call("IDevice", method, service.getCapabilities)
         if isinstance(result, DeadObject) or result[0] is not ErrorStatus.NONE:
             return None
         capabilities = result[1]
@@ -306,7 +307,7 @@ class VersionedIDevice:
         DEAD when the driver process is dead (the caller decides what that means).
         """
         tracer, service, version = self.tracer, self.service, self.version
-        method = f"getSupportedOperations{_suffix(version)}"
+        method = version.method("getSupportedOperations")
         with tracer.section(Layer.IPC, Phase.COMPILATION, method):
             result = await self.call(
                 "IDevice", method, partial(service.getSupportedOperations, model, version)
@@ -351,7 +352,7 @@ class VersionedIDevice:
     ) -> tuple[ErrorStatus | DeadObject, VersionedIPreparedModel | None]:
         """prepareModel through the newest interface (with cache handles for 1.2+); waits for the callback."""
         tracer, kernel, service, version = self.tracer, self.kernel, self.service, self.version
-        suffix = _suffix(version)
+        method = version.method("prepareModel")
         callback = PreparedModelCallback(kernel)
         ref = CallbackRef(self.client, callback.notify)
         model_cache, data_cache, token = cache
@@ -359,7 +360,7 @@ class VersionedIDevice:
         uid = self.uid
         with tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModel"):
             with tracer.subtract_section(
-                Layer.RUNTIME, Phase.COMPILATION, f"VersionedIDevice::prepareModel{suffix}"
+                Layer.RUNTIME, Phase.COMPILATION, f"VersionedIDevice::{method}"
             ):
                 kernel.work(10_000)  # converting the model to the driver's HAL version
             serve: Callable[[], Awaitable[ErrorStatus]]
@@ -391,7 +392,7 @@ class VersionedIDevice:
                 serve = partial(service.prepareModel_1_1, model, preference, ref, uid=uid)
             else:
                 serve = partial(service.prepareModel, model, ref, uid=uid)
-            return await self._wait_prepared(f"prepareModel{suffix}", serve, callback)
+            return await self._wait_prepared(method, serve, callback)
 
     async def prepare_model_from_cache(
         self, deadline_ns: int | None, cache: CacheHandles
@@ -402,10 +403,10 @@ class VersionedIDevice:
         ref = CallbackRef(self.client, callback.notify)
         model_cache, data_cache, token = cache
         uid = self.uid
+        method = version.method("prepareModelFromCache", since=HalVersion.V1_2)
         with tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModelFromCache"):
             serve: Callable[[], Awaitable[ErrorStatus]]
             if version is HalVersion.V1_3:
-                method = "prepareModelFromCache_1_3"
                 serve = partial(
                     service.prepareModelFromCache_1_3,
                     deadline_ns,
@@ -416,7 +417,6 @@ class VersionedIDevice:
                     uid=uid,
                 )
             else:
-                method = "prepareModelFromCache"
                 serve = partial(
                     service.prepareModelFromCache, model_cache, data_cache, token, ref, uid=uid
                 )
