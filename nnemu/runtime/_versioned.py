@@ -364,6 +364,7 @@ class VersionedIDevice:
             ):
                 kernel.work(10_000)  # converting the model to the driver's HAL version
             serve: Callable[[], Awaitable[ErrorStatus]]
+            caching = (model_cache, data_cache, token, ref)
             if version is HalVersion.V1_3:
                 serve = partial(
                     service.prepareModel_1_3,
@@ -371,23 +372,11 @@ class VersionedIDevice:
                     preference,
                     priority,
                     deadline_ns,
-                    model_cache,
-                    data_cache,
-                    token,
-                    ref,
+                    *caching,
                     uid=uid,
                 )
             elif version is HalVersion.V1_2:
-                serve = partial(
-                    service.prepareModel_1_2,
-                    model,
-                    preference,
-                    model_cache,
-                    data_cache,
-                    token,
-                    ref,
-                    uid=uid,
-                )
+                serve = partial(service.prepareModel_1_2, model, preference, *caching, uid=uid)
             elif version is HalVersion.V1_1:
                 serve = partial(service.prepareModel_1_1, model, preference, ref, uid=uid)
             else:
@@ -406,18 +395,9 @@ class VersionedIDevice:
         method = version.method("prepareModelFromCache", since=HalVersion.V1_2)
         with tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModelFromCache"):
             serve: Callable[[], Awaitable[ErrorStatus]]
+            caching = (model_cache, data_cache, token, ref)
             if version is HalVersion.V1_3:
-                serve = partial(
-                    service.prepareModelFromCache_1_3,
-                    deadline_ns,
-                    model_cache,
-                    data_cache,
-                    token,
-                    ref,
-                    uid=uid,
-                )
+                serve = partial(service.prepareModelFromCache_1_3, deadline_ns, *caching, uid=uid)
             else:
-                serve = partial(
-                    service.prepareModelFromCache, model_cache, data_cache, token, ref, uid=uid
-                )
+                serve = partial(service.prepareModelFromCache, *caching, uid=uid)
             return await self._wait_prepared(method, serve, callback)
