@@ -262,7 +262,8 @@ def test_every_callback_is_notified_exactly_once(plan: Plan) -> None:
     """Every launched callback is notified exactly once, unless the driver died first.
 
     A launch that failed returned the same status it notified (docs/hal-semantics.md §1.1,
-    first row); a dead driver never notifies, its death recipient releases the client instead.
+    first row); a driver that died notifies at most once, and its death recipient may release
+    the client before a notification already on its way arrives.
     """
     calls, service = run_plan(plan)
     assert calls
@@ -276,7 +277,11 @@ def test_every_callback_is_notified_exactly_once(plan: Plan) -> None:
         else:
             assert notified == 1, call
         if notified and call.launch is not ErrorStatus.NONE:
-            assert call.status is call.launch, call
+            # The callback latches the launch's status, unless the driver died after
+            # sending its oneway notification and the death recipient released the
+            # callback first: binder orders a death notice and an in-flight oneway
+            # call independently, and the callback keeps the first answer it gets.
+            assert call.status is call.launch or (call.dead and call.status is None), call
 
 
 @settings(max_examples=60, deadline=None)
