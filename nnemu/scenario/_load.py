@@ -24,7 +24,15 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from nnemu.errors import EmulatorBug, Problem, ScenarioError
-from nnemu.hal import DeviceType, ExecutionPreference, HalVersion, OperationType, Priority
+from nnemu.hal import (
+    DeviceType,
+    ExecutionPreference,
+    HalVersion,
+    OperationType,
+    Priority,
+    build_chain,
+    build_preset,
+)
 from nnemu.scenario._expect import parse_expectation
 from nnemu.scenario._model import (
     AppSpec,
@@ -78,65 +86,121 @@ _SPELLINGS: Final[dict[type[enum.Enum], dict[str, enum.Enum]]] = {
 }
 
 
+MAX_TIME_MS: Final = 3_600_000.0
+"""Longest time a scenario may give (one hour of virtual time), in every ``*_ms`` key."""
+MAX_TIME_US: Final = MAX_TIME_MS * 1000
+"""The same limit for ``*_us`` keys."""
+MAX_RATIO: Final = 1e6
+"""Largest cost ratio or factor (``exec_time``, ``power_usage``, ``factor``, ``ns_per_*``)."""
+MIN_RATIO: Final = 1e-6
+"""Smallest positive cost ratio (``exec_time``, ``power_usage``, ``ns_per_*``)."""
+MAX_JITTER: Final = 5.0
+"""Largest log-normal sigma (``jitter``): a factor of e**5 at one standard deviation."""
+MIN_PERIOD_MS: Final = 0.001
+"""Shortest period or burst interval (one microsecond, the trace's resolution)."""
+MAX_RATE_HZ: Final = 1e6
+"""Highest Poisson rate (one arrival per microsecond on average)."""
+MAX_THREADS: Final = 1024
+"""Most threads, compute units or binder threads of one app, device or process."""
+MAX_EXECUTIONS: Final = 10_000_000
+"""Most executions of one app (``executions``, ``burst_size``)."""
+MAX_COUNT: Final = 10_000
+"""Most compilations of one app, retries of one execution, cache files of one driver."""
+MAX_INT: Final = 2**31 - 1
+"""Largest tensor dimension, queue limit or memory size (Android's int32)."""
+MAX_SEED: Final = 2**64
+"""Largest absolute seed."""
+MAX_PARAM: Final = 10_000
+"""Largest absolute value of a preset parameter."""
+MAX_OPERATIONS: Final = 10_000
+"""Most operations a model may have (its layers, or what its preset parameters build)."""
+
+
+def _number_text(value: float) -> str:
+    """A limit as a message shows it: whole numbers in full, others in %g."""
+    if float(value).is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return f"{value:g}"
+
+
 @attrs.frozen
 class _Bound:
-    """A numeric constraint, e.g. ``> 0``."""
+    """A numeric constraint, e.g. ``> 0`` or ``in [0, 3600000]``."""
 
     op: str
     limit: float
     high: float | None = None
 
     def holds(self, value: float) -> bool:
+        if self.high is not None and value > self.high:
+            return False
         if self.op == ">":
             return value > self.limit
-        if self.high is not None:
-            return self.limit <= value <= self.high
         return value >= self.limit
 
     def describe(self) -> str:
-        if self.high is not None:
-            return f"in [{self.limit:g}, {self.high:g}]"
-        return f"{self.op} {self.limit:g}"
+        low = _number_text(self.limit)
+        if self.high is None:
+            return f"{self.op} {low}"
+        high = _number_text(self.high)
+        if self.op == ">":
+            return f"> {low} and <= {high}"
+        return f"in [{low}, {high}]"
 
 
-_GE0: Final = _Bound(">=", 0)
-_GT0: Final = _Bound(">", 0)
-_GE1: Final = _Bound(">=", 1)
+_TIME: Final = _Bound(">=", 0, MAX_TIME_MS)
+_TIME_US: Final = _Bound(">=", 0, MAX_TIME_US)
+_PERIOD: Final = _Bound(">=", MIN_PERIOD_MS, MAX_TIME_MS)
+_DURATION: Final = _Bound(">", 0, MAX_TIME_MS)
+_RATIO: Final = _Bound(">=", MIN_RATIO, MAX_RATIO)
+_FACTOR: Final = _Bound(">=", 1, MAX_RATIO)
+_JITTER: Final = _Bound(">=", 0, MAX_JITTER)
+_THREADS: Final = _Bound(">=", 1, MAX_THREADS)
+_EXECUTIONS: Final = _Bound(">=", 1, MAX_EXECUTIONS)
+_COUNT0: Final = _Bound(">=", 0, MAX_COUNT)
+_COUNT1: Final = _Bound(">=", 1, MAX_COUNT)
+_INT0: Final = _Bound(">=", 0, MAX_INT)
+_INT1: Final = _Bound(">=", 1, MAX_INT)
 _UNIT: Final = _Bound(">=", 0, 1)
 
-# Constraints beyond the default (>= 0 for every *_ms, *_us, *_hz).
+# Every number's range, declared once: the loader checks it and its message states it
+# (docs/scenario-format.md, "Limits").  Keys not listed take the bound of their unit
+# suffix (_SUFFIX_BOUNDS).
 _BOUNDS: Final[dict[tuple[type, str], _Bound]] = {
-    (PerfSpec, "exec_time"): _GT0,
-    (PerfSpec, "power_usage"): _GT0,
-    (DeviceCostSpec, "prepare_ms_per_op"): _GE0,
-    (DeviceCostSpec, "jitter"): _GE0,
+    (Scenario, "seed"): _Bound(">=", -MAX_SEED, MAX_SEED),
+    (Scenario, "duration_ms"): _DURATION,
+    (PerfSpec, "exec_time"): _RATIO,
+    (PerfSpec, "power_usage"): _RATIO,
+    (DeviceCostSpec, "prepare_ms_per_op"): _TIME,
+    (DeviceCostSpec, "jitter"): _JITTER,
     (FaultSpec, "probability"): _UNIT,
-    (FaultSpec, "factor"): _GE1,
-    (DeviceSpec, "compute_units"): _GE1,
-    (DeviceSpec, "worker_threads"): _GE1,
-    (DeviceSpec, "binder_threads"): _GE1,
-    (DeviceSpec, "memory_mb"): _GT0,
-    (DeviceSpec, "queue_limit"): _GE0,
-    (CpuSpec, "ns_per_mac"): _GT0,
-    (CpuSpec, "ns_per_element"): _GT0,
-    (IpcSpec, "jitter"): _GE0,
-    (IpcSpec, "us_per_kb"): _GE0,
-    (IpcSpec, "binder_threads"): _GE1,
-    (LayerSpec, "output"): _GE1,
-    (LayerSpec, "filter"): _GE1,
-    (WorkloadSpec, "executions"): _GE1,
-    (WorkloadSpec, "period_ms"): _GT0,
-    (WorkloadSpec, "rate_hz"): _GT0,
-    (WorkloadSpec, "burst_size"): _GE1,
-    (WorkloadSpec, "burst_interval_ms"): _GT0,
-    (RetrySpec, "max_attempts"): _GE0,
-    (RetrySpec, "backoff_factor"): _GE1,
-    (AppSpec, "uid"): _GE0,
-    (AppSpec, "threads"): _GE1,
-    (AppSpec, "compilations"): _GE1,
-    (DeviceSpec, "cache_files"): _GE0,
-    (Scenario, "duration_ms"): _GT0,
+    (FaultSpec, "factor"): _FACTOR,
+    (DeviceSpec, "compute_units"): _THREADS,
+    (DeviceSpec, "worker_threads"): _THREADS,
+    (DeviceSpec, "binder_threads"): _THREADS,
+    (DeviceSpec, "memory_mb"): _Bound(">", 0, MAX_INT),
+    (DeviceSpec, "queue_limit"): _INT0,
+    (DeviceSpec, "cache_files"): _COUNT0,
+    (CpuSpec, "ns_per_mac"): _RATIO,
+    (CpuSpec, "ns_per_element"): _RATIO,
+    (IpcSpec, "jitter"): _JITTER,
+    (IpcSpec, "us_per_kb"): _TIME_US,
+    (IpcSpec, "binder_threads"): _THREADS,
+    (LayerSpec, "output"): _INT1,
+    (LayerSpec, "filter"): _INT1,
+    (WorkloadSpec, "executions"): _EXECUTIONS,
+    (WorkloadSpec, "period_ms"): _PERIOD,
+    (WorkloadSpec, "rate_hz"): _Bound(">=", 1 / MAX_TIME_MS, MAX_RATE_HZ),
+    (WorkloadSpec, "burst_size"): _EXECUTIONS,
+    (WorkloadSpec, "burst_interval_ms"): _PERIOD,
+    (RetrySpec, "max_attempts"): _COUNT0,
+    (RetrySpec, "backoff_factor"): _Bound(">=", 1, 100),
+    (AppSpec, "uid"): _Bound(">=", 0, 2**32 - 1),  # uid_t
+    (AppSpec, "threads"): _THREADS,
+    (AppSpec, "compilations"): _COUNT1,
 }
+_SUFFIX_BOUNDS: Final = {"_ms": _TIME, "_us": _TIME_US}
+"""The bound of a time key not in _BOUNDS, by its unit suffix."""
 
 # Fields that are not YAML keys.
 _NOT_KEYS: Final = frozenset({(Scenario, "source")})
@@ -175,6 +239,15 @@ _NUMBER_TAGS: Final = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:flo
 # PyYAML (YAML 1.1) reads 1e3 as a string; accept it as the number users mean.
 _EXPONENT: Final = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+")
 _NAME: Final = re.compile(r"[^\s.]+")
+# A double-quoted "\ud800" gives a lone surrogate, which no file or terminal can encode.
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+QUOTE_LIMIT: Final = 60
+"""Most characters of a value a problem message quotes (the rest becomes ``…``)."""
+
+
+def _clip(text: str) -> str:
+    """``text`` cut to QUOTE_LIMIT characters for a message."""
+    return text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT] + "…"
 
 
 class _Bad:
@@ -195,6 +268,13 @@ class _Field:
     bound: _Bound | None
 
 
+def _is_number(hint: Any) -> bool:
+    """Whether a field's type hint holds numbers (int, float, optional or in a tuple)."""
+    if hint in (int, float):
+        return True
+    return any(_is_number(arg) for arg in typing.get_args(hint))
+
+
 def _fields_of(cls: type) -> dict[str, _Field]:
     """The YAML keys of an attrs class, from its type hints."""
     hints = typing.get_type_hints(cls)
@@ -204,8 +284,19 @@ def _fields_of(cls: type) -> dict[str, _Field]:
             continue
         key = field.name.rstrip("_")
         bound = _BOUNDS.get((cls, field.name))
-        if bound is None and key.endswith(("_ms", "_us", "_hz")):
-            bound = _GE0
+        if bound is None:
+            bound = _SUFFIX_BOUNDS.get(key[-3:])
+        if (
+            bound is None
+            and _is_number(hints[field.name])
+            and (cls, field.name)
+            != (
+                ModelSpec,
+                "params",  # checked by _Checker.params against MAX_PARAM
+            )
+        ):
+            msg = f"scenario schema: {cls.__name__}.{field.name} has no declared range"
+            raise EmulatorBug(msg)
         required = field.default is attrs.NOTHING and (cls, field.name) != (AppSpec, "uid")
         result[key] = _Field(field.name, key, hints[field.name], required, bound)
     return result
@@ -236,7 +327,7 @@ def _join(path: str, key: str) -> str:
 
 
 def _quote_list(names: Iterable[str]) -> str:
-    return ", ".join(names)
+    return ", ".join(_clip(name.encode("utf-8", "backslashreplace").decode()) for name in names)
 
 
 @attrs.define
@@ -316,9 +407,12 @@ class _Checker:
             return "a list" if node.value else "an empty list"
         if node.tag == _NULL_TAG:
             return "null"
-        text = repr(node.value) if node.tag == _STR_TAG else str(node.value)
+        plain = node.tag != _STR_TAG or (
+            isinstance(node, ScalarNode) and node.style is None and _EXPONENT.fullmatch(node.value)
+        )
+        text = _clip(str(node.value)) if plain else repr(_clip(node.value))
         if not node.tag.startswith("tag:yaml.org,2002:"):
-            text += f" (tagged {node.tag})"
+            text += f" (tagged {_clip(node.tag)})"
         return text
 
     # -- document -------------------------------------------------------------------
@@ -365,7 +459,7 @@ class _Checker:
                     self.problem(
                         name_node,
                         f"{key}[{index}].name",
-                        f"expected a unique {kind} name, got {name!r} again (first at line {line})",
+                        f"expected a unique {kind} name, got {_clip(name)!r} again (first at line {line})",
                     )
                 else:
                     first[name] = name_node
@@ -424,7 +518,7 @@ class _Checker:
                     self.problem(
                         key_node,
                         _join(path, key),
-                        f"expected each key once, got {key!r} again (first at line {line})",
+                        f"expected each key once, got {_clip(key)!r} again (first at line {line})",
                     )
                 continue
             own[key] = (key_node, value_node)
@@ -443,10 +537,10 @@ class _Checker:
             field = schema.get(key)
             key_path = _join(path, key)
             if field is None:
-                message = f"unknown key {key!r}"
+                message = f"unknown key {_clip(key)!r}"
                 close = difflib.get_close_matches(key, list(schema), n=1)
                 if close:
-                    message += f"; did you mean {close[0]!r}?"
+                    message += f"; did you mean {_clip(close[0])!r}?"
                 else:
                     message += f"; expected one of {_quote_list(schema)}"
                 self.problem(key_node, key_path, message)
@@ -524,9 +618,15 @@ class _Checker:
             return self.expected(node, path, "a single value")
         try:
             return self._constructor.construct_object(node)
-        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as err:
+        except Exception as err:  # PyYAML's constructors raise KeyError, AttributeError, ...
+            # (``!!bool maybe`` -> KeyError, ``!!timestamp x`` -> AttributeError)
             reason = getattr(err, "problem", None) or str(err)
-            self.problem(node, path, f"expected a readable value, got {node.value!r} ({reason})")
+            if isinstance(err, KeyError | AttributeError) or not reason:
+                reason = f"not a valid {node.tag.rsplit(':', 1)[-1]}"
+            reason = _clip(reason)
+            self.problem(
+                node, path, f"expected a readable value, got {self.found(node)} ({reason})"
+            )
             return _BAD
 
     def number(self, node: Node, path: str, *, integer: bool, bound: _Bound | None) -> object:
@@ -558,7 +658,13 @@ class _Checker:
         if isinstance(node, ScalarNode) and (
             node.tag == _STR_TAG or (node.tag in _NUMBER_TAGS and node.style is None)
         ):
-            return str(node.value)
+            text = str(node.value)
+            bad = _SURROGATE.search(text)
+            if bad is not None:
+                return self.expected(
+                    node, path, f"text without lone surrogates (U+{ord(bad.group()):04X})"
+                )
+            return text
         return self.expected(node, path, "a string")
 
     def enum(self, node: Node, path: str, cls: type[enum.Enum]) -> object:
@@ -589,8 +695,13 @@ class _Checker:
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
                 or not math.isfinite(value)
+                or abs(value) > MAX_PARAM
             ):
-                self.expected(value_node, _join(path, key), "a number")
+                self.expected(
+                    value_node,
+                    _join(path, key),
+                    f"a number in [-{_number_text(MAX_PARAM)}, {_number_text(MAX_PARAM)}]",
+                )
                 bad = True
             else:
                 result[key] = value
@@ -607,11 +718,13 @@ class _Checker:
         kind, name = expectation.path[0], expectation.path[1]
         if kind == "apps" and name not in self.app_names:
             known = _quote_list(sorted(self.app_names)) or "none defined"
-            self.problem(node, path, f"expected the name of an app ({known}), got {name!r}")
+            self.problem(node, path, f"expected the name of an app ({known}), got {_clip(name)!r}")
             return _BAD
         if kind == "devices" and name not in self.device_names | {CPU_DEVICE_NAME}:
             known = _quote_list([*sorted(self.device_names - {CPU_DEVICE_NAME}), CPU_DEVICE_NAME])
-            self.problem(node, path, f"expected the name of a device ({known}), got {name!r}")
+            self.problem(
+                node, path, f"expected the name of a device ({known}), got {_clip(name)!r}"
+            )
             return _BAD
         return expectation
 
@@ -622,7 +735,9 @@ class _Checker:
         name = m.values.get("name")
         if isinstance(name, str) and not _NAME.fullmatch(name):
             node, path = m.at("name")
-            self.problem(node, path, f"expected {what} without dots or whitespace, got {name!r}")
+            self.problem(
+                node, path, f"expected {what} without dots or whitespace, got {_clip(name)!r}"
+            )
 
     def _check_scenario(self, m: _Mapped) -> None:
         if m.valid("name") and not m.values["name"]:
@@ -694,6 +809,38 @@ class _Checker:
             self.expected(*m.at("dtype"), f"one of {_quote_list(DTYPES)}")
         if m.valid("name") and not m.values["name"]:
             self.expected(*m.at("name"), "a non-empty name")
+        layers = m.values.get("layers")
+        if isinstance(layers, tuple) and len(layers) > MAX_OPERATIONS:
+            self.expected(*m.at("layers"), f"at most {MAX_OPERATIONS} layers")
+        elif not self.problems_in(m):
+            self._build_model(m)
+
+    def problems_in(self, m: _Mapped) -> bool:
+        """Whether a problem was recorded inside the mapping of ``m``."""
+        return any(
+            p.key_path == m.path or p.key_path.startswith(m.path + ".") for p in self.problems
+        )
+
+    def _build_model(self, m: _Mapped) -> None:
+        """Build the model a valid spec describes, so what the HAL refuses is a problem here."""
+        preset, dtype = m.values.get("preset"), m.values.get("dtype", "float32")
+        params = dict(typing.cast(tuple[tuple[str, float], ...], m.values.get("params", ())))
+        if preset == "lstm" and params.get("steps", 8) * params.get("layers", 2) > MAX_OPERATIONS:
+            # The only preset whose size grows with its parameters: steps x layers cells.
+            node, path = m.at("params")
+            self.problem(
+                node, path, f"expected steps x layers <= {MAX_OPERATIONS} (LSTM cells), got more"
+            )
+            return
+        try:
+            if isinstance(preset, str):
+                build_preset(preset, str(dtype), params)
+            else:
+                layers = typing.cast(tuple[LayerSpec, ...], m.values.get("layers", ()))
+                build_chain([(x.type, x.output, x.filter) for x in layers], str(dtype))
+        except (ValueError, ArithmeticError) as err:
+            node, path = m.at("params" if isinstance(preset, str) else "layers")
+            self.problem(node, path, f"the model cannot be built: {_clip(str(err))}")
 
     def _check_layer(self, m: _Mapped) -> None:
         kind = m.values.get("type")
@@ -734,7 +881,9 @@ class _Checker:
                         node, path, f"the name of a device ({_quote_list(known_devices)})"
                     )
                 elif name in seen:
-                    self.problem(node, path, f"expected each device once, got {name!r} again")
+                    self.problem(
+                        node, path, f"expected each device once, got {_clip(name)!r} again"
+                    )
                 seen.add(name)
         for attr in ("compile_timeout_ms", "execution_timeout_ms"):
             if not m.has(attr) or (m.given("devices") and not m.valid("devices")):
@@ -793,6 +942,68 @@ class _Checker:
             )
 
 
+ALIAS_EXPANSION_LIMIT: Final = 10
+"""How many times its own size a document may grow when its aliases are expanded."""
+_MIN_EXPANSION: Final = 10_000
+"""Nodes an expanded document may always have, however small it is."""
+
+
+class _AliasBomb(Exception):
+    """Expanding the aliases of a document would exceed the limit (at ``mark``)."""
+
+    def __init__(self, mark: yaml.Mark, expanded: int, distinct: int) -> None:
+        self.mark = mark
+        self.expanded = expanded
+        self.distinct = distinct
+        super().__init__()
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader's composer, refusing alias bombs ("billion laughs") in linear time.
+
+    The checker walks the composed graph as a tree, visiting an aliased node once per
+    alias (merge keys included), so its work is the size of the document with every
+    alias expanded.  Each node's expanded size is known when it is composed; an alias
+    adds the size of the node it names, and once the total passes
+    ALIAS_EXPANSION_LIMIT times the distinct nodes (at least _MIN_EXPANSION) the
+    document is refused at that alias.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.expanded = 0
+        """Nodes composed so far, with every alias counted at its expanded size."""
+        self.distinct = 0
+        """Nodes composed so far, each once."""
+        self._sizes: dict[int, int] = {}
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        if self.check_event(yaml.AliasEvent):
+            mark: yaml.Mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            node = super().compose_node(parent, index)
+            # An alias to an enclosing node (a cycle) has no size yet: count it once.
+            self.expanded += self._sizes.get(id(node), 1)
+            if self.expanded > max(_MIN_EXPANSION, ALIAS_EXPANSION_LIMIT * self.distinct):
+                raise _AliasBomb(mark, self.expanded, self.distinct)
+            return node
+        before = self.expanded
+        node = super().compose_node(parent, index)
+        self.expanded += 1
+        self.distinct += 1
+        if node is not None:
+            self._sizes[id(node)] = self.expanded - before
+        return node
+
+
+def _compose(text: str) -> Node | None:
+    """``yaml.compose(text, Loader=yaml.SafeLoader)``, refusing alias bombs."""
+    loader = _Loader(text)
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
+
+
 def load_scenario_text(text: str, source: str = "<string>") -> Scenario:
     """Load and validate a scenario from YAML text.
 
@@ -805,7 +1016,19 @@ def load_scenario_text(text: str, source: str = "<string>") -> Scenario:
     """
     checker = _Checker(source)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = _compose(text)
+    except _AliasBomb as err:
+        problem = Problem(
+            source=source,
+            line=err.mark.line + 1,
+            column=err.mark.column + 1,
+            key_path="",
+            message=(
+                f"expected aliases that grow the document at most {ALIAS_EXPANSION_LIMIT}-fold, "
+                f"got {err.expanded} nodes from {err.distinct} at this alias (an alias bomb?)"
+            ),
+        )
+        raise ScenarioError([problem]) from None
     except yaml.MarkedYAMLError as err:
         raise ScenarioError([_syntax_problem(source, err)]) from err
     except yaml.reader.ReaderError as err:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import string
 
+from hypothesis import assume
 from hypothesis import strategies as st
 
+from nnemu._emulator import build_model
 from nnemu.hal import DeviceType, ExecutionPreference, HalVersion, OperationType, Priority
 from nnemu.scenario import (
     APP_COUNTERS,
@@ -36,6 +38,14 @@ from nnemu.scenario import (
     WorkloadKind,
     WorkloadSpec,
 )
+from nnemu.scenario._load import (
+    MAX_JITTER,
+    MAX_RATE_HZ,
+    MAX_RATIO,
+    MAX_TIME_MS,
+    MIN_PERIOD_MS,
+    MIN_RATIO,
+)
 
 _WITH_FILTER = {
     OperationType.CONV_2D,
@@ -54,7 +64,7 @@ free_text = st.text(max_size=20)
 
 
 def floats(
-    min_value: float = 0.0, *, exclude_min: bool = False, max_value: float = 1e12
+    min_value: float = 0.0, *, exclude_min: bool = False, max_value: float = MAX_TIME_MS
 ) -> st.SearchStrategy[float]:
     """Finite floats in a range."""
     return st.floats(
@@ -64,7 +74,9 @@ def floats(
 
 non_negative = floats()
 positive = floats(exclude_min=True)
-at_least_one = floats(1.0)
+ratios = floats(MIN_RATIO, max_value=MAX_RATIO)
+periods = floats(MIN_PERIOD_MS)
+at_least_one = floats(1.0, max_value=100.0)
 counts = st.integers(1, 64)
 
 
@@ -73,7 +85,7 @@ def optional(strategy: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
     return st.none() | strategy
 
 
-perf_specs = st.builds(PerfSpec, exec_time=positive, power_usage=positive)
+perf_specs = st.builds(PerfSpec, exec_time=ratios, power_usage=ratios)
 performance_specs = st.builds(
     PerformanceSpec,
     float32=perf_specs,
@@ -88,7 +100,7 @@ cost_specs = st.builds(
     prepare_ms=non_negative,
     prepare_ms_per_op=non_negative,
     launch_us=non_negative,
-    jitter=non_negative,
+    jitter=floats(max_value=MAX_JITTER),
 )
 
 
@@ -98,10 +110,10 @@ def fault_specs(draw: st.DrawFn) -> FaultSpec:
     kind = draw(st.sampled_from(FaultKind))
     if kind is FaultKind.TRANSIENT_FAILURE:
         return FaultSpec(kind=kind, probability=draw(floats(0.0, max_value=1.0)))
-    at_ms = draw(non_negative)
+    at_ms = draw(floats(max_value=MAX_TIME_MS / 2))
     if kind is FaultKind.CRASH:
         return FaultSpec(kind=kind, at_ms=at_ms)
-    until_ms = draw(st.none() | floats(at_ms, exclude_min=True, max_value=2e12))
+    until_ms = draw(st.none() | floats(at_ms, exclude_min=True))
     factor = draw(at_least_one) if kind is FaultKind.SLOWDOWN else 1.0
     return FaultSpec(kind=kind, at_ms=at_ms, until_ms=until_ms, factor=factor)
 
@@ -152,10 +164,12 @@ def model_specs(draw: st.DrawFn, name: str) -> ModelSpec:
         params = draw(
             st.dictionaries(
                 st.from_regex(r"[a-z_]{1,8}", fullmatch=True),
-                st.integers(-1000, 1000) | floats(-1e6),
+                st.integers(1, 64),
             )
         )
         preset = draw(st.sampled_from(PRESETS))
+        if preset == "lstm":
+            dtype = "float32"  # LSTM has no quant8 form
         return ModelSpec(
             name=name,
             preset=preset,
@@ -164,7 +178,18 @@ def model_specs(draw: st.DrawFn, name: str) -> ModelSpec:
             relaxed=relaxed,
         )
     layers = draw(st.lists(layer_specs(), min_size=1, max_size=3).map(tuple))
-    return ModelSpec(name=name, dtype=dtype, layers=layers, relaxed=relaxed)
+    spec = ModelSpec(name=name, dtype=dtype, layers=layers, relaxed=relaxed)
+    assume(_builds(spec))  # the loader refuses a chain the HAL cannot build
+    return spec
+
+
+def _builds(spec: ModelSpec) -> bool:
+    """Whether the HAL builds the model ``spec`` describes."""
+    try:
+        build_model(spec)
+    except ValueError:
+        return False
+    return True
 
 
 @st.composite
@@ -174,12 +199,12 @@ def workload_specs(draw: st.DrawFn, *, needs_executions: bool) -> WorkloadSpec:
     executions = draw(counts if needs_executions else optional(counts))
     fields: dict[str, object] = {}
     if kind is WorkloadKind.PERIODIC:
-        fields["period_ms"] = draw(positive)
+        fields["period_ms"] = draw(periods)
     elif kind is WorkloadKind.POISSON:
-        fields["rate_hz"] = draw(positive)
+        fields["rate_hz"] = draw(floats(1 / MAX_TIME_MS, max_value=MAX_RATE_HZ))
     elif kind is WorkloadKind.BURST:
         fields["burst_size"] = draw(counts)
-        fields["burst_interval_ms"] = draw(positive)
+        fields["burst_interval_ms"] = draw(periods)
     elif kind is WorkloadKind.TRACE:
         fields["arrivals_ms"] = tuple(sorted(draw(st.lists(non_negative, min_size=1, max_size=5))))
     else:
@@ -256,12 +281,12 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         seed=draw(st.integers(-(2**63), 2**63)),
         duration_ms=duration_ms,  # type: ignore[arg-type]
         devices=tuple(draw(device_specs(name)) for name in device_names),
-        cpu=draw(st.builds(CpuSpec, ns_per_mac=positive, ns_per_element=positive)),
+        cpu=draw(st.builds(CpuSpec, ns_per_mac=ratios, ns_per_element=ratios)),
         ipc=draw(
             st.builds(
                 IpcSpec,
                 latency_us=non_negative,
-                jitter=non_negative,
+                jitter=floats(max_value=MAX_JITTER),
                 us_per_kb=non_negative,
                 binder_threads=counts,
             )
