@@ -12,6 +12,7 @@ slices of its track with ids in ``(id, subtree_end_id]``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sqlite3
@@ -35,7 +36,11 @@ _ROW_RE: Final = re.compile(
     r"\s*(.+?)-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\](?:\s+\S+)?\s+(\d+)\.(\d+):"
     r" tracing_mark_write: ([BE])(.*)"
 )
-_FRACTION_SCALE: Final = tuple(10 ** (9 - n) if n <= 9 else 0 for n in range(16))
+MAX_ABS_NS: Final = 2**62
+"""Largest |timestamp| or duration in ns a row may have (~146 years; SQLite's INTEGER is 64-bit)."""
+MAX_ID: Final = 2**31 - 1
+"""Largest pid or tid (Linux's pid_t)."""
+_MAX_SECONDS_DIGITS: Final = 11
 _UNKNOWN_TASK: Final = "<...>"
 _JSON_SLICE_PHASES: Final = frozenset({"B", "E", "X", "i", "I", "n"})
 
@@ -90,21 +95,67 @@ class _NotLineJson(Exception):
 
 
 def _int(value: object) -> int | None:
+    """A JSON pid or tid as an int, or None (not an integer, or out of pid_t's range)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        digits = text.removeprefix("-")
+        if not (digits.isascii() and digits.isdigit() and len(digits) <= 10):
+            return None
+        value = int(text)
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        value = int(value)
+    if isinstance(value, int) and abs(value) <= MAX_ID:
+        return value
     return None
+
+
+def _id(text: str) -> int | None:
+    """A pid or tid column (digits) as an int, or None when out of pid_t's range."""
+    if len(text) > 10:
+        return None
+    value = int(text)
+    return value if value <= MAX_ID else None
 
 
 def _payload_tgid(rest: str) -> int | None:
     """The tgid of a ``B|tgid|name`` or ``E|tgid`` payload, if it has one."""
     parts = rest.split("|", 2)
-    return int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else None
+    if len(parts) >= 2 and parts[1].isascii() and parts[1].isdigit():
+        return _id(parts[1])
+    return None
+
+
+def ftrace_ns(seconds: str, fraction: str) -> int | None:
+    """The ns of an ftrace timestamp ``seconds.fraction`` (any number of fraction digits,
+    rounded to the ns), or None when it is out of range."""
+    if len(seconds) > _MAX_SECONDS_DIGITS:
+        return None
+    if len(fraction) == 6:
+        return int(seconds + fraction) * 1000
+    ns = int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, "0"))
+    if len(fraction) > 9 and fraction[9] >= "5":
+        ns += 1
+    return ns
+
+
+def _json_ns(value: object) -> int | None:
+    """A JSON time in us (``ts``, ``dur``) in ns, or None if not a finite number in range."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or abs(value) > MAX_ABS_NS // 1000:
+        return None
+    return round(value * 1000)
+
+
+def _arg_value(value: object) -> object:
+    """A JSON arg as SQLite stores it (JSON text for what SQLite has no type for)."""
+    if isinstance(value, str | float) or (
+        isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63
+    ):
+        return value
+    return json.dumps(value, sort_keys=True)
 
 
 def _process_name(rest: str) -> str:
@@ -267,12 +318,17 @@ class Loader:
                 "process" if "PPID" in fields else "thread" if "TID" in fields else None
             )
             return
-        if len(fields) < 4 or not fields[1].isdigit() or not fields[2].isdigit():
+        if len(fields) < 4 or not (fields[1] + fields[2]).isascii():
             return
+        if not (fields[1].isdigit() and fields[2].isdigit()):
+            return
+        first, second = _id(fields[1]), _id(fields[2])
+        if first is None or second is None:
+            return  # a pid out of pid_t's range: not a row of a process dump
         if self._dump_mode == "process" and len(fields) >= 9:
-            self._process_names[int(fields[1])] = _process_name(line.split(None, 8)[8])
+            self._process_names[first] = _process_name(line.split(None, 8)[8])
         elif self._dump_mode == "thread":
-            self._dump_threads[int(fields[2])] = (int(fields[1]), line.split(None, 3)[3].strip())
+            self._dump_threads[second] = (first, line.split(None, 3)[3].strip())
 
     def _tap_process_dump(self, lines: Iterable[str]) -> Iterator[str]:
         """Pass ``lines`` through, reading any systrace ``PROCESS DUMP`` block on the way."""
@@ -314,20 +370,23 @@ class Loader:
                     )
                 continue
             task, tid, tgid_column, seconds, fraction, kind, rest = m.groups()
-            ts = (
-                int(seconds + fraction) * 1000
-                if len(fraction) == 6
-                else int(seconds) * 1_000_000_000 + int(fraction) * _FRACTION_SCALE[len(fraction)]
-            )
+            ts = ftrace_ns(seconds, fraction)
+            if ts is None:
+                self.warn(line_number, f"timestamp {seconds}.{fraction} out of range; row skipped")
+                continue
             key = (tid, tgid_column)
             thread = known.get(key) if tgid_column is not None else None
             if thread is None or not thread.current:
                 tgid = (
-                    int(tgid_column)
+                    _id(tgid_column)
                     if tgid_column is not None and tgid_column != "-----"
                     else _payload_tgid(rest)
                 )
-                thread = thread_of(int(tid), tgid)
+                tid_number = _id(tid)
+                if tid_number is None:
+                    self.warn(line_number, f"thread id out of range (> {MAX_ID}); row skipped")
+                    continue
+                thread = thread_of(tid_number, tgid)
                 if tgid_column is not None and tgid_column != "-----":
                     known[key] = thread
             if task != _UNKNOWN_TASK:
@@ -363,20 +422,19 @@ class Loader:
             return  # counters, async and flow events have no thread slice
         pid = _int(event.get("pid"))
         tid = _int(event.get("tid", pid))
-        ts_us = event.get("ts")
+        ts = _json_ns(event.get("ts"))
         where = line_number or 0
-        if tid is None or not isinstance(ts_us, int | float) or isinstance(ts_us, bool):
-            self.warn(where, f"{ph!s} event without a numeric tid and ts; skipped")
+        if tid is None or ts is None:
+            self.warn(where, f"{ph!s} event without a tid and a finite ts in range; skipped")
             return
-        ts = round(ts_us * 1000)
         thread = self._thread(tid, pid)
         if ph == "E":
             self.end(thread, ts, where)
             return
         end: int | None = None
         if ph == "X":
-            dur_us = event.get("dur", 0)
-            end = ts + (round(dur_us * 1000) if isinstance(dur_us, int | float) else 0)
+            dur = _json_ns(event.get("dur", 0)) or 0
+            end = min(MAX_ABS_NS, max(-MAX_ABS_NS, ts + dur))
         elif ph != "B":
             end = ts
         args: list[tuple[str, object]] = []
@@ -385,9 +443,7 @@ class Loader:
         event_args = event.get("args")
         if isinstance(event_args, Mapping):
             for key, value in event_args.items():
-                if not isinstance(value, str | int | float) or isinstance(value, bool):
-                    value = json.dumps(value, sort_keys=True)
-                args.append((f"args.{key}", value))
+                args.append((f"args.{key}", _arg_value(value)))
         category = event.get("cat")
         self.begin(
             thread,
@@ -425,7 +481,7 @@ class Loader:
                 text = text[:-1]
             try:
                 event = json.loads(text)
-            except ValueError as err:
+            except (ValueError, RecursionError) as err:
                 raise _NotLineJson from err
             if not isinstance(event, dict) or "ph" not in event:
                 raise _NotLineJson
@@ -497,8 +553,20 @@ class Loader:
         return None
 
 
+GZIP_MAGIC: Final = b"\x1f\x8b"
+
+
 def _sniff(path: str) -> str:
-    """``json`` when the first non-blank character opens a JSON document, else ``ftrace``."""
+    """``json`` when the first non-blank character opens a JSON document, else ``ftrace``.
+
+    Raises:
+        TraceFormatError: the file is gzip-compressed.
+    """
+    with open(path, "rb") as binary:
+        if binary.read(2) == GZIP_MAGIC:
+            raise TraceFormatError(
+                path, 1, "", "the file is gzip-compressed: decompress it first (gunzip -k)"
+            )
     with open(path, encoding="utf-8", errors="replace") as stream:
         while True:
             chunk = stream.read(4096)
@@ -589,6 +657,8 @@ def _load_json_document(
         line = getattr(err, "lineno", 0)
         message = getattr(err, "msg", str(err))
         raise TraceFormatError(source, line, "", f"not a JSON trace: {message}") from err
+    except RecursionError as err:
+        raise TraceFormatError(source, 1, "", "not a JSON trace: nested too deeply") from err
     loader = Loader(conn, warn)
     if isinstance(document, Mapping):
         events = document.get("traceEvents", [])

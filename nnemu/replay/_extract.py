@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import re
 import statistics
 from collections.abc import Iterable, Iterator
@@ -40,7 +41,11 @@ _ROW_RE: Final = re.compile(
     r" tracing_mark_write: ([BE])(.*)"
 )
 """``TASK-TID ( TGID) [CPU] FLAGS SEC.FRAC: tracing_mark_write: B|tgid|name`` or ``E...``."""
-_FRACTION_SCALE: Final = tuple(10 ** (9 - n) if n <= 9 else 0 for n in range(16))
+MAX_ID: Final = 2**31 - 1
+"""Largest pid or tid a row may carry (Linux's pid_t); rows beyond are skipped."""
+MAX_ABS_NS: Final = 2**62
+"""Largest |timestamp| in ns a row may carry (~146 years); rows beyond are skipped."""
+GZIP_MAGIC: Final = b"\x1f\x8b"
 _PROCESS_DUMP: Final = "PROCESS DUMP"
 
 _NN_INTERFACES: Final = NNAPI_HIDL_INTERFACES
@@ -226,15 +231,18 @@ class _Reader:
 
     def _dump_line(self, line: str, mode: str) -> None:
         fields = line.split()
-        if len(fields) < 4 or not fields[1].isdigit() or not fields[2].isdigit():
+        if len(fields) < 4:
+            return
+        first, second = _id(fields[1]), _id(fields[2])
+        if first is None or second is None:
             return
         if mode == "process" and len(fields) >= 9:
             tail = line.split(None, 8)[8].strip()
             wide = re.split(r"\s{2,}", tail)
-            self.process_names[int(fields[1])] = wide[0] if len(wide) >= 2 else tail.split()[0]
+            self.process_names[first] = wide[0] if len(wide) >= 2 else tail.split()[0]
         elif mode == "thread":
-            tid = int(fields[2])
-            self.thread_pid.setdefault(tid, int(fields[1]))
+            tid = second
+            self.thread_pid.setdefault(tid, first)
             self.thread_names.setdefault(tid, line.split(None, 3)[3].strip())
 
     def _tap_process_dump(self, lines: Iterable[str]) -> Iterator[str]:
@@ -266,16 +274,18 @@ class _Reader:
             if m is None:
                 continue
             task, tid_text, tgid_column, seconds, fraction, kind, rest = m.groups()
-            ts = int(seconds) * 1_000_000_000 + int(fraction) * _FRACTION_SCALE[len(fraction)]
-            tid = int(tid_text)
+            ts = _ftrace_ns(seconds, fraction)
+            tid = _id(tid_text)
+            if ts is None or tid is None:
+                continue  # out of range: not a row a kernel writes
             self.thread_names.setdefault(tid, task.strip())
             if kind == "B":
                 parts = rest.split("|", 2)
-                if len(parts) < 3 or not parts[1].isdigit():
+                pid = _id(parts[1]) if len(parts) == 3 else None
+                if tgid_column is not None and tgid_column != "-----":
+                    pid = _id(tgid_column)
+                if pid is None:
                     continue
-                pid = int(parts[1])
-                if tgid_column is not None and tgid_column.isdigit():
-                    pid = int(tgid_column)
                 self.begin(ts, pid, tid, parts[2].rstrip("\n"))
             else:
                 self.end(ts, tid)
@@ -294,6 +304,8 @@ class _Reader:
             ph, pid, tid = event.get("ph"), event.get("pid"), event.get("tid")
             if not isinstance(pid, int) or not isinstance(tid, int):
                 continue
+            if isinstance(pid, bool) or isinstance(tid, bool) or max(abs(pid), abs(tid)) > MAX_ID:
+                continue
             if ph == "M":
                 name = (event.get("args") or {}).get("name")
                 if isinstance(name, str):
@@ -302,16 +314,15 @@ class _Reader:
                     elif event.get("name") == "thread_name":
                         self.thread_names[tid] = name
                 continue
-            ts = event.get("ts")
-            if ph not in ("B", "E", "X") or not isinstance(ts, int | float):
+            ts_ns = _json_ns(event.get("ts"))
+            if ph not in ("B", "E", "X") or ts_ns is None:
                 continue
-            ts_ns = round(ts * 1000)
             if ph == "X":
-                dur = event.get("dur")
-                if not isinstance(dur, int | float):
+                dur_ns = _json_ns(event.get("dur"))
+                if dur_ns is None:
                     continue
                 ordered.append((ts_ns, index, 0, tid, str(event.get("name", ""))))
-                ordered.append((ts_ns + round(dur * 1000), index, 1, tid, ""))
+                ordered.append((ts_ns + dur_ns, index, 1, tid, ""))
                 self.thread_pid.setdefault(tid, pid)
             elif ph == "B":
                 self.thread_pid.setdefault(tid, pid)
@@ -327,8 +338,41 @@ class _Reader:
                 self.end(ts_ns, tid)
 
 
+def _id(text: str) -> int | None:
+    """A pid or tid column as an int, or None: not ASCII digits, or beyond pid_t."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 10:
+        return None
+    value = int(text)
+    return value if value <= MAX_ID else None
+
+
+def _ftrace_ns(seconds: str, fraction: str) -> int | None:
+    """An ftrace timestamp in ns, whatever its number of fraction digits (rounded to the
+    ns); None when it is beyond MAX_ABS_NS."""
+    if len(seconds) > 11:
+        return None
+    ns = int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, "0"))
+    if len(fraction) > 9 and fraction[9] >= "5":
+        ns += 1
+    return ns
+
+
+def _json_ns(value: object) -> int | None:
+    """A JSON time in us as ns, or None: not a finite number within MAX_ABS_NS."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or abs(value) > MAX_ABS_NS // 1000:
+        return None
+    return round(value * 1000)
+
+
 def _read(path: str) -> tuple[_Reader, str]:
     reader = _Reader()
+    with open(path, "rb") as binary:
+        if binary.read(2) == GZIP_MAGIC:
+            raise TraceFormatError(
+                path, 1, "", "the file is gzip-compressed: decompress it first (gunzip -k)"
+            )
     with open(path, encoding="utf-8", errors="replace") as handle:
         head = handle.read(4096)
         handle.seek(0)
@@ -337,6 +381,8 @@ def _read(path: str) -> tuple[_Reader, str]:
                 document = json.load(handle)
             except json.JSONDecodeError as err:
                 raise TraceFormatError(path, err.lineno, "", f"invalid JSON: {err.msg}") from err
+            except RecursionError as err:
+                raise TraceFormatError(path, 1, "", "invalid JSON: nested too deeply") from err
             reader.read_json(document, path)
             fmt = "json"
         else:

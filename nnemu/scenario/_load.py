@@ -118,7 +118,9 @@ MAX_OPERATIONS: Final = 10_000
 
 def _number_text(value: float) -> str:
     """A limit as a message shows it: whole numbers in full, others in %g."""
-    if float(value).is_integer() and abs(value) < 1e16:
+    if isinstance(value, int):
+        return str(value)
+    if value.is_integer() and abs(value) < 1e16:
         return str(int(value))
     return f"{value:g}"
 
@@ -838,9 +840,18 @@ class _Checker:
             else:
                 layers = typing.cast(tuple[LayerSpec, ...], m.values.get("layers", ()))
                 build_chain([(x.type, x.output, x.filter) for x in layers], str(dtype))
-        except (ValueError, ArithmeticError) as err:
+        except ValueError as err:
             node, path = m.at("params" if isinstance(preset, str) else "layers")
             self.problem(node, path, f"the model cannot be built: {_clip(str(err))}")
+        except (ArithmeticError, LookupError, TypeError) as err:
+            # The HAL's builders assume shapes of the rank each layer type takes.
+            node, path = m.at("params" if isinstance(preset, str) else "layers")
+            self.problem(
+                node,
+                path,
+                f"the model cannot be built from these shapes ({type(err).__name__}: "
+                f"{_clip(str(err))}); see docs/scenario-format.md, layer",
+            )
 
     def _check_layer(self, m: _Mapped) -> None:
         kind = m.values.get("type")

@@ -187,7 +187,7 @@ def _builds(spec: ModelSpec) -> bool:
     """Whether the HAL builds the model ``spec`` describes."""
     try:
         build_model(spec)
-    except ValueError:
+    except (ValueError, ArithmeticError, LookupError, TypeError):
         return False
     return True
 
