@@ -381,6 +381,8 @@ def _read(path: str) -> tuple[_Reader, str]:
                 document = json.load(handle)
             except json.JSONDecodeError as err:
                 raise TraceFormatError(path, err.lineno, "", f"invalid JSON: {err.msg}") from err
+            except ValueError as err:  # e.g. an integer of more than 4300 digits
+                raise TraceFormatError(path, 1, "", f"invalid JSON: {err}") from err
             except RecursionError as err:
                 raise TraceFormatError(path, 1, "", "invalid JSON: nested too deeply") from err
             reader.read_json(document, path)
