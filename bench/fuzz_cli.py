@@ -14,7 +14,8 @@ and JSON traces (a timestamp with many fraction digits, huge or NaN numbers, a
 huge pid, rows dropped, duplicated, swapped or cut, the file gzip-compressed,
 10,000 unclosed sections) through ``parse``, ``parse --json``, ``query`` and
 ``replay -n``.  A run is a *traceback* when stderr holds ``Traceback`` or the
-exit code is not 0, 1 or 2; a *hang* when it outlives the timeout.
+exit code is not 0, 1 or 2 (a command needing more than 2 GB of memory ends in a
+MemoryError, so counts here); a *hang* when it outlives the timeout.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import gzip
 import os
 import random
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -69,17 +71,19 @@ ODD_SCALARS = (
     "*nowhere",
     "'" + "x" * 5000 + "'",
 )
-NUMBER_RE = re.compile(r"(?<=: )-?[0-9][0-9_.eE+-]*\s*$")
+NUMBER_RE = re.compile(r"(?<=: )-?[0-9][0-9_.eE+-]*(?=\s*(?:[,}\]]|$))", re.MULTILINE)
+"""A number written as a mapping value, in block or flow style."""
 
 
 def mutate_scenario(text: str, rng: random.Random) -> str:
     lines = text.splitlines()
     for _ in range(rng.randint(1, 3)):
         choice = rng.random()
-        numeric = [i for i, line in enumerate(lines) if NUMBER_RE.search(line)]
+        joined = "\n".join(lines)
+        numeric = list(NUMBER_RE.finditer(joined))
         if choice < 0.45 and numeric:
-            i = rng.choice(numeric)
-            lines[i] = NUMBER_RE.sub(rng.choice(NUMBERS), lines[i])
+            m = rng.choice(numeric)
+            lines = (joined[: m.start()] + rng.choice(NUMBERS) + joined[m.end() :]).splitlines()
         elif choice < 0.65:
             i = rng.randrange(len(lines))
             if ": " in lines[i]:
@@ -178,6 +182,14 @@ def omr1_head() -> str:
     return text[:start] + "".join(body) + text[end:]
 
 
+MEMORY_LIMIT = 2 * 1024**3
+"""Address space of each command (a run that needs more ends in MemoryError: a failure)."""
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
 def run(cmd: list[str], timeout: float) -> tuple[str, str]:
     """(outcome, first line of what went wrong)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
@@ -191,6 +203,7 @@ def run(cmd: list[str], timeout: float) -> tuple[str, str]:
             env=env,
             stdin=subprocess.DEVNULL,
             check=False,
+            preexec_fn=_limit_memory,
         )
     except subprocess.TimeoutExpired:
         return "hang", " ".join(cmd)

@@ -133,11 +133,12 @@ def ftrace_ns(seconds: str, fraction: str) -> int | None:
     if len(seconds) > _MAX_SECONDS_DIGITS:
         return None
     if len(fraction) == 6:
-        return int(seconds + fraction) * 1000
-    ns = int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, "0"))
-    if len(fraction) > 9 and fraction[9] >= "5":
-        ns += 1
-    return ns
+        ns = int(seconds + fraction) * 1000
+    else:
+        ns = int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, "0"))
+        if len(fraction) > 9 and fraction[9] >= "5":
+            ns += 1
+    return ns if ns <= MAX_ABS_NS else None
 
 
 def _json_ns(value: object) -> int | None:

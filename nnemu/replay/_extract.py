@@ -281,8 +281,12 @@ class _Reader:
             self.thread_names.setdefault(tid, task.strip())
             if kind == "B":
                 parts = rest.split("|", 2)
-                pid = _id(parts[1]) if len(parts) == 3 else None
-                if tgid_column is not None and tgid_column != "-----":
+                if len(parts) < 3:
+                    continue  # not B|tgid|name
+                pid = _id(parts[1])
+                if pid is None:
+                    continue
+                if tgid_column is not None and tgid_column.isdigit():
                     pid = _id(tgid_column)
                 if pid is None:
                     continue
@@ -354,7 +358,7 @@ def _ftrace_ns(seconds: str, fraction: str) -> int | None:
     ns = int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, "0"))
     if len(fraction) > 9 and fraction[9] >= "5":
         ns += 1
-    return ns
+    return ns if ns <= MAX_ABS_NS else None
 
 
 def _json_ns(value: object) -> int | None:

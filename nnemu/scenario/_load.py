@@ -192,7 +192,7 @@ _BOUNDS: Final[dict[tuple[type, str], _Bound]] = {
     (LayerSpec, "filter"): _INT1,
     (WorkloadSpec, "executions"): _EXECUTIONS,
     (WorkloadSpec, "period_ms"): _PERIOD,
-    (WorkloadSpec, "rate_hz"): _Bound(">=", 1 / MAX_TIME_MS, MAX_RATE_HZ),
+    (WorkloadSpec, "rate_hz"): _Bound(">=", 1 / 3600, MAX_RATE_HZ),  # one an hour at least
     (WorkloadSpec, "burst_size"): _EXECUTIONS,
     (WorkloadSpec, "burst_interval_ms"): _PERIOD,
     (RetrySpec, "max_attempts"): _COUNT0,

@@ -25,7 +25,7 @@ from nnemu.scenario import dump_scenario, load_scenario
 ROOT = pathlib.Path(__file__).parents[2]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 FUZZ = settings(
-    max_examples=30,
+    max_examples=100,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

@@ -201,7 +201,7 @@ def workload_specs(draw: st.DrawFn, *, needs_executions: bool) -> WorkloadSpec:
     if kind is WorkloadKind.PERIODIC:
         fields["period_ms"] = draw(periods)
     elif kind is WorkloadKind.POISSON:
-        fields["rate_hz"] = draw(floats(1 / MAX_TIME_MS, max_value=MAX_RATE_HZ))
+        fields["rate_hz"] = draw(floats(1 / 3600, max_value=MAX_RATE_HZ))
     elif kind is WorkloadKind.BURST:
         fields["burst_size"] = draw(counts)
         fields["burst_interval_ms"] = draw(periods)
