@@ -71,6 +71,8 @@ ODD_SCALARS = (
     "*nowhere",
     "'" + "x" * 5000 + "'",
 )
+TIME_RE = re.compile(r"\d+\.\d+(?=: tracing_mark_write)|(?<=\"ts\": )[^,}]+|(?<=\"dur\": )[^,}]+")
+"""The timestamp of an ftrace row, or the ts/dur of a JSON event."""
 NUMBER_RE = re.compile(r"(?<=: )-?[0-9][0-9_.eE+-]*(?=\s*(?:[,}\]]|$))", re.MULTILINE)
 """A number written as a mapping value, in block or flow style."""
 
@@ -138,6 +140,9 @@ def mutate_trace(text: str, rng: random.Random, json_trace: bool) -> str | bytes
         choice = rng.random()
         if choice < 0.5:
             numbers = list(re.finditer(r"\d+(?:\.\d+)?", line))
+            times = list(TIME_RE.finditer(line))
+            if times and rng.random() < 0.5:
+                numbers = times  # the timestamp (or JSON ts/dur) itself
             if numbers:
                 m = rng.choice(numbers)
                 new = rng.choice(
