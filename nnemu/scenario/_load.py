@@ -102,7 +102,7 @@ MAX_RATE_HZ: Final = 1e6
 """Highest Poisson rate (one arrival per microsecond on average)."""
 MAX_THREADS: Final = 1024
 """Most threads, compute units or binder threads of one app, device or process."""
-MAX_EXECUTIONS: Final = 10_000_000
+MAX_EXECUTIONS: Final = 1_000_000
 """Most executions of one app (``executions``, ``burst_size``)."""
 MAX_COUNT: Final = 10_000
 """Most compilations of one app, retries of one execution, cache files of one driver."""
@@ -951,6 +951,43 @@ class _Checker:
                 "expected 'executions' or a scenario 'duration_ms', "
                 "got neither (the app would never finish)",
             )
+        executions = m.values.get("executions")
+        if isinstance(executions, int) and not self.has_duration:
+            end = _last_arrival_ms(kind, executions, m.values)
+            if end is not None and end > MAX_TIME_MS:
+                node, path = m.at("executions")
+                self.problem(
+                    node,
+                    path,
+                    f"expected arrivals within {_number_text(MAX_TIME_MS)} ms (one hour of "
+                    f"virtual time; or a scenario 'duration_ms'), got {executions} executions "
+                    f"arriving until {end:.0f} ms",
+                )
+
+
+def _last_arrival_ms(
+    kind: WorkloadKind, executions: int, values: dict[str, object]
+) -> float | None:
+    """When the last of ``executions`` arrivals comes (the mean for Poisson, the least for a
+    closed loop), from the workload's valid values; None when they do not say."""
+    start = values.get("start_ms", 0.0)
+    if not isinstance(start, float | int):
+        return None
+    if kind is WorkloadKind.PERIODIC:
+        gap, count = values.get("period_ms"), executions - 1
+    elif kind is WorkloadKind.BURST:
+        size = values.get("burst_size")
+        if not isinstance(size, int):
+            return None
+        gap, count = values.get("burst_interval_ms"), -(-executions // size) - 1
+    elif kind is WorkloadKind.POISSON:
+        rate = values.get("rate_hz")
+        gap, count = (1000 / rate if isinstance(rate, float) else None), executions
+    else:
+        gap, count = values.get("think_ms", 0.0), executions - 1
+    if not isinstance(gap, float | int):
+        return None
+    return start + gap * count
 
 
 ALIAS_EXPANSION_LIMIT: Final = 10

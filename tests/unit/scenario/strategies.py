@@ -197,19 +197,23 @@ def workload_specs(draw: st.DrawFn, *, needs_executions: bool) -> WorkloadSpec:
     """A workload with the fields its kind needs (``executions`` too when ``needs_executions``)."""
     kind = draw(st.sampled_from(WorkloadKind))
     executions = draw(counts if needs_executions else optional(counts))
+    # Without a duration the last arrival must come within the hour: 64 gaps of at most
+    # 1/130 of it, after a start in its first half.
+    most = MAX_TIME_MS / 130 if needs_executions else MAX_TIME_MS
     fields: dict[str, object] = {}
     if kind is WorkloadKind.PERIODIC:
-        fields["period_ms"] = draw(periods)
+        fields["period_ms"] = draw(floats(MIN_PERIOD_MS, max_value=most))
     elif kind is WorkloadKind.POISSON:
-        fields["rate_hz"] = draw(floats(1 / 3600, max_value=MAX_RATE_HZ))
+        fields["rate_hz"] = draw(floats(1000 / most, max_value=MAX_RATE_HZ))
     elif kind is WorkloadKind.BURST:
         fields["burst_size"] = draw(counts)
-        fields["burst_interval_ms"] = draw(periods)
+        fields["burst_interval_ms"] = draw(floats(MIN_PERIOD_MS, max_value=most))
     elif kind is WorkloadKind.TRACE:
         fields["arrivals_ms"] = tuple(sorted(draw(st.lists(non_negative, min_size=1, max_size=5))))
     else:
-        fields["think_ms"] = draw(non_negative)
-    return WorkloadSpec(kind=kind, executions=executions, start_ms=draw(non_negative), **fields)  # type: ignore[arg-type]
+        fields["think_ms"] = draw(floats(max_value=most))
+    start_ms = draw(floats(max_value=MAX_TIME_MS / 2))
+    return WorkloadSpec(kind=kind, executions=executions, start_ms=start_ms, **fields)  # type: ignore[arg-type]
 
 
 retry_specs = st.builds(

@@ -164,3 +164,25 @@ def test_aliases_within_the_limit_still_load():
 def test_self_referencing_alias_is_a_problem_not_a_crash():
     """An alias inside its own anchor (a cycle) gives problems, not a RecursionError."""
     assert problems("name: &n [*n]\n")
+
+
+def test_arrivals_beyond_the_hour_without_a_duration_are_refused():
+    """1,000,000 bursts of 8 every 40 ms would run for 83 minutes of virtual time: refused."""
+    text = BASE.replace(
+        "{kind: periodic, period_ms: 33, executions: 3}",
+        "{kind: burst, burst_size: 8, burst_interval_ms: 40, executions: 1000000}",
+    )
+    assert problems(text) == [
+        "s.yaml:12:79: apps[0].workload.executions: expected arrivals within 3600000 ms "
+        "(one hour of virtual time; or a scenario 'duration_ms'), got 1000000 executions "
+        "arriving until 4999960 ms"
+    ]
+
+
+def test_the_same_workload_with_a_duration_loads():
+    """With a duration_ms the run is cut at it, so the arrival span is not limited."""
+    text = BASE.replace("name: s\n", "name: s\nduration_ms: 1000\n").replace(
+        "{kind: periodic, period_ms: 33, executions: 3}",
+        "{kind: burst, burst_size: 8, burst_interval_ms: 40, executions: 1000000}",
+    )
+    assert problems(text) == []
