@@ -444,16 +444,28 @@ def _unique(name: str, pid: int, taken: set[str]) -> str:
 
 
 def _max_in_flight(sections: list[Section]) -> int:
-    points: list[tuple[int, int]] = []
+    """Most threads with an execution section open at once.
+
+    A thread runs one execution at a time, so sections nested on one thread (a
+    malformed or cut trace: begins without their ends) count once; a section the
+    trace leaves open counts until the end.
+    """
+    points: list[tuple[int, int, int]] = []
     for s in sections:
-        points.append((s.begin_ns, 1))
+        points.append((s.begin_ns, 1, s.tid))
         if s.end_ns is not None:
-            points.append((s.end_ns, -1))
+            points.append((s.end_ns, -1, s.tid))
     points.sort(key=lambda p: (p[0], p[1]))  # an end before a begin at the same time
-    depth = best = 0
-    for _, delta in points:
-        depth += delta
-        best = max(best, depth)
+    open_on: dict[int, int] = {}
+    busy = best = 0
+    for _, delta, tid in points:
+        before = open_on.get(tid, 0)
+        open_on[tid] = before + delta
+        if before == 0 and delta > 0:
+            busy += 1
+        elif before == 1 and delta < 0:
+            busy -= 1
+        best = max(best, busy)
     return max(1, best)
 
 

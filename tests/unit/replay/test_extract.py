@@ -111,3 +111,17 @@ def test_trace_without_executions_is_bad_input(tmp_path: Path):
     )
     with pytest.raises(TraceFormatError, match="no NNAPI execution"):
         extract_plan(str(path))
+
+
+def test_unclosed_sections_nested_on_one_thread_are_one_in_flight(tmp_path: Path):
+    """10,000 [NN_LA_PE] begins without ends on one thread replay as one thread, quickly."""
+    rows = "".join(
+        f"  app-9 (    9) [000] ...1 {1 + i * 1e-6:.6f}: tracing_mark_write: B|9|[NN_LA_PE]r{i}\n"
+        for i in range(10_000)
+    )
+    path = tmp_path / "open.txt"
+    path.write_text("# tracer: nop\n#\n" + rows)
+    plan = extract_plan(str(path))
+    (app,) = plan.apps
+    assert len(app.arrivals_ns) == 10_000
+    assert app.max_in_flight == 1
