@@ -138,10 +138,10 @@ def mutate_trace(text: str, rng: random.Random, json_trace: bool) -> str | bytes
         i = rng.choice(marks)
         line = lines[i]
         choice = rng.random()
-        if choice < 0.5:
+        if choice < 0.6:
             numbers = list(re.finditer(r"\d+(?:\.\d+)?", line))
             times = list(TIME_RE.finditer(line))
-            if times and rng.random() < 0.5:
+            if times and choice < 0.4:
                 numbers = times  # the timestamp (or JSON ts/dur) itself
             if numbers:
                 m = rng.choice(numbers)
@@ -150,6 +150,7 @@ def mutate_trace(text: str, rng: random.Random, json_trace: bool) -> str | bytes
                         m.group() + "123456789",
                         "1" * rng.randint(20, 400),
                         "0.1234567890123",
+                        "0.12345678901234567",
                         "1.5000000000",
                         "nan",
                         "inf",
@@ -159,7 +160,7 @@ def mutate_trace(text: str, rng: random.Random, json_trace: bool) -> str | bytes
                     )
                 )
                 line = line[: m.start()] + new + line[m.end() :]
-        elif choice < 0.6:
+        elif choice < 0.65:
             line = ""
         elif choice < 0.7:
             line = line + line
