@@ -203,6 +203,8 @@ _BOUNDS: Final[dict[tuple[type, str], _Bound]] = {
 }
 _SUFFIX_BOUNDS: Final = {"_ms": _TIME, "_us": _TIME_US}
 """The bound of a time key not in _BOUNDS, by its unit suffix."""
+_OWN_CHECK: Final = frozenset({(ModelSpec, "params")})
+"""Numeric fields checked by their own code (``_Checker.params``, against MAX_PARAM)."""
 
 # Fields that are not YAML keys.
 _NOT_KEYS: Final = frozenset({(Scenario, "source")})
@@ -288,15 +290,7 @@ def _fields_of(cls: type) -> dict[str, _Field]:
         bound = _BOUNDS.get((cls, field.name))
         if bound is None:
             bound = _SUFFIX_BOUNDS.get(key[-3:])
-        if (
-            bound is None
-            and _is_number(hints[field.name])
-            and (cls, field.name)
-            != (
-                ModelSpec,
-                "params",  # checked by _Checker.params against MAX_PARAM
-            )
-        ):
+        if bound is None and _is_number(hints[field.name]) and (cls, field.name) not in _OWN_CHECK:
             msg = f"scenario schema: {cls.__name__}.{field.name} has no declared range"
             raise EmulatorBug(msg)
         required = field.default is attrs.NOTHING and (cls, field.name) != (AppSpec, "uid")
