@@ -210,6 +210,7 @@ def run(cmd: list[str], timeout: float) -> tuple[str, str]:
             stdin=subprocess.DEVNULL,
             check=False,
             preexec_fn=_limit_memory,
+            cwd=ROOT,  # ``python -m`` puts the working directory first on sys.path
         )
     except subprocess.TimeoutExpired:
         return "hang", " ".join(cmd)
@@ -277,7 +278,8 @@ def main() -> int:
                 ],
                 capture_output=True,
                 check=True,
-                env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                env=dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1"),
+                cwd=ROOT,
             )
             seeds.append((out.read_text(encoding="utf-8"), suffix))
         if OMR1.exists():
