@@ -102,7 +102,7 @@ MAX_RATE_HZ: Final = 1e6
 """Highest Poisson rate (one arrival per microsecond on average)."""
 MAX_THREADS: Final = 1024
 """Most threads, compute units or binder threads of one app, device or process."""
-MAX_EXECUTIONS: Final = 1_000_000
+MAX_EXECUTIONS: Final = 10_000_000
 """Most executions of one app (``executions``, ``burst_size``)."""
 MAX_COUNT: Final = 10_000
 """Most compilations of one app, retries of one execution, cache files of one driver."""

@@ -324,7 +324,7 @@ def test_several_problems_are_all_reported_sorted():
         "expected a unique device name, got 'npu' again (first at line 3)",
         "s.yaml:6:11: devices[1].type: expected one of other, cpu, gpu, accelerator, got 'tpu'",
         "s.yaml:9:22: apps[0].model: expected the name of a model (none are defined), got 'm'",
-        "s.yaml:9:48: apps[0].workload.executions: expected an integer in [1, 1000000], got 0",
+        "s.yaml:9:48: apps[0].workload.executions: expected an integer in [1, 10000000], got 0",
     ]
 
 
