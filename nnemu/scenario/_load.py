@@ -110,7 +110,7 @@ MAX_INT: Final = 2**31 - 1
 """Largest tensor dimension, queue limit or memory size (Android's int32)."""
 MAX_SEED: Final = 2**64
 """Largest absolute seed."""
-MAX_PARAM: Final = 10_000
+MAX_PARAM: Final = 10_000_000
 """Largest absolute value of a preset parameter."""
 MAX_OPERATIONS: Final = 10_000
 """Most operations a model may have (its layers, or what its preset parameters build)."""
@@ -1092,6 +1092,15 @@ def load_scenario_text(text: str, source: str = "<string>") -> Scenario:
     except RecursionError as err:
         problem = Problem(
             source=source, line=1, column=1, key_path="", message="invalid YAML: nested too deeply"
+        )
+        raise ScenarioError([problem]) from err
+    except (ValueError, OverflowError) as err:  # a "\U" escape beyond U+10FFFF
+        problem = Problem(
+            source=source,
+            line=1,
+            column=1,
+            key_path="",
+            message=f"invalid YAML: a character escape beyond U+10FFFF ({_clip(str(err))})",
         )
         raise ScenarioError([problem]) from err
     scenario = checker.document(root)

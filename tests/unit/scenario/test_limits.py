@@ -186,3 +186,10 @@ def test_the_same_workload_with_a_duration_loads():
         "{kind: burst, burst_size: 8, burst_interval_ms: 40, executions: 1000000}",
     )
     assert problems(text) == []
+
+
+@pytest.mark.parametrize("escape", ["\\U00110000", "\\UFFFFFFFF"])
+def test_escape_beyond_unicode_is_a_problem(escape: str):
+    """PyYAML's ValueError/OverflowError on a too-large \\U escape becomes a problem."""
+    (line,) = problems(f'name: "{escape}"\n')
+    assert line.startswith("s.yaml:1:1: invalid YAML: a character escape beyond U+10FFFF")
