@@ -69,6 +69,26 @@ class ScenarioError(NnemuError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+class SpecValueError(NnemuError, ValueError):
+    """A scenario spec built in code holds a value outside its declared range.
+
+    Raised by the validators of ``nnemu.scenario``'s attrs classes (``DeviceSpec(compute_units=0)``,
+    ``attrs.evolve(spec, jitter=-1)``); the YAML loader checks the same ranges first and reports
+    them as ``ScenarioError`` problems with their position.
+    """
+
+    def __init__(self, owner: str, attr: str, expected: str, got: object) -> None:
+        self.owner = owner
+        """The spec class, e.g. ``DeviceSpec``."""
+        self.attr = attr
+        """The field, e.g. ``compute_units``."""
+        self.expected = expected
+        """The range, e.g. ``an integer in [1, 1024]``."""
+        self.got = got
+        """The value refused."""
+        super().__init__(f"{owner}.{attr}: expected {expected}, got {got!r}")
+
+
 class TraceFormatError(NnemuError):
     """A trace could not be read at all (nothing usable in it)."""
 

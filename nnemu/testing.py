@@ -67,6 +67,7 @@ from nnemu.hal import (
 from nnemu.report import Report
 from nnemu.scenario import (
     CPU_DEVICE_NAME,
+    DTYPES,
     AppSpec,
     CpuSpec,
     DeadlinePolicy,
@@ -276,7 +277,7 @@ def models(name: str = "net") -> st.SearchStrategy[ModelSpec]:
             name=name, preset="add", dtype=dtype, params=(("size", size),)
         ),
         st.sampled_from([1000, 20_000, 200_000]),
-        st.sampled_from(["float32", "quant8"]),
+        st.sampled_from(DTYPES),
     )
     mobilenet = st.builds(
         lambda dtype: ModelSpec(
@@ -285,7 +286,7 @@ def models(name: str = "net") -> st.SearchStrategy[ModelSpec]:
             dtype=dtype,
             params=(("input_size", 32), ("width", 0.25)),
         ),
-        st.sampled_from(["float32", "quant8"]),
+        st.sampled_from(DTYPES),
     )
 
     def chain(draw: st.DrawFn) -> ModelSpec:

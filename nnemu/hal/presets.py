@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import Final
 
 import attrs
 
 from nnemu.hal._enums import OperandLifeTime, OperandType, OperationType
 from nnemu.hal._types import DataLocation, Model, Operand, Operation, Subgraph
 
-__all__ = ["PRESETS", "build_chain", "build_preset", "loop_iterations"]
+__all__ = ["DTYPES", "PRESETS", "build_chain", "build_preset", "loop_iterations"]
 
 # AOSP FusedActivationFunc and PaddingCode values.
 _ACT_NONE, _ACT_RELU, _ACT_RELU6 = 0, 1, 3
 _PADDING_SAME, _PADDING_VALID = 1, 2
 
-_DTYPES = ("float32", "quant8")
+DTYPES: Final = ("float32", "quant8")
+"""The dtypes every preset and chain is built in (``models[].dtype`` of a scenario)."""
 
 _SUBGRAPH: Callable[..., Subgraph] = Subgraph
 _MODEL: Callable[..., Model] = Model
@@ -340,8 +342,8 @@ def _qparams(kind: OperandType, qparams: tuple[float, int]) -> tuple[float, int]
 
 
 def _check_dtype(dtype: str) -> None:
-    if dtype not in _DTYPES:
-        msg = f"dtype: expected one of {', '.join(_DTYPES)}, got {dtype!r}"
+    if dtype not in DTYPES:
+        msg = f"dtype: expected one of {', '.join(DTYPES)}, got {dtype!r}"
         raise ValueError(msg)
 
 
@@ -531,13 +533,14 @@ def _while_loop(dtype: str, params: Mapping[str, float]) -> Model:
 
 
 PRESETS: Mapping[str, Callable[[str, Mapping[str, float]], Model]] = {
-    "add": _add,
     "mobilenet_v1": _mobilenet_v1,
     "mobilenet_v2": _mobilenet_v2,
     "lstm": _lstm,
     "while_loop": _while_loop,
+    "add": _add,
 }
-"""Preset builders by name."""
+"""Preset builders by name, in the order messages list them (the one list of presets:
+``nnemu.scenario.PRESETS`` is its keys)."""
 
 
 def build_preset(
@@ -546,8 +549,8 @@ def build_preset(
     """Build the preset model ``name``.
 
     Args:
-        name: one of :data:`PRESETS` (add, mobilenet_v1, mobilenet_v2, lstm, while_loop).
-        dtype: ``"float32"`` or ``"quant8"``.
+        name: one of :data:`PRESETS` (mobilenet_v1, mobilenet_v2, lstm, while_loop, add).
+        dtype: one of :data:`DTYPES` (``"float32"`` or ``"quant8"``).
         params: preset parameters. add: size (1000). mobilenet_v1/v2: input_size (224),
             width (1.0), classes (1001). lstm: steps (8), units (256), input (128),
             layers (2), classes (16). while_loop: iterations (10), body_size (256).

@@ -16,9 +16,7 @@ from nnemu.hal import (
     OperandType,
     PerformanceInfo,
 )
-
-CPU_DEVICE_NAME = "nnapi-reference"
-"""Name of the runtime's own CPU device."""
+from nnemu.scenario import CPU_DEVICE_NAME as CPU_DEVICE_NAME  # the one definition
 
 CPU_CAPABILITIES = Capabilities(
     relaxed_float32_to_float16_scalar=PerformanceInfo(1.0, 1.0),

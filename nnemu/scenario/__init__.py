@@ -3,6 +3,7 @@
 See docs/scenario-format.md for the format.
 """
 
+from nnemu.scenario._dump import dump_scenario
 from nnemu.scenario._expect import (
     APP_COUNTERS,
     DEVICE_METRICS,
@@ -11,14 +12,11 @@ from nnemu.scenario._expect import (
     RESULT_CODE_NAMES,
     parse_expectation,
 )
-from nnemu.scenario._load import (
-    CPU_DEVICE_NAME,
-    PRESETS,
-    dump_scenario,
-    load_scenario,
-    load_scenario_text,
-)
+from nnemu.scenario._load import load_scenario, load_scenario_text
 from nnemu.scenario._model import (
+    CPU_DEVICE_NAME,
+    DTYPES,
+    PRESETS,
     AppSpec,
     CpuSpec,
     DeadlinePolicy,
@@ -46,6 +44,7 @@ __all__ = [
     "APP_COUNTERS",
     "CPU_DEVICE_NAME",
     "DEVICE_METRICS",
+    "DTYPES",
     "EXPECTATION_METRICS",
     "LATENCY_STATS",
     "PRESETS",

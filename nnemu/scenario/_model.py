@@ -7,10 +7,67 @@ documents the YAML keys, which have the same names as these fields.
 from __future__ import annotations
 
 import enum
+from typing import Any, Final
 
 import attrs
 
+from nnemu.errors import SpecValueError
 from nnemu.hal import DeviceType, ExecutionPreference, HalVersion, OperationType, Priority
+from nnemu.hal.presets import DTYPES as _HAL_DTYPES
+from nnemu.hal.presets import PRESETS as _HAL_PRESETS
+from nnemu.scenario._limits import (
+    BACKOFF,
+    COUNT0,
+    COUNT1,
+    DURATION,
+    EXECUTIONS,
+    FACTOR,
+    INT0,
+    INT1,
+    JITTER,
+    MEMORY,
+    PARAM,
+    PERIOD,
+    RATE,
+    RATIO,
+    SEED,
+    THREADS,
+    TIME,
+    TIME_US,
+    UID,
+    UNIT,
+    limited,
+)
+
+CPU_DEVICE_NAME: Final = "nnapi-reference"
+"""The runtime's CPU device: usable in ``apps[].devices``, never a ``devices[].name``."""
+PRESETS: Final = tuple(_HAL_PRESETS)
+"""Model presets ``models[].preset`` may name (the HAL's builders, nnemu.hal.presets)."""
+DTYPES: Final = _HAL_DTYPES
+"""Values of ``models[].dtype``."""
+
+
+def _one_of(choices: tuple[str, ...]) -> Any:
+    """A validator: the value is None or one of ``choices``."""
+
+    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not None and value not in choices:
+            raise SpecValueError(
+                type(instance).__name__, attribute.name, f"one of {', '.join(choices)}", value
+            )
+
+    return check
+
+
+def _not_cpu(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A validator: a driver's device is not the runtime's CPU device."""
+    if value == CPU_DEVICE_NAME:
+        raise SpecValueError(
+            type(instance).__name__,
+            attribute.name,
+            f"a device name other than {CPU_DEVICE_NAME!r} (the runtime's CPU device)",
+            value,
+        )
 
 
 class SchedulerKind(enum.Enum):
@@ -69,9 +126,9 @@ class WorkloadKind(enum.Enum):
 class PerfSpec:
     """PerformanceInfo ratios relative to the reference CPU (lower is better)."""
 
-    exec_time: float = 1.0
+    exec_time: float = limited(RATIO, 1.0)
     """Execution time ratio (> 0)."""
-    power_usage: float = 1.0
+    power_usage: float = limited(RATIO, 1.0)
     """Power usage ratio (> 0)."""
 
 
@@ -97,15 +154,15 @@ class PerformanceSpec:
 class DeviceCostSpec:
     """The cost model of a device's driver."""
 
-    prepare_ms: float = 5.0
+    prepare_ms: float = limited(TIME, 5.0)
     """Fixed part of model preparation (>= 0)."""
-    prepare_ms_per_op: float = 0.2
+    prepare_ms_per_op: float = limited(TIME, 0.2)
     """Preparation time per operation (>= 0)."""
-    launch_us: float = 20.0
+    launch_us: float = limited(TIME_US, 20.0)
     """Driver overhead per execution, before the first operation (>= 0)."""
-    jitter: float = 0.0
+    jitter: float = limited(JITTER, 0.0)
     """Log-normal sigma applied to each execution's compute time (>= 0; 0 = deterministic)."""
-    prepare_from_cache_ms: float = 1.0
+    prepare_from_cache_ms: float = limited(TIME, 1.0)
     """prepareModelFromCache time, when the driver caches compilations (>= 0)."""
 
 
@@ -115,13 +172,13 @@ class FaultSpec:
 
     kind: FaultKind
     """What goes wrong."""
-    at_ms: float | None = None
+    at_ms: float | None = limited(TIME, None)
     """When it starts (crash, busy, offline, slowdown); virtual ms from the run's start."""
-    until_ms: float | None = None
+    until_ms: float | None = limited(TIME, None)
     """When it ends (busy, offline, slowdown); None = never."""
-    probability: float | None = None
+    probability: float | None = limited(UNIT, None)
     """Per-execution probability (transient_failure), in [0, 1]."""
-    factor: float = 1.0
+    factor: float = limited(FACTOR, 1.0)
     """Slow-down factor on compute time (slowdown; >= 1)."""
 
 
@@ -129,7 +186,7 @@ class FaultSpec:
 class DeviceSpec:
     """One emulated driver service and its device."""
 
-    name: str
+    name: str = attrs.field(validator=_not_cpu)
     """Device name as ANeuralNetworksDevice_getName reports it; unique, not 'nnapi-reference'."""
     hal_version: HalVersion = HalVersion.V1_3
     """HIDL interface version the driver implements."""
@@ -141,15 +198,15 @@ class DeviceSpec:
     """Capabilities."""
     supported_operations: tuple[OperationType, ...] | None = None
     """Operation types the driver supports; None = every non-OEM operation."""
-    compute_units: int = 1
+    compute_units: int = limited(THREADS, 1)
     """How many executions the device runs at once (>= 1)."""
-    worker_threads: int = 2
+    worker_threads: int = limited(THREADS, 2)
     """Driver threads for asynchronous executions and preparations (>= 1)."""
-    binder_threads: int | None = None
+    binder_threads: int | None = limited(THREADS, None)
     """Size of the service's binder thread pool; None = ipc.binder_threads."""
-    memory_mb: float = 1024.0
+    memory_mb: float = limited(MEMORY, 1024.0)
     """Device memory for prepared models (> 0)."""
-    cache_files: tuple[int, ...] = (0, 0)
+    cache_files: tuple[int, ...] = limited(COUNT0, (0, 0))
     """getNumberOfCacheFilesNeeded answer (model files, data files); (0, 0) = no caching (HAL 1.2+)."""
     cost: DeviceCostSpec = DeviceCostSpec()
     """Cost model."""
@@ -159,7 +216,7 @@ class DeviceSpec:
     """Preemption of running lower-priority work."""
     deadline_policy: DeadlinePolicy = DeadlinePolicy.ABORT
     """Abort at the next checkpoint once a deadline has passed, or ignore it."""
-    queue_limit: int | None = None
+    queue_limit: int | None = limited(INT0, None)
     """Most executions waiting for a compute unit; None = unbounded."""
     faults: tuple[FaultSpec, ...] = ()
     """Injected faults."""
@@ -169,9 +226,9 @@ class DeviceSpec:
 class CpuSpec:
     """The reference CPU: the runtime's ``nnapi-reference`` device and the base of all costs."""
 
-    ns_per_mac: float = 0.1
+    ns_per_mac: float = limited(RATIO, 0.1)
     """Time for one multiply-accumulate (> 0)."""
-    ns_per_element: float = 0.05
+    ns_per_element: float = limited(RATIO, 0.05)
     """Time per output element of element-wise operations (> 0)."""
 
 
@@ -179,13 +236,13 @@ class CpuSpec:
 class IpcSpec:
     """The HIDL/binder transport model."""
 
-    latency_us: float = 50.0
+    latency_us: float = limited(TIME_US, 50.0)
     """Mean one-way transaction latency (>= 0)."""
-    jitter: float = 0.0
+    jitter: float = limited(JITTER, 0.0)
     """Log-normal sigma on each latency (>= 0)."""
-    us_per_kb: float = 0.0
+    us_per_kb: float = limited(TIME_US, 0.0)
     """Additional latency per KiB of payload (>= 0)."""
-    binder_threads: int = 4
+    binder_threads: int = limited(THREADS, 4)
     """Binder threads per process (>= 1)."""
 
 
@@ -195,9 +252,9 @@ class LayerSpec:
 
     type: OperationType
     """Operation type."""
-    output: tuple[int, ...]
+    output: tuple[int, ...] = limited(INT1)
     """Output tensor shape."""
-    filter: tuple[int, ...] | None = None
+    filter: tuple[int, ...] | None = limited(INT1, None)
     """Filter/weights shape for CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED."""
 
 
@@ -207,11 +264,11 @@ class ModelSpec:
 
     name: str
     """Name apps refer to."""
-    preset: str | None = None
+    preset: str | None = attrs.field(default=None, validator=_one_of(PRESETS))
     """One of the presets (see nnemu.hal.presets); exclusive with ``layers``."""
-    dtype: str = "float32"
+    dtype: str = attrs.field(default="float32", validator=_one_of(DTYPES))
     """float32 or quant8."""
-    params: tuple[tuple[str, int | float], ...] = ()
+    params: tuple[tuple[str, int | float], ...] = limited(PARAM, ())
     """Preset parameters (e.g. input_size, units, steps), sorted by key."""
     layers: tuple[LayerSpec, ...] = ()
     """Explicit chain of layers; exclusive with ``preset``."""
@@ -225,21 +282,21 @@ class WorkloadSpec:
 
     kind: WorkloadKind = WorkloadKind.CLOSED_LOOP
     """Arrival process."""
-    executions: int | None = None
+    executions: int | None = limited(EXECUTIONS, None)
     """How many executions in all; None = until the scenario's duration_ms."""
-    start_ms: float = 0.0
+    start_ms: float = limited(TIME, 0.0)
     """When the app starts (virtual ms)."""
-    period_ms: float | None = None
+    period_ms: float | None = limited(PERIOD, None)
     """Periodic: time between arrivals (> 0, required)."""
-    rate_hz: float | None = None
+    rate_hz: float | None = limited(RATE, None)
     """Poisson: mean arrival rate (> 0, required)."""
-    think_ms: float = 0.0
+    think_ms: float = limited(TIME, 0.0)
     """Closed loop: pause between one completion and the next arrival."""
-    burst_size: int | None = None
+    burst_size: int | None = limited(EXECUTIONS, None)
     """Burst: executions per burst (>= 1, required)."""
-    burst_interval_ms: float | None = None
+    burst_interval_ms: float | None = limited(PERIOD, None)
     """Burst: time between burst starts (> 0, required)."""
-    arrivals_ms: tuple[float, ...] = ()
+    arrivals_ms: tuple[float, ...] = limited(TIME, ())
     """Trace: explicit arrival times after ``start_ms``, non-decreasing (required; replays use it)."""
 
 
@@ -247,11 +304,11 @@ class WorkloadSpec:
 class RetrySpec:
     """How an app retries TRANSIENT errors (never PERSISTENT ones)."""
 
-    max_attempts: int = 0
+    max_attempts: int = limited(COUNT0, 0)
     """Retries after the first attempt (0 = no retry)."""
-    backoff_ms: float = 1.0
+    backoff_ms: float = limited(TIME, 1.0)
     """Delay before the first retry."""
-    backoff_factor: float = 2.0
+    backoff_factor: float = limited(BACKOFF, 2.0)
     """Multiplier of the delay for each further retry (>= 1)."""
 
 
@@ -261,7 +318,7 @@ class AppSpec:
 
     name: str
     """Process name; unique."""
-    uid: int
+    uid: int = limited(UID)
     """Android uid (priorities are relative among one uid's models)."""
     model: str
     """Name of a model in ``models``."""
@@ -271,17 +328,17 @@ class AppSpec:
     """Compilation preference."""
     priority: Priority = Priority.MEDIUM
     """Compilation priority."""
-    compile_timeout_ms: float | None = None
+    compile_timeout_ms: float | None = limited(TIME, None)
     """Compilation_setTimeout (single-device compilations only)."""
-    execution_timeout_ms: float | None = None
+    execution_timeout_ms: float | None = limited(TIME, None)
     """Execution_setTimeout (single-device compilations only)."""
-    loop_timeout_ms: float | None = None
+    loop_timeout_ms: float | None = limited(TIME, None)
     """Execution_setLoopTimeout."""
     execution_mode: ExecutionMode = ExecutionMode.SYNC
     """compute, startCompute + Event_wait, or startComputeWithDependencies."""
     measure_timing: bool = False
     """Execution_setMeasureTiming."""
-    threads: int = 1
+    threads: int = limited(THREADS, 1)
     """App threads issuing executions concurrently (>= 1)."""
     workload: WorkloadSpec = WorkloadSpec()
     """Arrivals."""
@@ -291,7 +348,7 @@ class AppSpec:
     """Drop an execution whose arrival is already older than its timeout before it starts."""
     caching: bool = False
     """Compilation_setCaching with the app's cache directory and a token for its model."""
-    compilations: int = 1
+    compilations: int = limited(COUNT1, 1)
     """How many times the app compiles its model before running its workload (>= 1; app restarts)."""
 
 
@@ -326,9 +383,9 @@ class Scenario:
 
     name: str
     """Scenario name (report and trace titles)."""
-    seed: int = 0
+    seed: int = limited(SEED, 0)
     """Seed of every random generator in the run."""
-    duration_ms: float | None = None
+    duration_ms: float | None = limited(DURATION, None)
     """Stop the run at this virtual time; None = when every app has finished."""
     devices: tuple[DeviceSpec, ...] = ()
     """Driver services (the CPU device nnapi-reference is always added by the runtime)."""

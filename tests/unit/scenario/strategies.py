@@ -38,7 +38,7 @@ from nnemu.scenario import (
     WorkloadKind,
     WorkloadSpec,
 )
-from nnemu.scenario._load import (
+from nnemu.scenario._limits import (
     MAX_JITTER,
     MAX_RATE_HZ,
     MAX_RATIO,
