@@ -2,11 +2,17 @@
 
 Every field has a default where the scenario format gives one; docs/scenario-format.md
 documents the YAML keys, which have the same names as these fields.
+
+Each number's range is declared once, on its field (``limited(bound, default)``,
+``_limits.py``); the validators and ``__attrs_post_init__`` rules make a spec that breaks
+the format unbuildable in code too (``nnemu.errors.SpecValueError``), and the loader
+reads the same declarations and tables for its positioned messages.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from typing import Any, Final
 
 import attrs
@@ -57,6 +63,14 @@ def _one_of(choices: tuple[str, ...]) -> Any:
             )
 
     return check
+
+
+def _pair(instance: object, attribute: attrs.Attribute[Any], value: tuple[int, ...]) -> None:
+    """A validator: two counts."""
+    if len(value) != 2:
+        raise SpecValueError(
+            type(instance).__name__, attribute.name, "two counts [model files, data files]", value
+        )
 
 
 def _not_cpu(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -122,6 +136,56 @@ class WorkloadKind(enum.Enum):
     TRACE = "trace"
 
 
+# Rules of one spec that relate its fields: the loader reports them with positions
+# (``_rules.py``), and the classes below refuse them when built in code.
+LAYERS_WITH_FILTER: Final = frozenset(
+    {OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED}
+)
+"""Layer types that need (and alone accept) a ``filter`` shape."""
+WORKLOAD_FIELDS: Final = {
+    "period_ms": WorkloadKind.PERIODIC,
+    "rate_hz": WorkloadKind.POISSON,
+    "think_ms": WorkloadKind.CLOSED_LOOP,
+    "burst_size": WorkloadKind.BURST,
+    "burst_interval_ms": WorkloadKind.BURST,
+    "arrivals_ms": WorkloadKind.TRACE,
+}
+"""Workload fields that only one kind uses: field -> kind."""
+WORKLOAD_REQUIRED: Final = {
+    WorkloadKind.PERIODIC: ("period_ms",),
+    WorkloadKind.POISSON: ("rate_hz",),
+    WorkloadKind.CLOSED_LOOP: (),
+    WorkloadKind.BURST: ("burst_size", "burst_interval_ms"),
+    WorkloadKind.TRACE: ("arrivals_ms",),
+}
+"""The fields each workload kind needs."""
+_WINDOW: Final = frozenset({"at_ms", "until_ms"})
+FAULT_FIELDS: Final = {
+    FaultKind.CRASH: (("at_ms",), frozenset({"at_ms"})),
+    FaultKind.BUSY: (("at_ms",), _WINDOW),
+    FaultKind.OFFLINE: (("at_ms",), _WINDOW),
+    FaultKind.TRANSIENT_FAILURE: (("probability",), frozenset({"probability"})),
+    FaultKind.SLOWDOWN: (("at_ms",), _WINDOW | {"factor"}),
+}
+"""Fault fields by kind: (required, allowed)."""
+
+
+def _kind_rules(
+    spec: Any, kind: enum.Enum, required: tuple[str, ...], allowed: Iterable[str]
+) -> None:
+    """Raise SpecValueError for a field ``kind`` needs but is None, or one it does not use
+    that is not its default (the loader also refuses it given with its default)."""
+    owner = type(spec).__name__
+    what = "fault" if isinstance(kind, FaultKind) else "workload"
+    for attr in required:
+        if getattr(spec, attr) is None:
+            raise SpecValueError(owner, attr, f"a value (needed by a {kind.value} {what})", None)
+    for field in attrs.fields(type(spec)):
+        value = getattr(spec, field.name)
+        if field.name not in allowed and value != field.default:
+            raise SpecValueError(owner, field.name, f"its default with kind {kind.value}", value)
+
+
 @attrs.frozen(kw_only=True)
 class PerfSpec:
     """PerformanceInfo ratios relative to the reference CPU (lower is better)."""
@@ -181,6 +245,14 @@ class FaultSpec:
     factor: float = limited(FACTOR, 1.0)
     """Slow-down factor on compute time (slowdown; >= 1)."""
 
+    def __attrs_post_init__(self) -> None:
+        required, allowed = FAULT_FIELDS[self.kind]
+        _kind_rules(self, self.kind, required, allowed | {"kind"})
+        if self.at_ms is not None and self.until_ms is not None and self.until_ms <= self.at_ms:
+            raise SpecValueError(
+                "FaultSpec", "until_ms", f"a time after at_ms ({self.at_ms:g})", self.until_ms
+            )
+
 
 @attrs.frozen(kw_only=True)
 class DeviceSpec:
@@ -206,7 +278,7 @@ class DeviceSpec:
     """Size of the service's binder thread pool; None = ipc.binder_threads."""
     memory_mb: float = limited(MEMORY, 1024.0)
     """Device memory for prepared models (> 0)."""
-    cache_files: tuple[int, ...] = limited(COUNT0, (0, 0))
+    cache_files: tuple[int, ...] = limited(COUNT0, (0, 0), validator=_pair)
     """getNumberOfCacheFilesNeeded answer (model files, data files); (0, 0) = no caching (HAL 1.2+)."""
     cost: DeviceCostSpec = DeviceCostSpec()
     """Cost model."""
@@ -257,6 +329,13 @@ class LayerSpec:
     filter: tuple[int, ...] | None = limited(INT1, None)
     """Filter/weights shape for CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED."""
 
+    def __attrs_post_init__(self) -> None:
+        if (self.type in LAYERS_WITH_FILTER) != (self.filter is not None):
+            needs = "a shape" if self.type in LAYERS_WITH_FILTER else "None"
+            raise SpecValueError(
+                "LayerSpec", "filter", f"{needs} with type {self.type.name}", self.filter
+            )
+
 
 @attrs.frozen(kw_only=True)
 class ModelSpec:
@@ -274,6 +353,13 @@ class ModelSpec:
     """Explicit chain of layers; exclusive with ``preset``."""
     relaxed: bool = False
     """relaxComputationFloat32toFloat16."""
+
+    def __attrs_post_init__(self) -> None:
+        if (self.preset is None) == (not self.layers):
+            found = "neither" if self.preset is None else "both"
+            raise SpecValueError("ModelSpec", "preset", "exactly one of preset or layers", found)
+        if self.params and self.preset is None:
+            raise SpecValueError("ModelSpec", "params", "() without a preset", self.params)
 
 
 @attrs.frozen(kw_only=True)
@@ -298,6 +384,15 @@ class WorkloadSpec:
     """Burst: time between burst starts (> 0, required)."""
     arrivals_ms: tuple[float, ...] = limited(TIME, ())
     """Trace: explicit arrival times after ``start_ms``, non-decreasing (required; replays use it)."""
+
+    def __attrs_post_init__(self) -> None:
+        uses = {attr for attr, kind in WORKLOAD_FIELDS.items() if kind is self.kind}
+        common = {"kind", "executions", "start_ms"}
+        _kind_rules(self, self.kind, WORKLOAD_REQUIRED[self.kind], uses | common)
+        if any(b < a for a, b in zip(self.arrivals_ms, self.arrivals_ms[1:], strict=False)):
+            raise SpecValueError(
+                "WorkloadSpec", "arrivals_ms", "non-decreasing times", self.arrivals_ms
+            )
 
 
 @attrs.frozen(kw_only=True)
@@ -351,6 +446,17 @@ class AppSpec:
     compilations: int = limited(COUNT1, 1)
     """How many times the app compiles its model before running its workload (>= 1; app restarts)."""
 
+    def __attrs_post_init__(self) -> None:
+        for attr in ("compile_timeout_ms", "execution_timeout_ms"):
+            if getattr(self, attr) is not None and (self.devices is None or len(self.devices) != 1):
+                raise SpecValueError(
+                    "AppSpec",
+                    attr,
+                    "None unless 'devices' lists exactly one device (setTimeout needs a "
+                    "single-device compilation)",
+                    getattr(self, attr),
+                )
+
 
 class ExpectOp(enum.Enum):
     """Comparison operators of an expectation."""
@@ -402,9 +508,46 @@ class Scenario:
     source: str = "<string>"
     """Where the scenario came from (file name)."""
 
+    def __attrs_post_init__(self) -> None:
+        _check_references(self)
+
     def model(self, name: str) -> ModelSpec:
         """The model spec called ``name``."""
         for spec in self.models:
             if spec.name == name:
                 return spec
         raise KeyError(name)
+
+
+def _check_references(scenario: Scenario) -> None:
+    """Raise SpecValueError for a repeated name or an app naming a model or device the
+    scenario lacks, or whose workload never ends."""
+    for attr in ("devices", "models", "apps"):
+        names = [spec.name for spec in getattr(scenario, attr)]
+        for name in names:
+            if names.count(name) > 1:
+                raise SpecValueError("Scenario", attr, "each name once", name)
+    models = [model.name for model in scenario.models]
+    devices = [*(device.name for device in scenario.devices), CPU_DEVICE_NAME]
+    for app in scenario.apps:
+        if app.model not in models:
+            raise SpecValueError(
+                "AppSpec", "model", f"the name of a model ({', '.join(models)})", app.model
+            )
+        for device in app.devices or ():
+            if device not in devices:
+                raise SpecValueError(
+                    "AppSpec", "devices", f"names of devices ({', '.join(devices)})", device
+                )
+        workload = app.workload
+        if (
+            workload.executions is None
+            and workload.kind is not WorkloadKind.TRACE
+            and scenario.duration_ms is None
+        ):
+            raise SpecValueError(
+                "WorkloadSpec",
+                "executions",
+                f"a count or a scenario duration_ms (app {app.name} would never finish)",
+                None,
+            )

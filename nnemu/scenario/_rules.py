@@ -25,7 +25,11 @@ from nnemu.scenario._limits import number_text as _number_text
 from nnemu.scenario._model import (
     CPU_DEVICE_NAME,
     DTYPES,
+    FAULT_FIELDS,
+    LAYERS_WITH_FILTER,
     PRESETS,
+    WORKLOAD_FIELDS,
+    WORKLOAD_REQUIRED,
     AppSpec,
     DeviceSpec,
     FaultKind,
@@ -50,36 +54,6 @@ _NAME: Final = re.compile(r"[^\s.]+")
 """What an app or device name may be: no dots or whitespace (names appear in report paths)."""
 FIRST_UID: Final = 10000
 """An app without ``uid`` gets FIRST_UID + its index in ``apps``."""
-LAYERS_WITH_FILTER: Final = frozenset(
-    {OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED}
-)
-"""Layer types that need (and alone accept) a ``filter`` shape."""
-# Workload fields that only one kind uses: field -> kind.
-_WORKLOAD_FIELDS: Final = {
-    "period_ms": WorkloadKind.PERIODIC,
-    "rate_hz": WorkloadKind.POISSON,
-    "think_ms": WorkloadKind.CLOSED_LOOP,
-    "burst_size": WorkloadKind.BURST,
-    "burst_interval_ms": WorkloadKind.BURST,
-    "arrivals_ms": WorkloadKind.TRACE,
-}
-_WORKLOAD_REQUIRED: Final = {
-    WorkloadKind.PERIODIC: ("period_ms",),
-    WorkloadKind.POISSON: ("rate_hz",),
-    WorkloadKind.CLOSED_LOOP: (),
-    WorkloadKind.BURST: ("burst_size", "burst_interval_ms"),
-    WorkloadKind.TRACE: ("arrivals_ms",),
-}
-
-# Fault fields by kind: (required, allowed).
-_WINDOW: Final = frozenset({"at_ms", "until_ms"})
-_FAULT_FIELDS: Final = {
-    FaultKind.CRASH: (("at_ms",), frozenset({"at_ms"})),
-    FaultKind.BUSY: (("at_ms",), _WINDOW),
-    FaultKind.OFFLINE: (("at_ms",), _WINDOW),
-    FaultKind.TRANSIENT_FAILURE: (("probability",), frozenset({"probability"})),
-    FaultKind.SLOWDOWN: (("at_ms",), _WINDOW | {"factor"}),
-}
 
 
 class _Checker(_Walker):
@@ -135,7 +109,7 @@ class _Checker(_Walker):
         kind = m.values.get("kind")
         if not isinstance(kind, FaultKind):
             return
-        required, allowed = _FAULT_FIELDS[kind]
+        required, allowed = FAULT_FIELDS[kind]
         for attr in required:
             if not m.has(attr):
                 self.problem(
@@ -145,7 +119,7 @@ class _Checker(_Walker):
                 )
         for attr in ("at_ms", "until_ms", "probability", "factor"):
             if m.has(attr) and attr not in allowed:
-                users = ", ".join(k.value for k, (_, ok) in _FAULT_FIELDS.items() if attr in ok)
+                users = ", ".join(k.value for k, (_, ok) in FAULT_FIELDS.items() if attr in ok)
                 self.expected_only(m, attr, f"with kind {users}", f"kind {kind.value}")
         at, until = m.values.get("at_ms"), m.values.get("until_ms")
         if isinstance(at, float) and isinstance(until, float) and until <= at:
@@ -290,14 +264,14 @@ class _Checker(_Walker):
         kind = m.values.get("kind", WorkloadKind.CLOSED_LOOP)
         if not isinstance(kind, WorkloadKind):
             return
-        for attr in _WORKLOAD_REQUIRED[kind]:
+        for attr in WORKLOAD_REQUIRED[kind]:
             if not m.has(attr):
                 self.problem(
                     m.node,
                     m.path,
                     f"missing required key {attr!r} (needed by a {kind.value} workload)",
                 )
-        for attr, owner in _WORKLOAD_FIELDS.items():
+        for attr, owner in WORKLOAD_FIELDS.items():
             if m.has(attr) and owner is not kind:
                 self.expected_only(m, attr, f"with kind {owner.value}", f"kind {kind.value}")
         if kind is WorkloadKind.TRACE:

@@ -18,7 +18,7 @@ import attrs
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from nnemu.errors import EmulatorBug, Problem
+from nnemu.errors import EmulatorBug, Problem, SpecValueError
 from nnemu.hal import (
     HalVersion,
 )
@@ -249,7 +249,25 @@ class _Walker:
             hook(mapped)
         if bad or len(self.problems) != problems_before:
             return _BAD
-        return cls(**mapped.values)
+        return self.build(cls, mapped)
+
+    def build(self, cls: type, mapped: _Mapped) -> object:
+        """``cls(**mapped.values)``; what its validators refuse becomes a problem.
+
+        The rules above report everything the validators check, with better positions; a
+        refusal is left to the validators only after a problem outside this mapping (a
+        repeated name) or, were the two to disagree, reported at the field.
+        """
+        try:
+            return cls(**mapped.values)
+        except SpecValueError as err:
+            if not self.problems:
+                if err.owner == cls.__name__:
+                    node, path = mapped.at(err.attr)
+                else:
+                    node, path = mapped.node, mapped.path
+                self.expected(node, path, f"{err.expected} ({err.owner}.{err.attr})")
+            return _BAD
 
     # -- values ---------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import attrs
 import pytest
 import yaml
 
+import nnemu
 import nnemu.scenario as scenario_module
 from nnemu.errors import ScenarioError, SpecValueError
 from nnemu.hal import OperationType
@@ -26,6 +27,8 @@ from nnemu.scenario import (
     ModelSpec,
     PerfSpec,
     Scenario,
+    WorkloadKind,
+    WorkloadSpec,
     load_scenario,
     load_scenario_text,
 )
@@ -39,13 +42,38 @@ SPEC_CLASSES = [
 
 # The fields each class needs to be built at all (every other field has a default).
 REQUIRED: dict[type, dict[str, Any]] = {
-    FaultSpec: {"kind": FaultKind.CRASH},
+    FaultSpec: {"kind": FaultKind.SLOWDOWN, "at_ms": 0.0},
     DeviceSpec: {"name": "npu"},
     LayerSpec: {"type": OperationType.ADD, "output": (1,)},
-    ModelSpec: {"name": "net"},
+    ModelSpec: {"name": "net", "preset": "add"},
     AppSpec: {"name": "camera", "uid": 10000, "model": "net"},
     Scenario: {"name": "s"},
 }
+# What a field needs beside it: the kind that uses it and what that kind requires.
+NEEDS: dict[tuple[type, str], dict[str, Any]] = {
+    (FaultSpec, "probability"): {"kind": FaultKind.TRANSIENT_FAILURE, "at_ms": None},
+    (LayerSpec, "filter"): {"type": OperationType.CONV_2D, "output": (1, 1, 1, 1)},
+    (WorkloadSpec, "period_ms"): {"kind": WorkloadKind.PERIODIC, "period_ms": 1.0},
+    (WorkloadSpec, "rate_hz"): {"kind": WorkloadKind.POISSON, "rate_hz": 1.0},
+    (WorkloadSpec, "burst_size"): {
+        "kind": WorkloadKind.BURST,
+        "burst_size": 1,
+        "burst_interval_ms": 1.0,
+    },
+    (WorkloadSpec, "burst_interval_ms"): {
+        "kind": WorkloadKind.BURST,
+        "burst_size": 1,
+        "burst_interval_ms": 1.0,
+    },
+    (WorkloadSpec, "arrivals_ms"): {"kind": WorkloadKind.TRACE, "arrivals_ms": (0.0,)},
+    (AppSpec, "compile_timeout_ms"): {"devices": ("npu",)},
+    (AppSpec, "execution_timeout_ms"): {"devices": ("npu",)},
+}
+
+
+def _with(cls: type, attr: str, value: object) -> dict[str, Any]:
+    """Keyword arguments building ``cls`` with ``attr`` set to ``value`` (and what it needs)."""
+    return {**REQUIRED.get(cls, {}), **NEEDS.get((cls, attr), {}), attr: value}
 
 
 def _holds_numbers(hint: Any) -> bool:
@@ -128,7 +156,7 @@ def test_a_value_outside_its_range_cannot_be_built_in_code(
     """Building a spec with a number outside its declared range raises SpecValueError naming it."""
     integer = is_integer_field(cls, attr)
     with pytest.raises(SpecValueError) as caught:
-        cls(**{**REQUIRED.get(cls, {}), attr: _as_field(cls, attr, value)})
+        cls(**_with(cls, attr, _as_field(cls, attr, value)))
     assert str(caught.value).startswith(
         f"{cls.__name__}.{attr}: expected {bound.expected(integer=integer)}, got "
     )
@@ -141,7 +169,9 @@ def test_the_ends_of_each_range_can_be_built(cls: type, attr: str, bound: Bound)
     integer = is_integer_field(cls, attr)
     for end in _edges(bound):
         number = int(end) if integer else float(end)
-        cls(**{**REQUIRED.get(cls, {}), attr: _as_field(cls, attr, number)})
+        if (cls, attr) == (FaultSpec, "until_ms") and number <= REQUIRED[FaultSpec]["at_ms"]:
+            continue  # a fault window ends after it starts
+        cls(**_with(cls, attr, _as_field(cls, attr, number)))
 
 
 def test_evolve_checks_the_range_too():
@@ -247,3 +277,85 @@ def test_the_loader_states_the_same_range(cls: type, attr: str, bound: Bound, va
     integer = is_integer_field(cls, attr)
     wanted = f": {_key_path(steps)}: expected {bound.expected(integer=integer)}, got "
     assert any(wanted in str(problem) for problem in caught.value.problems), str(caught.value)
+
+
+# -- rules that relate the fields of one spec, or a scenario's names -------------------
+
+NPU = DeviceSpec(name="npu")
+NET = ModelSpec(name="net", preset="add")
+CAMERA = AppSpec(name="camera", uid=10000, model="net", workload=WorkloadSpec(executions=1))
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: FaultSpec(kind=FaultKind.CRASH),
+            "FaultSpec.at_ms: expected a value (needed by a crash fault), got None",
+        ),
+        (
+            lambda: FaultSpec(kind=FaultKind.CRASH, at_ms=1.0, probability=0.5),
+            "FaultSpec.probability: expected its default with kind crash, got 0.5",
+        ),
+        (
+            lambda: FaultSpec(kind=FaultKind.BUSY, at_ms=5.0, until_ms=5.0),
+            "FaultSpec.until_ms: expected a time after at_ms (5), got 5.0",
+        ),
+        (
+            lambda: WorkloadSpec(kind=WorkloadKind.PERIODIC, executions=3),
+            "WorkloadSpec.period_ms: expected a value (needed by a periodic workload), got None",
+        ),
+        (
+            lambda: WorkloadSpec(kind=WorkloadKind.TRACE, arrivals_ms=(2.0, 1.0)),
+            "WorkloadSpec.arrivals_ms: expected non-decreasing times, got (2.0, 1.0)",
+        ),
+        (
+            lambda: ModelSpec(name="net"),
+            "ModelSpec.preset: expected exactly one of preset or layers, got 'neither'",
+        ),
+        (
+            lambda: LayerSpec(type=OperationType.CONV_2D, output=(1, 1, 1, 1)),
+            "LayerSpec.filter: expected a shape with type CONV_2D, got None",
+        ),
+        (
+            lambda: DeviceSpec(name="npu", cache_files=(1,)),
+            "DeviceSpec.cache_files: expected two counts [model files, data files], got (1,)",
+        ),
+        (
+            lambda: AppSpec(name="a", uid=1, model="net", execution_timeout_ms=5.0),
+            "AppSpec.execution_timeout_ms: expected None unless 'devices' lists exactly one",
+        ),
+        (
+            lambda: Scenario(name="s", models=(NET,), apps=(attrs.evolve(CAMERA, model="nope"),)),
+            "AppSpec.model: expected the name of a model (net), got 'nope'",
+        ),
+        (
+            lambda: Scenario(name="s", devices=(NPU, NPU)),
+            "Scenario.devices: expected each name once, got 'npu'",
+        ),
+        (
+            lambda: Scenario(
+                name="s", models=(NET,), apps=(attrs.evolve(CAMERA, devices=("gpu",)),)
+            ),
+            "AppSpec.devices: expected names of devices (nnapi-reference), got 'gpu'",
+        ),
+        (
+            lambda: Scenario(
+                name="s", models=(NET,), apps=(attrs.evolve(CAMERA, workload=WorkloadSpec()),)
+            ),
+            "WorkloadSpec.executions: expected a count or a scenario duration_ms",
+        ),
+    ],
+)
+def test_specs_that_break_a_rule_of_the_format_cannot_be_built(build: Any, message: str):
+    """A spec built in code that breaks a rule the loader enforces raises SpecValueError
+    (instead of a KeyError or an assertion deep inside the run)."""
+    with pytest.raises(SpecValueError) as caught:
+        build()
+    assert str(caught.value).startswith(message)
+
+
+def test_a_scenario_built_in_code_that_follows_the_rules_runs():
+    """The rules refuse nothing a valid scenario needs: a small scenario built in code runs."""
+    report = nnemu.run(Scenario(name="s", devices=(NPU,), models=(NET,), apps=(CAMERA,)))
+    assert report.data["apps"]["camera"]["completed"] == 1
