@@ -134,9 +134,7 @@ def test_wrong_type():
 
 def test_bool_is_not_a_number():
     """true is not accepted where an integer is expected."""
-    assert problems("name: x\nseed: true\n") == [
-        "s.yaml:2:7: seed: expected an integer in [-18446744073709551616, 18446744073709551616], got true"
-    ]
+    assert problems("name: x\nseed: true\n") == ["s.yaml:2:7: seed: expected an integer in [-18446744073709551616, 18446744073709551616], got true"]
 
 
 def test_unknown_key_suggests_the_closest():
