@@ -11,7 +11,7 @@ single runs are noisy.
 
 The floor is the loop the parser cannot avoid: the same line source (the file
 opened as ``parse_file`` opens it) and a pure-Python loop that only matches
-each line with the parser's row pattern (``ROW_RE``), nothing else.
+each line with the readers' row pattern (``nnemu.trace.ROW_RE``), nothing else.
 
 Usage: python bench/bench_parser.py [--lines N ...] [--repeat R]
 """
@@ -29,7 +29,7 @@ _CHILD = r"""
 import json, resource, sys, time
 path, repeat = sys.argv[1], int(sys.argv[2])
 from nnemu.parser import parse_file
-from nnemu.parser._engine import ROW_RE
+from nnemu.trace import ROW_RE
 
 def floor():
     match = ROW_RE.match

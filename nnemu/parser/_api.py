@@ -9,11 +9,10 @@ from typing import TextIO
 import attrs
 
 from nnemu.errors import TraceFormatError
-from nnemu.parser._chrome import ChromeJsonError, ChromeRows, iter_rows, read_chrome_json, sniff
 from nnemu.parser._engine import Engine
 from nnemu.parser._format import format_json, format_text
 from nnemu.parser._model import Diagnostic, ParseResult
-from nnemu.parser._reader import FtraceLines
+from nnemu.trace import ChromeRows, FtraceLines, open_trace
 
 
 @attrs.frozen(kw_only=True)
@@ -36,7 +35,7 @@ def _run(
         engine.set_process_names(chrome.process_names)
         for line_number, message, text in chrome.problems:
             engine.warn(message, line_number, text)
-        engine.feed(iter_rows(chrome))
+        engine.feed(chrome.rows)
         last_line_number = chrome.last_line_number
     else:
         # systrace writes its process dump before the ftrace block.
@@ -120,34 +119,12 @@ def _read(path: str, *, keep_detail: bool, include_incomplete: bool) -> _Outcome
         TraceFormatError: A format it cannot read (compressed, binary, not a trace).
         OSError: The file cannot be read.
     """
-    with open(path, "rb") as raw:
-        kind = sniff(raw.read(8192))
-    if kind == "gzip":
-        raise TraceFormatError(path, 0, "", "the file is gzip-compressed; decompress it first")
-    if kind == "archive":
-        raise TraceFormatError(
-            path, 0, "", "the file is a compressed archive; extract the trace from it first"
-        )
-    if kind == "binary":
-        raise TraceFormatError(
-            path,
-            0,
-            "",
-            "the file is binary (a Perfetto protobuf trace?), not a systrace HTML,"
-            " ftrace text or Chrome JSON trace",
-        )
-    if kind == "json":
-        with open(path, encoding="utf-8", errors="replace") as stream:
-            text = stream.read()
-        try:
-            rows = read_chrome_json(text)
-        except ChromeJsonError as err:
-            raise TraceFormatError(path, err.line_number, "", err.message) from None
-        return _run(
-            None, keep_detail=keep_detail, include_incomplete=include_incomplete, chrome=rows
-        )
-    with open(path, encoding="utf-8", errors="replace") as stream:
-        return _run(stream, keep_detail=keep_detail, include_incomplete=include_incomplete)
+    with open_trace(path) as source:
+        if isinstance(source, ChromeRows):
+            return _run(
+                None, keep_detail=keep_detail, include_incomplete=include_incomplete, chrome=source
+            )
+        return _run(source, keep_detail=keep_detail, include_incomplete=include_incomplete)
 
 
 def parse_file(

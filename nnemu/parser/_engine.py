@@ -21,7 +21,6 @@ from typing import Final
 
 import attrs
 
-from nnemu.parser._marks import OPAQUE, Mark, classify
 from nnemu.parser._model import (
     MOVED,
     DetailItem,
@@ -30,19 +29,21 @@ from nnemu.parser._model import (
     StatKey,
     ThreadDetail,
 )
+from nnemu.trace import (
+    HEAD_RE,
+    MAX_SECONDS_DIGITS,
+    OPAQUE,
+    ROW_RE,
+    ROW_SEPARATOR,
+    UNKNOWN_TGID,
+    Mark,
+    classify,
+    exact_timestamp_ns,
+)
 from nnemu.tracer import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer, Phase
 
-ROW_RE: Final = re.compile(
-    r"\s*.+?-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\](?:\s+\S+)?\s+(\d+)\.(\d+):"
-    r" tracing_mark_write: ([BE])(.*)"
-)
-"""``TASK-TID ( TGID) [CPU] FLAGS SEC.FRAC: tracing_mark_write: B...|E...``;
-the ``( TGID)`` column is optional (old systrace)."""
-
-_SEPARATOR: Final = ": tracing_mark_write: "
+_SEPARATOR: Final = ROW_SEPARATOR
 _SEPARATOR_LEN: Final = len(_SEPARATOR)
-_HEAD_RE: Final = re.compile(r"\s*(.+?)-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\](?:\s+\S+)?\s+")
-"""``ROW_RE`` up to the timestamp, with the task name as group 1."""
 _LEADING_SPACE: Final = re.compile(r"\s*")
 _BAD_HEAD: Final[tuple[str, str | None]] = ("", None)
 
@@ -80,28 +81,8 @@ _DEVICE_CALLEE: Final[dict[Layer, frozenset[Layer]]] = {
 _DEVICE: Final = Layer.DRIVER
 
 
-_MAX_SECONDS_DIGITS: Final = 11
-_FAST_DIGITS: Final = _MAX_SECONDS_DIGITS + 7
+_FAST_DIGITS: Final = MAX_SECONDS_DIGITS + 7
 """A fast-path timestamp (6 fraction digits) has fewer digits than this in all."""
-"""Longest seconds part of a timestamp accepted (about 3,000 years)."""
-
-
-def _ns(seconds: str, fraction: str) -> int | str:
-    """A ``SECONDS.FRACTION`` timestamp in exact ns, or why it cannot be read exactly."""
-    if len(seconds) > _MAX_SECONDS_DIGITS:
-        return (
-            f"timestamp {seconds[:20]}{'...' if len(seconds) > 20 else ''}.{fraction[:12]}"
-            f" is out of range (at most {_MAX_SECONDS_DIGITS} digits of seconds): row skipped"
-        )
-    if len(fraction) > 9:
-        if fraction[9:].strip("0"):
-            return (
-                f"timestamp {seconds}.{fraction[:30]}{'...' if len(fraction) > 30 else ''}"
-                " is finer than a nanosecond and cannot be read exactly: row skipped"
-            )
-        fraction = fraction[:9]
-    scale: int = 10 ** (9 - len(fraction))
-    return int(seconds) * 1_000_000_000 + int(fraction) * scale
 
 
 def _printable(text: str, limit: int = 200) -> str:
@@ -788,10 +769,10 @@ class Engine:
                             line,
                         )
                     continue
-                tid, tgid, seconds, fraction, kind, rest = m.groups()
-                if tgid == "-----":
+                _, tid, tgid, seconds, fraction, kind, rest = m.groups()
+                if tgid == UNKNOWN_TGID:
                     tgid = None
-                stamp_ns = _ns(seconds, fraction)
+                stamp_ns = exact_timestamp_ns(seconds, fraction)
                 if isinstance(stamp_ns, str):
                     self.warn(stamp_ns, line_number, line)
                     continue
@@ -987,14 +968,14 @@ class Engine:
         if len(prefixes) >= _MAX_CACHED_NAMES:
             prefixes.clear()
         row_head = head + " "
-        m = _HEAD_RE.fullmatch(row_head)
+        m = HEAD_RE.fullmatch(row_head)
         leading = _LEADING_SPACE.match(row_head)
         # ROW_RE prefers the longest leading whitespace; a head whose task
         # name needs some of it is left to ROW_RE.
         ids = _BAD_HEAD
         if m is not None and leading is not None and m.start(1) == leading.end():
             # A "-----" TGID column means "unknown" (the payload's pid is used).
-            ids = (m.group(2), None if m.group(3) == "-----" else m.group(3))
+            ids = (m.group(2), None if m.group(3) == UNKNOWN_TGID else m.group(3))
             if ids[0] == ids[1] and len(self._names) < _MAX_CACHED_NAMES:
                 self._names.setdefault(ids[0], m.group(1))
         prefixes[head] = ids

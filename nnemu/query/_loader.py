@@ -12,35 +12,33 @@ slices of its track with ids in ``(id, subtree_end_id]``.
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final, TextIO
 
 import attrs
 
 from nnemu.errors import TraceFormatError
-from nnemu.parser._reader import _TRACE_DATA_OPEN, FtraceLines
 from nnemu.query._marks import MarkInfo, describe
 from nnemu.query._schema import create_tables, finish_schema
+from nnemu.trace import (
+    MAX_ABS_NS,
+    MAX_ID,
+    ROW_RE,
+    UNKNOWN_TGID,
+    FtraceLines,
+    TraceFormat,
+    file_format,
+    json_time_ns,
+    process_name,
+    refuse_unreadable,
+    timestamp_ns,
+)
 
 BATCH_ROWS: Final = 10_000
 """Rows buffered before an ``executemany``."""
 _MAX_CACHED_NAMES: Final = 20_000
-_PROCESS_DUMP: Final = "PROCESS DUMP"
-
-# The parser's ROW_RE, plus the TASK column (the thread name).
-_ROW_RE: Final = re.compile(
-    r"\s*(.+?)-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\](?:\s+\S+)?\s+(\d+)\.(\d+):"
-    r" tracing_mark_write: ([BE])(.*)"
-)
-MAX_ABS_NS: Final = 2**62
-"""Largest |timestamp| or duration in ns a row may have (~146 years; SQLite's INTEGER is 64-bit)."""
-MAX_ID: Final = 2**31 - 1
-"""Largest pid or tid (Linux's pid_t)."""
-_MAX_SECONDS_DIGITS: Final = 11
 _UNKNOWN_TASK: Final = "<...>"
 _JSON_SLICE_PHASES: Final = frozenset({"B", "E", "X", "i", "I", "n"})
 
@@ -127,29 +125,6 @@ def _payload_tgid(rest: str) -> int | None:
     return None
 
 
-def ftrace_ns(seconds: str, fraction: str) -> int | None:
-    """The ns of an ftrace timestamp ``seconds.fraction`` (any number of fraction digits,
-    rounded to the ns), or None when it is out of range."""
-    if len(seconds) > _MAX_SECONDS_DIGITS:
-        return None
-    if len(fraction) == 6:
-        ns = int(seconds + fraction) * 1000
-    else:
-        ns = int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, "0"))
-        if len(fraction) > 9 and fraction[9] >= "5":
-            ns += 1
-    return ns if ns <= MAX_ABS_NS else None
-
-
-def _json_ns(value: object) -> int | None:
-    """A JSON time in us (``ts``, ``dur``) in ns, or None if not a finite number in range."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if not math.isfinite(value) or abs(value) > MAX_ABS_NS // 1000:
-        return None
-    return round(value * 1000)
-
-
 def _arg_value(value: object) -> object:
     """A JSON arg as SQLite stores it (JSON text for what SQLite has no type for)."""
     if isinstance(value, str | float) or (
@@ -157,14 +132,6 @@ def _arg_value(value: object) -> object:
     ):
         return value
     return json.dumps(value, sort_keys=True)
-
-
-def _process_name(rest: str) -> str:
-    """The NAME column of a ``ps`` line's tail ``NAME  COMM`` (names may hold spaces)."""
-    wide = re.split(r"\s{2,}", rest.strip())
-    if len(wide) >= 2:
-        return wide[0]
-    return rest.split()[0]
 
 
 class Loader:
@@ -327,35 +294,14 @@ class Loader:
         if first is None or second is None:
             return  # a pid out of pid_t's range: not a row of a process dump
         if self._dump_mode == "process" and len(fields) >= 9:
-            self._process_names[first] = _process_name(line.split(None, 8)[8])
+            self._process_names[first] = process_name(line.split(None, 8)[8])
         elif self._dump_mode == "thread":
             self._dump_threads[second] = (first, line.split(None, 3)[3].strip())
 
-    def _tap_process_dump(self, lines: Iterable[str]) -> Iterator[str]:
-        """Pass ``lines`` through, reading any systrace ``PROCESS DUMP`` block on the way."""
-        lines = iter(lines)
-        state = 0  # 0: outside, 1: after a trace-data open tag, 2: in a process dump
-        for line in lines:
-            if state == 2:
-                if "</script>" in line:
-                    state = 0
-                else:
-                    self._dump_line(line)
-            elif state == 1:
-                if line.startswith("# tracer:"):
-                    # The ftrace block: systrace writes the process dump before it.
-                    yield line
-                    yield from lines
-                    return
-                state = 2 if line.strip() == _PROCESS_DUMP else 0
-            elif _TRACE_DATA_OPEN in line:
-                state = 1
-            yield line
-
     def load_ftrace(self, lines: Iterable[str]) -> FtraceLines:
         """Load the ``tracing_mark_write`` B/E rows of systrace HTML or ftrace text."""
-        source = FtraceLines(self._tap_process_dump(lines))
-        match = _ROW_RE.match
+        source = FtraceLines(lines, on_dump_line=self._dump_line)
+        match = ROW_RE.match
         thread_of = self._thread
         # (tid, TGID column) -> thread, skipping _thread() on most rows.
         known: dict[tuple[str, str], _Thread] = {}
@@ -371,7 +317,7 @@ class Loader:
                     )
                 continue
             task, tid, tgid_column, seconds, fraction, kind, rest = m.groups()
-            ts = ftrace_ns(seconds, fraction)
+            ts = timestamp_ns(seconds, fraction)
             if ts is None:
                 self.warn(line_number, f"timestamp {seconds}.{fraction} out of range; row skipped")
                 continue
@@ -380,7 +326,7 @@ class Loader:
             if thread is None or not thread.current:
                 tgid = (
                     _id(tgid_column)
-                    if tgid_column is not None and tgid_column != "-----"
+                    if tgid_column is not None and tgid_column != UNKNOWN_TGID
                     else _payload_tgid(rest)
                 )
                 tid_number = _id(tid)
@@ -388,7 +334,7 @@ class Loader:
                     self.warn(line_number, f"thread id out of range (> {MAX_ID}); row skipped")
                     continue
                 thread = thread_of(tid_number, tgid)
-                if tgid_column is not None and tgid_column != "-----":
+                if tgid_column is not None and tgid_column != UNKNOWN_TGID:
                     known[key] = thread
             if task != _UNKNOWN_TASK:
                 thread.name = task
@@ -423,7 +369,7 @@ class Loader:
             return  # counters, async and flow events have no thread slice
         pid = _int(event.get("pid"))
         tid = _int(event.get("tid", pid))
-        ts = _json_ns(event.get("ts"))
+        ts = json_time_ns(event.get("ts"))
         where = line_number or 0
         if tid is None or ts is None:
             self.warn(where, f"{ph!s} event without a tid and a finite ts in range; skipped")
@@ -434,7 +380,7 @@ class Loader:
             return
         end: int | None = None
         if ph == "X":
-            dur = _json_ns(event.get("dur", 0)) or 0
+            dur = json_time_ns(event.get("dur", 0)) or 0
             end = min(MAX_ABS_NS, max(-MAX_ABS_NS, ts + dur))
         elif ph != "B":
             end = ts
@@ -554,28 +500,19 @@ class Loader:
         return None
 
 
-GZIP_MAGIC: Final = b"\x1f\x8b"
-
-
 def _sniff(path: str) -> str:
-    """``json`` when the first non-blank character opens a JSON document, else ``ftrace``.
+    """``json`` for a Chrome JSON trace, ``ftrace`` for systrace HTML or ftrace text.
 
     Raises:
-        TraceFormatError: the file is gzip-compressed.
+        TraceFormatError: the file is compressed or binary.
     """
-    with open(path, "rb") as binary:
-        if binary.read(2) == GZIP_MAGIC:
-            raise TraceFormatError(
-                path, 1, "", "the file is gzip-compressed: decompress it first (gunzip -k)"
-            )
-    with open(path, encoding="utf-8", errors="replace") as stream:
-        while True:
-            chunk = stream.read(4096)
-            if not chunk:
-                return "ftrace"
-            stripped = chunk.lstrip()
-            if stripped:
-                return "json" if stripped[0] in "{[" else "ftrace"
+    kind = file_format(path)
+    if kind is TraceFormat.GZIP:
+        raise TraceFormatError(
+            path, 1, "", "the file is gzip-compressed: decompress it first (gunzip -k)"
+        )
+    refuse_unreadable(path, kind)
+    return "json" if kind is TraceFormat.JSON else "ftrace"
 
 
 def _reset(conn: sqlite3.Connection) -> None:

@@ -1,6 +1,6 @@
 """What a slice name means in the query tables: layer, phase, kind and extra args.
 
-The NNTRACE tag and HIDL readings are those of the parser (``nnemu.parser._marks``);
+The NNTRACE tag and HIDL readings are those of ``nnemu.trace.classify`` (shared with the parser);
 this module only narrows HIDL marks to the NNAPI interfaces, since a systrace
 also holds the HIDL calls of every other HAL (composer, sensors, ...).
 """
@@ -11,7 +11,7 @@ from typing import Final
 
 import attrs
 
-from nnemu.parser._marks import classify
+from nnemu.trace import classify
 from nnemu.tracer import NNAPI_HIDL_INTERFACES
 
 # NNAPI HAL interfaces as they appear in HIDL marks (the package is not written).

@@ -2,7 +2,7 @@
 
 The input is a systrace HTML file, ftrace text or Chrome trace-event JSON, from
 nnemu or from a device.  Only the NNAPI sections are kept: NNTRACE marks
-(``[NN_<layer>_<phase>]``, classified with the parser's ``classify``) and the HIDL
+(``[NN_<layer>_<phase>]``, classified with ``nnemu.trace.classify`` as the parser does) and the HIDL
 marks of the NNAPI interfaces.  From them:
 
 * an **app** is a process that issued executions.  Its arrivals are the begins of
@@ -21,32 +21,31 @@ from __future__ import annotations
 
 import bisect
 import json
-import math
 import re
 import statistics
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Final
 
 import attrs
 
 from nnemu.errors import TraceFormatError
 from nnemu.hal import HalVersion
-from nnemu.parser._marks import Mark, classify
-from nnemu.parser._reader import _TRACE_DATA_OPEN, FtraceLines
 from nnemu.scenario import ExecutionMode
-from nnemu.tracer import NNAPI_HIDL_INTERFACES, Layer, Phase
-
-_ROW_RE: Final = re.compile(
-    r"\s*(.+?)-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\](?:\s+\S+)?\s+(\d+)\.(\d+):"
-    r" tracing_mark_write: ([BE])(.*)"
+from nnemu.trace import (
+    MAX_ID,
+    PROCESS_DUMP,
+    ROW_RE,
+    FtraceLines,
+    Mark,
+    TraceFormat,
+    classify,
+    file_format,
+    json_time_ns,
+    process_name,
+    refuse_unreadable,
+    timestamp_ns,
 )
-"""``TASK-TID ( TGID) [CPU] FLAGS SEC.FRAC: tracing_mark_write: B|tgid|name`` or ``E...``."""
-MAX_ID: Final = 2**31 - 1
-"""Largest pid or tid a row may carry (Linux's pid_t); rows beyond are skipped."""
-MAX_ABS_NS: Final = 2**62
-"""Largest |timestamp| in ns a row may carry (~146 years); rows beyond are skipped."""
-GZIP_MAGIC: Final = b"\x1f\x8b"
-_PROCESS_DUMP: Final = "PROCESS DUMP"
+from nnemu.tracer import NNAPI_HIDL_INTERFACES, Layer, Phase
 
 _NN_INTERFACES: Final = NNAPI_HIDL_INTERFACES
 _EXECUTION_API: Final = {
@@ -190,6 +189,8 @@ class _Reader:
     # tid -> stack of (name, begin_ns, pid, keep)
     _stacks: dict[int, list[tuple[str, int, int, bool]]] = attrs.Factory(dict)
     _keep: dict[str, bool] = attrs.Factory(dict)
+    # Which ps listing of a PROCESS DUMP block the reader is in: "process", "thread" or "".
+    _dump_mode: str = ""
 
     def _interesting(self, name: str) -> bool:
         keep = self._keep.get(name)
@@ -237,36 +238,24 @@ class _Reader:
         if first is None or second is None:
             return
         if mode == "process" and len(fields) >= 9:
-            tail = line.split(None, 8)[8].strip()
-            wide = re.split(r"\s{2,}", tail)
-            self.process_names[first] = wide[0] if len(wide) >= 2 else tail.split()[0]
+            self.process_names[first] = process_name(line.split(None, 8)[8])
         elif mode == "thread":
             tid = second
             self.thread_pid.setdefault(tid, first)
             self.thread_names.setdefault(tid, line.split(None, 3)[3].strip())
 
-    def _tap_process_dump(self, lines: Iterable[str]) -> Iterator[str]:
-        """Pass ``lines`` through, reading a systrace ``PROCESS DUMP`` block on the way."""
-        state = 0  # 0 outside, 1 after a trace-data open tag, 2 in a process dump
-        mode = ""
-        for line in lines:
-            if state == 2:
-                if "</script>" in line:
-                    state = 0
-                elif line.startswith("USER"):
-                    mode = "thread" if mode == "process" else "process"
-                else:
-                    self._dump_line(line, mode)
-            elif state == 1:
-                state = 2 if line.strip() == _PROCESS_DUMP else 0
-                mode = ""
-            elif _TRACE_DATA_OPEN in line:
-                state = 1
-            yield line
+    def _dump_row(self, line: str) -> None:
+        """Read one line of a systrace ``PROCESS DUMP`` block: processes, then threads."""
+        if line.strip() == PROCESS_DUMP:
+            self._dump_mode = ""
+        elif line.startswith("USER"):
+            self._dump_mode = "thread" if self._dump_mode == "process" else "process"
+        else:
+            self._dump_line(line, self._dump_mode)
 
     def read_ftrace(self, lines: Iterable[str]) -> FtraceLines:
-        source = FtraceLines(self._tap_process_dump(lines))
-        match = _ROW_RE.match
+        source = FtraceLines(lines, on_dump_line=self._dump_row)
+        match = ROW_RE.match
         for _, line in source:
             if "tracing_mark_write" not in line:
                 continue
@@ -274,7 +263,7 @@ class _Reader:
             if m is None:
                 continue
             task, tid_text, tgid_column, seconds, fraction, kind, rest = m.groups()
-            ts = _ftrace_ns(seconds, fraction)
+            ts = timestamp_ns(seconds, fraction)
             tid = _id(tid_text)
             if ts is None or tid is None:
                 continue  # out of range: not a row a kernel writes
@@ -318,11 +307,11 @@ class _Reader:
                     elif event.get("name") == "thread_name":
                         self.thread_names[tid] = name
                 continue
-            ts_ns = _json_ns(event.get("ts"))
+            ts_ns = json_time_ns(event.get("ts"))
             if ph not in ("B", "E", "X") or ts_ns is None:
                 continue
             if ph == "X":
-                dur_ns = _json_ns(event.get("dur"))
+                dur_ns = json_time_ns(event.get("dur"))
                 if dur_ns is None:
                     continue
                 ordered.append((ts_ns, index, 0, tid, str(event.get("name", ""))))
@@ -350,37 +339,16 @@ def _id(text: str) -> int | None:
     return value if value <= MAX_ID else None
 
 
-def _ftrace_ns(seconds: str, fraction: str) -> int | None:
-    """An ftrace timestamp in ns, whatever its number of fraction digits (rounded to the
-    ns); None when it is beyond MAX_ABS_NS."""
-    if len(seconds) > 11:
-        return None
-    ns = int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, "0"))
-    if len(fraction) > 9 and fraction[9] >= "5":
-        ns += 1
-    return ns if ns <= MAX_ABS_NS else None
-
-
-def _json_ns(value: object) -> int | None:
-    """A JSON time in us as ns, or None: not a finite number within MAX_ABS_NS."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if not math.isfinite(value) or abs(value) > MAX_ABS_NS // 1000:
-        return None
-    return round(value * 1000)
-
-
 def _read(path: str) -> tuple[_Reader, str]:
     reader = _Reader()
-    with open(path, "rb") as binary:
-        if binary.read(2) == GZIP_MAGIC:
-            raise TraceFormatError(
-                path, 1, "", "the file is gzip-compressed: decompress it first (gunzip -k)"
-            )
+    kind = file_format(path)
+    if kind is TraceFormat.GZIP:
+        raise TraceFormatError(
+            path, 1, "", "the file is gzip-compressed: decompress it first (gunzip -k)"
+        )
+    refuse_unreadable(path, kind)
     with open(path, encoding="utf-8", errors="replace") as handle:
-        head = handle.read(4096)
-        handle.seek(0)
-        if head.lstrip().startswith(("{", "[")):
+        if kind is TraceFormat.JSON:
             try:
                 document = json.load(handle)
             except json.JSONDecodeError as err:

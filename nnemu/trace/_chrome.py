@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import decimal
 import json
-from collections.abc import Iterator
+import math
 from typing import Final
 
 import attrs
+
+from nnemu.trace._rows import MAX_ABS_NS
 
 _MAX_TS_US: Final = decimal.Decimal(10) ** 17
 """Largest timestamp accepted, in µs (about 3,000 years, as for ftrace rows)."""
@@ -44,6 +46,16 @@ class ChromeRows:
     """(line, message, event text) of events that were skipped."""
     last_line_number: int
     """Line (or event) number of the last event."""
+
+
+def json_time_ns(value: object) -> int | None:
+    """A JSON time in µs (``ts``, ``dur``) in ns (rounded), or None: not a finite
+    number within ``MAX_ABS_NS``.  (``read_chrome_json`` reads times exactly instead.)"""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or abs(value) > MAX_ABS_NS // 1000:
+        return None
+    return round(value * 1000)
 
 
 def _ts_ns(value: object) -> int | str:
@@ -152,28 +164,3 @@ def read_chrome_json(text: str) -> ChromeRows:
         problems=tuple(problems),
         last_line_number=number,
     )
-
-
-def sniff(head: bytes) -> str:
-    """What a file's first bytes say it is: ``gzip``, ``binary``, ``json`` or ``text``."""
-    if head.startswith(b"\x1f\x8b"):
-        return "gzip"
-    if head.startswith((b"PK\x03\x04", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd")):
-        return "archive"
-    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if b"\x00" in head[:4096]:
-        return "binary"
-    try:
-        head[:4096].decode("utf-8")
-    except UnicodeDecodeError as err:
-        # A multi-byte character cut by the 4 KiB window is still text.
-        if err.start < len(head[:4096]) - 4:
-            return "binary"
-    if stripped[:1] in (b"{", b"["):
-        return "json"
-    return "text"
-
-
-def iter_rows(rows: ChromeRows) -> Iterator[tuple[int, str]]:
-    """The rows, for ``Engine.feed``."""
-    return iter(rows.rows)

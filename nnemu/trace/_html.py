@@ -1,19 +1,29 @@
-"""Finding the ftrace text in a systrace HTML file or a plain ftrace dump."""
+"""Finding the ftrace text in a systrace HTML file or a plain ftrace dump, and its process dump.
+
+Systrace HTML holds several ``<script class="trace-data">`` blocks: a ``PROCESS
+DUMP`` (``ps`` listings: processes, then threads), the ftrace text (first line
+``# tracer:``) and JSON metadata.  ``FtraceLines`` yields the ftrace block's
+numbered lines, reads process names from a dump before it, and hands each dump
+line to ``on_dump_line`` for readers that want more of it (thread names).
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import Final
 
 import attrs
 
-_TRACE_DATA_OPEN = '<script class="trace-data" type="application/text">'
-_SCRIPT_CLOSE = "</script>"
-_PROCESS_DUMP = "PROCESS DUMP"
-_MAX_PROCESSES = 100_000
+TRACE_DATA_OPEN: Final = '<script class="trace-data" type="application/text">'
+"""The tag that opens a systrace trace-data block."""
+SCRIPT_CLOSE: Final = "</script>"
+PROCESS_DUMP: Final = "PROCESS DUMP"
+"""The first line of a systrace process-dump block."""
+_MAX_PROCESSES: Final = 100_000
 
 
-def _process_name(rest: str) -> str:
+def process_name(rest: str) -> str:
     """The NAME column of a ``ps`` line's tail ``NAME  COMM`` (names may hold spaces)."""
     wide = re.split(r"\s{2,}", rest.strip())
     if len(wide) >= 2:
@@ -46,6 +56,9 @@ class FtraceLines:
     """Process names by pid, from a systrace ``PROCESS DUMP`` block before the ftrace one."""
     on_ftrace: Callable[[dict[str, str]], None] | None = None
     """Called with ``process_names`` when the ftrace block of an HTML file starts."""
+    on_dump_line: Callable[[str], None] | None = None
+    """Called with each line of a ``PROCESS DUMP`` block before the ftrace one (its
+    ``PROCESS DUMP`` line first, then the ``ps`` headers and rows)."""
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         line_number = 0
@@ -75,7 +88,7 @@ class FtraceLines:
         """Read one ``ps`` row (``USER PID PPID VSZ RSS WCHAN PC S NAME COMM``)."""
         fields = line.split(None, 8)
         if len(fields) == 9 and fields[1].isdigit() and len(self.process_names) < _MAX_PROCESSES:
-            name = _process_name(fields[8])
+            name = process_name(fields[8])
             if name.isprintable():
                 self.process_names[str(int(fields[1]))] = name[:200]
 
@@ -87,14 +100,16 @@ class FtraceLines:
         expect_tracer = False
         while True:
             if in_block:
-                if _SCRIPT_CLOSE in line:
+                if SCRIPT_CLOSE in line:
                     break
                 yield line_number, line
             elif in_dump:
-                if _SCRIPT_CLOSE in line:
+                if SCRIPT_CLOSE in line:
                     in_dump = False
                 else:
                     self._dump_line(line)
+                    if self.on_dump_line is not None:
+                        self.on_dump_line(line)
             elif expect_tracer:
                 expect_tracer = False
                 if line.startswith("# tracer:"):
@@ -102,11 +117,13 @@ class FtraceLines:
                     self.found_ftrace = True
                     if self.on_ftrace is not None:
                         self.on_ftrace(self.process_names)
-                elif line.strip() == _PROCESS_DUMP:
+                elif line.strip() == PROCESS_DUMP:
                     in_dump = True
-                elif _TRACE_DATA_OPEN in line:
+                    if self.on_dump_line is not None:
+                        self.on_dump_line(line)
+                elif TRACE_DATA_OPEN in line:
                     expect_tracer = True
-            elif _TRACE_DATA_OPEN in line:
+            elif TRACE_DATA_OPEN in line:
                 expect_tracer = True
             next_line = next(lines, None)
             if next_line is None:

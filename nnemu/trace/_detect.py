@@ -1,0 +1,115 @@
+"""What a trace file is, and the one place that opens a trace by its format.
+
+``detect_format`` tells a file's format by its first bytes; ``open_trace``
+opens a path and gives its rows, dispatching on that format.  A new format
+(e.g. a Perfetto protobuf reader) gets a ``TraceFormat`` member, a test in
+``detect_format`` and a branch in ``open_trace`` that turns it into rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+from collections.abc import Iterator
+from typing import Final, TextIO
+
+from nnemu.errors import TraceFormatError
+from nnemu.trace._chrome import ChromeJsonError, ChromeRows, read_chrome_json
+
+HEAD_BYTES: Final = 8192
+"""How much of a file ``detect_format`` is given by ``open_trace``."""
+_TEXT_WINDOW: Final = 4096
+GZIP_MAGIC: Final = b"\x1f\x8b"
+_ARCHIVE_MAGICS: Final = (b"PK\x03\x04", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd")
+"""zip, bzip2, xz, zstd."""
+
+
+class TraceFormat(enum.Enum):
+    """A file's format, as its first bytes tell it."""
+
+    GZIP = "gzip"
+    ARCHIVE = "archive"
+    """zip, bzip2, xz or zstd."""
+    BINARY = "binary"
+    """Not text (a Perfetto protobuf trace, typically)."""
+    JSON = "json"
+    """Chrome trace-event JSON (first non-blank character ``{`` or ``[``)."""
+    TEXT = "text"
+    """Systrace HTML or ftrace text."""
+
+
+_UNREADABLE: Final = {
+    TraceFormat.GZIP: "the file is gzip-compressed; decompress it first",
+    TraceFormat.ARCHIVE: "the file is a compressed archive; extract the trace from it first",
+    TraceFormat.BINARY: "the file is binary (a Perfetto protobuf trace?), not a systrace HTML,"
+    " ftrace text or Chrome JSON trace",
+}
+
+
+def detect_format(head: bytes) -> TraceFormat:
+    """What a file's first bytes (``HEAD_BYTES`` of them, or all of a shorter file) say it is."""
+    if head.startswith(GZIP_MAGIC):
+        return TraceFormat.GZIP
+    if head.startswith(_ARCHIVE_MAGICS):
+        return TraceFormat.ARCHIVE
+    window = head[:_TEXT_WINDOW]
+    if b"\x00" in window:
+        return TraceFormat.BINARY
+    try:
+        window.decode("utf-8")
+    except UnicodeDecodeError as err:
+        # A multi-byte character cut by the window is still text.
+        if err.start < len(window) - 4:
+            return TraceFormat.BINARY
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"["):
+        return TraceFormat.JSON
+    return TraceFormat.TEXT
+
+
+def file_format(path: str) -> TraceFormat:
+    """``detect_format`` of the file at ``path``.
+
+    Raises:
+        OSError: The file cannot be read.
+    """
+    with open(path, "rb") as raw:
+        return detect_format(raw.read(HEAD_BYTES))
+
+
+def refuse_unreadable(path: str, kind: TraceFormat) -> None:
+    """Raise ``TraceFormatError`` (line 0) for a format no reader reads: compressed or binary.
+
+    Raises:
+        TraceFormatError: ``kind`` is gzip, an archive or binary.
+    """
+    message = _UNREADABLE.get(kind)
+    if message is not None:
+        raise TraceFormatError(path, 0, "", message)
+
+
+@contextlib.contextmanager
+def open_trace(path: str | os.PathLike[str]) -> Iterator[ChromeRows | TextIO]:
+    """Open a trace file and give its rows, whatever its format.
+
+    Systrace HTML and ftrace text come as the open text stream (read its lines
+    with ``FtraceLines``); Chrome JSON comes as ``ChromeRows`` (numbered ftrace
+    rows made from its events).
+
+    Raises:
+        TraceFormatError: A format nnemu cannot read (compressed, binary) or a
+            JSON document that is not a trace.
+        OSError: The file cannot be read.
+    """
+    name = os.fspath(path)
+    kind = file_format(name)
+    refuse_unreadable(name, kind)
+    with open(name, encoding="utf-8", errors="replace") as stream:
+        if kind is not TraceFormat.JSON:
+            yield stream
+            return
+        try:
+            rows = read_chrome_json(stream.read())
+        except ChromeJsonError as err:
+            raise TraceFormatError(name, err.line_number, "", err.message) from None
+    yield rows

@@ -1,0 +1,71 @@
+"""The ftrace ``tracing_mark_write`` row and its timestamp: defined once for every reader.
+
+A row is ``TASK-TID ( TGID) [CPU] FLAGS SEC.FRAC: tracing_mark_write: B|tgid|name``
+or ``...: tracing_mark_write: E|tgid``; the ``( TGID)`` column is optional (old
+systrace) and may be ``(-----)`` (unknown: the payload's pid is the process).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+_HEAD: Final = r"\s*(.+?)-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\](?:\s+\S+)?\s+"
+"""``TASK-TID ( TGID) [CPU] FLAGS `` up to the timestamp (groups: task, tid, TGID column)."""
+
+ROW_SEPARATOR: Final = ": tracing_mark_write: "
+"""What follows a row's timestamp; the payload comes after it."""
+
+ROW_RE: Final = re.compile(_HEAD + r"(\d+)\.(\d+)" + ROW_SEPARATOR.rstrip(" ") + r" ([BE])(.*)")
+"""A ``tracing_mark_write`` B/E row.  Groups: task, tid, TGID column (None when
+absent, ``-----`` when unknown), seconds, fraction, ``B`` or ``E``, the payload
+after the kind (``|tgid|name`` or ``|tgid``)."""
+
+HEAD_RE: Final = re.compile(_HEAD)
+"""``ROW_RE`` up to the timestamp (same groups 1-3), for a reader that splits rows itself."""
+
+UNKNOWN_TGID: Final = "-----"
+"""The TGID column of a thread whose process ftrace did not know."""
+
+MAX_SECONDS_DIGITS: Final = 11
+"""Longest seconds part of a timestamp accepted (about 3,000 years)."""
+
+MAX_ID: Final = 2**31 - 1
+"""Largest pid or tid (Linux's pid_t)."""
+
+MAX_ABS_NS: Final = 2**62
+"""Largest |timestamp| in ns a row may carry (~146 years; SQLite's INTEGER is 64-bit)."""
+
+
+def timestamp_ns(seconds: str, fraction: str) -> int | None:
+    """The ns of an ftrace timestamp ``seconds.fraction``, any number of fraction
+    digits (rounded half up to the ns); None beyond ``MAX_SECONDS_DIGITS`` or ``MAX_ABS_NS``."""
+    if len(seconds) > MAX_SECONDS_DIGITS:
+        return None
+    if len(fraction) == 6:
+        ns = int(seconds + fraction) * 1000
+    else:
+        ns = int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, "0"))
+        if len(fraction) > 9 and fraction[9] >= "5":
+            ns += 1
+    return ns if ns <= MAX_ABS_NS else None
+
+
+def exact_timestamp_ns(seconds: str, fraction: str) -> int | str:
+    """The exact ns of ``seconds.fraction``, or why it cannot be read exactly (a
+    message ending in "row skipped"): too many digits of seconds, or a fraction finer
+    than a nanosecond (trailing zeros beyond the ninth digit are fine)."""
+    if len(seconds) > MAX_SECONDS_DIGITS:
+        return (
+            f"timestamp {seconds[:20]}{'...' if len(seconds) > 20 else ''}.{fraction[:12]}"
+            f" is out of range (at most {MAX_SECONDS_DIGITS} digits of seconds): row skipped"
+        )
+    if len(fraction) > 9:
+        if fraction[9:].strip("0"):
+            return (
+                f"timestamp {seconds}.{fraction[:30]}{'...' if len(fraction) > 30 else ''}"
+                " is finer than a nanosecond and cannot be read exactly: row skipped"
+            )
+        fraction = fraction[:9]
+    scale: int = 10 ** (9 - len(fraction))
+    return int(seconds) * 1_000_000_000 + int(fraction) * scale
