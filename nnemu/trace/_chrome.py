@@ -101,7 +101,8 @@ def read_chrome_json(text: str) -> ChromeRows:
     """Turn a Chrome JSON trace into numbered ftrace rows.
 
     Raises:
-        ChromeJsonError: Not JSON, too deeply nested, or not a trace-event document.
+        ChromeJsonError: Not JSON (or a number Python will not read), too deeply
+            nested, or not a trace-event document.
     """
     try:
         document = json.loads(text, parse_float=decimal.Decimal, parse_constant=decimal.Decimal)
@@ -109,6 +110,8 @@ def read_chrome_json(text: str) -> ChromeRows:
         raise ChromeJsonError(err.lineno, f"invalid JSON: {err.msg} (column {err.colno})") from None
     except RecursionError:
         raise ChromeJsonError(0, "JSON nested too deeply to be a trace") from None
+    except ValueError as err:  # an integer of more than 4300 digits
+        raise ChromeJsonError(1, f"invalid JSON: {err}") from None
     events = document.get("traceEvents") if isinstance(document, dict) else document
     if not isinstance(events, list):
         raise ChromeJsonError(

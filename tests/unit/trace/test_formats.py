@@ -1,0 +1,117 @@
+"""Format detection, ``open_trace`` dispatch and Chrome JSON reading."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from nnemu.errors import TraceFormatError
+from nnemu.trace import (
+    ChromeJsonError,
+    ChromeRows,
+    FtraceLines,
+    TraceFormat,
+    detect_format,
+    json_time_ns,
+    open_trace,
+    read_chrome_json,
+)
+
+
+@pytest.mark.parametrize(
+    ("head", "kind"),
+    [
+        (gzip.compress(b"# tracer: nop\n"), TraceFormat.GZIP),
+        (b"PK\x03\x04rest", TraceFormat.ARCHIVE),
+        (b"\x28\xb5\x2f\xfdzstd", TraceFormat.ARCHIVE),
+        (b"\n\x85\x02\x00\x01", TraceFormat.BINARY),
+        (b"\xff\xfe\xfa garbage" * 10, TraceFormat.BINARY),
+        (b'\xef\xbb\xbf  {"traceEvents": []}', TraceFormat.JSON),
+        (b"\n [{}]", TraceFormat.JSON),
+        (b"<!DOCTYPE html>", TraceFormat.TEXT),
+        (b"# tracer: nop\n" + "é".encode() * 2047 + "é".encode()[:1], TraceFormat.TEXT),
+        (b"", TraceFormat.TEXT),
+    ],
+)
+def test_detect_format_by_first_bytes(head: bytes, kind: TraceFormat):
+    """Compressed, binary, JSON and text files are told apart by their first bytes."""
+    assert detect_format(head) is kind
+
+
+def test_open_trace_gives_text_stream_or_chrome_rows(tmp_path: Path):
+    """Text comes as a stream for FtraceLines; JSON comes as numbered ftrace rows."""
+    text = tmp_path / "t.txt"
+    text.write_text("# tracer: nop\n")
+    with open_trace(text) as source:
+        assert not isinstance(source, ChromeRows)
+        assert list(FtraceLines(source)) == [(1, "# tracer: nop\n")]
+    events = [{"ph": "B", "pid": 7, "tid": 8, "ts": 1.5, "name": "[NN_LA_PE]m"}]
+    chrome = tmp_path / "t.json"
+    chrome.write_text(json.dumps({"traceEvents": events}))
+    with open_trace(chrome) as source:
+        assert isinstance(source, ChromeRows)
+        assert source.rows == (
+            (1, "<...>-8 (    7) [000] ...1 0.000001500: tracing_mark_write: B|7|[NN_LA_PE]m\n"),
+        )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (gzip.compress(b"x"), "the file is gzip-compressed; decompress it first"),
+        (b"PK\x03\x04", "the file is a compressed archive; extract the trace from it first"),
+        (b"\x00\x01", "the file is binary (a Perfetto protobuf trace?)"),
+        (b'{"traceEvents": 3}', "not a Chrome trace"),
+        (b'{"ts": ' + b"9" * 5000 + b"}", "invalid JSON: Exceeds the limit"),
+        (b"[" * 100_000, "JSON nested too deeply"),
+    ],
+)
+def test_open_trace_refuses_what_no_reader_reads(tmp_path: Path, content: bytes, message: str):
+    """Compressed, binary and non-trace JSON files raise TraceFormatError with a reason."""
+    path = tmp_path / "bad"
+    path.write_bytes(content)
+    with pytest.raises(TraceFormatError) as info, open_trace(path):
+        pass
+    assert info.value.message.startswith(message)
+
+
+def test_chrome_json_times_are_exact_and_problems_are_named():
+    """nnemu's µs values come back as exact ns; bad events are skipped with their line."""
+    text = (
+        '{"traceEvents": [\n'
+        '{"ph": "M", "pid": 7, "tid": 7, "name": "process_name", "args": {"name": "app"}},\n'
+        '{"ph": "B", "pid": 7, "tid": 7, "ts": 1000.001, "name": "x"},\n'
+        '{"ph": "E", "pid": 7, "tid": 7, "ts": -1},\n'
+        '{"ph": "E", "pid": true, "tid": 7, "ts": 2}\n'
+        "]}"
+    )
+    rows = read_chrome_json(text)
+    assert rows.process_names == {"7": "app"}
+    assert [number for number, _ in rows.rows] == [3]
+    assert " 0.001000001: tracing_mark_write: B|7|x" in rows.rows[0][1]
+    assert [(line, message.split(":")[0]) for line, message, _ in rows.problems] == [
+        (4, "timestamp -1 µs is out of range (0 to 1e+17 µs)"),
+        (5, "trace event without a numeric pid/tid"),
+    ]
+
+
+def test_chrome_json_that_is_not_json_names_its_line():
+    """Invalid JSON is a ChromeJsonError at the line and column of the fault."""
+    with pytest.raises(ChromeJsonError) as info:
+        read_chrome_json('[\n{"ph": }')
+    assert (info.value.line_number, info.value.message) == (
+        2,
+        "invalid JSON: Expecting value (column 8)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "ns"),
+    [(1.5, 1500), (2, 2000), (True, None), ("1", None), (float("nan"), None), (2**62, None)],
+)
+def test_json_time_ns_rounds_finite_numbers_in_range(value: object, ns: int | None):
+    """Query and replay read JSON µs as rounded ns; booleans, text and NaN are not times."""
+    assert json_time_ns(value) == ns
