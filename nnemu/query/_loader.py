@@ -27,11 +27,12 @@ from nnemu.trace import (
     MAX_ID,
     ROW_RE,
     UNKNOWN_TGID,
+    DumpProcess,
+    DumpThread,
     FtraceLines,
     TraceFormat,
     file_format,
     json_time_ns,
-    process_name,
     refuse_unreadable,
     timestamp_ns,
 )
@@ -150,7 +151,6 @@ class Loader:
         self._process_names: dict[int, str] = {}
         self._dump_threads: dict[int, tuple[int, str]] = {}
         self._json_thread_names: dict[tuple[int | None, int], str] = {}
-        self._dump_mode: str | None = None
         self.slices = 0
         self.open_slices = 0
         self.unmatched_ends = 0
@@ -277,30 +277,15 @@ class Loader:
 
     # -- ftrace ------------------------------------------------------------
 
-    def _dump_line(self, line: str) -> None:
-        fields = line.split()
-        if not fields:
-            return
-        if fields[0] == "USER":
-            self._dump_mode = (
-                "process" if "PPID" in fields else "thread" if "TID" in fields else None
-            )
-            return
-        if len(fields) < 4 or not (fields[1] + fields[2]).isascii():
-            return
-        if not (fields[1].isdigit() and fields[2].isdigit()):
-            return
-        first, second = _id(fields[1]), _id(fields[2])
-        if first is None or second is None:
-            return  # a pid out of pid_t's range: not a row of a process dump
-        if self._dump_mode == "process" and len(fields) >= 9:
-            self._process_names[first] = process_name(line.split(None, 8)[8])
-        elif self._dump_mode == "thread":
-            self._dump_threads[second] = (first, line.split(None, 3)[3].strip())
+    def _dump_row(self, row: DumpProcess | DumpThread) -> None:
+        if isinstance(row, DumpProcess):
+            self._process_names[row.pid] = row.name
+        else:
+            self._dump_threads[row.tid] = (row.pid, row.name)
 
     def load_ftrace(self, lines: Iterable[str]) -> FtraceLines:
         """Load the ``tracing_mark_write`` B/E rows of systrace HTML or ftrace text."""
-        source = FtraceLines(lines, on_dump_line=self._dump_line)
+        source = FtraceLines(lines, on_dump=self._dump_row)
         match = ROW_RE.match
         thread_of = self._thread
         # (tid, TGID column) -> thread, skipping _thread() on most rows.

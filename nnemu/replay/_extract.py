@@ -33,15 +33,16 @@ from nnemu.hal import HalVersion
 from nnemu.scenario import ExecutionMode
 from nnemu.trace import (
     MAX_ID,
-    PROCESS_DUMP,
     ROW_RE,
+    DumpProcess,
+    DumpThread,
     FtraceLines,
     Mark,
     TraceFormat,
     classify,
     file_format,
     json_time_ns,
-    process_name,
+    pid_of,
     refuse_unreadable,
     timestamp_ns,
 )
@@ -189,8 +190,6 @@ class _Reader:
     # tid -> stack of (name, begin_ns, pid, keep)
     _stacks: dict[int, list[tuple[str, int, int, bool]]] = attrs.Factory(dict)
     _keep: dict[str, bool] = attrs.Factory(dict)
-    # Which ps listing of a PROCESS DUMP block the reader is in: "process", "thread" or "".
-    _dump_mode: str = ""
 
     def _interesting(self, name: str) -> bool:
         keep = self._keep.get(name)
@@ -230,31 +229,15 @@ class _Reader:
 
     # -- ftrace text / systrace HTML
 
-    def _dump_line(self, line: str, mode: str) -> None:
-        fields = line.split()
-        if len(fields) < 4:
-            return
-        first, second = _id(fields[1]), _id(fields[2])
-        if first is None or second is None:
-            return
-        if mode == "process" and len(fields) >= 9:
-            self.process_names[first] = process_name(line.split(None, 8)[8])
-        elif mode == "thread":
-            tid = second
-            self.thread_pid.setdefault(tid, first)
-            self.thread_names.setdefault(tid, line.split(None, 3)[3].strip())
-
-    def _dump_row(self, line: str) -> None:
-        """Read one line of a systrace ``PROCESS DUMP`` block: processes, then threads."""
-        if line.strip() == PROCESS_DUMP:
-            self._dump_mode = ""
-        elif line.startswith("USER"):
-            self._dump_mode = "thread" if self._dump_mode == "process" else "process"
+    def _dump_row(self, row: DumpProcess | DumpThread) -> None:
+        if isinstance(row, DumpProcess):
+            self.process_names[row.pid] = row.name
         else:
-            self._dump_line(line, self._dump_mode)
+            self.thread_pid.setdefault(row.tid, row.pid)
+            self.thread_names.setdefault(row.tid, row.name)
 
     def read_ftrace(self, lines: Iterable[str]) -> FtraceLines:
-        source = FtraceLines(lines, on_dump_line=self._dump_row)
+        source = FtraceLines(lines, on_dump=self._dump_row)
         match = ROW_RE.match
         for _, line in source:
             if "tracing_mark_write" not in line:
@@ -264,7 +247,7 @@ class _Reader:
                 continue
             task, tid_text, tgid_column, seconds, fraction, kind, rest = m.groups()
             ts = timestamp_ns(seconds, fraction)
-            tid = _id(tid_text)
+            tid = pid_of(tid_text)
             if ts is None or tid is None:
                 continue  # out of range: not a row a kernel writes
             self.thread_names.setdefault(tid, task.strip())
@@ -272,11 +255,11 @@ class _Reader:
                 parts = rest.split("|", 2)
                 if len(parts) < 3:
                     continue  # not B|tgid|name
-                pid = _id(parts[1])
+                pid = pid_of(parts[1])
                 if pid is None:
                     continue
                 if tgid_column is not None and tgid_column.isdigit():
-                    pid = _id(tgid_column)
+                    pid = pid_of(tgid_column)
                 if pid is None:
                     continue
                 self.begin(ts, pid, tid, parts[2].rstrip("\n"))
@@ -329,14 +312,6 @@ class _Reader:
                 self.begin(ts_ns, self.thread_pid[tid], tid, name)
             else:
                 self.end(ts_ns, tid)
-
-
-def _id(text: str) -> int | None:
-    """A pid or tid column as an int, or None: not ASCII digits, or beyond pid_t."""
-    if not (text.isascii() and text.isdigit()) or len(text) > 10:
-        return None
-    value = int(text)
-    return value if value <= MAX_ID else None
 
 
 def _read(path: str) -> tuple[_Reader, str]:

@@ -3,7 +3,7 @@
 * rows: ``ROW_RE`` (the one ``tracing_mark_write`` row pattern), ``HEAD_RE``,
   ``timestamp_ns`` / ``exact_timestamp_ns`` (any number of fraction digits);
 * HTML blocks: ``FtraceLines`` (the ftrace block of systrace HTML, or plain
-  ftrace text) and its ``PROCESS DUMP`` (``process_name``);
+  ftrace text) and its ``PROCESS DUMP`` (``ProcessDump``: process and thread rows);
 * Chrome trace-event JSON: ``read_chrome_json`` (events as ftrace rows),
   ``json_time_ns``;
 * formats: ``detect_format`` (gzip, archives, binary, JSON, text) and
@@ -21,7 +21,15 @@ from nnemu.trace._detect import (
     open_trace,
     refuse_unreadable,
 )
-from nnemu.trace._html import PROCESS_DUMP, TRACE_DATA_OPEN, FtraceLines, process_name
+from nnemu.trace._html import (
+    PROCESS_DUMP,
+    TRACE_DATA_OPEN,
+    DumpProcess,
+    DumpThread,
+    FtraceLines,
+    ProcessDump,
+    process_name,
+)
 from nnemu.trace._marks import OPAQUE, Mark, classify
 from nnemu.trace._rows import (
     HEAD_RE,
@@ -32,6 +40,7 @@ from nnemu.trace._rows import (
     ROW_SEPARATOR,
     UNKNOWN_TGID,
     exact_timestamp_ns,
+    pid_of,
     timestamp_ns,
 )
 
@@ -50,8 +59,11 @@ __all__ = [
     "UNKNOWN_TGID",
     "ChromeJsonError",
     "ChromeRows",
+    "DumpProcess",
+    "DumpThread",
     "FtraceLines",
     "Mark",
+    "ProcessDump",
     "TraceFormat",
     "classify",
     "detect_format",
@@ -59,6 +71,7 @@ __all__ = [
     "file_format",
     "json_time_ns",
     "open_trace",
+    "pid_of",
     "process_name",
     "read_chrome_json",
     "refuse_unreadable",

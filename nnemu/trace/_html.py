@@ -3,8 +3,9 @@
 Systrace HTML holds several ``<script class="trace-data">`` blocks: a ``PROCESS
 DUMP`` (``ps`` listings: processes, then threads), the ftrace text (first line
 ``# tracer:``) and JSON metadata.  ``FtraceLines`` yields the ftrace block's
-numbered lines, reads process names from a dump before it, and hands each dump
-line to ``on_dump_line`` for readers that want more of it (thread names).
+numbered lines and reads a dump before it with ``ProcessDump``: process names
+are kept in ``process_names``, and every process and thread row goes to
+``on_dump`` for readers that want more of it (thread names).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Final
 
 import attrs
+
+from nnemu.trace._rows import pid_of
 
 TRACE_DATA_OPEN: Final = '<script class="trace-data" type="application/text">'
 """The tag that opens a systrace trace-data block."""
@@ -29,6 +32,60 @@ def process_name(rest: str) -> str:
     if len(wide) >= 2:
         return wide[0]
     return rest.split()[0]
+
+
+@attrs.frozen
+class DumpProcess:
+    """A row of the dump's process listing (``USER PID PPID VSZ RSS WCHAN PC S NAME COMM``)."""
+
+    pid: int
+    name: str
+    """The NAME column (which may hold single spaces)."""
+
+
+@attrs.frozen
+class DumpThread:
+    """A row of the dump's thread listing (``USER PID TID CMD``)."""
+
+    pid: int
+    tid: int
+    name: str
+    """The CMD column: the thread's name."""
+
+
+@attrs.define
+class ProcessDump:
+    """Reads the lines of ``PROCESS DUMP`` blocks: ``ps`` listings of processes, then threads.
+
+    Each listing starts with its ``USER ...`` header, which tells which it is
+    (a ``PPID`` column: processes; a ``TID`` column: threads).  Rows whose PID
+    or TID column is not a pid (ASCII digits within pid_t) are skipped.
+    """
+
+    listing: str | None = None
+    """``process``, ``thread``, or None before a header (or after an unknown one)."""
+
+    def read(self, line: str) -> DumpProcess | DumpThread | None:
+        """The row ``line`` holds, or None (a header, a blank or foreign line)."""
+        fields = line.split()
+        if not fields:
+            return None
+        if fields[0] == "USER":
+            self.listing = "process" if "PPID" in fields else "thread" if "TID" in fields else None
+            return None
+        if line.strip() == PROCESS_DUMP:
+            self.listing = None  # a new block
+            return None
+        if len(fields) < 4 or self.listing is None:
+            return None
+        first, second = pid_of(fields[1]), pid_of(fields[2])
+        if first is None or second is None:
+            return None
+        if self.listing == "process":
+            if len(fields) < 9:
+                return None
+            return DumpProcess(pid=first, name=process_name(line.split(None, 8)[8]))
+        return DumpThread(pid=first, tid=second, name=line.split(None, 3)[3].strip())
 
 
 @attrs.define
@@ -56,9 +113,9 @@ class FtraceLines:
     """Process names by pid, from a systrace ``PROCESS DUMP`` block before the ftrace one."""
     on_ftrace: Callable[[dict[str, str]], None] | None = None
     """Called with ``process_names`` when the ftrace block of an HTML file starts."""
-    on_dump_line: Callable[[str], None] | None = None
-    """Called with each line of a ``PROCESS DUMP`` block before the ftrace one (its
-    ``PROCESS DUMP`` line first, then the ``ps`` headers and rows)."""
+    on_dump: Callable[[DumpProcess | DumpThread], None] | None = None
+    """Called with each row of a ``PROCESS DUMP`` block before the ftrace one."""
+    _dump: ProcessDump = attrs.field(factory=ProcessDump, init=False)
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         line_number = 0
@@ -85,12 +142,18 @@ class FtraceLines:
         self.last_line_unterminated = bool(line) and not line.endswith("\n")
 
     def _dump_line(self, line: str) -> None:
-        """Read one ``ps`` row (``USER PID PPID VSZ RSS WCHAN PC S NAME COMM``)."""
-        fields = line.split(None, 8)
-        if len(fields) == 9 and fields[1].isdigit() and len(self.process_names) < _MAX_PROCESSES:
-            name = process_name(fields[8])
-            if name.isprintable():
-                self.process_names[str(int(fields[1]))] = name[:200]
+        """Read one line of a ``PROCESS DUMP`` block."""
+        row = self._dump.read(line)
+        if row is None:
+            return
+        if (
+            isinstance(row, DumpProcess)
+            and len(self.process_names) < _MAX_PROCESSES
+            and row.name.isprintable()
+        ):
+            self.process_names[str(row.pid)] = row.name[:200]
+        if self.on_dump is not None:
+            self.on_dump(row)
 
     def _html_block(
         self, lines: Iterator[str], line_number: int, line: str
@@ -108,8 +171,6 @@ class FtraceLines:
                     in_dump = False
                 else:
                     self._dump_line(line)
-                    if self.on_dump_line is not None:
-                        self.on_dump_line(line)
             elif expect_tracer:
                 expect_tracer = False
                 if line.startswith("# tracer:"):
@@ -119,8 +180,7 @@ class FtraceLines:
                         self.on_ftrace(self.process_names)
                 elif line.strip() == PROCESS_DUMP:
                     in_dump = True
-                    if self.on_dump_line is not None:
-                        self.on_dump_line(line)
+                    self._dump_line(line)
                 elif TRACE_DATA_OPEN in line:
                     expect_tracer = True
             elif TRACE_DATA_OPEN in line:

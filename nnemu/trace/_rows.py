@@ -37,6 +37,14 @@ MAX_ABS_NS: Final = 2**62
 """Largest |timestamp| in ns a row may carry (~146 years; SQLite's INTEGER is 64-bit)."""
 
 
+def pid_of(text: str) -> int | None:
+    """A pid or tid column as an int, or None: not ASCII digits, or beyond pid_t."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 10:
+        return None
+    value = int(text)
+    return value if value <= MAX_ID else None
+
+
 def timestamp_ns(seconds: str, fraction: str) -> int | None:
     """The ns of an ftrace timestamp ``seconds.fraction``, any number of fraction
     digits (rounded half up to the ns); None beyond ``MAX_SECONDS_DIGITS`` or ``MAX_ABS_NS``."""

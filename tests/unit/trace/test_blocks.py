@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from nnemu.trace import PROCESS_DUMP, TRACE_DATA_OPEN, FtraceLines, process_name
+from nnemu.trace import (
+    PROCESS_DUMP,
+    TRACE_DATA_OPEN,
+    DumpProcess,
+    DumpThread,
+    FtraceLines,
+    ProcessDump,
+    process_name,
+)
 
 ROW = "app-10  ( 10) [000] ...1 1.000001: tracing_mark_write: B|10|[NN_LA_PE]m\n"
 
@@ -50,11 +58,32 @@ def test_process_dump_before_the_ftrace_block_names_processes():
     assert seen == [source.process_names]
 
 
-def test_dump_lines_go_to_the_hook_from_the_process_dump_line_on():
-    """A reader that wants the thread listing gets every dump line, headers included."""
-    dumped: list[str] = []
-    list(FtraceLines(html(DUMP, "# tracer: nop\n" + ROW), on_dump_line=dumped.append))
-    assert "".join(dumped) == DUMP
+def test_dump_rows_go_to_the_hook_processes_then_threads():
+    """A reader that wants the thread listing gets every process and thread row."""
+    dumped: list[DumpProcess | DumpThread] = []
+    list(FtraceLines(html(DUMP, "# tracer: nop\n" + ROW), on_dump=dumped.append))
+    assert dumped == [
+        DumpProcess(pid=10, name="com.example.app"),
+        DumpProcess(pid=2000, name="android.hardware.nn@1.3-service"),
+        DumpThread(pid=10, tid=11, name="worker thread"),
+    ]
+
+
+def test_process_dump_rows_need_a_header_and_pids_in_range():
+    """Rows before a header, with non-ASCII or out-of-range ids, or too short are skipped."""
+    dump = ProcessDump()
+    assert dump.read("root 1 0 0 0 x 0 S init init") is None
+    assert dump.read("USER PID PPID VSZ RSS WCHAN PC S NAME COMM") is None
+    assert dump.read("root 1 0 0 0 x 0 S init init") == DumpProcess(pid=1, name="init")
+    assert dump.read("root 1 0 0 0 x 0 S") is None
+    assert dump.read("root 2147483648 0 0 0 x 0 S big big") is None
+    assert dump.read("root \u0661 0 0 0 x 0 S arabic one") is None
+    assert dump.read("USER PID TID CMD") is None
+    assert dump.read("root 1 3 a thread with many words in its name") == DumpThread(
+        pid=1, tid=3, name="a thread with many words in its name"
+    )
+    assert dump.read(PROCESS_DUMP) is None
+    assert dump.read("root 1 3 init") is None
 
 
 def test_blocks_that_are_neither_dump_nor_ftrace_are_skipped():
