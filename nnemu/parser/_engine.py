@@ -10,6 +10,17 @@ The rules follow AOSP ``parser/tree.py`` and ``parser/tracker.py`` (additional
 detail, ``[SUB]``, one-time initialisation, runtime calls under the wrong
 application phase) except where those deviate from the tracing contract; each
 deviation is listed in ``docs/parser.md``.
+
+Rows are read with ``nnemu.trace``'s definitions: ``Engine.feed`` splits a row at
+``ROW_SEPARATOR`` and looks its head (``HEAD_RE``, cached per distinct head) and
+its payload up (cached per distinct text); a row this fast path does not accept
+is matched with ``ROW_RE`` and its timestamp read with ``exact_timestamp_ns``.
+
+This module is the parser's hot loop and is longer than the others on purpose:
+``feed`` inlines the common open and close of a section (see the "inlined"
+comments) so that a usual row costs no Python call, and the per-kind flags it
+reads (``_Kind``), the frames (``_Frame``) and the runs (``_Run``) stay beside it,
+where a change to one is seen with the loop that depends on its layout.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Reading a recorded trace: which app ran what, when, on which driver.
 
 The input is a systrace HTML file, ftrace text or Chrome trace-event JSON, from
-nnemu or from a device.  Only the NNAPI sections are kept: NNTRACE marks
-(``[NN_<layer>_<phase>]``, classified with ``nnemu.trace.classify`` as the parser does) and the HIDL
-marks of the NNAPI interfaces.  From them:
+nnemu or from a device, read with ``nnemu.trace``.  Only the NNAPI sections are
+kept: NNTRACE marks (``[NN_<layer>_<phase>]``, classified with ``nnemu.trace.classify``
+as the parser does) and the HIDL marks of the NNAPI interfaces.  From them:
 
 * an **app** is a process that issued executions.  Its arrivals are the begins of
   ``[NN_LA_PE]`` sections when it has any, else of the runtime's
