@@ -42,6 +42,7 @@ from nnemu.parser._model import (
 )
 from nnemu.trace import (
     HEAD_RE,
+    MALFORMED_ROW,
     MAX_SECONDS_DIGITS,
     OPAQUE,
     ROW_RE,
@@ -50,6 +51,7 @@ from nnemu.trace import (
     Mark,
     classify,
     exact_timestamp_ns,
+    is_mark_row,
 )
 from nnemu.tracer import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer, Phase
 
@@ -773,12 +775,8 @@ class Engine:
                     continue
                 m = match(line)
                 if m is None:
-                    if "tracing_mark_write: B" in line or "tracing_mark_write: E" in line:
-                        self.warn(
-                            "malformed trace row: expected TASK-TID [CPU] FLAGS TIMESTAMP: ...",
-                            line_number,
-                            line,
-                        )
+                    if is_mark_row(line):
+                        self.warn(MALFORMED_ROW, line_number, line)
                     continue
                 _, tid, tgid, seconds, fraction, kind, rest = m.groups()
                 if tgid == UNKNOWN_TGID:

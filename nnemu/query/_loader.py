@@ -23,6 +23,7 @@ from nnemu.errors import TraceFormatError
 from nnemu.query._marks import MarkInfo, describe
 from nnemu.query._schema import create_tables, finish_schema
 from nnemu.trace import (
+    MALFORMED_ROW,
     MAX_ABS_NS,
     MAX_ID,
     ROW_RE,
@@ -32,6 +33,7 @@ from nnemu.trace import (
     FtraceLines,
     TraceFormat,
     file_format,
+    is_mark_row,
     json_time_ns,
     refuse_unreadable,
     timestamp_ns,
@@ -295,11 +297,8 @@ class Loader:
                 continue
             m = match(line)
             if m is None:
-                if "tracing_mark_write: B" in line or "tracing_mark_write: E" in line:
-                    self.warn(
-                        line_number,
-                        "malformed trace row: expected TASK-TID [CPU] FLAGS TIMESTAMP: ...",
-                    )
+                if is_mark_row(line):
+                    self.warn(line_number, MALFORMED_ROW)
                 continue
             task, tid, tgid_column, seconds, fraction, kind, rest = m.groups()
             ts = timestamp_ns(seconds, fraction)

@@ -33,6 +33,7 @@ from nnemu.trace._html import (
 from nnemu.trace._marks import OPAQUE, Mark, classify
 from nnemu.trace._rows import (
     HEAD_RE,
+    MALFORMED_ROW,
     MAX_ABS_NS,
     MAX_ID,
     MAX_SECONDS_DIGITS,
@@ -40,6 +41,7 @@ from nnemu.trace._rows import (
     ROW_SEPARATOR,
     UNKNOWN_TGID,
     exact_timestamp_ns,
+    is_mark_row,
     pid_of,
     timestamp_ns,
 )
@@ -48,6 +50,7 @@ __all__ = [
     "GZIP_MAGIC",
     "HEAD_BYTES",
     "HEAD_RE",
+    "MALFORMED_ROW",
     "MAX_ABS_NS",
     "MAX_ID",
     "MAX_SECONDS_DIGITS",
@@ -69,6 +72,7 @@ __all__ = [
     "detect_format",
     "exact_timestamp_ns",
     "file_format",
+    "is_mark_row",
     "json_time_ns",
     "open_trace",
     "pid_of",

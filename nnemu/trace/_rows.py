@@ -24,6 +24,9 @@ after the kind (``|tgid|name`` or ``|tgid``)."""
 HEAD_RE: Final = re.compile(_HEAD)
 """``ROW_RE`` up to the timestamp (same groups 1-3), for a reader that splits rows itself."""
 
+MALFORMED_ROW: Final = "malformed trace row: expected TASK-TID [CPU] FLAGS TIMESTAMP: ..."
+"""The warning for a line that ``is_mark_row`` but ``ROW_RE`` does not match."""
+
 UNKNOWN_TGID: Final = "-----"
 """The TGID column of a thread whose process ftrace did not know."""
 
@@ -35,6 +38,11 @@ MAX_ID: Final = 2**31 - 1
 
 MAX_ABS_NS: Final = 2**62
 """Largest |timestamp| in ns a row may carry (~146 years; SQLite's INTEGER is 64-bit)."""
+
+
+def is_mark_row(line: str) -> bool:
+    """Whether ``line`` was meant as a B/E mark row (worth a warning when ``ROW_RE`` fails)."""
+    return "tracing_mark_write: B" in line or "tracing_mark_write: E" in line
 
 
 def pid_of(text: str) -> int | None:

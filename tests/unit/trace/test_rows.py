@@ -12,6 +12,7 @@ from nnemu.trace import (
     ROW_RE,
     ROW_SEPARATOR,
     exact_timestamp_ns,
+    is_mark_row,
     timestamp_ns,
 )
 
@@ -127,3 +128,12 @@ def test_exact_and_rounded_readers_agree_on_exact_timestamps(ns: int, digits: in
     value = seconds * 10**9 + rest
     assert exact == value
     assert rounded == (value if value <= MAX_ABS_NS else None)
+
+
+def test_mark_rows_the_pattern_refuses_are_told_from_other_ftrace_events():
+    """A B/E mark with a broken head is worth a warning; other ftrace events are not."""
+    broken = "garbage 1.5: tracing_mark_write: B|10|x"
+    assert ROW_RE.match(broken) is None
+    assert is_mark_row(broken)
+    assert not is_mark_row("app-7 ( 7) [000] ...1 1.5: tracing_mark_write: C|7|counter|1")
+    assert not is_mark_row("app-7 ( 7) [000] ...1 1.5: sched_switch: prev_comm=app")
