@@ -97,7 +97,12 @@ class TraceFormatError(NnemuError):
         self.line_number = line_number
         self.line = line
         self.message = message
-        super().__init__(f"{source}:{line_number}: {message}")
+        super().__init__(f"{self.where}: {message}")
+
+    @property
+    def where(self) -> str:
+        """``source:line``, or just ``source`` for a problem of the whole file (line 0)."""
+        return f"{self.source}:{self.line_number}" if self.line_number else self.source
 
 
 class EmulatorBug(NnemuError):

@@ -167,15 +167,14 @@ def run_parse_command(
             include_incomplete=include_incomplete,
         )
     except TraceFormatError as err:
-        stderr.write(f"{path}:{err.line_number}: error: {err.message}\n")
+        stderr.write(f"{err.where}: error: {err.message}\n")
         return 2
     except OSError as err:
         stderr.write(f"{path}: error: cannot read the trace: {err.strerror or err}\n")
         return 2
     for diagnostic in outcome.result.diagnostics:
-        stderr.write(
-            f"{path}:{diagnostic.line_number}: {diagnostic.severity}: {diagnostic.message}\n"
-        )
+        where = f"{path}:{diagnostic.line_number}" if diagnostic.line_number else path
+        stderr.write(f"{where}: {diagnostic.severity}: {diagnostic.message}\n")
     if not outcome.usable:
         return 2
     if as_json:

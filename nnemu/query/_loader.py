@@ -491,10 +491,6 @@ def _sniff(path: str) -> str:
         TraceFormatError: the file is compressed or binary.
     """
     kind = file_format(path)
-    if kind is TraceFormat.GZIP:
-        raise TraceFormatError(
-            path, 1, "", "the file is gzip-compressed: decompress it first (gunzip -k)"
-        )
     refuse_unreadable(path, kind)
     return "json" if kind is TraceFormat.JSON else "ftrace"
 

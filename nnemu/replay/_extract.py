@@ -317,10 +317,6 @@ class _Reader:
 def _read(path: str) -> tuple[_Reader, str]:
     reader = _Reader()
     kind = file_format(path)
-    if kind is TraceFormat.GZIP:
-        raise TraceFormatError(
-            path, 1, "", "the file is gzip-compressed: decompress it first (gunzip -k)"
-        )
     refuse_unreadable(path, kind)
     with open(path, encoding="utf-8", errors="replace") as handle:
         if kind is TraceFormat.JSON:

@@ -40,7 +40,7 @@ class TraceFormat(enum.Enum):
 
 
 _UNREADABLE: Final = {
-    TraceFormat.GZIP: "the file is gzip-compressed; decompress it first",
+    TraceFormat.GZIP: "the file is gzip-compressed; decompress it first (gunzip -k)",
     TraceFormat.ARCHIVE: "the file is a compressed archive; extract the trace from it first",
     TraceFormat.BINARY: "the file is binary (a Perfetto protobuf trace?), not a systrace HTML,"
     " ftrace text or Chrome JSON trace",

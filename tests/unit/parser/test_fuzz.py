@@ -190,4 +190,6 @@ def test_gzip_trace_is_named_as_such(tmp_path: Path):
         stderr=err,
     )
     assert code == 2
-    assert err.getvalue() == f"{path}:0: error: the file is gzip-compressed; decompress it first\n"
+    assert err.getvalue() == (
+        f"{path}: error: the file is gzip-compressed; decompress it first (gunzip -k)\n"
+    )

@@ -86,10 +86,11 @@ def test_deeply_nested_json_is_refused_with_a_message(tmp_path: Path):
 
 
 def test_gzip_compressed_trace_is_named_as_such(tmp_path: Path):
-    """A .gz trace is refused as gzip-compressed, not as a trace without marks."""
+    """A .gz trace is refused as gzip-compressed (the same words as parse), not as a trace without marks."""
     path = tmp_path / "t.html.gz"
     path.write_bytes(gzip.compress((HEADER + row("1.000000", "B|42|x")).encode()))
     for argv in (["query", str(path), "SELECT 1"], ["replay", "-n", str(path)]):
         out, err = io.StringIO(), io.StringIO()
         assert main(argv, out=out, err=err) == 2
-        assert "gzip-compressed: decompress it first" in err.getvalue()
+        assert f"{path}: " in err.getvalue()
+        assert "the file is gzip-compressed; decompress it first (gunzip -k)" in err.getvalue()

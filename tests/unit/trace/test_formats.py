@@ -61,7 +61,7 @@ def test_open_trace_gives_text_stream_or_chrome_rows(tmp_path: Path):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (gzip.compress(b"x"), "the file is gzip-compressed; decompress it first"),
+        (gzip.compress(b"x"), "the file is gzip-compressed; decompress it first (gunzip -k)"),
         (b"PK\x03\x04", "the file is a compressed archive; extract the trace from it first"),
         (b"\x00\x01", "the file is binary (a Perfetto protobuf trace?)"),
         (b'{"traceEvents": 3}', "not a Chrome trace"),
