@@ -15,13 +15,19 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import structlog
 
 from nnemu.errors import ExitCode, Interrupted, NnemuError, ScenarioError
+
+if TYPE_CHECKING:
+    from nnemu.replay import Stepper
+    from nnemu.report import Report
+    from nnemu.scenario import Scenario
+    from nnemu.tracer import TraceSink
 
 _LOG_LEVELS = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}
 
@@ -107,20 +113,13 @@ def _common_options(*, top: bool) -> argparse.ArgumentParser:
     return common
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="nnemu",
-        description="Emulate the Android NNAPI stack (app, runtime, HIDL IPC, driver) in virtual time.",
-        parents=[_common_options(top=True)],
-    )
-    parser.add_argument("--version", action="version", version=f"nnemu {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    common = _common_options(top=False)
+_AddCommand = Callable[..., argparse.ArgumentParser]
+"""Adds a command (name, argparse keywords) to ``nnemu``'s parser and returns its parser."""
 
-    def add_command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        return sub.add_parser(name, parents=[common], **kwargs)
 
-    run = add_command("run", help="run a scenario; print a summary, write a trace and a report")
+def _add_run(add: _AddCommand) -> None:
+    """The options of ``nnemu run``."""
+    run = add("run", help="run a scenario; print a summary, write a trace and a report")
     run.add_argument("scenario", help="scenario YAML file")
     run.add_argument("--seed", type=int, help="override the scenario's seed")
     run.add_argument(
@@ -143,7 +142,10 @@ def _parser() -> argparse.ArgumentParser:
         help="start in manual control (a gdb-like prompt; h for help)",
     )
 
-    replay = add_command(
+
+def _add_replay(add: _AddCommand) -> None:
+    """The options of ``nnemu replay``."""
+    replay = add(
         "replay", help="re-drive the emulator from a recorded trace (nnemu's or a device's)"
     )
     replay.add_argument("trace", help="systrace .html, ftrace text, or nnemu .json trace")
@@ -175,7 +177,10 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--save-scenario", help="write the scenario the replay built here")
     replay.add_argument("--realtime", action="store_true", help="run on the wall clock")
 
-    parse = add_command("parse", help="NNAPI timing statistics of a systrace (HTML or text)")
+
+def _add_parse(add: _AddCommand) -> None:
+    """The options of ``nnemu parse``."""
+    parse = add("parse", help="NNAPI timing statistics of a systrace (HTML or text)")
     parse.add_argument("trace", help="systrace .html or ftrace text file")
     parse.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parse.add_argument("--per-execution", action="store_true", help="per-execution figures")
@@ -187,25 +192,52 @@ def _parser() -> argparse.ArgumentParser:
         help="also print a run the trace cuts off (marked incomplete)",
     )
 
-    verify = add_command(
+
+def _add_verify(add: _AddCommand) -> None:
+    """The options of ``nnemu verify``."""
+    verify = add(
         "verify", help="run a scenario, parse its trace back, compare with the ground truth"
     )
     verify.add_argument("scenario", help="scenario YAML file")
     verify.add_argument("--seed", type=int, help="override the scenario's seed")
     verify.add_argument("--trace", help="keep the trace here (default: a temporary file)")
 
-    query = add_command("query", help="SQL over a trace (Perfetto-like tables)")
+
+def _add_query(add: _AddCommand) -> None:
+    """The options of ``nnemu query``."""
+    query = add("query", help="SQL over a trace (Perfetto-like tables)")
     query.add_argument("trace", help="systrace .html, ftrace text, or nnemu .json trace")
     query.add_argument("sql", nargs="?", help="the query; omit for an interactive shell")
     query.add_argument("--csv", action="store_true", help="print CSV")
     query.add_argument("--json", action="store_true", help="print JSON")
     query.add_argument("--db", help="keep the SQLite database at this path")
 
-    demo = add_command("demo", help="narrated step-by-step walkthroughs of the HAL semantics")
+
+def _add_demo(add: _AddCommand) -> None:
+    """The options of ``nnemu demo``."""
+    demo = add("demo", help="narrated step-by-step walkthroughs of the HAL semantics")
     demo.add_argument("topic", nargs="?", help="the topic; omit (or --list) to list the topics")
     demo.add_argument("--list", action="store_true", help="list the topics")
     demo.add_argument("--out", help="directory for the demo's trace (default: the current one)")
     demo.add_argument("--pause", action="store_true", help="wait for Enter between steps")
+
+
+def _parser() -> argparse.ArgumentParser:
+    """``nnemu``'s argument parser: the common options, then each command's."""
+    parser = argparse.ArgumentParser(
+        prog="nnemu",
+        description="Emulate the Android NNAPI stack (app, runtime, HIDL IPC, driver) in virtual time.",
+        parents=[_common_options(top=True)],
+    )
+    parser.add_argument("--version", action="version", version=f"nnemu {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = _common_options(top=False)
+
+    def add_command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[common], **kwargs)
+
+    for add_options in (_add_run, _add_replay, _add_parse, _add_verify, _add_query, _add_demo):
+        add_options(add_command)
     return parser
 
 
@@ -315,9 +347,8 @@ def _write_report(path: str, text: str, out: TextIO, err: TextIO) -> bool:
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from nnemu._emulator import run
     from nnemu.scenario import load_scenario
-    from nnemu.tracer import TraceSink, open_trace_writer
+    from nnemu.tracer import open_trace_writer
 
     if _refuse_outputs(
         err,
@@ -344,31 +375,16 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     progress = (
         _progress_printer(err) if err.isatty() and not args.realtime and not stepper else None
     )
-    pictures: list[Any] = []
-    if args.html or args.plots:
-        from nnemu.pictures import MISSING_MATPLOTLIB, collect, plots_available
+    if args.plots:
+        from nnemu.pictures import MISSING_MATPLOTLIB, plots_available
 
-        if args.plots and not plots_available():
+        if not plots_available():
             err.write(MISSING_MATPLOTLIB + "\n")
             return ExitCode.BAD_INPUT
-    so_far = f"; the trace so far is in {args.trace}" if args.trace else ""
+    pictures: list[Any] = []
     interrupted: Interrupted | None = None
     try:
-        with stepper.handling_sigint() if stepper else contextlib.nullcontext():
-            report = run(
-                scenario,
-                seed=args.seed,
-                sinks=sinks,
-                realtime=args.realtime,
-                wall_time=args.wall_time,
-                progress=progress,
-                keep_executions=bool(args.html or args.plots),
-                inspect=(lambda em: pictures.append(collect(em)))
-                if args.html or args.plots
-                else None,
-                attach=stepper.attach if stepper else None,
-                handle_signals=True,
-            )
+        report = _run_scenario(scenario, args, sinks, stepper, progress, pictures)
     except Interrupted as exc:
         if exc.report is None:
             raise
@@ -376,6 +392,56 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if progress is not None:
         err.write("\r" + " " * 60 + "\r")
     _summary(dict(report.data), out)
+    return _finish_run(args, report, interrupted, stepper, pictures, out, err)
+
+
+def _run_scenario(
+    scenario: Scenario,
+    args: argparse.Namespace,
+    sinks: list[TraceSink],
+    stepper: Stepper | None,
+    progress: Callable[[Any], None] | None,
+    pictures: list[Any],
+) -> Report:
+    """``nnemu run``'s run of ``scenario``; with ``--html``/``--plots`` its figures go to ``pictures``."""
+    from nnemu._emulator import run
+
+    inspect: Callable[[Any], None] | None = None
+    if args.html or args.plots:
+        from nnemu.pictures import collect
+
+        def keep_figures(emulator: Any) -> None:
+            pictures.append(collect(emulator))
+
+        inspect = keep_figures
+
+    with stepper.handling_sigint() if stepper else contextlib.nullcontext():
+        return run(
+            scenario,
+            seed=args.seed,
+            sinks=sinks,
+            realtime=args.realtime,
+            wall_time=args.wall_time,
+            progress=progress,
+            keep_executions=bool(args.html or args.plots),
+            inspect=inspect,
+            attach=stepper.attach if stepper else None,
+            handle_signals=True,
+        )
+
+
+def _finish_run(
+    args: argparse.Namespace,
+    report: Report,
+    interrupted: Interrupted | None,
+    stepper: Stepper | None,
+    pictures: list[Any],
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """After ``nnemu run``'s summary: write the report and pictures, say what was written, and
+    return the exit code (interrupted, an expectation failed, or ok)."""
+    so_far = f"; the trace so far is in {args.trace}" if args.trace else ""
     if interrupted is None and stepper is not None and stepper.aborted:
         err.write(f"interrupted{so_far}\n")
         return ExitCode.INTERRUPTED
