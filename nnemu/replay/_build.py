@@ -16,7 +16,7 @@ import attrs
 
 from nnemu._emulator import build_model
 from nnemu.driver import capabilities_from, compute_plan
-from nnemu.replay._extract import TraceDriver, TracePlan
+from nnemu.replay._extract import TraceApp, TraceDriver, TracePlan
 from nnemu.scenario import (
     AppSpec,
     CpuSpec,
@@ -125,6 +125,16 @@ def _loop_period_ns(plan: TracePlan) -> int:
     return span + (int(max(durations)) if durations else 1_000_000)
 
 
+@attrs.define
+class _Notes:
+    """The text lines a build collects, in the order they are found."""
+
+    derived: list[str] = attrs.Factory(list)
+    """What was derived from the trace."""
+    assumed: list[str] = attrs.Factory(list)
+    """What the trace did not tell and was assumed."""
+
+
 def build_replay(
     plan: TracePlan, *, fast: bool = False, loops: int = 1, name: str | None = None
 ) -> BuiltReplay:
@@ -138,158 +148,28 @@ def build_replay(
             trace's span plus its median gap.
         name: scenario name (default: ``replay``).
     """
-    derived: list[str] = []
-    assumed: list[str] = []
-    cpu = CpuSpec()
+    notes = _Notes()
     period_ns = _loop_period_ns(plan)
-
-    # Models: one per app, the preset its [NN_LA_PO] name suggests.
-    models: list[ModelSpec] = []
-    model_of_app: dict[int, ModelSpec] = {}
-    for app in plan.apps:
-        choice = choose_model(app.model_name)
-        spec = ModelSpec(name=f"{app.name}-model", preset=choice.preset, dtype=choice.dtype)
-        models.append(spec)
-        model_of_app[app.pid] = spec
-        if choice.recognised:
-            derived.append(
-                f"apps.{app.name}: model {choice.preset} {choice.dtype} "
-                f"(from the [NN_LA_PO] name {app.model_name!r})"
-            )
-        else:
-            why = f"{app.model_name!r} not recognised" if app.model_name else "no [NN_LA_PO] mark"
-            assumed.append(f"apps.{app.name}: model {choice.preset} {choice.dtype} ({why})")
-
-    # Devices: one per driver process.
-    devices: list[DeviceSpec] = []
-    driver_by_pid: dict[int, TraceDriver] = {d.pid: d for d in plan.drivers}
-    for driver in plan.drivers:
-        cost = DeviceCostSpec()
-        performance = PerformanceSpec()
-        where = f"devices.{driver.name}"
-        evidence = f"from {driver.hal_evidence}" if driver.hal_evidence else "no versioned method"
-        derived.append(f"{where}: HAL {driver.hal_version.value} ({evidence})")
-        # The model of the app that sent it the most executions.
-        users = [
-            (count, app)
-            for app in plan.apps
-            for pid, count in zip(app.driver_pids, app.driver_executions, strict=True)
-            if pid == driver.pid
-        ]
-        top_app = max(users, key=lambda u: u[0])[1] if users else None
-        median_exec = driver.median_execution_ns
-        if top_app is not None and median_exec is not None:
-            spec = model_of_app[top_app.pid]
-            ratio, got = derive_exec_ratio(spec, median_exec, cost, cpu)
-            performance = _with_ratio(performance, spec.dtype, ratio)
-            derived.append(
-                f"{where}.performance.{spec.dtype}.exec_time: {ratio:g} "
-                f"(median of {len(driver.execution_ns)} driver executions "
-                f"{_ms(median_exec):.3f} ms = {spec.preset} {spec.dtype} {_ms(got):.3f} ms "
-                f"+ launch {cost.launch_us:g} us)"
-            )
-        else:
-            assumed.append(f"{where}.performance: defaults (no execution observed)")
-        median_prep = driver.median_prepare_ns
-        if top_app is not None and median_prep is not None:
-            ops = len(build_model(model_of_app[top_app.pid]).main.operations)
-            fixed = max(0.0, _ms(median_prep) - cost.prepare_ms_per_op * ops)
-            cost = attrs.evolve(cost, prepare_ms=round(fixed, 3))
-            derived.append(
-                f"{where}.cost.prepare_ms: {cost.prepare_ms:g} (median of "
-                f"{len(driver.prepare_ns)} preparations {_ms(median_prep):.3f} ms "
-                f"- {cost.prepare_ms_per_op:g} ms x {ops} operations)"
-            )
-        assumed.append(
-            f"{where}: type accelerator, 1 compute unit, launch {cost.launch_us:g} us, "
-            "no jitter, per_app_priority scheduler (defaults)"
+    models = [_app_model(app, notes) for app in plan.apps]
+    model_of_app = {app.pid: model for app, model in zip(plan.apps, models, strict=True)}
+    devices = [_device(driver, plan, model_of_app, notes) for driver in plan.drivers]
+    ipc = _ipc(plan, notes)
+    driver_by_pid = {d.pid: d for d in plan.drivers}
+    apps = [
+        _app(
+            app,
+            uid=FIRST_UID + index,
+            model=model_of_app[app.pid],
+            workload=_workload(app, plan, fast=fast, loops=loops, period_ns=period_ns),
+            driver_by_pid=driver_by_pid,
+            notes=notes,
         )
-        devices.append(
-            DeviceSpec(
-                name=driver.name,
-                hal_version=driver.hal_version,
-                performance=performance,
-                cost=cost,
-            )
-        )
-
-    ipc = IpcSpec()
-    if plan.ipc_latency_ns:
-        latency = _ms(statistics.median(plan.ipc_latency_ns)) * 1000
-        ipc = IpcSpec(latency_us=round(latency, 3))
-        derived.append(
-            f"ipc.latency_us: {ipc.latency_us:g} (median of {len(plan.ipc_latency_ns)} "
-            "::client begin -> ::server begin delays)"
-        )
-    else:
-        assumed.append(f"ipc.latency_us: {ipc.latency_us:g} (default; no HIDL pair seen)")
-
-    apps: list[AppSpec] = []
-    for index, app in enumerate(plan.apps):
-        where = f"apps.{app.name}"
-        first = app.arrivals_ns[0]
-        count = len(app.arrivals_ns)
-        if fast:
-            workload = WorkloadSpec(kind=WorkloadKind.CLOSED_LOOP, executions=count * loops)
-        else:
-            arrivals = [
-                _ms(loop * period_ns + t - first) for loop in range(loops) for t in app.arrivals_ns
-            ]
-            workload = WorkloadSpec(
-                kind=WorkloadKind.TRACE,
-                start_ms=_ms(first - plan.t0_ns),
-                arrivals_ms=tuple(arrivals),
-            )
-        derived.append(f"{where}: {count} executions ({app.arrival_source})")
-        if app.execution_mode is not None:
-            mode = app.execution_mode
-            derived.append(f"{where}.execution_mode: {mode.value} (runtime execution API)")
-        else:
-            mode = ExecutionMode.SYNC
-            assumed.append(f"{where}.execution_mode: sync (no runtime marks in the trace)")
-        if app.max_in_flight > 1:
-            derived.append(f"{where}.threads: {app.max_in_flight} (most executions in flight)")
-        devices_used: tuple[str, ...] | None = None
-        known = [driver_by_pid[p].name for p in app.driver_pids if p in driver_by_pid]
-        if len(known) == 1:
-            devices_used = (known[0],)
-            derived.append(f"{where}.devices: [{known[0]}] (every execution went to it)")
-        elif known:
-            derived.append(f"{where}: executions went to {', '.join(known)} (all devices kept)")
-        if app.priority_calls:
-            assumed.append(
-                f"{where}.priority: medium (setPriority was called {app.priority_calls}x; "
-                "traces do not carry its value)"
-            )
-        else:
-            assumed.append(f"{where}.priority: medium (no priority in the trace)")
-        if app.timeout_calls:
-            assumed.append(
-                f"{where}: no deadline (setTimeout was called {app.timeout_calls}x; "
-                "traces do not carry its value)"
-            )
-        else:
-            assumed.append(f"{where}: no deadline (none in the trace)")
-        if app.compilations > 1:
-            assumed.append(
-                f"{where}: compiles once ({app.compilations} compilations recorded; "
-                "arrivals count from the end of the one compilation)"
-            )
-        apps.append(
-            AppSpec(
-                name=app.name,
-                uid=FIRST_UID + index,
-                model=model_of_app[app.pid].name,
-                devices=devices_used,
-                execution_mode=mode,
-                threads=app.max_in_flight,
-                workload=workload,
-            )
-        )
+        for index, app in enumerate(plan.apps)
+    ]
     if fast:
-        assumed.append("-n: timestamps ignored; each app runs its executions back to back")
+        notes.assumed.append("-n: timestamps ignored; each app runs its executions back to back")
     if loops > 1:
-        derived.append(f"-l {loops}: arrivals repeated every {_ms(period_ns):.3f} ms")
+        notes.derived.append(f"-l {loops}: arrivals repeated every {_ms(period_ns):.3f} ms")
 
     scenario = Scenario(
         name=name or "replay",
@@ -301,10 +181,172 @@ def build_replay(
     )
     return BuiltReplay(
         scenario=scenario,
-        derived=tuple(derived),
-        assumed=tuple(assumed),
+        derived=tuple(notes.derived),
+        assumed=tuple(notes.assumed),
         loop_period_ms=_ms(period_ns),
     )
+
+
+def _app_model(app: TraceApp, notes: _Notes) -> ModelSpec:
+    """The app's model: the preset its [NN_LA_PO] name suggests."""
+    choice = choose_model(app.model_name)
+    spec = ModelSpec(name=f"{app.name}-model", preset=choice.preset, dtype=choice.dtype)
+    if choice.recognised:
+        notes.derived.append(
+            f"apps.{app.name}: model {choice.preset} {choice.dtype} "
+            f"(from the [NN_LA_PO] name {app.model_name!r})"
+        )
+    else:
+        why = f"{app.model_name!r} not recognised" if app.model_name else "no [NN_LA_PO] mark"
+        notes.assumed.append(f"apps.{app.name}: model {choice.preset} {choice.dtype} ({why})")
+    return spec
+
+
+def _device(
+    driver: TraceDriver, plan: TracePlan, model_of_app: dict[int, ModelSpec], notes: _Notes
+) -> DeviceSpec:
+    """The device of one driver process, timed like the model of the app that sent it the
+    most executions."""
+    cost = DeviceCostSpec()
+    performance = PerformanceSpec()
+    where = f"devices.{driver.name}"
+    evidence = f"from {driver.hal_evidence}" if driver.hal_evidence else "no versioned method"
+    notes.derived.append(f"{where}: HAL {driver.hal_version.value} ({evidence})")
+    users = [
+        (count, app)
+        for app in plan.apps
+        for pid, count in zip(app.driver_pids, app.driver_executions, strict=True)
+        if pid == driver.pid
+    ]
+    top_app = max(users, key=lambda u: u[0])[1] if users else None
+    median_exec = driver.median_execution_ns
+    if top_app is not None and median_exec is not None:
+        spec = model_of_app[top_app.pid]
+        ratio, got = derive_exec_ratio(spec, median_exec, cost, CpuSpec())
+        performance = _with_ratio(performance, spec.dtype, ratio)
+        notes.derived.append(
+            f"{where}.performance.{spec.dtype}.exec_time: {ratio:g} "
+            f"(median of {len(driver.execution_ns)} driver executions "
+            f"{_ms(median_exec):.3f} ms = {spec.preset} {spec.dtype} {_ms(got):.3f} ms "
+            f"+ launch {cost.launch_us:g} us)"
+        )
+    else:
+        notes.assumed.append(f"{where}.performance: defaults (no execution observed)")
+    median_prep = driver.median_prepare_ns
+    if top_app is not None and median_prep is not None:
+        ops = len(build_model(model_of_app[top_app.pid]).main.operations)
+        fixed = max(0.0, _ms(median_prep) - cost.prepare_ms_per_op * ops)
+        cost = attrs.evolve(cost, prepare_ms=round(fixed, 3))
+        notes.derived.append(
+            f"{where}.cost.prepare_ms: {cost.prepare_ms:g} (median of "
+            f"{len(driver.prepare_ns)} preparations {_ms(median_prep):.3f} ms "
+            f"- {cost.prepare_ms_per_op:g} ms x {ops} operations)"
+        )
+    notes.assumed.append(
+        f"{where}: type accelerator, 1 compute unit, launch {cost.launch_us:g} us, "
+        "no jitter, per_app_priority scheduler (defaults)"
+    )
+    return DeviceSpec(
+        name=driver.name,
+        hal_version=driver.hal_version,
+        performance=performance,
+        cost=cost,
+    )
+
+
+def _ipc(plan: TracePlan, notes: _Notes) -> IpcSpec:
+    """The IPC latency: the median delay from a HIDL call's client side to its server side."""
+    ipc = IpcSpec()
+    if plan.ipc_latency_ns:
+        latency = _ms(statistics.median(plan.ipc_latency_ns)) * 1000
+        ipc = IpcSpec(latency_us=round(latency, 3))
+        notes.derived.append(
+            f"ipc.latency_us: {ipc.latency_us:g} (median of {len(plan.ipc_latency_ns)} "
+            "::client begin -> ::server begin delays)"
+        )
+    else:
+        notes.assumed.append(f"ipc.latency_us: {ipc.latency_us:g} (default; no HIDL pair seen)")
+    return ipc
+
+
+def _workload(
+    app: TraceApp, plan: TracePlan, *, fast: bool, loops: int, period_ns: int
+) -> WorkloadSpec:
+    """The app's recorded arrivals (repeated ``loops`` times), or with ``fast`` a closed loop."""
+    first = app.arrivals_ns[0]
+    if fast:
+        return WorkloadSpec(kind=WorkloadKind.CLOSED_LOOP, executions=len(app.arrivals_ns) * loops)
+    arrivals = [_ms(loop * period_ns + t - first) for loop in range(loops) for t in app.arrivals_ns]
+    return WorkloadSpec(
+        kind=WorkloadKind.TRACE,
+        start_ms=_ms(first - plan.t0_ns),
+        arrivals_ms=tuple(arrivals),
+    )
+
+
+def _app(
+    app: TraceApp,
+    *,
+    uid: int,
+    model: ModelSpec,
+    workload: WorkloadSpec,
+    driver_by_pid: dict[int, TraceDriver],
+    notes: _Notes,
+) -> AppSpec:
+    """The app's spec: what the trace tells of its mode, threads and devices; the rest assumed."""
+    where = f"apps.{app.name}"
+    notes.derived.append(f"{where}: {len(app.arrivals_ns)} executions ({app.arrival_source})")
+    if app.execution_mode is not None:
+        mode = app.execution_mode
+        notes.derived.append(f"{where}.execution_mode: {mode.value} (runtime execution API)")
+    else:
+        mode = ExecutionMode.SYNC
+        notes.assumed.append(f"{where}.execution_mode: sync (no runtime marks in the trace)")
+    if app.max_in_flight > 1:
+        notes.derived.append(f"{where}.threads: {app.max_in_flight} (most executions in flight)")
+    devices_used: tuple[str, ...] | None = None
+    known = [driver_by_pid[p].name for p in app.driver_pids if p in driver_by_pid]
+    if len(known) == 1:
+        devices_used = (known[0],)
+        notes.derived.append(f"{where}.devices: [{known[0]}] (every execution went to it)")
+    elif known:
+        notes.derived.append(f"{where}: executions went to {', '.join(known)} (all devices kept)")
+    notes.assumed.extend(_unrecorded_settings(app, where))
+    return AppSpec(
+        name=app.name,
+        uid=uid,
+        model=model.name,
+        devices=devices_used,
+        execution_mode=mode,
+        threads=app.max_in_flight,
+        workload=workload,
+    )
+
+
+def _unrecorded_settings(app: TraceApp, where: str) -> list[str]:
+    """What a replay assumes for the settings traces do not carry (priority, deadline, one
+    compilation)."""
+    lines = []
+    if app.priority_calls:
+        lines.append(
+            f"{where}.priority: medium (setPriority was called {app.priority_calls}x; "
+            "traces do not carry its value)"
+        )
+    else:
+        lines.append(f"{where}.priority: medium (no priority in the trace)")
+    if app.timeout_calls:
+        lines.append(
+            f"{where}: no deadline (setTimeout was called {app.timeout_calls}x; "
+            "traces do not carry its value)"
+        )
+    else:
+        lines.append(f"{where}: no deadline (none in the trace)")
+    if app.compilations > 1:
+        lines.append(
+            f"{where}: compiles once ({app.compilations} compilations recorded; "
+            "arrivals count from the end of the one compilation)"
+        )
+    return lines
 
 
 def describe_plan(plan: TracePlan) -> list[str]:
