@@ -9,11 +9,12 @@ from typing import Any, TextIO
 from nnemu._emulator import run
 from nnemu.errors import ExitCode, Interrupted
 from nnemu.replay._build import build_replay, describe_build, describe_plan
-from nnemu.replay._extract import extract_plan
+from nnemu.replay._extract import TracePlan, extract_plan
 from nnemu.replay._overrides import OverrideError, apply_overrides
 from nnemu.replay._stepper import Stepper
 from nnemu.replay._whatif import fidelity_lines, ineffective_sets
-from nnemu.scenario import dump_scenario
+from nnemu.report import Report
+from nnemu.scenario import Scenario, dump_scenario
 from nnemu.tracer import TraceSink, open_trace_writer
 
 Summary = Callable[[dict[str, Any], TextIO], None]
@@ -65,56 +66,36 @@ def run_replay_command(
         return ExitCode.BAD_INPUT
     forever = loop == 0
     try:
-        plan = extract_plan(trace_path)
-        name = "replay-" + os.path.splitext(os.path.basename(trace_path))[0]
-        built = build_replay(plan, fast=fast, loops=loop or 1, name=name)
-        try:
-            scenario = apply_overrides(built.scenario, sets)
-        except OverrideError as exc:
-            for problem in exc.problems:
-                stderr.write(problem + "\n")
-            return ExitCode.BAD_INPUT
-        for warning in ineffective_sets(scenario, sets):
-            stderr.write(warning + "\n")
-        lines = describe_plan(plan) + describe_build(built, sets)
-        if forever:
-            lines.append("looping until Ctrl-C twice (or q at the prompt)")
-        stdout.write("\n".join(lines) + "\n\n")
-        if save_scenario:
-            header = f"# Written by nnemu replay from {trace_path}; edit and `nnemu run` it.\n"
-            if not _write_file(save_scenario, header + dump_scenario(scenario), "scenario", stderr):
-                return ExitCode.BAD_INPUT
-            stdout.write(f"scenario written to {save_scenario}\n\n")
+        prepared = _prepare(
+            trace_path,
+            fast=fast,
+            loop=loop,
+            sets=sets,
+            save_scenario=save_scenario,
+            stdout=stdout,
+            stderr=stderr,
+        )
+        if isinstance(prepared, int):
+            return prepared
+        plan, scenario = prepared
         stepper = Stepper(stdin, stdout, manual=manual, stop_at_s=stop_at_s)
         round_number = 0
         while True:
             round_number += 1
             if forever:
                 stdout.write(f"loop {round_number}\n")
-            sinks: list[TraceSink] = [stepper.new_sink()]
-            if trace:
-                try:
-                    sinks.append(open_trace_writer(trace))
-                except OSError as exc:
-                    stderr.write(f"{trace}: cannot write the trace: {exc.strerror}\n")
-                    return ExitCode.BAD_INPUT
-            try:
-                with stepper.handling_sigint():
-                    # The stepper handles Ctrl-C; SIGTERM stops the kernel cleanly.
-                    result = run(
-                        scenario,
-                        seed=seed,
-                        sinks=sinks,
-                        realtime=realtime,
-                        attach=stepper.attach,
-                        handle_signals=True,
-                    )
-            except Interrupted as exc:
-                if exc.report is not None:
-                    summary(dict(exc.report.data), stdout)
-                so_far = f"; the trace so far is in {trace}" if trace else ""
-                stderr.write(f"interrupted by {exc.signal_name}{so_far}\n")
-                return ExitCode.TERMINATED if exc.signal_name == "SIGTERM" else ExitCode.INTERRUPTED
+            result = _play(
+                scenario,
+                stepper,
+                seed=seed,
+                trace=trace,
+                realtime=realtime,
+                stdout=stdout,
+                stderr=stderr,
+                summary=summary,
+            )
+            if isinstance(result, int):
+                return result
             summary(dict(result.data), stdout)
             stdout.write("\n" + "\n".join(fidelity_lines(plan, result.data)) + "\n")
             if report and not _write_file(report, result.to_json(), "report", stderr):
@@ -135,3 +116,77 @@ def run_replay_command(
         stderr.write("expectation failed: " + "; ".join(failed) + "\n")
         return ExitCode.FAILED
     return ExitCode.OK
+
+
+def _prepare(
+    trace_path: str,
+    *,
+    fast: bool,
+    loop: int | None,
+    sets: Sequence[str],
+    save_scenario: str | None,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> tuple[TracePlan, Scenario] | int:
+    """Extract the plan, build the scenario with the ``--set`` changes, print both (and save
+    the scenario); the exit code instead when a change or the saving fails."""
+    plan = extract_plan(trace_path)
+    name = "replay-" + os.path.splitext(os.path.basename(trace_path))[0]
+    built = build_replay(plan, fast=fast, loops=loop or 1, name=name)
+    try:
+        scenario = apply_overrides(built.scenario, sets)
+    except OverrideError as exc:
+        for problem in exc.problems:
+            stderr.write(problem + "\n")
+        return ExitCode.BAD_INPUT
+    for warning in ineffective_sets(scenario, sets):
+        stderr.write(warning + "\n")
+    lines = describe_plan(plan) + describe_build(built, sets)
+    if loop == 0:
+        lines.append("looping until Ctrl-C twice (or q at the prompt)")
+    stdout.write("\n".join(lines) + "\n\n")
+    if save_scenario:
+        header = f"# Written by nnemu replay from {trace_path}; edit and `nnemu run` it.\n"
+        if not _write_file(save_scenario, header + dump_scenario(scenario), "scenario", stderr):
+            return ExitCode.BAD_INPUT
+        stdout.write(f"scenario written to {save_scenario}\n\n")
+    return plan, scenario
+
+
+def _play(
+    scenario: Scenario,
+    stepper: Stepper,
+    *,
+    seed: int | None,
+    trace: str | None,
+    realtime: bool,
+    stdout: TextIO,
+    stderr: TextIO,
+    summary: Summary,
+) -> Report | int:
+    """One run of the replay scenario under the stepper; the exit code instead when the trace
+    cannot be written or a signal stopped the run (its summary printed)."""
+    sinks: list[TraceSink] = [stepper.new_sink()]
+    if trace:
+        try:
+            sinks.append(open_trace_writer(trace))
+        except OSError as exc:
+            stderr.write(f"{trace}: cannot write the trace: {exc.strerror}\n")
+            return ExitCode.BAD_INPUT
+    try:
+        with stepper.handling_sigint():
+            # The stepper handles Ctrl-C; SIGTERM stops the kernel cleanly.
+            return run(
+                scenario,
+                seed=seed,
+                sinks=sinks,
+                realtime=realtime,
+                attach=stepper.attach,
+                handle_signals=True,
+            )
+    except Interrupted as exc:
+        if exc.report is not None:
+            summary(dict(exc.report.data), stdout)
+        so_far = f"; the trace so far is in {trace}" if trace else ""
+        stderr.write(f"interrupted by {exc.signal_name}{so_far}\n")
+        return ExitCode.TERMINATED if exc.signal_name == "SIGTERM" else ExitCode.INTERRUPTED
