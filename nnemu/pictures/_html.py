@@ -9,7 +9,7 @@ figures are SVG elements with stable ids and classes (``device-timeline-<device>
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from html import escape
 from typing import Any
 
@@ -177,7 +177,50 @@ def _job_title(job: JobPicture) -> str:
     return escape(", ".join(parts))
 
 
+def _job_bars(
+    page: _Page, job: JobPicture, x: Callable[[int], float], scale: float, top: int
+) -> list[str]:
+    """Add a job's bars (one per segment on its unit's lane) to ``page``; return its marks
+    (preemption triangles, a deadline cross) to draw over all bars."""
+    marks: list[str] = []
+    cls = page.class_of(job.app)
+    extra = ""
+    if job.status == "MISSED_DEADLINE_TRANSIENT":
+        extra = " aborted"
+    elif job.status == "IN_FLIGHT":
+        extra = " in-flight"
+    elif job.status != "NONE":
+        extra = " failed"
+    if job.preempted:
+        extra += " preempted-job"
+    title = _job_title(job)
+    for number, (start, end, lane) in enumerate(job.segments):
+        bar_y = top + lane * _LANE_H + (_LANE_H - 4 - _BAR_H) / 2
+        page.add(
+            f'<rect class="bar {cls}{extra}" x="{_num(x(start))}" y="{_num(bar_y)}"'
+            f' width="{_num(max(0.6, (end - start) * scale))}" height="{_BAR_H}">'
+            f"<title>{title}</title></rect>"
+        )
+        if number < len(job.segments) - 1 or (job.preempted and end < job.finished_ns):
+            # The job yielded its unit here: a down-pointing triangle over the split.
+            marks.append(
+                f'<path class="preemption" d="M{_num(x(end))} {_num(bar_y + 3)}l-4 -7h8z">'
+                f"<title>{escape(job.app)} preempted at {_ms(end)} ms</title></path>"
+            )
+    if job.deadline_missed:
+        lane = job.segments[-1][2] if job.segments else 0
+        cx = x(job.finished_ns)
+        cy = top + lane * _LANE_H + (_LANE_H - 4) / 2
+        marks.append(
+            f'<path class="deadline-miss" d="M{_num(cx - 4)} {_num(cy - 4)}l8 8m0 -8l-8 8">'
+            f"<title>{escape(job.app)}: deadline missed ({escape(job.status)}) at "
+            f"{_ms(job.finished_ns)} ms</title></path>"
+        )
+    return marks
+
+
 def _timeline(page: _Page, device: DevicePicture) -> None:
+    """One device's timeline: a lane per compute unit, a bar per stretch a job ran on it."""
     did = slug(device.name)
     total = len(device.jobs)
     jobs = list(device.jobs[:MAX_JOBS_PER_DEVICE])
@@ -227,39 +270,7 @@ def _timeline(page: _Page, device: DevicePicture) -> None:
         )
     marks: list[str] = []
     for job in jobs:
-        cls = page.class_of(job.app)
-        extra = ""
-        if job.status == "MISSED_DEADLINE_TRANSIENT":
-            extra = " aborted"
-        elif job.status == "IN_FLIGHT":
-            extra = " in-flight"
-        elif job.status != "NONE":
-            extra = " failed"
-        if job.preempted:
-            extra += " preempted-job"
-        title = _job_title(job)
-        for number, (start, end, lane) in enumerate(job.segments):
-            bar_y = top + lane * _LANE_H + (_LANE_H - 4 - _BAR_H) / 2
-            page.add(
-                f'<rect class="bar {cls}{extra}" x="{_num(x(start))}" y="{_num(bar_y)}"'
-                f' width="{_num(max(0.6, (end - start) * scale))}" height="{_BAR_H}">'
-                f"<title>{title}</title></rect>"
-            )
-            if number < len(job.segments) - 1 or (job.preempted and end < job.finished_ns):
-                # The job yielded its unit here: a down-pointing triangle over the split.
-                marks.append(
-                    f'<path class="preemption" d="M{_num(x(end))} {_num(bar_y + 3)}l-4 -7h8z">'
-                    f"<title>{escape(job.app)} preempted at {_ms(end)} ms</title></path>"
-                )
-        if job.deadline_missed:
-            lane = job.segments[-1][2] if job.segments else 0
-            cx = x(job.finished_ns)
-            cy = top + lane * _LANE_H + (_LANE_H - 4) / 2
-            marks.append(
-                f'<path class="deadline-miss" d="M{_num(cx - 4)} {_num(cy - 4)}l8 8m0 -8l-8 8">'
-                f"<title>{escape(job.app)}: deadline missed ({escape(job.status)}) at "
-                f"{_ms(job.finished_ns)} ms</title></path>"
-            )
+        marks += _job_bars(page, job, x, scale, top)
     page.add(*marks)
     _time_axis(page, x0, scale, low_ns, high_ns, top + lanes * _LANE_H)
     page.add("</svg></div>")
