@@ -83,6 +83,57 @@ class Emulator:
         self.kernel.call_at(step, tick)
 
 
+def _build_world(
+    scenario: Scenario,
+    *,
+    kernel: Kernel,
+    tracer: Tracer,
+    binder: Binder,
+    processes: ProcessTable,
+    files: FileSystem,
+    nursery: trio.Nursery,
+    device_types: Mapping[str, type[Device]],
+    keep_executions: bool,
+) -> tuple[list[DriverService], list[Application]]:
+    """The scenario's driver services and apps, built but not started."""
+    services = [
+        DriverService(
+            spec,
+            kernel=kernel,
+            tracer=tracer,
+            binder=binder,
+            processes=processes,
+            cpu=scenario.cpu,
+            ipc_binder_threads=scenario.ipc.binder_threads,
+            seed=scenario.seed,
+            device_type=device_types.get(spec.name, Device),
+        )
+        for spec in scenario.devices
+    ]
+    models = {spec.name: build_model(spec) for spec in scenario.models}
+    apps = [
+        Application(
+            spec,
+            models[spec.model],
+            scenario,
+            kernel=kernel,
+            tracer=tracer,
+            binder=binder,
+            processes=processes,
+            services=services,
+            nursery=nursery,
+            files=files,
+        )
+        for spec in scenario.apps
+    ]
+    if keep_executions:
+        for app in apps:
+            app.records = []
+        for service in services:
+            service.device.history = []
+    return services, apps
+
+
 @asynccontextmanager
 async def open_emulator(
     scenario: Scenario,
@@ -128,41 +179,17 @@ async def open_emulator(
     structlog.contextvars.bind_contextvars(scenario=scenario.name)
     try:
         async with trio.open_nursery() as nursery:
-            services = [
-                DriverService(
-                    spec,
-                    kernel=kernel,
-                    tracer=tracer,
-                    binder=binder,
-                    processes=processes,
-                    cpu=scenario.cpu,
-                    ipc_binder_threads=scenario.ipc.binder_threads,
-                    seed=scenario.seed,
-                    device_type=(device_types or {}).get(spec.name, Device),
-                )
-                for spec in scenario.devices
-            ]
-            models = {spec.name: build_model(spec) for spec in scenario.models}
-            apps = [
-                Application(
-                    spec,
-                    models[spec.model],
-                    scenario,
-                    kernel=kernel,
-                    tracer=tracer,
-                    binder=binder,
-                    processes=processes,
-                    services=services,
-                    nursery=nursery,
-                    files=files,
-                )
-                for spec in scenario.apps
-            ]
-            if keep_executions:
-                for app in apps:
-                    app.records = []
-                for service in services:
-                    service.device.history = []
+            services, apps = _build_world(
+                scenario,
+                kernel=kernel,
+                tracer=tracer,
+                binder=binder,
+                processes=processes,
+                files=files,
+                nursery=nursery,
+                device_types=device_types or {},
+                keep_executions=keep_executions,
+            )
             for service in services:
                 service.start(nursery)
             for app in apps:
