@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import Final, NamedTuple
 
 import attrs
 
@@ -330,6 +330,58 @@ class _Run:
                 reasons.append(reason)
 
 
+class _HidlMark(NamedTuple):
+    """What a ``HIDL::<iface>::<method>::<side>`` mark means to the accounting."""
+
+    layer: Layer | None
+    """IPC for a client call, the device layer for a server call, None for a callback."""
+    phase: Phase | None
+    """The call's phase (None for a callback)."""
+    notify_client: bool = False
+    """The driver's ``IExecutionCallback::notify*`` call (ends an asynchronous execution)."""
+    prepare_notify: bool = False
+    """The driver's ``IPreparedModelCallback::notify*`` call (ends a preparation)."""
+    launches_work: bool = False
+    """A driver server call that hands work to another driver thread."""
+    burst: bool = False
+    """``configureExecutionBurst`` (the work launched is a burst server)."""
+
+
+_NOT_HIDL: Final = _HidlMark(None, None)
+
+
+def _read_hidl(detail: str, section: _Section, proc: _Process) -> _HidlMark:
+    """What the raw mark ``detail`` means; a server call of a driver interface marks ``proc``
+    as a driver and ``section`` as an asynchronous server when it is one."""
+    hidl = detail.split("::")
+    if len(hidl) != 4 or hidl[0] != "HIDL":
+        return _NOT_HIDL
+    _, iface, method, side = hidl
+    layer, phase = None, None
+    launches_work = burst = False
+    callback = "notify" in method or iface == "IBurstCallback"
+    if side == "client" and not callback:
+        layer, phase = Layer.IPC, _hidl_phase(iface, method)
+    elif side == "server" and not callback:
+        layer, phase = _DEVICE, _hidl_phase(iface, method)
+        if iface in _DRIVER_INTERFACES:
+            proc.driver = True
+            section.async_server = iface == "IPreparedModel" and method in _ASYNC_EXECUTE
+            burst = method == "configureExecutionBurst"
+            launches_work = (
+                section.async_server or burst or (iface == "IDevice" and "prepareModel" in method)
+            )
+    notifies = side == "client" and method.startswith("notify")
+    return _HidlMark(
+        layer,
+        phase,
+        notify_client=notifies and iface == "IExecutionCallback",
+        prepare_notify=notifies and iface == "IPreparedModelCallback",
+        launches_work=launches_work,
+        burst=burst,
+    )
+
+
 class GroundTruth:
     """A tracer observer that accounts, by construction, each layer's time per phase and run.
 
@@ -441,39 +493,10 @@ class GroundTruth:
         parent = self._live_top(stack)
         section = _Section()
         section.label = f"{detail} ({thread.name} {thread.tid})"
-        notify_client = prepare_notify = False
-        launches_work = burst = False
+        hidl = _NOT_HIDL
         if kind is SectionKind.RAW:
-            hidl = detail.split("::")
-            layer, phase = None, None
-            if len(hidl) == 4 and hidl[0] == "HIDL":
-                _, iface, method, side = hidl
-                callback = "notify" in method or iface == "IBurstCallback"
-                if side == "client" and not callback:
-                    layer, phase = Layer.IPC, _hidl_phase(iface, method)
-                elif side == "server" and not callback:
-                    layer, phase = _DEVICE, _hidl_phase(iface, method)
-                    if iface in _DRIVER_INTERFACES:
-                        proc.driver = True
-                        section.async_server = (
-                            iface == "IPreparedModel" and method in _ASYNC_EXECUTE
-                        )
-                        burst = method == "configureExecutionBurst"
-                        launches_work = (
-                            section.async_server
-                            or burst
-                            or (iface == "IDevice" and "prepareModel" in method)
-                        )
-                notify_client = (
-                    side == "client"
-                    and iface == "IExecutionCallback"
-                    and method.startswith("notify")
-                )
-                prepare_notify = (
-                    side == "client"
-                    and iface == "IPreparedModelCallback"
-                    and method.startswith("notify")
-                )
+            hidl = _read_hidl(detail, section, proc)
+            layer, phase = hidl.layer, hidl.phase
         elif kind is SectionKind.SWITCH and stack:
             top = stack[-1]
             # [SW] ends the innermost section: it stays on the stack as a
@@ -486,41 +509,16 @@ class GroundTruth:
         run = state.run
         if kind is not SectionKind.RAW or proc.driver:
             run.has_marks = True
-        if notify_client or prepare_notify:
-            self._notify(state, proc, ts_ns, execute=notify_client)
+        if hidl.notify_client or hidl.prepare_notify:
+            self._notify(state, proc, ts_ns, execute=hidl.notify_client)
         if layer is Layer.CPU:
             layer = _DEVICE
         if phase is Phase.UNSPECIFIED:
             phase = parent.phase if parent is not None else None
         if layer is not None and phase is not None:
-            self._classify(section, kind, layer, phase, parent, proc, state)
-            section.start_compute = layer is Layer.RUNTIME and detail in _START_COMPUTE
-            section.event_wait = layer is Layer.RUNTIME and detail == _EVENT_WAIT
-            section.execution_create = layer is Layer.RUNTIME and detail == _EXECUTION_CREATE
-            if launches_work and proc.driver:
-                launch = _Launch(run, ts_ns, execute=section.async_server, burst=burst)
-                proc.launches.append(launch)
-                state.launch = launch
-            if kind is SectionKind.RAW and layer is Layer.IPC:
-                call: list[object] = [run, False]
-                self._waiting.setdefault(detail[: -len("::client")], deque()).append(call)
-                section.call = call
-            if section.start_compute and section.accrues:
-                proc.windows[state] = proc.windows.get(state, 0) + 1
-            if parent is not None and self._view_differs(section, kind, parent, proc, state):
-                # The parser dropped the parent at the run boundary and sees this
-                # section at the top level, where it means something else.
-                run.flag(
-                    self._cells_of(section),
-                    f"{section.label} opened under a section the run boundary cut",
-                )
-            if section.event_wait and section.accrues and state.pending_gaps:
-                self._add_virtual(
-                    run,
-                    state.pid,
-                    (Layer.RUNTIME, Phase.EXECUTION),
-                    ts_ns - state.pending_gaps.popleft(),
-                )
+            self._open_counted(
+                section, kind, layer, phase, parent, proc, state, detail, ts_ns, hidl
+            )
         else:
             section.placeholder = kind is SectionKind.SWITCH
             section.layer = None
@@ -528,6 +526,51 @@ class GroundTruth:
         stack.append(section)
         state.cells = self._accruing(stack)
         self._track(state, ts_ns)
+
+    def _open_counted(
+        self,
+        section: _Section,
+        kind: SectionKind,
+        layer: Layer,
+        phase: Phase,
+        parent: _Section | None,
+        proc: _Process,
+        state: _Thread,
+        detail: str,
+        ts_ns: int,
+        hidl: _HidlMark,
+    ) -> None:
+        """A section with a layer and phase opens: classify it, and note the launches, HIDL
+        calls, asynchronous-execution windows and run-boundary cuts it starts."""
+        run = state.run
+        self._classify(section, kind, layer, phase, parent, proc, state)
+        section.start_compute = layer is Layer.RUNTIME and detail in _START_COMPUTE
+        section.event_wait = layer is Layer.RUNTIME and detail == _EVENT_WAIT
+        section.execution_create = layer is Layer.RUNTIME and detail == _EXECUTION_CREATE
+        if hidl.launches_work and proc.driver:
+            launch = _Launch(run, ts_ns, execute=section.async_server, burst=hidl.burst)
+            proc.launches.append(launch)
+            state.launch = launch
+        if kind is SectionKind.RAW and layer is Layer.IPC:
+            call: list[object] = [run, False]
+            self._waiting.setdefault(detail[: -len("::client")], deque()).append(call)
+            section.call = call
+        if section.start_compute and section.accrues:
+            proc.windows[state] = proc.windows.get(state, 0) + 1
+        if parent is not None and self._view_differs(section, kind, parent, proc, state):
+            # The parser dropped the parent at the run boundary and sees this
+            # section at the top level, where it means something else.
+            run.flag(
+                self._cells_of(section),
+                f"{section.label} opened under a section the run boundary cut",
+            )
+        if section.event_wait and section.accrues and state.pending_gaps:
+            self._add_virtual(
+                run,
+                state.pid,
+                (Layer.RUNTIME, Phase.EXECUTION),
+                ts_ns - state.pending_gaps.popleft(),
+            )
 
     def _notify(self, state: _Thread, proc: _Process, ts_ns: int, *, execute: bool) -> None:
         """A driver notifies a callback: the launched work it ends is done."""
