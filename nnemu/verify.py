@@ -106,6 +106,49 @@ def _parsed(run: RunStats, layer: Layer, phase: Phase) -> int:
     return 0 if value is None else value
 
 
+def _run_cells(index: int, run: RunStats, true_run: RunTruth) -> list[CellResult]:
+    """Every cell of one run, parsed against true, and the Application's Total self time."""
+    run_cells = []
+    for layer in CELL_LAYERS:
+        for phase in CELL_PHASES:
+            run_cells.append(
+                CellResult(
+                    run=index,
+                    layer=layer,
+                    phase=phase,
+                    parsed_ns=_parsed(run, layer, phase),
+                    truth_ns=true_run.cell_ns(layer, phase),
+                    reasons=true_run.unreconstructable.get((layer, phase), ()),
+                )
+            )
+    # The Application's Total self time: what the parser derives (counting
+    # runtime work on several threads at once once) against the truth's sweep.
+    parsed_self = run.application_total_self_ns()
+    true_self = true_run.application_total_self_ns()
+    self_reasons = tuple(
+        dict.fromkeys(
+            reason
+            for cell in (
+                (Layer.APPLICATION, Phase.OVERALL),
+                (Layer.RUNTIME, Phase.OVERALL),
+            )
+            for reason in true_run.unreconstructable.get(cell, ())
+        )
+    )
+    run_cells.append(
+        CellResult(
+            run=index,
+            layer=Layer.APPLICATION,
+            phase=Phase.OVERALL,
+            parsed_ns=0 if parsed_self is None else parsed_self,
+            truth_ns=0 if true_self is None else true_self,
+            reasons=self_reasons,
+            self_time=True,
+        )
+    )
+    return run_cells
+
+
 def compare(
     parsed: ParseResult, truth: tuple[RunTruth, ...], *, dead_driver_executions: int = 0
 ) -> Verification:
@@ -138,44 +181,7 @@ def compare(
                 f"run {index} ({name}): the parser counts {parsed_executions} executions,"
                 f" the ground truth {true_run.executions}"
             )
-        run_cells = []
-        for layer in CELL_LAYERS:
-            for phase in CELL_PHASES:
-                run_cells.append(
-                    CellResult(
-                        run=index,
-                        layer=layer,
-                        phase=phase,
-                        parsed_ns=_parsed(run, layer, phase),
-                        truth_ns=true_run.cell_ns(layer, phase),
-                        reasons=true_run.unreconstructable.get((layer, phase), ()),
-                    )
-                )
-        # The Application's Total self time: what the parser derives (counting
-        # runtime work on several threads at once once) against the truth's sweep.
-        parsed_self = run.application_total_self_ns()
-        true_self = true_run.application_total_self_ns()
-        self_reasons = tuple(
-            dict.fromkeys(
-                reason
-                for cell in (
-                    (Layer.APPLICATION, Phase.OVERALL),
-                    (Layer.RUNTIME, Phase.OVERALL),
-                )
-                for reason in true_run.unreconstructable.get(cell, ())
-            )
-        )
-        run_cells.append(
-            CellResult(
-                run=index,
-                layer=Layer.APPLICATION,
-                phase=Phase.OVERALL,
-                parsed_ns=0 if parsed_self is None else parsed_self,
-                truth_ns=0 if true_self is None else true_self,
-                reasons=self_reasons,
-                self_time=True,
-            )
-        )
+        run_cells = _run_cells(index, run, true_run)
         if true_run.executions and not any(
             c.parsed_ns for c in run_cells if not c.reasons and not c.self_time
         ):
@@ -184,6 +190,18 @@ def compare(
                 f" {true_run.executions} times"
             )
         cells.extend(run_cells)
+    return Verification(
+        cells=tuple(cells),
+        run_count_problem="\n".join(problems) or None,
+        contract_diagnostics=_contract_diagnostics(parsed, dead_driver_executions),
+    )
+
+
+def _contract_diagnostics(
+    parsed: ParseResult, dead_driver_executions: int
+) -> tuple[Diagnostic, ...]:
+    """The parser's diagnostics that break the contract: not those of the run boundary, nor
+    one "never notified" per execution a dead driver explains."""
     diagnostics = []
     unexplained_dead = dead_driver_executions
     for d in parsed.diagnostics:
@@ -193,11 +211,7 @@ def compare(
             unexplained_dead -= 1
             continue
         diagnostics.append(d)
-    return Verification(
-        cells=tuple(cells),
-        run_count_problem="\n".join(problems) or None,
-        contract_diagnostics=tuple(diagnostics),
-    )
+    return tuple(diagnostics)
 
 
 def _us(value_ns: int) -> str:
