@@ -516,9 +516,8 @@ class GroundTruth:
         if phase is Phase.UNSPECIFIED:
             phase = parent.phase if parent is not None else None
         if layer is not None and phase is not None:
-            self._open_counted(
-                section, kind, layer, phase, parent, proc, state, detail, ts_ns, hidl
-            )
+            self._classify(section, kind, layer, phase, parent, proc, state)
+            self._note_opening(section, kind, parent, proc, state, detail, ts_ns, hidl)
         else:
             section.placeholder = kind is SectionKind.SWITCH
             section.layer = None
@@ -527,12 +526,10 @@ class GroundTruth:
         state.cells = self._accruing(stack)
         self._track(state, ts_ns)
 
-    def _open_counted(
+    def _note_opening(
         self,
         section: _Section,
         kind: SectionKind,
-        layer: Layer,
-        phase: Phase,
         parent: _Section | None,
         proc: _Process,
         state: _Thread,
@@ -540,10 +537,10 @@ class GroundTruth:
         ts_ns: int,
         hidl: _HidlMark,
     ) -> None:
-        """A section with a layer and phase opens: classify it, and note the launches, HIDL
-        calls, asynchronous-execution windows and run-boundary cuts it starts."""
+        """A classified section opens: note the launches, HIDL calls, asynchronous-execution
+        windows and run-boundary cuts it starts."""
         run = state.run
-        self._classify(section, kind, layer, phase, parent, proc, state)
+        layer = section.layer
         section.start_compute = layer is Layer.RUNTIME and detail in _START_COMPUTE
         section.event_wait = layer is Layer.RUNTIME and detail == _EVENT_WAIT
         section.execution_create = layer is Layer.RUNTIME and detail == _EXECUTION_CREATE
