@@ -113,8 +113,7 @@ async def _probe(emulator: Emulator, endpoint: Endpoint, facts: list[str]) -> No
         latch = _Latch(SimEvent(kernel))
         ref = CallbackRef(endpoint, latch.notify)
         preference = int(ExecutionPreference.FAST_SINGLE_ANSWER)
-        tracer.raw_begin(f"VtsValidation::prepareModel_{version}({label})")
-        try:
+        with tracer.raw_section(f"VtsValidation::prepareModel_{version}({label})"):
             if version == "1_3":
                 launch = await binder.call(
                     service.endpoint,
@@ -132,8 +131,6 @@ async def _probe(emulator: Emulator, endpoint: Endpoint, facts: list[str]) -> No
                     lambda: service.prepareModel_1_2(sent, preference, (), (), b"\0" * 32, ref),
                 )
             await latch.event.wait()
-        finally:
-            tracer.end()
         await kernel.sleep(1_000_000)  # a late second notify would have arrived by now
         facts.append(
             f"probe {label} -> {service.name}: launch returned {describe(launch)}; "

@@ -95,6 +95,14 @@ class Binder:
             base *= math.exp(self._rng.gauss(-sigma * sigma / 2.0, sigma))
         return us(base)
 
+    def _start(self, iface: str, method: str) -> str:
+        """Count a transaction and tell ``on_call``; return its ``HIDL::<Iface>::<method>``."""
+        name = f"HIDL::{iface}::{method}"
+        self.transactions += 1
+        if self.on_call is not None:
+            self.on_call(name)
+        return name
+
     async def call(
         self,
         callee: Endpoint,
@@ -109,12 +117,8 @@ class Binder:
         Returns what ``serve`` returns, or DEAD when the callee is (or dies) dead.
         """
         kernel, tracer = self.kernel, self.tracer
-        name = f"HIDL::{iface}::{method}"
-        self.transactions += 1
-        if self.on_call is not None:
-            self.on_call(name)
-        tracer.raw_begin(name + "::client")
-        try:
+        name = self._start(iface, method)
+        with tracer.raw_section(name + "::client"):
             if not callee.alive:
                 return DEAD
             await kernel.sleep(self.latency_ns(payload_bytes))
@@ -122,12 +126,8 @@ class Binder:
                 return DEAD
             thread = await callee.pool.acquire()
             try:
-                with as_thread(thread):
-                    tracer.raw_begin(name + "::server")
-                    try:
-                        result = await serve()
-                    finally:
-                        tracer.end()
+                with as_thread(thread), tracer.raw_section(name + "::server"):
+                    result = await serve()
                 await kernel.sync()
             finally:
                 callee.pool.release(thread)
@@ -135,8 +135,6 @@ class Binder:
                 return DEAD
             await kernel.sleep(self.latency_ns())
             return result
-        finally:
-            tracer.end()
 
     def oneway(
         self,
@@ -152,12 +150,9 @@ class Binder:
         Returns False (nothing is sent) if the callee is dead.  ``deliver`` must not wait.
         """
         kernel, tracer = self.kernel, self.tracer
-        name = f"HIDL::{iface}::{method}"
-        self.transactions += 1
-        if self.on_call is not None:
-            self.on_call(name)
-        tracer.raw_begin(name + "::client")
-        tracer.end()
+        name = self._start(iface, method)
+        with tracer.raw_section(name + "::client"):
+            pass  # the proxy of a oneway call returns at once
         if not callee.alive:
             return False
         arrive = kernel.now() + self.latency_ns(payload_bytes)
@@ -166,6 +161,8 @@ class Binder:
         def arrived() -> None:
             if not callee.alive:
                 return
+            # The server stub's section spans two kernel callbacks (it arrives, it is
+            # served), so it is begun and ended by hand rather than as a block.
             with as_thread(thread):
                 tracer.raw_begin(name + "::server")
 
