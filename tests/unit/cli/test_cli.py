@@ -7,20 +7,15 @@ import json
 from pathlib import Path
 
 from nnemu.cli import main
+from tests.commands import run_cli
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-def _run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_quickstart_exits_zero_and_writes_report(tmp_path: Path) -> None:
     """The README's main job succeeds and writes a report with the documented keys."""
     report = tmp_path / "r.json"
-    code, out, _ = _run("run", str(REPO / "scenarios/quickstart.yaml"), "--report", str(report))
+    code, out, _ = run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--report", str(report))
     assert code == 0
     assert "camera" in out
     data = json.loads(report.read_text())
@@ -40,7 +35,7 @@ def test_bad_yaml_exits_two_with_position(tmp_path: Path) -> None:
     """A malformed scenario gets file:line:col messages and exit code 2, not a traceback."""
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nseed: seven\napps: []\n")
-    code, _, err = _run("run", str(bad))
+    code, _, err = run_cli("run", str(bad))
     assert code == 2
     assert f"{bad}:2:7: seed: expected an integer" in err
     assert "Traceback" not in err
@@ -48,7 +43,7 @@ def test_bad_yaml_exits_two_with_position(tmp_path: Path) -> None:
 
 def test_missing_file_exits_two() -> None:
     """A scenario file that does not exist is bad input."""
-    code, _, err = _run("run", "no/such/scenario.yaml")
+    code, _, err = run_cli("run", "no/such/scenario.yaml")
     assert code == 2
     assert "no/such/scenario.yaml" in err
 
@@ -60,7 +55,7 @@ def test_failed_expectation_exits_one(tmp_path: Path) -> None:
     scenario.write_text(
         text.replace('"apps.camera.completed == 30"', '"apps.camera.completed == 31"')
     )
-    code, _, err = _run("run", str(scenario))
+    code, _, err = run_cli("run", str(scenario))
     assert code == 1
     assert "apps.camera.completed == 31" in err
 
@@ -68,8 +63,8 @@ def test_failed_expectation_exits_one(tmp_path: Path) -> None:
 def test_trace_round_trips_through_parse(tmp_path: Path) -> None:
     """A trace written by run is read back by parse, with the app's run header."""
     trace = tmp_path / "t.html"
-    assert _run("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", str(trace))[0] == 0
-    code, out, _ = _run("parse", str(trace))
+    assert run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", str(trace))[0] == 0
+    code, out, _ = run_cli("parse", str(trace))
     assert code == 0
     assert "[NN_LA_PO]camera" in out
     assert "NNAPI timing summary" in out
@@ -80,7 +75,7 @@ def test_unwritable_outputs_are_refused_before_the_run(tmp_path: Path) -> None:
     quickstart = str(REPO / "scenarios/quickstart.yaml")
     blocker = tmp_path / "file"
     blocker.write_text("")
-    code, out, err = _run(
+    code, out, err = run_cli(
         "run",
         quickstart,
         "--trace",
@@ -105,7 +100,7 @@ def test_unwritable_outputs_are_refused_before_the_run(tmp_path: Path) -> None:
 
 def test_empty_trace_path_is_refused() -> None:
     """``--trace ''`` is an error (exit 2), not a run that silently writes nothing."""
-    code, out, err = _run("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", "")
+    code, out, err = run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", "")
     assert code == 2
     assert out == ""
     assert err == "--trace: expected a path to write the trace to, got ''\n"
@@ -114,7 +109,7 @@ def test_empty_trace_path_is_refused() -> None:
 def test_every_command_checks_its_output_paths_first(tmp_path: Path) -> None:
     """replay, verify, query and demo refuse an empty or unwritable output path before any work."""
     trace = tmp_path / "t.html"
-    assert _run("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", str(trace))[0] == 0
+    assert run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", str(trace))[0] == 0
     missing = tmp_path / "no-such-dir"
     cases = [
         (("replay", str(trace), "-n", "--trace", ""), "--trace: expected a path"),
@@ -125,7 +120,7 @@ def test_every_command_checks_its_output_paths_first(tmp_path: Path) -> None:
         (("demo", "deadlines", "--out", str(trace / "sub")), "is not a directory"),
     ]
     for argv, message in cases:
-        code, out, err = _run(*argv)
+        code, out, err = run_cli(*argv)
         assert (code, out) == (2, ""), argv
         assert message in err, (argv, err)
 
@@ -133,7 +128,7 @@ def test_every_command_checks_its_output_paths_first(tmp_path: Path) -> None:
 def test_run_says_where_it_wrote_each_file(tmp_path: Path) -> None:
     """``run`` names the report and the trace it wrote."""
     report, trace = tmp_path / "r.json", tmp_path / "t.json"
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         "run",
         str(REPO / "scenarios/quickstart.yaml"),
         "--report",
@@ -150,7 +145,7 @@ def test_run_says_where_it_wrote_each_file(tmp_path: Path) -> None:
 
 def test_full_disk_for_the_trace_is_a_message() -> None:
     """A trace on a full disk (/dev/full) ends with one line naming the file, exit 2."""
-    code, _, err = _run("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", "/dev/full")
+    code, _, err = run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", "/dev/full")
     assert code == 2
     assert err == "/dev/full: cannot write the trace: No space left on device\n"
 
@@ -268,7 +263,7 @@ def test_html_report_shows_dashes_for_an_app_with_no_completion(tmp_path: Path) 
     import re
 
     page = tmp_path / "r.html"
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         "run", str(REPO / "scenarios/qos_model_too_large.yaml"), "--html", str(page)
     )
     assert code == 0
@@ -295,6 +290,6 @@ def test_exception_groups_from_a_command_are_unwrapped(monkeypatch) -> None:
         raise ExceptionGroup("trio", [TraceFormatError("t.html", 3, "x", "what is wrong")])
 
     monkeypatch.setitem(cli._COMMANDS, "demo", interrupted)
-    assert _run("demo", "prepare") == (130, "", "\ninterrupted\n")
+    assert run_cli("demo", "prepare") == (130, "", "\ninterrupted\n")
     monkeypatch.setitem(cli._COMMANDS, "demo", bad_trace)
-    assert _run("demo", "prepare") == (2, "", "t.html:3: what is wrong\n")
+    assert run_cli("demo", "prepare") == (2, "", "t.html:3: what is wrong\n")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import itertools
 from pathlib import Path
 
@@ -11,7 +10,6 @@ import pytest
 
 import nnemu.pictures
 from nnemu import run
-from nnemu.cli import main
 from nnemu.pictures import (
     AppPicture,
     DevicePicture,
@@ -24,6 +22,7 @@ from nnemu.pictures import (
 )
 from nnemu.report import Report
 from nnemu.scenario import load_scenario
+from tests.commands import run_cli
 from tests.unit.pictures.dom import by_id, parse_page, with_class
 
 REPO = Path(__file__).resolve().parents[3]
@@ -196,16 +195,10 @@ def test_timeline_bars_are_capped() -> None:
     assert "first 5000 of 6000 jobs" in text
 
 
-def _run_cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_cli_run_writes_html(tmp_path: Path) -> None:
     """nnemu run --html writes the page of the quickstart run."""
     page = tmp_path / "run.html"
-    code, out, _ = _run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--html", str(page))
+    code, out, _ = run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--html", str(page))
     assert code == 0
     assert f"pictures written to {page}" in out
     elements = parse_page(page.read_text(encoding="utf-8"))
@@ -217,7 +210,7 @@ def test_cli_run_writes_plots(tmp_path: Path) -> None:
     """nnemu run --plots writes a PNG timeline per device, latency per app and the result codes."""
     pytest.importorskip("matplotlib", reason="--plots needs the optional 'plots' extra")
     plots = tmp_path / "plots"
-    code, _, err = _run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--plots", str(plots))
+    code, _, err = run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--plots", str(plots))
     assert code == 0, err
     names = sorted(path.name for path in plots.iterdir())
     assert names == ["latency-camera.png", "result-codes.png", "timeline-npu.png"]
@@ -241,7 +234,7 @@ def test_write_plots_of_preempted_run(checkpoint_run, tmp_path: Path) -> None:
 def test_cli_plots_without_matplotlib_exits_two(tmp_path: Path, monkeypatch) -> None:
     """Without matplotlib, --plots says how to install it and exits 2 before running."""
     monkeypatch.setattr(nnemu.pictures, "plots_available", lambda: False)
-    code, _, err = _run_cli(
+    code, _, err = run_cli(
         "run", str(REPO / "scenarios/quickstart.yaml"), "--plots", str(tmp_path / "p")
     )
     assert code == 2

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from nnemu.cli import main
 from nnemu.hal import Priority
 from nnemu.replay import OverrideError, apply_overrides, build_replay, extract_plan
 from nnemu.scenario import WorkloadKind, load_scenario
+from tests.commands import run_cli
 from tests.unit.replay.helpers import OMR1, QUICKSTART, assert_balanced, la_pe_begins, record
 
 
@@ -25,21 +23,10 @@ def _quick_trace(tmp_path: Path) -> Path:
     return path
 
 
-def _run(*argv: str, stdin: str = "") -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    saved = sys.stdin
-    sys.stdin = io.StringIO(stdin)
-    try:
-        code = main(list(argv), out=out, err=err)
-    finally:
-        sys.stdin = saved
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_replay_omr1_prints_the_plan_and_runs(tmp_path: Path):
     """The omr1 replay prints what it extracted and assumed, runs 5 executions and writes a valid trace."""
     trace, report = tmp_path / "r.html", tmp_path / "r.json"
-    code, out, err = _run("replay", str(OMR1), "--trace", str(trace), "--report", str(report))
+    code, out, err = run_cli("replay", str(OMR1), "--trace", str(trace), "--report", str(report))
     assert code == 0, err
     assert "app app-27005: pid 27005" in out
     assert "gaps ms: 793.597, 658.493, 691.891, 813.249" in out
@@ -61,7 +48,7 @@ def test_replay_omr1_prints_the_plan_and_runs(tmp_path: Path):
 def test_fast_mode_runs_back_to_back(quick_trace: Path, tmp_path: Path):
     """-n keeps the execution count but ignores the 33.3 ms gaps (a closed loop)."""
     trace = tmp_path / "fast.html"
-    code, out, _ = _run("replay", str(quick_trace), "-n", "--trace", str(trace))
+    code, out, _ = run_cli("replay", str(quick_trace), "-n", "--trace", str(trace))
     assert code == 0
     assert "-n: timestamps ignored" in out
     begins = la_pe_begins(trace)
@@ -76,7 +63,7 @@ def test_fast_mode_runs_back_to_back(quick_trace: Path, tmp_path: Path):
 def test_loop_count_repeats_the_arrivals(quick_trace: Path, tmp_path: Path):
     """-l 2 runs the 30 arrivals twice in one run, the second loop a span plus a gap later."""
     report = tmp_path / "r.json"
-    code, out, _ = _run("replay", str(quick_trace), "-l", "2", "--report", str(report))
+    code, out, _ = run_cli("replay", str(quick_trace), "-l", "2", "--report", str(report))
     assert code == 0
     assert "-l 2: arrivals repeated every 999.000 ms" in out
     assert json.loads(report.read_text())["apps"]["camera"]["completed"] == 60
@@ -100,7 +87,7 @@ def test_loop_forever_until_interrupted(quick_trace: Path, monkeypatch: pytest.M
         return real_run(*args, **kwargs)
 
     monkeypatch.setattr(command, "run", counting_run)
-    code, out, err = _run("replay", str(quick_trace), "-l")
+    code, out, err = run_cli("replay", str(quick_trace), "-l")
     assert code == 130
     assert len(calls) == 3
     assert "loop 3" in out
@@ -128,9 +115,9 @@ def test_set_changes_priority_and_device_speed(quick_trace: Path):
 def test_set_faster_device_lowers_latency(quick_trace: Path, tmp_path: Path):
     """A what-if run with a device twice as fast has a lower median latency."""
     base, fast = tmp_path / "base.json", tmp_path / "fast.json"
-    assert _run("replay", str(quick_trace), "--report", str(base))[0] == 0
+    assert run_cli("replay", str(quick_trace), "--report", str(base))[0] == 0
     ratio = build_replay(extract_plan(str(quick_trace))).scenario.devices[0].performance
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         "replay",
         str(quick_trace),
         "--report",
@@ -168,7 +155,7 @@ def test_set_faster_device_lowers_latency(quick_trace: Path, tmp_path: Path):
 )
 def test_bad_set_exits_two_with_the_key(quick_trace: Path, assignment: str, message: str):
     """A bad --set key or value is reported against the key as given, with exit code 2."""
-    code, out, err = _run("replay", str(quick_trace), "--set", assignment)
+    code, out, err = run_cli("replay", str(quick_trace), "--set", assignment)
     assert code == 2
     assert err.splitlines() == [message]
     assert out == ""
@@ -185,7 +172,7 @@ def test_override_error_lists_every_problem(quick_trace: Path):
 def test_save_scenario_can_be_run(quick_trace: Path, tmp_path: Path):
     """--save-scenario writes the built scenario; `nnemu run` runs it to the same count."""
     saved = tmp_path / "replay.yaml"
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         "replay",
         str(quick_trace),
         "--save-scenario",
@@ -197,7 +184,7 @@ def test_save_scenario_can_be_run(quick_trace: Path, tmp_path: Path):
     assert f"scenario written to {saved}" in out
     scenario = load_scenario(saved)
     assert scenario.apps[0].priority is Priority.LOW
-    code, out, _ = _run("run", str(saved))
+    code, out, _ = run_cli("run", str(saved))
     assert code == 0
     assert re.search(r"^camera +30 +30 ", out, re.M)
 
@@ -205,7 +192,9 @@ def test_save_scenario_can_be_run(quick_trace: Path, tmp_path: Path):
 def test_manual_start_steps_to_a_hal_call_and_quits(quick_trace: Path, tmp_path: Path):
     """-m prompts before the run; `n` stops at a HIDL call; `q` ends with exit 130 and a valid trace."""
     trace = tmp_path / "m.html"
-    code, out, err = _run("replay", str(quick_trace), "-m", "--trace", str(trace), stdin="n\nq\n")
+    code, out, err = run_cli(
+        "replay", str(quick_trace), "-m", "--trace", str(trace), stdin="n\nq\n"
+    )
     assert code == 130
     assert "start of the run" in out
     assert "HAL call HIDL::IDevice::getCapabilities_1_3" in out
@@ -215,7 +204,7 @@ def test_manual_start_steps_to_a_hal_call_and_quits(quick_trace: Path, tmp_path:
 
 def test_s_runs_to_a_timestamp_then_prompts(quick_trace: Path):
     """-s 0.5 runs without stopping until 0.5 s of virtual time; EOF then continues."""
-    code, out, _ = _run("replay", str(quick_trace), "-s", "0.5", stdin="l\n")
+    code, out, _ = run_cli("replay", str(quick_trace), "-s", "0.5", stdin="l\n")
     assert code == 0
     assert "stop at 0.500000 s" in out
     assert "virtual time 0.4" in out
@@ -224,7 +213,7 @@ def test_s_runs_to_a_timestamp_then_prompts(quick_trace: Path):
 
 def test_run_step_gives_run_a_prompt(tmp_path: Path):
     """`nnemu run --step` starts at the prompt; `c 5` and EOF run the scenario to its end."""
-    code, out, _ = _run("run", str(QUICKSTART), "--step", stdin="c 5\n")
+    code, out, _ = run_cli("run", str(QUICKSTART), "--step", stdin="c 5\n")
     assert code == 0
     assert out.startswith("[0.000000 s] start of the run")
     assert "stop at 0.005000 s" in out
@@ -233,6 +222,6 @@ def test_run_step_gives_run_a_prompt(tmp_path: Path):
 
 def test_missing_trace_exits_two(tmp_path: Path):
     """A trace that does not exist is bad input."""
-    code, _, err = _run("replay", str(tmp_path / "nope.html"))
+    code, _, err = run_cli("replay", str(tmp_path / "nope.html"))
     assert code == 2
     assert "no such file" in err

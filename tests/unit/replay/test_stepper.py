@@ -134,9 +134,18 @@ class _InterruptingInput(io.StringIO):
         return super().readline(size)
 
 
-def _interrupted_run(tmp_path: Path, stdin: io.StringIO, at_ticks: dict[int, int]):
+def _interrupted_run(
+    tmp_path: Path,
+    stdin: io.StringIO,
+    at_ticks: dict[int, int],
+    holder: list[Stepper] | None = None,
+):
+    """Run the quickstart under a stepper reading ``stdin``, with ``at_ticks[n]`` Ctrl-Cs at
+    the n-th progress tick (100 ms of virtual time each); the trace must stay balanced."""
     out = io.StringIO()
     stepper = Stepper(stdin, out)
+    if holder is not None:
+        holder.append(stepper)
     trace = tmp_path / "t.html"
     ticks = [0]
 
@@ -159,31 +168,14 @@ def test_interrupt_switches_to_manual_control_and_a_second_at_the_prompt_ends(tm
     """Ctrl-C while running prompts at the next event; Ctrl-C at the prompt ends the run cleanly."""
     holder: list[Stepper] = []
     stdin = _InterruptingInput("l\nc\n", holder, at_read=3)
-    out = io.StringIO()
-    stepper = Stepper(stdin, out)
-    holder.append(stepper)
-    trace = tmp_path / "t.html"
-    ticks = [0]
-
-    def progress(_emulator: object) -> None:
-        ticks[0] += 1
-        if ticks[0] in (1, 3):  # 100 ms and 300 ms of virtual time
-            stepper.on_sigint(signal.SIGINT, None)
-
-    report = run(
-        load_scenario(QUICKSTART),
-        sinks=[stepper.new_sink(), open_trace_writer(trace)],
-        attach=stepper.attach,
-        progress=progress,
-    )
-    text = out.getvalue()
+    # Ctrl-C at 100 ms and 300 ms of virtual time; the trace stays balanced.
+    stepper, text, data = _interrupted_run(tmp_path, stdin, {1: 1, 3: 1}, holder)
     assert text.count("interrupted; next kernel event") == 2
     assert "virtual time 0.1" in text  # `l` after the first interrupt
     assert "interrupted: ending the run" in text
     assert stepper.aborted
-    assert 300 <= report.data["virtual_ms"] < 400
-    assert report.data["apps"]["camera"]["completed"] < 30
-    assert_balanced(trace)
+    assert 300 <= data["virtual_ms"] < 400
+    assert data["apps"]["camera"]["completed"] < 30
 
 
 def test_two_interrupts_while_running_end_the_run(tmp_path: Path):

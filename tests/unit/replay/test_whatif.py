@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import io
-import sys
 from pathlib import Path
 
 import pytest
 
-from nnemu.cli import main
+from tests.commands import run_cli
 from tests.unit.replay.helpers import OMR1, REPO, record
 
 TWO_APPS = REPO / "scenarios/two_apps_one_npu.yaml"
@@ -19,17 +17,6 @@ def _two_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("two") / "two.html"
     record(TWO_APPS, path)
     return path
-
-
-def _run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    saved = sys.stdin
-    sys.stdin = io.StringIO("")
-    try:
-        code = main(list(argv), out=out, err=err)
-    finally:
-        sys.stdin = saved
-    return code, out.getvalue(), err.getvalue()
 
 
 def _device(out: str) -> str:
@@ -45,19 +32,19 @@ def _table(out: str) -> str:
 
 def test_priority_set_under_per_app_isolation_warns(two_trace: Path) -> None:
     """A cross-app priority change under the default per-app scheduler is named as ineffective."""
-    code, out, err = _run("replay", str(two_trace), "--set", "apps.camera.priority=low")
+    code, out, err = run_cli("replay", str(two_trace), "--set", "apps.camera.priority=low")
     assert code == 0, err
     device = _device(out)
     assert "warning: --set apps.camera.priority cannot change the result" in err
     assert "per_app_priority" in err
     assert f"set devices.{device}.scheduler=global_priority to compare across apps" in err
-    _, baseline, _ = _run("replay", str(two_trace))
+    _, baseline, _ = run_cli("replay", str(two_trace))
     assert _table(out) == _table(baseline)
 
 
 def test_priority_set_that_can_matter_does_not_warn(two_trace: Path) -> None:
     """Under global_priority with checkpoint preemption the same change runs without a warning and moves the camera."""
-    _, plain, _ = _run("replay", str(two_trace))
+    _, plain, _ = run_cli("replay", str(two_trace))
     device = _device(plain)
     sets = [
         "--set",
@@ -65,16 +52,16 @@ def test_priority_set_that_can_matter_does_not_warn(two_trace: Path) -> None:
         "--set",
         f"devices.{device}.preemption=checkpoint",
     ]
-    code, high, err = _run("replay", str(two_trace), *sets, "--set", "apps.camera.priority=high")
+    code, high, err = run_cli("replay", str(two_trace), *sets, "--set", "apps.camera.priority=high")
     assert code == 0, err
     assert "warning" not in err
-    _, low, _ = _run("replay", str(two_trace), *sets, "--set", "apps.camera.priority=low")
+    _, low, _ = run_cli("replay", str(two_trace), *sets, "--set", "apps.camera.priority=low")
     assert _table(high) != _table(low)
 
 
 def test_deadline_on_a_pre_13_driver_warns() -> None:
     """An execution timeout on a HAL 1.0 driver says the driver never sees the deadline."""
-    code, _, err = _run("replay", str(OMR1), "--set", "apps.app-27005.execution_timeout_ms=5")
+    code, _, err = run_cli("replay", str(OMR1), "--set", "apps.app-27005.execution_timeout_ms=5")
     assert code == 0, err
     assert "warning: --set apps.app-27005.execution_timeout_ms cannot reach the driver" in err
     assert "hvx (HAL 1.0)" in err
@@ -82,9 +69,9 @@ def test_deadline_on_a_pre_13_driver_warns() -> None:
 
 def test_deadline_policy_without_deadlines_warns(two_trace: Path) -> None:
     """A deadline policy is named as ineffective when no app on the device has a deadline."""
-    _, plain, _ = _run("replay", str(two_trace))
+    _, plain, _ = run_cli("replay", str(two_trace))
     device = _device(plain)
-    code, _, err = _run(
+    code, _, err = run_cli(
         "replay", str(two_trace), "--set", f"devices.{device}.deadline_policy=ignore"
     )
     assert code == 0, err
@@ -99,7 +86,7 @@ def _rows(out: str, app: str) -> tuple[list[str], list[str]]:
 
 def test_replay_prints_recorded_and_replayed_latency(two_trace: Path) -> None:
     """Each app's recorded latencies (from its sections in the trace) are printed beside the replayed ones."""
-    code, out, err = _run("replay", str(two_trace))
+    code, out, err = run_cli("replay", str(two_trace))
     assert code == 0, err
     recorded, replayed = _rows(out, "camera")
     assert recorded[0] == "89"
@@ -122,14 +109,14 @@ system         {pid}     1   19416   2728 binder_ioctl_write_read 0 S {name} {na
 
 def test_replay_names_the_driver_from_the_process_dump(two_trace: Path, tmp_path: Path) -> None:
     """A driver process named in the trace's process dump gives the replayed device its name."""
-    _, plain, _ = _run("replay", str(two_trace))
+    _, plain, _ = run_cli("replay", str(two_trace))
     pid = next(line for line in plain.splitlines() if line.startswith("  driver ")).split()[3]
     text = two_trace.read_text(encoding="utf-8")
     at = text.index('  <script class="trace-data"')
     service = "android.hardware.neuralnetworks@1.3-service-npu"
     dumped = tmp_path / "dumped.html"
     dumped.write_text(text[:at] + _DUMP.format(pid=pid, name=service) + text[at:], "utf-8")
-    code, out, err = _run("replay", str(dumped), "--set", "apps.camera.priority=low")
+    code, out, err = run_cli("replay", str(dumped), "--set", "apps.camera.priority=low")
     assert code == 0, err
     assert f"  driver npu: pid {pid} ({service})" in out
     assert "set devices.npu.scheduler=global_priority" in err
