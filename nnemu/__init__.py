@@ -13,7 +13,7 @@ inside an async function that ``run_virtual`` runs, as ``run`` itself does::
     async def main() -> None:
         async with nnemu.open_emulator(scenario) as emulator:
             await emulator.run()
-            print(emulator.kernel.now_ns)
+            print(emulator.kernel.clock_ns)
 
     nnemu.run_virtual(main)
 

@@ -78,7 +78,7 @@ class Emulator:
         def tick() -> None:
             progress(self)
             if not all(app.finished for app in self.apps):
-                self.kernel.call_at(self.kernel.now_ns + step, tick)
+                self.kernel.call_at(self.kernel.clock_ns + step, tick)
 
         self.kernel.call_at(step, tick)
 
@@ -254,7 +254,7 @@ def _app_data(app: Application, refused: int, aborted: int) -> dict[str, Any]:
 def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
     """Aggregate the emulator's counters into a report and evaluate the expectations."""
     scenario = emulator.scenario
-    elapsed = emulator.kernel.now_ns
+    elapsed = emulator.kernel.clock_ns
     refused: collections.Counter[int] = collections.Counter()
     aborted: collections.Counter[int] = collections.Counter()
     for service in emulator.services:

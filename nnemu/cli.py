@@ -285,14 +285,14 @@ def _progress_printer(stream: TextIO) -> Any:
     def show(emulator: Any) -> None:
         stop = emulator.scenario.duration_ms
         if stop:
-            fraction = min(1.0, emulator.kernel.now_ns / (stop * 1e6))
+            fraction = min(1.0, emulator.kernel.clock_ns / (stop * 1e6))
         else:
             total = sum(app.spec.workload.executions or 0 for app in emulator.apps)
             done = sum(app.stats.completed + app.stats.failed for app in emulator.apps)
             fraction = done / total if total else 0.0
         bar = "#" * int(fraction * 30)
         stream.write(
-            f"\r[{bar:<30}] {fraction * 100:5.1f}%  virtual {emulator.kernel.now_ns / 1e6:.0f} ms"
+            f"\r[{bar:<30}] {fraction * 100:5.1f}%  virtual {emulator.kernel.clock_ns / 1e6:.0f} ms"
         )
         stream.flush()
 

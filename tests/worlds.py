@@ -60,7 +60,7 @@ class Recorder:
         """(virtual time in ns, notify arguments) of every notify, in order."""
 
     def target(self, *args: object) -> None:
-        self.calls.append((self.kernel.now_ns, args))
+        self.calls.append((self.kernel.clock_ns, args))
 
     @property
     def notifies(self) -> list[tuple[object, ...]]:

@@ -135,7 +135,7 @@ class Application:
     async def _compile(self) -> bool:
         """Build and compile the model; False (and the code recorded) when that fails."""
         with self.tracer.section(Layer.APPLICATION, Phase.COMPILATION, "compileModel"):
-            started = self.kernel.now()
+            started = self.kernel.task_now_ns()
             code, builder = await self.runtime.create_model(self.model)
             compilation = None
             if builder is not None:
@@ -146,7 +146,7 @@ class Application:
                     code = await compilation.finish()
             self.stats.compile_result = code
             self.stats.record_compilation(
-                self.kernel.now() - started,
+                self.kernel.task_now_ns() - started,
                 from_cache=compilation is not None and compilation.from_cache > 0,
             )
             if code is not ResultCode.NO_ERROR:
@@ -200,7 +200,7 @@ class Application:
                 self._queue.put_nowait(None)  # each executor runs its own loop
             await self._executors_done.wait()
             return
-        start = kernel.now()
+        start = kernel.task_now_ns()
         count = 0
         while self._remaining is None or count < self._remaining:
             if workload.kind is WorkloadKind.PERIODIC:
@@ -211,7 +211,7 @@ class Application:
             elif workload.kind is WorkloadKind.POISSON:
                 assert workload.rate_hz is not None
                 gap = self._rng.expovariate(workload.rate_hz) * 1e9
-                arrivals = [max(kernel.now(), start) + us(gap)]
+                arrivals = [max(kernel.task_now_ns(), start) + us(gap)]
                 start = arrivals[0]
             else:
                 assert workload.burst_size is not None
@@ -253,7 +253,7 @@ class Application:
                     if self._remaining is not None:
                         self._remaining -= 1
                     self.stats.submitted += 1
-                    await self._one(kernel.now())
+                    await self._one(kernel.task_now_ns())
                     if spec.workload.think_ms:
                         await kernel.sleep(us(spec.workload.think_ms * 1e6))
                 return
@@ -266,7 +266,7 @@ class Application:
         if (
             spec.drop_late_frames
             and timeout_ns is not None
-            and kernel.now() - arrival_ns > timeout_ns
+            and kernel.task_now_ns() - arrival_ns > timeout_ns
         ):
             self.stats.dropped += 1
             self.stats.deadline_misses += 1
@@ -282,10 +282,10 @@ class Application:
             self.stats.retries += 1
             await kernel.sleep(delay_ns)
             delay_ns = us(delay_ns * retry.backoff_factor)
-        self.stats.record(code, kernel.now() - arrival_ns, late=late)
+        self.stats.record(code, kernel.task_now_ns() - arrival_ns, late=late)
         if self.records is not None:
             self.records.append(
-                ExecutionRecord(arrival_ns, kernel.now(), code, attempt + 1, timeout_ns)
+                ExecutionRecord(arrival_ns, kernel.task_now_ns(), code, attempt + 1, timeout_ns)
             )
 
     async def _burst(self, compilation: Compilation) -> Burst:
@@ -331,7 +331,7 @@ class Application:
             late = (
                 code is ResultCode.NO_ERROR
                 and deadline is not None
-                and self.kernel.now() > deadline
+                and self.kernel.task_now_ns() > deadline
             )
             execution.free()
             return code, late

@@ -155,7 +155,9 @@ class CallLog:
             text = describe(result)
             if text:
                 key = f"HIDL::{iface}::{method}::client"
-                notes.append(Note(kernel.now(), thread, thread.pid, key, f"returned {text}"))
+                notes.append(
+                    Note(kernel.task_now_ns(), thread, thread.pid, key, f"returned {text}")
+                )
             return result
 
         setattr(binder, "call", call)  # noqa: B010 - an instance-level observer
@@ -175,14 +177,14 @@ class CallLog:
                 thread = current_thread()
                 notes.append(
                     Note(
-                        kernel.now(),
+                        kernel.task_now_ns(),
                         thread,
                         thread.pid,
                         f"HIDL::{iface}::{method}::client",
                         f"({status.name}{what})",
                     )
                 )
-                self.notifies.append((kernel.now(), method, status.name))
+                self.notifies.append((kernel.task_now_ns(), method, status.name))
             original_notify(callback, iface, method, *args)
 
         setattr(service, "_notify", notify)  # noqa: B010 - an instance-level observer
@@ -194,7 +196,7 @@ class CallLog:
                 waiting = len(endpoint.death_listeners)
                 notes.append(
                     Note(
-                        kernel.now(),
+                        kernel.task_now_ns(),
                         None,
                         service.process.pid,
                         "✝",

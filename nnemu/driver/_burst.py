@@ -59,7 +59,7 @@ class BurstContext:
                 Phase.EXECUTION,
                 "ExecutionBurstServer getting memory, executing, and returning results",
             ):
-                entered = kernel.now()
+                entered = kernel.task_now_ns()
                 with tracer.section(
                     Layer.DRIVER, Phase.EXECUTION, "BurstExecutorWithCache::execute"
                 ):
@@ -69,7 +69,7 @@ class BurstContext:
                         return error.downgraded(version), (), NO_TIMING
                     status, on_device = await prepared.compute(None, None)
                 shapes = prepared.output_shapes() if status is ErrorStatus.NONE else ()
-                timing = measured_timing(measure, status, on_device, entered, kernel.now())
+                timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
                 return status.downgraded(version), shapes, timing
         finally:
-            self.last_packet_ns = kernel.now()
+            self.last_packet_ns = kernel.task_now_ns()

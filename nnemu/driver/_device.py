@@ -144,7 +144,7 @@ class Device:
 
     # ------------------------------------------------------------ accounting
     def _account(self) -> None:
-        now = self.kernel.now_ns
+        now = self.kernel.clock_ns
         self.stats.busy_ns += len(self._running) * (now - self._busy_since)
         self._busy_since = now
 
@@ -267,7 +267,7 @@ class Device:
 
     def _occupy(self, job: Job, unit: int) -> None:
         job.unit = unit
-        job._segment_start = job.resumed_ns = self.kernel.now_ns
+        job._segment_start = job.resumed_ns = self.kernel.clock_ns
         job.planned_end_ns = -1
         self._running.append(job)
 
@@ -275,7 +275,7 @@ class Device:
         """Take ``job`` off its unit, recording the stretch it ran; returns the unit."""
         self._running.remove(job)
         unit, job.unit = job.unit, -1
-        job.segments.append((job._segment_start, self.kernel.now_ns, unit))
+        job.segments.append((job._segment_start, self.kernel.clock_ns, unit))
         return unit
 
     def _release(self, job: Job) -> None:
@@ -310,7 +310,7 @@ class Device:
         (launch included) times the current slow-down. Without jitter, and with nothing
         arriving later, it is when ``job`` gets a unit.
         """
-        now = self.kernel.now_ns
+        now = self.kernel.clock_ns
         if not self.alive or (len(self._running) < self.units and not self._waiting):
             return 0
         # ``job`` as it will queue: the next arrival order.
@@ -468,7 +468,7 @@ class Device:
     async def execute(self, job: Job, *, launch_ns: int) -> ErrorStatus:
         """Run ``job``: NONE, MISSED_DEADLINE_TRANSIENT (aborted), or GENERAL_FAILURE (device died)."""
         kernel = self.kernel
-        job.arrived_ns = kernel.now()
+        job.arrived_ns = kernel.task_now_ns()
         job.launch_ns = launch_ns
         self._seq += 1
         job.seq = self._seq
@@ -476,11 +476,11 @@ class Device:
             self.history.append(job)
         job.status = await self._execute(job, launch_ns)
         if job.finished_ns is None:
-            job.finished_ns = kernel.now_ns
+            job.finished_ns = kernel.clock_ns
         return job.status
 
     def _stopped(self, job: Job, why: str) -> ErrorStatus:
-        job.finished_ns = self.kernel.now_ns
+        job.finished_ns = self.kernel.clock_ns
         if why == "finish":
             return ErrorStatus.NONE
         if why == "loop":
@@ -497,7 +497,7 @@ class Device:
         self.stats.executions += 1
         scale = job.scale * self.slowdown
         job.durations = [launch_ns] + [us(ns * scale) for ns in job.plan.op_ns]
-        job.started_ns = kernel.now_ns
+        job.started_ns = kernel.clock_ns
         tracer = self._tracer if self._tracer is not None and self._tracer.enabled else None
         try:
             if tracer is None:  # accelerators and tracing off: no marks to close
@@ -513,7 +513,7 @@ class Device:
         """Run ``job`` on its unit to its end, yielding the unit when preempted."""
         kernel = self.kernel
         while True:
-            start = kernel.now_ns
+            start = kernel.clock_ns
             stop, why = self._stop_point(job, start, launch_ns)
             job.resumed_ns, job.planned_end_ns = start, stop
             if marks.tracer is not None and stop > start:
@@ -537,7 +537,7 @@ class Device:
             if woken is Wake.DEVICE_DIED:
                 return ErrorStatus.GENERAL_FAILURE
             # PREEMPT: run on to the next operation boundary, then yield the unit.
-            now = kernel.now_ns
+            now = kernel.clock_ns
             t = start
             segment = job.next_op
             while segment < len(job.plan.op_ns) and t + job.durations[segment + 1] <= now:

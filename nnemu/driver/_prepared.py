@@ -169,7 +169,7 @@ class PreparedModel:
         tracer, kernel = self.service.tracer, self.service.kernel
         detail = "SamplePreparedModel::executeFenced"
         with tracer.section(Layer.DRIVER, Phase.EXECUTION, detail) as section:
-            entered = kernel.now()
+            entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             if any(fence is None for fence in wait_for):
                 return ErrorStatus.INVALID_ARGUMENT, None
@@ -181,13 +181,13 @@ class PreparedModel:
                 return error, None
             bound = deadline_ns
             if duration_ns is not None:
-                end = kernel.now() + duration_ns
+                end = kernel.task_now_ns() + duration_ns
                 bound = end if bound is None else min(bound, end)
             # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
             section.switch(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, detail)
             section.switch(Layer.DRIVER, Phase.EXECUTION, detail)
             status, on_device = await self.compute(bound, loop_timeout_ns)
-            timing = measured_timing(measure, status, on_device, entered, kernel.now())
+            timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
             return ErrorStatus.NONE, FencedResult(status, timing, timing)
 
     # The sample driver's execution paths. -----------------------------------
@@ -202,7 +202,7 @@ class PreparedModel:
         if reason is not None:
             service.log.debug("request_rejected", reason=reason)
             return ErrorStatus.INVALID_ARGUMENT
-        if deadline_ns is not None and service.kernel.now() >= deadline_ns:
+        if deadline_ns is not None and service.kernel.task_now_ns() >= deadline_ns:
             service.device.stats.refused_by_uid[self.uid] += 1
             return ErrorStatus.MISSED_DEADLINE_PERSISTENT
         return None
@@ -225,7 +225,7 @@ class PreparedModel:
             loop_timeout_ns=loop_timeout_ns,
         )
         await kernel.sync()
-        now = kernel.now_ns
+        now = kernel.clock_ns
         if deadline_ns is not None and spec.deadline_policy is DeadlinePolicy.ABORT:
             # Refuse before starting when the driver's own estimate cannot make it:
             # PERSISTENT if even an idle device could not, TRANSIENT if a busy one cannot.
@@ -247,7 +247,7 @@ class PreparedModel:
         status = await device.execute(job, launch_ns=launch_ns)
         if status is ErrorStatus.NONE and service.injected_failure():
             status = ErrorStatus.GENERAL_FAILURE
-        return status, kernel.now_ns - now
+        return status, kernel.clock_ns - now
 
     def output_shapes(self) -> tuple[OutputShape, ...]:
         """The shapes of the model's outputs (what a successful execution reports)."""
@@ -267,7 +267,7 @@ class PreparedModel:
         service = self.service
         tracer, kernel = service.tracer, service.kernel
         with tracer.section(Layer.DRIVER, Phase.EXECUTION, "SampleDriver::executeBase"):
-            entered = kernel.now()
+            entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             if callback is None:
                 return ErrorStatus.INVALID_ARGUMENT
@@ -293,7 +293,7 @@ class PreparedModel:
                     section.switch(Layer.DRIVER, Phase.EXECUTION, detail)
                     status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
                 shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
-                timing = measured_timing(measure, status, on_device, entered, kernel.now_ns)
+                timing = measured_timing(measure, status, on_device, entered, kernel.clock_ns)
                 notify(status.downgraded(version), shapes, timing)
 
             if not service._launch(task):
@@ -313,7 +313,7 @@ class PreparedModel:
         tracer, kernel = self.service.tracer, self.service.kernel
         detail = "SampleDriver::executeSynchronouslyBase"
         with tracer.section(Layer.DRIVER, Phase.EXECUTION, detail) as section:
-            entered = kernel.now()
+            entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             error = self.check_request(request, deadline_ns)
             if error is not None:
@@ -322,5 +322,5 @@ class PreparedModel:
             section.switch(Layer.DRIVER, Phase.EXECUTION, detail)
             status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
             shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
-            timing = measured_timing(measure, status, on_device, entered, kernel.now())
+            timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
             return status.downgraded(version), shapes, timing

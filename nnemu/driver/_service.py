@@ -381,7 +381,7 @@ class DriverService:
                 return self._refuse(callback, version, ErrorStatus.INVALID_ARGUMENT)
             if self.status is not DeviceStatus.AVAILABLE:
                 return self._refuse(callback, version, ErrorStatus.DEVICE_UNAVAILABLE)
-            if deadline_ns is not None and self.kernel.now() >= deadline_ns:
+            if deadline_ns is not None and self.kernel.task_now_ns() >= deadline_ns:
                 self._notify_prepared(
                     callback, version, ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
                 )
@@ -421,7 +421,7 @@ class DriverService:
             if (
                 deadline_ns is not None
                 and self.spec.deadline_policy is DeadlinePolicy.ABORT
-                and kernel.now_ns > deadline_ns
+                and kernel.clock_ns > deadline_ns
             ):
                 self._notify_prepared(
                     callback, version, ErrorStatus.MISSED_DEADLINE_TRANSIENT, None
@@ -509,7 +509,7 @@ class DriverService:
                 # A partial driver cannot prepare what it does not fully support.
                 self._notify_prepared(callback, version, ErrorStatus.INVALID_ARGUMENT, None)
                 return ErrorStatus.NONE
-            if deadline_ns is not None and kernel.now() >= deadline_ns:
+            if deadline_ns is not None and kernel.task_now_ns() >= deadline_ns:
                 self._notify_prepared(
                     callback, version, ErrorStatus.MISSED_DEADLINE_PERSISTENT, None
                 )
@@ -553,7 +553,7 @@ class DriverService:
             if (
                 deadline_ns is not None
                 and self.spec.deadline_policy is DeadlinePolicy.ABORT
-                and kernel.now_ns > deadline_ns
+                and kernel.clock_ns > deadline_ns
             ):
                 status = ErrorStatus.MISSED_DEADLINE_TRANSIENT
             if status is not ErrorStatus.NONE:

@@ -155,7 +155,7 @@ class Binder:
             pass  # the proxy of a oneway call returns at once
         if not callee.alive:
             return False
-        arrive = kernel.now() + self.latency_ns(payload_bytes)
+        arrive = kernel.task_now_ns() + self.latency_ns(payload_bytes)
         thread = callee.pool.threads[0]
 
         def arrived() -> None:
@@ -172,7 +172,7 @@ class Binder:
                         deliver()
                     tracer.end()
 
-            kernel.call_at(kernel.now_ns + ONEWAY_SERVER_NS, served)
+            kernel.call_at(kernel.clock_ns + ONEWAY_SERVER_NS, served)
 
         kernel.call_at(arrive, arrived)
         return True

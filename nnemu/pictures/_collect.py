@@ -150,7 +150,7 @@ def collect(emulator: Emulator) -> RunPictures:
     Raises:
         ValueError: the emulator kept no per-execution records.
     """
-    end_ns = emulator.kernel.now_ns
+    end_ns = emulator.kernel.clock_ns
     uids: dict[int, str] = {}
     apps = []
     for app in emulator.apps:

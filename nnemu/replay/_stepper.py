@@ -149,7 +149,7 @@ class Stepper:
             return
         if self.manual:
             self.manual = False
-            self._prompt(f"[{_seconds(emulator.kernel.now_ns)}] start of the run (h for help)")
+            self._prompt(f"[{_seconds(emulator.kernel.clock_ns)}] start of the run (h for help)")
 
     def on_sigint(self, signum: int, frame: FrameType | None) -> None:
         """The SIGINT handler: first Ctrl-C -> manual control; at the prompt or again -> end."""
@@ -178,14 +178,14 @@ class Stepper:
     # ------------------------------------------------------------- hooks
     def _now(self) -> int:
         assert self._kernel is not None
-        return self._kernel.now()
+        return self._kernel.task_now_ns()
 
     def _on_event(self, t_ns: int, what: str) -> None:
         kernel = self._kernel
         assert kernel is not None
         if not self.aborted:
             upcoming = f"next kernel event at {_seconds(t_ns)}: {what}"
-            where = f"[{_seconds(kernel.now())}] "
+            where = f"[{_seconds(kernel.task_now_ns())}] "
             self._pending_ns = t_ns
             if self._interrupt_pending:
                 self._prompt(where + "interrupted; " + upcoming)
@@ -207,7 +207,7 @@ class Stepper:
             except EmulatorBug:
                 who = ""
             why = "interrupted; " if self._interrupt_pending else ""
-            self._prompt(f"[{_seconds(kernel.now())}] {why}HAL call {name}{who}")
+            self._prompt(f"[{_seconds(kernel.task_now_ns())}] {why}HAL call {name}{who}")
         if self.aborted:
             kernel.stop()
 

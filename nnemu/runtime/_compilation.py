@@ -140,7 +140,7 @@ class Compilation:
             self.finished = True
             deadline = None
             if self.timeout_ns is not None and min(self.timeout_ns, UINT64_MAX) < UINT64_MAX:
-                deadline = runtime.kernel.now() + self.timeout_ns
+                deadline = runtime.kernel.task_now_ns() + self.timeout_ns
             code = await self._plan_and_prepare(deadline)
             if code is ResultCode.NO_ERROR or code is ResultCode.BAD_DATA:
                 return code

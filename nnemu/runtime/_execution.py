@@ -140,7 +140,7 @@ class Execution:
             return ResultCode.BAD_STATE
         self.started = True
         if self.timeout_ns is not None:
-            self.deadline_ns = self.runtime.kernel.now() + self.timeout_ns
+            self.deadline_ns = self.runtime.kernel.task_now_ns() + self.timeout_ns
         return ResultCode.NO_ERROR
 
     def free(self) -> None:
@@ -281,12 +281,12 @@ class Execution:
         with tracer.section(Layer.RUNTIME, Phase.EXECUTION, "StepExecutor::computeOnCpu"):
             plan = runtime.cpu_plan(model)
             runtime.cpu_stats.executions += 1
-            started = kernel.now()
+            started = kernel.task_now_ns()
             with tracer.section(Layer.CPU, Phase.EXECUTION, "run"):
                 try:
                     deadline = self.deadline_ns
                     for index, op_ns in enumerate(plan.op_ns):
-                        if deadline is not None and kernel.now() >= deadline:
+                        if deadline is not None and kernel.task_now_ns() >= deadline:
                             return ResultCode.MISSED_DEADLINE_TRANSIENT
                         ptr, pco = plan.names_of(index)
                         iterations = plan.iterations_of(index)
@@ -308,7 +308,7 @@ class Execution:
                         # The CPU executor is the calling thread: other threads run meanwhile.
                         await kernel.sync()
                 finally:
-                    runtime.cpu_stats.busy_ns += kernel.now() - started
+                    runtime.cpu_stats.busy_ns += kernel.task_now_ns() - started
             return ResultCode.NO_ERROR
 
     async def _run_on_burst(
@@ -325,7 +325,7 @@ class Execution:
         ):
             # The request packet reaches a spinning server at once; a sleeping one is woken.
             wake_ns = runtime.binder.latency_ns()
-            await kernel.sleep(context.delivery_ns(kernel.now(), wake_ns))
+            await kernel.sleep(context.delivery_ns(kernel.task_now_ns(), wake_ns))
             if not prepared.endpoint.alive:
                 return ResultCode.DEAD_OBJECT
             with as_thread(context.thread):

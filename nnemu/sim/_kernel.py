@@ -9,10 +9,18 @@ virtual time.  Trio's run loop never has two emulated tasks ready at once, so it
 (randomised) choice among ready tasks never decides anything: the same scenario
 and seed give the same interleaving on any machine.
 
-Virtual time is an integer number of nanoseconds (``Kernel.now_ns``).  Under
-trio's ``MockClock`` the kernel jumps the clock along, so ``trio.current_time()``
-agrees with it; with ``realtime=True`` the kernel waits on trio's clock for each
-step instead, so a run takes as long as the emulated time.
+Virtual time is an integer number of nanoseconds, read on two clocks:
+
+* ``Kernel.clock_ns``, the kernel's clock: the time of the step being run, the same
+  for every task.  Scheduling (timers, ``call_at``, a run's stop time) uses it.
+* ``Kernel.task_now_ns()``, the running task's own time: the kernel's clock plus the
+  CPU work the task has done since it last waited (``work``), which nothing else can
+  observe yet.  Marks and timestamps the task writes use it; the task must ``sync``
+  (sleep off its lag) before it touches shared state, and then the two agree.
+
+Under trio's ``MockClock`` the kernel jumps trio's clock along with ``clock_ns``, so
+``trio.current_time()`` agrees with it; with ``realtime=True`` the kernel waits on
+trio's clock for each step instead, so a run takes as long as the emulated time.
 """
 
 from __future__ import annotations
@@ -66,7 +74,7 @@ def virtual_time_ms() -> float | None:
     Logs carry it (the ``vt`` field), so a log line can be matched to the trace.
     """
     kernel = _active_kernel.get()
-    return None if kernel is None else kernel.now() / 1e6
+    return None if kernel is None else kernel.task_now_ns() / 1e6
 
 
 def current_thread() -> SimThread:
@@ -95,7 +103,7 @@ class _Proc:
     def __init__(self, name: str) -> None:
         self.name = name
         # Virtual CPU time the task has spent since it last synchronised with the
-        # kernel: its own clock runs ``lag_ns`` ahead of ``Kernel.now_ns``.
+        # kernel: its own clock runs ``lag_ns`` ahead of ``Kernel.clock_ns``.
         self.lag_ns = 0
         self.task: trio.lowlevel.Task | None = None
         self.started = False  # set when the kernel handed it the baton before it parked once
@@ -117,7 +125,9 @@ class Kernel:
     """Deterministic scheduler of emulated threads in virtual time."""
 
     def __init__(self, *, realtime: bool = False) -> None:
-        self.now_ns = 0
+        self.clock_ns = 0
+        """The kernel's clock (ns): the time of the step being run, the same for every task.
+        A task that has done ``work`` since it last waited is ahead of it (``task_now_ns``)."""
         self.realtime = realtime
         self._ready: collections.deque[_Proc] = collections.deque()
         # Entries: (time_ns, seq, proc, token) for a sleeping proc, or
@@ -143,17 +153,19 @@ class Kernel:
         (manual stepping); None costs nothing."""
 
     # ------------------------------------------------------------------ time
-    def now(self) -> int:
-        """Virtual time as the running task sees it (kernel time plus its unsynchronised work)."""
+    def task_now_ns(self) -> int:
+        """The running task's own time (ns): ``clock_ns`` plus the CPU work it has done since
+        it last waited (``work``); ``clock_ns`` itself outside a task.  What the task's marks
+        and timestamps carry."""
         proc = self._running
-        return self.now_ns + proc.lag_ns if proc is not None else self.now_ns
+        return self.clock_ns + proc.lag_ns if proc is not None else self.clock_ns
 
     def work(self, duration_ns: int) -> None:
         """Account ``duration_ns`` of busy CPU time to the running task without a task switch.
 
         Nothing else can observe the task while it computes, so its clock simply runs
         ahead; the lag is slept off at its next wait (``sync``).  Marks written
-        meanwhile carry the task's own time (``now()``).
+        meanwhile carry the task's own time (``task_now_ns()``).
         """
         proc = self._running
         if proc is None:
@@ -166,7 +178,7 @@ class Kernel:
         """Sleep off the running task's accumulated work so that its clock equals the kernel's."""
         proc = self._running
         if proc is not None and proc.lag_ns and not self._closing:
-            await self.sleep_until(self.now_ns + proc.lag_ns)
+            await self.sleep_until(self.clock_ns + proc.lag_ns)
 
     def assert_synced(self) -> None:
         """Raise EmulatorBug if the running task acts on shared state ahead of virtual time."""
@@ -175,10 +187,10 @@ class Kernel:
             raise EmulatorBug(f"{proc.name} touched shared state {proc.lag_ns} ns ahead of time")
 
     def _advance(self, t_ns: int) -> None:
-        if t_ns > self.now_ns:
+        if t_ns > self.clock_ns:
             if self._clock is not None:
-                self._clock.jump((t_ns - self.now_ns) / 1e9)
-            self.now_ns = t_ns
+                self._clock.jump((t_ns - self.clock_ns) / 1e9)
+            self.clock_ns = t_ns
 
     # --------------------------------------------------------------- running
     async def run(self, *, stop_ns: int | None = None) -> None:
@@ -189,7 +201,7 @@ class Kernel:
         _active_kernel.set(self)
         clock = trio.lowlevel.current_clock()
         self._clock = clock if isinstance(clock, trio.testing.MockClock) else None
-        self._wall_base = trio.current_time() - self.now_ns / 1e9
+        self._wall_base = trio.current_time() - self.clock_ns / 1e9
         if not self._stopped:  # stop() or interrupt() before the run keep their effect
             self._stop_ns = stop_ns
         self._trio_token = trio.lowlevel.current_trio_token()
@@ -206,7 +218,7 @@ class Kernel:
         if self._stopped:
             # Marks written ahead of the clock by work() must not outlive the run's end.
             self._advance(self._reached_ns)
-        elif stop_ns is not None and self.now_ns < stop_ns and self.pending():
+        elif stop_ns is not None and self.clock_ns < stop_ns and self.pending():
             self._advance(stop_ns)
 
     def stop(self) -> None:
@@ -215,7 +227,7 @@ class Kernel:
         Tasks that are ready now still run (at this time); nothing further is scheduled.
         """
         self._stopped = True
-        self._stop_ns = self.now_ns - 1
+        self._stop_ns = self.clock_ns - 1
 
     def interrupt(self, signum: int) -> None:
         """Stop the run as ``stop`` does, on behalf of a signal (safe to call from a signal handler).
@@ -328,7 +340,7 @@ class Kernel:
             raise EmulatorBug(f"{proc.name} parked {proc.lag_ns} ns ahead of time")
         if until_ns is not None:
             self._seq += 1
-            heapq.heappush(self._heap, (max(until_ns, self.now_ns), self._seq, proc, proc.token))
+            heapq.heappush(self._heap, (max(until_ns, self.clock_ns), self._seq, proc, proc.token))
         nxt = await self._next()
         if nxt is proc:
             self._running = proc
@@ -361,7 +373,7 @@ class Kernel:
         heap = self._heap
         proc = self._running
         if proc is not None and proc.lag_ns:
-            reached = self.now_ns + proc.lag_ns
+            reached = self.clock_ns + proc.lag_ns
             if reached > self._reached_ns:
                 self._reached_ns = reached
             t_ns = max(t_ns, reached)
@@ -382,12 +394,12 @@ class Kernel:
 
     async def sleep(self, duration_ns: int) -> None:
         """Wait ``duration_ns`` of virtual time from the task's own clock."""
-        await self.sleep_until(self.now() + max(0, duration_ns))
+        await self.sleep_until(self.task_now_ns() + max(0, duration_ns))
 
     def call_at(self, t_ns: int, callback: Callable[[], None]) -> None:
         """Run the plain function ``callback`` at virtual time ``t_ns`` (in sequence order)."""
         self._seq += 1
-        heapq.heappush(self._heap, (max(t_ns, self.now_ns), self._seq, None, callback))
+        heapq.heappush(self._heap, (max(t_ns, self.clock_ns), self._seq, None, callback))
 
     # -------------------------------------------------------------- spawning
     def spawn(
@@ -422,7 +434,7 @@ class Kernel:
             await fn(*args)
         finally:
             # Whatever the task computed after its last wait is over; nothing observes it.
-            self._reached_ns = max(self._reached_ns, self.now_ns + proc.lag_ns)
+            self._reached_ns = max(self._reached_ns, self.clock_ns + proc.lag_ns)
             proc.lag_ns = 0
             if not self._closing and self._running is proc:
                 with trio.CancelScope(shield=True):

@@ -118,7 +118,7 @@ class Tracer:
         self._seq += 1
         pending = self._pending
         heapq.heappush(pending, (ts, self._seq, thread, name, info))
-        horizon = self._kernel.now_ns
+        horizon = self._kernel.clock_ns
         while pending and pending[0][0] <= horizon:
             self._deliver(heapq.heappop(pending))
 
@@ -164,7 +164,7 @@ class Tracer:
     def _begin(self, name: str, info: SectionInfo | None) -> None:
         thread = current_thread()
         self._open[thread] = self._open.get(thread, 0) + 1
-        self._emit(self._kernel.now(), thread, name, info)
+        self._emit(self._kernel.task_now_ns(), thread, name, info)
 
     def raw_begin(self, name: str) -> None:
         """Begin a section called ``name`` on the current thread."""
@@ -215,7 +215,7 @@ class Tracer:
         if not self.enabled:
             return
         thread = current_thread()
-        ts = self._kernel.now()
+        ts = self._kernel.task_now_ns()
         for _ in range(count):
             depth = self._open.get(thread, 0)
             if depth == 0:
@@ -236,7 +236,7 @@ class Tracer:
         self._closed = True
         self.enabled = False
         pending = self._pending
-        ts = max([self._kernel.now_ns] + [event[0] for event in pending])
+        ts = max([self._kernel.clock_ns] + [event[0] for event in pending])
         for thread in sorted(self._open, key=lambda t: (t.pid, t.tid)):
             for _ in range(self._open[thread]):
                 self._seq += 1

@@ -60,7 +60,7 @@ async def test_DeadlineTest_prepare(autojump_clock, driver_world, bound, name):
     results: list[tuple[object, list]] = []
 
     async def client():
-        deadline = _deadline(bound, world.kernel.now())
+        deadline = _deadline(bound, world.kernel.task_now_ns())
         results.append(await world.prepare(V13, model(name), deadline_ns=deadline))
 
     await world.run(client)
@@ -91,7 +91,7 @@ async def test_DeadlineTest_execute_async(autojump_clock, driver_world, bound, n
     async def client():
         m = model(name)
         prepared = await world.prepared_model(V13, m)
-        deadline = _deadline(bound, world.kernel.now())
+        deadline = _deadline(bound, world.kernel.task_now_ns())
         results.append(
             await world.execute_async(V13, prepared, request_for(m), deadline_ns=deadline)
         )
@@ -113,7 +113,7 @@ async def test_DeadlineTest_execute_sync(autojump_clock, driver_world, bound, na
     async def client():
         m = model(name)
         prepared = await world.prepared_model(V13, m)
-        deadline = _deadline(bound, world.kernel.now())
+        deadline = _deadline(bound, world.kernel.task_now_ns())
         results.append(
             await world.execute_sync(V13, prepared, request_for(m), deadline_ns=deadline)
         )

@@ -161,7 +161,7 @@ async def _launch_and_wait(
         call.dead = True
         return
     answer = await callback.event.wait()
-    call.answered_ns = kernel.now()
+    call.answered_ns = kernel.task_now_ns()
     if isinstance(answer[0], ErrorStatus):
         call.status = answer[0]
     if call.kind == "prepare" and answer[0] is ErrorStatus.NONE:
@@ -191,7 +191,7 @@ def run_plan(plan: Plan) -> tuple[list[Call], DriverService]:
                     ) -> None:
                         for version, priority, offset, count in client:
                             cb = PreparedModelCallback(kernel)
-                            deadline = None if offset is None else kernel.now() + offset
+                            deadline = None if offset is None else kernel.task_now_ns() + offset
                             call = Call("prepare", version, deadline, callback=cb)
                             calls.append(call)
                             suffix = (
@@ -227,7 +227,7 @@ def run_plan(plan: Plan) -> tuple[list[Call], DriverService]:
                                     )
                                 ecb = ExecutionCallback(kernel)
                                 ex_deadline = (
-                                    None if ex_offset is None else kernel.now() + ex_offset
+                                    None if ex_offset is None else kernel.task_now_ns() + ex_offset
                                 )
                                 ex_call = Call("execute", ex_version, ex_deadline, callback=ecb)
                                 calls.append(ex_call)

@@ -48,21 +48,21 @@ class LoggedList(list[Job]):
         self._log = log
 
     def append(self, job: Job) -> None:
-        self._log.append((self._kernel.now_ns, "in", job))
+        self._log.append((self._kernel.clock_ns, "in", job))
         super().append(job)
 
     def remove(self, job: Job) -> None:
-        self._log.append((self._kernel.now_ns, "out", job))
+        self._log.append((self._kernel.clock_ns, "out", job))
         super().remove(job)
 
     def pop(self, index: Any = -1) -> Job:
         job = super().pop(index)
-        self._log.append((self._kernel.now_ns, "out", job))
+        self._log.append((self._kernel.clock_ns, "out", job))
         return job
 
     def clear(self) -> None:
         for job in self:
-            self._log.append((self._kernel.now_ns, "out", job))
+            self._log.append((self._kernel.clock_ns, "out", job))
         super().clear()
 
 
@@ -105,7 +105,7 @@ def run_occupancy(scenario: Scenario) -> dict[str, Occupancy]:
                 service.device._waiting = LoggedList(emu.kernel, waiting)
                 logs.append((service, running, waiting))
             await emu.run()
-            end = emu.kernel.now_ns
+            end = emu.kernel.clock_ns
             for service, running, waiting in logs:
                 result[service.name] = Occupancy(
                     service.spec,

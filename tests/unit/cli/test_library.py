@@ -149,7 +149,7 @@ def test_run_virtual_runs_an_open_emulator_as_run_does(tmp_path: Path):
     async def main() -> int:
         async with nnemu.open_emulator(scenario, sinks=[open_trace_writer(ours)]) as emulator:
             await emulator.run()
-            return emulator.kernel.now_ns
+            return emulator.kernel.clock_ns
 
     end_ns = nnemu.run_virtual(main)
     report = nnemu.run(scenario, sinks=[open_trace_writer(theirs)])
@@ -167,7 +167,7 @@ def test_run_virtual_stops_its_world_on_a_signal(tmp_path: Path):
         async with nnemu.open_emulator(scenario, sinks=[open_trace_writer(trace)]) as emulator:
             emulator.kernel.call_at(300_000_000, lambda: signal.raise_signal(signal.SIGINT))
             await emulator.run()
-            reached.append(emulator.kernel.now_ns)
+            reached.append(emulator.kernel.clock_ns)
 
     with pytest.raises(Interrupted) as info:
         nnemu.run_virtual(main, handle_signals=True)

@@ -151,7 +151,7 @@ async def test_prepare_valid_launches_none_then_notifies_once(
         launch = await world.call(
             PREPARE_METHODS[version], prepare_call(world.service, version, world.model, ref)
         )
-        launches.append((launch, world.kernel.now()))
+        launches.append((launch, world.kernel.task_now_ns()))
 
     await world.run(client)
     assert launches == [(ErrorStatus.NONE, 2 * LATENCY + VALIDATE)]
@@ -429,13 +429,13 @@ async def test_execute_valid_launches_none_then_notifies_once(
     async def client():
         prepared = await _prepare(world)
         request = build_request(world.model)
-        start = world.kernel.now()
+        start = world.kernel.task_now_ns()
         launch = await world.call(
             EXECUTE_METHODS[version],
             execute_call(prepared, version, request, ref),
             "IPreparedModel",
         )
-        result.append((launch, start, world.kernel.now() - start))
+        result.append((launch, start, world.kernel.task_now_ns() - start))
 
     await world.run(client)
     [(launch, start, took)] = result
@@ -518,7 +518,7 @@ async def test_execute_deadline_passed_notifies_missed_deadline_persistent(autoj
                     HalVersion.V1_3,
                     build_request(world.model),
                     ref,
-                    deadline_ns=world.kernel.now(),
+                    deadline_ns=world.kernel.task_now_ns(),
                 ),
                 "IPreparedModel",
             )
@@ -603,13 +603,13 @@ async def test_execute_synchronously_1_3_valid(autojump_clock, measure):
     async def client():
         prepared = await _prepare(world)
         request = build_request(world.model)
-        start = world.kernel.now()
+        start = world.kernel.task_now_ns()
         answer = await world.call(
             "executeSynchronously_1_3",
             lambda: prepared.executeSynchronously_1_3(request, measure, None, None),
             "IPreparedModel",
         )
-        answers.append((answer, world.kernel.now() - start))
+        answers.append((answer, world.kernel.task_now_ns() - start))
 
     await world.run(client)
     [((status, shapes, timing), took)] = answers
@@ -629,7 +629,7 @@ async def test_execute_synchronously_1_3_deadline_passed(autojump_clock):
 
     async def client():
         prepared = await _prepare(world)
-        now = world.kernel.now()
+        now = world.kernel.task_now_ns()
         answers.append(
             await world.call(
                 "executeSynchronously_1_3",
@@ -695,7 +695,7 @@ async def test_execute_fenced_valid_reports_through_the_fenced_callback(autojump
 
     async def client():
         prepared = await _prepare(world)
-        start = world.kernel.now()
+        start = world.kernel.task_now_ns()
         answer = await world.call(
             "executeFenced",
             lambda: prepared.executeFenced(
@@ -703,7 +703,7 @@ async def test_execute_fenced_valid_reports_through_the_fenced_callback(autojump
             ),
             "IPreparedModel",
         )
-        answers.append((answer, world.kernel.now() - start))
+        answers.append((answer, world.kernel.task_now_ns() - start))
 
     await world.run(client)
     [((status, fenced), took)] = answers

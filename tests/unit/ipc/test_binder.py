@@ -73,9 +73,9 @@ async def test_call_costs_two_latencies_plus_server_time(autojump_clock):
         return "answer"
 
     async def client():
-        start = kernel.now()
+        start = kernel.task_now_ns()
         result = await world.binder.call(world.server, "IDevice", "getStatus", serve)
-        results.append((result, kernel.now() - start))
+        results.append((result, kernel.task_now_ns() - start))
 
     await world.run((world.client_proc.main_thread, client))
     assert results == [("answer", (2 * LATENCY_US + 130) * US)]
@@ -125,7 +125,7 @@ async def test_call_to_dead_endpoint_returns_dead(autojump_clock):
     async def client():
         world.server.kill()
         result = await world.binder.call(world.server, "IDevice", "getStatus", serve)
-        results.append((result, kernel.now()))
+        results.append((result, kernel.task_now_ns()))
 
     await world.run((world.client_proc.main_thread, client))
     assert results == [(DEAD, 0)]
@@ -139,7 +139,7 @@ async def test_callee_dying_during_call_returns_dead_and_tells_listeners(autojum
     kernel = world.kernel
     results: list[tuple[object, int]] = []
     deaths: list[int] = []
-    world.server.death_listeners.append(lambda: deaths.append(kernel.now_ns))
+    world.server.death_listeners.append(lambda: deaths.append(kernel.clock_ns))
 
     async def serve():
         await kernel.sleep(100 * US)
@@ -147,7 +147,7 @@ async def test_callee_dying_during_call_returns_dead_and_tells_listeners(autojum
 
     async def client():
         result = await world.binder.call(world.server, "IDevice", "getStatus", serve)
-        results.append((result, kernel.now()))
+        results.append((result, kernel.task_now_ns()))
 
     async def killer():
         await kernel.sleep(80 * US)
@@ -173,9 +173,9 @@ async def test_oneway_delivers_after_latency_on_callee_binder_thread(autojump_cl
             world.client,
             "IPreparedModelCallback",
             "notify_1_3",
-            lambda: delivered.append((kernel.now_ns, current_thread())),
+            lambda: delivered.append((kernel.clock_ns, current_thread())),
         )
-        sent.append((ok, kernel.now()))
+        sent.append((ok, kernel.task_now_ns()))
 
     caller = world.server_proc.main_thread
     await world.run((caller, server_task))
@@ -239,7 +239,7 @@ async def test_exhausted_binder_pool_queues_the_call(autojump_clock):
                 await kernel.sleep(200 * US)
 
             await world.binder.call(world.server, "IDevice", "prepareModel", serve)
-            done[name] = (kernel.now(), served_on[0])
+            done[name] = (kernel.task_now_ns(), served_on[0])
 
         return fn
 

@@ -30,7 +30,7 @@ async def test_observer_sees_each_timer_and_stop_ends_the_run():
     assert seen[0] == (500, "call <lambda>()")
     assert seen[1] == (1_000, "wake ticker")
     assert seen[-1][0] == 3_000
-    assert kernel.now_ns == 2_000  # the event at 3 µs was not taken
+    assert kernel.clock_ns == 2_000  # the event at 3 µs was not taken
 
 
 async def test_stop_covers_work_done_ahead_of_the_clock():
@@ -46,7 +46,7 @@ async def test_stop_covers_work_done_ahead_of_the_clock():
         kernel.spawn(nursery, worker, thread=SimThread(1, 1, "worker"))
         await kernel.run()
         nursery.cancel_scope.cancel()
-    assert kernel.now_ns == 7_000
+    assert kernel.clock_ns == 7_000
 
 
 async def test_no_observer_changes_nothing():
@@ -60,7 +60,7 @@ async def test_no_observer_changes_nothing():
         kernel.spawn(nursery, sleeper, thread=SimThread(1, 1, "s"))
         await kernel.run()
     assert kernel.observer is None
-    assert kernel.now_ns == 5_000
+    assert kernel.clock_ns == 5_000
 
 
 def test_an_observer_does_not_change_the_trace(tmp_path):

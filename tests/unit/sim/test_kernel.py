@@ -34,9 +34,9 @@ async def test_sleep_ordering_and_exact_times(autojump_clock):
     def sleeper(name: str, ns: int):
         async def fn():
             await kernel.sleep(ns)
-            log.append((name, kernel.now()))
+            log.append((name, kernel.task_now_ns()))
             await kernel.sleep(ns)
-            log.append((name, kernel.now()))
+            log.append((name, kernel.task_now_ns()))
 
         return fn
 
@@ -46,7 +46,7 @@ async def test_sleep_ordering_and_exact_times(autojump_clock):
         (_thread(2), sleeper("b", 2 * MS)),
     )
     assert log == [("b", 2 * MS), ("a", 3 * MS), ("b", 4 * MS), ("a", 6 * MS)]
-    assert kernel.now_ns == 6 * MS
+    assert kernel.clock_ns == 6 * MS
 
 
 async def test_trio_clock_follows_virtual_time(autojump_clock):
@@ -81,7 +81,7 @@ async def test_same_time_wakeups_in_sequence_order(autojump_clock):
         (_thread(2), sleeper("b", MS)),
     )
     assert order == ["c", "a", "b"]
-    assert kernel.now_ns == MS
+    assert kernel.clock_ns == MS
 
 
 async def test_spawned_tasks_start_in_spawn_order(autojump_clock):
@@ -105,7 +105,7 @@ async def test_sim_event_latches_first_value(autojump_clock):
     results: list[bool] = []
 
     async def waiter():
-        got.append((await event.wait(), kernel.now()))
+        got.append((await event.wait(), kernel.task_now_ns()))
 
     async def setter():
         await kernel.sleep(2 * MS)
@@ -114,7 +114,7 @@ async def test_sim_event_latches_first_value(autojump_clock):
 
     async def late_waiter():
         await kernel.sleep(5 * MS)
-        got.append((await event.wait(), kernel.now()))
+        got.append((await event.wait(), kernel.task_now_ns()))
 
     await _run(kernel, (_thread(1), waiter), (_thread(2), setter), (_thread(3), late_waiter))
     assert results == [True, False]
@@ -131,7 +131,7 @@ async def test_sim_queue_is_fifo(autojump_clock):
     def getter(name: str, count: int):
         async def fn():
             for _ in range(count):
-                got.append((name, await queue.get(), kernel.now()))
+                got.append((name, await queue.get(), kernel.task_now_ns()))
 
         return fn
 
@@ -167,7 +167,7 @@ async def test_sim_queue_buffers_items_before_getters(autojump_clock):
 
     await _run(kernel, (_thread(1), fn))
     assert got == ["a", "b", "c"]
-    assert kernel.now_ns == 0
+    assert kernel.clock_ns == 0
 
 
 async def test_thread_pool_lends_lowest_tid_and_queues_fifo(autojump_clock):
@@ -181,7 +181,7 @@ async def test_thread_pool_lends_lowest_tid_and_queues_fifo(autojump_clock):
         async def fn():
             await kernel.sleep(delay_ns)
             thread = await pool.acquire()
-            log.append((name, thread.tid, kernel.now()))
+            log.append((name, thread.tid, kernel.task_now_ns()))
             await kernel.sleep(hold_ns)
             pool.release(thread)
 
@@ -242,16 +242,16 @@ async def test_work_lag_is_slept_off_at_next_wait(autojump_clock):
 
     async def worker():
         kernel.work(3 * MS)
-        seen.append(("worker-after-work", kernel.now(), kernel.now_ns))
+        seen.append(("worker-after-work", kernel.task_now_ns(), kernel.clock_ns))
         await kernel.sync()
-        seen.append(("worker-synced", kernel.now(), kernel.now_ns))
+        seen.append(("worker-synced", kernel.task_now_ns(), kernel.clock_ns))
         kernel.work(MS)
         await kernel.sleep(MS)  # the sleep starts from the task's own clock
-        seen.append(("worker-slept", kernel.now(), kernel.now_ns))
+        seen.append(("worker-slept", kernel.task_now_ns(), kernel.clock_ns))
 
     async def observer():
         await kernel.sleep(MS)
-        seen.append(("observer", kernel.now(), kernel.now_ns))
+        seen.append(("observer", kernel.task_now_ns(), kernel.clock_ns))
 
     await _run(kernel, (_thread(1), worker), (_thread(2), observer))
     assert seen == [
@@ -276,7 +276,7 @@ async def test_wait_handle_with_lag_is_a_bug(autojump_clock):
 
     await _run(kernel, (_thread(1), fn))
     assert raised == [True]
-    assert kernel.now_ns == MS
+    assert kernel.clock_ns == MS
 
 
 async def _interleaving() -> list[tuple[str, int]]:
@@ -291,7 +291,7 @@ async def _interleaving() -> list[tuple[str, int]]:
                 kernel.work(step // 3)
                 await kernel.sleep(step)
                 queue.put_nowait((name, i))
-                log.append((f"{name}-put{i}", kernel.now()))
+                log.append((f"{name}-put{i}", kernel.task_now_ns()))
             event.set(name)
 
         return fn
@@ -299,8 +299,8 @@ async def _interleaving() -> list[tuple[str, int]]:
     async def consumer():
         for _ in range(10):
             item = await queue.get()
-            log.append((f"got-{item[0]}{item[1]}", kernel.now()))
-        log.append((f"first-done-{await event.wait()}", kernel.now()))
+            log.append((f"got-{item[0]}{item[1]}", kernel.task_now_ns()))
+        log.append((f"first-done-{await event.wait()}", kernel.task_now_ns()))
 
     async with trio.open_nursery() as nursery:
         kernel.spawn(nursery, consumer, thread=_thread(1))
@@ -327,11 +327,11 @@ async def test_run_stop_ns_stops_at_stop_time(autojump_clock):
     async def ticker():
         while True:
             await kernel.sleep(3 * MS)
-            ticks.append(kernel.now())
+            ticks.append(kernel.task_now_ns())
 
     await _run(kernel, (_thread(1), ticker), stop_ns=10 * MS)
     assert ticks == [3 * MS, 6 * MS, 9 * MS]
-    assert kernel.now_ns == 10 * MS
+    assert kernel.clock_ns == 10 * MS
 
 
 async def test_run_ends_when_nothing_is_left(autojump_clock):
@@ -342,7 +342,7 @@ async def test_run_ends_when_nothing_is_left(autojump_clock):
         await kernel.sleep(7 * MS)
 
     await _run(kernel, (_thread(1), fn), stop_ns=100 * MS)
-    assert kernel.now_ns == 7 * MS
+    assert kernel.clock_ns == 7 * MS
     assert not kernel.pending()
 
 
@@ -352,11 +352,11 @@ async def test_call_at_runs_callbacks_in_time_then_sequence_order(autojump_clock
     log: list[tuple[str, int]] = []
 
     async def fn():
-        kernel.call_at(2 * MS, lambda: log.append(("x", kernel.now_ns)))
-        kernel.call_at(MS, lambda: log.append(("y", kernel.now_ns)))
-        kernel.call_at(2 * MS, lambda: log.append(("z", kernel.now_ns)))
+        kernel.call_at(2 * MS, lambda: log.append(("x", kernel.clock_ns)))
+        kernel.call_at(MS, lambda: log.append(("y", kernel.clock_ns)))
+        kernel.call_at(2 * MS, lambda: log.append(("z", kernel.clock_ns)))
         await kernel.sleep(5 * MS)
 
     await _run(kernel, (_thread(1), fn))
     assert log == [("y", MS), ("x", 2 * MS), ("z", 2 * MS)]
-    assert kernel.now_ns == 5 * MS
+    assert kernel.clock_ns == 5 * MS
