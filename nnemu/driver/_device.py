@@ -111,6 +111,17 @@ class DeviceStats:
     """Executions stopped at a checkpoint by the deadline rule, by uid."""
 
 
+def _segment_at(job: Job, durations: list[int], at_ns: int) -> tuple[int, int]:
+    """The segment ``job``, running since ``resumed_ns``, is in at ``at_ns``: (its start, its
+    index), where -1 is the launch, then the operations, and ``len(op_ns)`` is past the last."""
+    t = job.resumed_ns
+    segment = job.next_op
+    while segment < len(job.plan.op_ns) and t + durations[segment + 1] <= at_ns:
+        t += durations[segment + 1]
+        segment += 1
+    return t, segment
+
+
 class Device:
     """Compute units shared by all prepared models of one driver."""
 
@@ -374,11 +385,7 @@ class Device:
     def _boundary_ns(self, job: Job, now: int) -> int:
         """End of the segment (launch or operation) ``job`` is running at ``now``."""
         durations = self._durations_of(job)
-        t = job.resumed_ns
-        segment = job.next_op
-        while segment < len(job.plan.op_ns) and t + durations[segment + 1] <= now:
-            t += durations[segment + 1]
-            segment += 1
+        t, segment = _segment_at(job, durations, now)
         if segment >= len(job.plan.op_ns):
             return t
         return min(t + durations[segment + 1], self._running_end(job))
@@ -395,11 +402,7 @@ class Device:
         if boundary >= self._running_end(job):
             return None
         durations = self._durations_of(job)
-        t = job.resumed_ns
-        segment = job.next_op
-        while segment < len(job.plan.op_ns) and t + durations[segment + 1] <= boundary:
-            t += durations[segment + 1]
-            segment += 1
+        _, segment = _segment_at(job, durations, boundary)
         if segment >= len(job.plan.op_ns):
             return None
         next_op = -1 if self.preemption is PreemptionKind.RESTART else segment
