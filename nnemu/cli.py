@@ -336,11 +336,14 @@ def _refuse_outputs(err: TextIO, *problems: str) -> bool:
 
 
 def _write_report(path: str, text: str, out: TextIO, err: TextIO) -> bool:
+    """Write the report and say so; False (the reason printed) when it cannot be written."""
+    from nnemu._files import write_text
+    from nnemu.errors import OutputError
+
     try:
-        with open(path, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-    except OSError as exc:
-        err.write(f"{path}: cannot write the report: {exc.strerror or exc}\n")
+        write_text(path, text, "report")
+    except OutputError as exc:
+        err.write(f"{exc}\n")
         return False
     out.write(f"report written to {path}\n")
     return True

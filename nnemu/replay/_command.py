@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from nnemu._emulator import run
-from nnemu.errors import ExitCode, Interrupted
+from nnemu._files import write_text
+from nnemu.errors import ExitCode, Interrupted, OutputError
 from nnemu.replay._build import build_replay, describe_build, describe_plan
 from nnemu.replay._extract import TracePlan, extract_plan
 from nnemu.replay._overrides import OverrideError, apply_overrides
@@ -22,11 +23,11 @@ Summary = Callable[[dict[str, Any], TextIO], None]
 
 
 def _write_file(path: str, text: str, what: str, stderr: TextIO) -> bool:
+    """Write an output file; False (the reason printed) when it cannot be written."""
     try:
-        with open(path, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-    except OSError as exc:
-        stderr.write(f"{path}: cannot write the {what}: {exc.strerror}\n")
+        write_text(path, text, what)
+    except OutputError as exc:
+        stderr.write(f"{exc}\n")
         return False
     return True
 
