@@ -29,6 +29,15 @@ def _from_cache(world, version, model_cache, data_cache, token, callback):
     )
 
 
+async def _launch_from_cache(world, version, model_cache, data_cache, token):
+    """Call prepareModelFromCache* with a fresh callback and wait 10 ms: (launch status, notifies)."""
+    recorder, ref = world.callback()
+    method, serve = _from_cache(world, version, model_cache, data_cache, token, ref)
+    launch = await world.call(method, serve)
+    await world.kernel.sleep(10_000_000)
+    return launch, recorder.notifies
+
+
 @pytest.mark.parametrize("version", [V12, V13], ids=["1.2", "1.3"])
 async def test_cache_round_trip(autojump_clock, version):
     """A caching driver saves a full preparation in the cache files; FromCache loads it in its cache time."""
@@ -93,11 +102,9 @@ async def test_from_cache_detects_a_foreign_token(autojump_clock):
             ),
         )
         await world.kernel.sleep(200_000_000)
-        recorder2, ref2 = world.callback()
-        method, serve = _from_cache(world, V13, model_cache, data_cache, bytes(32), ref2)
-        seen["launch"] = await world.call(method, serve)
-        await world.kernel.sleep(10_000_000)
-        seen["notifies"] = recorder2.notifies
+        seen["launch"], seen["notifies"] = await _launch_from_cache(
+            world, V13, model_cache, data_cache, bytes(32)
+        )
 
     await world.run(client)
     assert seen["launch"] is ErrorStatus.NONE
@@ -111,13 +118,9 @@ async def test_from_cache_with_empty_files_fails(autojump_clock):
     seen = {}
 
     async def client():
-        recorder, ref = world.callback()
-        method, serve = _from_cache(
-            world, V13, (files.open("/x1"),), (files.open("/x2"), files.open("/x3")), TOKEN, ref
+        seen["launch"], seen["notifies"] = await _launch_from_cache(
+            world, V13, (files.open("/x1"),), (files.open("/x2"), files.open("/x3")), TOKEN
         )
-        seen["launch"] = await world.call(method, serve)
-        await world.kernel.sleep(10_000_000)
-        seen["notifies"] = recorder.notifies
 
     await world.run(client)
     assert seen["launch"] is ErrorStatus.NONE
@@ -136,18 +139,13 @@ async def test_from_cache_bad_arguments(autojump_clock, n_model, n_data, token):
     seen = {}
 
     async def client():
-        recorder, ref = world.callback()
-        method, serve = _from_cache(
+        seen["launch"], seen["notifies"] = await _launch_from_cache(
             world,
             V13,
             tuple(files.open(f"/m{i}") for i in range(n_model)),
             tuple(files.open(f"/d{i}") for i in range(n_data)),
             token,
-            ref,
         )
-        seen["launch"] = await world.call(method, serve)
-        await world.kernel.sleep(10_000_000)
-        seen["notifies"] = recorder.notifies
 
     await world.run(client)
     assert seen["launch"] is ErrorStatus.INVALID_ARGUMENT
@@ -160,11 +158,7 @@ async def test_non_caching_driver_from_cache_is_general_failure(autojump_clock):
     seen = {}
 
     async def client():
-        recorder, ref = world.callback()
-        method, serve = _from_cache(world, V13, (), (), TOKEN, ref)
-        seen["launch"] = await world.call(method, serve)
-        await world.kernel.sleep(10_000_000)
-        seen["notifies"] = recorder.notifies
+        seen["launch"], seen["notifies"] = await _launch_from_cache(world, V13, (), (), TOKEN)
 
     await world.run(client)
     assert seen["launch"] is ErrorStatus.GENERAL_FAILURE
