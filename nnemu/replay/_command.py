@@ -87,9 +87,11 @@ def run_replay_command(
                 stdout.write(f"loop {round_number}\n")
             result = _play(
                 scenario,
+                plan,
                 stepper,
                 seed=seed,
                 trace=trace,
+                report=report,
                 realtime=realtime,
                 stdout=stdout,
                 stderr=stderr,
@@ -97,10 +99,6 @@ def run_replay_command(
             )
             if isinstance(result, int):
                 return result
-            summary(dict(result.data), stdout)
-            stdout.write("\n" + "\n".join(fidelity_lines(plan, result.data)) + "\n")
-            if report and not _write_file(report, result.to_json(), "report", stderr):
-                return ExitCode.BAD_INPUT
             if stepper.aborted or not forever:
                 break
             stdout.write("\n")
@@ -156,17 +154,20 @@ def _prepare(
 
 def _play(
     scenario: Scenario,
+    plan: TracePlan,
     stepper: Stepper,
     *,
     seed: int | None,
     trace: str | None,
+    report: str | None,
     realtime: bool,
     stdout: TextIO,
     stderr: TextIO,
     summary: Summary,
 ) -> Report | int:
-    """One run of the replay scenario under the stepper; the exit code instead when the trace
-    cannot be written or a signal stopped the run (its summary printed)."""
+    """One run of the replay scenario under the stepper: its summary, recorded vs replayed
+    latency and report; the exit code instead when the trace or report cannot be written or
+    a signal stopped the run (its summary printed)."""
     sinks: list[TraceSink] = [stepper.new_sink()]
     if trace:
         try:
@@ -177,7 +178,7 @@ def _play(
     try:
         with stepper.handling_sigint():
             # The stepper handles Ctrl-C; SIGTERM stops the kernel cleanly.
-            return run(
+            result = run(
                 scenario,
                 seed=seed,
                 sinks=sinks,
@@ -191,3 +192,8 @@ def _play(
         so_far = f"; the trace so far is in {trace}" if trace else ""
         stderr.write(f"interrupted by {exc.signal_name}{so_far}\n")
         return ExitCode.TERMINATED if exc.signal_name == "SIGTERM" else ExitCode.INTERRUPTED
+    summary(dict(result.data), stdout)
+    stdout.write("\n" + "\n".join(fidelity_lines(plan, result.data)) + "\n")
+    if report and not _write_file(report, result.to_json(), "report", stderr):
+        return ExitCode.BAD_INPUT
+    return result
