@@ -8,7 +8,8 @@ from nnemu.tracer._tracer import (
     Tracer,
     TraceSink,
 )
-from nnemu.tracer._truth import CELL_LAYERS, CELL_PHASES, GroundTruth, ProcessTruth, RunTruth
+from nnemu.tracer._truth import GroundTruth
+from nnemu.tracer._truth_records import CELL_LAYERS, CELL_PHASES, ProcessTruth, RunTruth
 from nnemu.tracer._vocab import (
     EXECUTION_FAMILY,
     EXECUTION_SUBPHASES,

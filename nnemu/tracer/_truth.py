@@ -47,339 +47,28 @@ reconstructable in both runs, with the reason.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
-from typing import Final, NamedTuple
-
-import attrs
 
 from nnemu.sim import SimThread
 from nnemu.tracer._tracer import SectionInfo, SectionKind
+from nnemu.tracer._truth_records import (
+    DEVICE,
+    EVENT_WAIT,
+    EXECUTION_CREATE,
+    MAIN_PHASES,
+    NOT_HIDL,
+    START_COMPUTE,
+    Cell,
+    HidlMark,
+    Launch,
+    OpenSection,
+    ProcessState,
+    ProcessTruth,
+    RunState,
+    RunTruth,
+    ThreadState,
+    read_hidl,
+)
 from nnemu.tracer._vocab import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer, Phase
-
-Cell = tuple[Layer, Phase]
-"""(layer, phase) of a statistic."""
-
-CELL_LAYERS: Final = (Layer.APPLICATION, Layer.RUNTIME, Layer.IPC, Layer.DRIVER, Layer.CPU)
-"""Layers with a row in the statistics."""
-CELL_PHASES: Final = (
-    Phase.INITIALIZATION,
-    Phase.PREPARATION,
-    Phase.COMPILATION,
-    Phase.EXECUTION,
-    Phase.TERMINATION,
-    Phase.OVERALL,
-    Phase.INPUTS_AND_OUTPUTS,
-    Phase.TRANSFORMATION,
-    Phase.COMPUTATION,
-    Phase.RESULTS,
-)
-"""Phases with a column in the statistics."""
-_MAIN_PHASES: Final = CELL_PHASES[:5]
-
-_SUBPHASES: Final = SUBPHASES
-_EXECUTION_FAMILY: Final = EXECUTION_FAMILY
-_DRIVER_INTERFACES: Final = frozenset({"IDevice", "IPreparedModel", "IBuffer", "IBurstContext"})
-_ASYNC_EXECUTE: Final = frozenset({"execute", "execute_1_2", "execute_1_3"})
-_START_COMPUTE: Final = frozenset(
-    {
-        "ANeuralNetworksExecution_startCompute",
-        "ANeuralNetworksExecution_startComputeWithDependencies",
-    }
-)
-_EVENT_WAIT: Final = "ANeuralNetworksEvent_wait"
-_EXECUTION_CREATE: Final = "ANeuralNetworksExecution_create"
-# LD and LC are one "device" layer; a process's device time is named LD in a
-# driver process and LC elsewhere (the contract's LC<->LD swap).
-_DEVICE: Final = Layer.DRIVER
-
-
-def _hidl_phase(iface: str, method: str) -> Phase:
-    """Phase of a HIDL call, by interface and method (the contract leaves this to the parser)."""
-    if iface == "IAllocator":
-        return Phase.UNSPECIFIED
-    if method.startswith("getCapabilities"):
-        return Phase.INITIALIZATION
-    if "prepareModel" in method or method.startswith("getSupportedOperations"):
-        return Phase.COMPILATION
-    if iface == "IPreparedModelCallback":
-        return Phase.COMPILATION
-    if method == "configureExecutionBurst":
-        return Phase.INITIALIZATION  # a burst is set up in Burst_create, as the parser says
-    if (
-        "execute" in method.lower()
-        or iface in ("IExecutionCallback", "IFencedExecutionCallback", "IBuffer")
-        or "Burst" in iface
-        or "Burst" in method
-    ):
-        return Phase.EXECUTION
-    if iface == "IDevice" and method == "allocate":
-        return Phase.COMPILATION
-    return Phase.INITIALIZATION
-
-
-class _Section:
-    """An open section as the contract sees it."""
-
-    __slots__ = (
-        "accrues",
-        "async_server",
-        "call",
-        "copy",
-        "copy_pe",
-        "covered",
-        "deducts",
-        "detail",
-        "event_wait",
-        "execution_create",
-        "label",
-        "layer",
-        "parent",
-        "pe_layers",
-        "phase",
-        "placeholder",
-        "start_compute",
-        "straddles",
-        "subphase_pe",
-    )
-
-    def __init__(self) -> None:
-        self.layer: Layer | None = None
-        self.phase: Phase | None = None
-        self.parent: _Section | None = None
-        self.label = ""
-        self.placeholder = False
-        self.detail = False
-        self.deducts = False
-        self.accrues = False
-        self.copy = False
-        self.copy_pe = False
-        self.subphase_pe = False
-        self.covered: Layer | None = None
-        self.pe_layers: frozenset[Layer] = frozenset()
-        self.async_server = False
-        self.call: list[object] | None = None
-        self.start_compute = False
-        self.event_wait = False
-        self.execution_create = False
-        self.straddles = False
-
-
-class _Thread:
-    __slots__ = (
-        "binder",
-        "busy_run",
-        "cells",
-        "claim",
-        "last_ts",
-        "launch",
-        "pending_gaps",
-        "pid",
-        "run",
-        "stack",
-        "thread",
-    )
-
-    def __init__(self, thread: SimThread, run: _Run) -> None:
-        self.thread = thread
-        self.pid = thread.pid
-        self.stack: list[_Section] = []
-        self.last_ts = 0
-        self.cells: tuple[Cell, ...] = ()
-        # The run the thread's open sections serve (decided when its stack is empty).
-        self.run = run
-        self.binder = False
-        self.claim: _Launch | None = None
-        self.launch: _Launch | None = None
-        # Asynchronous runtime executions: end of startCompute, waiting for Event_wait.
-        self.pending_gaps: deque[int] = deque()
-        # The run whose runtime time the thread is accruing now (None when it is not).
-        self.busy_run: _Run | None = None
-
-
-class _Launch:
-    """Work a driver's prepareModel/execute*/configureExecutionBurst call launched."""
-
-    __slots__ = ("burst", "claimed", "execute", "run", "start")
-
-    def __init__(self, run: _Run, start: int, *, execute: bool, burst: bool) -> None:
-        self.run = run
-        self.start = start
-        self.execute = execute
-        self.burst = burst
-        self.claimed = False
-
-
-class _Process:
-    __slots__ = ("driver", "launches", "name", "pid", "run", "windows")
-
-    def __init__(self, pid: int, name: str) -> None:
-        self.pid = pid
-        self.name = name
-        self.driver = False
-        # The current run of a client process (None before its first [NN_LA_PO]).
-        self.run: _Run | None = None
-        # Launched driver work, until its notify (asynchronous executions count).
-        self.launches: list[_Launch] = []
-        # Open startCompute..Event_wait windows per thread.
-        self.windows: dict[_Thread, int] = {}
-
-
-@attrs.frozen(kw_only=True)
-class ProcessTruth:
-    """One process's share of a run."""
-
-    pid: int
-    """Process id."""
-    name: str
-    """Process name."""
-    kind: str
-    """``app`` or ``driver``."""
-    totals_ns: Mapping[Cell, int]
-    """Time per (layer, phase) this process's threads accrued, in ns (device layer named)."""
-
-
-@attrs.frozen(kw_only=True)
-class RunTruth:
-    """The ground truth of one run of one client process (from its ``[NN_LA_PO]`` to its next)."""
-
-    index: int
-    """0-based position among the runs the parser reports (runs in the order they start)."""
-    starting_app: str | None
-    """Name of the app whose ``[NN_LA_PO]`` section started the run (None before any)."""
-    pid: int | None
-    """Process id of the client whose run it is (None for sections before any run)."""
-    processes: tuple[ProcessTruth, ...]
-    """Per process, sorted by pid (app processes and driver processes)."""
-    executions: int
-    """``ANeuralNetworksExecution_create`` sections that ended in the run."""
-    unreconstructable: Mapping[Cell, tuple[str, ...]]
-    """Cells the trace cannot reconstruct, with the reasons."""
-    runtime_wall_ns: int = 0
-    """Wall-clock time during which at least one thread accrued a main phase of the
-    runtime for this run (or waited in a startCompute..Event_wait gap): runtime work
-    on several threads at once counts once."""
-
-    def application_total_self_ns(self) -> int | None:
-        """The Application's Total self time: its ``PO`` span minus the wall-clock time
-        the runtime worked for it (without runtime time, minus the layers it calls);
-        None when the run has no application time."""
-        app = self.cell_ns(Layer.APPLICATION, Phase.OVERALL)
-        if app == 0:
-            return None
-        below = self.runtime_wall_ns
-        if below == 0:
-            below = self._called(Layer.RUNTIME)
-        return app - below
-
-    def _called(self, layer: Layer) -> int:
-        """Time of the layers ``layer`` calls, going through a layer without time."""
-        callees = {
-            Layer.RUNTIME: (Layer.IPC, Layer.CPU),
-            Layer.IPC: (Layer.DRIVER,),
-        }.get(layer, ())
-        total = 0
-        for callee in callees:
-            value = self.cell_ns(callee, Phase.OVERALL)
-            total += value if value else self._called(callee)
-        return total
-
-    def cell_ns(self, layer: Layer, phase: Phase) -> int:
-        """Total of ``layer`` in ``phase`` over every process; ``PO`` of a layer other than
-        the application is the sum of its main phases (as the parser's Total column)."""
-        if phase is Phase.OVERALL and layer is not Layer.APPLICATION:
-            direct = self._sum(layer, phase)
-            if direct:
-                return direct
-            return sum(self._sum(layer, main) for main in _MAIN_PHASES)
-        return self._sum(layer, phase)
-
-    def _sum(self, layer: Layer, phase: Phase) -> int:
-        return sum(p.totals_ns.get((layer, phase), 0) for p in self.processes)
-
-
-class _Run:
-    def __init__(self, seq: int, starting_app: str | None, pid: int | None) -> None:
-        self.seq = seq
-        self.starting_app = starting_app
-        self.pid = pid
-        self.totals: dict[int, dict[Cell, int]] = {}
-        self.executions = 0
-        self.has_marks = False
-        self.finished = False
-        self.unreconstructable: dict[Cell, list[str]] = {}
-        # Threads accruing runtime time for the run now, since when, and the
-        # wall-clock time at least one did (closed stretches).
-        self.busy_threads = 0
-        self.busy_since = 0
-        self.runtime_wall = 0
-
-    def busy_change(self, ts: int, delta: int) -> None:
-        if delta > 0:
-            if self.busy_threads == 0:
-                self.busy_since = ts
-            self.busy_threads += 1
-        elif self.busy_threads > 0:
-            self.busy_threads -= 1
-            if self.busy_threads == 0:
-                self.runtime_wall += ts - self.busy_since
-
-    def flag(self, cells: Iterable[Cell], reason: str) -> None:
-        for cell in cells:
-            reasons = self.unreconstructable.setdefault(cell, [])
-            if reason not in reasons:
-                reasons.append(reason)
-
-
-class _HidlMark(NamedTuple):
-    """What a ``HIDL::<iface>::<method>::<side>`` mark means to the accounting."""
-
-    layer: Layer | None
-    """IPC for a client call, the device layer for a server call, None for a callback."""
-    phase: Phase | None
-    """The call's phase (None for a callback)."""
-    notify_client: bool = False
-    """The driver's ``IExecutionCallback::notify*`` call (ends an asynchronous execution)."""
-    prepare_notify: bool = False
-    """The driver's ``IPreparedModelCallback::notify*`` call (ends a preparation)."""
-    launches_work: bool = False
-    """A driver server call that hands work to another driver thread."""
-    burst: bool = False
-    """``configureExecutionBurst`` (the work launched is a burst server)."""
-
-
-_NOT_HIDL: Final = _HidlMark(None, None)
-
-
-def _read_hidl(detail: str, section: _Section, proc: _Process) -> _HidlMark:
-    """What the raw mark ``detail`` means; a server call of a driver interface marks ``proc``
-    as a driver and ``section`` as an asynchronous server when it is one."""
-    hidl = detail.split("::")
-    if len(hidl) != 4 or hidl[0] != "HIDL":
-        return _NOT_HIDL
-    _, iface, method, side = hidl
-    layer, phase = None, None
-    launches_work = burst = False
-    callback = "notify" in method or iface == "IBurstCallback"
-    if side == "client" and not callback:
-        layer, phase = Layer.IPC, _hidl_phase(iface, method)
-    elif side == "server" and not callback:
-        layer, phase = _DEVICE, _hidl_phase(iface, method)
-        if iface in _DRIVER_INTERFACES:
-            proc.driver = True
-            section.async_server = iface == "IPreparedModel" and method in _ASYNC_EXECUTE
-            burst = method == "configureExecutionBurst"
-            launches_work = (
-                section.async_server or burst or (iface == "IDevice" and "prepareModel" in method)
-            )
-    notifies = side == "client" and method.startswith("notify")
-    return _HidlMark(
-        layer,
-        phase,
-        notify_client=notifies and iface == "IExecutionCallback",
-        prepare_notify=notifies and iface == "IPreparedModelCallback",
-        launches_work=launches_work,
-        burst=burst,
-    )
 
 
 class GroundTruth:
@@ -390,14 +79,14 @@ class GroundTruth:
     """
 
     def __init__(self) -> None:
-        self._threads: dict[SimThread, _Thread] = {}
-        self._processes: dict[int, _Process] = {}
+        self._threads: dict[SimThread, ThreadState] = {}
+        self._processes: dict[int, ProcessState] = {}
         # Sections before any [NN_LA_PO] (the first client to start a run adopts
         # them, as the parser does); afterwards the latest run started takes
         # what no client's call explains.
-        self._orphan: _Run | None = _Run(0, None, None)
-        self._latest: _Run = self._orphan
-        self._runs: list[_Run] = [self._orphan]
+        self._orphan: RunState | None = RunState(0, None, None)
+        self._latest: RunState = self._orphan
+        self._runs: list[RunState] = [self._orphan]
         self._seq = 0
         # Synchronous HIDL client calls waiting for their server side, per call
         # name: [run, served or ended].
@@ -418,24 +107,24 @@ class GroundTruth:
         """Remember the process's name."""
         proc = self._processes.get(pid)
         if proc is None:
-            self._processes[pid] = _Process(pid, name)
+            self._processes[pid] = ProcessState(pid, name)
         else:
             proc.name = name
 
-    def _proc(self, pid: int) -> _Process:
+    def _proc(self, pid: int) -> ProcessState:
         proc = self._processes.get(pid)
         if proc is None:
-            proc = self._processes[pid] = _Process(pid, str(pid))
+            proc = self._processes[pid] = ProcessState(pid, str(pid))
         return proc
 
-    def _thread(self, thread: SimThread, ts: int) -> _Thread:
+    def _thread(self, thread: SimThread, ts: int) -> ThreadState:
         state = self._threads.get(thread)
         if state is None:
-            state = self._threads[thread] = _Thread(thread, self._latest)
+            state = self._threads[thread] = ThreadState(thread, self._latest)
             state.last_ts = ts
         return state
 
-    def _advance(self, state: _Thread, ts: int) -> None:
+    def _advance(self, state: ThreadState, ts: int) -> None:
         """Credit [last_ts, ts) to the cells accruing on the thread, in the run it serves."""
         elapsed = ts - state.last_ts
         if elapsed > 0 and state.cells:
@@ -445,8 +134,13 @@ class GroundTruth:
         state.last_ts = ts
 
     def _attribute(
-        self, state: _Thread, proc: _Process, kind: SectionKind, layer: Layer | None, detail: str
-    ) -> _Run:
+        self,
+        state: ThreadState,
+        proc: ProcessState,
+        kind: SectionKind,
+        layer: Layer | None,
+        detail: str,
+    ) -> RunState:
         """The run a thread's sections serve, decided when its stack has no live section.
 
         A client's own threads serve its current run.  A driver's binder thread
@@ -463,7 +157,7 @@ class GroundTruth:
             while waiting:
                 call = waiting.popleft()
                 served = call[0]
-                assert isinstance(served, _Run)
+                assert isinstance(served, RunState)
                 if not call[1] and not served.finished:
                     call[1] = True
                     return served
@@ -491,11 +185,11 @@ class GroundTruth:
         self._advance(state, ts_ns)
         stack = state.stack
         parent = self._live_top(stack)
-        section = _Section()
+        section = OpenSection()
         section.label = f"{detail} ({thread.name} {thread.tid})"
-        hidl = _NOT_HIDL
+        hidl = NOT_HIDL
         if kind is SectionKind.RAW:
-            hidl = _read_hidl(detail, section, proc)
+            hidl = read_hidl(detail, section, proc)
             layer, phase = hidl.layer, hidl.phase
         elif kind is SectionKind.SWITCH and stack:
             top = stack[-1]
@@ -512,7 +206,7 @@ class GroundTruth:
         if hidl.notify_client or hidl.prepare_notify:
             self._notify(state, proc, ts_ns, execute=hidl.notify_client)
         if layer is Layer.CPU:
-            layer = _DEVICE
+            layer = DEVICE
         if phase is Phase.UNSPECIFIED:
             phase = parent.phase if parent is not None else None
         if layer is not None and phase is not None:
@@ -528,24 +222,24 @@ class GroundTruth:
 
     def _note_opening(
         self,
-        section: _Section,
+        section: OpenSection,
         kind: SectionKind,
-        parent: _Section | None,
-        proc: _Process,
-        state: _Thread,
+        parent: OpenSection | None,
+        proc: ProcessState,
+        state: ThreadState,
         detail: str,
         ts_ns: int,
-        hidl: _HidlMark,
+        hidl: HidlMark,
     ) -> None:
         """A classified section opens: note the launches, HIDL calls, asynchronous-execution
         windows and run-boundary cuts it starts."""
         run = state.run
         layer = section.layer
-        section.start_compute = layer is Layer.RUNTIME and detail in _START_COMPUTE
-        section.event_wait = layer is Layer.RUNTIME and detail == _EVENT_WAIT
-        section.execution_create = layer is Layer.RUNTIME and detail == _EXECUTION_CREATE
+        section.start_compute = layer is Layer.RUNTIME and detail in START_COMPUTE
+        section.event_wait = layer is Layer.RUNTIME and detail == EVENT_WAIT
+        section.execution_create = layer is Layer.RUNTIME and detail == EXECUTION_CREATE
         if hidl.launches_work and proc.driver:
-            launch = _Launch(run, ts_ns, execute=section.async_server, burst=hidl.burst)
+            launch = Launch(run, ts_ns, execute=section.async_server, burst=hidl.burst)
             proc.launches.append(launch)
             state.launch = launch
         if kind is SectionKind.RAW and layer is Layer.IPC:
@@ -569,7 +263,7 @@ class GroundTruth:
                 ts_ns - state.pending_gaps.popleft(),
             )
 
-    def _notify(self, state: _Thread, proc: _Process, ts_ns: int, *, execute: bool) -> None:
+    def _notify(self, state: ThreadState, proc: ProcessState, ts_ns: int, *, execute: bool) -> None:
         """A driver notifies a callback: the launched work it ends is done."""
         done = None
         for candidate in (state.claim, state.launch):
@@ -588,7 +282,7 @@ class GroundTruth:
         if state.claim is done:
             state.claim = None
         if done.execute:
-            self._add_virtual(done.run, proc.pid, (_DEVICE, Phase.EXECUTION), ts_ns - done.start)
+            self._add_virtual(done.run, proc.pid, (DEVICE, Phase.EXECUTION), ts_ns - done.start)
 
     def end(self, ts_ns: int, thread: SimThread) -> None:
         """The innermost section of the thread ends."""
@@ -631,10 +325,10 @@ class GroundTruth:
             "execution(s) in flight: a dead driver never notifies, so the contract cannot pair them"
         )
         for launch in pending:
-            launch.run.flag([(_DEVICE, Phase.EXECUTION), (Layer.CPU, Phase.EXECUTION)], reason)
+            launch.run.flag([(DEVICE, Phase.EXECUTION), (Layer.CPU, Phase.EXECUTION)], reason)
         self._dead_unpaired += len(pending)
 
-    def _track(self, state: _Thread, ts: int) -> None:
+    def _track(self, state: ThreadState, ts: int) -> None:
         """Note whether the thread accrues runtime time now, and for which run.
 
         It does while one of its open sections accrues a main phase of the
@@ -643,7 +337,7 @@ class GroundTruth:
         """
         self._now = max(self._now, ts)
         busy = bool(state.pending_gaps) or any(
-            layer is Layer.RUNTIME and phase in _MAIN_PHASES for layer, phase in state.cells
+            layer is Layer.RUNTIME and phase in MAIN_PHASES for layer, phase in state.cells
         )
         run = state.run if busy else None
         if run is not state.busy_run:
@@ -669,7 +363,7 @@ class GroundTruth:
     # -- rules ---------------------------------------------------------------
 
     @staticmethod
-    def _live_top(stack: list[_Section]) -> _Section | None:
+    def _live_top(stack: list[OpenSection]) -> OpenSection | None:
         for section in reversed(stack):
             if section.placeholder:
                 continue
@@ -680,19 +374,17 @@ class GroundTruth:
 
     def _classify(
         self,
-        section: _Section,
+        section: OpenSection,
         kind: SectionKind,
         layer: Layer,
         phase: Phase,
-        parent: _Section | None,
-        proc: _Process,
-        state: _Thread,
+        parent: OpenSection | None,
+        proc: ProcessState,
+        state: ThreadState,
     ) -> None:
         section.layer, section.phase, section.parent = layer, phase, parent
         parent_phase = parent.phase if parent is not None else None
-        parent_subphases = (
-            _SUBPHASES.get(parent_phase, frozenset()) if parent_phase else frozenset()
-        )
+        parent_subphases = SUBPHASES.get(parent_phase, frozenset()) if parent_phase else frozenset()
         copy_pe_layers: frozenset[Layer] = frozenset()
         if kind is SectionKind.SUBTRACT:
             section.deducts = True
@@ -708,14 +400,14 @@ class GroundTruth:
             and layer in (Layer.RUNTIME, Layer.IPC)
             and parent_phase is not phase
             and parent_phase is not Phase.OVERALL
-            and phase not in _EXECUTION_FAMILY
+            and phase not in EXECUTION_FAMILY
         ):
             section.deducts = section.copy = True
             target = parent.parent.parent if parent.parent is not None else None
             if target is not None:
                 if (
                     layer is target.layer
-                    and phase not in _SUBPHASES.get(target.phase or phase, frozenset())
+                    and phase not in SUBPHASES.get(target.phase or phase, frozenset())
                     and not (
                         phase is Phase.INITIALIZATION and target.phase is not Phase.INITIALIZATION
                     )
@@ -748,7 +440,9 @@ class GroundTruth:
         section.pe_layers = pe_layers
 
     @staticmethod
-    def _covered(kind: SectionKind, layer: Layer, proc: _Process, state: _Thread) -> Layer | None:
+    def _covered(
+        kind: SectionKind, layer: Layer, proc: ProcessState, state: ThreadState
+    ) -> Layer | None:
         """The layer whose execution time is counted elsewhere, for a top-level section.
 
         A driver's device section while an asynchronous execution of the same
@@ -757,11 +451,11 @@ class GroundTruth:
         a runtime section on another thread of an app with a startCompute..
         Event_wait window open (the window counts that wall-clock time).
         """
-        if layer is _DEVICE:
+        if layer is DEVICE:
             if kind is not SectionKind.RAW and proc.driver:
                 for launch in proc.launches:
                     if launch.execute and launch.run is state.run:
-                        return _DEVICE
+                        return DEVICE
         elif layer is Layer.IPC:
             if kind is not SectionKind.RAW and state.claim is not None and state.claim.burst:
                 return Layer.IPC
@@ -773,18 +467,18 @@ class GroundTruth:
 
     def _view_differs(
         self,
-        section: _Section,
+        section: OpenSection,
         kind: SectionKind,
-        parent: _Section,
-        proc: _Process,
-        state: _Thread,
+        parent: OpenSection,
+        proc: ProcessState,
+        state: ThreadState,
     ) -> bool:
         """Whether the section would mean something else at the top level."""
         if not parent.straddles:
             return False
         assert section.layer is not None
         assert section.phase is not None
-        alone = _Section()
+        alone = OpenSection()
         alone.async_server = section.async_server
         self._classify(alone, kind, section.layer, section.phase, None, proc, state)
         return (alone.accrues, alone.copy, alone.subphase_pe, alone.covered) != (
@@ -795,7 +489,7 @@ class GroundTruth:
         )
 
     @staticmethod
-    def _own_cells(section: _Section, full: bool) -> list[Cell]:
+    def _own_cells(section: OpenSection, full: bool) -> list[Cell]:
         assert section.layer is not None
         assert section.phase is not None
         cells: list[Cell] = []
@@ -805,7 +499,7 @@ class GroundTruth:
             cells.append((section.layer, Phase.EXECUTION))
         return cells
 
-    def _cells_of(self, section: _Section) -> list[Cell]:
+    def _cells_of(self, section: OpenSection) -> list[Cell]:
         if section.layer is None or section.phase is None:
             return []
         cells = [(section.layer, section.phase)]
@@ -813,7 +507,7 @@ class GroundTruth:
             cells.append((section.layer, Phase.EXECUTION))
         return cells
 
-    def _accruing(self, stack: list[_Section]) -> tuple[Cell, ...]:
+    def _accruing(self, stack: list[OpenSection]) -> tuple[Cell, ...]:
         """Cells that accrue time at an instant when ``stack`` is open."""
         live = [s for s in stack if not s.placeholder and s.layer is not None]
         cells: list[Cell] = []
@@ -834,14 +528,14 @@ class GroundTruth:
         return tuple(cells)
 
     @staticmethod
-    def _add_virtual(run: _Run, pid: int, cell: Cell, elapsed: int) -> None:
+    def _add_virtual(run: RunState, pid: int, cell: Cell, elapsed: int) -> None:
         if elapsed > 0:
             totals = run.totals.setdefault(pid, {})
             totals[cell] = totals.get(cell, 0) + elapsed
 
     # -- runs ------------------------------------------------------------------
 
-    def _new_run(self, ts: int, proc: _Process, app: str) -> None:
+    def _new_run(self, ts: int, proc: ProcessState, app: str) -> None:
         """``proc``'s ``[NN_LA_PO]`` begins: its current run ends, a new one starts."""
         old = proc.run
         if old is None and self._orphan is not None:
@@ -852,7 +546,7 @@ class GroundTruth:
             proc.run = self._latest = run
             return
         self._seq += 1
-        new = _Run(self._seq, app, proc.pid)
+        new = RunState(self._seq, app, proc.pid)
         self._runs.append(new)
         proc.run = self._latest = new
         if old is None:
@@ -889,18 +583,18 @@ class GroundTruth:
                     kept.append(launch)
                 elif launch.execute:
                     reason = f"an asynchronous driver execution in {driver.name} spans {where}"
-                    cells = [(_DEVICE, Phase.EXECUTION), (Layer.CPU, Phase.EXECUTION)]
+                    cells = [(DEVICE, Phase.EXECUTION), (Layer.CPU, Phase.EXECUTION)]
                     old.flag(cells, reason)
                     new.flag(cells, reason)
             driver.launches = kept
 
-    def _freeze(self, index: int, run: _Run) -> RunTruth:
+    def _freeze(self, index: int, run: RunState) -> RunTruth:
         processes = []
         for pid in sorted(run.totals):
             proc = self._proc(pid)
             totals: dict[Cell, int] = {}
             for (layer, phase), value in run.totals[pid].items():
-                if layer is _DEVICE and not proc.driver:
+                if layer is DEVICE and not proc.driver:
                     layer = Layer.CPU
                 key = (layer, phase)
                 totals[key] = totals.get(key, 0) + value
@@ -917,11 +611,11 @@ class GroundTruth:
             phases = [phase]
             if phase in EXECUTION_SUBPHASES:
                 phases.append(Phase.EXECUTION)
-            if phase in _MAIN_PHASES or phase in EXECUTION_SUBPHASES:
+            if phase in MAIN_PHASES or phase in EXECUTION_SUBPHASES:
                 # A layer's overall time other than the application's is the sum
                 # of its main phases.
                 phases.append(Phase.OVERALL)
-            layers = [layer, Layer.CPU] if layer is _DEVICE else [layer]
+            layers = [layer, Layer.CPU] if layer is DEVICE else [layer]
             named = [
                 (named_layer, named_phase)
                 for named_layer in layers
