@@ -321,65 +321,15 @@ def _aggregate(
     warmup_or_benchmark = bool(
         execution_counts.get(Phase.WARMUP) or execution_counts.get(Phase.BENCHMARK)
     )
-    times: dict[Phase, dict[LayerKey, float]] = {phase: {} for phase in STAT_PHASES}
     app_times: dict[Phase, dict[Phase, dict[LayerKey, float]]] = {}
     if warmup_or_benchmark:
         app_times = {
             app: {phase: {} for phase in (Phase.EXECUTION, *PE_SUBPHASES)}
             for app in (Phase.WARMUP, Phase.BENCHMARK)
         }
-    self_times: dict[Phase, dict[LayerKey, float]]
-    if app_times:
-        for layer in TABLE_LAYERS:
-            for phase in STAT_PHASES:
-                total_ns = 0
-                for app in APP_PHASES:
-                    value_ns = totals_ns.get((app, layer, phase), 0)
-                    total_ns += value_ns
-                    if app in app_times and phase in app_times[app]:
-                        app_times[app][phase][layer] = _missing_to_nan(
-                            _ns_to_ms(value_ns), layer, phase
-                        )
-                times[phase][layer] = _missing_to_nan(_ns_to_ms(total_ns), layer, phase)
-        for layer in TABLE_LAYERS:
-            if times[Phase.OVERALL][layer] == 0.0:
-                times[Phase.OVERALL][layer] = sum(
-                    _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
-                )
-        for row in times.values():
-            _with_total(row)
-        self_times = {phase: _self_times(row) for phase, row in times.items()}
+        times, self_times = _times_with_app_tables(totals_ns, app_times)
     else:
-        # The same without warmup/benchmark tables, from the keys there are;
-        # a phase without any key gets the (copied) tables of no data.
-        by_layer_phase: dict[tuple[Layer, Phase], int] = {}
-        for (app, layer, phase), value_ns in totals_ns.items():
-            if app in APP_PHASES:
-                key = (layer, phase)
-                by_layer_phase[key] = by_layer_phase.get(key, 0) + value_ns
-        with_data = {phase for _, phase in by_layer_phase}
-        with_data.add(Phase.OVERALL)
-        for phase in STAT_PHASES:
-            if phase not in with_data:
-                times[phase] = dict(_NO_DATA_TIMES[phase])
-                continue
-            row = times[phase]
-            for layer in TABLE_LAYERS:
-                total_ms = _ns_to_ms(by_layer_phase.get((layer, phase), 0))
-                row[layer] = (
-                    _missing_to_nan(total_ms, layer, phase) if total_ms == 0.0 else total_ms
-                )
-        for layer in TABLE_LAYERS:
-            if times[Phase.OVERALL][layer] == 0.0:
-                times[Phase.OVERALL][layer] = sum(
-                    _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
-                )
-        self_times = {}
-        for phase, row in times.items():
-            if phase in with_data:
-                self_times[phase] = _self_times(_with_total(row))
-            else:
-                self_times[phase] = dict(_NO_DATA_SELF_TIMES[phase])
+        times, self_times = _times_of_keys(totals_ns)
     _add_back_moved(self_times, totals_ns)
     app_self_ns = _application_total_self_ns(totals_ns, runtime_overlap_ns)
     if app_self_ns is not None and (runtime_overlap_ns or app_self_ns == 0):
@@ -396,6 +346,69 @@ def _aggregate(
         for app, table in app_times.items()
     }
     return times, self_times, app_times, app_self
+
+
+def _times_with_app_tables(
+    totals_ns: Mapping[StatKey, int], app_times: dict[Phase, dict[Phase, dict[LayerKey, float]]]
+) -> tuple[dict[Phase, dict[LayerKey, float]], dict[Phase, dict[LayerKey, float]]]:
+    """(total, self) times per phase and layer over every cell, filling the warmup and
+    benchmark tables of ``app_times`` on the way."""
+    times: dict[Phase, dict[LayerKey, float]] = {phase: {} for phase in STAT_PHASES}
+    for layer in TABLE_LAYERS:
+        for phase in STAT_PHASES:
+            total_ns = 0
+            for app in APP_PHASES:
+                value_ns = totals_ns.get((app, layer, phase), 0)
+                total_ns += value_ns
+                if app in app_times and phase in app_times[app]:
+                    app_times[app][phase][layer] = _missing_to_nan(
+                        _ns_to_ms(value_ns), layer, phase
+                    )
+            times[phase][layer] = _missing_to_nan(_ns_to_ms(total_ns), layer, phase)
+    _fill_overall(times)
+    for row in times.values():
+        _with_total(row)
+    return times, {phase: _self_times(row) for phase, row in times.items()}
+
+
+def _times_of_keys(
+    totals_ns: Mapping[StatKey, int],
+) -> tuple[dict[Phase, dict[LayerKey, float]], dict[Phase, dict[LayerKey, float]]]:
+    """(total, self) times as ``_times_with_app_tables`` without warmup/benchmark tables,
+    from the keys there are; a phase without any key gets the (copied) tables of no data."""
+    times: dict[Phase, dict[LayerKey, float]] = {phase: {} for phase in STAT_PHASES}
+    by_layer_phase: dict[tuple[Layer, Phase], int] = {}
+    for (app, layer, phase), value_ns in totals_ns.items():
+        if app in APP_PHASES:
+            key = (layer, phase)
+            by_layer_phase[key] = by_layer_phase.get(key, 0) + value_ns
+    with_data = {phase for _, phase in by_layer_phase}
+    with_data.add(Phase.OVERALL)
+    for phase in STAT_PHASES:
+        if phase not in with_data:
+            times[phase] = dict(_NO_DATA_TIMES[phase])
+            continue
+        row = times[phase]
+        for layer in TABLE_LAYERS:
+            total_ms = _ns_to_ms(by_layer_phase.get((layer, phase), 0))
+            row[layer] = _missing_to_nan(total_ms, layer, phase) if total_ms == 0.0 else total_ms
+    _fill_overall(times)
+    self_times: dict[Phase, dict[LayerKey, float]] = {}
+    for phase, row in times.items():
+        if phase in with_data:
+            self_times[phase] = _self_times(_with_total(row))
+        else:
+            self_times[phase] = dict(_NO_DATA_SELF_TIMES[phase])
+    return times, self_times
+
+
+def _fill_overall(times: dict[Phase, dict[LayerKey, float]]) -> None:
+    """A layer with no overall time gets the sum of its main phases."""
+    for layer in TABLE_LAYERS:
+        if times[Phase.OVERALL][layer] == 0.0:
+            times[Phase.OVERALL][layer] = sum(
+                _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
+            )
 
 
 MOVED: Final = Phase.UNSPECIFIED
