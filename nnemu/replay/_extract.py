@@ -23,7 +23,7 @@ import bisect
 import json
 import re
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import attrs
@@ -445,6 +445,87 @@ def _take_first_at_or_after(times: list[int], t: int) -> int | None:
     return times.pop(index)
 
 
+@attrs.define
+class _Tally:
+    """A trace's NNAPI sections sorted by what the plan needs, per process (pid)."""
+
+    driver_pids: set[int]
+    """Processes that serve a driver interface."""
+    la_exec: dict[int, list[Section]] = attrs.Factory(dict)
+    """``[NN_LA_PE]`` sections."""
+    lr_exec: dict[int, list[tuple[Section, ExecutionMode]]] = attrs.Factory(dict)
+    """Runtime execution calls with the mode their function means."""
+    hal_exec: dict[int, list[Section]] = attrs.Factory(dict)
+    """``IPreparedModel::execute*`` client sections."""
+    po_name: dict[int, str] = attrs.Factory(dict)
+    """The function named by the first ``[NN_LA_PO]`` section (the model's name)."""
+    finishes: dict[int, int] = attrs.Factory(dict)
+    """``ANeuralNetworksCompilation_finish`` calls."""
+    la_compiles: dict[int, int] = attrs.Factory(dict)
+    """``[NN_LA_PC]`` sections."""
+    prepares: dict[int, int] = attrs.Factory(dict)
+    """``IDevice::prepareModel*`` client calls."""
+    priority_calls: dict[int, int] = attrs.Factory(dict)
+    """``ANeuralNetworksCompilation_setPriority`` calls."""
+    timeout_calls: dict[int, int] = attrs.Factory(dict)
+    """``ANeuralNetworks{Compilation,Execution}_setTimeout`` calls."""
+    clients: dict[str, list[Section]] = attrs.Factory(dict)
+    """``Iface::method`` -> the apps' client sections of it."""
+    servers: dict[int, list[Section]] = attrs.Factory(dict)
+    """Driver pid -> its server sections of a driver interface."""
+    notify_exec: dict[int, list[int]] = attrs.Factory(dict)
+    """Driver pid -> begins of its ``IExecutionCallback`` notify calls."""
+    notify_prep: dict[int, list[int]] = attrs.Factory(dict)
+    """Driver pid -> begins of its ``IPreparedModelCallback`` notify calls."""
+
+    def add(self, s: Section, mark: Mark) -> None:
+        """Sort one section in."""
+        if mark.hidl:
+            self._add_hidl(s, mark)
+        elif s.pid in self.driver_pids or mark.layer is None or mark.switch:
+            return
+        elif mark.layer is Layer.APPLICATION:
+            if mark.phase is Phase.EXECUTION:
+                self.la_exec.setdefault(s.pid, []).append(s)
+            elif mark.phase is Phase.OVERALL:
+                self.po_name.setdefault(s.pid, mark.function)
+            elif mark.phase is Phase.COMPILATION:
+                _count(self.la_compiles, s.pid)
+        elif mark.layer is Layer.RUNTIME:
+            function = mark.function
+            if function in _EXECUTION_API:
+                self.lr_exec.setdefault(s.pid, []).append((s, _EXECUTION_API[function]))
+            elif function == "ANeuralNetworksCompilation_finish":
+                _count(self.finishes, s.pid)
+            elif function == "ANeuralNetworksCompilation_setPriority":
+                _count(self.priority_calls, s.pid)
+            elif function in (
+                "ANeuralNetworksCompilation_setTimeout",
+                "ANeuralNetworksExecution_setTimeout",
+            ):
+                _count(self.timeout_calls, s.pid)
+
+    def _add_hidl(self, s: Section, mark: Mark) -> None:
+        iface, method, side = _hidl_parts(s.name)
+        if s.pid in self.driver_pids:
+            if side == "server" and mark.driver_server:
+                self.servers.setdefault(s.pid, []).append(s)
+            elif side == "client" and iface == "IExecutionCallback":
+                self.notify_exec.setdefault(s.pid, []).append(s.begin_ns)
+            elif side == "client" and iface == "IPreparedModelCallback":
+                self.notify_prep.setdefault(s.pid, []).append(s.begin_ns)
+        elif side == "client" and iface in ("IDevice", "IPreparedModel"):
+            self.clients.setdefault(f"{iface}::{method}", []).append(s)
+            if iface == "IPreparedModel" and method.startswith("execute"):
+                self.hal_exec.setdefault(s.pid, []).append(s)
+            elif iface == "IDevice" and method.startswith("prepareModel"):
+                _count(self.prepares, s.pid)
+
+
+def _count(counts: dict[int, int], pid: int) -> None:
+    counts[pid] = counts.get(pid, 0) + 1
+
+
 def extract_plan(path: str) -> TracePlan:
     """Read ``path`` and extract the apps, their arrivals and the drivers.
 
@@ -465,163 +546,23 @@ def extract_plan(path: str) -> TracePlan:
     for s in reader.sections:
         if mark_of(s.name).driver_server:
             driver_pids.add(s.pid)
-
-    la_exec: dict[int, list[Section]] = {}
-    lr_exec: dict[int, list[tuple[Section, ExecutionMode]]] = {}
-    hal_exec: dict[int, list[Section]] = {}
-    po_name: dict[int, str] = {}
-    finishes: dict[int, int] = {}
-    la_compiles: dict[int, int] = {}
-    prepares: dict[int, int] = {}
-    priority_calls: dict[int, int] = {}
-    timeout_calls: dict[int, int] = {}
-    clients: dict[str, list[Section]] = {}  # "Iface::method" -> client sections (apps)
-    servers: dict[int, list[Section]] = {}  # driver pid -> server sections
-    notify_exec: dict[int, list[int]] = {}  # driver pid -> IExecutionCallback notify begins
-    notify_prep: dict[int, list[int]] = {}
+    tally = _Tally(driver_pids)
     for s in reader.sections:
-        mark = mark_of(s.name)
-        if mark.hidl:
-            iface, method, side = _hidl_parts(s.name)
-            if s.pid in driver_pids:
-                if side == "server" and mark.driver_server:
-                    servers.setdefault(s.pid, []).append(s)
-                elif side == "client" and iface == "IExecutionCallback":
-                    notify_exec.setdefault(s.pid, []).append(s.begin_ns)
-                elif side == "client" and iface == "IPreparedModelCallback":
-                    notify_prep.setdefault(s.pid, []).append(s.begin_ns)
-            elif side == "client" and iface in ("IDevice", "IPreparedModel"):
-                clients.setdefault(f"{iface}::{method}", []).append(s)
-                if iface == "IPreparedModel" and method.startswith("execute"):
-                    hal_exec.setdefault(s.pid, []).append(s)
-                elif iface == "IDevice" and method.startswith("prepareModel"):
-                    prepares[s.pid] = prepares.get(s.pid, 0) + 1
-            continue
-        if s.pid in driver_pids or mark.layer is None or mark.switch:
-            continue
-        if mark.layer is Layer.APPLICATION:
-            if mark.phase is Phase.EXECUTION:
-                la_exec.setdefault(s.pid, []).append(s)
-            elif mark.phase is Phase.OVERALL:
-                po_name.setdefault(s.pid, mark.function)
-            elif mark.phase is Phase.COMPILATION:
-                la_compiles[s.pid] = la_compiles.get(s.pid, 0) + 1
-        elif mark.layer is Layer.RUNTIME:
-            function = mark.function
-            if function in _EXECUTION_API:
-                lr_exec.setdefault(s.pid, []).append((s, _EXECUTION_API[function]))
-            elif function == "ANeuralNetworksCompilation_finish":
-                finishes[s.pid] = finishes.get(s.pid, 0) + 1
-            elif function == "ANeuralNetworksCompilation_setPriority":
-                priority_calls[s.pid] = priority_calls.get(s.pid, 0) + 1
-            elif function in (
-                "ANeuralNetworksCompilation_setTimeout",
-                "ANeuralNetworksExecution_setTimeout",
-            ):
-                timeout_calls[s.pid] = timeout_calls.get(s.pid, 0) + 1
-
-    # Drivers: HAL version, execution and preparation times, which app called.
+        tally.add(s, mark_of(s.name))
+    client_of = _client_of(tally)
     ipc_latency: list[int] = []
     served: dict[tuple[int, int], int] = {}  # (app pid, driver pid) -> executions
-    drivers: list[TraceDriver] = []
     taken: set[str] = set()
-    servers_by_method: dict[str, list[Section]] = {}
-    for calls in servers.values():
-        for sv in calls:
-            iface, method, _ = _hidl_parts(sv.name)
-            servers_by_method.setdefault(f"{iface}::{method}", []).append(sv)
-    client_of: dict[int, Section] = {}
-    for key, calls in servers_by_method.items():
-        calls.sort(key=lambda sv: sv.begin_ns)
-        client_of.update(_match_calls(clients.get(key, []), calls))
-    for pid in sorted(driver_pids):
-        version, evidence = HalVersion.V1_0, ""
-        executions: list[int] = []
-        preparations: list[int] = []
-        exec_notifies = sorted(notify_exec.get(pid, []))
-        prep_notifies = sorted(notify_prep.get(pid, []))
-        for s in servers.get(pid, []):
-            iface, method, _ = _hidl_parts(s.name)
-            found = _version_of(method)
-            if _VERSIONS.index(found) > _VERSIONS.index(version):
-                version, evidence = found, f"{iface}::{method}"
-            client = client_of.get(id(s))
-            if client is not None:
-                ipc_latency.append(s.begin_ns - client.begin_ns)
-            if iface == "IPreparedModel" and method.startswith("execute"):
-                if mark_of(s.name).async_execute_server:
-                    done = _take_first_at_or_after(exec_notifies, s.begin_ns)
-                    if done is not None:
-                        executions.append(done - s.begin_ns)
-                elif s.end_ns is not None:
-                    executions.append(s.end_ns - s.begin_ns)
-                if client is not None:
-                    pair = (client.pid, pid)
-                    served[pair] = served.get(pair, 0) + 1
-            elif iface == "IDevice" and method.startswith("prepareModel"):
-                done = _take_first_at_or_after(prep_notifies, s.begin_ns)
-                if done is not None:
-                    preparations.append(done - s.begin_ns)
-        process_name = _process_name(reader, pid)
-        name = ""
-        if process_name:
-            service = _SERVICE_RE.search(process_name)
-            name = safe_name(service.group(1) if service and service.group(1) else process_name)
-        if not name or name.startswith("HwBinder"):
-            name = f"driver-{pid}"
-        drivers.append(
-            TraceDriver(
-                pid=pid,
-                name=_unique(name, pid, taken),
-                process_name=process_name,
-                hal_version=version,
-                hal_evidence=evidence,
-                execution_ns=tuple(executions),
-                prepare_ns=tuple(preparations),
-            )
-        )
-
-    apps: list[TraceApp] = []
+    drivers = [
+        _driver(reader, tally, pid, mark_of, client_of, ipc_latency, served, taken)
+        for pid in sorted(driver_pids)
+    ]
     notes: list[str] = []
-    app_pids = (set(la_exec) | set(lr_exec) | set(hal_exec)) - driver_pids
-    for pid in sorted(prepares.keys() | finishes.keys() | la_compiles.keys()):
+    app_pids = (set(tally.la_exec) | set(tally.lr_exec) | set(tally.hal_exec)) - driver_pids
+    for pid in sorted(tally.prepares.keys() | tally.finishes.keys() | tally.la_compiles.keys()):
         if pid not in app_pids and pid not in driver_pids:
             notes.append(f"process {pid} compiled a model but issued no execution: left out")
-    for pid in app_pids:
-        if pid in la_exec:
-            chosen, source = la_exec[pid], ARRIVALS_LA
-        elif pid in lr_exec:
-            chosen, source = [s for s, _ in lr_exec[pid]], ARRIVALS_LR
-        else:
-            chosen, source = hal_exec[pid], ARRIVALS_HAL
-        mode = None
-        if pid in lr_exec:
-            modes = [m for _, m in lr_exec[pid]]
-            mode = max(set(modes), key=lambda m: (modes.count(m), m.value))
-        used = sorted(
-            ((count, d) for (a, d), count in served.items() if a == pid),
-            key=lambda x: (-x[0], x[1]),
-        )
-        process_name = _process_name(reader, pid)
-        base = safe_name(process_name) if process_name else f"app-{pid}"
-        apps.append(
-            TraceApp(
-                pid=pid,
-                name=base,
-                process_name=process_name,
-                model_name=po_name.get(pid),
-                arrivals_ns=tuple(sorted(s.begin_ns for s in chosen)),
-                arrival_source=source,
-                execution_mode=mode,
-                max_in_flight=_max_in_flight(chosen),
-                compilations=finishes.get(pid) or la_compiles.get(pid) or prepares.get(pid, 0),
-                driver_pids=tuple(d for _, d in used),
-                driver_executions=tuple(c for c, _ in used),
-                priority_calls=priority_calls.get(pid, 0),
-                timeout_calls=timeout_calls.get(pid, 0),
-                latencies_ns=tuple(s.end_ns - s.begin_ns for s in chosen if s.end_ns is not None),
-            )
-        )
+    apps = [_app(reader, tally, pid, served) for pid in app_pids]
     if not apps:
         raise TraceFormatError(
             path,
@@ -641,4 +582,115 @@ def extract_plan(path: str) -> TracePlan:
         drivers=tuple(drivers),
         ipc_latency_ns=tuple(ipc_latency),
         notes=tuple(notes),
+    )
+
+
+def _client_of(tally: _Tally) -> dict[int, Section]:
+    """``id(server section)`` -> the app's client section it served, per ``Iface::method``."""
+    servers_by_method: dict[str, list[Section]] = {}
+    for calls in tally.servers.values():
+        for sv in calls:
+            iface, method, _ = _hidl_parts(sv.name)
+            servers_by_method.setdefault(f"{iface}::{method}", []).append(sv)
+    client_of: dict[int, Section] = {}
+    for key, calls in servers_by_method.items():
+        calls.sort(key=lambda sv: sv.begin_ns)
+        client_of.update(_match_calls(tally.clients.get(key, []), calls))
+    return client_of
+
+
+def _driver(
+    reader: _Reader,
+    tally: _Tally,
+    pid: int,
+    mark_of: Callable[[str], Mark],
+    client_of: dict[int, Section],
+    ipc_latency: list[int],
+    served: dict[tuple[int, int], int],
+    taken: set[str],
+) -> TraceDriver:
+    """A driver process: its HAL version, execution and preparation times; appends the IPC
+    latency of each call it served to ``ipc_latency`` and counts the executions per app in
+    ``served``."""
+    version, evidence = HalVersion.V1_0, ""
+    executions: list[int] = []
+    preparations: list[int] = []
+    exec_notifies = sorted(tally.notify_exec.get(pid, []))
+    prep_notifies = sorted(tally.notify_prep.get(pid, []))
+    for s in tally.servers.get(pid, []):
+        iface, method, _ = _hidl_parts(s.name)
+        found = _version_of(method)
+        if _VERSIONS.index(found) > _VERSIONS.index(version):
+            version, evidence = found, f"{iface}::{method}"
+        client = client_of.get(id(s))
+        if client is not None:
+            ipc_latency.append(s.begin_ns - client.begin_ns)
+        if iface == "IPreparedModel" and method.startswith("execute"):
+            if mark_of(s.name).async_execute_server:
+                done = _take_first_at_or_after(exec_notifies, s.begin_ns)
+                if done is not None:
+                    executions.append(done - s.begin_ns)
+            elif s.end_ns is not None:
+                executions.append(s.end_ns - s.begin_ns)
+            if client is not None:
+                pair = (client.pid, pid)
+                served[pair] = served.get(pair, 0) + 1
+        elif iface == "IDevice" and method.startswith("prepareModel"):
+            done = _take_first_at_or_after(prep_notifies, s.begin_ns)
+            if done is not None:
+                preparations.append(done - s.begin_ns)
+    process_name = _process_name(reader, pid)
+    name = ""
+    if process_name:
+        service = _SERVICE_RE.search(process_name)
+        name = safe_name(service.group(1) if service and service.group(1) else process_name)
+    if not name or name.startswith("HwBinder"):
+        name = f"driver-{pid}"
+    return TraceDriver(
+        pid=pid,
+        name=_unique(name, pid, taken),
+        process_name=process_name,
+        hal_version=version,
+        hal_evidence=evidence,
+        execution_ns=tuple(executions),
+        prepare_ns=tuple(preparations),
+    )
+
+
+def _app(reader: _Reader, tally: _Tally, pid: int, served: dict[tuple[int, int], int]) -> TraceApp:
+    """A client process: its arrivals (from the highest layer that marks them), mode and
+    drivers (named before names are made unique)."""
+    if pid in tally.la_exec:
+        chosen, source = tally.la_exec[pid], ARRIVALS_LA
+    elif pid in tally.lr_exec:
+        chosen, source = [s for s, _ in tally.lr_exec[pid]], ARRIVALS_LR
+    else:
+        chosen, source = tally.hal_exec[pid], ARRIVALS_HAL
+    mode = None
+    if pid in tally.lr_exec:
+        modes = [m for _, m in tally.lr_exec[pid]]
+        mode = max(set(modes), key=lambda m: (modes.count(m), m.value))
+    used = sorted(
+        ((count, d) for (a, d), count in served.items() if a == pid),
+        key=lambda x: (-x[0], x[1]),
+    )
+    process_name = _process_name(reader, pid)
+    base = safe_name(process_name) if process_name else f"app-{pid}"
+    return TraceApp(
+        pid=pid,
+        name=base,
+        process_name=process_name,
+        model_name=tally.po_name.get(pid),
+        arrivals_ns=tuple(sorted(s.begin_ns for s in chosen)),
+        arrival_source=source,
+        execution_mode=mode,
+        max_in_flight=_max_in_flight(chosen),
+        compilations=(
+            tally.finishes.get(pid) or tally.la_compiles.get(pid) or tally.prepares.get(pid, 0)
+        ),
+        driver_pids=tuple(d for _, d in used),
+        driver_executions=tuple(c for c, _ in used),
+        priority_calls=tally.priority_calls.get(pid, 0),
+        timeout_calls=tally.timeout_calls.get(pid, 0),
+        latencies_ns=tuple(s.end_ns - s.begin_ns for s in chosen if s.end_ns is not None),
     )
