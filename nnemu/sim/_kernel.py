@@ -368,6 +368,14 @@ class Kernel:
         self._ready.append(proc)
         return True
 
+    def wake_first(self, handles: collections.deque[WakeHandle], value: object) -> bool:
+        """Wake the longest-waiting task of ``handles`` with ``value``, dropping handles of
+        tasks woken already; False if no task was waiting."""
+        while handles:
+            if self.wake(handles.popleft(), value):
+                return True
+        return False
+
     async def sleep_until(self, t_ns: int) -> None:
         """Wait until virtual time ``t_ns`` (at least until the task's own clock)."""
         heap = self._heap
@@ -492,10 +500,8 @@ class SimQueue:
     def put_nowait(self, item: object) -> None:
         """Append ``item``, handing it straight to the longest-waiting getter if any."""
         self._kernel.assert_synced()
-        while self._getters:
-            if self._kernel.wake(self._getters.popleft(), item):
-                return
-        self._items.append(item)
+        if not self._kernel.wake_first(self._getters, item):
+            self._items.append(item)
 
     async def get(self) -> Any:
         """Take the oldest item, waiting for one if the queue is empty."""
@@ -535,8 +541,6 @@ class ThreadPool:
     def release(self, thread: SimThread) -> None:
         """Return ``thread``, handing it to the oldest waiter if any."""
         self._kernel.assert_synced()
-        while self._waiters:
-            if self._kernel.wake(self._waiters.popleft(), thread):
-                return
-        self._free.append(thread)
-        self._free.sort(key=lambda t: -t.tid)
+        if not self._kernel.wake_first(self._waiters, thread):
+            self._free.append(thread)
+            self._free.sort(key=lambda t: -t.tid)
