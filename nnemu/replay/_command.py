@@ -105,7 +105,14 @@ def run_replay_command(
     except KeyboardInterrupt:
         stderr.write("\ninterrupted\n")
         return ExitCode.INTERRUPTED
-    if stepper.aborted:
+    return _ending(result, aborted=stepper.aborted, trace=trace, stdout=stdout, stderr=stderr)
+
+
+def _ending(
+    result: Report, *, aborted: bool, trace: str | None, stdout: TextIO, stderr: TextIO
+) -> int:
+    """The exit code of a replay whose runs ended (the last run's ``result``), said in words."""
+    if aborted:
         stderr.write("interrupted" + (f"; the trace so far is in {trace}" if trace else "") + "\n")
         return ExitCode.INTERRUPTED
     if trace:
