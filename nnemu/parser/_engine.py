@@ -425,40 +425,7 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
     parent_subphases = (
         _SUBPHASES.get(parent_phase, _NO_SUBPHASES) if parent_phase else _NO_SUBPHASES
     )
-
-    # Sections in the wrong place are deducted from their parent and their
-    # time is given to the right place (contract: [SUB], one-time
-    # initialisation; AOSP: runtime/IPC calls under another LA phase).
-    subtract = copy = copy_detail = False
-    copy_pe_layers = _NO_LAYERS
-    copy_target: _Kind | None = None
-    if mark.subtract:
-        subtract = True
-        # An enclosing section of the same layer already counts this time.
-        copy = parent is None or layer not in parent.nondetail_layers
-    elif phase is Phase.INITIALIZATION and parent_phase is not Phase.INITIALIZATION:
-        subtract = copy = True
-    elif (
-        parent is not None
-        and parent.layer is Layer.APPLICATION
-        and (layer is Layer.RUNTIME or layer is Layer.IPC)
-        and parent_phase is not phase
-        and parent_phase is not Phase.OVERALL
-        and phase not in _EXECUTION_FAMILY
-    ):
-        subtract = copy = True
-        copy_target = parent.parent
-        if copy_target is not None:
-            copy_target = copy_target.parent
-    if copy and copy_target is not None:
-        copy_detail = (
-            layer is copy_target.layer
-            and phase not in _SUBPHASES.get(copy_target.phase, _NO_SUBPHASES)
-            and not (
-                phase is Phase.INITIALIZATION and copy_target.phase is not Phase.INITIALIZATION
-            )
-        )
-        copy_pe_layers = copy_target.pe_layers
+    subtract, moved, moved_pe = _placement(mark, parent, layer, phase)
     detail = (
         parent is not None
         and layer is parent.layer
@@ -491,16 +458,75 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
     kind.detail = detail
     kind.subtract = subtract
     kind.counted = counted
+    kind.moved = moved
+    kind.moved_pe = moved_pe
     kind.pe_layers = pe_layers
     kind.nondetail_layers = nondetail_layers
     kind.warn_driver = warn_driver
     kind.warn_other = warn_other
+    kind.may_warn = bool(warn_driver or warn_other)
+    _set_roles(kind, mark)
+    _set_shortcuts(kind)
+    return kind
+
+
+def _placement(
+    mark: Mark, parent: _Kind | None, layer: Layer, phase: Phase
+) -> tuple[bool, bool, bool]:
+    """Whether a section is in the wrong place: ``subtract``, ``moved`` and ``moved_pe``.
+
+    Sections in the wrong place are deducted from their parent and their time
+    is given to the right place (contract: [SUB], one-time initialisation;
+    AOSP: runtime/IPC calls under another LA phase).
+    """
+    parent_phase = parent.phase if parent is not None else None
+    subtract = copy = copy_detail = False
+    copy_pe_layers = _NO_LAYERS
+    copy_target: _Kind | None = None
+    if mark.subtract:
+        subtract = True
+        # An enclosing section of the same layer already counts this time.
+        copy = parent is None or layer not in parent.nondetail_layers
+    elif phase is Phase.INITIALIZATION and parent_phase is not Phase.INITIALIZATION:
+        subtract = copy = True
+    elif (
+        parent is not None
+        and parent.layer is Layer.APPLICATION
+        and (layer is Layer.RUNTIME or layer is Layer.IPC)
+        and parent_phase is not phase
+        and parent_phase is not Phase.OVERALL
+        and phase not in _EXECUTION_FAMILY
+    ):
+        subtract = copy = True
+        copy_target = parent.parent
+        if copy_target is not None:
+            copy_target = copy_target.parent
+    if copy and copy_target is not None:
+        copy_detail = (
+            layer is copy_target.layer
+            and phase not in _SUBPHASES.get(copy_target.phase, _NO_SUBPHASES)
+            and not (
+                phase is Phase.INITIALIZATION and copy_target.phase is not Phase.INITIALIZATION
+            )
+        )
+        copy_pe_layers = copy_target.pe_layers
+    moved = copy and not copy_detail
+    moved_pe = phase in EXECUTION_SUBPHASES and layer not in copy_pe_layers
+    return subtract, moved, moved_pe
+
+
+def _set_roles(kind: _Kind, mark: Mark) -> None:
+    """What opening and closing the section does, from its placement (set already)."""
+    parent = kind.parent
+    layer = kind.layer
+    phase = kind.phase
+    counted = kind.counted
     kind.app_entry = layer is Layer.APPLICATION and (
         phase is Phase.WARMUP or phase is Phase.BENCHMARK
     )
     kind.la_pe = layer is Layer.APPLICATION and phase is Phase.EXECUTION
     kind.moved_from_caller = (
-        subtract
+        kind.subtract
         and parent is not None
         and parent.layer is not Layer.APPLICATION
         and layer is not parent.layer
@@ -522,9 +548,6 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
     kind.event_wait = (
         counted and phase is Phase.EXECUTION and not mark.start_compute and mark.event_wait
     )
-    kind.moved = copy and not copy_detail
-    kind.moved_pe = phase in EXECUTION_SUBPHASES and layer not in copy_pe_layers
-    kind.may_warn = bool(warn_driver or warn_other)
     kind.rt_top = layer is Layer.RUNTIME and (
         parent is None or Layer.RUNTIME not in parent.nondetail_layers
     )
@@ -537,9 +560,14 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
     kind.rt_pause = (
         parent is not None
         and parent.layer is Layer.RUNTIME
-        and subtract
+        and kind.subtract
         and not (layer is Layer.RUNTIME and kind.moved)
     )
+    kind.rt_cover_stops = kind.is_pe or phase in EXECUTION_SUBPHASES
+
+
+def _set_shortcuts(kind: _Kind) -> None:
+    """The flags ``feed`` tests to open or close the common sections inline (roles set already)."""
     kind.special_open = (
         kind.app_entry
         or kind.la_pe
@@ -563,7 +591,6 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
         or kind.rt_top
         or kind.rt_pause
     )
-    kind.rt_cover_stops = kind.is_pe or phase in EXECUTION_SUBPHASES
     # Runtime sections with nothing special about them but their interval: feed
     # opens and closes them inline.
     kind.rt_open_plain = kind.rt_top and not (
@@ -586,7 +613,6 @@ def _make_kind(mark: Mark, parent: _Kind | None) -> _Kind | None:
         or kind.event_wait
         or kind.moved
     )
-    return kind
 
 
 def _nesting_problems(
@@ -1286,6 +1312,25 @@ class Engine:
                     self._add(holder, app_phase, kind.layer, kind.phase, value, frame.payload)
                 if kind.own_pe and not covered:
                     self._add(holder, app_phase, kind.layer, Phase.EXECUTION, value, frame.payload)
+        if kind.start_compute or kind.rt_top or kind.rt_pause or kind.event_wait:
+            self._close_interval(thread, frame, end)
+        if kind.moved:
+            # The moved section keeps what its own children deduct (a one-time
+            # initialisation inside it is counted once, in PI).
+            copied = frame.payload + " (moved)"
+            value = duration - frame.acc_sub
+            if not (covered and kind.is_pe):
+                self._add(holder, app_phase, kind.layer, kind.phase, value, copied)
+            if kind.moved_pe and not covered:
+                self._add(holder, app_phase, kind.layer, Phase.EXECUTION, value, copied)
+
+    def _close_interval(self, thread: _Thread, frame: _Frame, end: int) -> None:
+        """End what a closing section does to the runtime's intervals and execution gaps.
+
+        For ``start_compute``, ``rt_top``, ``rt_pause`` and ``event_wait`` sections.
+        """
+        kind = frame.kind
+        holder = frame.holder
         if kind.start_compute:
             # A counted startCompute's interval goes on as its gap's.
             if not (kind.rt_top and frame.busy):
@@ -1304,7 +1349,7 @@ class Engine:
         elif kind.rt_pause and frame.busy:
             _busy_open(holder.run, end)
         if kind.start_compute:
-            thread.sc_queue.append(_Gap(app_phase, end, holder))
+            thread.sc_queue.append(_Gap(frame.app_phase, end, holder))
         elif kind.event_wait:
             if thread.windows:
                 thread.windows -= 1
@@ -1324,15 +1369,6 @@ class Engine:
                         gap,
                         "startCompute..Event_wait",
                     )
-        if kind.moved:
-            # The moved section keeps what its own children deduct (a one-time
-            # initialisation inside it is counted once, in PI).
-            copied = frame.payload + " (moved)"
-            value = duration - frame.acc_sub
-            if not (covered and kind.is_pe):
-                self._add(holder, app_phase, kind.layer, kind.phase, value, copied)
-            if kind.moved_pe and not covered:
-                self._add(holder, app_phase, kind.layer, Phase.EXECUTION, value, copied)
 
     # -- runs --------------------------------------------------------------
 
