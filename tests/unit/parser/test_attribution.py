@@ -4,18 +4,12 @@ from __future__ import annotations
 
 from nnemu.parser import parse_lines
 from nnemu.tracer import Layer, Phase
+from tests.unit.parser.helpers import only_run, parse_rows
 
 MS = 1_000_000
 
 
-def _run(make_trace, rows):
-    result = parse_lines(make_trace(rows).splitlines())
-    assert result.diagnostics == ()
-    (run,) = result.runs
-    return run
-
-
-def test_two_clients_two_drivers(make_trace):
+def test_two_clients_two_drivers():
     """Interleaved clients and drivers: each thread's stack is its own, totals add up."""
     rows = [
         (0, 10, 10, "[NN_LA_PO]bench"),
@@ -33,13 +27,13 @@ def test_two_clients_two_drivers(make_trace):
         (12, 21, 20, "E"),
         (13, 10, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.totals_ns(Layer.DRIVER, Phase.COMPILATION) == (5 - 3 + 7 - 3) * MS
     assert run.totals_ns(Layer.IPC, Phase.COMPILATION) == (8 - 2 + 9 - 2) * MS
     assert run.totals_ns(Layer.RUNTIME, Phase.COMPILATION) == (10 - 1 + 12 - 1) * MS
 
 
-def test_cpu_in_driver_is_driver_and_in_client_is_cpu(make_trace):
+def test_cpu_in_driver_is_driver_and_in_client_is_cpu():
     """[NN_LC_*] counts as Driver inside a driver process and as CPU in a client process."""
     rows = [
         (0, 11, 10, "[NN_LR_PE]ANeuralNetworksExecution_compute"),
@@ -55,7 +49,7 @@ def test_cpu_in_driver_is_driver_and_in_client_is_cpu(make_trace):
         (11, 31, 30, "E"),
         (12, 31, 30, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.totals_ns(Layer.CPU, Phase.COMPUTATION) == 2 * MS
     assert run.totals_ns(Layer.CPU, Phase.EXECUTION) == 2 * MS
     assert run.totals_ns(Layer.DRIVER, Phase.EXECUTION) == 7 * MS
@@ -64,7 +58,7 @@ def test_cpu_in_driver_is_driver_and_in_client_is_cpu(make_trace):
     assert run.totals_ns(Layer.RUNTIME, Phase.EXECUTION) == 4 * MS
 
 
-def test_hal13_names(make_trace):
+def test_hal13_names():
     """HAL 1.3 getCapabilities/getSupportedOperations/prepareModel/execute/notify are mapped."""
     rows = [
         (0, 11, 10, "HIDL::IDevice::getCapabilities_1_3::client"),
@@ -94,7 +88,7 @@ def test_hal13_names(make_trace):
         (19, 32, 30, "E"),
         (20, 11, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.totals_ns(Layer.DRIVER, Phase.INITIALIZATION) == 1 * MS
     assert run.totals_ns(Layer.IPC, Phase.INITIALIZATION) == 2 * MS
     assert run.totals_ns(Layer.DRIVER, Phase.COMPILATION) == (1 + 2) * MS
@@ -105,7 +99,7 @@ def test_hal13_names(make_trace):
     assert run.totals_ns(Layer.RUNTIME, Phase.EXECUTION) == (20 - 11) * MS
 
 
-def test_fenced_execution(make_trace):
+def test_fenced_execution():
     """startComputeWithDependencies .. Event_wait is runtime execution; executeFenced is driver."""
     rows = [
         (0, 11, 10, "[NN_LR_PE]ANeuralNetworksExecution_startComputeWithDependencies"),
@@ -117,7 +111,7 @@ def test_fenced_execution(make_trace):
         (6, 11, 10, "[NN_LR_PE]ANeuralNetworksEvent_wait"),
         (9, 11, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.totals_ns(Layer.RUNTIME, Phase.EXECUTION) == 9 * MS
     assert run.totals_ns(Layer.DRIVER, Phase.EXECUTION) == 2 * MS
     assert run.totals_ns(Layer.IPC, Phase.EXECUTION) == 2 * MS
@@ -137,7 +131,7 @@ def test_old_format_and_dashed_tgid():
     assert result.runs[0].totals_ns(Layer.RUNTIME, Phase.PREPARATION) == 3 * MS
 
 
-def test_sections_before_tracking_stay_balanced(make_trace):
+def test_sections_before_tracking_stay_balanced():
     """An E for a non-NNAPI section opened before the thread's first NN mark pops that section."""
     rows = [
         (0, 11, 10, "Choreographer#doFrame"),
@@ -147,16 +141,11 @@ def test_sections_before_tracking_stay_balanced(make_trace):
         (4, 11, 10, "[NN_LR_PP]g"),
         (6, 11, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.totals_ns(Layer.RUNTIME, Phase.PREPARATION) == 3 * MS
 
 
-def _runs(make_trace, rows, **options):
-    result = parse_lines(make_trace(rows).splitlines(), **options)
-    return result
-
-
-def test_runs_are_per_client_process(make_trace):
+def test_runs_are_per_client_process():
     """A client's [NN_LA_PO] starts a run of that client only; runs come in the order they start."""
     rows = [
         (0, 10, 10, "[NN_LA_PO]camera"),
@@ -168,7 +157,7 @@ def test_runs_are_per_client_process(make_trace):
         (8, 20, 20, "E"),
         (9, 20, 20, "E"),
     ]
-    result = _runs(make_trace, rows)
+    result = parse_rows(rows)
     assert result.diagnostics == ()
     camera, indexer = result.runs
     assert (camera.pid, camera.starting_mark) == ("10", "B|10|[NN_LA_PO]camera")
@@ -179,7 +168,7 @@ def test_runs_are_per_client_process(make_trace):
     assert indexer.totals_ns(Layer.APPLICATION, Phase.OVERALL) == 7 * MS
 
 
-def test_server_call_serves_the_waiting_call_of_its_method(make_trace):
+def test_server_call_serves_the_waiting_call_of_its_method():
     """A driver's server section counts for the client whose call of the same method waits."""
     rows = [
         (0, 10, 10, "[NN_LA_PO]a"),
@@ -195,12 +184,12 @@ def test_server_call_serves_the_waiting_call_of_its_method(make_trace):
         (8, 10, 10, "E"),
         (8, 20, 20, "E"),
     ]
-    a, b = _runs(make_trace, rows).runs
+    a, b = parse_rows(rows).runs
     assert a.totals_ns(Layer.DRIVER, Phase.COMPILATION) == 1 * MS
     assert b.totals_ns(Layer.DRIVER, Phase.COMPILATION) == 4 * MS
 
 
-def test_worker_thread_serves_the_client_that_launched_its_work(make_trace):
+def test_worker_thread_serves_the_client_that_launched_its_work():
     """Work a prepareModel call launched on a driver worker counts for that call's client."""
     rows = [
         (0, 10, 10, "[NN_LA_PO]a"),
@@ -216,12 +205,12 @@ def test_worker_thread_serves_the_client_that_launched_its_work(make_trace):
         (10, 10, 10, "E"),
         (10, 20, 20, "E"),
     ]
-    a, b = _runs(make_trace, rows).runs
+    a, b = parse_rows(rows).runs
     assert a.totals_ns(Layer.DRIVER, Phase.COMPILATION) == 0
     assert b.totals_ns(Layer.DRIVER, Phase.COMPILATION) == (1 + 5) * MS
 
 
-def test_async_execution_counts_for_its_client_until_its_notify(make_trace):
+def test_async_execution_counts_for_its_client_until_its_notify():
     """An asynchronous execute's driver time (server begin to notify) goes to its own client."""
     rows = [
         (0, 10, 10, "[NN_LA_PO]a"),
@@ -237,12 +226,12 @@ def test_async_execution_counts_for_its_client_until_its_notify(make_trace):
         (10, 10, 10, "E"),
         (10, 20, 20, "E"),
     ]
-    a, b = _runs(make_trace, rows).runs
+    a, b = parse_rows(rows).runs
     assert a.totals_ns(Layer.DRIVER, Phase.EXECUTION) == 0
     assert b.totals_ns(Layer.DRIVER, Phase.EXECUTION) == (8 - 2) * MS
 
 
-def test_a_call_never_served_does_not_pair_with_a_later_server(make_trace):
+def test_a_call_never_served_does_not_pair_with_a_later_server():
     """A client call that ends unserved (passthrough) is not matched to another client's server."""
     rows = [
         (0, 10, 10, "[NN_LA_PO]a"),
@@ -256,12 +245,12 @@ def test_a_call_never_served_does_not_pair_with_a_later_server(make_trace):
         (10, 10, 10, "E"),
         (10, 20, 20, "E"),
     ]
-    a, b = _runs(make_trace, rows).runs
+    a, b = parse_rows(rows).runs
     assert a.totals_ns(Layer.DRIVER, Phase.INITIALIZATION) == 0
     assert b.totals_ns(Layer.DRIVER, Phase.INITIALIZATION) == 2 * MS
 
 
-def test_a_new_run_of_one_client_leaves_the_other_clients_sections_alone(make_trace):
+def test_a_new_run_of_one_client_leaves_the_other_clients_sections_alone():
     """Only the client whose run ends loses its open sections (with a warning)."""
     rows = [
         (0, 10, 10, "[NN_LA_PO]a"),
@@ -273,7 +262,7 @@ def test_a_new_run_of_one_client_leaves_the_other_clients_sections_alone(make_tr
         (6, 10, 10, "E"),
         (7, 20, 20, "E"),
     ]
-    result = _runs(make_trace, rows)
+    result = parse_rows(rows)
     assert result.diagnostics == ()
     first_a, b, second_a = result.runs
     assert [r.pid for r in result.runs] == ["10", "20", "10"]
@@ -282,7 +271,7 @@ def test_a_new_run_of_one_client_leaves_the_other_clients_sections_alone(make_tr
     assert second_a.totals_ns(Layer.APPLICATION, Phase.OVERALL) == 3 * MS
 
 
-def test_incomplete_run_is_left_out_unless_asked_for(make_trace):
+def test_incomplete_run_is_left_out_unless_asked_for():
     """A run whose [NN_LA_PO] the trace cuts off is left out with a warning, or marked incomplete."""
     rows = [
         (0, 10, 10, "[NN_LA_PO]a"),
@@ -291,11 +280,11 @@ def test_incomplete_run_is_left_out_unless_asked_for(make_trace):
         (3, 10, 10, "[NN_LR_PC]ANeuralNetworksCompilation_finish"),
         (4, 10, 10, "E"),
     ]
-    result = _runs(make_trace, rows)
+    result = parse_rows(rows)
     (complete,) = result.runs
     assert not complete.incomplete
     assert any("is cut off by the end of the trace" in d.message for d in result.diagnostics)
-    both = _runs(make_trace, rows, include_incomplete=True).runs
+    both = parse_rows(rows, include_incomplete=True).runs
     assert [r.incomplete for r in both] == [False, True]
     assert both[1].totals_ns(Layer.RUNTIME, Phase.COMPILATION) == 1 * MS
 

@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from nnemu.parser import parse_lines
 from nnemu.tracer import Layer, Phase
+from tests.unit.parser.helpers import only_run, parse_rows
 
 MS = 1_000_000
-
-
-def _run(make_trace, rows):
-    result = parse_lines(make_trace(rows).splitlines())
-    assert result.diagnostics == ()
-    (run,) = result.runs
-    return run
 
 
 def _app_total_self_ms(run) -> float:
     return run.self_times[Phase.OVERALL][Layer.APPLICATION]
 
 
-def test_sequential_app_subtracts_the_runtime_total(make_trace):
+def test_sequential_app_subtracts_the_runtime_total():
     """One thread at a time: the Application's Total self time is its span minus the
     runtime's Total, as Android computes it."""
     rows = [
@@ -32,13 +25,13 @@ def test_sequential_app_subtracts_the_runtime_total(make_trace):
         (9, 10, 10, "E"),
         (12, 10, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.runtime_overlap_ns == 0
     assert run.application_total_self_ns() == (12 - 2 - 5) * MS
     assert _app_total_self_ms(run) == pytest.approx(5.0)
 
 
-def test_overlapping_executions_subtract_runtime_wall_clock_once(make_trace):
+def test_overlapping_executions_subtract_runtime_wall_clock_once():
     """Two threads computing at once: their overlap is subtracted from the app once,
     while the runtime's execution column still sums both threads."""
     rows = [
@@ -49,7 +42,7 @@ def test_overlapping_executions_subtract_runtime_wall_clock_once(make_trace):
         (8, 11, 10, "E"),
         (10, 10, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     # Runtime intervals [1, 7] and [2, 8]: 12 ms summed, 7 ms of wall-clock.
     assert run.totals_ns(Layer.RUNTIME, Phase.EXECUTION) == 12 * MS
     assert run.runtime_overlap_ns == 5 * MS
@@ -57,7 +50,7 @@ def test_overlapping_executions_subtract_runtime_wall_clock_once(make_trace):
     assert _app_total_self_ms(run) == pytest.approx(3.0)
 
 
-def test_two_executions_in_flight_on_one_thread(make_trace):
+def test_two_executions_in_flight_on_one_thread():
     """Two startCompute..Event_wait windows of one thread that overlap count their
     shared wall-clock once for the app."""
     rows = [
@@ -72,13 +65,13 @@ def test_two_executions_in_flight_on_one_thread(make_trace):
         (8, 10, 10, "E"),
         (11, 10, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     # Sections 1+1+1+1 and gaps [2, 6] and [3, 7]: 12 ms summed over [1, 8].
     assert run.totals_ns(Layer.RUNTIME, Phase.EXECUTION) == 12 * MS
     assert run.application_total_self_ns() == (11 - 7) * MS
 
 
-def test_callee_moved_out_of_a_concurrent_runtime_section(make_trace):
+def test_callee_moved_out_of_a_concurrent_runtime_section():
     """Time the contract moves out of a runtime section (getCapabilities inside
     Compilation_create) is not runtime time, concurrently as sequentially."""
     rows = [
@@ -91,14 +84,14 @@ def test_callee_moved_out_of_a_concurrent_runtime_section(make_trace):
         (10, 10, 10, "E"),
         (12, 10, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     # Runtime counted on thread 10: [0, 2] and [6, 10]; on thread 11: [4, 8].
     assert run.totals_ns(Layer.RUNTIME, Phase.OVERALL) == (6 + 4) * MS
     assert run.runtime_overlap_ns == 2 * MS
     assert run.application_total_self_ns() == (12 - 8) * MS
 
 
-def test_covered_worker_section_is_not_runtime_time_twice(make_trace):
+def test_covered_worker_section_is_not_runtime_time_twice():
     """A worker's runtime section inside another thread's startCompute..Event_wait
     window adds nothing: the window already counts that wall-clock time."""
     rows = [
@@ -111,13 +104,13 @@ def test_covered_worker_section_is_not_runtime_time_twice(make_trace):
         (7, 10, 10, "E"),
         (9, 10, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.totals_ns(Layer.RUNTIME, Phase.EXECUTION) == 6 * MS
     assert run.runtime_overlap_ns == 0
     assert run.application_total_self_ns() == (9 - 6) * MS
 
 
-def test_app_whose_time_is_all_runtime_time_prints_zero(make_trace):
+def test_app_whose_time_is_all_runtime_time_prints_zero():
     """An app span filled with runtime work gets exactly 0 (printed "-"), not -0.00."""
     rows = [
         (0, 10, 10, "[NN_LA_PO]app"),
@@ -127,12 +120,12 @@ def test_app_whose_time_is_all_runtime_time_prints_zero(make_trace):
         (0.3, 10, 10, "E"),
         (0.3, 10, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert 0.1 + 0.2 != 0.3  # the float sum of the runtime's phases is not exact
     assert _app_total_self_ms(run) == 0.0
 
 
-def test_runtime_work_still_open_when_the_next_run_starts(make_trace):
+def test_runtime_work_still_open_when_the_next_run_starts():
     """Runtime work a run boundary cuts off (dropped, reported) leaves the run's
     last stretch with no overlap assumed; the next run starts from nothing."""
     make_rows = [
@@ -146,7 +139,7 @@ def test_runtime_work_still_open_when_the_next_run_starts(make_trace):
         (8, 10, 10, "E"),
         (9, 10, 10, "E"),
     ]
-    result = parse_lines(make_trace(make_rows).splitlines())
+    result = parse_rows(make_rows)
     first, second = result.runs
     # First run: [2, 4] counted, [1, 6] open on thread 11 (dropped, reported).
     assert first.totals_ns(Layer.RUNTIME, Phase.EXECUTION) == 2 * MS

@@ -5,17 +5,11 @@ from __future__ import annotations
 import json
 import math
 
-from nnemu.parser import format_json, format_text, parse_lines
+from nnemu.parser import format_json, format_text
 from nnemu.tracer import Layer, Phase
+from tests.unit.parser.helpers import only_run, parse_rows
 
 MS = 1_000_000
-
-
-def _run(make_trace, rows):
-    result = parse_lines(make_trace(rows).splitlines())
-    assert result.diagnostics == ()
-    (run,) = result.runs
-    return run
 
 
 def _execution(t, tid=11, tgid=10):
@@ -30,7 +24,7 @@ def _execution(t, tid=11, tgid=10):
     ]
 
 
-def test_d1_warmup_phase_ends_with_its_section(make_trace):
+def test_d1_warmup_phase_ends_with_its_section():
     """D1: after [NN_LA_PWU] ends, later executions count as benchmark/overall again."""
     rows = [
         (0, 11, 10, "[NN_LA_PO]m"),
@@ -44,25 +38,23 @@ def test_d1_warmup_phase_ends_with_its_section(make_trace):
         *_execution(20),
         (30, 11, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert dict(run.execution_counts) == {Phase.OVERALL: 1, Phase.WARMUP: 1, Phase.BENCHMARK: 2}
     assert run.app_phase_times[Phase.BENCHMARK][Phase.EXECUTION][Layer.RUNTIME] == 4.0
     assert run.times[Phase.EXECUTION][Layer.RUNTIME] == 8.0
 
 
-def test_d2_only_warmup_does_not_drop_time(make_trace):
+def test_d2_only_warmup_does_not_drop_time():
     """D2: warmup executions without a benchmark phase are kept, and nothing crashes."""
     rows = [(0, 11, 10, "[NN_LA_PWU]warmup"), *_execution(1), (6, 11, 10, "E")]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.execution_counts[Phase.WARMUP] == 1
     assert run.has_warmup_and_benchmark
     assert run.times[Phase.EXECUTION][Layer.RUNTIME] == 2.0
-    assert "Benchmark" in format_text(
-        parse_lines(make_trace(rows).splitlines()), per_execution=True
-    )
+    assert "Benchmark" in format_text(parse_rows(rows), per_execution=True)
 
 
-def test_d3_subtract_under_same_layer_counted_once(make_trace):
+def test_d3_subtract_under_same_layer_counted_once():
     """D3: [SUB] runtime time inside LR > LI is not added to the runtime a second time."""
     rows = [
         (0, 11, 10, "[NN_LR_PC]ANeuralNetworksCompilation_finish"),
@@ -72,12 +64,12 @@ def test_d3_subtract_under_same_layer_counted_once(make_trace):
         (8, 11, 10, "E"),
         (10, 11, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.totals_ns(Layer.RUNTIME, Phase.COMPILATION) == 10 * MS
     assert run.totals_ns(Layer.IPC, Phase.COMPILATION) == (7 - 2) * MS
 
 
-def test_d4_synchronous_compute_is_runtime_execution(make_trace):
+def test_d4_synchronous_compute_is_runtime_execution():
     """D4: ANeuralNetworksExecution_compute counts as runtime execution (self time >= 0)."""
     rows = [
         (0, 11, 10, "[NN_LR_PE]ANeuralNetworksExecution_compute"),
@@ -85,12 +77,12 @@ def test_d4_synchronous_compute_is_runtime_execution(make_trace):
         (5, 11, 10, "E"),
         (6, 11, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.totals_ns(Layer.RUNTIME, Phase.EXECUTION) == 6 * MS
     assert run.self_times[Phase.EXECUTION][Layer.RUNTIME] == 2.0
 
 
-def test_d5_hal12_driver_execution(make_trace):
+def test_d5_hal12_driver_execution():
     """D5: execute_1_2 .. notify_1_2 and executeSynchronously give driver execution time."""
     rows = [
         (0, 31, 30, "HIDL::IPreparedModel::execute_1_2::server"),
@@ -100,18 +92,18 @@ def test_d5_hal12_driver_execution(make_trace):
         (5, 31, 30, "HIDL::IPreparedModel::executeSynchronously::server"),
         (8, 31, 30, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.totals_ns(Layer.DRIVER, Phase.EXECUTION) == (4 + 3) * MS
 
 
-def test_d6_execution_count_is_a_sum_over_threads(make_trace):
+def test_d6_execution_count_is_a_sum_over_threads():
     """D6: executions on two threads add up instead of taking the maximum."""
     rows = [*_execution(0, tid=11), *_execution(0, tid=12), *_execution(10, tid=12)]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.execution_counts[Phase.OVERALL] == 3
 
 
-def test_d7_self_time_subtracts_every_called_layer(make_trace):
+def test_d7_self_time_subtracts_every_called_layer():
     """D7: runtime self time subtracts both the IPC and the CPU-fallback totals."""
     rows = [
         (0, 11, 10, "[NN_LR_PE]ANeuralNetworksExecution_compute"),
@@ -121,11 +113,11 @@ def test_d7_self_time_subtracts_every_called_layer(make_trace):
         (7, 11, 10, "E"),
         (10, 11, 10, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.self_times[Phase.EXECUTION][Layer.RUNTIME] == 10.0 - 2.0 - 3.0
 
 
-def test_d8_several_client_processes(make_trace):
+def test_d8_several_client_processes():
     """D8: two client processes' runtime time is attributed to each and summed."""
     rows = [
         (0, 11, 10, "[NN_LR_PP]ANeuralNetworksModel_finish"),
@@ -133,11 +125,11 @@ def test_d8_several_client_processes(make_trace):
         (2, 11, 10, "E"),
         (5, 21, 20, "E"),
     ]
-    run = _run(make_trace, rows)
+    run = only_run(rows)
     assert run.totals_ns(Layer.RUNTIME, Phase.PREPARATION) == (2 + 4) * MS
 
 
-def test_d9_per_execution_json_keeps_totals(make_trace):
+def test_d9_per_execution_json_keeps_totals():
     """D9: --per-execution --json leaves times/self_times alone; only template_inputs change."""
     rows = [
         (0, 11, 10, "[NN_LA_PWU]w"),
@@ -148,14 +140,14 @@ def test_d9_per_execution_json_keeps_totals(make_trace):
         *_execution(13),
         (18, 11, 10, "E"),
     ]
-    result = parse_lines(make_trace(rows).splitlines())
+    result = parse_rows(rows)
     (obj,) = json.loads(format_json(result, per_execution=True))
     assert obj["self_times"]["PE"]["LR"] == 6.0
     assert obj["self_times"]["PBM"]["PE"]["LR"] == 4.0
     assert obj["template_inputs"]["LR_PE"] == 2.0
 
 
-def test_d10_json_stays_valid_when_a_run_is_incomplete(make_trace):
+def test_d10_json_stays_valid_when_a_run_is_incomplete():
     """D10: an unfinished first run yields a diagnostic and still-valid JSON with both runs."""
     rows = [
         (0, 11, 10, "[NN_LA_PO]first"),
@@ -163,7 +155,7 @@ def test_d10_json_stays_valid_when_a_run_is_incomplete(make_trace):
         (2, 11, 10, "[NN_LA_PO]second"),
         (3, 11, 10, "E"),
     ]
-    result = parse_lines(make_trace(rows).splitlines())
+    result = parse_rows(rows)
     assert len(result.diagnostics) == 2
     parsed = json.loads(format_json(result))
     assert [run["starting_mark"] for run in parsed] == [
@@ -172,10 +164,10 @@ def test_d10_json_stays_valid_when_a_run_is_incomplete(make_trace):
     ]
 
 
-def test_d11_null_only_replaces_missing_values(make_trace):
+def test_d11_null_only_replaces_missing_values():
     """D11: NaN becomes null as a value, text such as 'NaNet' in a mark is left alone."""
     rows = [(0, 11, 10, "[NN_LA_PO]NaNet"), (1, 11, 10, "E")]
-    result = parse_lines(make_trace(rows).splitlines())
+    result = parse_rows(rows)
     (obj,) = json.loads(format_json(result))
     assert obj["starting_mark"] == "B|10|[NN_LA_PO]NaNet"
     assert obj["times"]["PI"]["LA"] is None
