@@ -8,15 +8,14 @@ equal ``expected.stats.txt``.  A mismatch prints a unified diff;
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
 
 from nnemu import run
-from nnemu.parser import run_parse_command
 from nnemu.scenario import load_scenario
 from nnemu.tracer import open_trace_writer
+from tests.commands import run_parse
 from tests.goldens import check_golden
 
 HERE = Path(__file__).resolve().parent
@@ -29,16 +28,7 @@ def test_golden(case: Path, tmp_path: Path, update_goldens: bool):
     trace = tmp_path / "trace.txt"
     run(load_scenario(case / "scenario.yaml"), sinks=[open_trace_writer(trace)])
     check_golden(trace.read_text(encoding="utf-8"), case / "expected.trace.txt", update_goldens)
-    out, err = io.StringIO(), io.StringIO()
-    code = run_parse_command(
-        str(trace),
-        as_json=False,
-        per_execution=False,
-        total_times=False,
-        print_detail=False,
-        stdout=out,
-        stderr=err,
-    )
+    code, out, err = run_parse(trace)
     assert code == 0
-    assert err.getvalue() == ""
-    check_golden(out.getvalue(), case / "expected.stats.txt", update_goldens)
+    assert err == ""
+    check_golden(out, case / "expected.stats.txt", update_goldens)

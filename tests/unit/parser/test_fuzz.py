@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import io
 import json
 from pathlib import Path
 
@@ -11,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nnemu.parser import parse_lines, run_parse_command
+from nnemu.parser import parse_lines
 from nnemu.tracer import Layer, Phase
+from tests.commands import run_parse
 
 REPO = Path(__file__).resolve().parents[3]
 OMR1 = REPO / "tests" / "data" / "omr1.html"
@@ -83,18 +83,12 @@ def _mutated(draw: st.DrawFn, rows: list[str]) -> list[str]:
 def _run(tmp_path: Path, name: str, text: str, *flags: str) -> tuple[int, str, str]:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    out, err = io.StringIO(), io.StringIO()
-    code = run_parse_command(
-        str(path),
+    return run_parse(
+        path,
         as_json="json" in flags,
-        per_execution=False,
-        total_times=False,
         print_detail="detail" in flags,
-        stdout=out,
-        stderr=err,
         include_incomplete="incomplete" in flags,
     )
-    return code, out.getvalue(), err.getvalue()
 
 
 def _check(code: int, out: str, err: str, as_json: bool) -> None:
@@ -179,17 +173,6 @@ def test_gzip_trace_is_named_as_such(tmp_path: Path):
     """A gzip-compressed trace gets a message saying so, and exit 2."""
     path = tmp_path / "trace.html.gz"
     path.write_bytes(gzip.compress(OMR1.read_bytes()[:1000]))
-    out, err = io.StringIO(), io.StringIO()
-    code = run_parse_command(
-        str(path),
-        as_json=False,
-        per_execution=False,
-        total_times=False,
-        print_detail=False,
-        stdout=out,
-        stderr=err,
-    )
+    code, _, err = run_parse(path)
     assert code == 2
-    assert err.getvalue() == (
-        f"{path}: error: the file is gzip-compressed; decompress it first (gunzip -k)\n"
-    )
+    assert err == f"{path}: error: the file is gzip-compressed; decompress it first (gunzip -k)\n"

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
 
 from nnemu.errors import TraceFormatError
-from nnemu.parser import parse_lines, run_parse_command
+from nnemu.parser import parse_lines
 from nnemu.tracer import Layer, Phase
+from tests.commands import run_parse
 
 HEADER = 2  # "# tracer: nop" and "#" precede the rows in make_trace's output
 
@@ -20,20 +20,6 @@ def _parse(text: str):
 
 def _messages(result) -> list[tuple[int, str, str]]:
     return [(d.line_number, d.severity, d.message) for d in result.diagnostics]
-
-
-def _run_command(path: Path) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run_parse_command(
-        str(path),
-        as_json=False,
-        per_execution=False,
-        total_times=False,
-        print_detail=False,
-        stdout=out,
-        stderr=err,
-    )
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_end_without_begin_is_a_warning(make_trace):
@@ -180,7 +166,7 @@ def test_truncated_html(tmp_path: Path, make_trace):
     html = '<!DOCTYPE html>\n<html>\n  <script class="trace-data" type="application/text">\n' + body
     path = tmp_path / "cut.html"
     path.write_text(html)
-    code, out, err = _run_command(path)
+    code, out, err = run_parse(path)
     assert code == 0
     assert "Runtime" in out
     assert err.startswith(f"{path}:")
@@ -191,7 +177,7 @@ def test_no_ftrace_data_exits_2(tmp_path: Path):
     """An HTML file without an ftrace block is unusable: exit code 2, one error line."""
     path = tmp_path / "empty.html"
     path.write_text("<!DOCTYPE html>\n<html><body></body></html>\n")
-    code, out, err = _run_command(path)
+    code, out, err = run_parse(path)
     assert (code, out) == (2, "")
     assert "error: no ftrace data found" in err
 
@@ -200,14 +186,14 @@ def test_no_nnapi_marks_exits_2(tmp_path: Path, make_trace):
     """A trace without NNAPI marks is unusable: exit code 2."""
     path = tmp_path / "other.txt"
     path.write_text(make_trace([(0, 1, 1, "Choreographer#doFrame"), (1, 1, 1, "E")]))
-    code, out, err = _run_command(path)
+    code, out, err = run_parse(path)
     assert (code, out) == (2, "")
     assert "error: no NNAPI trace marks found" in err
 
 
 def test_unreadable_file_exits_2(tmp_path: Path):
     """A missing file gives exit code 2 and one error line, no traceback."""
-    code, out, err = _run_command(tmp_path / "missing.html")
+    code, out, err = run_parse(tmp_path / "missing.html")
     assert (code, out) == (2, "")
     assert err.count("\n") == 1
     assert "error: cannot read the trace" in err
@@ -217,7 +203,7 @@ def test_diagnostics_do_not_change_exit_code(tmp_path: Path, make_trace):
     """Warnings are printed as FILE:LINE: warning: ... and the exit code stays 0."""
     path = tmp_path / "t.txt"
     path.write_text(make_trace([(0, 1, 1, "[NN_LR_PP]f"), (1, 1, 1, "E"), (2, 1, 1, "E")]))
-    code, _, err = _run_command(path)
+    code, _, err = run_parse(path)
     assert code == 0
     assert (
         err == f"{path}:{HEADER + 3}: warning: end mark (E) with no open section on this thread\n"
