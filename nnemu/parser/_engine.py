@@ -568,7 +568,8 @@ def _set_roles(kind: _Kind, mark: Mark) -> None:
 
 def _set_shortcuts(kind: _Kind) -> None:
     """The flags ``feed`` tests to open or close the common sections inline (roles set already)."""
-    kind.special_open = (
+    # Work beyond the runtime's interval when the section opens or closes.
+    opens_work = (
         kind.app_entry
         or kind.la_pe
         or kind.queue_async
@@ -576,11 +577,9 @@ def _set_shortcuts(kind: _Kind) -> None:
         or kind.po
         or kind.start_compute
         or kind.hidl_client
-        or kind.rt_top
-        or kind.rt_pause
         or kind.event_wait
     )
-    kind.plain_close = not (
+    closes_work = (
         kind.app_entry
         or kind.moved_from_caller
         or kind.po
@@ -588,31 +587,14 @@ def _set_shortcuts(kind: _Kind) -> None:
         or kind.start_compute
         or kind.event_wait
         or kind.moved
-        or kind.rt_top
-        or kind.rt_pause
     )
+    kind.special_open = opens_work or kind.rt_top or kind.rt_pause
+    kind.plain_close = not (closes_work or kind.rt_top or kind.rt_pause)
     # Runtime sections with nothing special about them but their interval: feed
     # opens and closes them inline.
-    kind.rt_open_plain = kind.rt_top and not (
-        kind.app_entry
-        or kind.la_pe
-        or kind.queue_async
-        or kind.prepare_server
-        or kind.po
-        or kind.start_compute
-        or kind.hidl_client
-        or kind.event_wait
-    )
+    kind.rt_open_plain = kind.rt_top and not opens_work
     kind.rt_wait_open = kind.rt_top and kind.event_wait
-    kind.rt_close_plain = kind.rt_top and not (
-        kind.app_entry
-        or kind.moved_from_caller
-        or kind.po
-        or kind.execution_create
-        or kind.start_compute
-        or kind.event_wait
-        or kind.moved
-    )
+    kind.rt_close_plain = kind.rt_top and not closes_work
 
 
 def _nesting_problems(
