@@ -1319,15 +1319,7 @@ class Engine:
                 _busy_open(holder.run, end)
         elif kind.rt_top:
             if frame.busy:
-                # _busy_close, inlined.
-                run = holder.run
-                if run.busy > 0:
-                    run.runtime_sum += end
-                    run.busy -= 1
-                    if not run.busy:
-                        if end > run.busy_since:
-                            run.runtime_union += end - run.busy_since
-                        run.runtime_settled = run.runtime_sum
+                _busy_close(holder.run, end)
         elif kind.rt_pause and frame.busy:
             _busy_open(holder.run, end)
         if kind.start_compute:
