@@ -13,6 +13,7 @@ from nnemu.replay._build import (
     derive_exec_ratio,
     describe_build,
     describe_plan,
+    loop_problem,
 )
 from nnemu.replay._command import run_replay_command
 from nnemu.replay._extract import (
@@ -47,5 +48,6 @@ __all__ = [
     "describe_build",
     "describe_plan",
     "extract_plan",
+    "loop_problem",
     "run_replay_command",
 ]

@@ -18,6 +18,8 @@ from nnemu._emulator import build_model
 from nnemu.driver import capabilities_from, compute_plan
 from nnemu.replay._extract import TraceApp, TraceDriver, TracePlan
 from nnemu.scenario import (
+    MAX_EXECUTIONS,
+    MAX_TIME_MS,
     AppSpec,
     CpuSpec,
     DeviceCostSpec,
@@ -123,6 +125,40 @@ def _loop_period_ns(plan: TracePlan) -> int:
         return span + int(statistics.median(gaps))
     durations = [d.median_execution_ns for d in plan.drivers if d.median_execution_ns]
     return span + (int(max(durations)) if durations else 1_000_000)
+
+
+def loop_problem(plan: TracePlan, *, fast: bool, loops: int) -> str | None:
+    """Why replaying ``plan`` ``loops`` times would pass a scenario's limits, naming ``-l``
+    (or the trace's span) and the limit; None when it stays inside them.
+
+    Checked before the build so the user reads about what they wrote, not about the
+    ``arrivals_ms`` or ``executions`` the build would have made of it.
+    """
+    if fast:
+        count = max(len(app.arrivals_ns) for app in plan.apps)
+        most = MAX_EXECUTIONS // count
+        if loops <= most:
+            return None
+        return (
+            f"-l {loops}: an app would run {loops * count} executions, "
+            f"past a scenario's limit of {MAX_EXECUTIONS} per app; use -l {most} at most"
+        )
+    span_ns = max(app.arrivals_ns[-1] - app.arrivals_ns[0] for app in plan.apps)
+    if _ms(span_ns) > MAX_TIME_MS:
+        return (
+            f"{plan.source}: the trace's arrivals span {_ms(span_ns):.3f} ms, past a scenario's limit of "
+            f"{MAX_TIME_MS:.0f} ms (one hour); replay it with -n"
+        )
+    period_ns = _loop_period_ns(plan)
+    most = int((MAX_TIME_MS * 1e6 - span_ns) // period_ns) + 1
+    while most > 1 and _ms((most - 1) * period_ns + span_ns) > MAX_TIME_MS:
+        most -= 1
+    if loops <= most:
+        return None
+    return (
+        f"-l {loops}: the last arrival would come at {_ms((loops - 1) * period_ns + span_ns):.3f}"
+        f" ms, past a scenario's limit of {MAX_TIME_MS:.0f} ms (one hour); use -l {most} at most"
+    )
 
 
 @attrs.define

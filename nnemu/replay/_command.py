@@ -9,7 +9,7 @@ from typing import Any, TextIO
 from nnemu._emulator import run
 from nnemu._files import write_text
 from nnemu.errors import ExitCode, Interrupted, OutputError
-from nnemu.replay._build import build_replay, describe_build, describe_plan
+from nnemu.replay._build import build_replay, describe_build, describe_plan, loop_problem
 from nnemu.replay._extract import TracePlan, extract_plan
 from nnemu.replay._overrides import OverrideError, apply_overrides
 from nnemu.replay._stepper import Stepper
@@ -137,6 +137,10 @@ def _prepare(
     """Extract the plan, build the scenario with the ``--set`` changes, print both (and save
     the scenario); the exit code instead when a change or the saving fails."""
     plan = extract_plan(trace_path)
+    problem = loop_problem(plan, fast=fast, loops=loop or 1)
+    if problem:
+        stderr.write(problem + "\n")
+        return ExitCode.BAD_INPUT
     name = "replay-" + os.path.splitext(os.path.basename(trace_path))[0]
     built = build_replay(plan, fast=fast, loops=loop or 1, name=name)
     try:

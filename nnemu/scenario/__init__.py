@@ -12,6 +12,7 @@ from nnemu.scenario._expect import (
     RESULT_CODE_NAMES,
     parse_expectation,
 )
+from nnemu.scenario._limits import MAX_EXECUTIONS, MAX_TIME_MS
 from nnemu.scenario._load import load_scenario, load_scenario_text
 from nnemu.scenario._model import (
     CPU_DEVICE_NAME,
@@ -47,6 +48,8 @@ __all__ = [
     "DTYPES",
     "EXPECTATION_METRICS",
     "LATENCY_STATS",
+    "MAX_EXECUTIONS",
+    "MAX_TIME_MS",
     "PRESETS",
     "RESULT_CODE_NAMES",
     "AppSpec",

@@ -7,10 +7,17 @@ import json
 import re
 from pathlib import Path
 
+import attrs
 import pytest
 
 from nnemu.hal import Priority
-from nnemu.replay import OverrideError, apply_overrides, build_replay, extract_plan
+from nnemu.replay import (
+    OverrideError,
+    apply_overrides,
+    build_replay,
+    extract_plan,
+    loop_problem,
+)
 from nnemu.scenario import WorkloadKind, load_scenario
 from tests.commands import run_cli
 from tests.unit.replay.helpers import OMR1, QUICKSTART, assert_balanced, la_pe_begins, record
@@ -225,3 +232,45 @@ def test_missing_trace_exits_two(tmp_path: Path):
     code, _, err = run_cli("replay", str(tmp_path / "nope.html"))
     assert code == 2
     assert "no such file" in err
+
+
+def test_loop_count_past_an_hour_is_refused_naming_l():
+    """-l N whose arrivals would end past the one-hour limit exits 2 naming -l and the most N allowed."""
+    code, out, err = run_cli("replay", str(OMR1), "-l", "20000")
+    assert code == 2
+    assert err == (
+        "-l 20000: the last arrival would come at 73998737.256 ms, past a scenario's limit"
+        " of 3600000 ms (one hour); use -l 973 at most\n"
+    )
+    assert "arrivals_ms" not in err
+    assert out == ""
+
+
+def test_loop_limit_is_the_last_count_that_builds():
+    """The most loops named is exactly the last count whose scenario builds; one more is refused."""
+    plan = extract_plan(str(OMR1))
+    assert loop_problem(plan, fast=False, loops=973) is None
+    build_replay(plan, loops=973)
+    assert "use -l 973 at most" in (loop_problem(plan, fast=False, loops=974) or "")
+
+
+def test_fast_loop_count_past_the_execution_limit_is_refused():
+    """-n -l N with more than ten million executions per app exits 2 naming -l and its limit."""
+    code, _, err = run_cli("replay", str(OMR1), "-n", "-l", "3000000")
+    assert code == 2
+    assert err.startswith("-l 3000000: an app would run 15000000 executions")
+    assert "use -l 2000000 at most" in err
+
+
+def test_trace_spanning_past_an_hour_is_refused_naming_the_trace():
+    """A trace whose arrivals span more than an hour is refused naming the trace and -n, even once."""
+    plan = extract_plan(str(OMR1))
+    app = plan.apps[0]
+    late = (*app.arrivals_ns, app.arrivals_ns[0] + 3_700_000 * 1_000_000)
+    long_plan = attrs.evolve(plan, apps=(attrs.evolve(app, arrivals_ns=late),))
+    problem = loop_problem(long_plan, fast=False, loops=1)
+    assert problem == (
+        f"{OMR1}: the trace's arrivals span 3700000.000 ms, past a scenario's limit of"
+        " 3600000 ms (one hour); replay it with -n"
+    )
+    assert loop_problem(long_plan, fast=True, loops=1) is None
