@@ -77,21 +77,28 @@ del _mutation
 PREFERENCE_PAIRS = version_pairs(V11)
 
 
-@pytest.mark.parametrize("preference", [-1, 3])
-@pytest.mark.parametrize("pair", PREFERENCE_PAIRS, ids=map(pair_id, PREFERENCE_PAIRS))
-async def test_ValidationTest_mutateExecutionPreferenceTest(
-    autojump_clock, driver_world, pair, preference
-):
-    """VTS: a preference outside LOW_POWER..SUSTAINED_SPEED makes prepareModel_1_x INVALID_ARGUMENT at launch and in the callback."""
+async def _prepare_every_model(driver_world, pair, **mutation: object) -> list[object]:
+    """What prepareModel_1_x returns and notifies for each model of the pair's version, prepared
+    with ``mutation`` (e.g. ``preference=-1``) on a fresh driver of the pair's service version."""
     service_version, version = pair
     world = driver_world(service_version)
     results: list[object] = []
 
     async def client():
         for name in models_for(version):
-            results.append(await world.prepare(version, model(name), preference=preference))
+            results.append(await world.prepare(version, model(name), **mutation))
 
     await world.run(client)
+    return results
+
+
+@pytest.mark.parametrize("preference", [-1, 3])
+@pytest.mark.parametrize("pair", PREFERENCE_PAIRS, ids=map(pair_id, PREFERENCE_PAIRS))
+async def test_ValidationTest_mutateExecutionPreferenceTest(
+    autojump_clock, driver_world, pair, preference
+):
+    """VTS: a preference outside LOW_POWER..SUSTAINED_SPEED makes prepareModel_1_x INVALID_ARGUMENT at launch and in the callback."""
+    results = await _prepare_every_model(driver_world, pair, preference=preference)
     assert results
     assert all(r == (INVALID, [(INVALID, None)]) for r in results), results
 
@@ -105,15 +112,7 @@ async def test_ValidationTest_mutateExecutionPriorityTest(
     autojump_clock, driver_world, pair, priority
 ):
     """VTS: a priority outside LOW..HIGH makes prepareModel_1_3 INVALID_ARGUMENT at launch and in the callback."""
-    service_version, version = pair
-    world = driver_world(service_version)
-    results: list[object] = []
-
-    async def client():
-        for name in models_for(version):
-            results.append(await world.prepare(version, model(name), priority=priority))
-
-    await world.run(client)
+    results = await _prepare_every_model(driver_world, pair, priority=priority)
     assert results
     assert all(r == (INVALID, [(INVALID, None)]) for r in results), results
 
