@@ -29,6 +29,13 @@ def _perf(exec_time: float, power_usage: float = 1.0) -> PerformanceSpec:
     return PerformanceSpec(float32=info, quant8=info, other=info)
 
 
+def _conv_only() -> DeviceSpec:
+    """A fast driver ("conv") that supports CONV_2D only: ``_chain``'s RELU needs another device."""
+    return DeviceSpec(
+        name="conv", performance=_perf(0.2), supported_operations=(OperationType.CONV_2D,)
+    )
+
+
 def _chain() -> Model:
     """CONV_2D → RELU → CONV_2D, float32."""
     return build_chain(
@@ -242,11 +249,7 @@ async def test_partitioning_ties_and_slower_drivers_go_to_cpu(autojump_clock, ex
 
 async def test_unsupported_ops_go_to_cpu_in_a_compound_plan(autojump_clock):
     """Ops a partial driver does not support run on the CPU, giving one step per device run."""
-    world = RuntimeWorld(
-        DeviceSpec(
-            name="conv", performance=_perf(0.2), supported_operations=(OperationType.CONV_2D,)
-        )
-    )
+    world = RuntimeWorld(_conv_only())
     plans: list[list[tuple[str, tuple[int, ...]]]] = []
     codes: list[ResultCode] = []
 
@@ -264,11 +267,7 @@ async def test_unsupported_ops_go_to_cpu_in_a_compound_plan(autojump_clock):
 
 async def test_create_for_devices_without_support_is_bad_data(autojump_clock):
     """createForDevices on a device that cannot run some op makes finish return BAD_DATA."""
-    world = RuntimeWorld(
-        DeviceSpec(
-            name="conv", performance=_perf(0.2), supported_operations=(OperationType.CONV_2D,)
-        )
-    )
+    world = RuntimeWorld(_conv_only())
     codes: list[ResultCode] = []
 
     async def app(runtime: Runtime):
@@ -507,11 +506,7 @@ async def test_measured_duration_is_reported_in_ns(autojump_clock):
 
 async def test_compound_plan_on_dead_driver_reruns_failed_steps_on_cpu(autojump_clock):
     """In a compound plan each driver step that fails on a dead driver is rerun on the CPU."""
-    world = RuntimeWorld(
-        DeviceSpec(
-            name="conv", performance=_perf(0.2), supported_operations=(OperationType.CONV_2D,)
-        )
-    )
+    world = RuntimeWorld(_conv_only())
     results: list[object] = []
 
     async def app(runtime: Runtime):
