@@ -471,6 +471,34 @@ def apps(
     return _drawn(build)
 
 
+@attrs.frozen
+class _Shape:
+    """What ``scenarios`` was asked for: its arguments, held for the functions that draw."""
+
+    min_devices: int
+    max_devices: int
+    min_apps: int
+    max_apps: int
+    max_executions: int
+    workload_kinds: Sequence[WorkloadKind]
+    hal_versions: Sequence[HalVersion]
+    schedulers: Sequence[SchedulerKind]
+    preemptions: Sequence[PreemptionKind]
+    deadline_policies: Sequence[DeadlinePolicy]
+    max_compute_units: int
+    fault_kinds: Sequence[FaultKind]
+    max_faults: int
+    jitter: bool
+    partial: bool
+    timeouts: bool
+    pinned: bool | None
+    shared_uids: bool
+    durations: bool
+    supported_pins: bool
+    contended: bool
+    near_deadlines: bool
+
+
 def scenarios(
     *,
     min_devices: int = 1,
@@ -511,117 +539,158 @@ def scenarios(
     carry no deadline). Executions are then refused, aborted and completed by their
     deadline in comparable measure.
     """
+    shape = _Shape(
+        min_devices=min_devices,
+        max_devices=max_devices,
+        min_apps=min_apps,
+        max_apps=max_apps,
+        max_executions=max_executions,
+        workload_kinds=workload_kinds,
+        hal_versions=hal_versions,
+        schedulers=schedulers,
+        preemptions=preemptions,
+        deadline_policies=deadline_policies,
+        max_compute_units=max_compute_units,
+        fault_kinds=fault_kinds,
+        max_faults=max_faults,
+        jitter=jitter,
+        partial=partial,
+        timeouts=timeouts,
+        pinned=pinned,
+        shared_uids=shared_uids,
+        durations=durations,
+        supported_pins=supported_pins,
+        contended=contended,
+        near_deadlines=near_deadlines,
+    )
+    return _drawn(functools.partial(_scenario, shape=shape))
 
-    def build(draw: st.DrawFn) -> Scenario:
-        n_devices = draw(st.integers(min_devices, max_devices))
-        device_names = [f"d{i}" for i in range(n_devices)]
+
+def _scenario(draw: st.DrawFn, shape: _Shape) -> Scenario:
+    """One scenario of ``shape``: its devices, models and apps, then seed, duration and IPC."""
+    device_specs = _scenario_devices(draw, shape)
+    n_models = draw(st.integers(1, 2))
+    model_specs = tuple(draw(models(f"m{i}")) for i in range(n_models))
+    n_apps = draw(st.integers(shape.min_apps, shape.max_apps))
+    app_specs: list[AppSpec] = []
+    for i in range(n_apps):
+        app_specs.append(_scenario_app(draw, shape, i, app_specs, device_specs, model_specs))
+    return Scenario(
+        name="generated",
+        seed=draw(st.integers(0, 2**16)),
+        duration_ms=draw(st.none() | _ms(1, 40)) if shape.durations else None,
+        devices=device_specs,
+        ipc=IpcSpec(latency_us=draw(st.sampled_from([0.0, 10.0, 50.0]))),
+        models=model_specs,
+        apps=tuple(app_specs),
+    )
+
+
+def _scenario_devices(draw: st.DrawFn, shape: _Shape) -> tuple[DeviceSpec, ...]:
+    """The devices ``d0``, ``d1``, … of a scenario of ``shape``."""
+    n_devices = draw(st.integers(shape.min_devices, shape.max_devices))
+    device_specs = tuple(
+        draw(
+            devices(
+                f"d{i}",
+                hal_versions=shape.hal_versions,
+                schedulers=shape.schedulers,
+                preemptions=shape.preemptions,
+                deadline_policies=shape.deadline_policies,
+                max_compute_units=shape.max_compute_units,
+                fault_kinds=shape.fault_kinds,
+                max_faults=shape.max_faults,
+                jitter=shape.jitter,
+                partial=shape.partial,
+                faults_after_ms=10.0 if shape.near_deadlines else 0.0,
+                memory_mbs=(64.0, 1024.0)
+                if shape.near_deadlines
+                else (0.05, 64.0, 1024.0, 1024.0, 1024.0),
+            )
+        )
+        for i in range(n_devices)
+    )
+    if shape.contended:
+        # Compilations take no time, so the apps' first arrivals fall together.
         device_specs = tuple(
-            draw(
-                devices(
-                    name,
-                    hal_versions=hal_versions,
-                    schedulers=schedulers,
-                    preemptions=preemptions,
-                    deadline_policies=deadline_policies,
-                    max_compute_units=max_compute_units,
-                    fault_kinds=fault_kinds,
-                    max_faults=max_faults,
-                    jitter=jitter,
-                    partial=partial,
-                    faults_after_ms=10.0 if near_deadlines else 0.0,
-                    memory_mbs=(64.0, 1024.0)
-                    if near_deadlines
-                    else (0.05, 64.0, 1024.0, 1024.0, 1024.0),
-                )
-            )
-            for name in device_names
+            attrs.evolve(d, cost=attrs.evolve(d.cost, prepare_ms=0.0, prepare_ms_per_op=0.0))
+            for d in device_specs
         )
-        if contended:
-            # Compilations take no time, so the apps' first arrivals fall together.
-            device_specs = tuple(
-                attrs.evolve(d, cost=attrs.evolve(d.cost, prepare_ms=0.0, prepare_ms_per_op=0.0))
-                for d in device_specs
-            )
-        if near_deadlines and HalVersion.V1_3 in hal_versions:
-            device_specs = (
-                attrs.evolve(
-                    device_specs[0], hal_version=HalVersion.V1_3, supported_operations=None
-                ),
-                *device_specs[1:],
-            )
-        n_models = draw(st.integers(1, 2))
-        model_specs = tuple(draw(models(f"m{i}")) for i in range(n_models))
-        by_model = {m.name: m for m in model_specs}
-        n_apps = draw(st.integers(min_apps, max_apps))
-        by_name = {device.name: device for device in device_specs}
-        runnable = {
-            model.name: [d.name for d in device_specs if runs_whole(model, d)]
-            for model in model_specs
-        }
-        # Apps that must be pinned take a model some device runs whole, if there is one.
-        usable = [m.name for m in model_specs if runnable[m.name]]
-        if not (supported_pins and pinned is True and usable):
-            usable = list(by_model)
-        kinds = list(workload_kinds)
-        if contended and WorkloadKind.BURST in kinds:
-            kinds += [WorkloadKind.BURST] * len(kinds)  # bursts half the time: queues form
-        app_specs: list[AppSpec] = []
-        for i in range(n_apps):
-            uid = 10000 + i
-            if shared_uids and i > 0 and draw(st.booleans()):
-                uid = app_specs[draw(st.integers(0, i - 1))].uid
-            model = draw(st.sampled_from(usable))
-            pin_to = runnable[model] if supported_pins else device_names
-            if near_deadlines:
-                # Only a 1.3 driver receives deadlines (older HALs have no timeout argument).
-                pin_to = [d for d in pin_to if by_name[d].hal_version is HalVersion.V1_3] or pin_to
-            if contended and len(pin_to) > 1 and draw(st.integers(0, 3)) < 3:
-                pin_to = pin_to[:1]
-            timeout_draw = None
-            if near_deadlines:
-                spec = by_model[model]
-
-                def timeout_draw(
-                    name: str, spec: ModelSpec = spec
-                ) -> st.SearchStrategy[float | None]:
-                    if name not in by_name:  # the CPU device: no driver estimate
-                        return st.sampled_from([0.05, 0.5, 3.0])
-                    return near_estimate_timeouts(idle_estimate_ns(spec, by_name[name]))
-
-            app_specs.append(
-                draw(
-                    apps(
-                        f"a{i}",
-                        uid,
-                        [model],
-                        device_names,
-                        max_executions=max_executions,
-                        workload_kinds=kinds,
-                        timeouts=timeouts,
-                        pinned=pinned,
-                        pin_to=pin_to,
-                        max_threads=4 if contended else 2,
-                        # A burst carries no deadline (HAL 1.2 IBurst has no timeout).
-                        execution_modes=[m for m in ExecutionMode if m is not ExecutionMode.BURST]
-                        if near_deadlines
-                        else tuple(ExecutionMode),
-                        execution_timeouts=timeout_draw,
-                        compile_timeouts=(50.0,) if near_deadlines else (0.001, 3.0, 50.0),
-                        max_start_ms=0.05 if contended else 10.0,
-                    )
-                )
-            )
-        return Scenario(
-            name="generated",
-            seed=draw(st.integers(0, 2**16)),
-            duration_ms=draw(st.none() | _ms(1, 40)) if durations else None,
-            devices=device_specs,
-            ipc=IpcSpec(latency_us=draw(st.sampled_from([0.0, 10.0, 50.0]))),
-            models=model_specs,
-            apps=tuple(app_specs),
+    if shape.near_deadlines and HalVersion.V1_3 in shape.hal_versions:
+        device_specs = (
+            attrs.evolve(device_specs[0], hal_version=HalVersion.V1_3, supported_operations=None),
+            *device_specs[1:],
         )
+    return device_specs
 
-    return _drawn(build)
+
+def _scenario_app(
+    draw: st.DrawFn,
+    shape: _Shape,
+    i: int,
+    earlier: Sequence[AppSpec],
+    device_specs: Sequence[DeviceSpec],
+    model_specs: Sequence[ModelSpec],
+) -> AppSpec:
+    """App ``a{i}`` of a scenario of ``shape``, after the apps ``earlier`` (whose uid it may share)."""
+    device_names = [d.name for d in device_specs]
+    by_model = {m.name: m for m in model_specs}
+    by_name = {device.name: device for device in device_specs}
+    runnable = {
+        model.name: [d.name for d in device_specs if runs_whole(model, d)] for model in model_specs
+    }
+    # Apps that must be pinned take a model some device runs whole, if there is one.
+    usable = [m.name for m in model_specs if runnable[m.name]]
+    if not (shape.supported_pins and shape.pinned is True and usable):
+        usable = list(by_model)
+    kinds = list(shape.workload_kinds)
+    if shape.contended and WorkloadKind.BURST in kinds:
+        kinds += [WorkloadKind.BURST] * len(kinds)  # bursts half the time: queues form
+    uid = 10000 + i
+    if shape.shared_uids and i > 0 and draw(st.booleans()):
+        uid = earlier[draw(st.integers(0, i - 1))].uid
+    model = draw(st.sampled_from(usable))
+    pin_to = runnable[model] if shape.supported_pins else device_names
+    if shape.near_deadlines:
+        # Only a 1.3 driver receives deadlines (older HALs have no timeout argument).
+        pin_to = [d for d in pin_to if by_name[d].hal_version is HalVersion.V1_3] or pin_to
+    if shape.contended and len(pin_to) > 1 and draw(st.integers(0, 3)) < 3:
+        pin_to = pin_to[:1]
+    near = shape.near_deadlines
+    return draw(
+        apps(
+            f"a{i}",
+            uid,
+            [model],
+            device_names,
+            max_executions=shape.max_executions,
+            workload_kinds=kinds,
+            timeouts=shape.timeouts,
+            pinned=shape.pinned,
+            pin_to=pin_to,
+            max_threads=4 if shape.contended else 2,
+            # A burst carries no deadline (HAL 1.2 IBurst has no timeout).
+            execution_modes=[m for m in ExecutionMode if m is not ExecutionMode.BURST]
+            if near
+            else tuple(ExecutionMode),
+            execution_timeouts=_near_timeouts(by_model[model], by_name) if near else None,
+            compile_timeouts=(50.0,) if near else (0.001, 3.0, 50.0),
+            max_start_ms=0.05 if shape.contended else 10.0,
+        )
+    )
+
+
+def _near_timeouts(
+    spec: ModelSpec, by_name: Mapping[str, DeviceSpec]
+) -> Callable[[str], st.SearchStrategy[float | None]]:
+    """Execution timeouts for ``spec`` around the idle estimate of the device an app is pinned to."""
+
+    def timeout_draw(name: str) -> st.SearchStrategy[float | None]:
+        if name not in by_name:  # the CPU device: no driver estimate
+            return st.sampled_from([0.05, 0.5, 3.0])
+        return near_estimate_timeouts(idle_estimate_ns(spec, by_name[name]))
+
+    return timeout_draw
 
 
 @attrs.frozen
