@@ -71,9 +71,15 @@ class _Builder:
         kind: OperandType | None = None,
     ) -> int:
         """A temporary tensor of the builder's dtype (or ``kind``)."""
+        return self._add(self._operand(shape, kind, qparams))
+
+    def _operand(
+        self, shape: Sequence[int], kind: OperandType | None, qparams: tuple[float, int]
+    ) -> Operand:
+        """An operand of ``shape`` and the builder's dtype (or ``kind``), quantized by ``qparams``."""
         kind = self.tensor_type if kind is None else kind
         scale, zero_point = _qparams(kind, qparams)
-        return self._add(Operand(type=kind, dimensions=shape, scale=scale, zero_point=zero_point))
+        return Operand(type=kind, dimensions=shape, scale=scale, zero_point=zero_point)
 
     def constant(
         self,
@@ -82,9 +88,7 @@ class _Builder:
         qparams: tuple[float, int] = _Q_WEIGHTS,
     ) -> int:
         """A CONSTANT_COPY operand placed at the next 4-byte aligned offset of the blob."""
-        kind = self.tensor_type if kind is None else kind
-        scale, zero_point = _qparams(kind, qparams)
-        operand = Operand(type=kind, dimensions=shape, scale=scale, zero_point=zero_point)
+        operand = self._operand(shape, kind, qparams)
         offset = -(-self.blob[0] // 4) * 4
         self.blob[0] = offset + operand.byte_size
         return self._add(
@@ -116,17 +120,8 @@ class _Builder:
         kind: OperandType | None = None,
         qparams: tuple[float, int] = _Q_INPUT,
     ) -> int:
-        kind = self.tensor_type if kind is None else kind
-        scale, zero_point = _qparams(kind, qparams)
-        index = self._add(
-            Operand(
-                type=kind,
-                dimensions=shape,
-                scale=scale,
-                zero_point=zero_point,
-                lifetime=OperandLifeTime.SUBGRAPH_INPUT,
-            )
-        )
+        operand = self._operand(shape, kind, qparams)
+        index = self._add(attrs.evolve(operand, lifetime=OperandLifeTime.SUBGRAPH_INPUT))
         self.inputs.append(index)
         return index
 
@@ -641,16 +636,7 @@ def _chain_layer(
 ) -> int:
     in_shape = b.shape(x)
     if kind in (OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D):
-        if len(out) != 4 or len(in_shape) != 4:
-            x = b.reshape(x, (1, 1, 1, math.prod(in_shape)))
-            in_shape = b.shape(x)
-            out = (1, 1, 1, out[-1]) if len(out) != 4 else out
-        kh, kw = (filt[1], filt[2]) if filt and len(filt) == 4 else (3, 3)
-        stride = max(1, math.ceil(in_shape[1] / out[1]))
-        if kind == OperationType.CONV_2D:
-            return b.conv(x, out[3], (kh, kw), stride, _ACT_RELU, (out[1], out[2]))
-        multiplier = max(1, out[3] // in_shape[3])
-        return b.depthwise(x, (kh, kw), stride, _ACT_RELU, multiplier, (out[1], out[2]))
+        return _conv_layer(b, x, kind, out, filt)
     if kind == OperationType.FULLY_CONNECTED:
         size = filt[1] if filt and len(filt) == 2 else math.prod(in_shape[1:]) or 1
         y = b.fully_connected(x, out[-1], _ACT_NONE, size)
@@ -697,29 +683,49 @@ def _chain_layer(
         y = b.tensor(out, b._same_q(x))
         b.op(kind, [x, b.scalar(out[2]), b.scalar(out[1])], [y])
         return y
+    if kind in (OperationType.LSTM, OperationType.RNN):
+        return _recurrent_layer(b, x, kind, out)
+    msg = f"{kind.name} cannot be a chain layer"
+    raise ValueError(msg)
+
+
+def _conv_layer(
+    b: _Builder, x: int, kind: OperationType, out: tuple[int, ...], filt: tuple[int, ...] | None
+) -> int:
+    """A CONV_2D or DEPTHWISE_CONV_2D chain layer (a flat input or output becomes 1x1)."""
+    in_shape = b.shape(x)
+    if len(out) != 4 or len(in_shape) != 4:
+        x = b.reshape(x, (1, 1, 1, math.prod(in_shape)))
+        in_shape = b.shape(x)
+        out = (1, 1, 1, out[-1]) if len(out) != 4 else out
+    kh, kw = (filt[1], filt[2]) if filt and len(filt) == 4 else (3, 3)
+    stride = max(1, math.ceil(in_shape[1] / out[1]))
+    if kind == OperationType.CONV_2D:
+        return b.conv(x, out[3], (kh, kw), stride, _ACT_RELU, (out[1], out[2]))
+    multiplier = max(1, out[3] // in_shape[3])
+    return b.depthwise(x, (kh, kw), stride, _ACT_RELU, multiplier, (out[1], out[2]))
+
+
+def _recurrent_layer(b: _Builder, x: int, kind: OperationType, out: tuple[int, ...]) -> int:
+    """An LSTM or RNN chain layer (float32 only: neither has a quant8 form)."""
+    if b.quant:
+        msg = f"{kind.name} has no quant8 form; use dtype float32"
+        raise ValueError(msg)
+    in_shape = b.shape(x)
     if kind == OperationType.LSTM:
-        if b.quant:
-            msg = "LSTM has no quant8 form; use dtype float32"
-            raise ValueError(msg)
         zeros = b.constant((in_shape[0], out[-1]))
         output, *_ = b.lstm(x, (zeros, zeros), out[-1])
         return output
-    if kind == OperationType.RNN:
-        if b.quant:
-            msg = "RNN has no quant8 form; use dtype float32"
-            raise ValueError(msg)
-        batch, units = in_shape[0], out[-1]
-        weights = [
-            b.constant((units, in_shape[-1])),
-            b.constant((units, units)),
-            b.constant((units,)),
-            b.constant((batch, units)),
-        ]
-        state, y = b.tensor((batch, units)), b.tensor((batch, units))
-        b.op(kind, [x, *weights, b.scalar(_ACT_RELU)], [state, y])
-        return y
-    msg = f"{kind.name} cannot be a chain layer"
-    raise ValueError(msg)
+    batch, units = in_shape[0], out[-1]
+    weights = [
+        b.constant((units, in_shape[-1])),
+        b.constant((units, units)),
+        b.constant((units,)),
+        b.constant((batch, units)),
+    ]
+    state, y = b.tensor((batch, units)), b.tensor((batch, units))
+    b.op(kind, [x, *weights, b.scalar(_ACT_RELU)], [state, y])
+    return y
 
 
 def build_chain(
