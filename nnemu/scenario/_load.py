@@ -14,10 +14,10 @@ import os
 
 import attrs
 
-from nnemu.errors import Problem, ScenarioError
+from nnemu.errors import ScenarioError
 from nnemu.scenario._model import Scenario
 from nnemu.scenario._rules import _Checker
-from nnemu.scenario._yaml import compose_text
+from nnemu.scenario._yaml import compose_text, file_problem
 
 
 def load_scenario_text(text: str, source: str = "<string>") -> Scenario:
@@ -49,23 +49,11 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
         with open(path, encoding="utf-8") as file:
             text = file.read()
     except UnicodeDecodeError as err:
-        problem = Problem(
-            source=source,
-            line=1,
-            column=1,
-            key_path="",
-            message=(
-                f"expected UTF-8 text, got byte {err.object[err.start]:#04x} at offset {err.start}"
-            ),
+        message = (
+            f"expected UTF-8 text, got byte {err.object[err.start]:#04x} at offset {err.start}"
         )
-        raise ScenarioError([problem]) from err
+        raise ScenarioError([file_problem(source, message)]) from err
     except OSError as err:
-        problem = Problem(
-            source=source,
-            line=1,
-            column=1,
-            key_path="",
-            message=f"cannot read the file: {err.strerror or err}",
-        )
-        raise ScenarioError([problem]) from err
+        message = f"cannot read the file: {err.strerror or err}"
+        raise ScenarioError([file_problem(source, message)]) from err
     return load_scenario_text(text, source)

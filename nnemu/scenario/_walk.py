@@ -47,6 +47,7 @@ from nnemu.scenario._yaml import (
     _SURROGATE,
     _clip,
     _quote_list,
+    file_problem,
 )
 
 
@@ -106,15 +107,8 @@ class _Walker:
 
     def document(self, root: Node | None) -> Scenario | None:
         if root is None:
-            self.problems.append(
-                Problem(
-                    source=self.source,
-                    line=1,
-                    column=1,
-                    key_path="",
-                    message="expected a mapping with the scenario, got an empty document",
-                )
-            )
+            message = "expected a mapping with the scenario, got an empty document"
+            self.problems.append(file_problem(self.source, message))
             return None
         if not isinstance(root, MappingNode):
             self.expected(root, "", "a mapping with the scenario")

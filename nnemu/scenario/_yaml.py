@@ -133,24 +133,17 @@ def compose_text(text: str, source: str) -> Node | None:
         )
         raise ScenarioError([problem]) from err
     except yaml.YAMLError as err:
-        problem = Problem(
-            source=source, line=1, column=1, key_path="", message=f"invalid YAML: {err}"
-        )
-        raise ScenarioError([problem]) from err
+        raise ScenarioError([file_problem(source, f"invalid YAML: {err}")]) from err
     except RecursionError as err:
-        problem = Problem(
-            source=source, line=1, column=1, key_path="", message="invalid YAML: nested too deeply"
-        )
-        raise ScenarioError([problem]) from err
+        raise ScenarioError([file_problem(source, "invalid YAML: nested too deeply")]) from err
     except (ValueError, OverflowError) as err:  # a "\U" escape beyond U+10FFFF
-        problem = Problem(
-            source=source,
-            line=1,
-            column=1,
-            key_path="",
-            message=f"invalid YAML: a character escape beyond U+10FFFF ({_clip(str(err))})",
-        )
-        raise ScenarioError([problem]) from err
+        message = f"invalid YAML: a character escape beyond U+10FFFF ({_clip(str(err))})"
+        raise ScenarioError([file_problem(source, message)]) from err
+
+
+def file_problem(source: str, message: str) -> Problem:
+    """A problem with the document as a whole (unreadable, not YAML), placed at its start."""
+    return Problem(source=source, line=1, column=1, key_path="", message=message)
 
 
 def _character(character: object) -> str:
