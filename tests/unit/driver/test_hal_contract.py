@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import attrs
 import pytest
 
@@ -34,6 +36,8 @@ VALIDATE = 2 * US  # one operation
 PREPARE = 5_200 * US  # prepare_ms 5 + 0.2 per op, one op
 LAUNCH = 20 * US
 ADD_OP = 1 * US  # 1000 elements at 0.05 ns, rounded up to the 1 µs floor
+
+Serve = Callable[[], Awaitable[object]]
 
 VERSIONS = list(HalVersion)
 PREPARE_METHODS = {
@@ -99,6 +103,34 @@ class DriverWorld(worlds.DriverWorld):
         self.sink = RecordingSink()
         super().__init__(version, sinks=[self.sink], **spec_fields)
         self.model = build_preset("add", "float32", {})
+
+    async def answer(self, method: str, serve: Serve, after_ns: int = 0) -> object:
+        """Run one client that waits ``after_ns`` then makes one IDevice ``method`` call; its answer."""
+        answers: list[object] = []
+
+        async def client() -> None:
+            if after_ns:
+                await self.kernel.sleep(after_ns)
+            answers.append(await self.call(method, serve))
+
+        await self.run(client)
+        [answer] = answers
+        return answer
+
+    async def answer_prepared(
+        self, method: str, make_serve: Callable[[PreparedModel], Serve]
+    ) -> object:
+        """Run one client that prepares the model, then makes one IPreparedModel ``method`` call
+        served by ``make_serve(prepared)``; its answer."""
+        answers: list[object] = []
+
+        async def client() -> None:
+            prepared = await _prepare(self)
+            answers.append(await self.call(method, make_serve(prepared), "IPreparedModel"))
+
+        await self.run(client)
+        [answer] = answers
+        return answer
 
     def notify_marks(self) -> list[str]:
         return [
@@ -175,18 +207,11 @@ async def test_prepare_invalid_model_notifies_and_returns_invalid_argument(
     """An invalid model makes prepareModel* return INVALID_ARGUMENT and notify it once, null model."""
     world = DriverWorld(service_version)
     recorder, ref = world.callback()
-    launches: list[object] = []
-
-    async def client():
-        launches.append(
-            await world.call(
-                PREPARE_METHODS[version],
-                prepare_call(world.service, version, _invalid_model(world.model), ref),
-            )
-        )
-
-    await world.run(client)
-    assert launches == [ErrorStatus.INVALID_ARGUMENT]
+    launch = await world.answer(
+        PREPARE_METHODS[version],
+        prepare_call(world.service, version, _invalid_model(world.model), ref),
+    )
+    assert launch is ErrorStatus.INVALID_ARGUMENT
     assert recorder.calls == [
         (LATENCY + VALIDATE + LATENCY + ONEWAY_STUB, (ErrorStatus.INVALID_ARGUMENT, None))
     ]
@@ -209,18 +234,11 @@ async def test_prepare_bad_preference_is_invalid_argument(
     """A preference outside 0..2 makes prepareModel_1_x return and notify INVALID_ARGUMENT once."""
     world = DriverWorld(service_version)
     recorder, ref = world.callback()
-    launches: list[object] = []
-
-    async def client():
-        launches.append(
-            await world.call(
-                PREPARE_METHODS[version],
-                prepare_call(world.service, version, world.model, ref, preference=preference),
-            )
-        )
-
-    await world.run(client)
-    assert launches == [ErrorStatus.INVALID_ARGUMENT]
+    launch = await world.answer(
+        PREPARE_METHODS[version],
+        prepare_call(world.service, version, world.model, ref, preference=preference),
+    )
+    assert launch is ErrorStatus.INVALID_ARGUMENT
     assert [args for _, args in recorder.calls] == [(ErrorStatus.INVALID_ARGUMENT, None)]
 
 
@@ -229,18 +247,11 @@ async def test_prepare_bad_priority_is_invalid_argument(autojump_clock, priority
     """A priority outside LOW..HIGH makes prepareModel_1_3 return and notify INVALID_ARGUMENT once."""
     world = DriverWorld()
     recorder, ref = world.callback()
-    launches: list[object] = []
-
-    async def client():
-        launches.append(
-            await world.call(
-                "prepareModel_1_3",
-                prepare_call(world.service, HalVersion.V1_3, world.model, ref, priority=priority),
-            )
-        )
-
-    await world.run(client)
-    assert launches == [ErrorStatus.INVALID_ARGUMENT]
+    launch = await world.answer(
+        "prepareModel_1_3",
+        prepare_call(world.service, HalVersion.V1_3, world.model, ref, priority=priority),
+    )
+    assert launch is ErrorStatus.INVALID_ARGUMENT
     assert [args for _, args in recorder.calls] == [(ErrorStatus.INVALID_ARGUMENT, None)]
 
 
@@ -252,17 +263,10 @@ async def test_prepare_null_callback_is_invalid_argument_without_notify(
 ):
     """prepareModel* with a null callback returns INVALID_ARGUMENT and notifies nobody."""
     world = DriverWorld(service_version)
-    launches: list[object] = []
-
-    async def client():
-        launches.append(
-            await world.call(
-                PREPARE_METHODS[version], prepare_call(world.service, version, world.model, None)
-            )
-        )
-
-    await world.run(client)
-    assert launches == [ErrorStatus.INVALID_ARGUMENT]
+    launch = await world.answer(
+        PREPARE_METHODS[version], prepare_call(world.service, version, world.model, None)
+    )
+    assert launch is ErrorStatus.INVALID_ARGUMENT
     assert world.notify_marks() == []
 
 
@@ -270,19 +274,12 @@ async def test_prepare_deadline_passed_notifies_missed_deadline_persistent(autoj
     """prepareModel_1_3 with a deadline already passed returns NONE and notifies MISSED_DEADLINE_PERSISTENT."""
     world = DriverWorld()
     recorder, ref = world.callback()
-    launches: list[object] = []
-
-    async def client():
-        await world.kernel.sleep(MS)
-        launches.append(
-            await world.call(
-                "prepareModel_1_3",
-                prepare_call(world.service, HalVersion.V1_3, world.model, ref, deadline_ns=MS),
-            )
-        )
-
-    await world.run(client)
-    assert launches == [ErrorStatus.NONE]
+    launch = await world.answer(
+        "prepareModel_1_3",
+        prepare_call(world.service, HalVersion.V1_3, world.model, ref, deadline_ns=MS),
+        after_ns=MS,
+    )
+    assert launch is ErrorStatus.NONE
     assert recorder.calls == [
         (
             MS + LATENCY + VALIDATE + LATENCY + ONEWAY_STUB,
@@ -459,21 +456,12 @@ async def test_execute_invalid_request_notifies_and_returns_invalid_argument(
     """An invalid request makes execute* return INVALID_ARGUMENT and notify it once, no shapes/timing."""
     world = DriverWorld(service_version)
     recorder, ref = world.callback()
-    launches: list[object] = []
-
-    async def client():
-        prepared = await _prepare(world)
-        request = _invalid_request(build_request(world.model))
-        launches.append(
-            await world.call(
-                EXECUTE_METHODS[version],
-                execute_call(prepared, version, request, ref, measure=MeasureTiming.YES),
-                "IPreparedModel",
-            )
-        )
-
-    await world.run(client)
-    assert launches == [ErrorStatus.INVALID_ARGUMENT]
+    request = _invalid_request(build_request(world.model))
+    launch = await world.answer_prepared(
+        EXECUTE_METHODS[version],
+        lambda prepared: execute_call(prepared, version, request, ref, measure=MeasureTiming.YES),
+    )
+    assert launch is ErrorStatus.INVALID_ARGUMENT
     assert [args for _, args in recorder.calls] == [(ErrorStatus.INVALID_ARGUMENT, (), NO_TIMING)]
 
 
@@ -485,20 +473,11 @@ async def test_execute_null_callback_is_invalid_argument_without_notify(
 ):
     """execute* with a null callback returns INVALID_ARGUMENT and notifies nobody."""
     world = DriverWorld(service_version)
-    launches: list[object] = []
-
-    async def client():
-        prepared = await _prepare(world)
-        launches.append(
-            await world.call(
-                EXECUTE_METHODS[version],
-                execute_call(prepared, version, build_request(world.model), None),
-                "IPreparedModel",
-            )
-        )
-
-    await world.run(client)
-    assert launches == [ErrorStatus.INVALID_ARGUMENT]
+    launch = await world.answer_prepared(
+        EXECUTE_METHODS[version],
+        lambda prepared: execute_call(prepared, version, build_request(world.model), None),
+    )
+    assert launch is ErrorStatus.INVALID_ARGUMENT
     assert [m for m in world.notify_marks() if "IExecutionCallback" in m] == []
 
 
@@ -506,26 +485,17 @@ async def test_execute_deadline_passed_notifies_missed_deadline_persistent(autoj
     """execute_1_3 with a deadline already passed returns NONE and notifies MISSED_DEADLINE_PERSISTENT."""
     world = DriverWorld()
     recorder, ref = world.callback()
-    launches: list[object] = []
-
-    async def client():
-        prepared = await _prepare(world)
-        launches.append(
-            await world.call(
-                "execute_1_3",
-                execute_call(
-                    prepared,
-                    HalVersion.V1_3,
-                    build_request(world.model),
-                    ref,
-                    deadline_ns=world.kernel.task_now_ns(),
-                ),
-                "IPreparedModel",
-            )
-        )
-
-    await world.run(client)
-    assert launches == [ErrorStatus.NONE]
+    launch = await world.answer_prepared(
+        "execute_1_3",
+        lambda prepared: execute_call(
+            prepared,
+            HalVersion.V1_3,
+            build_request(world.model),
+            ref,
+            deadline_ns=world.kernel.task_now_ns(),
+        ),
+    )
+    assert launch is ErrorStatus.NONE
     assert [args for _, args in recorder.calls] == [
         (ErrorStatus.MISSED_DEADLINE_PERSISTENT, (), NO_TIMING)
     ]
@@ -535,18 +505,12 @@ async def _measured_execute_1_3() -> tuple[object, ...]:
     """Prepare the ADD model, execute_1_3 it with measure YES; the one notify's arguments."""
     world = DriverWorld()
     recorder, ref = world.callback()
-
-    async def client():
-        prepared = await _prepare(world)
-        await world.call(
-            "execute_1_3",
-            execute_call(
-                prepared, HalVersion.V1_3, build_request(world.model), ref, measure=MeasureTiming.YES
-            ),
-            "IPreparedModel",
-        )
-
-    await world.run(client)
+    await world.answer_prepared(
+        "execute_1_3",
+        lambda prepared: execute_call(
+            prepared, HalVersion.V1_3, build_request(world.model), ref, measure=MeasureTiming.YES
+        ),
+    )
     [(_, notify)] = recorder.calls
     return notify
 
@@ -574,21 +538,14 @@ async def test_execute_1_3_measure_yes_timing_is_known(autojump_clock):
 async def test_execute_synchronously_invalid_request(autojump_clock, method):
     """executeSynchronously* with an invalid request returns INVALID_ARGUMENT, no shapes, no timing."""
     world = DriverWorld()
-    answers: list[object] = []
+    request = _invalid_request(build_request(world.model))
 
-    async def client():
-        prepared = await _prepare(world)
-        request = _invalid_request(build_request(world.model))
+    def make_serve(prepared: PreparedModel) -> Serve:
+        if method == "executeSynchronously":
+            return lambda: prepared.executeSynchronously(request, MeasureTiming.YES)
+        return lambda: prepared.executeSynchronously_1_3(request, MeasureTiming.YES, None, None)
 
-        async def serve():
-            if method == "executeSynchronously":
-                return await prepared.executeSynchronously(request, MeasureTiming.YES)
-            return await prepared.executeSynchronously_1_3(request, MeasureTiming.YES, None, None)
-
-        answers.append(await world.call(method, serve, "IPreparedModel"))
-
-    await world.run(client)
-    [(status, shapes, timing)] = answers
+    status, shapes, timing = await world.answer_prepared(method, make_serve)
     assert status is ErrorStatus.INVALID_ARGUMENT
     assert shapes == ()
     assert timing == Timing(UINT64_MAX, UINT64_MAX)
@@ -625,23 +582,14 @@ async def test_execute_synchronously_1_3_valid(autojump_clock, measure):
 async def test_execute_synchronously_1_3_deadline_passed(autojump_clock):
     """executeSynchronously_1_3 with a deadline already passed returns MISSED_DEADLINE_PERSISTENT."""
     world = DriverWorld()
-    answers: list[object] = []
 
-    async def client():
-        prepared = await _prepare(world)
+    def make_serve(prepared: PreparedModel) -> Serve:
         now = world.kernel.task_now_ns()
-        answers.append(
-            await world.call(
-                "executeSynchronously_1_3",
-                lambda: prepared.executeSynchronously_1_3(
-                    build_request(world.model), MeasureTiming.YES, now, None
-                ),
-                "IPreparedModel",
-            )
-        )
+        request = build_request(world.model)
+        return lambda: prepared.executeSynchronously_1_3(request, MeasureTiming.YES, now, None)
 
-    await world.run(client)
-    assert answers == [(ErrorStatus.MISSED_DEADLINE_PERSISTENT, (), NO_TIMING)]
+    answer = await world.answer_prepared("executeSynchronously_1_3", make_serve)
+    assert answer == (ErrorStatus.MISSED_DEADLINE_PERSISTENT, (), NO_TIMING)
 
 
 # ------------------------------------------------------------------ executeFenced
@@ -650,42 +598,27 @@ async def test_execute_synchronously_1_3_deadline_passed(autojump_clock):
 async def test_execute_fenced_null_wait_fence_is_invalid_argument(autojump_clock):
     """executeFenced with a null wait-for fence returns INVALID_ARGUMENT, no fence, no callback."""
     world = DriverWorld()
-    answers: list[object] = []
-
-    async def client():
-        prepared = await _prepare(world)
-        answers.append(
-            await world.call(
-                "executeFenced",
-                lambda: prepared.executeFenced(
-                    build_request(world.model), [None], MeasureTiming.NO, None, None, None
-                ),
-                "IPreparedModel",
-            )
-        )
-
-    await world.run(client)
-    assert answers == [(ErrorStatus.INVALID_ARGUMENT, None)]
+    request = build_request(world.model)
+    answer = await world.answer_prepared(
+        "executeFenced",
+        lambda prepared: (
+            lambda: prepared.executeFenced(request, [None], MeasureTiming.NO, None, None, None)
+        ),
+    )
+    assert answer == (ErrorStatus.INVALID_ARGUMENT, None)
 
 
 async def test_execute_fenced_invalid_request_is_invalid_argument(autojump_clock):
     """executeFenced with an invalid request returns INVALID_ARGUMENT and a null callback."""
     world = DriverWorld()
-    answers: list[object] = []
-
-    async def client():
-        prepared = await _prepare(world)
-        request = _invalid_request(build_request(world.model))
-        answers.append(
-            await world.call(
-                "executeFenced",
-                lambda: prepared.executeFenced(request, (), MeasureTiming.NO, None, None, None),
-                "IPreparedModel",
-            )
-        )
-
-    await world.run(client)
-    assert answers == [(ErrorStatus.INVALID_ARGUMENT, None)]
+    request = _invalid_request(build_request(world.model))
+    answer = await world.answer_prepared(
+        "executeFenced",
+        lambda prepared: (
+            lambda: prepared.executeFenced(request, (), MeasureTiming.NO, None, None, None)
+        ),
+    )
+    assert answer == (ErrorStatus.INVALID_ARGUMENT, None)
 
 
 async def test_execute_fenced_valid_reports_through_the_fenced_callback(autojump_clock):
