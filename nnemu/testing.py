@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 
@@ -335,42 +335,24 @@ def workloads(
     executions = st.integers(1, max_executions)
     start = _ms(0, max_start_ms)
     by_kind: dict[WorkloadKind, st.SearchStrategy[WorkloadSpec]] = {
-        WorkloadKind.PERIODIC: st.builds(
-            lambda n, s, p: WorkloadSpec(
-                kind=WorkloadKind.PERIODIC, executions=n, start_ms=s, period_ms=p
-            ),
-            executions,
-            start,
-            _ms(0.05, 5),
+        WorkloadKind.PERIODIC: _workload(
+            WorkloadKind.PERIODIC, executions=executions, start_ms=start, period_ms=_ms(0.05, 5)
         ),
-        WorkloadKind.CLOSED_LOOP: st.builds(
-            lambda n, s, t: WorkloadSpec(
-                kind=WorkloadKind.CLOSED_LOOP, executions=n, start_ms=s, think_ms=t
-            ),
-            executions,
-            start,
-            _ms(0, 2),
+        WorkloadKind.CLOSED_LOOP: _workload(
+            WorkloadKind.CLOSED_LOOP, executions=executions, start_ms=start, think_ms=_ms(0, 2)
         ),
-        WorkloadKind.POISSON: st.builds(
-            lambda n, s, r: WorkloadSpec(
-                kind=WorkloadKind.POISSON, executions=n, start_ms=s, rate_hz=r
-            ),
-            executions,
-            start,
-            st.sampled_from([200.0, 1000.0, 5000.0]),
+        WorkloadKind.POISSON: _workload(
+            WorkloadKind.POISSON,
+            executions=executions,
+            start_ms=start,
+            rate_hz=st.sampled_from([200.0, 1000.0, 5000.0]),
         ),
-        WorkloadKind.BURST: st.builds(
-            lambda n, s, b, i: WorkloadSpec(
-                kind=WorkloadKind.BURST,
-                executions=n,
-                start_ms=s,
-                burst_size=b,
-                burst_interval_ms=i,
-            ),
-            executions,
-            start,
-            st.integers(1, 5),
-            _ms(0.1, 5),
+        WorkloadKind.BURST: _workload(
+            WorkloadKind.BURST,
+            executions=executions,
+            start_ms=start,
+            burst_size=st.integers(1, 5),
+            burst_interval_ms=_ms(0.1, 5),
         ),
         WorkloadKind.TRACE: st.builds(
             lambda s, gaps: WorkloadSpec(
@@ -383,6 +365,18 @@ def workloads(
         ),
     }
     return st.one_of([by_kind[kind] for kind in kinds if kind in by_kind])
+
+
+def _workload(
+    kind: WorkloadKind, **fields: st.SearchStrategy[Any]
+) -> st.SearchStrategy[WorkloadSpec]:
+    """A ``kind`` workload whose ``fields`` are drawn in the order given, as positional
+    arguments of ``st.builds`` (its keyword form draws differently: examples would change)."""
+    names = list(fields)
+    return st.builds(
+        lambda *values: WorkloadSpec(kind=kind, **dict(zip(names, values, strict=True))),
+        *fields.values(),
+    )
 
 
 def retries() -> st.SearchStrategy[RetrySpec]:
