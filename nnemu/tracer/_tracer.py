@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import heapq
-from typing import Protocol
+from typing import Final, Protocol
 
 from nnemu.sim import Kernel, SimThread, current_thread
 from nnemu.tracer._vocab import Layer, Phase, tag
@@ -97,6 +97,28 @@ class Section:
         """Switch phase inside this section: begin ``[SW][NN_<layer>_<phase>]detail``."""
         self._tracer.switch(layer, phase, detail)
         self._depth += 1
+
+
+class _UntracedSection(Section):
+    """The section a disabled tracer hands out: one shared object that writes nothing.
+
+    A block opened while tracing is off stays unmarked to its end (its switches too),
+    so it never writes an ``E`` or ``[SW]`` whose ``B`` was not written.
+    """
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        pass
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+    def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
+        return None
+
+
+_UNTRACED: Final = _UntracedSection()
 
 
 class Tracer:
@@ -197,16 +219,22 @@ class Tracer:
 
     def section(self, layer: Layer, phase: Phase, detail: str) -> Section:
         """A scoped ``[NN_<layer>_<phase>]detail`` section: ``with tracer.section(...) as s:``."""
+        if not self.enabled:
+            return _UNTRACED
         self.begin(layer, phase, detail)
         return Section(self)
 
     def raw_section(self, name: str) -> Section:
         """A scoped section called ``name`` with no NNTRACE tag (a HIDL proxy's or stub's)."""
+        if not self.enabled:
+            return _UNTRACED
         self.raw_begin(name)
         return Section(self)
 
     def subtract_section(self, layer: Layer, phase: Phase, detail: str) -> Section:
         """A scoped ``[SUB][NN_<layer>_<phase>]detail`` section (NNTRACE_FULL_SUBTRACT)."""
+        if not self.enabled:
+            return _UNTRACED
         self.subtract(layer, phase, detail)
         return Section(self)
 

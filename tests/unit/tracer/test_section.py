@@ -80,3 +80,26 @@ async def test_section_ends_when_its_block_raises(autojump_clock):
         ("B", 7 * US, "[SUB][NN_LR_PC]sub"),
         ("E", 10 * US, ""),
     ]
+
+
+async def test_section_opened_untraced_stays_unmarked_when_tracing_starts(autojump_clock):
+    """A block opened while tracing is off writes no [SW] or E after an observer arrives."""
+    kernel = Kernel()
+    tracer = Tracer(kernel)
+    late = RecordingSink()
+    thread = ProcessTable().spawn("app", 10001).main_thread
+
+    async def task() -> None:
+        with tracer.section(Layer.CPU, Phase.TRANSFORMATION, "run") as section:
+            tracer.add_observer(late)
+            section.switch(Layer.CPU, Phase.COMPUTATION, "run")
+            await kernel.sleep(5 * US)
+        with tracer.section(Layer.CPU, Phase.RESULTS, "after"):
+            await kernel.sleep(1 * US)
+
+    async with trio.open_nursery() as nursery:
+        kernel.spawn(nursery, task, thread=thread)
+        await kernel.run()
+        nursery.cancel_scope.cancel()
+    tracer.close()
+    assert [(e[0], e[1]) for e in late.events] == [("B", 5 * US), ("E", 6 * US)]
