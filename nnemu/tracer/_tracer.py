@@ -3,20 +3,27 @@
 Every layer calls ``begin``/``switch``/``end`` exactly where the AOSP code has an
 ``NNTRACE_*`` scope (docs/hal-semantics.md §6); HIDL proxies and stubs call
 ``begin``/``end`` with ``HIDL::<Iface>::<method>::client|server`` names.  Events
-go to sinks (the writers of ``nnemu.tracer._writers``) sorted by (virtual time,
-emission sequence).  A task that accounts CPU work without a task switch writes
-marks ahead of the kernel's clock, so events are held in a small heap and
-released once the kernel's time has passed them: no later event can be earlier.
+go to sinks sorted by (virtual time, emission order).  A task that accounts CPU
+work without a task switch writes marks ahead of the kernel's clock, so events
+wait in a buffer and are released, sorted, once the kernel's time has passed
+them: no later event can be earlier.
+
+Sinks that take events in batches (``BatchSink``: the ftrace/systrace writer)
+get them a few thousand at a time, so a mark costs the hot path one tuple;
+with any other sink or an observer attached, events are released as soon as
+the clock passes them, one call per event, as the ``TraceSink`` protocol says.
 """
 
 from __future__ import annotations
 
 import enum
-import heapq
-from typing import Final, Protocol
+from bisect import bisect_right
+from collections.abc import Sequence
+from operator import itemgetter
+from typing import Final, Protocol, TypeGuard
 
 from nnemu.sim import Kernel, SimThread, current_thread
-from nnemu.tracer._vocab import Layer, Phase, tag
+from nnemu.tracer._vocab import Layer, Phase
 
 
 class TraceSink(Protocol):
@@ -53,6 +60,30 @@ SectionInfo = tuple[SectionKind, Layer | None, Phase | None, str]
 the detail is the whole name."""
 
 
+TraceEvent = tuple[int, SimThread, str | None, SectionInfo | None]
+"""(ts_ns, thread, name, info): a begin when ``name`` is set, else an end; ``info`` is
+the section's structured information, built only while an observer is attached."""
+
+
+class BatchSink(TraceSink, Protocol):
+    """A sink that also takes a run of events at once (what the tracer prefers).
+
+    ``receive`` gets the events in run order, exactly those ``begin``/``end``
+    would have received one by one; the tracer then sends it no ``begin``/``end``.
+    ``process`` is still called one by one, after every event earlier than it.
+    A new kind of event added to the tracer must go through the same buffer (so
+    it keeps its place in the order) and reach such sinks inside ``receive``.
+    """
+
+    def receive(self, events: Sequence[TraceEvent]) -> None:
+        """Take ``events`` (sorted by time, then emission order)."""
+
+
+def takes_batches(sink: TraceSink) -> TypeGuard[BatchSink]:
+    """Whether ``sink`` has a ``receive`` method (a ``BatchSink``)."""
+    return callable(getattr(sink, "receive", None))
+
+
 class TraceObserver(Protocol):
     """Receives the same events as the sinks, in the same order, with structured information."""
 
@@ -69,7 +100,20 @@ class TraceObserver(Protocol):
         """No more events."""
 
 
-_Event = tuple[int, int, SimThread, str | None, SectionInfo | None]
+BATCH_EVENTS: Final = 4096
+"""Events a tracer collects before it releases them to ``BatchSink`` sinks."""
+
+_TS: Final = itemgetter(0)
+
+
+class _Depth:
+    """How many sections are open on one thread (what ``end`` and ``close`` need)."""
+
+    __slots__ = ("open", "thread")
+
+    def __init__(self, thread: SimThread) -> None:
+        self.thread = thread
+        self.open = 0
 
 
 class Section:
@@ -78,25 +122,35 @@ class Section:
     The Python shape of AOSP's scoped ``NNTRACE_*`` macros.  ``switch`` inside the
     block begins a ``[SW]`` section (``NNTRACE_*_SWITCH``); the block's exit ends
     every section it opened, innermost first, whether it exits normally, by an
-    exception or by a cancellation, so begin and end marks always balance.
+    exception or by a cancellation, so begin and end marks always balance.  The
+    sections end on the thread that opened them.
     """
 
-    __slots__ = ("_depth", "_tracer")
+    __slots__ = ("_count", "_depth", "_tracer")
 
-    def __init__(self, tracer: Tracer) -> None:
+    def __init__(self, tracer: Tracer, depth: _Depth) -> None:
         self._tracer = tracer
-        self._depth = 1
+        self._depth = depth
+        self._count = 1
 
     def __enter__(self) -> Section:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._tracer.end(self._depth)
+        tracer = self._tracer
+        if tracer.enabled:
+            tracer._end(self._depth, self._count)
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Switch phase inside this section: begin ``[SW][NN_<layer>_<phase>]detail``."""
-        self._tracer.switch(layer, phase, detail)
-        self._depth += 1
+        tracer = self._tracer
+        if tracer.enabled:
+            tracer._begin(
+                self._depth,
+                f"[SW][NN_{layer._value_}_{phase._value_}]{detail}",
+                (SectionKind.SWITCH, layer, phase, detail) if tracer._observers else None,
+            )
+            self._count += 1
 
 
 class _UntracedSection(Section):
@@ -128,35 +182,98 @@ class Tracer:
         self._kernel = kernel
         self._sinks = list(sinks or [])
         self.enabled = bool(self._sinks)
-        self._open: dict[SimThread, int] = {}
         self._closed = False
-        self._pending: list[_Event] = []
-        self._seq = 0
         self._observers: list[TraceObserver] = []
+        self._events: list[TraceEvent] = []
+        """Events not yet released, in emission order after the first ``_released``."""
+        self._release_at = 1
+        """Release when the buffer holds this many events."""
+        self._by_id: dict[int, _Depth] = {}
+        """Each thread object's open count, by ``id`` (hashing a ``SimThread`` costs more)."""
+        self._depths: dict[SimThread, _Depth] = {}
+        """The same counts by thread value (equal thread objects share one count)."""
+        self._keep: list[SimThread] = []
+        """Thread objects whose ``id`` is a key of ``_by_id`` (kept alive so it is not reused)."""
+        self._batch_sinks: list[BatchSink] = []
+        self._event_sinks: list[TraceSink] = []
+        self._batch = 1
+        self._choose_delivery()
 
-    def _emit(
-        self, ts: int, thread: SimThread, name: str | None, info: SectionInfo | None = None
-    ) -> None:
-        self._seq += 1
-        pending = self._pending
-        heapq.heappush(pending, (ts, self._seq, thread, name, info))
-        horizon = self._kernel.clock_ns
-        while pending and pending[0][0] <= horizon:
-            self._deliver(heapq.heappop(pending))
+    def _choose_delivery(self) -> None:
+        """Batch the events if every sink takes batches and no observer is attached."""
+        self._batch_sinks = [s for s in self._sinks if takes_batches(s)]
+        self._event_sinks = [s for s in self._sinks if not takes_batches(s)]
+        batched = not self._event_sinks and not self._observers and not self._kernel.realtime
+        self._batch = BATCH_EVENTS if batched else 1
+        self._release_at = len(self._events) + self._batch
 
-    def _deliver(self, event: _Event) -> None:
-        ts, _, thread, name, info = event
-        if name is None:
-            for sink in self._sinks:
-                sink.end(ts, thread)
-            for observer in self._observers:
-                observer.end(ts, thread)
+    # ------------------------------------------------------------ release
+
+    def _release(self, horizon: int | None) -> None:
+        """Send the buffered events up to ``horizon`` (all if None) to the sinks, in order."""
+        events = self._events
+        if len(events) > 1:
+            events.sort(key=_TS)  # stable: equal times keep their emission order
+        if horizon is None or not events or events[-1][0] <= horizon:
+            ready, self._events = events, []
         else:
-            for sink in self._sinks:
-                sink.begin(ts, thread, name)
-            if info is not None:
-                for observer in self._observers:
-                    observer.begin(ts, thread, info)
+            cut = bisect_right(events, horizon, key=_TS)
+            ready = events[:cut]
+            del events[:cut]
+        self._release_at = len(self._events) + self._batch
+        if ready:
+            self._deliver(ready)
+
+    def _deliver(self, ready: list[TraceEvent]) -> None:
+        for batch_sink in self._batch_sinks:
+            batch_sink.receive(ready)
+        sinks, observers = self._event_sinks, self._observers
+        if not sinks and not observers:
+            return
+        for ts, thread, name, info in ready:
+            if name is None:
+                for sink in sinks:
+                    sink.end(ts, thread)
+                for observer in observers:
+                    observer.end(ts, thread)
+            else:
+                for sink in sinks:
+                    sink.begin(ts, thread, name)
+                if info is not None:
+                    for observer in observers:
+                        observer.begin(ts, thread, info)
+
+    # ------------------------------------------------------------ threads
+
+    def _depth_of(self, thread: SimThread) -> _Depth:
+        depth = self._by_id.get(id(thread))
+        if depth is None:
+            depth = self._depths.get(thread)
+            if depth is None:
+                depth = self._depths[thread] = _Depth(thread)
+            self._by_id[id(thread)] = depth
+            self._keep.append(thread)
+        return depth
+
+    def _begin(self, depth: _Depth, name: str, info: SectionInfo | None) -> None:
+        depth.open += 1
+        events = self._events
+        events.append((self._kernel.task_now_ns(), depth.thread, name, info))
+        if len(events) >= self._release_at:
+            self._release(self._kernel.clock_ns)
+
+    def _end(self, depth: _Depth, count: int) -> None:
+        count = min(count, depth.open)
+        if count <= 0:
+            return
+        depth.open -= count
+        event = (self._kernel.task_now_ns(), depth.thread, None, None)
+        events = self._events
+        events.extend([event] * count)
+        if len(events) >= self._release_at:
+            self._release(self._kernel.clock_ns)
+
+    # ------------------------------------------------------------ the API
 
     def add_observer(self, observer: TraceObserver) -> None:
         """Send later events to ``observer`` too, with each section's kind, layer and phase.
@@ -166,11 +283,14 @@ class Tracer:
         """
         self._observers.append(observer)
         self.enabled = not self._closed
+        self._choose_delivery()
 
     def process(self, pid: int, name: str) -> None:
         """Announce a process (its name appears in the trace's metadata)."""
         if self._closed:
             return
+        if self._batch > 1 and self._events:
+            self._release(self._kernel.clock_ns)
         for sink in self._sinks:
             sink.process(pid, name)
         for observer in self._observers:
@@ -183,21 +303,21 @@ class Tracer:
             if died is not None:
                 died(pid)
 
-    def _begin(self, name: str, info: SectionInfo | None) -> None:
-        thread = current_thread()
-        self._open[thread] = self._open.get(thread, 0) + 1
-        self._emit(self._kernel.task_now_ns(), thread, name, info)
-
     def raw_begin(self, name: str) -> None:
         """Begin a section called ``name`` on the current thread."""
         if self.enabled:
-            self._begin(name, (SectionKind.RAW, None, None, name) if self._observers else None)
+            self._begin(
+                self._depth_of(current_thread()),
+                name,
+                (SectionKind.RAW, None, None, name) if self._observers else None,
+            )
 
     def begin(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Begin ``[NN_<layer>_<phase>]detail`` (an NNTRACE_FULL scope)."""
         if self.enabled:
             self._begin(
-                tag(layer, phase) + detail,
+                self._depth_of(current_thread()),
+                f"[NN_{layer._value_}_{phase._value_}]{detail}",
                 (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
             )
 
@@ -205,7 +325,8 @@ class Tracer:
         """Begin ``[SW][NN_<layer>_<phase>]detail`` (an NNTRACE_*_SWITCH); its scope's end closes it."""
         if self.enabled:
             self._begin(
-                "[SW]" + tag(layer, phase) + detail,
+                self._depth_of(current_thread()),
+                "[SW]" + f"[NN_{layer._value_}_{phase._value_}]{detail}",
                 (SectionKind.SWITCH, layer, phase, detail) if self._observers else None,
             )
 
@@ -213,7 +334,8 @@ class Tracer:
         """Begin ``[SUB][NN_<layer>_<phase>]detail`` (NNTRACE_FULL_SUBTRACT)."""
         if self.enabled:
             self._begin(
-                "[SUB]" + tag(layer, phase) + detail,
+                self._depth_of(current_thread()),
+                "[SUB]" + f"[NN_{layer._value_}_{phase._value_}]{detail}",
                 (SectionKind.SUBTRACT, layer, phase, detail) if self._observers else None,
             )
 
@@ -221,35 +343,38 @@ class Tracer:
         """A scoped ``[NN_<layer>_<phase>]detail`` section: ``with tracer.section(...) as s:``."""
         if not self.enabled:
             return _UNTRACED
-        self.begin(layer, phase, detail)
-        return Section(self)
+        depth = self._depth_of(current_thread())
+        self._begin(
+            depth,
+            f"[NN_{layer._value_}_{phase._value_}]{detail}",
+            (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
+        )
+        return Section(self, depth)
 
     def raw_section(self, name: str) -> Section:
         """A scoped section called ``name`` with no NNTRACE tag (a HIDL proxy's or stub's)."""
         if not self.enabled:
             return _UNTRACED
-        self.raw_begin(name)
-        return Section(self)
+        depth = self._depth_of(current_thread())
+        self._begin(depth, name, (SectionKind.RAW, None, None, name) if self._observers else None)
+        return Section(self, depth)
 
     def subtract_section(self, layer: Layer, phase: Phase, detail: str) -> Section:
         """A scoped ``[SUB][NN_<layer>_<phase>]detail`` section (NNTRACE_FULL_SUBTRACT)."""
         if not self.enabled:
             return _UNTRACED
-        self.subtract(layer, phase, detail)
-        return Section(self)
+        depth = self._depth_of(current_thread())
+        self._begin(
+            depth,
+            "[SUB]" + f"[NN_{layer._value_}_{phase._value_}]{detail}",
+            (SectionKind.SUBTRACT, layer, phase, detail) if self._observers else None,
+        )
+        return Section(self, depth)
 
     def end(self, count: int = 1) -> None:
         """End the ``count`` innermost sections of the current thread (a scope with switches ends several)."""
-        if not self.enabled:
-            return
-        thread = current_thread()
-        ts = self._kernel.task_now_ns()
-        for _ in range(count):
-            depth = self._open.get(thread, 0)
-            if depth == 0:
-                return
-            self._open[thread] = depth - 1
-            self._emit(ts, thread, None)
+        if self.enabled:
+            self._end(self._depth_of(current_thread()), count)
 
     def close(self) -> None:
         """End every open section at the current time and close the sinks.
@@ -263,15 +388,12 @@ class Tracer:
             return
         self._closed = True
         self.enabled = False
-        pending = self._pending
-        ts = max([self._kernel.clock_ns] + [event[0] for event in pending])
-        for thread in sorted(self._open, key=lambda t: (t.pid, t.tid)):
-            for _ in range(self._open[thread]):
-                self._seq += 1
-                heapq.heappush(pending, (ts, self._seq, thread, None, None))
-        self._open.clear()
-        while pending:
-            self._deliver(heapq.heappop(pending))
+        events = self._events
+        ts = max([self._kernel.clock_ns] + [event[0] for event in events])
+        for thread, depth in sorted(self._depths.items(), key=lambda i: (i[0].pid, i[0].tid)):
+            events.extend([(ts, thread, None, None)] * depth.open)
+            depth.open = 0
+        self._release(None)
         failure: BaseException | None = None
         closers = [sink.close for sink in self._sinks] + [obs.close for obs in self._observers]
         for close in closers:

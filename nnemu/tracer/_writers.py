@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from typing import TextIO
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
+from nnemu.tracer._tracer import TraceEvent
 
 FTRACE_HEADER = """\
 # tracer: nop
@@ -73,10 +75,6 @@ def _process_dump_line(pid: int, name: str) -> str:
     return f"{user:<10}{pid:>8}{0:>6}{0:>8}{0:>7} {wchan} 0 S {name} {comm}\n"
 
 
-def _timestamp(ts_ns: int) -> str:
-    return f"{ts_ns // 1_000_000_000}.{(ts_ns // 1000) % 1_000_000:06d}"
-
-
 class _Output:
     """The trace file: the first write error (a full disk) stops writing and is raised at close.
 
@@ -107,12 +105,20 @@ class _Output:
 
 
 class FtraceWriter:
-    """Streams ``tracing_mark_write`` lines; optionally wrapped in systrace HTML."""
+    """Streams ``tracing_mark_write`` lines; optionally wrapped in systrace HTML.
+
+    A ``BatchSink``: the tracer hands it a few thousand events at a time, and it
+    writes their lines with one ``write``.  What is constant on a thread's lines
+    (the ``TASK-PID (TGID) [CPU] ....`` head, ``B|pid|``, the whole ``E|pid`` tail)
+    is built once per thread.
+    """
 
     def __init__(self, out: TextIO, *, html: bool = False) -> None:
         self._out = _Output(out)
         self._html = html
-        self._prefix: dict[SimThread, str] = {}
+        self._heads: dict[int, tuple[str, str, str, SimThread]] = {}
+        """By ``id`` of the thread object: (line head, begin middle, end tail, the thread
+        itself, which keeps the id from being reused)."""
         self._processes: dict[int, str] = {}
         self._started = False
         if html:
@@ -132,15 +138,17 @@ class FtraceWriter:
         # the ring buffer, which parsers do not rely on.
         self._out.write(FTRACE_HEADER.format(entries=0, cpus=CPUS))
 
-    def _line_prefix(self, thread: SimThread) -> str:
-        prefix = self._prefix.get(thread)
-        if prefix is None:
-            if not self._started:
-                self._start()
-            task = thread.name[:15]
-            prefix = f"{task:>16}-{thread.tid:<5} ({thread.pid:>5}) [{thread.tid % CPUS:03d}] ...1 "
-            self._prefix[thread] = prefix
-        return prefix
+    def _head(self, thread: SimThread) -> tuple[str, str, str, SimThread]:
+        task = thread.name[:15]
+        prefix = f"{task:>16}-{thread.tid:<5} ({thread.pid:>5}) [{thread.tid % CPUS:03d}] ...1 "
+        head = (
+            prefix,
+            f": tracing_mark_write: B|{thread.pid}|",
+            f": tracing_mark_write: E|{thread.pid}\n",
+            thread,
+        )
+        self._heads[id(thread)] = head
+        return head
 
     def process(self, pid: int, name: str) -> None:
         """Remember the process for the HTML's process dump (written before the first mark).
@@ -151,18 +159,36 @@ class FtraceWriter:
         if not self._started:
             self._processes[pid] = name
 
+    def receive(self, events: Sequence[TraceEvent]) -> None:
+        """Write the lines of ``events`` (``B|pid|name`` and ``E|pid``) in one block."""
+        if not events:
+            return
+        if not self._started:
+            self._start()
+        heads = self._heads
+        lines: list[str] = []
+        append = lines.append
+        last_ts = -1
+        stamp = ""
+        for ts, thread, name, _ in events:
+            head = heads.get(id(thread)) or self._head(thread)
+            if ts != last_ts:
+                # Whole seconds, then µs: ftrace's resolution, which virtual time keeps.
+                stamp = "%d.%06d" % divmod(ts // 1000, 1_000_000)  # noqa: UP031 - faster
+                last_ts = ts
+            if name is None:
+                append(head[0] + stamp + head[2])
+            else:
+                append(f"{head[0]}{stamp}{head[1]}{name}\n")
+        self._out.write("".join(lines))
+
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
         """Write a ``B|pid|name`` line."""
-        self._out.write(
-            f"{self._line_prefix(thread)}{_timestamp(ts_ns)}: tracing_mark_write: "
-            f"B|{thread.pid}|{name}\n"
-        )
+        self.receive(((ts_ns, thread, name, None),))
 
     def end(self, ts_ns: int, thread: SimThread) -> None:
         """Write an ``E|pid`` line."""
-        self._out.write(
-            f"{self._line_prefix(thread)}{_timestamp(ts_ns)}: tracing_mark_write: E|{thread.pid}\n"
-        )
+        self.receive(((ts_ns, thread, None, None),))
 
     def close(self) -> None:
         """Finish the document and close the file."""
