@@ -100,7 +100,7 @@ class TraceObserver(Protocol):
         """No more events."""
 
 
-BATCH_EVENTS: Final = 4096
+BATCH_EVENTS: Final = 1024
 """Events a tracer collects before it releases them to ``BatchSink`` sinks."""
 
 _TS: Final = itemgetter(0)
@@ -136,21 +136,40 @@ class Section:
     def __enter__(self) -> Section:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         tracer = self._tracer
-        if tracer.enabled:
-            tracer._end(self._depth, self._count)
+        if tracer.enabled:  # (Tracer._end, inline: this is the hot path)
+            depth = self._depth
+            count = min(self._count, depth.open)
+            if count > 0:
+                depth.open -= count
+                event = (tracer._kernel.task_now_ns(), depth.thread, None, None)
+                events = tracer._events
+                if count == 1:
+                    events.append(event)
+                else:
+                    events.extend([event] * count)
+                if len(events) >= tracer._release_at:
+                    tracer._release(tracer._kernel.clock_ns)
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Switch phase inside this section: begin ``[SW][NN_<layer>_<phase>]detail``."""
         tracer = self._tracer
-        if tracer.enabled:
-            tracer._begin(
-                self._depth,
-                f"[SW][NN_{layer._value_}_{phase._value_}]{detail}",
-                (SectionKind.SWITCH, layer, phase, detail) if tracer._observers else None,
-            )
+        if tracer.enabled:  # (Tracer._begin, inline)
+            depth = self._depth
+            depth.open += 1
             self._count += 1
+            events = tracer._events
+            events.append(
+                (
+                    tracer._kernel.task_now_ns(),
+                    depth.thread,
+                    f"[SW][NN_{layer._value_}_{phase._value_}]{detail}",
+                    (SectionKind.SWITCH, layer, phase, detail) if tracer._observers else None,
+                )
+            )
+            if len(events) >= tracer._release_at:
+                tracer._release(tracer._kernel.clock_ns)
 
 
 class _UntracedSection(Section):
@@ -165,7 +184,7 @@ class _UntracedSection(Section):
     def __init__(self) -> None:
         pass
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         return None
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
@@ -248,11 +267,15 @@ class Tracer:
     def _depth_of(self, thread: SimThread) -> _Depth:
         depth = self._by_id.get(id(thread))
         if depth is None:
-            depth = self._depths.get(thread)
-            if depth is None:
-                depth = self._depths[thread] = _Depth(thread)
-            self._by_id[id(thread)] = depth
-            self._keep.append(thread)
+            depth = self._new_depth(thread)
+        return depth
+
+    def _new_depth(self, thread: SimThread) -> _Depth:
+        depth = self._depths.get(thread)
+        if depth is None:
+            depth = self._depths[thread] = _Depth(thread)
+        self._by_id[id(thread)] = depth
+        self._keep.append(thread)
         return depth
 
     def _begin(self, depth: _Depth, name: str, info: SectionInfo | None) -> None:
@@ -264,14 +287,16 @@ class Tracer:
 
     def _end(self, depth: _Depth, count: int) -> None:
         count = min(count, depth.open)
-        if count <= 0:
-            return
-        depth.open -= count
-        event = (self._kernel.task_now_ns(), depth.thread, None, None)
-        events = self._events
-        events.extend([event] * count)
-        if len(events) >= self._release_at:
-            self._release(self._kernel.clock_ns)
+        if count > 0:
+            depth.open -= count
+            event = (self._kernel.task_now_ns(), depth.thread, None, None)
+            events = self._events
+            if count == 1:
+                events.append(event)
+            else:
+                events.extend([event] * count)
+            if len(events) >= self._release_at:
+                self._release(self._kernel.clock_ns)
 
     # ------------------------------------------------------------ the API
 
@@ -315,11 +340,20 @@ class Tracer:
     def begin(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Begin ``[NN_<layer>_<phase>]detail`` (an NNTRACE_FULL scope)."""
         if self.enabled:
-            self._begin(
-                self._depth_of(current_thread()),
-                f"[NN_{layer._value_}_{phase._value_}]{detail}",
-                (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
+            thread = current_thread()  # (as in ``section``: every NDK call comes here)
+            depth = self._by_id.get(id(thread)) or self._new_depth(thread)
+            depth.open += 1
+            events = self._events
+            events.append(
+                (
+                    self._kernel.task_now_ns(),
+                    depth.thread,
+                    f"[NN_{layer._value_}_{phase._value_}]{detail}",
+                    (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
+                )
             )
+            if len(events) >= self._release_at:
+                self._release(self._kernel.clock_ns)
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Begin ``[SW][NN_<layer>_<phase>]detail`` (an NNTRACE_*_SWITCH); its scope's end closes it."""
@@ -343,20 +377,40 @@ class Tracer:
         """A scoped ``[NN_<layer>_<phase>]detail`` section: ``with tracer.section(...) as s:``."""
         if not self.enabled:
             return _UNTRACED
-        depth = self._depth_of(current_thread())
-        self._begin(
-            depth,
-            f"[NN_{layer._value_}_{phase._value_}]{detail}",
-            (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
+        thread = current_thread()  # (_depth_of and _begin, inline: this is the hot path)
+        depth = self._by_id.get(id(thread)) or self._new_depth(thread)
+        depth.open += 1
+        events = self._events
+        events.append(
+            (
+                self._kernel.task_now_ns(),
+                depth.thread,
+                f"[NN_{layer._value_}_{phase._value_}]{detail}",
+                (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
+            )
         )
+        if len(events) >= self._release_at:
+            self._release(self._kernel.clock_ns)
         return Section(self, depth)
 
     def raw_section(self, name: str) -> Section:
         """A scoped section called ``name`` with no NNTRACE tag (a HIDL proxy's or stub's)."""
         if not self.enabled:
             return _UNTRACED
-        depth = self._depth_of(current_thread())
-        self._begin(depth, name, (SectionKind.RAW, None, None, name) if self._observers else None)
+        thread = current_thread()  # (as in ``section``)
+        depth = self._by_id.get(id(thread)) or self._new_depth(thread)
+        depth.open += 1
+        events = self._events
+        events.append(
+            (
+                self._kernel.task_now_ns(),
+                depth.thread,
+                name,
+                (SectionKind.RAW, None, None, name) if self._observers else None,
+            )
+        )
+        if len(events) >= self._release_at:
+            self._release(self._kernel.clock_ns)
         return Section(self, depth)
 
     def subtract_section(self, layer: Layer, phase: Phase, detail: str) -> Section:
@@ -374,7 +428,16 @@ class Tracer:
     def end(self, count: int = 1) -> None:
         """End the ``count`` innermost sections of the current thread (a scope with switches ends several)."""
         if self.enabled:
-            self._end(self._depth_of(current_thread()), count)
+            thread = current_thread()
+            depth = self._by_id.get(id(thread))
+            if count == 1 and depth is not None and depth.open:  # (``_end``, inline)
+                depth.open -= 1
+                events = self._events
+                events.append((self._kernel.task_now_ns(), depth.thread, None, None))
+                if len(events) >= self._release_at:
+                    self._release(self._kernel.clock_ns)
+            else:
+                self._end(self._depth_of(thread), count)
 
     def close(self) -> None:
         """End every open section at the current time and close the sinks.

@@ -168,18 +168,28 @@ class FtraceWriter:
         heads = self._heads
         lines: list[str] = []
         append = lines.append
+        # Runs of lines on one thread at one time share their text up to the mark.
         last_ts = -1
-        stamp = ""
+        last_thread: SimThread | None = None
+        head = ("", "", "", events[0][1])
+        stamp = pre = end_line = ""
         for ts, thread, name, _ in events:
-            head = heads.get(id(thread)) or self._head(thread)
-            if ts != last_ts:
-                # Whole seconds, then µs: ftrace's resolution, which virtual time keeps.
-                stamp = "%d.%06d" % divmod(ts // 1000, 1_000_000)  # noqa: UP031 - faster
-                last_ts = ts
-            if name is None:
-                append(head[0] + stamp + head[2])
+            if thread is not last_thread or ts != last_ts:
+                if thread is not last_thread:
+                    head = heads.get(id(thread)) or self._head(thread)
+                    last_thread = thread
+                if ts != last_ts:
+                    # Whole seconds, then µs: ftrace's resolution, which virtual time keeps.
+                    stamp = "%d.%06d" % divmod(ts // 1000, 1_000_000)  # noqa: UP031 - faster
+                    last_ts = ts
+                pre = head[0] + stamp
+                end_line = ""
+            if name is not None:
+                append(f"{pre}{head[1]}{name}\n")
             else:
-                append(f"{head[0]}{stamp}{head[1]}{name}\n")
+                if not end_line:
+                    end_line = pre + head[2]
+                append(end_line)
         self._out.write("".join(lines))
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
