@@ -21,9 +21,12 @@ It is run (each measurement in a fresh subprocess, so ``ru_maxrss`` is its own):
   the device (request and reply).  No app threads, runtime, CPU work or tracing.
 
 Rate = executions completed (from the report) / wall seconds of the run call
-alone (scenario loading and interpreter start-up are not timed).
+alone (scenario loading and interpreter start-up are not timed); the same per
+CPU second (``time.process_time``) is printed beside it.  ``nnemu``,
+``nnemu+trace`` and ``simpy`` run ``--repeat`` times each, alternating, and the
+best wall and best CPU time of each are kept (the machine may be shared).
 
-Usage: python bench/bench_stack.py [--executions N] [--quick]
+Usage: python bench/bench_stack.py [--executions N] [--quick] [--repeat R]
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ IPC_LATENCY_US = 40.0
 LAUNCH_US = {"dev0": 30.0, "dev1": 50.0}
 APPS = (("cam", "dev0"), ("asr", "dev1"))
 TARGET_RATIO = 0.1
+TRACE_TARGET = 0.67
+"""Tracing on / off rate by CPU seconds the issue asks for (tracing costs at most 1.5x)."""
 
 
 def scenario_text(executions: int) -> str:
@@ -115,7 +120,12 @@ def _child_nnemu(executions: int, trace: bool) -> dict[str, Any]:
         report = run(scenario, sinks=sinks)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         rss_mb = _rss_mb()
+        peak_mb = _peak_mb()
         trace_mb = (Path(tmp) / "t.html").stat().st_size / 2**20 if trace else 0.0
+        marks = 0
+        if trace:
+            with open(Path(tmp) / "t.html", "rb") as lines:
+                marks = sum(b"tracing_mark_write" in line for line in lines)
     data = report.data
     completed = sum(data["apps"][name]["completed"] for name, _ in APPS)
     service_us = {
@@ -130,9 +140,10 @@ def _child_nnemu(executions: int, trace: bool) -> dict[str, Any]:
         "cpu_s": cpu,
         "rss_mb": rss_mb,
         "completed": completed,
-        "peak_mb": _peak_mb(),
+        "peak_mb": peak_mb,
         "before_mb": before_mb,
         "trace_mb": trace_mb,
+        "marks": marks,
         "virtual_ms": data["virtual_ms"],
         "service_us": service_us,
         "mean_latency_ms": {name: data["apps"][name]["latency_ms"]["mean"] for name, _ in APPS},
@@ -251,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--executions", type=int, default=None, help="total (default 100000)")
     parser.add_argument("--quick", action="store_true", help="10000 executions")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs of each of the first three rows (best kept)"
+    )
     parser.add_argument("--_child", nargs=2, metavar=("KIND", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args._child:
@@ -259,10 +273,18 @@ def main(argv: list[str] | None = None) -> int:
     n = args.executions or (10_000 if args.quick else 100_000)
     quarter = max(2, n // 4)
 
+    best: dict[str, dict[str, Any]] = {}
+    for _ in range(max(1, args.repeat)):
+        for kind in ("off", "trace", "simpy"):
+            result = _measure(kind, n)
+            if kind in best:
+                result["wall_s"] = min(result["wall_s"], best[kind]["wall_s"])
+                result["cpu_s"] = min(result["cpu_s"], best[kind]["cpu_s"])
+            best[kind] = result
     runs = [
-        ("nnemu (trace off)", _measure("off", n)),
-        ("nnemu (systrace on)", _measure("trace", n)),
-        ("simpy floor", _measure("simpy", n)),
+        ("nnemu (trace off)", best["off"]),
+        ("nnemu (systrace on)", best["trace"]),
+        ("simpy floor", best["simpy"]),
         ("nnemu (trace off) @N/4", _measure("off", quarter)),
     ]
     print(
@@ -288,6 +310,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  same, by CPU seconds:             {rate(off, 'cpu_s') / rate(floor, 'cpu_s'):.3f}")
     print(f"nnemu/SimPy rate ratio (trace on):  {rate(trace) / rate(floor):.3f}")
     print(f"tracing on / off rate:              {rate(trace) / rate(off):.3f}")
+    on_off_cpu = rate(trace, "cpu_s") / rate(off, "cpu_s")
+    verdict = "meets" if on_off_cpu >= TRACE_TARGET else "MISSES"
+    print(
+        f"  same, by CPU seconds:             {on_off_cpu:.3f} "
+        f"({verdict} the {TRACE_TARGET} target)"
+    )
+    per_exec_us = (trace["cpu_s"] - off["cpu_s"]) / trace["completed"] * 1e6
+    marks = trace["marks"] / max(1, trace["completed"])
+    print(
+        f"tracing costs (CPU):                {per_exec_us:.1f} µs per execution, "
+        f"{per_exec_us / max(1.0, marks) * 1000:.0f} ns per mark ({marks:.1f} marks per execution)"
+    )
     print(f"systrace file size:                 {trace['trace_mb']:.1f} MB")
     print(
         f"peak RSS trace off: {small['peak_mb']:.1f} MB at {small['completed']}, "
