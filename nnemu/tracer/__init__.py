@@ -1,9 +1,12 @@
 """NNTRACE-style events, the layer/phase vocabulary, trace writers and the ground truth."""
 
 from nnemu.tracer._tracer import (
+    BATCH_EVENTS,
+    BatchSink,
     Section,
     SectionInfo,
     SectionKind,
+    TraceEvent,
     TraceObserver,
     Tracer,
     TraceSink,
@@ -22,12 +25,14 @@ from nnemu.tracer._vocab import (
 from nnemu.tracer._writers import ChromeJsonWriter, FtraceWriter, open_trace_writer
 
 __all__ = [
+    "BATCH_EVENTS",
     "CELL_LAYERS",
     "CELL_PHASES",
     "EXECUTION_FAMILY",
     "EXECUTION_SUBPHASES",
     "NNAPI_HIDL_INTERFACES",
     "SUBPHASES",
+    "BatchSink",
     "ChromeJsonWriter",
     "FtraceWriter",
     "GroundTruth",
@@ -38,6 +43,7 @@ __all__ = [
     "Section",
     "SectionInfo",
     "SectionKind",
+    "TraceEvent",
     "TraceObserver",
     "TraceSink",
     "Tracer",

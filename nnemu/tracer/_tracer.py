@@ -143,14 +143,14 @@ class Section:
             count = min(self._count, depth.open)
             if count > 0:
                 depth.open -= count
-                event = (tracer._kernel.task_now_ns(), depth.thread, None, None)
+                event = (tracer._now(), depth.thread, None, None)
                 events = tracer._events
                 if count == 1:
                     events.append(event)
                 else:
                     events.extend([event] * count)
                 if len(events) >= tracer._release_at:
-                    tracer._release(tracer._kernel.clock_ns)
+                    tracer._release()
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Switch phase inside this section: begin ``[SW][NN_<layer>_<phase>]detail``."""
@@ -162,14 +162,14 @@ class Section:
             events = tracer._events
             events.append(
                 (
-                    tracer._kernel.task_now_ns(),
+                    tracer._now(),
                     depth.thread,
                     f"[SW][NN_{layer._value_}_{phase._value_}]{detail}",
                     (SectionKind.SWITCH, layer, phase, detail) if tracer._observers else None,
                 )
             )
             if len(events) >= tracer._release_at:
-                tracer._release(tracer._kernel.clock_ns)
+                tracer._release()
 
 
 class _UntracedSection(Section):
@@ -199,6 +199,8 @@ class Tracer:
 
     def __init__(self, kernel: Kernel, sinks: list[TraceSink] | None = None) -> None:
         self._kernel = kernel
+        self._now = kernel.task_now_ns
+        """The running task's time: what a mark carries."""
         self._sinks = list(sinks or [])
         self.enabled = bool(self._sinks)
         self._closed = False
@@ -228,12 +230,13 @@ class Tracer:
 
     # ------------------------------------------------------------ release
 
-    def _release(self, horizon: int | None) -> None:
-        """Send the buffered events up to ``horizon`` (all if None) to the sinks, in order."""
+    def _release(self, *, everything: bool = False) -> None:
+        """Send the buffered events the kernel's clock has passed (or all) to the sinks, in order."""
         events = self._events
         if len(events) > 1:
             events.sort(key=_TS)  # stable: equal times keep their emission order
-        if horizon is None or not events or events[-1][0] <= horizon:
+        horizon = self._kernel.clock_ns
+        if everything or not events or events[-1][0] <= horizon:
             ready, self._events = events, []
         else:
             cut = bisect_right(events, horizon, key=_TS)
@@ -281,22 +284,22 @@ class Tracer:
     def _begin(self, depth: _Depth, name: str, info: SectionInfo | None) -> None:
         depth.open += 1
         events = self._events
-        events.append((self._kernel.task_now_ns(), depth.thread, name, info))
+        events.append((self._now(), depth.thread, name, info))
         if len(events) >= self._release_at:
-            self._release(self._kernel.clock_ns)
+            self._release()
 
     def _end(self, depth: _Depth, count: int) -> None:
         count = min(count, depth.open)
         if count > 0:
             depth.open -= count
-            event = (self._kernel.task_now_ns(), depth.thread, None, None)
+            event = (self._now(), depth.thread, None, None)
             events = self._events
             if count == 1:
                 events.append(event)
             else:
                 events.extend([event] * count)
             if len(events) >= self._release_at:
-                self._release(self._kernel.clock_ns)
+                self._release()
 
     # ------------------------------------------------------------ the API
 
@@ -315,7 +318,7 @@ class Tracer:
         if self._closed:
             return
         if self._batch > 1 and self._events:
-            self._release(self._kernel.clock_ns)
+            self._release()
         for sink in self._sinks:
             sink.process(pid, name)
         for observer in self._observers:
@@ -346,21 +349,21 @@ class Tracer:
             events = self._events
             events.append(
                 (
-                    self._kernel.task_now_ns(),
+                    self._now(),
                     depth.thread,
                     f"[NN_{layer._value_}_{phase._value_}]{detail}",
                     (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
                 )
             )
             if len(events) >= self._release_at:
-                self._release(self._kernel.clock_ns)
+                self._release()
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Begin ``[SW][NN_<layer>_<phase>]detail`` (an NNTRACE_*_SWITCH); its scope's end closes it."""
         if self.enabled:
             self._begin(
                 self._depth_of(current_thread()),
-                "[SW]" + f"[NN_{layer._value_}_{phase._value_}]{detail}",
+                f"[SW][NN_{layer._value_}_{phase._value_}]{detail}",
                 (SectionKind.SWITCH, layer, phase, detail) if self._observers else None,
             )
 
@@ -369,7 +372,7 @@ class Tracer:
         if self.enabled:
             self._begin(
                 self._depth_of(current_thread()),
-                "[SUB]" + f"[NN_{layer._value_}_{phase._value_}]{detail}",
+                f"[SUB][NN_{layer._value_}_{phase._value_}]{detail}",
                 (SectionKind.SUBTRACT, layer, phase, detail) if self._observers else None,
             )
 
@@ -383,14 +386,14 @@ class Tracer:
         events = self._events
         events.append(
             (
-                self._kernel.task_now_ns(),
+                self._now(),
                 depth.thread,
                 f"[NN_{layer._value_}_{phase._value_}]{detail}",
                 (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
             )
         )
         if len(events) >= self._release_at:
-            self._release(self._kernel.clock_ns)
+            self._release()
         return Section(self, depth)
 
     def raw_section(self, name: str) -> Section:
@@ -403,14 +406,14 @@ class Tracer:
         events = self._events
         events.append(
             (
-                self._kernel.task_now_ns(),
+                self._now(),
                 depth.thread,
                 name,
                 (SectionKind.RAW, None, None, name) if self._observers else None,
             )
         )
         if len(events) >= self._release_at:
-            self._release(self._kernel.clock_ns)
+            self._release()
         return Section(self, depth)
 
     def subtract_section(self, layer: Layer, phase: Phase, detail: str) -> Section:
@@ -420,7 +423,7 @@ class Tracer:
         depth = self._depth_of(current_thread())
         self._begin(
             depth,
-            "[SUB]" + f"[NN_{layer._value_}_{phase._value_}]{detail}",
+            f"[SUB][NN_{layer._value_}_{phase._value_}]{detail}",
             (SectionKind.SUBTRACT, layer, phase, detail) if self._observers else None,
         )
         return Section(self, depth)
@@ -433,9 +436,9 @@ class Tracer:
             if count == 1 and depth is not None and depth.open:  # (``_end``, inline)
                 depth.open -= 1
                 events = self._events
-                events.append((self._kernel.task_now_ns(), depth.thread, None, None))
+                events.append((self._now(), depth.thread, None, None))
                 if len(events) >= self._release_at:
-                    self._release(self._kernel.clock_ns)
+                    self._release()
             else:
                 self._end(self._depth_of(thread), count)
 
@@ -456,7 +459,7 @@ class Tracer:
         for thread, depth in sorted(self._depths.items(), key=lambda i: (i[0].pid, i[0].tid)):
             events.extend([(ts, thread, None, None)] * depth.open)
             depth.open = 0
-        self._release(None)
+        self._release(everything=True)
         failure: BaseException | None = None
         closers = [sink.close for sink in self._sinks] + [obs.close for obs in self._observers]
         for close in closers:

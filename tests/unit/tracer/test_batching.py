@@ -1,0 +1,110 @@
+"""Batched delivery: a sink with ``receive`` sees exactly what a one-event-at-a-time sink sees."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import trio
+
+from nnemu import run
+from nnemu.scenario import load_scenario
+from nnemu.sim import Kernel, ProcessTable, SimThread
+from nnemu.tracer import BATCH_EVENTS, Layer, Phase, TraceEvent, Tracer, open_trace_writer
+
+SCENARIO = Path(__file__).parents[3] / "scenarios" / "two_apps_one_npu.yaml"
+
+_Seen = tuple[int, int, int, str | None]
+
+
+class _EventSink:
+    """One call per event (the ``TraceSink`` protocol only)."""
+
+    def __init__(self) -> None:
+        self.seen: list[_Seen] = []
+
+    def process(self, pid: int, name: str) -> None:
+        pass
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        self.seen.append((ts_ns, thread.pid, thread.tid, name))
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        self.seen.append((ts_ns, thread.pid, thread.tid, None))
+
+    def close(self) -> None:
+        pass
+
+
+class _BatchSink(_EventSink):
+    """Takes batches; ``begin``/``end`` must not be called."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches = 0
+        self.announced_after: list[int] = []
+
+    def process(self, pid: int, name: str) -> None:
+        self.announced_after.append(len(self.seen))
+
+    def receive(self, events: Sequence[TraceEvent]) -> None:
+        self.batches += 1
+        for ts, thread, name, _ in events:
+            self.seen.append((ts, thread.pid, thread.tid, name))
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        raise AssertionError("a batch sink got a begin call")
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        raise AssertionError("a batch sink got an end call")
+
+
+def test_batch_sink_sees_the_events_of_an_event_sink_in_the_same_order():
+    """Two apps on one NPU, run once per kind of sink: the same marks, times and order."""
+    scenario = load_scenario(SCENARIO)
+    one_by_one, batched = _EventSink(), _BatchSink()
+    run(scenario, sinks=[one_by_one])
+    run(scenario, sinks=[batched])
+    assert len(one_by_one.seen) > BATCH_EVENTS
+    assert batched.seen == one_by_one.seen
+    assert 1 < batched.batches < len(batched.seen) // 100
+    times = [ts for ts, *_ in batched.seen]
+    assert times == sorted(times)
+
+
+def test_systrace_file_is_the_same_batched_or_not(tmp_path: Path):
+    """The HTML written in batches equals the one written with a non-batch sink beside it."""
+    scenario = load_scenario(SCENARIO)
+    run(scenario, sinks=[open_trace_writer(tmp_path / "batched.html")])
+    run(scenario, sinks=[open_trace_writer(tmp_path / "one.html"), _EventSink()])
+    batched = (tmp_path / "batched.html").read_bytes()
+    assert batched.count(b"tracing_mark_write") > BATCH_EVENTS
+    assert batched == (tmp_path / "one.html").read_bytes()
+
+
+async def test_marks_ahead_of_the_clock_wait_for_it_and_process_comes_after_earlier_marks(
+    autojump_clock,
+):
+    """A mark written after CPU work is held until the clock passes it; ``process`` releases first."""
+    kernel = Kernel()
+    sink = _BatchSink()
+    tracer = Tracer(kernel, [sink])
+    thread = ProcessTable().spawn("app", 10001).main_thread
+
+    async def task() -> None:
+        with tracer.section(Layer.RUNTIME, Phase.EXECUTION, "a"):
+            kernel.work(5_000)  # the task's clock runs 5 µs ahead of the kernel's
+        tracer.process(4242, "late")  # the B at 0 is due, the E at 5 µs is not
+        await kernel.sleep(10_000)
+        tracer.process(4343, "later")
+
+    async with trio.open_nursery() as nursery:
+        kernel.spawn(nursery, task, thread=thread)
+        await kernel.run()
+        nursery.cancel_scope.cancel()
+    tracer.close()
+    assert sink.seen == [
+        (0, thread.pid, thread.tid, "[NN_LR_PE]a"),
+        (5_000, thread.pid, thread.tid, None),
+    ]
+    assert sink.announced_after == [1, 2]
