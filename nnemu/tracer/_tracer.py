@@ -142,7 +142,9 @@ class Section:
         tracer = self._tracer
         if tracer.enabled:  # (Tracer._end, inline: this is the hot path)
             depth = self._depth
-            count = min(self._count, depth.open)
+            count = self._count
+            if count > depth.open:  # closed meanwhile by an outer ``end``
+                count = depth.open
             if count > 0:
                 depth.open -= count
                 event = (tracer._now(), depth.thread, None, None)
