@@ -107,7 +107,7 @@ class _Output:
 class FtraceWriter:
     """Streams ``tracing_mark_write`` lines; optionally wrapped in systrace HTML.
 
-    A ``BatchSink``: the tracer hands it a few thousand events at a time, and it
+    A ``BatchSink``: the tracer hands it up to ``BATCH_EVENTS`` events at a time, and it
     writes their lines with one ``write``.  What is constant on a thread's lines
     (the ``TASK-PID (TGID) [CPU] ....`` head, ``B|pid|``, the whole ``E|pid`` tail)
     is built once per thread.
