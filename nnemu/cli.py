@@ -16,10 +16,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from importlib import metadata
 from typing import TYPE_CHECKING, Any, TextIO
-
-import structlog
 
 from nnemu.errors import ExitCode, Interrupted, NnemuError, ScenarioError
 
@@ -30,6 +27,10 @@ if TYPE_CHECKING:
     from nnemu.tracer import TraceSink
 
 _LOG_LEVELS = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}
+_LOGGING_COMMANDS = frozenset({"run", "replay", "verify", "demo"})
+"""Commands that run an emulation, whose layers log; the readers (parse, query) log nothing
+and get structlog (an import of ~50 ms) only when logging is asked for (``-v``, ``-q``,
+``--log-format json``)."""
 
 
 class Terminated(BaseException):
@@ -41,6 +42,8 @@ def _exit_code_of(exc: Interrupted) -> int:
 
 
 def _version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version("nnemu")
     except metadata.PackageNotFoundError:  # run from a source tree that was never installed
@@ -62,6 +65,8 @@ def configure_logging(log_format: str, stream: TextIO, level: int = logging.INFO
 
     ``level`` filters the events (``-v`` debug, ``-q`` warnings and errors only).
     """
+    import structlog
+
     processors: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -77,6 +82,18 @@ def configure_logging(log_format: str, stream: TextIO, level: int = logging.INFO
         logger_factory=structlog.PrintLoggerFactory(stream),
         cache_logger_on_first_use=False,
     )
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for (it costs an import)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.update(nargs=0, default=argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any, **_kwargs: Any) -> None:
+        sys.stdout.write(f"nnemu {_version()}\n")
+        parser.exit()
 
 
 def _common_options(*, top: bool) -> argparse.ArgumentParser:
@@ -229,7 +246,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Emulate the Android NNAPI stack (app, runtime, HIDL IPC, driver) in virtual time.",
         parents=[_common_options(top=True)],
     )
-    parser.add_argument("--version", action="version", version=f"nnemu {_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     common = _common_options(top=False)
 
@@ -586,9 +603,10 @@ def main(
     out = out or sys.stdout
     err = err or sys.stderr
     args = _parser().parse_args(argv)
-    configure_logging(
-        getattr(args, "log_format", "console"), err, _LOG_LEVELS[getattr(args, "verbosity", 0)]
-    )
+    log_format = getattr(args, "log_format", "console")
+    verbosity = getattr(args, "verbosity", 0)
+    if args.command in _LOGGING_COMMANDS or log_format != "console" or verbosity:
+        configure_logging(log_format, err, _LOG_LEVELS[verbosity])
     try:
         try:
             code = _COMMANDS[args.command](args, out, err)

@@ -1,18 +1,16 @@
-"""NNTRACE-style events, the layer/phase vocabulary, trace writers and the ground truth."""
+"""NNTRACE-style events, the layer/phase vocabulary, trace writers and the ground truth.
 
-from nnemu.tracer._tracer import (
-    BATCH_EVENTS,
-    BatchSink,
-    Section,
-    SectionInfo,
-    SectionKind,
-    TraceEvent,
-    TraceObserver,
-    Tracer,
-    TraceSink,
-)
-from nnemu.tracer._truth import GroundTruth
-from nnemu.tracer._truth_records import CELL_LAYERS, CELL_PHASES, ProcessTruth, RunTruth
+The vocabulary (``Layer``, ``Phase``, ...) is imported at once; the tracer, the
+writers and the ground truth on first use (a module ``__getattr__``), so that the
+trace readers (``nnemu parse``, ``nnemu query``) get the vocabulary without the
+emulator's kernel (trio) behind the tracer.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from nnemu.tracer._vocab import (
     EXECUTION_FAMILY,
     EXECUTION_SUBPHASES,
@@ -22,7 +20,42 @@ from nnemu.tracer._vocab import (
     Phase,
     tag,
 )
-from nnemu.tracer._writers import ChromeJsonWriter, FtraceWriter, open_trace_writer
+
+if TYPE_CHECKING:
+    from nnemu.tracer._tracer import (
+        BATCH_EVENTS,
+        BatchSink,
+        Section,
+        SectionInfo,
+        SectionKind,
+        TraceEvent,
+        TraceObserver,
+        Tracer,
+        TraceSink,
+    )
+    from nnemu.tracer._truth import GroundTruth
+    from nnemu.tracer._truth_records import CELL_LAYERS, CELL_PHASES, ProcessTruth, RunTruth
+    from nnemu.tracer._writers import ChromeJsonWriter, FtraceWriter, open_trace_writer
+
+_HOMES = {
+    "BATCH_EVENTS": "nnemu.tracer._tracer",
+    "BatchSink": "nnemu.tracer._tracer",
+    "TraceEvent": "nnemu.tracer._tracer",
+    "Section": "nnemu.tracer._tracer",
+    "SectionInfo": "nnemu.tracer._tracer",
+    "SectionKind": "nnemu.tracer._tracer",
+    "TraceObserver": "nnemu.tracer._tracer",
+    "Tracer": "nnemu.tracer._tracer",
+    "TraceSink": "nnemu.tracer._tracer",
+    "GroundTruth": "nnemu.tracer._truth",
+    "CELL_LAYERS": "nnemu.tracer._truth_records",
+    "CELL_PHASES": "nnemu.tracer._truth_records",
+    "ProcessTruth": "nnemu.tracer._truth_records",
+    "RunTruth": "nnemu.tracer._truth_records",
+    "ChromeJsonWriter": "nnemu.tracer._writers",
+    "FtraceWriter": "nnemu.tracer._writers",
+    "open_trace_writer": "nnemu.tracer._writers",
+}
 
 __all__ = [
     "BATCH_EVENTS",
@@ -50,3 +83,16 @@ __all__ = [
     "open_trace_writer",
     "tag",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'nnemu.tracer' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
