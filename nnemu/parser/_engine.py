@@ -670,6 +670,32 @@ class _Thread:
         self.windows = 0
 
 
+def _drop_open_frames(stack: list[_Frame | None], top: _Frame) -> list[_Frame]:
+    """Replace the open frames on ``stack`` (``top`` and its parents) by ``None``; return them.
+
+    The frames on a thread's stack are exactly ``top``'s chain of parents (opaque
+    sections are ``None`` between them, and earlier dropped frames ``None`` below
+    them), so the walk stops at the lowest one instead of at the bottom of a stack
+    that unclosed sections keep growing.  Returns them bottom first.
+    """
+    left = 0
+    frame: _Frame | None = top
+    while frame is not None:
+        left += 1
+        frame = frame.parent
+    dropped: list[_Frame] = []
+    index = len(stack) - 1
+    while left and index >= 0:
+        entry = stack[index]
+        if entry is not None:
+            dropped.append(entry)
+            stack[index] = None
+            left -= 1
+        index -= 1
+    dropped.reverse()
+    return dropped
+
+
 class Engine:
     """Feed it trace lines; it emits one ``RunStats`` per ``[NN_LA_PO]`` run."""
 
@@ -1372,17 +1398,13 @@ class Engine:
         for thread in self._threads.values():
             top = thread.top
             if top is not None and top.holder.run is run:
-                stack = thread.stack
-                for index, frame in enumerate(stack):
-                    if frame is None:
-                        continue
+                for frame in _drop_open_frames(thread.stack, top):
                     if thread.tracked:
                         self.warn(
                             f"section still open when {why}; its time is not counted",
                             frame.line_number,
                             frame.line,
                         )
-                    stack[index] = None
                 thread.top = None
             if thread.sc_queue:
                 thread.sc_queue = collections.deque(
