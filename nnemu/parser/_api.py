@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TextIO
 
 import attrs
 
 from nnemu.errors import TraceFormatError
 from nnemu.parser._engine import Engine
-from nnemu.parser._format import format_json, format_text
-from nnemu.parser._model import Diagnostic, ParseResult
+from nnemu.parser._format import Printout
+from nnemu.parser._model import Diagnostic, ParseResult, RunStats
 from nnemu.trace import ChromeRows, FtraceLines, open_trace
 
 
@@ -28,8 +28,9 @@ def _run(
     keep_detail: bool,
     include_incomplete: bool = False,
     chrome: ChromeRows | None = None,
+    on_run: Callable[[int, RunStats], None] | None = None,
 ) -> _Outcome:
-    engine = Engine(keep_detail=keep_detail)
+    engine = Engine(keep_detail=keep_detail, on_run=on_run)
     found = True
     if chrome is not None:
         engine.set_process_names(chrome.process_names)
@@ -112,8 +113,16 @@ def parse_lines(
     )
 
 
-def _read(path: str, *, keep_detail: bool, include_incomplete: bool) -> _Outcome:
+def _read(
+    path: str,
+    *,
+    keep_detail: bool,
+    include_incomplete: bool,
+    on_run: Callable[[int, RunStats], None] | None = None,
+) -> _Outcome:
     """Parse a file of any format nnemu reads (the format is told by its first bytes).
+
+    With ``on_run``, each run goes there as it finishes (the outcome then has no runs).
 
     Raises:
         TraceFormatError: A format it cannot read (compressed, binary, not a trace).
@@ -122,9 +131,15 @@ def _read(path: str, *, keep_detail: bool, include_incomplete: bool) -> _Outcome
     with open_trace(path) as source:
         if isinstance(source, ChromeRows):
             return _run(
-                None, keep_detail=keep_detail, include_incomplete=include_incomplete, chrome=source
+                None,
+                keep_detail=keep_detail,
+                include_incomplete=include_incomplete,
+                chrome=source,
+                on_run=on_run,
             )
-        return _run(source, keep_detail=keep_detail, include_incomplete=include_incomplete)
+        return _run(
+            source, keep_detail=keep_detail, include_incomplete=include_incomplete, on_run=on_run
+        )
 
 
 def parse_file(
@@ -160,34 +175,30 @@ def run_parse_command(
     holds nothing usable.  Diagnostics go to ``stderr`` as
     ``FILE:LINE: warning|error: message``.
     """
-    try:
-        outcome = _read(
-            path,
-            keep_detail=print_detail and not as_json,
-            include_incomplete=include_incomplete,
-        )
-    except TraceFormatError as err:
-        stderr.write(f"{err.where}: error: {err.message}\n")
-        return 2
-    except OSError as err:
-        stderr.write(f"{path}: error: cannot read the trace: {err.strerror or err}\n")
-        return 2
-    for diagnostic in outcome.result.diagnostics:
-        where = f"{path}:{diagnostic.line_number}" if diagnostic.line_number else path
-        stderr.write(f"{where}: {diagnostic.severity}: {diagnostic.message}\n")
-    if not outcome.usable:
-        return 2
-    if as_json:
-        stdout.write(
-            format_json(outcome.result, per_execution=per_execution, total_times=total_times)
-        )
-    else:
-        stdout.write(
-            format_text(
-                outcome.result,
-                per_execution=per_execution,
-                total_times=total_times,
-                print_detail=print_detail,
+    with Printout(
+        as_json=as_json,
+        per_execution=per_execution,
+        total_times=total_times,
+        print_detail=print_detail and not as_json,
+        include_incomplete=include_incomplete,
+    ) as printout:
+        try:
+            outcome = _read(
+                path,
+                keep_detail=print_detail and not as_json,
+                include_incomplete=include_incomplete,
+                on_run=printout.add,
             )
-        )
+        except TraceFormatError as err:
+            stderr.write(f"{err.where}: error: {err.message}\n")
+            return 2
+        except OSError as err:
+            stderr.write(f"{path}: error: cannot read the trace: {err.strerror or err}\n")
+            return 2
+        for diagnostic in outcome.result.diagnostics:
+            where = f"{path}:{diagnostic.line_number}" if diagnostic.line_number else path
+            stderr.write(f"{where}: {diagnostic.severity}: {diagnostic.message}\n")
+        if not outcome.usable:
+            return 2
+        printout.write(stdout)
     return 0

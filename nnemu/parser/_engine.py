@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import attrs
@@ -699,8 +699,12 @@ def _drop_open_frames(stack: list[_Frame | None], top: _Frame) -> list[_Frame]:
 class Engine:
     """Feed it trace lines; it emits one ``RunStats`` per ``[NN_LA_PO]`` run."""
 
-    def __init__(self, *, keep_detail: bool = False) -> None:
+    def __init__(
+        self, *, keep_detail: bool = False, on_run: Callable[[int, RunStats], None] | None = None
+    ) -> None:
         self.keep_detail = keep_detail
+        # Where a finished run goes (with its start order); None keeps it in ``runs``.
+        self._on_run = on_run
         self.runs: list[RunStats] = []
         self.diagnostics: list[Diagnostic] = []
         self.suppressed = 0
@@ -1392,8 +1396,11 @@ class Engine:
         self._latest = run
         self._open_runs.append(run)
 
-    def _finish_run(self, run: _Run, why: str) -> RunStats:
-        """Drop what of ``run`` is still open (reported) and keep its statistics."""
+    def _finish_run(self, run: _Run, why: str, *, incomplete: bool = False) -> RunStats:
+        """Drop what of ``run`` is still open (reported) and hand its statistics on.
+
+        They go to ``on_run`` at once if the engine has one, else to ``runs`` at the end.
+        """
         run.finished = True
         for thread in self._threads.values():
             top = thread.top
@@ -1434,8 +1441,13 @@ class Engine:
         if run in self._open_runs:
             self._open_runs.remove(run)
         stats = self._collect(run)
+        if incomplete:
+            stats = attrs.evolve(stats, incomplete=True)
         if run.proc is not None or self.saw_nnapi:
-            self._finished.append((run.seq, stats))
+            if self._on_run is not None:
+                self._on_run(run.seq, stats)
+            else:
+                self._finished.append((run.seq, stats))
         return stats
 
     def _collect(self, run: _Run) -> RunStats:
@@ -1488,11 +1500,8 @@ class Engine:
             open_runs.insert(0, self._orphan)
         for run in open_runs:
             cut = run.po_frame is not None
-            stats = self._finish_run(run, "the trace ends")
+            stats = self._finish_run(run, "the trace ends", incomplete=cut)
             if cut:
-                self._finished.remove((run.seq, stats))
-                stats = attrs.evolve(stats, incomplete=True)
-                self._finished.append((run.seq, stats))
                 self.incomplete.append(stats)
                 name = f" ({_printable(stats.process_name)})" if stats.process_name else ""
                 self.warn(

@@ -7,10 +7,13 @@ tools and people used to its output can read nnemu's.
 
 from __future__ import annotations
 
+import collections
+import io
 import json
 import math
+import tempfile
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, TextIO
 
 from nnemu.parser._model import LAYER_TOTAL, TABLE_LAYERS, LayerKey, ParseResult, RunStats, Table
 from nnemu.tracer import Layer, Phase
@@ -160,29 +163,11 @@ def _detail(run: RunStats) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _several_clients(result: ParseResult) -> bool:
-    """Whether the runs are of more than one client process (tables then get titles)."""
-    return len({run.pid for run in result.runs}) > 1
-
-
-def _ordinals(result: ParseResult) -> dict[int, tuple[int, int]]:
-    """Each run's (1-based position, count) among the runs of its process."""
-    counts: dict[str, int] = {}
-    for run in result.runs:
-        counts[run.pid] = counts.get(run.pid, 0) + 1
-    seen: dict[str, int] = {}
-    ordinals = {}
-    for run in result.runs:
-        seen[run.pid] = seen.get(run.pid, 0) + 1
-        ordinals[id(run)] = (seen[run.pid], counts[run.pid])
-    return ordinals
-
-
-def _title(run: RunStats, ordinal: tuple[int, int]) -> str:
-    name = f"{run.process_name} " if run.process_name else ""
-    who = f"process {name}(pid {run.pid})" if run.pid else "sections outside any run"
+def _title(pid: str, process_name: str, incomplete: bool, ordinal: tuple[int, int]) -> str:
+    name = f"{process_name} " if process_name else ""
+    who = f"process {name}(pid {pid})" if pid else "sections outside any run"
     title = f"=== {who}, run {ordinal[0]} of {ordinal[1]}"
-    if run.incomplete:
+    if incomplete:
         title += " -- INCOMPLETE: the trace ends before this run does; its figures are partial"
     return title
 
@@ -195,18 +180,13 @@ def format_text(
     print_detail: bool = False,
 ) -> str:
     """Render every run as Android's parser prints it (starting mark, then the table)."""
-    chunks = []
-    titled = _several_clients(result)
-    ordinals = _ordinals(result)
-    for run in result.runs:
-        if titled or run.incomplete:
-            chunks.append(_title(run, ordinals[id(run)]) + "\n")
-        chunks.append(run.starting_mark + "\n")
-        table = _table(run, per_execution=per_execution, total_times=total_times)
-        chunks.append("".join(line + "\n" for line in table.splitlines()))
-        if print_detail:
-            chunks.append(_detail(run))
-    return "".join(chunks)
+    with Printout(
+        as_json=False,
+        per_execution=per_execution,
+        total_times=total_times,
+        print_detail=print_detail,
+    ) as printout:
+        return printout.render(result)
 
 
 def _jsonable(value: object) -> object:
@@ -256,16 +236,129 @@ def format_json(
     result: ParseResult, *, per_execution: bool = False, total_times: bool = False
 ) -> str:
     """Render every run as a JSON list laid out like Android's parser's output."""
-    parts = ["[\n"]
-    for index, run in enumerate(result.runs):
-        if index:
-            parts.append(",\n")
-        obj = run_json(
-            run,
-            per_execution=per_execution,
-            total_times=total_times,
-            titled=_several_clients(result),
-        )
-        parts.append(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-    parts.append("]\n")
-    return "".join(parts)
+    with Printout(as_json=True, per_execution=per_execution, total_times=total_times) as printout:
+        return printout.render(result)
+
+
+_SPOOL_IN_MEMORY: Final = 8 << 20
+"""Bytes of rendered runs ``Printout`` keeps in memory before it moves them to a temporary file."""
+
+_PROCESS_BEFORE: Final = b',\n  "self_times": '
+"""Where a run's JSON object gets its ``process`` entry (keys are sorted: it comes just before)."""
+
+
+class _Entry:
+    """What ``Printout`` keeps of a rendered run: its place in the spool and its title's facts."""
+
+    __slots__ = ("incomplete", "length", "offset", "pid", "process_name", "seq", "split")
+
+    def __init__(self, seq: int, run: RunStats, offset: int, length: int, split: int) -> None:
+        self.seq = seq
+        self.pid = run.pid
+        self.process_name = run.process_name
+        self.incomplete = run.incomplete
+        self.offset = offset
+        self.length = length
+        # JSON: where the "process" entry goes if the trace has several clients (-1: none).
+        self.split = split
+
+
+class Printout:
+    """The text or JSON output of a parse, rendered run by run as the runs finish.
+
+    Each run is rendered once, when the parser hands it over (``add``), and only
+    its rendering is kept, in a spool that moves to a temporary file beyond
+    ``_SPOOL_IN_MEMORY`` bytes; the run's statistics and tables are dropped.  What
+    depends on every run (whether the trace has several client processes, so the
+    tables get titles; "run k of N") is added when the output is written
+    (``write``), in the order the runs started.  ``format_text`` and ``format_json``
+    render a ``ParseResult`` through it too, so ``nnemu parse`` (runs handed over
+    as they finish) and the library print the same bytes.
+    """
+
+    def __init__(
+        self,
+        *,
+        as_json: bool,
+        per_execution: bool = False,
+        total_times: bool = False,
+        print_detail: bool = False,
+        include_incomplete: bool = True,
+    ) -> None:
+        self.as_json = as_json
+        self.per_execution = per_execution
+        self.total_times = total_times
+        self.print_detail = print_detail
+        self.include_incomplete = include_incomplete
+        # Closed by close() (or the with block), not here: it outlives this call.
+        self._spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115
+        self._size = 0
+        self._entries: list[_Entry] = []
+
+    def __enter__(self) -> Printout:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drop the spool (and its temporary file, if it has one)."""
+        self._spool.close()
+
+    def add(self, seq: int, run: RunStats) -> None:
+        """Render ``run``, the ``seq``-th to start (an incomplete one only if asked for)."""
+        if run.incomplete and not self.include_incomplete:
+            return
+        split = -1
+        if self.as_json:
+            obj = run_json(run, per_execution=self.per_execution, total_times=self.total_times)
+            data = json.dumps(obj, indent=2, sort_keys=True).encode(errors="surrogatepass")
+            if not run.incomplete:
+                split = data.index(_PROCESS_BEFORE)
+        else:
+            table = _table(run, per_execution=self.per_execution, total_times=self.total_times)
+            body = [run.starting_mark + "\n", "".join(line + "\n" for line in table.splitlines())]
+            if self.print_detail:
+                body.append(_detail(run))
+            data = "".join(body).encode(errors="surrogatepass")
+        self._spool.write(data)
+        self._entries.append(_Entry(seq, run, self._size, len(data), split))
+        self._size += len(data)
+
+    def render(self, result: ParseResult) -> str:
+        """The output for the runs of ``result``, as a string."""
+        for seq, run in enumerate(result.runs):
+            self.add(seq, run)
+        out = io.StringIO()
+        self.write(out)
+        return out.getvalue()
+
+    def write(self, out: TextIO) -> None:
+        """Write the runs added so far to ``out``, in the order they started."""
+        entries = sorted(self._entries, key=lambda entry: entry.seq)
+        titled = len({entry.pid for entry in entries}) > 1
+        counts = collections.Counter(entry.pid for entry in entries)
+        seen: dict[str, int] = {}
+        if self.as_json:
+            out.write("[\n")
+        for index, entry in enumerate(entries):
+            seen[entry.pid] = seen.get(entry.pid, 0) + 1
+            self._spool.seek(entry.offset)
+            data = self._spool.read(entry.length)
+            if self.as_json:
+                if index:
+                    out.write(",\n")
+                if titled and entry.split >= 0:
+                    process = {"process": {"name": entry.process_name, "pid": entry.pid}}
+                    entry_text = json.dumps(process, indent=2, sort_keys=True)[2:-2]
+                    head = data[: entry.split].decode(errors="surrogatepass")
+                    out.write(f"{head},\n{entry_text}")
+                    data = data[entry.split :]
+                out.write(data.decode(errors="surrogatepass") + "\n")
+                continue
+            if titled or entry.incomplete:
+                ordinal = (seen[entry.pid], counts[entry.pid])
+                out.write(_title(entry.pid, entry.process_name, entry.incomplete, ordinal) + "\n")
+            out.write(data.decode(errors="surrogatepass"))
+        if self.as_json:
+            out.write("]\n")
