@@ -4,6 +4,7 @@
   ``timestamp_ns`` / ``exact_timestamp_ns`` (any number of fraction digits);
 * HTML blocks: ``FtraceLines`` (the ftrace block of systrace HTML, or plain
   ftrace text) and its ``PROCESS DUMP`` (``ProcessDump``: process and thread rows);
+  a text stream's lines are read with ``bounded_lines`` (none longer than ``MAX_LINE``);
 * Chrome trace-event JSON: ``read_chrome_json`` (events as ftrace rows),
   ``json_time_ns``;
 * formats: ``detect_format`` (gzip, archives, binary, JSON, text) and
@@ -22,12 +23,14 @@ from nnemu.trace._detect import (
     refuse_unreadable,
 )
 from nnemu.trace._html import (
+    MAX_LINE,
     PROCESS_DUMP,
     TRACE_DATA_OPEN,
     DumpProcess,
     DumpThread,
     FtraceLines,
     ProcessDump,
+    bounded_lines,
     process_name,
 )
 from nnemu.trace._marks import OPAQUE, Mark, classify
@@ -53,6 +56,7 @@ __all__ = [
     "MALFORMED_ROW",
     "MAX_ABS_NS",
     "MAX_ID",
+    "MAX_LINE",
     "MAX_SECONDS_DIGITS",
     "OPAQUE",
     "PROCESS_DUMP",
@@ -68,6 +72,7 @@ __all__ = [
     "Mark",
     "ProcessDump",
     "TraceFormat",
+    "bounded_lines",
     "classify",
     "detect_format",
     "exact_timestamp_ns",

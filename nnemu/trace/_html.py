@@ -1,5 +1,8 @@
 """Finding the ftrace text in a systrace HTML file or a plain ftrace dump, and its process dump.
 
+Text is read a line at a time, and no line may be longer than ``MAX_LINE``
+(``bounded_lines``): a file without line breaks is refused, not read whole.
+
 Systrace HTML holds several ``<script class="trace-data">`` blocks: a ``PROCESS
 DUMP`` (``ps`` listings: processes, then threads), the ftrace text (first line
 ``# tracer:``) and JSON metadata.  ``FtraceLines`` yields the ftrace block's
@@ -10,12 +13,14 @@ are kept in ``process_names``, and every process and thread row goes to
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Callable, Generator, Iterable, Iterator
-from typing import Final
+from typing import Final, TextIO
 
 import attrs
 
+from nnemu.errors import TraceFormatError
 from nnemu.trace._rows import pid_of
 
 TRACE_DATA_OPEN: Final = '<script class="trace-data" type="application/text">'
@@ -24,6 +29,30 @@ SCRIPT_CLOSE: Final = "</script>"
 PROCESS_DUMP: Final = "PROCESS DUMP"
 """The first line of a systrace process-dump block."""
 _MAX_PROCESSES: Final = 100_000
+
+MAX_LINE: Final = 1 << 20
+"""The longest line a text trace may have, in characters (so at least as many bytes): 1 MiB."""
+
+
+def bounded_lines(stream: TextIO | io.TextIOBase) -> Iterator[str]:
+    """The lines of a text stream, each read in at most ``MAX_LINE + 1`` characters.
+
+    A trace line is ~100 characters; a longer one than ``MAX_LINE`` (a file
+    without line breaks, say) is refused rather than read whole into memory.
+
+    Raises:
+        TraceFormatError: A line is longer than ``MAX_LINE`` (at its line number;
+            the source is the stream's ``name``).
+    """
+    readline = stream.readline
+    limit = MAX_LINE + 1
+    line_number = 0
+    while line := readline(limit):
+        line_number += 1
+        if len(line) == limit and line[-1] != "\n":
+            source = str(getattr(stream, "name", "<stream>"))
+            raise TraceFormatError(source, line_number, "", f"line longer than {MAX_LINE} bytes")
+        yield line
 
 
 def process_name(rest: str) -> str:
@@ -98,7 +127,7 @@ class FtraceLines:
     """
 
     lines: Iterable[str]
-    """The raw input lines."""
+    """The raw input lines (a text stream is read with ``bounded_lines``)."""
     is_html: bool = attrs.field(default=False, init=False)
     """Whether the input was recognised as systrace HTML."""
     found_ftrace: bool = attrs.field(default=False, init=False)
@@ -120,7 +149,9 @@ class FtraceLines:
     def __iter__(self) -> Iterator[tuple[int, str]]:
         line_number = 0
         line = ""
-        lines = iter(self.lines)
+        lines = (
+            bounded_lines(self.lines) if isinstance(self.lines, io.TextIOBase) else iter(self.lines)
+        )
         for line in lines:
             line_number += 1
             stripped = line.lstrip()
