@@ -13,16 +13,26 @@ The floor is the loop the parser cannot avoid: the same line source (the file
 opened as ``parse_file`` opens it) and a pure-Python loop that only matches
 each line with the readers' row pattern (``nnemu.trace.ROW_RE``), nothing else.
 
-Usage: python bench/bench_parser.py [--lines N ...] [--repeat R]
+Process level (``--process``, on by default at 300k lines): the whole command,
+``nnemu parse FILE > /dev/null`` as a subprocess (start-up, imports, parse,
+output), against a subprocess that only starts Python, compiles the same row
+pattern and runs the floor loop over the same file.  They alternate, R times
+each; the best wall time and the best CPU time (the children's user + system
+time, ``resource.getrusage(RUSAGE_CHILDREN)``) of each are reported.
+
+Usage: python bench/bench_parser.py [--lines N ...] [--repeat R] [--process N ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 _CHILD = r"""
@@ -62,6 +72,16 @@ for rep in range(repeat):
             result[name + "_mb"] = peak_mb()
             result[name + "_out"] = out
 print(json.dumps(result))
+"""
+
+_FLOOR_PROCESS = r"""
+import re, sys
+match = re.compile(sys.argv[2]).match
+rows = 0
+with open(sys.argv[1], encoding="utf-8", errors="replace") as stream:
+    for line in stream:
+        if match(line) is not None:
+            rows += 1
 """
 
 _CLIENT = "app-1000  ( 1000)"
@@ -145,6 +165,35 @@ def _measure(path: Path, repeat: int) -> dict[str, object]:
     return result
 
 
+def _timed_process(argv: list[str]) -> tuple[float, float]:
+    """Run ``argv`` with stdout to /dev/null; its (wall, CPU) seconds, CPU = user + system."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    with open(os.devnull, "w") as devnull:
+        subprocess.run(argv, stdout=devnull, stderr=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu
+
+
+def _measure_processes(path: Path, repeat: int) -> dict[str, list[float]]:
+    """``nnemu parse PATH`` and the floor loop, each as a whole process, alternating."""
+    from nnemu.trace import ROW_RE
+
+    commands = {
+        "nnemu": [sys.executable, "-m", "nnemu.cli", "parse", str(path)],
+        "floor": [sys.executable, "-c", _FLOOR_PROCESS, str(path), ROW_RE.pattern],
+    }
+    result: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        for name, argv in commands.items():
+            wall, cpu = _timed_process(argv)
+            result.setdefault(name + "_wall", []).append(wall)
+            result.setdefault(name + "_cpu", []).append(cpu)
+    return result
+
+
 def _best(result: dict[str, object], key: str) -> float:
     values = result[key]
     assert isinstance(values, list)
@@ -156,6 +205,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, nargs="*", default=[300_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=5, help="runs of each (best is kept)")
+    parser.add_argument(
+        "--process",
+        type=int,
+        nargs="*",
+        default=[300_000],
+        metavar="N",
+        help="also time whole processes at these line counts (default 300k; none: skip)",
+    )
     args = parser.parse_args()
     header = (
         f"{'lines':>9}  {'shape':<13} {'runs':>5}  {'nnemu l/s':>9} {'floor l/s':>9}"
@@ -182,6 +239,33 @@ def main() -> None:
                     f"  {r['nnemu_mb']:>8.1f} {r['floor_mb']:>8.1f}",
                     flush=True,
                 )
+        if args.process:
+            _print_processes(Path(tmp), args.process, args.repeat)
+
+
+def _print_processes(tmp: Path, counts: list[int], repeat: int) -> None:
+    """The process-level table: ``nnemu parse FILE > /dev/null`` vs the floor loop's process."""
+    header = (
+        f"{'lines':>9}  {'shape':<13} {'nnemu s':>8} {'floor s':>8} {'ratio':>5}"
+        f"  {'nnemu cpu-s':>11} {'floor cpu-s':>11} {'ratio':>5}"
+    )
+    print(f"\nwhole processes, best of {repeat}: nnemu parse FILE > /dev/null vs the floor loop")
+    print(header)
+    print("-" * len(header))
+    for n_lines in counts:
+        for shape, per_run in (("many runs", 20), ("one long run", None)):
+            path = tmp / f"process-{n_lines}-{per_run}.txt"
+            _write_trace(path, n_lines, executions_per_run=per_run)
+            with path.open(encoding="utf-8") as stream:
+                count = sum(1 for _ in stream)
+            r = _measure_processes(path, repeat)
+            nw, fw = min(r["nnemu_wall"]), min(r["floor_wall"])
+            nc, fc = min(r["nnemu_cpu"]), min(r["floor_cpu"])
+            print(
+                f"{count:>9}  {shape:<13} {nw:>8.3f} {fw:>8.3f} {nw / fw:>5.2f}"
+                f"  {nc:>11.3f} {fc:>11.3f} {nc / fc:>5.2f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

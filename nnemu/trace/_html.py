@@ -1,7 +1,9 @@
 """Finding the ftrace text in a systrace HTML file or a plain ftrace dump, and its process dump.
 
-Text is read a line at a time, and no line may be longer than ``MAX_LINE``
-(``bounded_lines``): a file without line breaks is refused, not read whole.
+A text stream is read a line at a time, at most ``MAX_LINE`` characters at a
+time: an ftrace line longer than that (a file without line breaks) is refused,
+not read whole; in HTML outside the ftrace block only a line's first
+``MAX_LINE`` characters are looked at.
 
 Systrace HTML holds several ``<script class="trace-data">`` blocks: a ``PROCESS
 DUMP`` (``ps`` listings: processes, then threads), the ftrace text (first line
@@ -13,6 +15,7 @@ are kept in ``process_names``, and every process and thread row goes to
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -34,6 +37,30 @@ MAX_LINE: Final = 1 << 20
 """The longest line a text trace may have, in characters (so at least as many bytes): 1 MiB."""
 
 
+def _line_too_long(source: str, line_number: int) -> TraceFormatError:
+    return TraceFormatError(source, line_number, "", f"line longer than {MAX_LINE} bytes")
+
+
+def _source_of(stream: TextIO | io.TextIOBase) -> str:
+    return str(getattr(stream, "name", "<stream>"))
+
+
+def _pieces(stream: TextIO | io.TextIOBase) -> Iterator[str]:
+    """The stream's lines, each read in at most ``MAX_LINE + 1`` characters (C-speed iteration).
+
+    A line longer than ``MAX_LINE`` comes in several pieces, the first exactly
+    ``MAX_LINE + 1`` characters long without a line break.
+    """
+    return iter(functools.partial(stream.readline, MAX_LINE + 1), "")
+
+
+def _skip_rest(pieces: Iterator[str]) -> None:
+    """Read past the rest of an over-long line (its pieces up to a line break)."""
+    for piece in pieces:
+        if piece.endswith("\n"):
+            return
+
+
 def bounded_lines(stream: TextIO | io.TextIOBase) -> Iterator[str]:
     """The lines of a text stream, each read in at most ``MAX_LINE + 1`` characters.
 
@@ -44,14 +71,10 @@ def bounded_lines(stream: TextIO | io.TextIOBase) -> Iterator[str]:
         TraceFormatError: A line is longer than ``MAX_LINE`` (at its line number;
             the source is the stream's ``name``).
     """
-    readline = stream.readline
     limit = MAX_LINE + 1
-    line_number = 0
-    while line := readline(limit):
-        line_number += 1
+    for line_number, line in enumerate(_pieces(stream), 1):
         if len(line) == limit and line[-1] != "\n":
-            source = str(getattr(stream, "name", "<stream>"))
-            raise TraceFormatError(source, line_number, "", f"line longer than {MAX_LINE} bytes")
+            raise _line_too_long(_source_of(stream), line_number)
         yield line
 
 
@@ -127,7 +150,7 @@ class FtraceLines:
     """
 
     lines: Iterable[str]
-    """The raw input lines (a text stream is read with ``bounded_lines``)."""
+    """The raw input lines (a text stream is read at most ``MAX_LINE`` characters at a time)."""
     is_html: bool = attrs.field(default=False, init=False)
     """Whether the input was recognised as systrace HTML."""
     found_ftrace: bool = attrs.field(default=False, init=False)
@@ -145,32 +168,61 @@ class FtraceLines:
     on_dump: Callable[[DumpProcess | DumpThread], None] | None = None
     """Called with each row of a ``PROCESS DUMP`` block before the ftrace one."""
     _dump: ProcessDump = attrs.field(factory=ProcessDump, init=False)
+    _limit: int = attrs.field(default=0, init=False)
+    """``MAX_LINE + 1`` when reading a stream (a piece that long is a line too long), else 0."""
+    _source: str = attrs.field(default="", init=False)
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         line_number = 0
         line = ""
-        lines = (
-            bounded_lines(self.lines) if isinstance(self.lines, io.TextIOBase) else iter(self.lines)
-        )
+        lines: Iterator[str]
+        if isinstance(self.lines, io.TextIOBase):
+            lines = _pieces(self.lines)
+            self._source = _source_of(self.lines)
+            self._limit = MAX_LINE + 1
+        else:
+            lines = iter(self.lines)
         for line in lines:
             line_number += 1
             stripped = line.lstrip()
             if not stripped:
+                if self._too_long(line):
+                    _skip_rest(lines)
                 continue
             head = stripped[:15].lower()
             if head.startswith(("<!doctype", "<html")):
                 self.is_html = True
                 line_number, line = yield from self._html_block(lines, line_number, line)
             else:
-                self.found_ftrace = True
-                item = (line_number, line)
-                yield item
-                for item in enumerate(lines, line_number + 1):
-                    yield item
-                line_number, line = item
+                line_number, line = yield from self._text(lines, line_number, line)
             break
         self.last_line_number = line_number
         self.last_line_unterminated = bool(line) and not line.endswith("\n")
+
+    def _too_long(self, line: str) -> bool:
+        """Whether ``line`` is the first piece of a line longer than ``MAX_LINE``."""
+        return len(line) == self._limit and line[-1] != "\n"
+
+    def _text(
+        self, lines: Iterator[str], line_number: int, line: str
+    ) -> Generator[tuple[int, str], None, tuple[int, str]]:
+        """Yield plain ftrace text from its first line on; return the last line read."""
+        self.found_ftrace = True
+        item = (line_number, line)
+        limit = self._limit
+        if limit:
+            if self._too_long(line):
+                raise _line_too_long(self._source, line_number)
+            yield item
+            for item in enumerate(lines, line_number + 1):
+                if len(item[1]) == limit and item[1][-1] != "\n":
+                    raise _line_too_long(self._source, item[0])
+                yield item
+        else:
+            yield item
+            for item in enumerate(lines, line_number + 1):
+                yield item
+        return item
 
     def _dump_line(self, line: str) -> None:
         """Read one line of a ``PROCESS DUMP`` block."""
@@ -193,6 +245,12 @@ class FtraceLines:
         in_block = in_dump = False
         expect_tracer = False
         while True:
+            if self._limit and self._too_long(line):
+                if in_block:
+                    raise _line_too_long(self._source, line_number)
+                # Outside the ftrace block (the viewer's code, other data blocks) only
+                # the first MAX_LINE characters of a line are looked at.
+                _skip_rest(lines)
             if in_block:
                 if SCRIPT_CLOSE in line:
                     break

@@ -44,3 +44,20 @@ def test_commands_refuse_a_file_without_line_breaks(
     assert code == 2
     assert out == ""
     assert err == f"{path}:3: {prefix}line longer than {MAX_LINE} bytes\n"
+
+
+def test_html_outside_the_ftrace_block_may_have_long_lines(tmp_path: Path) -> None:
+    """A systrace HTML's viewer code may hold longer lines: they are skipped, the trace is read."""
+    path = tmp_path / "t.html"
+    row = "app-10  ( 10) [000] ...1 1.000000: tracing_mark_write: B|10|[NN_LA_PO]x\n"
+    path.write_text(
+        "<!DOCTYPE html>\n<html>\n<script>" + "v" * (3 * MAX_LINE) + "</script>\n"
+        '<script class="trace-data" type="application/text">\n# tracer: nop\n'
+        + row
+        + "</script>\n</html>\n"
+    )
+    with path.open(encoding="utf-8") as stream:
+        source = FtraceLines(stream)
+        assert list(source) == [(6, row)]
+    assert source.is_html
+    assert source.found_ftrace
