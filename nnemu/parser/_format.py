@@ -8,6 +8,7 @@ tools and people used to its output can read nnemu's.
 from __future__ import annotations
 
 import collections
+import functools
 import io
 import json
 import math
@@ -82,6 +83,23 @@ def _key(layer: LayerKey, column: str) -> str:
     return f"{layer}_{column}"
 
 
+_ROWS: Final[tuple[LayerKey, ...]] = (*TABLE_LAYERS, LAYER_TOTAL)
+_CELLS: Final = tuple(
+    (row, phase, _key(row, phase.value)) for row in _ROWS for phase in _PICKED_PHASES
+)
+"""(row, phase, its ``<layer>_<column>`` key) of every value read from a table, in output order."""
+_DERIVED: Final = tuple(
+    (row, _key(row, "PE"), _key(row, "PIO"), _key(row, "PR"), _key(row, "PEO"), _key(row, "PO"))
+    for row in _ROWS
+)
+"""Each row's keys of PE, PIO, PR and of the derived PEO and PO."""
+_PERCENT: Final = tuple((_key(layer, "PE"), _key(layer, "PEp")) for layer in TABLE_LAYERS)
+_PER_EXECUTION_KEYS: Final = tuple(
+    _key(row, column) for row in _ROWS for column in _PER_EXECUTION_COLUMNS
+)
+_TOTAL_PE: Final = _key(LAYER_TOTAL, "PE")
+
+
 def template_inputs(
     run: RunStats, *, per_execution: bool = False, total_times: bool = False
 ) -> dict[str, float]:
@@ -92,30 +110,19 @@ def template_inputs(
             Phase.BENCHMARK
         ]
         chosen = {**chosen, **{phase: benchmark[phase] for phase in _BENCHMARK_PHASES}}
-    values: dict[str, float] = {}
-    for layer in TABLE_LAYERS:
-        for phase in _PICKED_PHASES:
-            values[_key(layer, phase.value)] = chosen[phase][layer]
-    for phase in _PICKED_PHASES:
-        values[_key(LAYER_TOTAL, phase.value)] = chosen[phase][LAYER_TOTAL]
-    layers: tuple[LayerKey, ...] = (*TABLE_LAYERS, LAYER_TOTAL)
-    for row in layers:
-        values[_key(row, "PEO")] = (
-            values[_key(row, "PE")] - values[_key(row, "PIO")] - values[_key(row, "PR")]
-        )
-        values[_key(row, "PO")] = chosen[Phase.OVERALL][row]
-    total_pe = values[_key(LAYER_TOTAL, "PE")]
-    for layer in TABLE_LAYERS:
-        values[_key(layer, "PEp")] = (
-            values[_key(layer, "PE")] * 100.0 / total_pe if total_pe > 0.0 else math.nan
-        )
+    values: dict[str, float] = {key: chosen[phase][row] for row, phase, key in _CELLS}
+    overall = chosen[Phase.OVERALL]
+    for row, pe, pio, pr, peo, po in _DERIVED:
+        values[peo] = values[pe] - values[pio] - values[pr]
+        values[po] = overall[row]
+    total_pe = values[_TOTAL_PE]
+    for pe, pep in _PERCENT:
+        values[pep] = values[pe] * 100.0 / total_pe if total_pe > 0.0 else math.nan
     if per_execution:
         app = Phase.BENCHMARK if run.has_warmup_and_benchmark else Phase.OVERALL
         divide_by = run.execution_counts[app]
-        for row in layers:
-            for column in _PER_EXECUTION_COLUMNS:
-                key = _key(row, column)
-                values[key] = values[key] / divide_by if divide_by else math.nan
+        for key in _PER_EXECUTION_KEYS:
+            values[key] = values[key] / divide_by if divide_by else math.nan
     return values
 
 
@@ -124,19 +131,14 @@ def _has_cpu(run: RunStats, total_times: bool) -> bool:
     return any(chosen[phase][Layer.CPU] > 0.0 for phase in _PICKED_PHASES)
 
 
-def _fill(template: str, values: Mapping[str, float]) -> str:
-    template = template.replace(":fl}", ":>11.2f}").replace(":f}", ":>9.2f}")
-    return template.format(**values)
-
-
-def _table(run: RunStats, *, per_execution: bool, total_times: bool) -> str:
-    values = template_inputs(run, per_execution=per_execution, total_times=total_times)
+@functools.cache
+def _template(*, per_execution: bool, total_times: bool, has_cpu: bool, benchmark: bool) -> str:
+    """The format string of a table of this kind, built once per kind."""
     template, row = (
         (_TEMPLATE_EXECUTION_ONLY, _ROW_EXECUTION_ONLY)
         if per_execution
         else (_TEMPLATE_ALL_PHASES, _ROW_ALL_PHASES)
     )
-    has_cpu = _has_cpu(run, total_times)
     rows = []
     for layer in TABLE_LAYERS:
         if layer is Layer.CPU and not has_cpu:
@@ -147,9 +149,21 @@ def _table(run: RunStats, *, per_execution: bool, total_times: bool) -> str:
         rows.append(line.replace("{name:<11}", f"{_LAYER_NAMES[layer]:<11}"))
     if total_times:
         template = template.replace("self-times", "total time")
-    if run.has_warmup_and_benchmark and per_execution:
+    if benchmark:
         template = template.replace("Execution", "Benchmark")
-    output = _fill(template.replace("{rows}", "\n".join(rows)), values)
+    template = template.replace("{rows}", "\n".join(rows))
+    return template.replace(":fl}", ":>11.2f}").replace(":f}", ":>9.2f}")
+
+
+def _table(run: RunStats, *, per_execution: bool, total_times: bool) -> str:
+    values = template_inputs(run, per_execution=per_execution, total_times=total_times)
+    template = _template(
+        per_execution=per_execution,
+        total_times=total_times,
+        has_cpu=_has_cpu(run, total_times),
+        benchmark=run.has_warmup_and_benchmark and per_execution,
+    )
+    output = template.format(**values)
     output = output.replace(" 0.00%", "     -").replace(" 0.00", "    -").replace(" nan", " n/a")
     return output
 
