@@ -88,6 +88,11 @@ class Application:
         self._bursts: dict[SimThread, Burst] = {}
         self._executors_done = SimEvent(kernel)
         self.finished = False
+        # Per-execution durations the spec fixes, rounded once rather than per frame.
+        self._timeout_ns = (
+            us(spec.execution_timeout_ms * 1e6) if spec.execution_timeout_ms else None
+        )
+        self._backoff_ns = us(spec.retry.backoff_ms * 1e6)
 
     def start(self) -> None:
         """Start the app's main thread."""
@@ -262,7 +267,7 @@ class Application:
     async def _one(self, arrival_ns: int) -> None:
         """One frame: execute (with retries of TRANSIENT errors) and record the outcome."""
         kernel, spec = self.kernel, self.spec
-        timeout_ns = us(spec.execution_timeout_ms * 1e6) if spec.execution_timeout_ms else None
+        timeout_ns = self._timeout_ns
         if (
             spec.drop_late_frames
             and timeout_ns is not None
@@ -272,7 +277,7 @@ class Application:
             self.stats.deadline_misses += 1
             return
         retry = spec.retry
-        delay_ns = us(retry.backoff_ms * 1e6)
+        delay_ns = self._backoff_ns
         attempt = 0
         while True:
             code, late = await self._execute(timeout_ns)

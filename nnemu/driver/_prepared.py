@@ -80,6 +80,8 @@ class PreparedModel:
         # The last request that passed validation: runtimes send the same request
         # object for every execution of a step, and validation is a pure function.
         self.validated_request: Request | None = None
+        self._output_shapes: tuple[OutputShape, ...] | None = None
+        self._launch_ns = us(service.spec.cost.launch_us * 1000)
 
     @property
     def endpoint(self) -> Endpoint:
@@ -215,7 +217,7 @@ class PreparedModel:
         kernel, device, spec = service.kernel, service.device, service.spec
         if service.status is not DeviceStatus.AVAILABLE:
             return ErrorStatus.DEVICE_UNAVAILABLE, 0
-        launch_ns = us(spec.cost.launch_us * 1000)
+        launch_ns = self._launch_ns
         job = Job(
             uid=self.uid,
             priority=self.priority,
@@ -251,8 +253,12 @@ class PreparedModel:
 
     def output_shapes(self) -> tuple[OutputShape, ...]:
         """The shapes of the model's outputs (what a successful execution reports)."""
-        main = self.model.main
-        return tuple(OutputShape(main.operands[i].dimensions) for i in main.output_indexes)
+        shapes = self._output_shapes
+        if shapes is None:  # the model is a frozen value: its shapes never change
+            main = self.model.main
+            shapes = tuple(OutputShape(main.operands[i].dimensions) for i in main.output_indexes)
+            self._output_shapes = shapes
+        return shapes
 
     async def _execute_async(
         self,

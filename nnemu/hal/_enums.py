@@ -20,11 +20,11 @@ class HalVersion(enum.Enum):
     @property
     def feature_level(self) -> int:
         """NNAPI feature level (Android API level) of this HAL version."""
-        return {"1.0": 27, "1.1": 28, "1.2": 29, "1.3": 30}[self.value]
+        return _FEATURE_LEVELS[self]
 
     def at_least(self, other: HalVersion) -> bool:
         """Whether this version is ``other`` or newer."""
-        return self.feature_level >= other.feature_level
+        return _FEATURE_LEVELS[self] >= _FEATURE_LEVELS[other]
 
     @property
     def suffix(self) -> str:
@@ -66,6 +66,14 @@ class HalVersion(enum.Enum):
         return "notify" if not self.at_least(HalVersion.V1_2) else "notify" + self.suffix
 
 
+_FEATURE_LEVELS = {
+    HalVersion.V1_0: 27,
+    HalVersion.V1_1: 28,
+    HalVersion.V1_2: 29,
+    HalVersion.V1_3: 30,
+}
+
+
 class ErrorStatus(enum.IntEnum):
     """HAL ``ErrorStatus`` (1.0, extended in 1.3)."""
 
@@ -86,6 +94,8 @@ class ErrorStatus(enum.IntEnum):
 
     def downgraded(self, version: HalVersion) -> ErrorStatus:
         """The status as it crosses a ``version`` interface: 1.3 codes become GENERAL_FAILURE before 1.3."""
+        if self is ErrorStatus.NONE or version is HalVersion.V1_3:
+            return self  # the common case, without the enum comparisons below
         if self.is_qos and not version.at_least(HalVersion.V1_3):
             return ErrorStatus.GENERAL_FAILURE
         return self

@@ -82,12 +82,26 @@ class Binder:
         self._rng = rng
         self._mean_ns = spec.latency_us * 1000.0
         self.transactions = 0
+        # ``HIDL::<Iface>::<method>`` and its proxy's and stub's section names, by
+        # (iface, method): built once, not on every transaction.
+        self._names: dict[tuple[str, str], tuple[str, str, str]] = {}
+        # One-way latencies by payload size while there is no jitter (then no draw).
+        self._fixed_latency: dict[int, int] | None = {} if spec.jitter <= 0 else None
         self.on_call: Callable[[str], None] | None = None
         """Called with ``HIDL::<Iface>::<method>`` as each transaction starts, on the caller's
         thread, before anything happens (manual stepping stops here)."""
 
     def latency_ns(self, payload_bytes: int = 0) -> int:
         """One-way latency of a transaction carrying ``payload_bytes``, in whole µs."""
+        fixed = self._fixed_latency
+        if fixed is not None:
+            latency = fixed.get(payload_bytes)
+            if latency is None:
+                latency = fixed[payload_bytes] = self._latency_ns(payload_bytes)
+            return latency
+        return self._latency_ns(payload_bytes)
+
+    def _latency_ns(self, payload_bytes: int) -> int:
         base = self._mean_ns + self.spec.us_per_kb * 1000.0 * payload_bytes / 1024.0
         if self.spec.jitter > 0:
             sigma = self.spec.jitter
@@ -95,13 +109,17 @@ class Binder:
             base *= math.exp(self._rng.gauss(-sigma * sigma / 2.0, sigma))
         return us(base)
 
-    def _start(self, iface: str, method: str) -> str:
-        """Count a transaction and tell ``on_call``; return its ``HIDL::<Iface>::<method>``."""
-        name = f"HIDL::{iface}::{method}"
+    def _start(self, iface: str, method: str) -> tuple[str, str, str]:
+        """Count a transaction and tell ``on_call``; return its ``HIDL::<Iface>::<method>``
+        and the section names of its proxy (``...::client``) and stub (``...::server``)."""
+        names = self._names.get((iface, method))
+        if names is None:
+            name = f"HIDL::{iface}::{method}"
+            names = self._names[iface, method] = (name, name + "::client", name + "::server")
         self.transactions += 1
         if self.on_call is not None:
-            self.on_call(name)
-        return name
+            self.on_call(names[0])
+        return names
 
     async def call(
         self,
@@ -117,20 +135,21 @@ class Binder:
         Returns what ``serve`` returns, or DEAD when the callee is (or dies) dead.
         """
         kernel, tracer = self.kernel, self.tracer
-        name = self._start(iface, method)
-        with tracer.raw_section(name + "::client"):
+        _, client, server = self._start(iface, method)
+        with tracer.raw_section(client):
             if not callee.alive:
                 return DEAD
             await kernel.sleep(self.latency_ns(payload_bytes))
             if not callee.alive:
                 return DEAD
-            thread = await callee.pool.acquire()
+            pool = callee.pool
+            thread = await pool.acquire()
             try:
-                with as_thread(thread), tracer.raw_section(name + "::server"):
+                with as_thread(thread), tracer.raw_section(server):
                     result = await serve()
                 await kernel.sync()
             finally:
-                callee.pool.release(thread)
+                pool.release(thread)
             if not callee.alive:
                 return DEAD
             await kernel.sleep(self.latency_ns())
@@ -150,8 +169,8 @@ class Binder:
         Returns False (nothing is sent) if the callee is dead.  ``deliver`` must not wait.
         """
         kernel, tracer = self.kernel, self.tracer
-        name = self._start(iface, method)
-        with tracer.raw_section(name + "::client"):
+        _, client, server = self._start(iface, method)
+        with tracer.raw_section(client):
             pass  # the proxy of a oneway call returns at once
         if not callee.alive:
             return False
@@ -164,7 +183,7 @@ class Binder:
             # The server stub's section spans two kernel callbacks (it arrives, it is
             # served), so it is begun and ended by hand rather than as a block.
             with as_thread(thread):
-                tracer.raw_begin(name + "::server")
+                tracer.raw_begin(server)
 
             def served() -> None:
                 with as_thread(thread):

@@ -25,10 +25,10 @@ trio's clock for each step instead, so a run takes as long as the emulated time.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import heapq
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -47,7 +47,8 @@ def us(ns: float) -> int:
     Every modelled duration is rounded so, which keeps virtual time on the resolution
     of ftrace timestamps: a trace then loses nothing of what the emulator did.
     """
-    return max(0, round(ns / 1000.0)) * 1000
+    rounded = round(ns / 1000.0)
+    return rounded * 1000 if rounded > 0 else 0
 
 
 @attrs.frozen
@@ -85,14 +86,26 @@ def current_thread() -> SimThread:
     return thread
 
 
-@contextmanager
-def as_thread(thread: SimThread) -> Iterator[SimThread]:
-    """Run the enclosed code as ``thread`` (a binder thread serving a transaction, say)."""
-    token = _current_thread.set(thread)
-    try:
-        yield thread
-    finally:
-        _current_thread.reset(token)
+class _AsThread:
+    """The block of ``as_thread``: the code inside runs as ``thread``."""
+
+    __slots__ = ("_thread", "_token")
+
+    def __init__(self, thread: SimThread) -> None:
+        self._thread = thread
+
+    def __enter__(self) -> SimThread:
+        self._token = _current_thread.set(self._thread)
+        return self._thread
+
+    def __exit__(self, *exc_info: object) -> None:
+        _current_thread.reset(self._token)
+
+
+def as_thread(thread: SimThread) -> _AsThread:
+    """Run the enclosed code as ``thread`` (a binder thread serving a transaction, say):
+    ``with as_thread(thread):``."""
+    return _AsThread(thread)
 
 
 class _Proc:
@@ -188,8 +201,9 @@ class Kernel:
 
     def _advance(self, t_ns: int) -> None:
         if t_ns > self.clock_ns:
-            if self._clock is not None:
-                self._clock.jump((t_ns - self.clock_ns) / 1e9)
+            clock = self._clock
+            if clock is not None:
+                clock.jump((t_ns - self.clock_ns) / 1e9)
             self.clock_ns = t_ns
 
     # --------------------------------------------------------------- running
@@ -340,7 +354,9 @@ class Kernel:
             raise EmulatorBug(f"{proc.name} parked {proc.lag_ns} ns ahead of time")
         if until_ns is not None:
             self._seq += 1
-            heapq.heappush(self._heap, (max(until_ns, self.clock_ns), self._seq, proc, proc.token))
+            if until_ns < self.clock_ns:
+                until_ns = self.clock_ns
+            heapq.heappush(self._heap, (until_ns, self._seq, proc, proc.token))
         nxt = await self._next()
         if nxt is proc:
             self._running = proc
@@ -384,14 +400,15 @@ class Kernel:
             reached = self.clock_ns + proc.lag_ns
             if reached > self._reached_ns:
                 self._reached_ns = reached
-            t_ns = max(t_ns, reached)
+            if reached > t_ns:
+                t_ns = reached
             proc.lag_ns = 0
         if (
-            not self._ready
-            and not self.realtime
+            proc is not None
+            and not self._ready
             and (not heap or heap[0][0] > t_ns)
             and (self._stop_ns is None or t_ns <= self._stop_ns)
-            and self._running is not None
+            and not self.realtime
             and not self._closing
             and self.observer is None  # a stepper sees every wait as a kernel event
         ):
@@ -402,7 +419,9 @@ class Kernel:
 
     async def sleep(self, duration_ns: int) -> None:
         """Wait ``duration_ns`` of virtual time from the task's own clock."""
-        await self.sleep_until(self.task_now_ns() + max(0, duration_ns))
+        proc = self._running
+        t_ns = self.clock_ns + proc.lag_ns if proc is not None else self.clock_ns
+        await self.sleep_until(t_ns + duration_ns if duration_ns > 0 else t_ns)
 
     def call_at(self, t_ns: int, callback: Callable[[], None]) -> None:
         """Run the plain function ``callback`` at virtual time ``t_ns`` (in sequence order)."""
@@ -477,7 +496,9 @@ class SimEvent:
 
     async def wait(self) -> Any:
         """Wait until set; return the latched value."""
-        await self._kernel.sync()
+        proc = self._kernel._running
+        if proc is not None and proc.lag_ns:
+            await self._kernel.sync()
         if self.is_set:
             return self.value
         self._waiters.append(self._kernel.wait_handle())
@@ -505,11 +526,17 @@ class SimQueue:
 
     async def get(self) -> Any:
         """Take the oldest item, waiting for one if the queue is empty."""
-        await self._kernel.sync()
+        proc = self._kernel._running
+        if proc is not None and proc.lag_ns:
+            await self._kernel.sync()
         if self._items:
             return self._items.popleft()
         self._getters.append(self._kernel.wait_handle())
         return await self._kernel.park()
+
+
+def _minus_tid(thread: SimThread) -> int:
+    return -thread.tid
 
 
 class ThreadPool:
@@ -518,7 +545,7 @@ class ThreadPool:
     def __init__(self, kernel: Kernel, threads: list[SimThread]) -> None:
         self._kernel = kernel
         self.threads = tuple(threads)
-        self._free: list[SimThread] = sorted(threads, key=lambda t: -t.tid)
+        self._free: list[SimThread] = sorted(threads, key=_minus_tid)
         self._waiters: collections.deque[WakeHandle] = collections.deque()
         self.peak_in_use = 0
 
@@ -529,18 +556,23 @@ class ThreadPool:
 
     async def acquire(self) -> SimThread:
         """Borrow a thread (the lowest-numbered free one), waiting FIFO if all are busy."""
-        await self._kernel.sync()
-        if self._free and not self._waiters:
-            thread = self._free.pop()
+        kernel = self._kernel
+        proc = kernel._running
+        if proc is not None and proc.lag_ns:
+            await kernel.sync()
+        free = self._free
+        if free and not self._waiters:
+            thread = free.pop()
         else:
-            self._waiters.append(self._kernel.wait_handle())
-            thread = await self._kernel.park()  # type: ignore[assignment]
-        self.peak_in_use = max(self.peak_in_use, self.in_use)
+            self._waiters.append(kernel.wait_handle())
+            thread = await kernel.park()  # type: ignore[assignment]
+        in_use = len(self.threads) - len(free)
+        if in_use > self.peak_in_use:
+            self.peak_in_use = in_use
         return thread
 
     def release(self, thread: SimThread) -> None:
         """Return ``thread``, handing it to the oldest waiter if any."""
         self._kernel.assert_synced()
-        if not self._kernel.wake_first(self._waiters, thread):
-            self._free.append(thread)
-            self._free.sort(key=lambda t: -t.tid)
+        if not self._waiters or not self._kernel.wake_first(self._waiters, thread):
+            bisect.insort(self._free, thread, key=_minus_tid)
