@@ -87,15 +87,14 @@ class Execution:
 
     def set_io(self) -> ResultCode:
         """ANeuralNetworksExecution_setInput/setOutput for every model input and output."""
-        runtime = self.runtime
+        ndk_call = self.runtime.ndk_call
         main = self.compilation.model.main
-        for name, count in (
-            ("ANeuralNetworksExecution_setInput", len(main.input_indexes)),
-            ("ANeuralNetworksExecution_setOutput", len(main.output_indexes)),
-        ):
-            for _ in range(count):
-                with runtime.ndk_call(Phase.INPUTS_AND_OUTPUTS, name):
-                    pass
+        for _ in main.input_indexes:
+            with ndk_call(Phase.INPUTS_AND_OUTPUTS, "ANeuralNetworksExecution_setInput"):
+                pass
+        for _ in main.output_indexes:
+            with ndk_call(Phase.INPUTS_AND_OUTPUTS, "ANeuralNetworksExecution_setOutput"):
+                pass
         return ResultCode.BAD_STATE if self.started else ResultCode.NO_ERROR
 
     def set_timeout(self, duration_ns: int) -> ResultCode:

@@ -58,7 +58,9 @@ class NdkCall:
         return None
 
     def __exit__(self, *exc_info: object) -> None:
-        self._tracer.end()
+        tracer = self._tracer
+        if tracer.enabled:
+            tracer.end()
 
 
 class Runtime:
@@ -110,7 +112,9 @@ class Runtime:
         ``with runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_compute"):``
         -- the section ends when the block exits, however it exits.
         """
-        self.tracer.begin(Layer.RUNTIME, phase, name)
+        tracer = self.tracer
+        if tracer.enabled:
+            tracer.begin(Layer.RUNTIME, phase, name)
         self.kernel.work(API_CALL_NS)
         return self._ndk_call
 

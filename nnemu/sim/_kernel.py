@@ -353,10 +353,24 @@ class Kernel:
             # A wait handle taken before syncing would be stale after it: sync first.
             raise EmulatorBug(f"{proc.name} parked {proc.lag_ns} ns ahead of time")
         if until_ns is not None:
-            self._seq += 1
             if until_ns < self.clock_ns:
                 until_ns = self.clock_ns
-            heapq.heappush(self._heap, (until_ns, self._seq, proc, proc.token))
+            heap = self._heap
+            if (
+                not self._ready
+                and (not heap or heap[0][0] > until_ns)
+                and (self._stop_ns is None or until_ns <= self._stop_ns)
+                and not self.realtime
+                and self.observer is None
+            ):
+                # Nothing else can happen before until_ns, so nothing can wake the task
+                # first: its timer fires, as ``_next`` would take it, without a heap entry.
+                proc.token += 1
+                proc.resume_value = None
+                self._advance(until_ns)
+                return None
+            self._seq += 1
+            heapq.heappush(heap, (until_ns, self._seq, proc, proc.token))
         nxt = await self._next()
         if nxt is proc:
             self._running = proc
