@@ -1,13 +1,21 @@
 """The virtual-time kernel: deterministic scheduling of emulated threads on trio.
 
-Every emulated thread of control is a trio task, but only one of them runs at a
-time: the one holding the kernel's baton.  A task gives the baton away only by
-waiting on a kernel primitive (``sleep``, ``SimEvent.wait``, ``SimQueue.get``,
-``park``); the kernel then picks the next task from its own FIFO ready queue or,
-when that is empty, from its own ``(time, sequence)`` timer heap, and advances
-virtual time.  Trio's run loop never has two emulated tasks ready at once, so its
-(randomised) choice among ready tasks never decides anything: the same scenario
-and seed give the same interleaving on any machine.
+Every emulated thread of control is a coroutine that the kernel itself runs, one
+at a time, in the trio task that called ``Kernel.run`` (the stepper): the running
+thread holds the kernel's baton and gives it away only by waiting on a kernel
+primitive (``sleep``, ``SimEvent.wait``, ``SimQueue.get``, ``ThreadPool.acquire``,
+``park``).  The kernel then picks the next thread from its own FIFO ready queue or,
+when that is empty, from its own ``(time, sequence)`` timer heap, advances virtual
+time and resumes that thread's coroutine (``send``) with the value it was woken
+with.  A switch between emulated threads therefore costs no trip through trio's
+scheduler, and trio's (randomised) choice among ready tasks never decides
+anything: the same scenario and seed give the same interleaving on any machine.
+
+Each thread also has a trio task in the nursery it was spawned in (``_shell``),
+which keeps the thread's place there: it ends when the thread's code ends, and if
+the nursery is cancelled first (the end of a run) it closes the code, whose
+cleanup (``finally`` blocks) then runs in trio's order, as a cancelled task's
+would.  Emulated code waits only on the kernel's primitives, never on trio's.
 
 Virtual time is an integer number of nanoseconds, read on two clocks:
 
@@ -28,12 +36,11 @@ from __future__ import annotations
 import bisect
 import collections
 import heapq
-from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from contextvars import Context, ContextVar, copy_context
 from typing import Any
 
 import attrs
-import outcome
 import trio
 import trio.testing
 from trio.lowlevel import Abort, current_task, reschedule, wait_task_rescheduled
@@ -109,17 +116,33 @@ def as_thread(thread: SimThread) -> _AsThread:
 
 
 class _Proc:
-    """Kernel bookkeeping of one trio task that takes part in the emulation."""
+    """Kernel bookkeeping of one emulated thread (or of the root, the task running the kernel)."""
 
-    __slots__ = ("lag_ns", "name", "resume_value", "started", "task", "token")
+    __slots__ = (
+        "context",
+        "coro",
+        "done",
+        "lag_ns",
+        "name",
+        "resume_value",
+        "shell_waiting",
+        "task",
+        "token",
+    )
 
     def __init__(self, name: str) -> None:
         self.name = name
         # Virtual CPU time the task has spent since it last synchronised with the
         # kernel: its own clock runs ``lag_ns`` ahead of ``Kernel.clock_ns``.
         self.lag_ns = 0
+        # The emulated thread's code, stepped by the kernel (``Kernel._step``), and the
+        # contextvars it runs in (its thread, its logging context).
+        self.coro: Coroutine[Any, Any, object] | None = None
+        self.context: Context | None = None
+        self.done = False  # its code returned, raised, or was closed
+        # The trio task that owns the thread's lifetime in its nursery (``Kernel._shell``).
         self.task: trio.lowlevel.Task | None = None
-        self.started = False  # set when the kernel handed it the baton before it parked once
+        self.shell_waiting = False
         self.resume_value: object = None
         # Incremented whenever the proc is woken: a wake-up source holding an older
         # token (a timer that lost the race against an event, say) is stale.
@@ -128,6 +151,19 @@ class _Proc:
 
 WakeHandle = tuple[_Proc, int]
 """Who to wake and which wait of theirs: ``(proc, token)``."""
+
+
+class _Suspend:
+    """What a parking thread awaits: it hands control back to the kernel's stepper, which
+    resumes it (``coroutine.send``) with the value it is woken with."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[_Suspend, object, object]:
+        return (yield self)
+
+
+_SUSPEND = _Suspend()
 
 
 class KernelStopped(Exception):
@@ -154,6 +190,7 @@ class Kernel:
         self._wall_base = 0.0
         self._clock: trio.testing.MockClock | None = None
         self.switches = 0
+        self._shells_to_end = 0
         self._stopped = False
         # Latest own-clock time a task reached through work() (its marks may carry it).
         self._reached_ns = 0
@@ -221,13 +258,21 @@ class Kernel:
         self._trio_token = trio.lowlevel.current_trio_token()
         root = _Proc("root")
         root.task = current_task()
-        root.started = True
         self._root = root
         self._running = root
-        nxt = await self._next()
-        if nxt is not root:
-            self._hand_to(nxt)
-            await wait_task_rescheduled(self._abort)
+        try:
+            while True:
+                nxt = await self._next()
+                if nxt is root:
+                    break
+                self._step(nxt)
+                if self._shells_to_end >= _SHELL_BATCH:
+                    # Let the trio tasks of finished threads end (their memory is freed).
+                    self._shells_to_end = 0
+                    await trio.lowlevel.checkpoint()
+        except trio.Cancelled:
+            self._closing = True  # the run is being torn down
+            raise
         self._running = None
         if self._stopped:
             # Marks written ahead of the clock by work() must not outlive the run's end.
@@ -314,7 +359,13 @@ class Kernel:
             heapq.heappop(heap)
             if proc_or_none is None:
                 self._advance(t_ns)
-                payload()
+                # In the contextvars of the thread that gave the baton up, as it would
+                # have run there (the kernel's stepper itself runs outside every thread).
+                context = self._running.context if self._running is not None else None
+                if context is not None:
+                    context.run(payload)
+                else:
+                    payload()
                 continue
             proc: _Proc = proc_or_none
             proc.token += 1
@@ -330,13 +381,46 @@ class Kernel:
         elif proc.token == payload:  # a stale timer is skipped silently
             self.observer(t_ns, f"wake {proc.name}")
 
-    def _hand_to(self, proc: _Proc) -> None:
+    def _step(self, proc: _Proc) -> None:
+        """Run ``proc``'s code until it parks again (or ends), with the value it was woken with.
+
+        Only the task that called ``run`` steps threads, one at a time, so a switch
+        between emulated threads costs no trip through trio's scheduler.
+        """
+        if proc is not self._running:
+            self.switches += 1
         self._running = proc
-        self.switches += 1
-        if proc.task is None:
-            proc.started = True  # it will find the baton in its hands when it starts
-        else:
-            reschedule(proc.task, outcome.Value(proc.resume_value))
+        context, coro = proc.context, proc.coro
+        if context is None or coro is None:
+            raise EmulatorBug(f"{proc.name} has no code to run")
+        try:
+            waited = context.run(coro.send, proc.resume_value)
+        except StopIteration:
+            self._finished(proc)
+            return
+        except BaseException:
+            self._finished(proc)
+            raise
+        if waited is not _SUSPEND:
+            self._finished(proc)
+            context.run(coro.close)
+            raise EmulatorBug(
+                f"{proc.name} awaited {waited!r}: emulated threads wait only on the kernel"
+            )
+
+    def _finished(self, proc: _Proc) -> None:
+        """``proc``'s code is over: whatever it computed after its last wait is over too, and
+        the trio task that holds its place in the nursery may end."""
+        proc.done = True
+        reached = self.clock_ns + proc.lag_ns
+        if reached > self._reached_ns:
+            self._reached_ns = reached
+        proc.lag_ns = 0
+        if proc.shell_waiting:
+            proc.shell_waiting = False
+            assert proc.task is not None
+            reschedule(proc.task)
+            self._shells_to_end += 1
 
     async def park(self, until_ns: int | None = None) -> object:
         """Give up the baton until woken through ``wait_handle()`` or until ``until_ns``.
@@ -345,8 +429,9 @@ class Kernel:
         """
         proc = self._running
         if self._closing:
-            # The run is being torn down and this task is about to be cancelled.
-            await trio.sleep_forever()
+            # The run is being torn down: this thread's cleanup (its code being closed)
+            # cannot wait any more.
+            raise GeneratorExit
         if proc is None:
             raise KernelStopped("the emulation is not running")
         if proc.lag_ns:
@@ -371,12 +456,7 @@ class Kernel:
                 return None
             self._seq += 1
             heapq.heappush(heap, (until_ns, self._seq, proc, proc.token))
-        nxt = await self._next()
-        if nxt is proc:
-            self._running = proc
-            return proc.resume_value
-        self._hand_to(nxt)
-        return await wait_task_rescheduled(self._abort)
+        return await _SUSPEND  # the stepper runs others, then resumes this with the wake value
 
     def wait_handle(self) -> WakeHandle:
         """A handle that ``wake`` uses to resume the calling task's next ``park`` (sync first)."""
@@ -450,38 +530,41 @@ class Kernel:
         *args: object,
         thread: SimThread,
     ) -> None:
-        _active_kernel.set(self)  # tasks copy the spawner's context: their logs get ``vt``
         """Start ``fn(*args)`` as an emulated task running as ``thread`` in ``nursery``.
 
-        The task is queued behind the tasks that are ready now, in spawn order.
+        The task is queued behind the tasks that are ready now, in spawn order.  Its
+        code is run by the kernel (``run``), in a copy of the spawner's contextvars as
+        trio would give it; a trio task in ``nursery`` holds its place there until the
+        code ends, and closes the code (running its cleanup) if the nursery is cancelled
+        first.  The code may wait only on the kernel's primitives.
         """
+        _active_kernel.set(self)  # threads copy the spawner's context: their logs get ``vt``
         proc = _Proc(thread.name)
+        context = copy_context()
+        context.run(_current_thread.set, thread)
+        proc.context = context
+        proc.coro = fn(*args)  # type: ignore[assignment]
         self._ready.append(proc)
-        nursery.start_soon(self._proc_main, proc, thread, fn, args, name=f"nnemu:{thread.name}")
+        nursery.start_soon(self._shell, proc, name=f"nnemu:{thread.name}")
 
-    async def _proc_main(
-        self,
-        proc: _Proc,
-        thread: SimThread,
-        fn: Callable[..., Awaitable[object]],
-        args: tuple[object, ...],
-    ) -> None:
-        _current_thread.set(thread)
-        _active_kernel.set(self)
+    async def _shell(self, proc: _Proc) -> None:
+        """The trio task of an emulated thread: it waits until the thread's code ends."""
+        if proc.done:
+            return
         proc.task = current_task()
-        if not proc.started:
-            await wait_task_rescheduled(self._abort)
+        proc.shell_waiting = True
         try:
-            await fn(*args)
-        finally:
-            # Whatever the task computed after its last wait is over; nothing observes it.
-            self._reached_ns = max(self._reached_ns, self.clock_ns + proc.lag_ns)
-            proc.lag_ns = 0
-            if not self._closing and self._running is proc:
-                with trio.CancelScope(shield=True):
-                    nxt = await self._next()
-                    if nxt is not proc:
-                        self._hand_to(nxt)
+            await wait_task_rescheduled(self._abort)
+        except BaseException:
+            proc.shell_waiting = False
+            if not proc.done:
+                # Cancelled first (the end of a run): the code's cleanup runs now.
+                proc.done = True
+                if proc.context is not None and proc.coro is not None:
+                    proc.context.run(proc.coro.close)
+                self._reached_ns = max(self._reached_ns, self.clock_ns + proc.lag_ns)
+                proc.lag_ns = 0
+            raise
 
 
 class SimEvent:
@@ -547,6 +630,10 @@ class SimQueue:
             return self._items.popleft()
         self._getters.append(self._kernel.wait_handle())
         return await self._kernel.park()
+
+
+_SHELL_BATCH = 64
+"""Threads that may end before the stepper lets trio end their tasks."""
 
 
 def _minus_tid(thread: SimThread) -> int:

@@ -360,3 +360,44 @@ async def test_call_at_runs_callbacks_in_time_then_sequence_order(autojump_clock
     await _run(kernel, (_thread(1), fn))
     assert log == [("y", MS), ("x", 2 * MS), ("z", 2 * MS)]
     assert kernel.clock_ns == 5 * MS
+
+
+async def test_awaiting_trio_in_an_emulated_thread_is_a_bug(autojump_clock):
+    """An emulated thread that waits on trio instead of the kernel stops the run with EmulatorBug."""
+    kernel = Kernel()
+
+    async def fn():
+        await trio.lowlevel.checkpoint()
+
+    with pytest.raises(ExceptionGroup) as info:
+        await _run(kernel, (_thread(1), fn))
+    assert info.group_contains(EmulatorBug, match="wait only on the kernel")
+
+
+async def test_cancelling_the_nursery_runs_a_waiting_threads_cleanup(autojump_clock):
+    """A thread still waiting when its nursery is cancelled runs its finally blocks, as itself."""
+    kernel = Kernel()
+    cleaned: list[tuple[SimThread, int]] = []
+
+    async def fn():
+        try:
+            await kernel.sleep(10 * MS)
+        finally:
+            cleaned.append((current_thread(), kernel.task_now_ns()))
+
+    await _run(kernel, (_thread(4), fn), stop_ns=3 * MS)
+    assert cleaned == [(_thread(4), 3 * MS)]
+
+
+async def test_an_error_in_an_emulated_thread_reaches_the_caller(autojump_clock):
+    """An exception raised by a thread's code ends the run and propagates out of the nursery."""
+    kernel = Kernel()
+
+    async def fn():
+        await kernel.sleep(MS)
+        raise ValueError("boom")
+
+    with pytest.raises(ExceptionGroup) as info:
+        await _run(kernel, (_thread(1), fn))
+    assert info.group_contains(ValueError, match="boom")
+    assert kernel.clock_ns == MS
