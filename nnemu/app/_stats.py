@@ -39,10 +39,13 @@ class LatencyHistogram:
 
     def add(self, value_us: int) -> None:
         """Record one latency."""
-        self._counts[_bucket(value_us)] += 1
+        counts = self._counts
+        bucket = value_us if value_us < _EXACT_BELOW_US else _bucket(value_us)
+        counts[bucket] = counts.get(bucket, 0) + 1
         self.count += 1
         self.total_us += value_us
-        self.max_us = max(self.max_us, value_us)
+        if value_us > self.max_us:
+            self.max_us = value_us
 
     def quantile_us(self, q: float) -> int:
         """The smallest recorded bucket value with at least ``q`` of the samples at or below it."""

@@ -499,7 +499,12 @@ class Device:
             return ErrorStatus.GENERAL_FAILURE
         self.stats.executions += 1
         scale = job.scale * self.slowdown
-        job.durations = [launch_ns] + [us(ns * scale) for ns in job.plan.op_ns]
+        durations = [launch_ns]
+        if scale == 1.0:
+            durations.extend(map(us, job.plan.op_ns))  # us(ns * 1.0) is us(ns)
+        else:
+            durations.extend([us(ns * scale) for ns in job.plan.op_ns])
+        job.durations = durations
         job.started_ns = kernel.clock_ns
         tracer = self._tracer if self._tracer is not None and self._tracer.enabled else None
         try:

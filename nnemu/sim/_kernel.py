@@ -26,8 +26,9 @@ Virtual time is an integer number of nanoseconds, read on two clocks:
   observe yet.  Marks and timestamps the task writes use it; the task must ``sync``
   (sleep off its lag) before it touches shared state, and then the two agree.
 
-Under trio's ``MockClock`` the kernel jumps trio's clock along with ``clock_ns``, so
-``trio.current_time()`` agrees with it; with ``realtime=True`` the kernel waits on
+Under trio's ``MockClock`` the kernel jumps trio's clock up to ``clock_ns`` whenever
+it lets trio run (and when ``run`` returns), so ``trio.current_time()`` agrees with it
+in trio code; with ``realtime=True`` the kernel waits on
 trio's clock for each step instead, so a run takes as long as the emulated time.
 """
 
@@ -36,6 +37,7 @@ from __future__ import annotations
 import bisect
 import collections
 import heapq
+import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from contextvars import Context, ContextVar, copy_context
 from typing import Any
@@ -154,13 +156,13 @@ WakeHandle = tuple[_Proc, int]
 
 
 class _Suspend:
-    """What a parking thread awaits: it hands control back to the kernel's stepper, which
-    resumes it (``coroutine.send``) with the value it is woken with."""
+    """What a parking thread yields (``Kernel.park``): control goes back to the kernel's
+    stepper, which resumes it (``coroutine.send``) with the value it is woken with."""
 
     __slots__ = ()
 
-    def __await__(self) -> Generator[_Suspend, object, object]:
-        return (yield self)
+    def __repr__(self) -> str:
+        return "<kernel park>"
 
 
 _SUSPEND = _Suspend()
@@ -189,6 +191,7 @@ class Kernel:
         self._closing = False
         self._wall_base = 0.0
         self._clock: trio.testing.MockClock | None = None
+        self._trio_ns = 0  # the virtual time trio's MockClock was last jumped to
         self.switches = 0
         self._shells_to_end = 0
         self._stopped = False
@@ -238,10 +241,15 @@ class Kernel:
 
     def _advance(self, t_ns: int) -> None:
         if t_ns > self.clock_ns:
-            clock = self._clock
-            if clock is not None:
-                clock.jump((t_ns - self.clock_ns) / 1e9)
             self.clock_ns = t_ns
+
+    def _catch_up_trio_clock(self) -> None:
+        """Jump trio's ``MockClock`` to ``clock_ns`` (done before trio runs anything, not at
+        every step: emulated code does not read trio's clock)."""
+        clock = self._clock
+        if clock is not None and self.clock_ns > self._trio_ns:
+            clock.jump((self.clock_ns - self._trio_ns) / 1e9)
+        self._trio_ns = self.clock_ns
 
     # --------------------------------------------------------------- running
     async def run(self, *, stop_ns: int | None = None) -> None:
@@ -252,6 +260,7 @@ class Kernel:
         _active_kernel.set(self)
         clock = trio.lowlevel.current_clock()
         self._clock = clock if isinstance(clock, trio.testing.MockClock) else None
+        self._trio_ns = self.clock_ns
         self._wall_base = trio.current_time() - self.clock_ns / 1e9
         if not self._stopped:  # stop() or interrupt() before the run keep their effect
             self._stop_ns = stop_ns
@@ -269,16 +278,19 @@ class Kernel:
                 if self._shells_to_end >= _SHELL_BATCH:
                     # Let the trio tasks of finished threads end (their memory is freed).
                     self._shells_to_end = 0
+                    self._catch_up_trio_clock()
                     await trio.lowlevel.checkpoint()
+            self._running = None
+            if self._stopped:
+                # Marks written ahead of the clock by work() must not outlive the run's end.
+                self._advance(self._reached_ns)
+            elif stop_ns is not None and self.clock_ns < stop_ns and self.pending():
+                self._advance(stop_ns)
         except trio.Cancelled:
             self._closing = True  # the run is being torn down
             raise
-        self._running = None
-        if self._stopped:
-            # Marks written ahead of the clock by work() must not outlive the run's end.
-            self._advance(self._reached_ns)
-        elif stop_ns is not None and self.clock_ns < stop_ns and self.pending():
-            self._advance(stop_ns)
+        finally:
+            self._catch_up_trio_clock()
 
     def stop(self) -> None:
         """End the run at the current virtual time: the root is woken before any later timer.
@@ -422,10 +434,12 @@ class Kernel:
             reschedule(proc.task)
             self._shells_to_end += 1
 
-    async def park(self, until_ns: int | None = None) -> object:
+    @types.coroutine
+    def park(self, until_ns: int | None = None) -> Generator[_Suspend, object, object]:
         """Give up the baton until woken through ``wait_handle()`` or until ``until_ns``.
 
-        Returns the value passed to ``wake``, or None when the timer fired.
+        Returns the value passed to ``wake``, or None when the timer fired.  (A
+        generator-based coroutine: it hands ``_SUSPEND`` to the stepper itself.)
         """
         proc = self._running
         if self._closing:
@@ -456,7 +470,7 @@ class Kernel:
                 return None
             self._seq += 1
             heapq.heappush(heap, (until_ns, self._seq, proc, proc.token))
-        return await _SUSPEND  # the stepper runs others, then resumes this with the wake value
+        return (yield _SUSPEND)  # the stepper runs others, then resumes this with the wake value
 
     def wait_handle(self) -> WakeHandle:
         """A handle that ``wake`` uses to resume the calling task's next ``park`` (sync first)."""
@@ -676,4 +690,8 @@ class ThreadPool:
         """Return ``thread``, handing it to the oldest waiter if any."""
         self._kernel.assert_synced()
         if not self._waiters or not self._kernel.wake_first(self._waiters, thread):
-            bisect.insort(self._free, thread, key=_minus_tid)
+            free = self._free
+            if not free or free[-1].tid > thread.tid:
+                free.append(thread)  # the lowest free tid (the usual case: it was just lent)
+            else:
+                bisect.insort(free, thread, key=_minus_tid)
