@@ -327,6 +327,9 @@ class PreparedModel:
             section.switch(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, detail)
             section.switch(Layer.DRIVER, Phase.EXECUTION, detail)
             status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
-            shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
+            if status is ErrorStatus.NONE:
+                shapes = self._output_shapes or self.output_shapes()
+            else:
+                shapes = ()
             timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
             return status.downgraded(version), shapes, timing

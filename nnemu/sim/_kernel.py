@@ -269,9 +269,10 @@ class Kernel:
         root.task = current_task()
         self._root = root
         self._running = root
+        ready = self._ready
         try:
             while True:
-                nxt = await self._next()
+                nxt = ready.popleft() if ready else await self._next()
                 if nxt is root:
                     break
                 self._step(nxt)
@@ -369,8 +370,9 @@ class Kernel:
             if self.realtime and not await self._sleep_wall_until(t_ns):
                 continue  # interrupted: the stop check above ends the run
             heapq.heappop(heap)
+            if t_ns > self.clock_ns:
+                self.clock_ns = t_ns
             if proc_or_none is None:
-                self._advance(t_ns)
                 # In the contextvars of the thread that gave the baton up, as it would
                 # have run there (the kernel's stepper itself runs outside every thread).
                 context = self._running.context if self._running is not None else None
@@ -382,7 +384,6 @@ class Kernel:
             proc: _Proc = proc_or_none
             proc.token += 1
             proc.resume_value = None
-            self._advance(t_ns)
             return proc
 
     def _observe(self, t_ns: int, proc: _Proc | None, payload: Any) -> None:
@@ -432,7 +433,8 @@ class Kernel:
             proc.shell_waiting = False
             assert proc.task is not None
             reschedule(proc.task)
-            self._shells_to_end += 1
+        # Its trio task ends once trio runs it (one that had not started yet returns at once).
+        self._shells_to_end += 1
 
     @types.coroutine
     def park(self, until_ns: int | None = None) -> Generator[_Suspend, object, object]:
@@ -466,7 +468,8 @@ class Kernel:
                 # first: its timer fires, as ``_next`` would take it, without a heap entry.
                 proc.token += 1
                 proc.resume_value = None
-                self._advance(until_ns)
+                if until_ns > self.clock_ns:
+                    self.clock_ns = until_ns
                 return None
             self._seq += 1
             heapq.heappush(heap, (until_ns, self._seq, proc, proc.token))
@@ -521,7 +524,8 @@ class Kernel:
             and self.observer is None  # a stepper sees every wait as a kernel event
         ):
             # Nothing else can happen before t_ns: move time on without a task switch.
-            self._advance(t_ns)
+            if t_ns > self.clock_ns:
+                self.clock_ns = t_ns
             return
         await self.park(t_ns)
 

@@ -401,3 +401,25 @@ async def test_an_error_in_an_emulated_thread_reaches_the_caller(autojump_clock)
         await _run(kernel, (_thread(1), fn))
     assert info.group_contains(ValueError, match="boom")
     assert kernel.clock_ns == MS
+
+
+async def test_finished_threads_trio_tasks_end_during_the_run(autojump_clock):
+    """Short-lived threads (one per asynchronous execution) do not pile up as trio tasks."""
+    kernel = Kernel()
+    peak: list[int] = []
+
+    async def child():
+        await kernel.sleep(1000)
+
+    async with trio.open_nursery() as nursery:
+
+        async def parent():
+            for i in range(500):
+                kernel.spawn(nursery, child, thread=_thread(100 + i))
+                await kernel.sleep(2000)
+                peak.append(len(nursery.child_tasks))
+
+        kernel.spawn(nursery, parent, thread=_thread(1))
+        await kernel.run()
+    assert kernel.clock_ns == 1_000_000
+    assert max(peak) < 200
