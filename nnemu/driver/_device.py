@@ -454,7 +454,7 @@ class Device:
                 rest = after[segment + 1] if known else job.plan.total_ns
                 if t >= deadline or t + rest > deadline:
                     return t, "deadline"
-            if segment >= 0 and job.loop_timeout_ns is not None:
+            if segment >= 0 and job.loop_timeout_ns is not None and job.plan.iterations:
                 iterations = job.plan.iterations_of(segment)
                 if iterations > 1:
                     per_iteration = duration / iterations

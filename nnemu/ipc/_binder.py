@@ -136,10 +136,11 @@ class Binder:
         """
         kernel, tracer = self.kernel, self.tracer
         _, client, server = self._start(iface, method)
+        latency = self.latency_ns
         with tracer.raw_section(client):
             if not callee.alive:
                 return DEAD
-            await kernel.sleep(self.latency_ns(payload_bytes))
+            await kernel.sleep(latency(payload_bytes))
             if not callee.alive:
                 return DEAD
             pool = callee.pool
@@ -152,7 +153,7 @@ class Binder:
                 pool.release(thread)
             if not callee.alive:
                 return DEAD
-            await kernel.sleep(self.latency_ns())
+            await kernel.sleep(latency())
             return result
 
     def oneway(

@@ -128,6 +128,7 @@ class VersionedIPreparedModel:
         self._kernel = kernel
         self._binder = binder
         self._client = client
+        self._synchronous = version.at_least(HalVersion.V1_2)
 
     def release(self) -> None:
         """The last reference is dropped: the driver frees the model's memory."""
@@ -147,7 +148,7 @@ class VersionedIPreparedModel:
         driver died) and the driver's timing when it gave one.
         """
         prepared, version = self.prepared, self.version
-        if not version.at_least(HalVersion.V1_2):
+        if not self._synchronous:  # 1.0 and 1.1 have no executeSynchronously
             return await self._execute_with_callback(request), None
         serve: Callable[[], Awaitable[Any]]
         if version is HalVersion.V1_3:
