@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final, TextIO
@@ -23,10 +24,12 @@ from nnemu.errors import TraceFormatError
 from nnemu.query._marks import MarkInfo, describe
 from nnemu.query._schema import create_tables, finish_schema
 from nnemu.trace import (
+    HEAD_RE,
     MALFORMED_ROW,
     MAX_ABS_NS,
     MAX_ID,
     ROW_RE,
+    ROW_SEPARATOR,
     UNKNOWN_TGID,
     DumpProcess,
     DumpThread,
@@ -44,6 +47,12 @@ BATCH_ROWS: Final = 10_000
 _MAX_CACHED_NAMES: Final = 20_000
 _UNKNOWN_TASK: Final = "<...>"
 _JSON_SLICE_PHASES: Final = frozenset({"B", "E", "X", "i", "I", "n"})
+_FAST_DIGITS: Final = 15
+"""Most digits of ``seconds`` + a 6-digit fraction the fast path reads (< ``MAX_ABS_NS``)."""
+_LEADING_SPACE: Final = re.compile(r"\s*")
+_BAD_HEAD: Final[tuple[str, str, str | None]] = ("", "", None)
+_BAD_TAIL: Final[tuple[str, str, str, bool]] = ("", "", "", False)
+_MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>"
 
 Warn = Callable[[int, str], None]
 """Receives (line number, message) for each recoverable problem."""
@@ -153,6 +162,12 @@ class Loader:
         self._process_names: dict[int, str] = {}
         self._dump_threads: dict[int, tuple[int, str]] = {}
         self._json_thread_names: dict[tuple[int | None, int], str] = {}
+        # The ftrace fast path's caches: row head -> (task, tid, TGID column), row text
+        # after "tracing_mark_write: " -> (kind, name, payload, malformed), and row head
+        # -> its thread (heads with a TGID column only).
+        self._heads: dict[str, tuple[str, str, str | None]] = {}
+        self._tails: dict[str, tuple[str, str, str, bool]] = {}
+        self._known: dict[str, _Thread] = {}
         self.slices = 0
         self.open_slices = 0
         self.unmatched_ends = 0
@@ -176,6 +191,7 @@ class Loader:
 
     def _flush(self) -> None:
         if self._slice_rows:
+            self.slices += len(self._slice_rows)
             self.conn.executemany(_SLICE_INSERT, self._slice_rows)
             self._slice_rows.clear()
         if self._arg_rows:
@@ -201,7 +217,6 @@ class Loader:
                 self._next_id - 1,
             )
         )
-        self.slices += 1
         if len(self._slice_rows) >= BATCH_ROWS:
             self._flush()
 
@@ -238,11 +253,15 @@ class Loader:
                 self._cache.clear()
             info = self._cache[name] = describe(name)
         ident = self._next_id
-        self._next_id += 1
+        self._next_id = ident + 1
         arg_set_id = None
-        for key, value in (*args, *info.args):
+        add_arg = self._arg_rows.append
+        for key, value in args:
             arg_set_id = ident
-            self._arg_rows.append((ident, key, value))
+            add_arg((ident, key, value))
+        for key, value in info.args:
+            arg_set_id = ident
+            add_arg((ident, key, value))
         parent = stack[-1][0] if stack else None
         stack.append(
             (
@@ -288,56 +307,197 @@ class Loader:
     def load_ftrace(self, lines: Iterable[str]) -> FtraceLines:
         """Load the ``tracing_mark_write`` B/E rows of systrace HTML or ftrace text."""
         source = FtraceLines(lines, on_dump=self._dump_row)
-        match = ROW_RE.match
-        thread_of = self._thread
-        # (tid, TGID column) -> thread, skipping _thread() on most rows.
-        known: dict[tuple[str, str], _Thread] = {}
+        heads = self._heads
+        tails = self._tails
+        known = self._known
+        cache = self._cache
+        rows = self._slice_rows
+        add_arg = self._arg_rows.append
+        # Rows of ftrace text are B/E marks only (no complete events: every open
+        # record's end is None), so begin() and end() are inlined for them here.
+        next_id = self._next_id
         for line_number, line in source:
-            if "tracing_mark_write" not in line:
+            # Fast path for the usual layout: the row's head (up to the timestamp) and
+            # its text after "tracing_mark_write: " are looked up per distinct text; a
+            # row the fast path does not accept exactly as ROW_RE would goes to _slow_row.
+            head_stamp, separator, tail = line.partition(ROW_SEPARATOR)
+            if not separator:
                 continue
-            m = match(line)
-            if m is None:
-                if is_mark_row(line):
-                    self.warn(line_number, MALFORMED_ROW)
+            head, _, stamp = head_stamp.rpartition(" ")
+            head_info = heads.get(head) or self._head(head)
+            tail_info = tails.get(tail) or self._tail(tail)
+            seconds, _, fraction = stamp.partition(".")
+            if not (
+                head_info[1]
+                and tail_info[0]
+                and len(fraction) == 6
+                and seconds
+                and (digits := seconds + fraction).isdecimal()
+                and len(digits) <= _FAST_DIGITS
+            ):
+                self._next_id = next_id
+                self._slow_row(line_number, line)
+                next_id = self._next_id
                 continue
-            task, tid, tgid_column, seconds, fraction, kind, rest = m.groups()
-            ts = timestamp_ns(seconds, fraction)
-            if ts is None:
-                self.warn(line_number, f"timestamp {seconds}.{fraction} out of range; row skipped")
-                continue
-            key = (tid, tgid_column)
-            thread = known.get(key) if tgid_column is not None else None
+            ts = int(digits) * 1000
+            thread = known.get(head)
             if thread is None or not thread.current:
-                tgid = (
-                    _id(tgid_column)
-                    if tgid_column is not None and tgid_column != UNKNOWN_TGID
-                    else _payload_tgid(rest)
-                )
-                tid_number = _id(tid)
-                if tid_number is None:
-                    self.warn(line_number, f"thread id out of range (> {MAX_ID}); row skipped")
+                thread = self._row_thread(head_info, head, tail_info[2], line_number)
+                if thread is None:
                     continue
-                thread = thread_of(tid_number, tgid)
-                if tgid_column is not None and tgid_column != UNKNOWN_TGID:
-                    known[key] = thread
+            task = head_info[0]
             if task != _UNKNOWN_TASK:
                 thread.name = task
-            if kind == "E":
-                self.end(thread, ts, line_number)
-                continue
-            parts = rest.split("|", 2)
-            if len(parts) == 3 and not parts[0] and parts[1].isdigit():
-                name = parts[2].rstrip("\r")
+            stack = thread.stack
+            if tail_info[0] == "B":
+                if tail_info[3]:
+                    self.warn(line_number, _MALFORMED_BEGIN)
+                name = tail_info[1]
+                if thread.track_id is None:
+                    thread.track_id = self._next_track
+                    self._next_track += 1
+                info = cache.get(name)
+                if info is None:
+                    if len(cache) >= _MAX_CACHED_NAMES:
+                        cache.clear()
+                    info = cache[name] = describe(name)
+                ident = next_id
+                next_id += 1
+                add_arg((ident, "line", line_number))
+                for key, value in info.args:
+                    add_arg((ident, key, value))
+                stack.append(
+                    (
+                        ident,
+                        ts,
+                        name,
+                        len(stack),
+                        stack[-1][0] if stack else None,
+                        None,
+                        info.layer,
+                        info.phase,
+                        info.kind,
+                        ident,
+                        None,
+                    )
+                )
+            elif stack:
+                record = stack.pop()
+                rows.append(
+                    (
+                        record[0],
+                        record[1],
+                        ts - record[1],
+                        record[2],
+                        record[3],
+                        record[4],
+                        thread.track_id,
+                        None,
+                        record[6],
+                        record[7],
+                        record[8],
+                        record[9],
+                        next_id - 1,
+                    )
+                )
+                if len(rows) >= BATCH_ROWS:
+                    self._flush()
             else:
-                self.warn(line_number, "malformed begin mark: expected B|<tgid>|<name>")
-                name = rest.lstrip("|").rstrip("\r")
-            self.begin(thread, ts, name, args=(("line", line_number),))
+                self._next_id = next_id
+                self.end(thread, ts, line_number)
+        self._next_id = next_id
         if source.truncated:
             self.warn(
                 source.last_line_number,
                 "the trace data block has no closing </script>: the file looks truncated",
             )
         return source
+
+    def _head(self, head: str) -> tuple[str, str, str | None]:
+        """``(task, tid, TGID column)`` of a row head ending before the timestamp, cached;
+        empty when the fast path cannot tell exactly what ``ROW_RE`` would match."""
+        heads = self._heads
+        if len(heads) >= _MAX_CACHED_NAMES:
+            heads.clear()
+            self._known.clear()
+        row_head = head + " "
+        m = HEAD_RE.fullmatch(row_head)
+        leading = _LEADING_SPACE.match(row_head)
+        info = _BAD_HEAD
+        # ROW_RE prefers the longest leading whitespace; a head whose task name
+        # needs some of it is left to ROW_RE.
+        if m is not None and leading is not None and m.start(1) == leading.end():
+            task, tid, tgid_column = m.groups()
+            info = (task, tid, tgid_column)
+        heads[head] = info
+        return info
+
+    def _tail(self, tail: str) -> tuple[str, str, str, bool]:
+        """``(kind, name, payload, malformed)`` of a row's text after
+        ``tracing_mark_write: ``, cached; ``kind`` is ``B``, ``E`` or empty (neither)."""
+        tails = self._tails
+        if len(tails) >= _MAX_CACHED_NAMES:
+            tails.clear()
+        kind = tail[:1]
+        rest = tail[1:].partition("\n")[0]
+        info: tuple[str, str, str, bool] = _BAD_TAIL
+        if kind == "E":
+            info = ("E", "", rest, False)
+        elif kind == "B":
+            parts = rest.split("|", 2)
+            if len(parts) == 3 and not parts[0] and parts[1].isdigit():
+                info = ("B", parts[2].rstrip("\r"), rest, False)
+            else:
+                info = ("B", rest.lstrip("|").rstrip("\r"), rest, True)
+        tails[tail] = info
+        return info
+
+    def _row_thread(
+        self, head: tuple[str, str, str | None], key: str | None, rest: str, line_number: int
+    ) -> _Thread | None:
+        """The thread of a row (None, warned, when its tid is out of range); remembered
+        under ``key`` (the row's head) when the row has a TGID column."""
+        _, tid, tgid_column = head
+        has_tgid = tgid_column is not None and tgid_column != UNKNOWN_TGID
+        tgid = _id(tgid_column) if has_tgid and tgid_column is not None else _payload_tgid(rest)
+        tid_number = _id(tid)
+        if tid_number is None:
+            self.warn(line_number, f"thread id out of range (> {MAX_ID}); row skipped")
+            return None
+        thread = self._thread(tid_number, tgid)
+        if has_tgid and key is not None:
+            self._known[key] = thread
+        return thread
+
+    def _slow_row(self, line_number: int, line: str) -> None:
+        """Load one row the fast path left (unusual layout, timestamp or payload)."""
+        if "tracing_mark_write" not in line:
+            return
+        m = ROW_RE.match(line)
+        if m is None:
+            if is_mark_row(line):
+                self.warn(line_number, MALFORMED_ROW)
+            return
+        task, tid, tgid_column, seconds, fraction, kind, rest = m.groups()
+        ts = timestamp_ns(seconds, fraction)
+        if ts is None:
+            self.warn(line_number, f"timestamp {seconds}.{fraction} out of range; row skipped")
+            return
+        thread = self._row_thread((task, tid, tgid_column), None, rest, line_number)
+        if thread is None:
+            return
+        if task != _UNKNOWN_TASK:
+            thread.name = task
+        if kind == "E":
+            self.end(thread, ts, line_number)
+            return
+        parts = rest.split("|", 2)
+        if len(parts) == 3 and not parts[0] and parts[1].isdigit():
+            name = parts[2].rstrip("\r")
+        else:
+            self.warn(line_number, _MALFORMED_BEGIN)
+            name = rest.lstrip("|").rstrip("\r")
+        self.begin(thread, ts, name, args=(("line", line_number),))
 
     # -- JSON --------------------------------------------------------------
 
