@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import urllib.parse
 from typing import Final, TextIO
 
 from nnemu.errors import ExitCode, TraceFormatError
 from nnemu.query._loader import load_trace
 from nnemu.query._output import MODES, write_result
+from nnemu.query._schema import SCHEMA_VERSION, register_functions
 
 MAX_WARNINGS: Final = 20
 """Warnings printed per load; the rest are counted in one closing line."""
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+_LOAD_TABLE: Final = "nnemu_load"
+"""In a ``--db`` file: what it was loaded from (key, value), to reuse it."""
+_WARNING_TABLE: Final = "nnemu_load_warning"
+"""In a ``--db`` file: the load's first warnings (line, message), then (NULL, total)."""
 
 PROMPT: Final = "nnemu> "
 CONTINUATION: Final = "  ...> "
@@ -33,10 +40,12 @@ class _Warnings:
         self.source = source
         self.err = err
         self.count = 0
+        self.shown: list[tuple[int, str]] = []
 
     def __call__(self, line_number: int, message: str) -> None:
         self.count += 1
         if self.count <= MAX_WARNINGS:
+            self.shown.append((line_number, message))
             where = f"{self.source}:{line_number}" if line_number else self.source
             self.err.write(f"{where}: warning: {message}\n")
 
@@ -152,13 +161,14 @@ class Shell:
         elif name == ".tables":
             for (table,) in self.conn.execute(
                 "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
-                " AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                " AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'nnemu_load%' ORDER BY name"
             ):
                 self.stdout.write(f"{table}\n")
         elif name == ".schema":
             rows = self.conn.execute(
                 "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL"
-                " AND type IN ('table', 'view') AND (? = '' OR name = ?) ORDER BY type, name",
+                " AND type IN ('table', 'view') AND name NOT LIKE 'nnemu_load%'"
+                " AND (? = '' OR name = ?) ORDER BY type, name",
                 (argument, argument),
             ).fetchall()
             if argument and not rows:
@@ -179,28 +189,144 @@ class Shell:
         self.stderr.write(f"query: {message}\n")
 
 
-def _save(conn: sqlite3.Connection, path: str, trace: str) -> None:
-    """Copy the database to ``path``, replacing an SQLite file there (and nothing else).
+def _check_db_path(path: str, trace: str) -> None:
+    """Refuse a ``--db`` path that is the trace or an existing file that is not SQLite.
 
     Raises:
-        ValueError: ``path`` is the trace or an existing file that is not SQLite.
-        OSError, sqlite3.Error: It cannot be written.
+        ValueError: It is one of those.
+        OSError: It cannot be read.
     """
-    if os.path.exists(path):
-        if os.path.samefile(path, trace):
-            msg = "is the trace itself"
-            raise ValueError(msg)
-        with open(path, "rb") as existing:
-            head = existing.read(len(_SQLITE_MAGIC))
-        if head and head != _SQLITE_MAGIC:
-            msg = "exists and is not an SQLite database; not replacing it"
-            raise ValueError(msg)
-        os.remove(path)
-    target = sqlite3.connect(path)
+    if not os.path.exists(path):
+        return
+    if os.path.samefile(path, trace):
+        msg = "is the trace itself"
+        raise ValueError(msg)
+    with open(path, "rb") as existing:
+        head = existing.read(len(_SQLITE_MAGIC))
+    if head and head != _SQLITE_MAGIC:
+        msg = "exists and is not an SQLite database; not replacing it"
+        raise ValueError(msg)
+
+
+def _trace_key(trace: str) -> dict[str, str | int]:
+    """What a ``--db`` file must have been loaded from to be reused: the trace's real path,
+    size and modification time, and the query schema's version.
+
+    Raises:
+        OSError: The trace cannot be read.
+    """
+    status = os.stat(trace)
+    return {
+        "trace": os.path.realpath(trace),
+        "size": status.st_size,
+        "mtime_ns": status.st_mtime_ns,
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def _open_cached(db: str, key: dict[str, str | int]) -> sqlite3.Connection | None:
+    """The ``--db`` database when it was loaded from the same trace by this schema, else None."""
+    if not os.path.isfile(db):
+        return None
     try:
-        conn.backup(target)
+        conn = sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(db))}?mode=rw", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        stored = dict(conn.execute(f"SELECT key, value FROM {_LOAD_TABLE}").fetchall())
+    except sqlite3.Error:
+        conn.close()
+        return None
+    if stored != key:
+        conn.close()
+        return None
+    register_functions(conn)
+    return conn
+
+
+def _record_load(conn: sqlite3.Connection, key: dict[str, str | int], warnings: _Warnings) -> None:
+    """Store the load's key and warnings in the database (for ``_open_cached``)."""
+    conn.execute(f"CREATE TABLE {_LOAD_TABLE} (key TEXT PRIMARY KEY, value)")
+    conn.executemany(f"INSERT INTO {_LOAD_TABLE} VALUES (?, ?)", key.items())
+    conn.execute(f"CREATE TABLE {_WARNING_TABLE} (line INTEGER, message TEXT)")
+    conn.executemany(f"INSERT INTO {_WARNING_TABLE} VALUES (?, ?)", warnings.shown)
+    conn.execute(f"INSERT INTO {_WARNING_TABLE} VALUES (NULL, ?)", (str(warnings.count),))
+    conn.commit()
+
+
+def _replay_warnings(conn: sqlite3.Connection, warnings: _Warnings) -> None:
+    """Print the warnings of the load that made the cached database, as that load did."""
+    total = 0
+    for line, message in conn.execute(f"SELECT line, message FROM {_WARNING_TABLE} ORDER BY rowid"):
+        if line is None:
+            total = int(message)
+        else:
+            warnings(line, message)
+    warnings.count = max(warnings.count, total)
+
+
+def _load(trace: str, db: str | None, warnings: _Warnings, stderr: TextIO) -> sqlite3.Connection:
+    """Load ``trace`` into memory, or into the ``--db`` file (reused when it holds this trace).
+
+    A ``--db`` file is written under a temporary name beside it and renamed when complete,
+    so an interrupted load leaves the older file (or none).
+
+    Raises:
+        OSError, TraceFormatError: The trace cannot be loaded.
+        _DbError: The ``--db`` file cannot be written.
+    """
+    if db is None:
+        conn = sqlite3.connect(":memory:")
+        try:
+            load_trace(trace, conn, warnings, progress=stderr)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+    key = _trace_key(trace)
+    try:
+        _check_db_path(db, trace)
+    except (OSError, ValueError) as err:
+        raise _DbError(err) from err
+    cached = _open_cached(db, key)
+    if cached is not None:
+        _replay_warnings(cached, warnings)
+        return cached
+    partial = f"{db}.loading-{os.getpid()}"
+    try:
+        try:
+            conn = sqlite3.connect(partial)
+        except sqlite3.Error as err:
+            raise _DbError(err) from err
+        try:
+            load_trace(trace, conn, warnings, progress=stderr)
+            _record_load(conn, key, warnings)
+        finally:
+            conn.close()
+        try:
+            os.replace(partial, db)
+        except OSError as err:
+            raise _DbError(err) from err
+    except sqlite3.Error as err:
+        raise _DbError(err) from err
     finally:
-        target.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(partial)
+    conn = sqlite3.connect(db)
+    register_functions(conn)
+    return conn
+
+
+class _DbError(Exception):
+    """The ``--db`` file cannot be written (or is not one nnemu may replace)."""
+
+    def __init__(self, cause: OSError | ValueError | sqlite3.Error) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+    def __str__(self) -> str:
+        cause = self.cause
+        return str(cause.strerror if isinstance(cause, OSError) and cause.strerror else cause)
 
 
 def run_query_command(
@@ -225,26 +351,22 @@ def run_query_command(
         return ExitCode.BAD_INPUT
     mode = "csv" if as_csv else "json" if as_json else "table"
     warnings = _Warnings(trace, stderr)
-    conn = sqlite3.connect(":memory:")
     try:
         try:
-            load_trace(trace, conn, warnings)
-        except OSError as err:
-            stderr.write(f"{trace}: error: cannot read the trace: {err.strerror or err}\n")
-            return ExitCode.BAD_INPUT
-        except TraceFormatError as err:
-            where = f"{err.source}:{err.line_number}" if err.line_number else err.source
-            stderr.write(f"{where}: error: {err.message}\n")
-            return ExitCode.BAD_INPUT
+            conn = _load(trace, db, warnings, stderr)
         finally:
             warnings.close()
-        if db is not None:
-            try:
-                _save(conn, db, trace)
-            except (OSError, ValueError, sqlite3.Error) as err:
-                reason = err.strerror if isinstance(err, OSError) and err.strerror else err
-                stderr.write(f"query: --db {db}: {reason}\n")
-                return ExitCode.BAD_INPUT
+    except OSError as err:
+        stderr.write(f"{trace}: error: cannot read the trace: {err.strerror or err}\n")
+        return ExitCode.BAD_INPUT
+    except TraceFormatError as err:
+        where = f"{err.source}:{err.line_number}" if err.line_number else err.source
+        stderr.write(f"{where}: error: {err.message}\n")
+        return ExitCode.BAD_INPUT
+    except _DbError as err:
+        stderr.write(f"query: --db {db}: {err}\n")
+        return ExitCode.BAD_INPUT
+    try:
         if sql is None:
             return Shell(conn, stdin, stdout, stderr, mode).run()
         try:

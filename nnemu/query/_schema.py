@@ -7,6 +7,10 @@ from typing import Final
 
 from nnemu.tracer import Layer, Phase
 
+SCHEMA_VERSION: Final = 1
+"""Version of the tables below; a ``--db`` file loaded by another version is reloaded.
+Raise it with any change to what a load writes (tables, columns, values)."""
+
 TABLES: Final = """
 CREATE TABLE process (
     upid INTEGER PRIMARY KEY,

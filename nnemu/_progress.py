@@ -1,0 +1,158 @@
+"""A progress bar for reading big input files: bytes read / total, rate and ETA on stderr.
+
+Shown only when the stream is a terminal and the file is over ``MIN_BYTES``; elsewhere
+(tests, pipes, files) ``Progress`` does nothing and ``lines`` hands back the stream
+itself, so the readers' hot loops pay nothing.  Standard library only: the loaders
+that use it (``nnemu parse``, ``query``, ``replay``) import nothing else heavy.
+
+Usage::
+
+    with open(path) as stream, Progress(path, stream, sys.stderr, label="loading") as bar:
+        for line in bar.lines(stream):
+            ...
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator
+from types import TracebackType
+from typing import IO, Final, TextIO
+
+MIN_BYTES: Final = 4 * 1024 * 1024
+"""Files smaller than this get no bar (they load in well under a second)."""
+_EVERY_LINES: Final = 8192
+"""Lines between two looks at the clock."""
+_INTERVAL_S: Final = 0.1
+"""Shortest time between two redraws."""
+_WIDTH: Final = 24
+"""Characters of the bar itself."""
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:,.1f}"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+def render(label: str, done: int, total: int, elapsed_s: float) -> str:
+    """One line of the bar: ``label [####----] 45% 12.0/26.7 MB 8.1 MB/s ETA 2s``."""
+    fraction = min(1.0, done / total) if total > 0 else 1.0
+    filled = int(fraction * _WIDTH)
+    rate = done / elapsed_s if elapsed_s > 0 else 0.0
+    eta = _duration((total - done) / rate) if rate > 0 and done < total else "--"
+    return (
+        f"{label} [{'#' * filled}{'-' * (_WIDTH - filled)}] {fraction:4.0%}"
+        f" {_mb(done)}/{_mb(total)} MB {rate / 1e6:,.1f} MB/s ETA {eta}"
+    )
+
+
+class Progress:
+    """Draws the reading progress of one open file on a terminal (see the module docstring).
+
+    Args:
+        path: The file being read (its size is the total).
+        stream: The open file; its descriptor's offset is the bytes read.
+        out: Where to draw; nothing is drawn unless it is a terminal (None: nowhere).
+        label: Says what is going on (``loading trace.html``).
+        min_bytes: No bar for smaller files.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        stream: IO[str] | IO[bytes],
+        out: TextIO | None,
+        *,
+        label: str,
+        min_bytes: int = MIN_BYTES,
+    ) -> None:
+        self.out = out
+        self.label = label
+        self._fd = -1
+        self.total = 0
+        self.enabled = False
+        self._start = time.monotonic()
+        self._last_draw = 0.0
+        self._drawn = 0
+        if out is None or not _is_tty(out):
+            return
+        try:
+            self.total = os.path.getsize(path)
+            self._fd = stream.fileno()
+        except (OSError, ValueError, AttributeError):
+            return
+        self.enabled = self.total >= min_bytes
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.clear()
+
+    def lines(self, lines: Iterable[str]) -> Iterable[str]:
+        """``lines`` itself when no bar is shown, else the same lines, updating the bar."""
+        if not self.enabled:
+            return lines
+        return self._counted(lines)
+
+    def _counted(self, lines: Iterable[str]) -> Iterator[str]:
+        countdown = _EVERY_LINES
+        for line in lines:
+            yield line
+            countdown -= 1
+            if not countdown:
+                countdown = _EVERY_LINES
+                self.update()
+
+    def update(self) -> None:
+        """Redraw if the last drawing is older than ``_INTERVAL_S``."""
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._last_draw < _INTERVAL_S:
+            return
+        self._last_draw = now
+        try:
+            done = os.lseek(self._fd, 0, os.SEEK_CUR)
+        except OSError:
+            return
+        text = render(self.label, done, self.total, now - self._start)
+        pad = " " * max(0, self._drawn - len(text))
+        self._write(f"\r{text}{pad}")
+        self._drawn = len(text)
+
+    def clear(self) -> None:
+        """Erase the bar (the line is left empty for what is printed next)."""
+        if self._drawn:
+            self._write("\r" + " " * self._drawn + "\r")
+            self._drawn = 0
+
+    def _write(self, text: str) -> None:
+        if self.out is None:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except (OSError, ValueError):
+            self.enabled = False
