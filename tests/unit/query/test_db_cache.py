@@ -1,0 +1,125 @@
+"""``nnemu query --db``: the database file is reused while it holds the same trace."""
+
+from __future__ import annotations
+
+import io
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from nnemu.query import _command, run_query_command
+
+ROWS = [
+    (0, "app", 100, 100, "[NN_LR_PE]compute"),
+    (10, "app", 100, 100, "child"),
+    (15, "app", 100, 100, "E"),
+    (20, "app", 100, 100, "E"),
+]
+SQL = "SELECT count(*) AS n FROM slice"
+
+
+def _query(trace: Path, db: Path, sql: str = SQL) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_query_command(
+        str(trace),
+        sql,
+        as_csv=True,
+        as_json=False,
+        db=str(db),
+        stdin=io.StringIO(),
+        stdout=out,
+        stderr=err,
+    )
+    return code, out.getvalue(), err.getvalue()
+
+
+def _no_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the trace was loaded again")
+
+    monkeypatch.setattr(_command, "load_trace", refuse)
+
+
+def test_second_query_reuses_the_database(write_trace, tmp_path, monkeypatch):
+    """A second query on the same trace and --db answers from the file without loading."""
+    trace, db = write_trace(ROWS), tmp_path / "t.db"
+    assert _query(trace, db) == (0, "n\n2\n", "")
+    _no_loading(monkeypatch)
+    sql = "SELECT extract_arg(arg_set_id, 'line') AS line FROM slice WHERE id = 1"
+    assert _query(trace, db, sql) == (0, "line\n4\n", "")
+
+
+def test_a_changed_trace_is_loaded_again(write_trace, tmp_path):
+    """--db is reloaded when the trace's size or modification time differs from the load's."""
+    trace, db = write_trace(ROWS), tmp_path / "t.db"
+    assert _query(trace, db)[1] == "n\n2\n"
+    write_trace(ROWS[:1] + ROWS[-1:])
+    stamp = os.stat(trace).st_mtime_ns + 10**9
+    os.utime(trace, ns=(stamp, stamp))
+    assert _query(trace, db)[1] == "n\n1\n"
+
+
+def test_another_schema_version_is_loaded_again(write_trace, tmp_path, monkeypatch):
+    """A --db file written by another version of the query tables is not reused."""
+    trace, db = write_trace(ROWS), tmp_path / "t.db"
+    _query(trace, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM slice")
+    assert _query(trace, db)[1] == "n\n0\n"
+    monkeypatch.setattr(_command, "SCHEMA_VERSION", _command.SCHEMA_VERSION + 1)
+    assert _query(trace, db)[1] == "n\n2\n"
+
+
+def test_reuse_prints_the_load_warnings_again(write_trace, tmp_path, monkeypatch):
+    """The warnings of the load that made the --db file are printed on each reuse."""
+    trace, db = write_trace([*ROWS, (30, "app", 100, 100, "E")]), tmp_path / "t.db"
+    first = _query(trace, db)
+    assert "warning: end mark (E) with no open section" in first[2]
+    _no_loading(monkeypatch)
+    assert _query(trace, db) == first
+
+
+def test_reuse_keeps_the_count_of_hidden_warnings(write_trace, tmp_path, monkeypatch):
+    """Beyond the first 20 warnings, a reuse prints the same closing count line."""
+    extra = [(30 + i, "app", 100, 100, "E") for i in range(25)]
+    trace, db = write_trace([*ROWS, *extra]), tmp_path / "t.db"
+    first = _query(trace, db)
+    assert first[2].endswith(f"{trace}: warning: 5 more warning(s) not shown\n")
+    _no_loading(monkeypatch)
+    assert _query(trace, db) == first
+
+
+def test_load_tables_are_not_listed(write_trace, tmp_path):
+    """The shell's .tables does not list the --db file's own bookkeeping tables."""
+    trace, db = write_trace(ROWS), tmp_path / "t.db"
+    out = io.StringIO()
+    for _ in range(2):
+        out = io.StringIO()
+        code = run_query_command(
+            str(trace),
+            None,
+            as_csv=False,
+            as_json=False,
+            db=str(db),
+            stdin=io.StringIO(".tables\n"),
+            stdout=out,
+            stderr=io.StringIO(),
+        )
+        assert code == 0
+    assert "nnemu" not in out.getvalue()
+    assert "slice\n" in out.getvalue()
+
+
+def test_failed_load_leaves_the_older_database(write_trace, tmp_path):
+    """A trace that cannot be loaded leaves the --db file as it was and no partial file."""
+    trace, db = write_trace(ROWS), tmp_path / "t.db"
+    _query(trace, db)
+    before = db.read_bytes()
+    trace.write_text("not a trace\n")
+    code, _, err = _query(trace, db)
+    assert code == 2
+    assert "no slices found" in err
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.db", "t.txt"]

@@ -1,0 +1,59 @@
+"""The loader's ftrace fast path reads every row exactly as the ``ROW_RE`` path does."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nnemu.query import _loader
+from nnemu.query._loader import Loader
+from nnemu.query._schema import create_tables
+
+_TASKS = st.sampled_from(["app", "<...>", "Binder:1-2", " x y", "HwBinder:2000_1", "a-b-c"])
+_TGIDS = st.sampled_from(["", "( 1000) ", "(-----) ", "(  200) ", "(1000)"])
+_STAMPS = st.sampled_from(["1.000010", "1.000010500", "2.5", "99999999999.000001", "1.0000100"])
+_PAYLOADS = st.sampled_from(
+    [
+        "B|1000|[NN_LA_PE]run",
+        "B|1000|HIDL::IDevice::prepareModel_1_3::server",
+        "B|1000|name\r",
+        "B||bad",
+        "B|x|odd",
+        "E|1000",
+        "E",
+        "C|1000|counter|1",
+    ]
+)
+
+
+@st.composite
+def _rows(draw: st.DrawFn) -> str:
+    task, tgid, stamp, payload = draw(_TASKS), draw(_TGIDS), draw(_STAMPS), draw(_PAYLOADS)
+    tid = draw(st.sampled_from(["1000", "1001", "99999999999"]))
+    space = draw(st.sampled_from([" ", "  ", "\t"]))
+    return f"{task:>16}-{tid} {tgid}[001] ...1{space}{stamp}: tracing_mark_write: {payload}\n"
+
+
+def _load(lines: list[str], *, fast: bool) -> tuple[list[object], list[tuple[int, str]]]:
+    conn = sqlite3.connect(":memory:")
+    create_tables(conn)
+    warnings: list[tuple[int, str]] = []
+    loader = Loader(conn, lambda line, message: warnings.append((line, message)))
+    if not fast:
+        loader._head = lambda head: _loader._BAD_HEAD  # type: ignore[method-assign]
+    loader.load_ftrace(["# tracer: nop\n", *lines])
+    loader.finish()
+    tables = [
+        conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+        for table in ("slice", "args", "thread", "process", "thread_track")
+    ]
+    return tables, warnings
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_rows(), max_size=12))
+def test_fast_path_matches_the_row_pattern(lines: list[str]):
+    """Tables and warnings are the same whether rows take the fast path or ROW_RE."""
+    assert _load(lines, fast=True) == _load(lines, fast=False)

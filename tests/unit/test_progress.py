@@ -1,0 +1,55 @@
+"""The progress bar of big loads: drawn on a terminal only, and erased when done."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from nnemu import _progress
+from nnemu._progress import Progress, render
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_render_shows_bytes_rate_and_eta():
+    """A bar line says the share done, MB read of the total, the rate and the time left."""
+    line = render("loading t.html", 25_000_000, 100_000_000, 5.0)
+    assert line == "loading t.html [######------------------]  25% 25.0/100.0 MB 5.0 MB/s ETA 15s"
+
+
+def test_bar_drawn_on_a_terminal_and_erased(tmp_path: Path, monkeypatch):
+    """On a terminal a big file's lines come through unchanged, the bar is drawn and erased."""
+    monkeypatch.setattr(_progress, "_EVERY_LINES", 1)
+    monkeypatch.setattr(_progress, "_INTERVAL_S", 0.0)
+    path = tmp_path / "t.txt"
+    path.write_text("row\n" * 1000)
+    out = _Terminal()
+    with (
+        path.open() as stream,
+        Progress(str(path), stream, out, label="loading", min_bytes=1) as bar,
+    ):
+        lines = list(bar.lines(stream))
+    assert lines == ["row\n"] * 1000
+    text = out.getvalue()
+    assert text.startswith("\rloading [")
+    assert "/0.0 MB" in text
+    drawn = text.rsplit("\r", 2)
+    assert drawn[-1] == ""
+    assert drawn[-2].strip() == ""
+
+
+def test_nothing_drawn_off_a_terminal_or_for_small_files(tmp_path: Path):
+    """A pipe or file gets no bar, nor does a file under the size threshold; lines are untouched."""
+    path = tmp_path / "t.txt"
+    path.write_text("row\n" * 10)
+    for out, min_bytes in ((io.StringIO(), 1), (_Terminal(), 10**6)):
+        with (
+            path.open() as stream,
+            Progress(str(path), stream, out, label="x", min_bytes=min_bytes) as bar,
+        ):
+            assert bar.lines(stream) is stream
+            bar.update()
+        assert out.getvalue() == ""
