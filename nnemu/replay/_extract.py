@@ -19,15 +19,16 @@ as the parser does) and the HIDL marks of the NNAPI interfaces.  From them:
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
 import statistics
-from collections.abc import Callable, Iterable
-from typing import Final
+from array import array
+from collections.abc import Iterable
+from typing import Final, TextIO
 
 import attrs
 
+from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
 from nnemu.hal import HalVersion
 from nnemu.scenario import ExecutionMode
@@ -37,7 +38,6 @@ from nnemu.trace import (
     DumpProcess,
     DumpThread,
     FtraceLines,
-    Mark,
     TraceFormat,
     classify,
     file_format,
@@ -77,22 +77,6 @@ ARRIVALS_HAL: Final = "HIDL IPreparedModel::execute* ::client begins"
 
 
 @attrs.frozen(kw_only=True)
-class Section:
-    """One begin/end pair of an NNAPI-related mark."""
-
-    pid: int
-    """Process (tgid)."""
-    tid: int
-    """Thread."""
-    name: str
-    """The mark as written."""
-    begin_ns: int
-    """Begin timestamp (trace clock, ns)."""
-    end_ns: int | None
-    """End timestamp; None when the trace ends with the section open."""
-
-
-@attrs.frozen(kw_only=True)
 class TraceApp:
     """What one client process did."""
 
@@ -124,6 +108,8 @@ class TraceApp:
     """``Compilation_setTimeout``/``Execution_setTimeout`` calls seen (values not traced)."""
     latencies_ns: tuple[int, ...] = ()
     """Duration of each closed section that gave an arrival (the recorded latencies)."""
+    never_ended: int = 0
+    """Sections that gave an arrival but are still open at the end of the trace."""
 
 
 @attrs.frozen(kw_only=True)
@@ -177,55 +163,405 @@ class TracePlan:
 
 
 # ---------------------------------------------------------------------- reading
+#
+# One streaming pass: each NNAPI section is folded into per-process summaries when it
+# begins and when it ends (arrays of timestamps, counts, running maxima), so memory grows
+# with the executions an app issued, not with the rows of the trace.  The two sweeps that
+# need time order (executions in flight; which client call a server call answers) are fed
+# as the rows come, the events of one timestamp applied in the order a sort would give.
+
+_MAX_CACHED_NAMES: Final = 20_000
+
+# What a mark name means for the plan (``_Role.kind``).
+_IGNORED: Final = 0
+_LA_EXEC: Final = 1
+_LA_OVERALL: Final = 2
+_LA_COMPILE: Final = 3
+_LR_EXEC: Final = 4
+_LR_FINISH: Final = 5
+_LR_PRIORITY: Final = 6
+_LR_TIMEOUT: Final = 7
+_CLIENT: Final = 8
+_SERVER: Final = 9
+_NOTIFY_EXEC: Final = 10
+_NOTIFY_PREP: Final = 11
+_RUNTIME_COUNTS: Final = {
+    "ANeuralNetworksCompilation_finish": _LR_FINISH,
+    "ANeuralNetworksCompilation_setPriority": _LR_PRIORITY,
+    "ANeuralNetworksCompilation_setTimeout": _LR_TIMEOUT,
+    "ANeuralNetworksExecution_setTimeout": _LR_TIMEOUT,
+}
 
 
-@attrs.define
-class _Reader:
-    """Collects the NNAPI sections and the process and thread names of a trace."""
+@attrs.frozen
+class _Role:
+    """What one mark name contributes to the plan (cached per distinct name)."""
 
-    sections: list[Section] = attrs.Factory(list)
-    process_names: dict[int, str] = attrs.Factory(dict)
-    thread_names: dict[int, str] = attrs.Factory(dict)
-    thread_pid: dict[int, int] = attrs.Factory(dict)
-    # tid -> stack of (name, begin_ns, pid, keep)
-    _stacks: dict[int, list[tuple[str, int, int, bool]]] = attrs.Factory(dict)
-    _keep: dict[str, bool] = attrs.Factory(dict)
+    kind: int
+    """``_IGNORED``, ``_LA_EXEC``, ... ``_NOTIFY_PREP``."""
+    text: str = ""
+    """``Iface::method`` of a HIDL call; the function of ``[NN_LA_PO]``."""
+    mode: ExecutionMode | None = None
+    """The mode a runtime execution call means."""
+    execute: bool = False
+    """An ``IPreparedModel::execute*`` call."""
+    async_server: bool = False
+    """The server side of an asynchronous execute (it ends at the notify)."""
+    prepare: bool = False
+    """An ``IDevice::prepareModel*`` call."""
+    version: HalVersion = HalVersion.V1_0
+    """The HAL version a server method shows."""
 
-    def _interesting(self, name: str) -> bool:
-        keep = self._keep.get(name)
-        if keep is None:
-            if "[NN" in name:
-                keep = True
-            elif name.startswith("HIDL::"):
-                parts = name.split("::")
-                keep = len(parts) >= 4 and parts[1] in _NN_INTERFACES
-            else:
-                keep = False
-            if len(self._keep) < 20_000:
-                self._keep[name] = keep
-        return keep
+
+_NOT_USED: Final = _Role(_IGNORED)
+
+
+def _role(name: str) -> _Role:
+    """What the section ``name`` is for the plan: NNTRACE marks (as the parser classifies
+    them) and the HIDL marks of the NNAPI interfaces; anything else is ignored."""
+    if "[NN" in name:
+        pass
+    elif name.startswith("HIDL::"):
+        parts = name.split("::")
+        if len(parts) < 4 or parts[1] not in _NN_INTERFACES:
+            return _NOT_USED
+    else:
+        return _NOT_USED
+    mark = classify(name)
+    if mark.hidl:
+        iface, method, side = _hidl_parts(name)
+        key = f"{iface}::{method}"
+        execute = iface == "IPreparedModel" and method.startswith("execute")
+        prepare = iface == "IDevice" and method.startswith("prepareModel")
+        if side == "server" and mark.driver_server:
+            return _Role(
+                _SERVER,
+                key,
+                execute=execute,
+                async_server=mark.async_execute_server,
+                prepare=prepare,
+                version=_version_of(method),
+            )
+        if side == "client" and iface == "IExecutionCallback":
+            return _Role(_NOTIFY_EXEC)
+        if side == "client" and iface == "IPreparedModelCallback":
+            return _Role(_NOTIFY_PREP)
+        if side == "client" and iface in ("IDevice", "IPreparedModel"):
+            return _Role(_CLIENT, key, execute=execute, prepare=prepare)
+        return _NOT_USED
+    if mark.layer is None or mark.switch:
+        return _NOT_USED
+    if mark.layer is Layer.APPLICATION:
+        if mark.phase is Phase.EXECUTION:
+            return _Role(_LA_EXEC)
+        if mark.phase is Phase.OVERALL:
+            return _Role(_LA_OVERALL, mark.function)
+        if mark.phase is Phase.COMPILATION:
+            return _Role(_LA_COMPILE)
+    elif mark.layer is Layer.RUNTIME:
+        if mark.function in _EXECUTION_API:
+            return _Role(_LR_EXEC, mode=_EXECUTION_API[mark.function])
+        return _Role(_RUNTIME_COUNTS.get(mark.function, _IGNORED))
+    return _NOT_USED
+
+
+class _InFlight:
+    """Most threads with an execution open at once, fed begins and ends in time order.
+
+    A thread runs one execution at a time, so sections nested on one thread (a
+    malformed or cut trace: begins without their ends) count once; a section the
+    trace leaves open counts until the end.  At one timestamp, ends count before begins.
+    """
+
+    __slots__ = ("_begins", "_ends", "_now", "_open_on", "best", "busy")
+
+    def __init__(self) -> None:
+        self._now: int | None = None
+        self._begins: list[int] = []
+        self._ends: list[int] = []
+        self._open_on: dict[int, int] = {}
+        self.busy = 0
+        self.best = 0
+
+    def begin(self, ts: int, tid: int) -> None:
+        if ts != self._now:
+            self.flush()
+            self._now = ts
+        self._begins.append(tid)
+
+    def end(self, ts: int, tid: int) -> None:
+        if ts != self._now:
+            self.flush()
+            self._now = ts
+        self._ends.append(tid)
+
+    def flush(self) -> None:
+        """Apply the events of the current timestamp."""
+        open_on = self._open_on
+        for tid in self._ends:
+            before = open_on.get(tid, 0)
+            open_on[tid] = before - 1
+            if before == 1:
+                self.busy -= 1
+        for tid in self._begins:
+            before = open_on.get(tid, 0)
+            open_on[tid] = before + 1
+            if before == 0:
+                self.busy += 1
+                self.best = max(self.best, self.busy)
+        for tid in self._ends:
+            if not open_on.get(tid):
+                open_on.pop(tid, None)
+        self._ends.clear()
+        self._begins.clear()
+
+
+class _Calls:
+    """Pairs the server calls of one ``Iface::method`` with its client calls.
+
+    A server call begins while its client call is open; among the open, unpaired client
+    calls it takes the one that began first (binder delivers transactions of equal latency
+    in order).  Fed in time order; at one timestamp client begins come first (by pid, tid),
+    then server begins, then client ends.
+    """
+
+    __slots__ = ("_begins", "_ends", "_now", "_servers", "waiting")
+
+    def __init__(self) -> None:
+        self._now: int | None = None
+        self._begins: list[tuple[int, int, int]] = []  # (pid, tid, serial)
+        self._servers: list[tuple[int, int, bool]] = []  # (driver pid, tid, execute)
+        self._ends: list[int] = []  # serials
+        self.waiting: dict[int, tuple[int, int]] = {}  # serial -> (begin, pid), in begin order
+
+    def _at(self, ts: int, collector: _Collector) -> None:
+        if ts != self._now:
+            self.flush(collector)
+            self._now = ts
+
+    def client_begin(self, ts: int, pid: int, tid: int, serial: int, c: _Collector) -> None:
+        self._at(ts, c)
+        self._begins.append((pid, tid, serial))
+
+    def server_begin(self, ts: int, pid: int, tid: int, execute: bool, c: _Collector) -> None:
+        self._at(ts, c)
+        self._servers.append((pid, tid, execute))
+
+    def client_end(self, ts: int, serial: int, c: _Collector) -> None:
+        self._at(ts, c)
+        self._ends.append(serial)
+
+    def flush(self, collector: _Collector) -> None:
+        """Apply the events of the current timestamp; pairs go to ``collector``."""
+        ts = self._now
+        waiting = self.waiting
+        if self._begins:
+            self._begins.sort()
+            for pid, _, serial in self._begins:
+                waiting[serial] = (ts or 0, pid)
+            self._begins.clear()
+        if self._servers:
+            self._servers.sort()
+            for driver_pid, _, execute in self._servers:
+                if waiting:
+                    first = next(iter(waiting))
+                    client_begin, client_pid = waiting.pop(first)
+                    collector.paired(driver_pid, client_pid, (ts or 0) - client_begin, execute)
+            self._servers.clear()
+        for serial in self._ends:
+            waiting.pop(serial, None)
+        self._ends.clear()
+
+
+class _AppTally:
+    """What one process did as a client (kept for every process; drivers dropped at the end)."""
+
+    __slots__ = (
+        "finishes",
+        "flight",
+        "hal_begins",
+        "hal_closed",
+        "la_begins",
+        "la_closed",
+        "la_compiles",
+        "lr_begins",
+        "lr_closed",
+        "modes",
+        "po_name",
+        "prepares",
+        "priority_calls",
+        "timeout_calls",
+    )
+
+    def __init__(self) -> None:
+        # Begins of [NN_LA_PE], runtime execution calls and IPreparedModel::execute* client
+        # calls; (begin, tid, duration) of the closed ones, flat; in flight per kind.
+        self.la_begins = array("q")
+        self.lr_begins = array("q")
+        self.hal_begins = array("q")
+        self.la_closed = array("q")
+        self.lr_closed = array("q")
+        self.hal_closed = array("q")
+        self.flight = (_InFlight(), _InFlight(), _InFlight())
+        self.modes: dict[ExecutionMode, int] = {}
+        self.po_name: str | None = None
+        self.finishes = 0
+        self.la_compiles = 0
+        self.prepares = 0
+        self.priority_calls = 0
+        self.timeout_calls = 0
+
+
+class _DriverTally:
+    """What one driver process served."""
+
+    __slots__ = ("async_begins", "evidence", "ipc", "prep_begins", "sync_closed", "version")
+
+    def __init__(self) -> None:
+        self.version = HalVersion.V1_0
+        self.evidence = ""
+        self.async_begins = array("q")
+        """Begins of asynchronous execute server calls (each ends at the next notify)."""
+        self.sync_closed = array("q")
+        """(begin, tid, duration) of closed synchronous/fenced execute server calls, flat."""
+        self.prep_begins = array("q")
+        """Begins of prepareModel server calls."""
+        self.ipc: list[int] = []
+        """Client begin -> server begin of each call it served that had a client."""
+
+
+# Indexes into _AppTally.flight and the matching arrays.
+_LA: Final = 0
+_LR: Final = 1
+_HAL: Final = 2
+
+
+class _Collector:
+    """Folds the NNAPI sections of a trace into per-process summaries as they come."""
+
+    def __init__(self) -> None:
+        self.process_names: dict[int, str] = {}
+        self.thread_names: dict[int, str] = {}
+        self.thread_pid: dict[int, int] = {}
+        self.apps: dict[int, _AppTally] = {}
+        self.drivers: dict[int, _DriverTally] = {}
+        self.notify_exec: dict[int, array[int]] = {}
+        self.notify_prep: dict[int, array[int]] = {}
+        self.served: dict[tuple[int, int], int] = {}
+        self._calls: dict[str, _Calls] = {}
+        # tid -> stack of (begin, pid, role, client call serial)
+        self._stacks: dict[int, list[tuple[int, int, _Role, int]]] = {}
+        self._roles: dict[str, _Role] = {}
+        self._serial = 0
+
+    def _app(self, pid: int) -> _AppTally:
+        app = self.apps.get(pid)
+        if app is None:
+            app = self.apps[pid] = _AppTally()
+        return app
+
+    def _calls_of(self, key: str) -> _Calls:
+        calls = self._calls.get(key)
+        if calls is None:
+            calls = self._calls[key] = _Calls()
+        return calls
+
+    def paired(self, driver_pid: int, client_pid: int, ipc_ns: int, execute: bool) -> None:
+        """A server call of ``driver_pid`` answered a client call of ``client_pid``."""
+        self.drivers[driver_pid].ipc.append(ipc_ns)
+        if execute:
+            pair = (client_pid, driver_pid)
+            self.served[pair] = self.served.get(pair, 0) + 1
 
     def begin(self, ts: int, pid: int, tid: int, name: str) -> None:
         self.thread_pid.setdefault(tid, pid)
-        self._stacks.setdefault(tid, []).append((name, ts, pid, self._interesting(name)))
+        role = self._roles.get(name)
+        if role is None:
+            if len(self._roles) >= _MAX_CACHED_NAMES:
+                self._roles.clear()
+            role = self._roles[name] = _role(name)
+        serial = 0
+        kind = role.kind
+        if kind == _IGNORED:
+            pass
+        elif kind == _SERVER:
+            driver = self.drivers.get(pid)
+            if driver is None:
+                driver = self.drivers[pid] = _DriverTally()
+            if _VERSIONS.index(role.version) > _VERSIONS.index(driver.version):
+                driver.version, driver.evidence = role.version, role.text
+            self._calls_of(role.text).server_begin(ts, pid, tid, role.execute, self)
+            if role.async_server:
+                driver.async_begins.append(ts)
+            elif role.prepare:
+                driver.prep_begins.append(ts)
+        elif kind == _NOTIFY_EXEC:
+            self.notify_exec.setdefault(pid, array("q")).append(ts)
+        elif kind == _NOTIFY_PREP:
+            self.notify_prep.setdefault(pid, array("q")).append(ts)
+        else:
+            app = self._app(pid)
+            if kind == _LA_EXEC:
+                app.la_begins.append(ts)
+                app.flight[_LA].begin(ts, tid)
+            elif kind == _LR_EXEC:
+                app.lr_begins.append(ts)
+                app.flight[_LR].begin(ts, tid)
+                if role.mode is not None:
+                    app.modes[role.mode] = app.modes.get(role.mode, 0) + 1
+            elif kind == _CLIENT:
+                self._serial = serial = self._serial + 1
+                self._calls_of(role.text).client_begin(ts, pid, tid, serial, self)
+                if role.execute:
+                    app.hal_begins.append(ts)
+                    app.flight[_HAL].begin(ts, tid)
+                elif role.prepare:
+                    app.prepares += 1
+            elif kind == _LA_OVERALL:
+                if app.po_name is None:
+                    app.po_name = role.text
+            elif kind == _LA_COMPILE:
+                app.la_compiles += 1
+            elif kind == _LR_FINISH:
+                app.finishes += 1
+            elif kind == _LR_PRIORITY:
+                app.priority_calls += 1
+            elif kind == _LR_TIMEOUT:
+                app.timeout_calls += 1
+        self._stacks.setdefault(tid, []).append((ts, pid, role, serial))
 
     def end(self, ts: int, tid: int) -> None:
         stack = self._stacks.get(tid)
         if not stack:
             return  # an end whose begin was before the trace started
-        name, begin, pid, keep = stack.pop()
-        if keep:
-            self.sections.append(Section(pid=pid, tid=tid, name=name, begin_ns=begin, end_ns=ts))
+        begin, pid, role, serial = stack.pop()
+        kind = role.kind
+        if kind == _LA_EXEC:
+            app = self.apps[pid]
+            app.la_closed.extend((begin, tid, ts - begin))
+            app.flight[_LA].end(ts, tid)
+        elif kind == _LR_EXEC:
+            app = self.apps[pid]
+            app.lr_closed.extend((begin, tid, ts - begin))
+            app.flight[_LR].end(ts, tid)
+        elif kind == _CLIENT:
+            self._calls[role.text].client_end(ts, serial, self)
+            if role.execute:
+                app = self.apps[pid]
+                app.hal_closed.extend((begin, tid, ts - begin))
+                app.flight[_HAL].end(ts, tid)
+        elif kind == _SERVER and role.execute and not role.async_server:
+            self.drivers[pid].sync_closed.extend((begin, tid, ts - begin))
 
     def finish(self) -> None:
-        for tid, stack in self._stacks.items():
-            for name, begin, pid, keep in stack:
-                if keep:
-                    self.sections.append(
-                        Section(pid=pid, tid=tid, name=name, begin_ns=begin, end_ns=None)
-                    )
+        """Apply what the sweeps still hold; the sections still open stay as they are."""
+        for calls in self._calls.values():
+            calls.flush(self)
+        for app in self.apps.values():
+            for flight in app.flight:
+                flight.flush()
         self._stacks.clear()
-        self.sections.sort(key=lambda s: (s.begin_ns, s.pid, s.tid))
+        self._calls.clear()
 
     # -- ftrace text / systrace HTML
 
@@ -239,6 +575,9 @@ class _Reader:
     def read_ftrace(self, lines: Iterable[str]) -> FtraceLines:
         source = FtraceLines(lines, on_dump=self._dump_row)
         match = ROW_RE.match
+        thread_names = self.thread_names
+        begin = self.begin
+        end = self.end
         for _, line in source:
             if "tracing_mark_write" not in line:
                 continue
@@ -250,7 +589,8 @@ class _Reader:
             tid = pid_of(tid_text)
             if ts is None or tid is None:
                 continue  # out of range: not a row a kernel writes
-            self.thread_names.setdefault(tid, task.strip())
+            if tid not in thread_names:
+                thread_names[tid] = task.strip()
             if kind == "B":
                 parts = rest.split("|", 2)
                 if len(parts) < 3:
@@ -262,9 +602,9 @@ class _Reader:
                     pid = pid_of(tgid_column)
                 if pid is None:
                     continue
-                self.begin(ts, pid, tid, parts[2].rstrip("\n"))
+                begin(ts, pid, tid, parts[2].rstrip("\n"))
             else:
-                self.end(ts, tid)
+                end(ts, tid)
         return source
 
     # -- Chrome JSON
@@ -314,8 +654,8 @@ class _Reader:
                 self.end(ts_ns, tid)
 
 
-def _read(path: str) -> tuple[_Reader, str]:
-    reader = _Reader()
+def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
+    collector = _Collector()
     kind = file_format(path)
     refuse_unreadable(path, kind)
     with open(path, encoding="utf-8", errors="replace") as handle:
@@ -328,10 +668,12 @@ def _read(path: str) -> tuple[_Reader, str]:
                 raise TraceFormatError(path, 1, "", f"invalid JSON: {err}") from err
             except RecursionError as err:
                 raise TraceFormatError(path, 1, "", "invalid JSON: nested too deeply") from err
-            reader.read_json(document, path)
+            collector.read_json(document, path)
             fmt = "json"
         else:
-            lines = reader.read_ftrace(handle)
+            label = f"reading {path.rsplit('/', 1)[-1]}"
+            with Progress(path, handle, progress, label=label) as bar:
+                lines = collector.read_ftrace(bar.lines(handle))
             if not lines.found_ftrace:
                 raise TraceFormatError(
                     path,
@@ -340,8 +682,8 @@ def _read(path: str) -> tuple[_Reader, str]:
                     "no ftrace data found (expected systrace HTML or ftrace text)",
                 )
             fmt = "systrace" if lines.is_html else "ftrace"
-    reader.finish()
-    return reader, fmt
+    collector.finish()
+    return collector, fmt
 
 
 # ---------------------------------------------------------------------- analysis
@@ -365,7 +707,7 @@ def safe_name(text: str) -> str:
     return _UNSAFE_NAME.sub("_", text.strip()).strip("_")
 
 
-def _process_name(reader: _Reader, pid: int) -> str | None:
+def _process_name(reader: _Collector, pid: int) -> str | None:
     name = reader.process_names.get(pid)
     if name:
         return name
@@ -382,187 +724,59 @@ def _unique(name: str, pid: int, taken: set[str]) -> str:
     return name
 
 
-def _max_in_flight(sections: list[Section]) -> int:
-    """Most threads with an execution section open at once.
-
-    A thread runs one execution at a time, so sections nested on one thread (a
-    malformed or cut trace: begins without their ends) count once; a section the
-    trace leaves open counts until the end.
-    """
-    points: list[tuple[int, int, int]] = []
-    for s in sections:
-        points.append((s.begin_ns, 1, s.tid))
-        if s.end_ns is not None:
-            points.append((s.end_ns, -1, s.tid))
-    points.sort(key=lambda p: (p[0], p[1]))  # an end before a begin at the same time
-    open_on: dict[int, int] = {}
-    busy = best = 0
-    for _, delta, tid in points:
-        before = open_on.get(tid, 0)
-        open_on[tid] = before + delta
-        if before == 0 and delta > 0:
-            busy += 1
-        elif before == 1 and delta < 0:
-            busy -= 1
-        best = max(best, busy)
-    return max(1, best)
+def _answered(begins: Iterable[int], notifies: Iterable[int]) -> list[tuple[int, int]]:
+    """(begin, time to its notify) of each call answered by a notify: in begin order, each
+    call takes the first notify at or after its begin that no earlier call took."""
+    times = sorted(notifies)
+    out: list[tuple[int, int]] = []
+    j = 0
+    for begin in sorted(begins):
+        while j < len(times) and times[j] < begin:
+            j += 1
+        if j == len(times):
+            break
+        out.append((begin, times[j] - begin))
+        j += 1
+    return out
 
 
-def _match_calls(clients: list[Section], servers: list[Section]) -> dict[int, Section]:
-    """Pair each server section with its client call: id(server) -> client section.
-
-    A sweep in time order: a server call begins while its client call is open; among the
-    open, unpaired client calls of the method it takes the one that began first (binder
-    delivers transactions of equal latency in order).
-    """
-    events: list[tuple[int, int, int]] = []  # (time, order, index); order 0 begin, 1 server, 2 end
-    for index, c in enumerate(clients):
-        events.append((c.begin_ns, 0, index))
-        if c.end_ns is not None:
-            events.append((c.end_ns, 2, index))
-    for index, sv in enumerate(servers):
-        events.append((sv.begin_ns, 1, index))
-    events.sort()
-    waiting: dict[int, None] = {}  # open unpaired client indices, in begin order
-    pairs: dict[int, Section] = {}
-    for _, order, index in events:
-        if order == 0:
-            waiting[index] = None
-        elif order == 2:
-            waiting.pop(index, None)
-        elif waiting:
-            first = next(iter(waiting))
-            del waiting[first]
-            pairs[id(servers[index])] = clients[first]
-    return pairs
+def _pairs(flat: array[int]) -> list[tuple[int, int]]:
+    """(begin, duration) of the sections of a flat (begin, tid, duration) array, sorted by
+    begin and thread (a sort of sections by begin, pid and tid keeps this order)."""
+    triples = list(zip(flat[::3], flat[1::3], flat[2::3], strict=True))
+    triples.sort(key=lambda triple: (triple[0], triple[1]))
+    return [(begin, duration) for begin, _, duration in triples]
 
 
-def _take_first_at_or_after(times: list[int], t: int) -> int | None:
-    """Remove and return the first of the sorted ``times`` that is >= ``t``."""
-    index = bisect.bisect_left(times, t)
-    if index == len(times):
-        return None
-    return times.pop(index)
+def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
+    """Read ``path`` in one pass and extract the apps, their arrivals and the drivers.
 
-
-@attrs.define
-class _Tally:
-    """A trace's NNAPI sections sorted by what the plan needs, per process (pid)."""
-
-    driver_pids: set[int]
-    """Processes that serve a driver interface."""
-    la_exec: dict[int, list[Section]] = attrs.Factory(dict)
-    """``[NN_LA_PE]`` sections."""
-    lr_exec: dict[int, list[tuple[Section, ExecutionMode]]] = attrs.Factory(dict)
-    """Runtime execution calls with the mode their function means."""
-    hal_exec: dict[int, list[Section]] = attrs.Factory(dict)
-    """``IPreparedModel::execute*`` client sections."""
-    po_name: dict[int, str] = attrs.Factory(dict)
-    """The function named by the first ``[NN_LA_PO]`` section (the model's name)."""
-    finishes: dict[int, int] = attrs.Factory(dict)
-    """``ANeuralNetworksCompilation_finish`` calls."""
-    la_compiles: dict[int, int] = attrs.Factory(dict)
-    """``[NN_LA_PC]`` sections."""
-    prepares: dict[int, int] = attrs.Factory(dict)
-    """``IDevice::prepareModel*`` client calls."""
-    priority_calls: dict[int, int] = attrs.Factory(dict)
-    """``ANeuralNetworksCompilation_setPriority`` calls."""
-    timeout_calls: dict[int, int] = attrs.Factory(dict)
-    """``ANeuralNetworks{Compilation,Execution}_setTimeout`` calls."""
-    clients: dict[str, list[Section]] = attrs.Factory(dict)
-    """``Iface::method`` -> the apps' client sections of it."""
-    servers: dict[int, list[Section]] = attrs.Factory(dict)
-    """Driver pid -> its server sections of a driver interface."""
-    notify_exec: dict[int, list[int]] = attrs.Factory(dict)
-    """Driver pid -> begins of its ``IExecutionCallback`` notify calls."""
-    notify_prep: dict[int, list[int]] = attrs.Factory(dict)
-    """Driver pid -> begins of its ``IPreparedModelCallback`` notify calls."""
-
-    def add(self, s: Section, mark: Mark) -> None:
-        """Sort one section in."""
-        if mark.hidl:
-            self._add_hidl(s, mark)
-        elif s.pid in self.driver_pids or mark.layer is None or mark.switch:
-            return
-        elif mark.layer is Layer.APPLICATION:
-            if mark.phase is Phase.EXECUTION:
-                self.la_exec.setdefault(s.pid, []).append(s)
-            elif mark.phase is Phase.OVERALL:
-                self.po_name.setdefault(s.pid, mark.function)
-            elif mark.phase is Phase.COMPILATION:
-                _count(self.la_compiles, s.pid)
-        elif mark.layer is Layer.RUNTIME:
-            function = mark.function
-            if function in _EXECUTION_API:
-                self.lr_exec.setdefault(s.pid, []).append((s, _EXECUTION_API[function]))
-            elif function == "ANeuralNetworksCompilation_finish":
-                _count(self.finishes, s.pid)
-            elif function == "ANeuralNetworksCompilation_setPriority":
-                _count(self.priority_calls, s.pid)
-            elif function in (
-                "ANeuralNetworksCompilation_setTimeout",
-                "ANeuralNetworksExecution_setTimeout",
-            ):
-                _count(self.timeout_calls, s.pid)
-
-    def _add_hidl(self, s: Section, mark: Mark) -> None:
-        iface, method, side = _hidl_parts(s.name)
-        if s.pid in self.driver_pids:
-            if side == "server" and mark.driver_server:
-                self.servers.setdefault(s.pid, []).append(s)
-            elif side == "client" and iface == "IExecutionCallback":
-                self.notify_exec.setdefault(s.pid, []).append(s.begin_ns)
-            elif side == "client" and iface == "IPreparedModelCallback":
-                self.notify_prep.setdefault(s.pid, []).append(s.begin_ns)
-        elif side == "client" and iface in ("IDevice", "IPreparedModel"):
-            self.clients.setdefault(f"{iface}::{method}", []).append(s)
-            if iface == "IPreparedModel" and method.startswith("execute"):
-                self.hal_exec.setdefault(s.pid, []).append(s)
-            elif iface == "IDevice" and method.startswith("prepareModel"):
-                _count(self.prepares, s.pid)
-
-
-def _count(counts: dict[int, int], pid: int) -> None:
-    counts[pid] = counts.get(pid, 0) + 1
-
-
-def extract_plan(path: str) -> TracePlan:
-    """Read ``path`` and extract the apps, their arrivals and the drivers.
+    Args:
+        path: systrace HTML, ftrace text or Chrome JSON.
+        progress: Where to draw a progress bar (a terminal, for big text traces).
 
     Raises:
         TraceFormatError: the file holds no trace, or no app issued an execution.
         OSError: the file cannot be read.
     """
-    reader, fmt = _read(path)
-    marks: dict[str, Mark] = {}
-
-    def mark_of(name: str) -> Mark:
-        mark = marks.get(name)
-        if mark is None:
-            mark = marks[name] = classify(name)
-        return mark
-
-    driver_pids: set[int] = set()
-    for s in reader.sections:
-        if mark_of(s.name).driver_server:
-            driver_pids.add(s.pid)
-    tally = _Tally(driver_pids)
-    for s in reader.sections:
-        tally.add(s, mark_of(s.name))
-    client_of = _client_of(tally)
+    reader, fmt = _read(path, progress)
+    driver_pids = set(reader.drivers)
     ipc_latency: list[int] = []
-    served: dict[tuple[int, int], int] = {}  # (app pid, driver pid) -> executions
     taken: set[str] = set()
-    drivers = [
-        _driver(reader, tally, pid, mark_of, client_of, ipc_latency, served, taken)
-        for pid in sorted(driver_pids)
-    ]
+    drivers = []
+    for pid in sorted(driver_pids):
+        drivers.append(_driver(reader, pid, taken))
+        ipc_latency.extend(reader.drivers[pid].ipc)
     notes: list[str] = []
-    app_pids = (set(tally.la_exec) | set(tally.lr_exec) | set(tally.hal_exec)) - driver_pids
-    for pid in sorted(tally.prepares.keys() | tally.finishes.keys() | tally.la_compiles.keys()):
-        if pid not in app_pids and pid not in driver_pids:
+    tallies = {pid: app for pid, app in reader.apps.items() if pid not in driver_pids}
+    app_pids = {
+        pid for pid, app in tallies.items() if app.la_begins or app.lr_begins or app.hal_begins
+    }
+    for pid in sorted(tallies):
+        app = tallies[pid]
+        if pid not in app_pids and (app.prepares or app.finishes or app.la_compiles):
             notes.append(f"process {pid} compiled a model but issued no execution: left out")
-    apps = [_app(reader, tally, pid, served) for pid in app_pids]
+    apps = [_app(reader, tallies[pid], pid) for pid in app_pids]
     if not apps:
         raise TraceFormatError(
             path,
@@ -585,60 +799,12 @@ def extract_plan(path: str) -> TracePlan:
     )
 
 
-def _client_of(tally: _Tally) -> dict[int, Section]:
-    """``id(server section)`` -> the app's client section it served, per ``Iface::method``."""
-    servers_by_method: dict[str, list[Section]] = {}
-    for calls in tally.servers.values():
-        for sv in calls:
-            iface, method, _ = _hidl_parts(sv.name)
-            servers_by_method.setdefault(f"{iface}::{method}", []).append(sv)
-    client_of: dict[int, Section] = {}
-    for key, calls in servers_by_method.items():
-        calls.sort(key=lambda sv: sv.begin_ns)
-        client_of.update(_match_calls(tally.clients.get(key, []), calls))
-    return client_of
-
-
-def _driver(
-    reader: _Reader,
-    tally: _Tally,
-    pid: int,
-    mark_of: Callable[[str], Mark],
-    client_of: dict[int, Section],
-    ipc_latency: list[int],
-    served: dict[tuple[int, int], int],
-    taken: set[str],
-) -> TraceDriver:
-    """A driver process: its HAL version, execution and preparation times; appends the IPC
-    latency of each call it served to ``ipc_latency`` and counts the executions per app in
-    ``served``."""
-    version, evidence = HalVersion.V1_0, ""
-    executions: list[int] = []
-    preparations: list[int] = []
-    exec_notifies = sorted(tally.notify_exec.get(pid, []))
-    prep_notifies = sorted(tally.notify_prep.get(pid, []))
-    for s in tally.servers.get(pid, []):
-        iface, method, _ = _hidl_parts(s.name)
-        found = _version_of(method)
-        if _VERSIONS.index(found) > _VERSIONS.index(version):
-            version, evidence = found, f"{iface}::{method}"
-        client = client_of.get(id(s))
-        if client is not None:
-            ipc_latency.append(s.begin_ns - client.begin_ns)
-        if iface == "IPreparedModel" and method.startswith("execute"):
-            if mark_of(s.name).async_execute_server:
-                done = _take_first_at_or_after(exec_notifies, s.begin_ns)
-                if done is not None:
-                    executions.append(done - s.begin_ns)
-            elif s.end_ns is not None:
-                executions.append(s.end_ns - s.begin_ns)
-            if client is not None:
-                pair = (client.pid, pid)
-                served[pair] = served.get(pair, 0) + 1
-        elif iface == "IDevice" and method.startswith("prepareModel"):
-            done = _take_first_at_or_after(prep_notifies, s.begin_ns)
-            if done is not None:
-                preparations.append(done - s.begin_ns)
+def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
+    """A driver process: its HAL version, execution and preparation times."""
+    tally = reader.drivers[pid]
+    answered = _answered(tally.async_begins, reader.notify_exec.get(pid, ()))
+    executions = sorted(answered + _pairs(tally.sync_closed), key=lambda pair: pair[0])
+    preparations = _answered(tally.prep_begins, reader.notify_prep.get(pid, ()))
     process_name = _process_name(reader, pid)
     name = ""
     if process_name:
@@ -650,47 +816,46 @@ def _driver(
         pid=pid,
         name=_unique(name, pid, taken),
         process_name=process_name,
-        hal_version=version,
-        hal_evidence=evidence,
-        execution_ns=tuple(executions),
-        prepare_ns=tuple(preparations),
+        hal_version=tally.version,
+        hal_evidence=tally.evidence,
+        execution_ns=tuple(d for _, d in executions),
+        prepare_ns=tuple(d for _, d in preparations),
     )
 
 
-def _app(reader: _Reader, tally: _Tally, pid: int, served: dict[tuple[int, int], int]) -> TraceApp:
+def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
     """A client process: its arrivals (from the highest layer that marks them), mode and
     drivers (named before names are made unique)."""
-    if pid in tally.la_exec:
-        chosen, source = tally.la_exec[pid], ARRIVALS_LA
-    elif pid in tally.lr_exec:
-        chosen, source = [s for s, _ in tally.lr_exec[pid]], ARRIVALS_LR
+    if tally.la_begins:
+        begins, closed, which, source = tally.la_begins, tally.la_closed, _LA, ARRIVALS_LA
+    elif tally.lr_begins:
+        begins, closed, which, source = tally.lr_begins, tally.lr_closed, _LR, ARRIVALS_LR
     else:
-        chosen, source = tally.hal_exec[pid], ARRIVALS_HAL
+        begins, closed, which, source = tally.hal_begins, tally.hal_closed, _HAL, ARRIVALS_HAL
     mode = None
-    if pid in tally.lr_exec:
-        modes = [m for _, m in tally.lr_exec[pid]]
-        mode = max(set(modes), key=lambda m: (modes.count(m), m.value))
+    if tally.modes:
+        mode = max(tally.modes, key=lambda m: (tally.modes[m], m.value))
     used = sorted(
-        ((count, d) for (a, d), count in served.items() if a == pid),
+        ((count, d) for (a, d), count in reader.served.items() if a == pid),
         key=lambda x: (-x[0], x[1]),
     )
     process_name = _process_name(reader, pid)
     base = safe_name(process_name) if process_name else f"app-{pid}"
+    latencies = tuple(d for _, d in _pairs(closed))
     return TraceApp(
         pid=pid,
         name=base,
         process_name=process_name,
-        model_name=tally.po_name.get(pid),
-        arrivals_ns=tuple(sorted(s.begin_ns for s in chosen)),
+        model_name=tally.po_name,
+        arrivals_ns=tuple(sorted(begins)),
         arrival_source=source,
         execution_mode=mode,
-        max_in_flight=_max_in_flight(chosen),
-        compilations=(
-            tally.finishes.get(pid) or tally.la_compiles.get(pid) or tally.prepares.get(pid, 0)
-        ),
+        max_in_flight=max(1, tally.flight[which].best),
+        compilations=tally.finishes or tally.la_compiles or tally.prepares,
         driver_pids=tuple(d for _, d in used),
         driver_executions=tuple(c for c, _ in used),
-        priority_calls=tally.priority_calls.get(pid, 0),
-        timeout_calls=tally.timeout_calls.get(pid, 0),
-        latencies_ns=tuple(s.end_ns - s.begin_ns for s in chosen if s.end_ns is not None),
+        priority_calls=tally.priority_calls,
+        timeout_calls=tally.timeout_calls,
+        latencies_ns=latencies,
+        never_ended=len(begins) - len(latencies),
     )
