@@ -35,6 +35,9 @@ from nnemu.scenario import (
 )
 
 FIRST_UID: Final = 10_000
+MAX_UNFINISHED_THREADS: Final = 64
+"""Most app threads a replay gives an app whose in-flight count includes executions that
+never end in the trace."""
 _MIN_RATIO: Final = 1e-6
 
 
@@ -76,6 +79,8 @@ class BuiltReplay:
     """Lines saying what the trace did not tell and was assumed."""
     loop_period_ms: float
     """Shift between two loops of the trace (``-l N``)."""
+    warnings: tuple[str, ...] = ()
+    """What the replay had to change from the trace, and why (printed on stderr)."""
 
 
 def _ms(ns: float) -> float:
@@ -169,6 +174,8 @@ class _Notes:
     """What was derived from the trace."""
     assumed: list[str] = attrs.Factory(list)
     """What the trace did not tell and was assumed."""
+    warnings: list[str] = attrs.Factory(list)
+    """What the replay changed from the trace, and why."""
 
 
 def build_replay(
@@ -220,6 +227,7 @@ def build_replay(
         derived=tuple(notes.derived),
         assumed=tuple(notes.assumed),
         loop_period_ms=_ms(period_ns),
+        warnings=tuple(notes.warnings),
     )
 
 
@@ -338,8 +346,18 @@ def _app(
     else:
         mode = ExecutionMode.SYNC
         notes.assumed.append(f"{where}.execution_mode: sync (no runtime marks in the trace)")
-    if app.max_in_flight > 1:
-        notes.derived.append(f"{where}.threads: {app.max_in_flight} (most executions in flight)")
+    threads = app.max_in_flight
+    if app.never_ended and threads > MAX_UNFINISHED_THREADS:
+        # Each execution still open at the end would hold an app thread for the whole
+        # replay; past the bound they share threads.
+        threads = MAX_UNFINISHED_THREADS
+        notes.warnings.append(
+            f"{where}.threads: {threads}, not {app.max_in_flight}: {app.never_ended} of its "
+            f"executions never end in the trace (cut or broken), and each would hold a thread; "
+            f"executions beyond {threads} in flight wait for a free thread"
+        )
+    if threads > 1:
+        notes.derived.append(f"{where}.threads: {threads} (most executions in flight)")
     devices_used: tuple[str, ...] | None = None
     known = [driver_by_pid[p].name for p in app.driver_pids if p in driver_by_pid]
     if len(known) == 1:
@@ -354,7 +372,7 @@ def _app(
         model=model.name,
         devices=devices_used,
         execution_mode=mode,
-        threads=app.max_in_flight,
+        threads=threads,
         workload=workload,
     )
 
@@ -395,7 +413,7 @@ def describe_plan(plan: TracePlan) -> list[str]:
     drivers = {d.pid: d for d in plan.drivers}
     for app in plan.apps:
         arrivals = app.arrivals_ns
-        gaps = [_ms(b - a) for a, b in itertools.pairwise(arrivals)]
+        gaps = [_ms(b - a) for a, b in itertools.pairwise(arrivals[:10])]
         process = f" ({app.process_name})" if app.process_name else ""
         lines.append(f"  app {app.name}: pid {app.pid}{process}")
         lines.append(

@@ -136,7 +136,7 @@ def _prepare(
 ) -> tuple[TracePlan, Scenario] | int:
     """Extract the plan, build the scenario with the ``--set`` changes, print both (and save
     the scenario); the exit code instead when a change or the saving fails."""
-    plan = extract_plan(trace_path)
+    plan = extract_plan(trace_path, progress=stderr)
     problem = loop_problem(plan, fast=fast, loops=loop or 1)
     if problem:
         stderr.write(problem + "\n")
@@ -149,6 +149,8 @@ def _prepare(
         for problem in exc.problems:
             stderr.write(problem + "\n")
         return ExitCode.BAD_INPUT
+    for warning in built.warnings:
+        stderr.write(f"warning: {warning}\n")
     for warning in ineffective_sets(scenario, sets):
         stderr.write(warning + "\n")
     lines = describe_plan(plan) + describe_build(built, sets)

@@ -10,6 +10,7 @@ import pytest
 from nnemu.errors import TraceFormatError
 from nnemu.hal import HalVersion
 from nnemu.replay import ARRIVALS_LA, build_replay, choose_model, extract_plan
+from nnemu.replay._build import MAX_UNFINISHED_THREADS
 from nnemu.scenario import ExecutionMode, WorkloadKind
 from tests.unit.replay.helpers import OMR1, QUICKSTART, record
 
@@ -125,3 +126,39 @@ def test_unclosed_sections_nested_on_one_thread_are_one_in_flight(tmp_path: Path
     (app,) = plan.apps
     assert len(app.arrivals_ns) == 10_000
     assert app.max_in_flight == 1
+
+
+def _open_on_threads(tmp_path: Path, count: int, closed: int = 0) -> Path:
+    """A trace of ``count`` [NN_LA_PE] begins on as many threads, the first ``closed`` ended."""
+    rows = [
+        f"  app-{100 + i} (    9) [000] ...1 {1 + i * 1e-6:.6f}: tracing_mark_write: B|9|[NN_LA_PE]r\n"
+        for i in range(count)
+    ]
+    rows += [
+        f"  app-{100 + i} (    9) [000] ...1 {2 + i * 1e-6:.6f}: tracing_mark_write: E|9\n"
+        for i in range(closed)
+    ]
+    path = tmp_path / "open.txt"
+    path.write_text("# tracer: nop\n#\n" + "".join(rows))
+    return path
+
+
+def test_executions_that_never_end_share_a_bounded_number_of_threads(tmp_path: Path):
+    """200 executions left open on 200 threads replay on 64 threads, with a warning saying why."""
+    plan = extract_plan(str(_open_on_threads(tmp_path, 200, closed=10)))
+    (app,) = plan.apps
+    assert (app.max_in_flight, app.never_ended, len(app.latencies_ns)) == (200, 190, 10)
+    built = build_replay(plan)
+    assert built.scenario.apps[0].threads == MAX_UNFINISHED_THREADS
+    (warning,) = built.warnings
+    assert warning.startswith(
+        f"apps.{app.name}.threads: 64, not 200: 190 of its executions never end"
+    )
+
+
+def test_few_executions_in_flight_at_the_cut_keep_their_threads(tmp_path: Path):
+    """A trace cut with 5 executions open on 5 threads replays them on 5 threads, no warning."""
+    plan = extract_plan(str(_open_on_threads(tmp_path, 5)))
+    built = build_replay(plan)
+    assert built.scenario.apps[0].threads == 5
+    assert built.warnings == ()
