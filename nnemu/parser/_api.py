@@ -8,6 +8,7 @@ from typing import TextIO
 
 import attrs
 
+from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
 from nnemu.parser._engine import Engine
 from nnemu.parser._format import Printout
@@ -119,8 +120,10 @@ def _read(
     keep_detail: bool,
     include_incomplete: bool,
     on_run: Callable[[int, RunStats], None] | None = None,
+    progress: TextIO | None = None,
 ) -> _Outcome:
-    """Parse a file of any format nnemu reads (the format is told by its first bytes).
+    """Parse a file of any format nnemu reads (the format is told by its first bytes);
+    a progress bar goes to ``progress`` if it is a terminal and the text trace is big.
 
     With ``on_run``, each run goes there as it finishes (the outcome then has no runs).
 
@@ -137,9 +140,14 @@ def _read(
                 chrome=source,
                 on_run=on_run,
             )
-        return _run(
-            source, keep_detail=keep_detail, include_incomplete=include_incomplete, on_run=on_run
-        )
+        label = f"parsing {os.path.basename(path)}"
+        with Progress(path, source, progress, label=label) as bar:
+            return _run(
+                bar.lines(source),
+                keep_detail=keep_detail,
+                include_incomplete=include_incomplete,
+                on_run=on_run,
+            )
 
 
 def parse_file(
@@ -188,6 +196,7 @@ def run_parse_command(
                 keep_detail=print_detail and not as_json,
                 include_incomplete=include_incomplete,
                 on_run=printout.add,
+                progress=stderr,
             )
         except TraceFormatError as err:
             stderr.write(f"{err.where}: error: {err.message}\n")
