@@ -11,11 +11,12 @@ slices of its track with ids in ``(id, subtree_end_id]``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final, TextIO
 
 import attrs
@@ -64,7 +65,27 @@ _MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>"
 Warn = Callable[[int, str], None]
 """Receives (line number, message) for each recoverable problem."""
 
-_SLICE_INSERT: Final = "INSERT INTO slice VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_ROWS_PER_INSERT: Final = 200
+"""Rows per multi-row ``INSERT ... VALUES (...), (...)`` (far fewer statement steps than
+one ``executemany`` row at a time; 200 x 13 parameters is within SQLite's limit)."""
+
+
+def _insert_rows(
+    conn: sqlite3.Connection, table: str, width: int, rows: Sequence[tuple[object, ...]]
+) -> None:
+    """Insert ``rows`` (tuples of ``width`` values) into ``table``, in order."""
+    one = "(" + ", ".join("?" * width) + ")"
+    whole = len(rows) - len(rows) % _ROWS_PER_INSERT
+    if whole:
+        statement = f"INSERT INTO {table} VALUES " + ", ".join([one] * _ROWS_PER_INSERT)
+        flat = list(itertools.chain.from_iterable(rows[:whole]))
+        step = _ROWS_PER_INSERT * width
+        execute = conn.execute
+        for start in range(0, len(flat), step):
+            execute(statement, flat[start : start + step])
+    if whole < len(rows):
+        conn.executemany(f"INSERT INTO {table} VALUES {one}", rows[whole:])
+
 
 # An open section: (id, ts, name, depth, parent_id, category, layer, phase, kind,
 # arg_set_id, end_ts or None).  End is known for JSON X (complete) and instant events.
@@ -199,10 +220,10 @@ class Loader:
     def _flush(self) -> None:
         if self._slice_rows:
             self.slices += len(self._slice_rows)
-            self.conn.executemany(_SLICE_INSERT, self._slice_rows)
+            _insert_rows(self.conn, "slice", 13, self._slice_rows)
             self._slice_rows.clear()
         if self._arg_rows:
-            self.conn.executemany("INSERT INTO args VALUES (?, ?, ?)", self._arg_rows)
+            _insert_rows(self.conn, "args", 3, self._arg_rows)
             self._arg_rows.clear()
 
     def _emit(self, thread: _Thread, record: _Open, dur: int) -> None:
