@@ -16,6 +16,8 @@ from nnemu.query._schema import SCHEMA_VERSION, register_functions
 MAX_WARNINGS: Final = 20
 """Warnings printed per load; the rest are counted in one closing line."""
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+IN_MEMORY_MAX_BYTES: Final = 64 * 1024 * 1024
+"""Without ``--db``, bigger traces load into a temporary database file, not memory."""
 _LOAD_TABLE: Final = "nnemu_load"
 """In a ``--db`` file: what it was loaded from (key, value), to reuse it."""
 _WARNING_TABLE: Final = "nnemu_load_warning"
@@ -266,7 +268,8 @@ def _replay_warnings(conn: sqlite3.Connection, warnings: _Warnings) -> None:
 
 
 def _load(trace: str, db: str | None, warnings: _Warnings, stderr: TextIO) -> sqlite3.Connection:
-    """Load ``trace`` into memory, or into the ``--db`` file (reused when it holds this trace).
+    """Load ``trace`` into memory (a temporary file past ``IN_MEMORY_MAX_BYTES``), or into
+    the ``--db`` file (reused when it holds this trace).
 
     A ``--db`` file is written under a temporary name beside it and renamed when complete,
     so an interrupted load leaves the older file (or none).
@@ -276,7 +279,10 @@ def _load(trace: str, db: str | None, warnings: _Warnings, stderr: TextIO) -> sq
         _DbError: The ``--db`` file cannot be written.
     """
     if db is None:
-        conn = sqlite3.connect(":memory:")
+        # SQLite's private temporary database ("") lives on disk behind a bounded page
+        # cache and is deleted on close: a big trace loads without growing the process.
+        big = os.path.getsize(trace) > IN_MEMORY_MAX_BYTES
+        conn = sqlite3.connect("" if big else ":memory:")
         try:
             load_trace(trace, conn, warnings, progress=stderr)
         except BaseException:

@@ -123,3 +123,28 @@ def test_failed_load_leaves_the_older_database(write_trace, tmp_path):
     assert "no slices found" in err
     assert db.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.db", "t.txt"]
+
+
+def test_big_trace_without_db_gives_the_same_answers(write_trace, monkeypatch):
+    """A trace over the in-memory bound loads into a temporary file and answers alike."""
+    trace = write_trace(ROWS)
+    sql = "SELECT id, name, dur, extract_arg(arg_set_id, 'line') AS line FROM slice ORDER BY id"
+    small = _query_without_db(trace, sql)
+    monkeypatch.setattr(_command, "IN_MEMORY_MAX_BYTES", 0)
+    assert _query_without_db(trace, sql) == small
+    assert small[1].startswith("id,name,dur,line\n0,[NN_LR_PE]compute,20000,3\n")
+
+
+def _query_without_db(trace: Path, sql: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_query_command(
+        str(trace),
+        sql,
+        as_csv=True,
+        as_json=False,
+        db=None,
+        stdin=io.StringIO(),
+        stdout=out,
+        stderr=err,
+    )
+    return code, out.getvalue(), err.getvalue()
