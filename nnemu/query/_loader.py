@@ -23,7 +23,7 @@ import attrs
 
 from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
-from nnemu.query._marks import MarkInfo, describe
+from nnemu.query._marks import PLAIN, MarkInfo, describe
 from nnemu.query._schema import create_tables, finish_schema
 from nnemu.trace import (
     HEAD_RE,
@@ -59,7 +59,10 @@ _FAST_DIGITS: Final = 15
 """Most digits of ``seconds`` + a 6-digit fraction the fast path reads (< ``MAX_ABS_NS``)."""
 _LEADING_SPACE: Final = re.compile(r"\s*")
 _BAD_HEAD: Final[tuple[str, str, str | None]] = ("", "", None)
-_BAD_TAIL: Final[tuple[str, str, str, bool]] = ("", "", "", False)
+_Tail = tuple[str, str, str, bool, MarkInfo]
+"""A row's text after ``tracing_mark_write: `` read: (kind, name, payload, malformed, meaning)."""
+_NOT_A_MARK: Final = MarkInfo(None, None, PLAIN)
+_BAD_TAIL: Final[_Tail] = ("", "", "", False, _NOT_A_MARK)
 _MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>"
 
 Warn = Callable[[int, str], None]
@@ -191,10 +194,10 @@ class Loader:
         self._dump_threads: dict[int, tuple[int, str]] = {}
         self._json_thread_names: dict[tuple[int | None, int], str] = {}
         # The ftrace fast path's caches: row head -> (task, tid, TGID column), row text
-        # after "tracing_mark_write: " -> (kind, name, payload, malformed), and row head
+        # after "tracing_mark_write: " -> _Tail, and row head
         # -> its thread (heads with a TGID column only).
         self._heads: dict[str, tuple[str, str, str | None]] = {}
-        self._tails: dict[str, tuple[str, str, str, bool]] = {}
+        self._tails: dict[str, _Tail] = {}
         self._known: dict[str, _Thread] = {}
         self.slices = 0
         self.open_slices = 0
@@ -216,6 +219,15 @@ class Loader:
         return thread
 
     # -- slices ------------------------------------------------------------
+
+    def _describe(self, name: str) -> MarkInfo:
+        """What the slice name ``name`` means (cached)."""
+        info = self._cache.get(name)
+        if info is None:
+            if len(self._cache) >= _MAX_CACHED_NAMES:
+                self._cache.clear()
+            info = self._cache[name] = describe(name)
+        return info
 
     def _flush(self) -> None:
         if self._slice_rows:
@@ -275,11 +287,7 @@ class Loader:
         if thread.track_id is None:
             thread.track_id = self._next_track
             self._next_track += 1
-        info = self._cache.get(name)
-        if info is None:
-            if len(self._cache) >= _MAX_CACHED_NAMES:
-                self._cache.clear()
-            info = self._cache[name] = describe(name)
+        info = self._describe(name)
         ident = self._next_id
         self._next_id = ident + 1
         arg_set_id = None
@@ -338,7 +346,6 @@ class Loader:
         heads = self._heads
         tails = self._tails
         known = self._known
-        cache = self._cache
         rows = self._slice_rows
         add_arg = self._arg_rows.append
         # Rows of ftrace text are B/E marks only (no complete events: every open
@@ -381,14 +388,10 @@ class Loader:
                 if tail_info[3]:
                     self.warn(line_number, _MALFORMED_BEGIN)
                 name = tail_info[1]
+                info = tail_info[4]
                 if thread.track_id is None:
                     thread.track_id = self._next_track
                     self._next_track += 1
-                info = cache.get(name)
-                if info is None:
-                    if len(cache) >= _MAX_CACHED_NAMES:
-                        cache.clear()
-                    info = cache[name] = describe(name)
                 ident = next_id
                 next_id += 1
                 add_arg((ident, "line", line_number))
@@ -460,23 +463,22 @@ class Loader:
         heads[head] = info
         return info
 
-    def _tail(self, tail: str) -> tuple[str, str, str, bool]:
-        """``(kind, name, payload, malformed)`` of a row's text after
+    def _tail(self, tail: str) -> _Tail:
+        """``(kind, name, payload, malformed, what the name means)`` of a row's text after
         ``tracing_mark_write: ``, cached; ``kind`` is ``B``, ``E`` or empty (neither)."""
         tails = self._tails
         if len(tails) >= _MAX_CACHED_NAMES:
             tails.clear()
         kind = tail[:1]
         rest = tail[1:].partition("\n")[0]
-        info: tuple[str, str, str, bool] = _BAD_TAIL
+        info = _BAD_TAIL
         if kind == "E":
-            info = ("E", "", rest, False)
+            info = ("E", "", rest, False, _NOT_A_MARK)
         elif kind == "B":
             parts = rest.split("|", 2)
-            if len(parts) == 3 and not parts[0] and parts[1].isdigit():
-                info = ("B", parts[2].rstrip("\r"), rest, False)
-            else:
-                info = ("B", rest.lstrip("|").rstrip("\r"), rest, True)
+            malformed = not (len(parts) == 3 and not parts[0] and parts[1].isdigit())
+            name = (rest.lstrip("|") if malformed else parts[2]).rstrip("\r")
+            info = ("B", name, rest, malformed, self._describe(name))
         tails[tail] = info
         return info
 
