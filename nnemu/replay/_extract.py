@@ -20,6 +20,7 @@ as the parser does) and the HIDL marks of the NNAPI interfaces.  From them:
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
 from array import array
@@ -671,7 +672,7 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
             collector.read_json(document, path)
             fmt = "json"
         else:
-            label = f"reading {path.rsplit('/', 1)[-1]}"
+            label = f"reading {os.path.basename(path)}"
             with Progress(path, handle, progress, label=label) as bar:
                 lines = collector.read_ftrace(bar.lines(handle))
             if not lines.found_ftrace:
