@@ -19,6 +19,7 @@ as the parser does) and the HIDL marks of the NNAPI interfaces.  From them:
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -172,6 +173,7 @@ class TracePlan:
 # as the rows come, the events of one timestamp applied in the order a sort would give.
 
 _MAX_CACHED_NAMES: Final = 20_000
+_NONE: Final = array("q")
 
 # What a mark name means for the plan (``_Role.kind``).
 _IGNORED: Final = 0
@@ -427,7 +429,7 @@ class _DriverTally:
         """(begin, tid, duration) of closed synchronous/fenced execute server calls, flat."""
         self.prep_begins = array("q")
         """Begins of prepareModel server calls."""
-        self.ipc: list[int] = []
+        self.ipc = array("q")
         """Client begin -> server begin of each call it served that had a client."""
 
 
@@ -725,28 +727,39 @@ def _unique(name: str, pid: int, taken: set[str]) -> str:
     return name
 
 
-def _answered(begins: Iterable[int], notifies: Iterable[int]) -> list[tuple[int, int]]:
-    """(begin, time to its notify) of each call answered by a notify: in begin order, each
+def _ascending(values: array[int]) -> array[int]:
+    """``values`` sorted (itself when already in order, as a time-ordered trace gives them)."""
+    if all(a <= b for a, b in itertools.pairwise(values)):
+        return values
+    return array("q", sorted(values))
+
+
+def _answered(begins: array[int], notifies: array[int]) -> tuple[array[int], array[int]]:
+    """(begins, times to the notify) of the calls a notify answered: in begin order, each
     call takes the first notify at or after its begin that no earlier call took."""
-    times = sorted(notifies)
-    out: list[tuple[int, int]] = []
+    times = _ascending(notifies)
+    kept, durations = array("q"), array("q")
     j = 0
-    for begin in sorted(begins):
+    for begin in _ascending(begins):
         while j < len(times) and times[j] < begin:
             j += 1
         if j == len(times):
             break
-        out.append((begin, times[j] - begin))
+        kept.append(begin)
+        durations.append(times[j] - begin)
         j += 1
-    return out
+    return kept, durations
 
 
-def _pairs(flat: array[int]) -> list[tuple[int, int]]:
-    """(begin, duration) of the sections of a flat (begin, tid, duration) array, sorted by
-    begin and thread (a sort of sections by begin, pid and tid keeps this order)."""
-    triples = list(zip(flat[::3], flat[1::3], flat[2::3], strict=True))
-    triples.sort(key=lambda triple: (triple[0], triple[1]))
-    return [(begin, duration) for begin, _, duration in triples]
+def _durations(flat: array[int]) -> array[int]:
+    """The durations of a flat (begin, tid, duration) array, sorted by begin and thread (the
+    order a sort of sections by begin, pid and tid gives)."""
+    begins, tids, durations = flat[::3], flat[1::3], flat[2::3]
+    keys = zip(begins, tids, strict=True)
+    if all(a <= b for a, b in itertools.pairwise(keys)):
+        return durations
+    order = sorted(range(len(begins)), key=lambda i: (begins[i], tids[i]))
+    return array("q", (durations[i] for i in order))
 
 
 def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
@@ -803,9 +816,17 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
 def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
     """A driver process: its HAL version, execution and preparation times."""
     tally = reader.drivers[pid]
-    answered = _answered(tally.async_begins, reader.notify_exec.get(pid, ()))
-    executions = sorted(answered + _pairs(tally.sync_closed), key=lambda pair: pair[0])
-    preparations = _answered(tally.prep_begins, reader.notify_prep.get(pid, ()))
+    begins, executions = _answered(tally.async_begins, reader.notify_exec.get(pid, _NONE))
+    sync = tally.sync_closed
+    if sync:
+        # Synchronous (ended by their own end) and asynchronous calls: all in begin order.
+        timed = [
+            *zip(begins, executions, strict=True),
+            *zip(_ascending(sync[::3]), _durations(sync), strict=True),
+        ]
+        timed.sort(key=lambda pair: pair[0])
+        executions = array("q", (duration for _, duration in timed))
+    _, preparations = _answered(tally.prep_begins, reader.notify_prep.get(pid, _NONE))
     process_name = _process_name(reader, pid)
     name = ""
     if process_name:
@@ -819,8 +840,8 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         process_name=process_name,
         hal_version=tally.version,
         hal_evidence=tally.evidence,
-        execution_ns=tuple(d for _, d in executions),
-        prepare_ns=tuple(d for _, d in preparations),
+        execution_ns=tuple(executions),
+        prepare_ns=tuple(preparations),
     )
 
 
@@ -842,7 +863,7 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
     )
     process_name = _process_name(reader, pid)
     base = safe_name(process_name) if process_name else f"app-{pid}"
-    latencies = tuple(d for _, d in _pairs(closed))
+    latencies = tuple(_durations(closed))
     return TraceApp(
         pid=pid,
         name=base,
