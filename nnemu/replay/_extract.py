@@ -357,11 +357,13 @@ class _Calls:
     def flush(self, collector: _Collector) -> None:
         """Apply the events of the current timestamp; pairs go to ``collector``."""
         ts = self._now
+        if ts is None:
+            return  # nothing fed yet
         waiting = self.waiting
         if self._begins:
             self._begins.sort()
             for pid, _, serial in self._begins:
-                waiting[serial] = (ts or 0, pid)
+                waiting[serial] = (ts, pid)
             self._begins.clear()
         if self._servers:
             self._servers.sort()
@@ -369,7 +371,7 @@ class _Calls:
                 if waiting:
                     first = next(iter(waiting))
                     client_begin, client_pid = waiting.pop(first)
-                    collector.paired(driver_pid, client_pid, (ts or 0) - client_begin, execute)
+                    collector.paired(driver_pid, client_pid, ts - client_begin, execute)
             self._servers.clear()
         for serial in self._ends:
             waiting.pop(serial, None)
