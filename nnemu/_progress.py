@@ -14,9 +14,9 @@ Usage::
 
 from __future__ import annotations
 
+import io
 import os
 import time
-from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import IO, Final, TextIO
 
@@ -28,6 +28,32 @@ _INTERVAL_S: Final = 0.1
 """Shortest time between two redraws."""
 _WIDTH: Final = 24
 """Characters of the bar itself."""
+
+
+class _Watched(io.TextIOBase):
+    """A text stream passing its lines through and updating a ``Progress`` every few."""
+
+    def __init__(self, stream: TextIO, progress: Progress) -> None:
+        super().__init__()
+        self._stream = stream
+        self._progress = progress
+        self._countdown = _EVERY_LINES
+
+    @property
+    def name(self) -> str:
+        """The file's name, as the wrapped stream has it."""
+        return str(getattr(self._stream, "name", "<stream>"))
+
+    def readable(self) -> bool:
+        return True
+
+    def readline(self, size: int | None = -1, /) -> str:  # type: ignore[override]
+        line = self._stream.readline(-1 if size is None else size)
+        self._countdown -= 1
+        if not self._countdown:
+            self._countdown = _EVERY_LINES
+            self._progress.update()
+        return line
 
 
 def _is_tty(stream: TextIO) -> bool:
@@ -110,20 +136,12 @@ class Progress:
     ) -> None:
         self.clear()
 
-    def lines(self, lines: Iterable[str]) -> Iterable[str]:
-        """``lines`` itself when no bar is shown, else the same lines, updating the bar."""
+    def lines(self, stream: TextIO) -> TextIO | io.TextIOBase:
+        """``stream`` itself when no bar is shown, else a stream of the same lines that
+        updates the bar (still a text stream: readers keep their bounded ``readline``)."""
         if not self.enabled:
-            return lines
-        return self._counted(lines)
-
-    def _counted(self, lines: Iterable[str]) -> Iterator[str]:
-        countdown = _EVERY_LINES
-        for line in lines:
-            yield line
-            countdown -= 1
-            if not countdown:
-                countdown = _EVERY_LINES
-                self.update()
+            return stream
+        return _Watched(stream, self)
 
     def update(self) -> None:
         """Redraw if the last drawing is older than ``_INTERVAL_S``."""

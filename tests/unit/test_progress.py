@@ -5,8 +5,12 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 from nnemu import _progress
 from nnemu._progress import Progress, render
+from nnemu.errors import TraceFormatError
+from nnemu.trace import MAX_LINE, FtraceLines
 
 
 class _Terminal(io.StringIO):
@@ -53,3 +57,16 @@ def test_nothing_drawn_off_a_terminal_or_for_small_files(tmp_path: Path):
             assert bar.lines(stream) is stream
             bar.update()
         assert out.getvalue() == ""
+
+
+def test_watched_stream_still_refuses_an_over_long_line(tmp_path: Path, monkeypatch):
+    """With the bar shown, readers still read in bounded pieces: a line past MAX_LINE is refused."""
+    monkeypatch.setattr(_progress, "_EVERY_LINES", 1)
+    path = tmp_path / "t.txt"
+    path.write_text("# tracer: nop\n" + "x" * (MAX_LINE + 10) + "\n")
+    with (
+        path.open() as stream,
+        Progress(str(path), stream, _Terminal(), label="x", min_bytes=1) as bar,
+        pytest.raises(TraceFormatError, match="line longer than"),
+    ):
+        list(FtraceLines(bar.lines(stream)))
