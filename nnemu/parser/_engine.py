@@ -353,7 +353,8 @@ class _Kind:
     """Deducted from an enclosing runtime section without being counted as runtime time:
     the runtime's counted time pauses while it is open."""
     rt_close_plain: bool
-    """An ``rt_top`` section whose close has nothing else special about it (inlined)."""
+    """An ``rt_top`` section whose close has nothing else special about it but perhaps
+    counting an execution (inlined)."""
     rt_cover_stops: bool
     """Another thread's window covering it stops it adding to the runtime's Total."""
     rt_open_plain: bool
@@ -579,19 +580,19 @@ def _set_shortcuts(kind: _Kind) -> None:
         or kind.hidl_client
         or kind.event_wait
     )
+    # (Beyond counting an execution, which feed's inlined runtime close does too.)
     closes_work = (
         kind.app_entry
         or kind.moved_from_caller
         or kind.po
-        or kind.execution_create
         or kind.start_compute
         or kind.event_wait
         or kind.moved
     )
     kind.special_open = opens_work or kind.rt_top or kind.rt_pause
-    kind.plain_close = not (closes_work or kind.rt_top or kind.rt_pause)
-    # Runtime sections with nothing special about them but their interval: feed
-    # opens and closes them inline.
+    kind.plain_close = not (closes_work or kind.execution_create or kind.rt_top or kind.rt_pause)
+    # Runtime sections with nothing special about them but their interval (and
+    # an Execution_create's count): feed opens and closes them inline.
     kind.rt_open_plain = kind.rt_top and not opens_work
     kind.rt_wait_open = kind.rt_top and kind.event_wait
     kind.rt_close_plain = kind.rt_top and not closes_work
@@ -854,6 +855,10 @@ class Engine:
                                 if ts > run.busy_since:
                                     run.runtime_union += ts - run.busy_since
                                 run.runtime_settled = run.runtime_sum
+                    if closing.execution_create:
+                        creates = frame.holder.creates
+                        app_phase = frame.app_phase
+                        creates[app_phase] = creates.get(app_phase, 0) + 1
                 # _close, for a section that only adds its own time.
                 thread.top = parent = frame.parent
                 duration = ts - frame.start
