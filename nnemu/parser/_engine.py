@@ -95,7 +95,7 @@ _DEVICE: Final = Layer.DRIVER
 
 
 _FAST_DIGITS: Final = MAX_SECONDS_DIGITS + 7
-"""A fast-path timestamp (6 fraction digits) has fewer digits than this in all."""
+"""Longest fast-path timestamp ``SECONDS.FFFFFF`` (at most ``MAX_SECONDS_DIGITS`` of seconds)."""
 
 
 def _printable(text: str, limit: int = 200) -> str:
@@ -798,13 +798,12 @@ class Engine:
                 head, _, stamp = head_stamp.rpartition(" ")
                 tid, tgid = prefixes.get(head) or self._head_ids(head)
                 entry = tails.get(tail) or self._tail(tail)
-                seconds, _, fraction = stamp.partition(".")
+                # SECONDS.FFFFFF (non-empty seconds, six fraction digits, nothing else).
                 if (
                     entry[0]
-                    and len(fraction) == 6
-                    and seconds
-                    and (digits := seconds + fraction).isdecimal()
-                    and len(digits) < _FAST_DIGITS
+                    and 7 < len(stamp) <= _FAST_DIGITS
+                    and stamp[-7] == "."
+                    and (digits := stamp.replace(".", "", 1)).isdecimal()
                 ):
                     ts = int(digits) * 1000
                 else:
