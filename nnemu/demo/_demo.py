@@ -31,7 +31,7 @@ from nnemu.ipc import Endpoint
 from nnemu.report import Report
 from nnemu.scenario import Scenario, load_scenario_text
 from nnemu.sim import SimEvent, SimThread
-from nnemu.tracer import ChromeJsonWriter, FtraceWriter, TraceSink, open_trace_writer
+from nnemu.tracer import TraceSink, open_trace_writer
 
 SCENARIO_DIR: Traversable = resources.files("nnemu.demo") / "scenarios"
 """The demos' scenarios: package data (``nnemu/demo/scenarios/``), so an installed nnemu has them."""
@@ -340,7 +340,7 @@ def run_topic(topic: Topic, out_dir: Path, *, handle_signals: bool = False) -> t
     """
     scenario = load_topic_scenario(topic)
     path = out_dir / _trace_name(topic)
-    writer: FtraceWriter | ChromeJsonWriter = open_trace_writer(path)
+    writer: TraceSink = open_trace_writer(path)
     return _run(topic, scenario, [writer], handle_signals=handle_signals), path
 
 

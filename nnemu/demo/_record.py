@@ -149,9 +149,12 @@ class CallLog:
             serve: Callable[[], Awaitable[Any]],
             *,
             payload_bytes: int = 0,
+            launches: object = None,
         ) -> Any:
             thread = current_thread()
-            result = await original_call(callee, iface, method, serve, payload_bytes=payload_bytes)
+            result = await original_call(
+                callee, iface, method, serve, payload_bytes=payload_bytes, launches=launches
+            )
             text = describe(result)
             if text:
                 key = f"HIDL::{iface}::{method}::client"

@@ -92,6 +92,7 @@ class PreparedModel:
         """The client dropped its last reference: the driver frees the model's memory."""
         if self.memory_bytes:
             self.service.memory_used -= self.memory_bytes
+            self.service.trace_memory()
             self.memory_bytes = 0
 
     # The HIDL methods. ------------------------------------------------------

@@ -104,6 +104,7 @@ class DriverService:
         self.endpoint = Endpoint(kernel, self.process, spec.binder_threads or ipc_binder_threads)
         self.capabilities = capabilities_from(spec.performance)
         self.device = device_type(kernel, spec, random.Random(f"{seed}:device:{spec.name}"), tracer)
+        self.device.trace_pid = self.process.pid
         self.supported = (
             frozenset(spec.supported_operations) if spec.supported_operations is not None else None
         )
@@ -188,7 +189,17 @@ class DriverService:
         """Call the client's callback (oneway, exactly once per launch)."""
         if not self.endpoint.alive:
             return  # a dead process sends nothing; the client's death recipient answers
-        self.binder.oneway(callback.endpoint, iface, method, lambda: callback.target(*args))
+        self.binder.oneway(
+            callback.endpoint,
+            iface,
+            method,
+            lambda: callback.target(*args),
+            completes=callback.target,
+        )
+
+    def trace_memory(self) -> None:
+        """Write the ``memory in use`` counter (bytes of prepared models) of this service."""
+        self.tracer.counter(self.process.pid, "memory in use", self.memory_used)
 
     # ------------------------------------------------------------- IDevice
     def _driver_section(self, phase: Phase, detail: str) -> Section:
@@ -444,6 +455,7 @@ class DriverService:
         if self.memory_used + memory > capacity:
             return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT  # fits once others are released
         self.memory_used += memory
+        self.trace_memory()
         return None
 
     def _build(
@@ -558,6 +570,7 @@ class DriverService:
                 status = ErrorStatus.MISSED_DEADLINE_TRANSIENT
             if status is not ErrorStatus.NONE:
                 self.memory_used -= memory
+                self.trace_memory()
                 self._notify_prepared(callback, version, status, None)
                 return
             prepared = self._build(model, version, priority, uid, memory)

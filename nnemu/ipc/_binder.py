@@ -129,15 +129,19 @@ class Binder:
         serve: Callable[[], Awaitable[T]],
         *,
         payload_bytes: int = 0,
+        launches: object = None,
     ) -> T | DeadObject:
         """A synchronous HIDL call: run ``serve`` on one of ``callee``'s binder threads.
 
         Returns what ``serve`` returns, or DEAD when the callee is (or dies) dead.
+        ``launches`` is the flow key of the callback an asynchronous launch will notify
+        (``oneway(..., completes=...)`` ends the flow).
         """
         kernel, tracer = self.kernel, self.tracer
         _, client, server = self._start(iface, method)
         latency = self.latency_ns
         with tracer.raw_section(client):
+            tracer.flow_out(tx := self.transactions)  # the arrow to the ::server slice
             if not callee.alive:
                 return DEAD
             await kernel.sleep(latency(payload_bytes))
@@ -147,6 +151,8 @@ class Binder:
             thread = await pool.acquire()
             try:
                 with as_thread(thread), tracer.raw_section(server):
+                    tracer.flow_in(tx)
+                    tracer.flow_out(launches)  # the arrow to the callback's notify
                     result = await serve()
                 await kernel.sync()
             finally:
@@ -164,15 +170,18 @@ class Binder:
         deliver: Callable[[], None],
         *,
         payload_bytes: int = 0,
+        completes: object = None,
     ) -> bool:
         """A oneway HIDL call: ``deliver`` runs on a binder thread of ``callee`` when it arrives.
 
         Returns False (nothing is sent) if the callee is dead.  ``deliver`` must not wait.
+        ``completes`` is the flow key (``Tracer.flow_out``) of the call a callback completes.
         """
         kernel, tracer = self.kernel, self.tracer
         _, client, server = self._start(iface, method)
         with tracer.raw_section(client):
-            pass  # the proxy of a oneway call returns at once
+            tracer.flow_out(tx := self.transactions)  # the proxy of a oneway call returns at once
+            tracer.flow_in(completes)  # the arrow from the call this notify completes
         if not callee.alive:
             return False
         arrive = kernel.task_now_ns() + self.latency_ns(payload_bytes)
@@ -185,6 +194,7 @@ class Binder:
             # served), so it is begun and ended by hand rather than as a block.
             with as_thread(thread):
                 tracer.raw_begin(server)
+                tracer.flow_in(tx)
 
             def served() -> None:
                 with as_thread(thread):

@@ -88,7 +88,7 @@ async def _wait_for_callback(
     death = callback.dead
     endpoint.death_listeners.append(death)
     try:
-        launch = await binder.call(endpoint, iface, method, serve)
+        launch = await binder.call(endpoint, iface, method, serve, launches=callback.notify)
         if isinstance(launch, DeadObject):
             return DEAD
         if launch is not ErrorStatus.NONE:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from nnemu.tracer._tracer import (
         BATCH_EVENTS,
         BatchSink,
+        FlowSink,
         Section,
         SectionInfo,
         SectionKind,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "BATCH_EVENTS": "nnemu.tracer._tracer",
     "BatchSink": "nnemu.tracer._tracer",
+    "FlowSink": "nnemu.tracer._tracer",
     "TraceEvent": "nnemu.tracer._tracer",
     "Section": "nnemu.tracer._tracer",
     "SectionInfo": "nnemu.tracer._tracer",
@@ -67,6 +69,7 @@ __all__ = [
     "SUBPHASES",
     "BatchSink",
     "ChromeJsonWriter",
+    "FlowSink",
     "FtraceWriter",
     "GroundTruth",
     "Layer",

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import enum
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from operator import itemgetter
-from typing import Final, Protocol, TypeGuard
+from typing import Final, Protocol, TypeGuard, runtime_checkable
 
 from nnemu.sim import Kernel, SimThread, current_thread
+from nnemu.sim._kernel import _current_thread
 from nnemu.tracer._vocab import Layer, Phase
 
 
@@ -40,6 +41,46 @@ class TraceSink(Protocol):
 
     def close(self) -> None:
         """No more events."""
+
+
+@runtime_checkable
+class FlowSink(TraceSink, Protocol):
+    """A sink that also takes flows (arrows between sections) and counter values.
+
+    The tracer builds these events only when a sink of this kind is attached: the
+    systrace writer is not one, so it costs nothing there.
+    """
+
+    def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
+        """The section just begun on ``thread`` starts (or, ``terminating``, ends) flow ``flow_id``."""
+
+    def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
+        """Counter ``name`` of process ``pid`` has ``value`` from ``ts_ns`` on."""
+
+
+class _FlowMark:
+    """A flow event in the tracer's buffer (delivered right after its section's begin)."""
+
+    __slots__ = ("flow_id", "terminating")
+
+    def __init__(self, flow_id: int, terminating: bool) -> None:
+        self.flow_id = flow_id
+        self.terminating = terminating
+
+
+class _CounterMark:
+    """A counter value in the tracer's buffer."""
+
+    __slots__ = ("name", "pid", "value")
+
+    def __init__(self, pid: int, name: str, value: int) -> None:
+        self.pid = pid
+        self.name = name
+        self.value = value
+
+
+_NO_THREAD: Final = SimThread(0, 0, "")
+"""The thread slot of a counter event written outside any emulated thread."""
 
 
 class SectionKind(enum.Enum):
@@ -62,7 +103,9 @@ the detail is the whole name."""
 
 TraceEvent = tuple[int, SimThread, str | None, SectionInfo | None]
 """(ts_ns, thread, name, info): a begin when ``name`` is set, else an end; ``info`` is
-the section's structured information, built only while an observer is attached."""
+the section's structured information, built only while an observer is attached.
+(With a ``FlowSink`` attached the buffer also holds flow and counter events: ``name`` None
+and ``info`` a ``_FlowMark`` or ``_CounterMark``; batch sinks never see them.)"""
 
 
 class BatchSink(TraceSink, Protocol):
@@ -223,6 +266,10 @@ class Tracer:
         self._batch_sinks: list[BatchSink] = []
         self._event_sinks: list[TraceSink] = []
         self._batch = 1
+        self._flow_sinks = [sink for sink in self._sinks if isinstance(sink, FlowSink)]
+        self._flows: dict[Hashable, int] = {}
+        self._flow_ids = 0
+        self._counters: dict[tuple[int, str], int] = {}
         self._choose_delivery()
 
     def _choose_delivery(self) -> None:
@@ -252,13 +299,20 @@ class Tracer:
             self._deliver(ready)
 
     def _deliver(self, ready: list[TraceEvent]) -> None:
-        for batch_sink in self._batch_sinks:
-            batch_sink.receive(ready)
+        if self._batch_sinks:
+            marks = ready
+            if self._flow_sinks:  # flows and counters are not marks
+                marks = [e for e in ready if e[2] is not None or e[3] is None]
+            for batch_sink in self._batch_sinks:
+                batch_sink.receive(marks)
         sinks, observers = self._event_sinks, self._observers
         if not sinks and not observers:
             return
         for ts, thread, name, info in ready:
             if name is None:
+                if info is not None:
+                    self._deliver_extra(ts, thread, info)
+                    continue
                 for sink in sinks:
                     sink.end(ts, thread)
                 for observer in observers:
@@ -269,6 +323,57 @@ class Tracer:
                 if info is not None:
                     for observer in observers:
                         observer.begin(ts, thread, info)
+
+    def _deliver_extra(self, ts: int, thread: SimThread, info: object) -> None:
+        if isinstance(info, _FlowMark):
+            for sink in self._flow_sinks:
+                sink.flow(ts, thread, info.flow_id, info.terminating)
+        elif isinstance(info, _CounterMark):
+            for sink in self._flow_sinks:
+                sink.counter(ts, info.pid, info.name, info.value)
+
+    def _extra(self, thread: SimThread, mark: _FlowMark | _CounterMark) -> None:
+        events = self._events
+        events.append((self._now(), thread, None, mark))  # type: ignore[arg-type]
+        if len(events) >= self._release_at:
+            self._release()
+
+    @property
+    def wants_flows(self) -> bool:
+        """Whether a sink takes flows and counters (else ``flow_*`` and ``counter*`` do nothing)."""
+        return bool(self._flow_sinks)
+
+    def flow_out(self, key: Hashable) -> None:
+        """Start a flow (an arrow) at the section just begun on this thread; ``flow_in(key)`` ends it.
+
+        Call it right after the section's begin.  Flow ids are numbered 1, 2, ... in the
+        order flows start, so traces stay deterministic.  Costs nothing (no event, no id)
+        unless a sink that takes flows is attached.
+        """
+        if self._flow_sinks and self.enabled and key is not None:
+            self._flow_ids += 1
+            self._flows[key] = self._flow_ids
+            self._extra(current_thread(), _FlowMark(self._flow_ids, False))
+
+    def flow_in(self, key: Hashable) -> None:
+        """End the flow ``flow_out(key)`` started at the section just begun on this thread."""
+        if self._flow_sinks and self.enabled:
+            flow_id = self._flows.pop(key, None)
+            if flow_id is not None:
+                self._extra(current_thread(), _FlowMark(flow_id, True))
+
+    def counter(self, pid: int, name: str, value: int) -> None:
+        """Counter ``name`` of process ``pid`` is ``value`` from now on (written when it changes)."""
+        if self._flow_sinks and self.enabled:
+            key = (pid, name)
+            if self._counters.get(key) != value:
+                self._counters[key] = value
+                self._extra(_current_thread.get() or _NO_THREAD, _CounterMark(pid, name, value))
+
+    def counter_add(self, pid: int, name: str, delta: int) -> None:
+        """Add ``delta`` to counter ``name`` of process ``pid`` (which starts at 0)."""
+        if self._flow_sinks and self.enabled:
+            self.counter(pid, name, self._counters.get((pid, name), 0) + delta)
 
     # ------------------------------------------------------------ threads
 
@@ -464,6 +569,7 @@ class Tracer:
         for thread, depth in sorted(self._depths.items(), key=lambda i: (i[0].pid, i[0].tid)):
             events.extend([(ts, thread, None, None)] * depth.open)
             depth.open = 0
+        self._flows.clear()
         self._release(everything=True)
         failure: BaseException | None = None
         closers = [sink.close for sink in self._sinks] + [obs.close for obs in self._observers]

@@ -9,11 +9,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
 from nnemu.tracer._tracer import TraceEvent
+
+if TYPE_CHECKING:
+    from nnemu.tracer._perfetto_writer import PerfettoWriter
+
+PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace")
+"""File name endings that select the Perfetto protobuf writer."""
 
 FTRACE_HEADER = """\
 # tracer: nop
@@ -261,15 +267,43 @@ class ChromeJsonWriter:
         """Write an ``E`` event."""
         self._event({"ph": "E", "pid": thread.pid, "tid": thread.tid, "ts": ts_ns / 1000})
 
+    def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
+        """Write a flow event bound to the slice just begun: ``s`` starts it, ``f`` ends it."""
+        event: dict[str, object] = {
+            "ph": "f" if terminating else "s",
+            "name": "flow",
+            "cat": "nnapi-flow",
+            "id": flow_id,
+            "pid": thread.pid,
+            "tid": thread.tid,
+            "ts": ts_ns / 1000,
+        }
+        if terminating:
+            event["bp"] = "e"
+        self._event(event)
+
+    def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
+        """Write a ``C`` event: counter ``name`` of process ``pid``."""
+        self._event(
+            {"ph": "C", "name": name, "pid": pid, "ts": ts_ns / 1000, "args": {"value": value}}
+        )
+
     def close(self) -> None:
         """Finish the JSON document and close the file."""
         self._out.write("\n]}\n")
         self._out.close()
 
 
-def open_trace_writer(path: str | os.PathLike[str]) -> FtraceWriter | ChromeJsonWriter:
-    """A writer for ``path``, chosen by extension: .html (systrace), .json (Chrome), else ftrace text."""
+def open_trace_writer(
+    path: str | os.PathLike[str],
+) -> FtraceWriter | ChromeJsonWriter | PerfettoWriter:
+    """A writer for ``path``, chosen by extension: .html (systrace), .json (Chrome),
+    .pftrace or .perfetto-trace (Perfetto protobuf), else ftrace text."""
     name = os.fspath(path)
+    if name.endswith(PERFETTO_SUFFIXES):
+        from nnemu.tracer._perfetto_writer import open_perfetto_writer
+
+        return open_perfetto_writer(name)
     out = open(name, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by the writer
     if name.endswith(".json"):
         return ChromeJsonWriter(out)
