@@ -1,0 +1,191 @@
+"""The Perfetto protobuf writer: the .html's slices, binder and callback flows, counter tracks,
+valid files when interrupted; and the same flows and counters in Chrome JSON."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from nnemu import open_emulator, run
+from nnemu.query import open_trace
+from nnemu.scenario import load_scenario, load_scenario_text
+from nnemu.tracer import FlowSink, open_trace_writer
+from tests.commands import run_cli
+from tests.pftrace import decode, packets
+from tests.unit.tracer.helpers import scenario_text
+
+ROOT = Path(__file__).resolve().parents[3]
+TWO_APPS = ROOT / "scenarios/two_apps_one_npu.yaml"
+
+DEVICE_COUNTERS = {"executions waiting", "compute units busy", "memory in use"}
+
+
+@pytest.fixture(scope="module")
+def two_apps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The two-app scenario's trace as .pftrace, .json and .html (three runs, same seed)."""
+    out = tmp_path_factory.mktemp("two_apps")
+    paths = {suffix: out / f"t{suffix}" for suffix in (".pftrace", ".json", ".html")}
+    for path in paths.values():
+        run(load_scenario(TWO_APPS), sinks=[open_trace_writer(path)])
+    return paths
+
+
+def test_pftrace_has_the_html_slices_on_the_same_threads(two_apps: dict[str, Path]):
+    """Every slice of the .html (ts, duration, name, depth, thread) is in the .pftrace, and no other."""
+    conn: sqlite3.Connection = open_trace(str(two_apps[".html"]))
+    try:
+        expected = conn.execute(
+            "SELECT s.ts, s.dur, s.name, s.depth, t.tid FROM slice s"
+            " JOIN thread_track tt ON s.track_id = tt.id JOIN thread t USING (utid)"
+        ).fetchall()
+    finally:
+        conn.close()
+    decoded = decode(two_apps[".pftrace"].read_bytes())
+    actual = [(s.ts, s.dur, s.name, s.depth, s.tid) for s in decoded.slices]
+    assert sorted(actual) == sorted(expected)
+    assert len(actual) > 4000
+
+
+def test_pftrace_names_processes_and_threads(two_apps: dict[str, Path]):
+    """The process tree names the apps, the driver service and its binder threads."""
+    decoded = decode(two_apps[".pftrace"].read_bytes())
+    assert decoded.processes == {
+        700: "android.hardware.neuralnetworks@1.3-service-npu",
+        707: "camera",
+        713: "indexer",
+    }
+    assert decoded.threads[701] == "HwBinder:700_1"
+    assert {s.tid for s in decoded.slices} <= set(decoded.threads)
+
+
+def test_every_binder_transaction_has_a_flow_to_its_server_slice(two_apps: dict[str, Path]):
+    """Each ::client slice starts a flow that the ::server slice of the same method ends."""
+    slices = decode(two_apps[".pftrace"].read_bytes()).slices
+    clients = [s for s in slices if s.name.endswith("::client")]
+    ends = {fid: s for s in slices for fid in s.flows_in}
+    assert clients
+    for client in clients:
+        (flow,) = [fid for fid in client.flows_out if ends[fid].name.endswith("::server")]
+        server = ends[flow]
+        assert server.name == client.name.replace("::client", "::server")
+        assert server.tid != client.tid
+        assert server.ts >= client.ts
+
+
+def test_every_callback_notify_has_a_flow_from_the_call_it_completes(two_apps: dict[str, Path]):
+    """Each notify ::client slice ends a flow started by the ::server slice of its launching call."""
+    slices = decode(two_apps[".pftrace"].read_bytes()).slices
+    starts = {fid: s for s in slices for fid in s.flows_out}
+    notifies = [s for s in slices if "Callback::notify" in s.name and s.name.endswith("::client")]
+    assert notifies
+    for notify in notifies:
+        (launch,) = [starts[fid] for fid in notify.flows_in]
+        assert launch.name.startswith("HIDL::IDevice::prepareModel")
+        assert launch.name.endswith("::server")
+
+
+def test_counter_tracks_per_device_and_app(two_apps: dict[str, Path]):
+    """The driver service has its three device counters, each app its executions in flight."""
+    counters = decode(two_apps[".pftrace"].read_bytes()).counters
+    names = {(pid, name) for pid, name in counters}
+    assert {(700, name) for name in DEVICE_COUNTERS} | {
+        (707, "executions in flight"),
+        (713, "executions in flight"),
+    } == names
+    units = [value for _, value in counters[700, "compute units busy"]]
+    assert set(units) == {0, 1}  # the npu has one compute unit
+    assert max(value for _, value in counters[700, "memory in use"]) > 0
+    for key, values in counters.items():
+        times = [ts for ts, _ in values]
+        assert times == sorted(times), key
+
+
+def test_pftrace_is_deterministic(tmp_path: Path, two_apps: dict[str, Path]):
+    """The same scenario and seed write the same bytes."""
+    again = tmp_path / "again.pftrace"
+    run(load_scenario(TWO_APPS), sinks=[open_trace_writer(again)])
+    assert again.read_bytes() == two_apps[".pftrace"].read_bytes()
+
+
+def test_chrome_json_has_the_same_flows_and_counters(two_apps: dict[str, Path]):
+    """The .json carries one s/f pair per flow of the .pftrace and the same counter values."""
+    events = json.loads(two_apps[".json"].read_text(encoding="utf-8"))["traceEvents"]
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert set(starts) == set(finishes)
+    assert all(e["bp"] == "e" for e in finishes.values())
+    decoded = decode(two_apps[".pftrace"].read_bytes())
+    assert len(starts) == sum(len(s.flows_out) for s in decoded.slices)
+    json_counters = Counter((e["pid"], e["name"]) for e in events if e["ph"] == "C")
+    assert json_counters == Counter({key: len(v) for key, v in decoded.counters.items()})
+
+
+@pytest.mark.parametrize(
+    ("suffix", "takes_flows"),
+    [
+        (".txt", False),
+        (".html", False),
+        (".json", True),
+        (".pftrace", True),
+        (".perfetto-trace", True),
+    ],
+)
+def test_only_json_and_perfetto_writers_take_flows_and_counters(
+    tmp_path: Path, suffix: str, takes_flows: bool
+):
+    """The tracer sends flows and counters to the JSON and Perfetto writers only (systrace bytes stay)."""
+    writer = open_trace_writer(tmp_path / f"t{suffix}")
+    try:
+        assert isinstance(writer, FlowSink) is takes_flows
+    finally:
+        writer.close()
+
+
+def test_interrupted_run_leaves_a_valid_pftrace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Mid-run the file holds only whole packets; an exception still ends every open slice."""
+    monkeypatch.setattr("nnemu.tracer._perfetto_writer.FLUSH_BYTES", 1000)  # flush often
+    path = tmp_path / "t.pftrace"
+    scenario = load_scenario_text(scenario_text(executions=400, preset="mobilenet_v1"))
+    snapshots: list[bytes] = []
+
+    class _Boom(Exception):
+        pass
+
+    def boom() -> None:
+        raise _Boom
+
+    async def main() -> None:
+        async with open_emulator(scenario, sinks=[open_trace_writer(path)]) as emulator:
+            for ms in (100, 200, 300):
+                emulator.kernel.call_at(ms * 1_000_000, lambda: snapshots.append(path.read_bytes()))
+            emulator.kernel.call_at(400_000_000, boom)
+            await emulator.run()
+
+    with pytest.raises((_Boom, BaseExceptionGroup)):
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert any(snapshots)
+    for data in snapshots:
+        packets(data)  # whole packets only
+    decoded = decode(path.read_bytes())
+    assert all(s.dur >= 0 for s in decoded.slices)  # every slice ended
+    assert any(s.name.startswith("[NN_LA_PE]") for s in decoded.slices)
+
+
+def test_run_without_the_perfetto_package_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Without the perfetto package, --trace x.pftrace exits 2 with the pip command, no traceback."""
+    monkeypatch.setitem(sys.modules, "perfetto.protos.perfetto.trace", None)
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(scenario_text(executions=1, preset="add"), encoding="utf-8")
+    code, _, err = run_cli("run", str(scenario), "--trace", str(tmp_path / "t.pftrace"))
+    assert code == 2
+    assert "pip install 'nnemu[perfetto]'" in err
+    assert "Traceback" not in err
