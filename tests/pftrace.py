@@ -7,6 +7,7 @@ one), ``as_text(data)`` renders them in protobuf text format for readable golden
 
 from __future__ import annotations
 
+from textwrap import indent
 from typing import Any
 
 import attrs
@@ -44,7 +45,7 @@ def packets(data: bytes) -> list[Any]:
 
 def as_text(data: bytes) -> str:
     """Every packet in protobuf text format, one ``packet { ... }`` block each."""
-    return "".join("packet {\n" + str(packet) + "}\n" for packet in packets(data))
+    return "".join("packet {\n" + indent(str(packet), "  ") + "}\n" for packet in packets(data))
 
 
 @attrs.define

@@ -32,3 +32,13 @@ def test_golden(case: Path, tmp_path: Path, update_goldens: bool):
     assert code == 0
     assert err == ""
     check_golden(out, case / "expected.stats.txt", update_goldens)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_golden_pftrace(case: Path, tmp_path: Path, update_goldens: bool):
+    """The scenario's Perfetto trace, decoded to protobuf text, matches its golden byte for byte."""
+    from tests.pftrace import as_text
+
+    trace = tmp_path / "trace.pftrace"
+    run(load_scenario(case / "scenario.yaml"), sinks=[open_trace_writer(trace)])
+    check_golden(as_text(trace.read_bytes()), case / "expected.pftrace.txt", update_goldens)
