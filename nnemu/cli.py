@@ -140,7 +140,8 @@ def _add_run(add: _AddCommand) -> None:
     run.add_argument("scenario", help="scenario YAML file")
     run.add_argument("--seed", type=int, help="override the scenario's seed")
     run.add_argument(
-        "--trace", help="write a trace: .html (systrace), .json (Chrome), else ftrace text"
+        "--trace",
+        help="write a trace: .html (systrace), .json (Chrome), .pftrace (Perfetto), else ftrace text",
     )
     run.add_argument("--report", help="write the JSON report here")
     run.add_argument(
