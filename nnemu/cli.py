@@ -189,7 +189,9 @@ def _add_replay(add: _AddCommand) -> None:
     )
     replay.add_argument("--seed", type=int, help="override the seed")
     replay.add_argument(
-        "--trace", dest="trace_out", help="write the replay's trace (.html, .json, else text)"
+        "--trace",
+        dest="trace_out",
+        help="write the replay's trace (.html, .json, .pftrace, else text)",
     )
     replay.add_argument("--report", help="write the JSON report here")
     replay.add_argument("--save-scenario", help="write the scenario the replay built here")

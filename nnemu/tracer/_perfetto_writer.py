@@ -54,6 +54,8 @@ def load_pb2(path: str = "<stream>") -> Any:
 
 
 def _varint(value: int) -> bytes:
+    if value < 0x80:
+        return bytes((value,))
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -73,6 +75,10 @@ class PerfettoWriter:
         self._buffer = bytearray()
         self._processes: dict[int, str] = {}
         self._described: set[int] = set()
+        self._thread_uuids: dict[int, int] = {}
+        """Each thread object's track uuid, by ``id`` (hashing a ``SimThread`` costs more)."""
+        self._keep: list[SimThread] = []
+        """The thread objects whose ``id`` is a key there (kept alive so it is not reused)."""
         self._threads: set[SimThread] = set()
         self._counter_uuids: dict[tuple[int, str], int] = {}
         self._started = False
@@ -92,8 +98,11 @@ class PerfettoWriter:
 
     def _write(self, packet: Any) -> None:
         data = packet.SerializeToString()
-        self._buffer += b"\x0a" + _varint(len(data)) + data
-        if len(self._buffer) >= FLUSH_BYTES:
+        buffer = self._buffer
+        buffer.append(0x0A)  # field 1 (Trace.packet), length-delimited
+        buffer += _varint(len(data))
+        buffer += data
+        if len(buffer) >= FLUSH_BYTES:
             self._flush()
 
     def _flush(self) -> None:
@@ -143,6 +152,11 @@ class PerfettoWriter:
         self._write(packet)
 
     def _thread_uuid(self, ts_ns: int, thread: SimThread) -> int:
+        uuid = self._thread_uuids.get(id(thread))
+        if uuid is not None:
+            return uuid
+        self._keep.append(thread)
+        uuid = self._thread_uuids[id(thread)] = THREAD_UUID_BASE + thread.tid
         if thread not in self._threads:
             if not self._started:
                 self._start(ts_ns)
@@ -162,7 +176,7 @@ class PerfettoWriter:
             descriptor.thread.tid = thread.tid
             descriptor.thread.thread_name = thread.name
             self._write(packet)
-        return THREAD_UUID_BASE + thread.tid
+        return uuid
 
     def _counter_uuid(self, ts_ns: int, pid: int, name: str) -> int:
         uuid = self._counter_uuids.get((pid, name))
@@ -215,7 +229,8 @@ class PerfettoWriter:
 
     def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
         """Put flow ``flow_id`` on the slice just begun on ``thread``."""
-        if self._pending is None or self._pending_thread != thread:
+        held = self._pending_thread
+        if self._pending is None or (held is not thread and held != thread):
             return  # the tracer delivers a flow right after its begin; nothing else to bind to
         event = self._pending.track_event
         (event.terminating_flow_ids if terminating else event.flow_ids).append(flow_id)
