@@ -189,3 +189,15 @@ def test_run_without_the_perfetto_package_says_how_to_get_it(
     assert code == 2
     assert "pip install 'nnemu[perfetto]'" in err
     assert "Traceback" not in err
+
+
+def test_systrace_bytes_are_the_same_beside_a_perfetto_writer(
+    tmp_path: Path, two_apps: dict[str, Path]
+):
+    """With a .pftrace writer attached too, the ftrace text has no flow or counter lines: the same bytes."""
+    alone, beside = tmp_path / "alone.txt", tmp_path / "beside.txt"
+    run(load_scenario(TWO_APPS), sinks=[open_trace_writer(alone)])
+    both = tmp_path / "both.pftrace"
+    run(load_scenario(TWO_APPS), sinks=[open_trace_writer(beside), open_trace_writer(both)])
+    assert beside.read_bytes() == alone.read_bytes()
+    assert both.read_bytes() == two_apps[".pftrace"].read_bytes()
