@@ -43,7 +43,7 @@ FLUSH_BYTES = 1 << 16
 def load_pb2(path: str = "<stream>") -> Any:
     """The ``perfetto_trace_pb2`` module, or an ``OutputError`` for ``path`` saying how to install it."""
     try:
-        from perfetto.protos.perfetto.trace import perfetto_trace_pb2  # type: ignore[import-untyped]
+        from perfetto.protos.perfetto.trace import perfetto_trace_pb2
     except ImportError as exc:
         raise OutputError(
             path,
