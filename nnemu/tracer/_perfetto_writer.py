@@ -109,7 +109,9 @@ class PerfettoWriter:
         """Write the buffered complete packets (one write: the file never ends mid-packet)."""
         if self._buffer and self._error is None:
             try:
-                self._out.write(bytes(self._buffer))
+                view = memoryview(bytes(self._buffer))
+                while view:  # a raw file may take part of a write
+                    view = view[self._out.write(view) or 0 :]
                 self._out.flush()
             except OSError as exc:
                 self._error = exc

@@ -3,6 +3,7 @@ valid files when interrupted; and the same flows and counters in Chrome JSON."""
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 import sys
@@ -16,6 +17,7 @@ import trio.testing
 from nnemu import open_emulator, run
 from nnemu.query import open_trace
 from nnemu.scenario import load_scenario, load_scenario_text
+from nnemu.sim import SimThread
 from nnemu.tracer import FlowSink, open_trace_writer
 from tests.commands import run_cli
 from tests.pftrace import decode, packets
@@ -201,3 +203,26 @@ def test_systrace_bytes_are_the_same_beside_a_perfetto_writer(
     run(load_scenario(TWO_APPS), sinks=[open_trace_writer(beside), open_trace_writer(both)])
     assert beside.read_bytes() == alone.read_bytes()
     assert both.read_bytes() == two_apps[".pftrace"].read_bytes()
+
+
+def test_a_full_disk_is_reported_at_close_naming_the_file(tmp_path: Path):
+    """A write error (ENOSPC) stops writing and close raises OutputError with the file's name."""
+    import errno
+
+    from nnemu.errors import OutputError
+    from nnemu.tracer._perfetto_writer import FLUSH_BYTES, PerfettoWriter
+
+    class _Full(io.BytesIO):
+        name = "full.pftrace"
+
+        def write(self, data: object) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    writer = PerfettoWriter(_Full())
+    writer.process(700, "android.hardware.neuralnetworks@1.3-service-npu")
+    thread = SimThread(700, 701, "HwBinder:700_1")
+    for i in range(FLUSH_BYTES // 20):
+        writer.begin(i * 1000, thread, "[NN_LD_PE]SampleDriver::execute")
+        writer.end(i * 1000 + 500, thread)
+    with pytest.raises(OutputError, match=r"full\.pftrace: cannot write the trace: No space left"):
+        writer.close()
