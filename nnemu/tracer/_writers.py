@@ -1,5 +1,7 @@
 """Trace writers: ftrace text, systrace HTML and Chrome trace-event JSON, streamed to a file.
 
+(The Perfetto protobuf writer is in ``_perfetto_writer``, imported only when chosen.)
+
 Timestamps are virtual; the emulator keeps them on whole microseconds, which is
 the resolution of ftrace text, so nothing is lost in writing.
 """
@@ -216,7 +218,11 @@ class FtraceWriter:
 
 
 class ChromeJsonWriter:
-    """Streams Chrome trace-event JSON (``{"traceEvents": [...]}``) that Perfetto UI opens."""
+    """Streams Chrome trace-event JSON (``{"traceEvents": [...]}``) that Perfetto UI opens.
+
+    A ``FlowSink``: besides the ``B``/``E`` slices it writes flows (``s`` and ``f`` with
+    ``"bp": "e"``, bound to the slice just begun) and counters (``C``), docs/perfetto.md.
+    """
 
     def __init__(self, out: TextIO) -> None:
         self._out = _Output(out)
