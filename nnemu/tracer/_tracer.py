@@ -267,6 +267,9 @@ class Tracer:
         self._event_sinks: list[TraceSink] = []
         self._batch = 1
         self._flow_sinks = [sink for sink in self._sinks if isinstance(sink, FlowSink)]
+        self._flow_event_sinks = [s for s in self._flow_sinks if not takes_batches(s)]
+        """Flow sinks that get flows and counters one call each (batch ones get them in
+        ``receive``, as ``(ts_ns, thread, None, mark)``)."""
         self._flows: dict[Hashable, int] = {}
         self._flow_ids = 0
         self._counters: dict[tuple[int, str], int] = {}
@@ -301,10 +304,10 @@ class Tracer:
     def _deliver(self, ready: list[TraceEvent]) -> None:
         if self._batch_sinks:
             marks = ready
-            if self._flow_sinks:  # flows and counters are not marks
+            if self._flow_sinks:  # flows and counters only for the sinks that take them
                 marks = [e for e in ready if e[2] is not None or e[3] is None]
             for batch_sink in self._batch_sinks:
-                batch_sink.receive(marks)
+                batch_sink.receive(ready if isinstance(batch_sink, FlowSink) else marks)
         sinks, observers = self._event_sinks, self._observers
         if not sinks and not observers:
             return
@@ -326,10 +329,10 @@ class Tracer:
 
     def _deliver_extra(self, ts: int, thread: SimThread, info: object) -> None:
         if isinstance(info, _FlowMark):
-            for sink in self._flow_sinks:
+            for sink in self._flow_event_sinks:
                 sink.flow(ts, thread, info.flow_id, info.terminating)
         elif isinstance(info, _CounterMark):
-            for sink in self._flow_sinks:
+            for sink in self._flow_event_sinks:
                 sink.counter(ts, info.pid, info.name, info.value)
 
     def _extra(self, thread: SimThread, mark: _FlowMark | _CounterMark) -> None:
