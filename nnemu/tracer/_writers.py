@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
-from nnemu.tracer._tracer import TraceEvent
+from nnemu.tracer._tracer import TraceEvent, _CounterMark, _FlowMark
 
 if TYPE_CHECKING:
     from nnemu.tracer._perfetto_writer import PerfettoWriter
@@ -228,13 +228,30 @@ class ChromeJsonWriter:
         self._out = _Output(out)
         self._first = True
         self._threads: set[SimThread] = set()
+        self._names: dict[str, str] = {}
+        """Each slice name as JSON text (``json.dumps``), made once."""
         self._out.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
 
     def _event(self, event: dict[str, object]) -> None:
+        self._text(json.dumps(event, sort_keys=True))
+
+    def _text(self, text: str) -> None:
         # Separator and event in one write: the file never ends in a bare ",".
-        text = json.dumps(event, sort_keys=True)
         self._out.write(text if self._first else ",\n" + text)
         self._first = False
+
+    def receive(self, events: Sequence[TraceEvent]) -> None:
+        """Take a batch of events in run order: marks, and the flows and counters among them."""
+        begin, end, flow, counter = self.begin, self.end, self.flow, self.counter
+        for ts, thread, name, info in events:
+            if name is not None:
+                begin(ts, thread, name)
+            elif info is None:
+                end(ts, thread)
+            elif isinstance(info, _FlowMark):
+                flow(ts, thread, info.flow_id, info.terminating)
+            elif isinstance(info, _CounterMark):
+                counter(ts, info.pid, info.name, info.value)
 
     def process(self, pid: int, name: str) -> None:
         """Write the process_name metadata event."""
@@ -256,22 +273,21 @@ class ChromeJsonWriter:
             )
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
-        """Write a ``B`` event (ts in µs)."""
+        """Write a ``B`` event (ts in µs): what ``json.dumps(..., sort_keys=True)`` writes."""
         self._thread(thread)
-        self._event(
-            {
-                "ph": "B",
-                "name": name,
-                "cat": "nnapi",
-                "pid": thread.pid,
-                "tid": thread.tid,
-                "ts": ts_ns / 1000,
-            }
+        text = self._names.get(name)
+        if text is None:
+            text = self._names[name] = json.dumps(name)
+        self._text(
+            f'{{"cat": "nnapi", "name": {text}, "ph": "B", "pid": {thread.pid}, '
+            f'"tid": {thread.tid}, "ts": {ts_ns / 1000!r}}}'
         )
 
     def end(self, ts_ns: int, thread: SimThread) -> None:
         """Write an ``E`` event."""
-        self._event({"ph": "E", "pid": thread.pid, "tid": thread.tid, "ts": ts_ns / 1000})
+        self._text(
+            f'{{"ph": "E", "pid": {thread.pid}, "tid": {thread.tid}, "ts": {ts_ns / 1000!r}}}'
+        )
 
     def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
         """Write a flow event bound to the slice just begun: ``s`` starts it, ``f`` ends it."""
