@@ -280,9 +280,11 @@ class Application:
         delay_ns = self._backoff_ns
         attempt = 0
         while True:
-            self.tracer.counter_add(self.process.pid, "executions in flight", 1)
+            if self.tracer.flows:
+                self.tracer.counter_add(self.process.pid, "executions in flight", 1)
             code, late = await self._execute(timeout_ns)
-            self.tracer.counter_add(self.process.pid, "executions in flight", -1)
+            if self.tracer.flows:
+                self.tracer.counter_add(self.process.pid, "executions in flight", -1)
             if not code.is_transient or attempt >= retry.max_attempts:
                 break
             attempt += 1

@@ -138,7 +138,7 @@ class Device:
         # [NN_LC_PE]run and a mark per operation (docs/hal-semantics.md §6); accelerators
         # write none. With marks, an execution wakes at every operation boundary.
         self._tracer = tracer if spec.type is DeviceType.CPU else None
-        self._gauges = tracer if tracer is not None and tracer.wants_flows else None
+        self._gauges = tracer if tracer is not None and tracer.flows else None
         self.trace_pid = 0
         """The pid the device's counter tracks belong to (its driver service's)."""
         self.units = spec.compute_units
@@ -158,10 +158,11 @@ class Device:
 
     # ------------------------------------------------------------ accounting
     def _trace_load(self) -> None:
-        """Write the counters ``executions waiting`` and ``compute units busy`` (when traced)."""
-        if self._gauges is not None:
-            self._gauges.counter(self.trace_pid, "executions waiting", len(self._waiting))
-            self._gauges.counter(self.trace_pid, "compute units busy", len(self._running))
+        """Write the counters ``executions waiting`` and ``compute units busy``."""
+        gauges = self._gauges
+        assert gauges is not None
+        gauges.counter(self.trace_pid, "executions waiting", len(self._waiting))
+        gauges.counter(self.trace_pid, "compute units busy", len(self._running))
 
     def _account(self) -> None:
         now = self.kernel.clock_ns
@@ -281,7 +282,8 @@ class Device:
             return False
         job.handle = kernel.wait_handle()
         self._waiting.append(job)
-        self._trace_load()
+        if self._gauges is not None:
+            self._trace_load()
         self._request_preemption(job)
         granted = await kernel.park()
         return granted is Wake.GRANTED
@@ -291,14 +293,16 @@ class Device:
         job._segment_start = job.resumed_ns = self.kernel.clock_ns
         job.planned_end_ns = -1
         self._running.append(job)
-        self._trace_load()
+        if self._gauges is not None:
+            self._trace_load()
 
     def _vacate(self, job: Job) -> int:
         """Take ``job`` off its unit, recording the stretch it ran; returns the unit."""
         self._running.remove(job)
         unit, job.unit = job.unit, -1
         job.segments.append((job._segment_start, self.kernel.clock_ns, unit))
-        self._trace_load()
+        if self._gauges is not None:
+            self._trace_load()
         return unit
 
     def _release(self, job: Job) -> None:
@@ -438,7 +442,8 @@ class Device:
             if job.handle is not None:
                 self.kernel.wake(job.handle, Wake.DEVICE_DIED)
         self._waiting.clear()
-        self._trace_load()
+        if self._gauges is not None:
+            self._trace_load()
 
     # ------------------------------------------------------------- running
     def _stop_point(

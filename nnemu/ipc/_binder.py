@@ -140,8 +140,10 @@ class Binder:
         kernel, tracer = self.kernel, self.tracer
         _, client, server = self._start(iface, method)
         latency = self.latency_ns
+        flows, tx = tracer.flows, self.transactions
         with tracer.raw_section(client):
-            tracer.flow_out(tx := self.transactions)  # the arrow to the ::server slice
+            if flows:
+                tracer.flow_out(tx)  # the arrow to the ::server slice
             if not callee.alive:
                 return DEAD
             await kernel.sleep(latency(payload_bytes))
@@ -151,8 +153,9 @@ class Binder:
             thread = await pool.acquire()
             try:
                 with as_thread(thread), tracer.raw_section(server):
-                    tracer.flow_in(tx)
-                    tracer.flow_out(launches)  # the arrow to the callback's notify
+                    if flows:
+                        tracer.flow_in(tx)
+                        tracer.flow_out(launches)  # the arrow to the callback's notify
                     result = await serve()
                 await kernel.sync()
             finally:
@@ -179,9 +182,11 @@ class Binder:
         """
         kernel, tracer = self.kernel, self.tracer
         _, client, server = self._start(iface, method)
-        with tracer.raw_section(client):
-            tracer.flow_out(tx := self.transactions)  # the proxy of a oneway call returns at once
-            tracer.flow_in(completes)  # the arrow from the call this notify completes
+        flows, tx = tracer.flows, self.transactions
+        with tracer.raw_section(client):  # the proxy of a oneway call returns at once
+            if flows:
+                tracer.flow_out(tx)
+                tracer.flow_in(completes)  # the arrow from the call this notify completes
         if not callee.alive:
             return False
         arrive = kernel.task_now_ns() + self.latency_ns(payload_bytes)
@@ -194,7 +199,8 @@ class Binder:
             # served), so it is begun and ended by hand rather than as a block.
             with as_thread(thread):
                 tracer.raw_begin(server)
-                tracer.flow_in(tx)
+                if flows:
+                    tracer.flow_in(tx)
 
             def served() -> None:
                 with as_thread(thread):

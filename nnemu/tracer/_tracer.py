@@ -267,6 +267,9 @@ class Tracer:
         self._event_sinks: list[TraceSink] = []
         self._batch = 1
         self._flow_sinks = [sink for sink in self._sinks if isinstance(sink, FlowSink)]
+        self.flows = bool(self._flow_sinks)
+        """Whether a sink takes flows and counters (else ``flow_*`` and ``counter*`` do
+        nothing); hot call sites test it first, so tracing without them costs one check."""
         self._flow_event_sinks = [s for s in self._flow_sinks if not takes_batches(s)]
         """Flow sinks that get flows and counters one call each (batch ones get them in
         ``receive``, as ``(ts_ns, thread, None, mark)``)."""
@@ -340,11 +343,6 @@ class Tracer:
         events.append((self._now(), thread, None, mark))  # type: ignore[arg-type]
         if len(events) >= self._release_at:
             self._release()
-
-    @property
-    def wants_flows(self) -> bool:
-        """Whether a sink takes flows and counters (else ``flow_*`` and ``counter*`` do nothing)."""
-        return bool(self._flow_sinks)
 
     def flow_out(self, key: Hashable) -> None:
         """Start a flow (an arrow) at the section just begun on this thread; ``flow_in(key)`` ends it.
