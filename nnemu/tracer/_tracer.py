@@ -267,6 +267,7 @@ class Tracer:
         self._event_sinks: list[TraceSink] = []
         self._batch = 1
         self._flow_sinks = [sink for sink in self._sinks if isinstance(sink, FlowSink)]
+        self._flow_sink_ids = {id(sink) for sink in self._flow_sinks}
         self.flows = bool(self._flow_sinks)
         """Whether a sink takes flows and counters (else ``flow_*`` and ``counter*`` do
         nothing); hot call sites test it first, so tracing without them costs one check."""
@@ -310,7 +311,7 @@ class Tracer:
             if self._flow_sinks:  # flows and counters only for the sinks that take them
                 marks = [e for e in ready if e[2] is not None or e[3] is None]
             for batch_sink in self._batch_sinks:
-                batch_sink.receive(ready if isinstance(batch_sink, FlowSink) else marks)
+                batch_sink.receive(ready if id(batch_sink) in self._flow_sink_ids else marks)
         sinks, observers = self._event_sinks, self._observers
         if not sinks and not observers:
             return
