@@ -92,16 +92,23 @@ class SpecValueError(NnemuError, ValueError):
 class TraceFormatError(NnemuError):
     """A trace could not be read at all (nothing usable in it)."""
 
-    def __init__(self, source: str, line_number: int, line: str, message: str) -> None:
+    def __init__(
+        self, source: str, line_number: int, line: str, message: str, *, offset: int | None = None
+    ) -> None:
         self.source = source
         self.line_number = line_number
         self.line = line
         self.message = message
+        self.offset = offset
+        """Byte offset of the problem in a binary trace (a Perfetto protobuf file), if any."""
         super().__init__(f"{self.where}: {message}")
 
     @property
     def where(self) -> str:
-        """``source:line``, or just ``source`` for a problem of the whole file (line 0)."""
+        """``source:line``, ``source: byte OFFSET`` (binary input), or just ``source`` for a
+        problem of the whole file (line 0)."""
+        if self.offset is not None:
+            return f"{self.source}: byte {self.offset}"
         return f"{self.source}:{self.line_number}" if self.line_number else self.source
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO, cast
 
 import attrs
 
@@ -13,7 +13,17 @@ from nnemu.errors import TraceFormatError
 from nnemu.parser._engine import Engine
 from nnemu.parser._format import Printout
 from nnemu.parser._model import Diagnostic, ParseResult, RunStats
-from nnemu.trace import ChromeRows, FtraceLines, open_trace
+from nnemu.trace import (
+    ChromeRows,
+    DumpProcess,
+    DumpThread,
+    FtraceLines,
+    is_perfetto_lines,
+    open_trace,
+)
+
+if TYPE_CHECKING:
+    from nnemu.trace import PerfettoLines
 
 
 @attrs.frozen(kw_only=True)
@@ -21,6 +31,8 @@ class _Outcome:
     result: ParseResult
     usable: bool
     problem: Diagnostic | None
+    byte_offsets: bool = False
+    """Diagnostics are placed by byte offset (a Perfetto protobuf trace), not line."""
 
 
 def _run(
@@ -30,10 +42,24 @@ def _run(
     include_incomplete: bool = False,
     chrome: ChromeRows | None = None,
     on_run: Callable[[int, RunStats], None] | None = None,
+    perfetto: PerfettoLines | None = None,
 ) -> _Outcome:
     engine = Engine(keep_detail=keep_detail, on_run=on_run)
     found = True
-    if chrome is not None:
+    if perfetto is not None:
+
+        def dump_row(row: DumpProcess | DumpThread) -> None:
+            if isinstance(row, DumpProcess):
+                engine.set_process_names({str(row.pid): row.name})
+
+        def problem_at(offset: int, message: str) -> None:
+            engine.warn(message, offset, "")
+
+        perfetto.on_dump = dump_row
+        perfetto.on_problem = problem_at
+        engine.feed(perfetto.rows())
+        last_line_number = -1  # no place in the file: the whole trace
+    elif chrome is not None:
         engine.set_process_names(chrome.process_names)
         for line_number, message, text in chrome.problems:
             engine.warn(message, line_number, text)
@@ -77,15 +103,26 @@ def _run(
         result=ParseResult(runs=runs, diagnostics=diagnostics),
         usable=problem is None,
         problem=problem,
+        byte_offsets=perfetto is not None,
     )
 
 
 def _raise_if_unusable(outcome: _Outcome, source: str) -> ParseResult:
     if outcome.problem is not None:
         raise TraceFormatError(
-            source, outcome.problem.line_number, outcome.problem.line, outcome.problem.message
+            source,
+            max(outcome.problem.line_number, 0),
+            outcome.problem.line,
+            outcome.problem.message,
         )
     return outcome.result
+
+
+def _where(path: str, outcome: _Outcome, diagnostic: Diagnostic) -> str:
+    """``path:LINE``, ``path: byte OFFSET`` (a Perfetto trace), or ``path`` (the whole file)."""
+    if outcome.byte_offsets:
+        return f"{path}: byte {diagnostic.line_number}" if diagnostic.line_number >= 0 else path
+    return f"{path}:{diagnostic.line_number}" if diagnostic.line_number else path
 
 
 def parse_lines(
@@ -132,6 +169,14 @@ def _read(
         OSError: The file cannot be read.
     """
     with open_trace(path) as source:
+        if is_perfetto_lines(source):
+            return _run(
+                None,
+                keep_detail=keep_detail,
+                include_incomplete=include_incomplete,
+                on_run=on_run,
+                perfetto=source,
+            )
         if isinstance(source, ChromeRows):
             return _run(
                 None,
@@ -140,10 +185,11 @@ def _read(
                 chrome=source,
                 on_run=on_run,
             )
+        text = cast("TextIO", source)  # neither Perfetto nor JSON: the text stream
         label = f"parsing {os.path.basename(path)}"
-        with Progress(path, source, progress, label=label) as bar:
+        with Progress(path, text, progress, label=label) as bar:
             return _run(
-                bar.lines(source),
+                bar.lines(text),
                 keep_detail=keep_detail,
                 include_incomplete=include_incomplete,
                 on_run=on_run,
@@ -153,7 +199,7 @@ def _read(
 def parse_file(
     path: str | os.PathLike[str], *, keep_detail: bool = False, include_incomplete: bool = False
 ) -> ParseResult:
-    """Parse a systrace ``.html``, ftrace text or Chrome JSON trace file.
+    """Parse a systrace ``.html``, ftrace text, Chrome JSON or Perfetto protobuf trace file.
 
     Raises:
         TraceFormatError: Nothing usable: not a trace format nnemu reads, no
@@ -181,7 +227,8 @@ def run_parse_command(
 
     Returns 0 when statistics were printed, 2 when the file cannot be read or
     holds nothing usable.  Diagnostics go to ``stderr`` as
-    ``FILE:LINE: warning|error: message``.
+    ``FILE:LINE: warning|error: message`` (``FILE: byte OFFSET: ...`` for a
+    Perfetto protobuf trace).
     """
     with Printout(
         as_json=as_json,
@@ -205,7 +252,7 @@ def run_parse_command(
             stderr.write(f"{path}: error: cannot read the trace: {err.strerror or err}\n")
             return 2
         for diagnostic in outcome.result.diagnostics:
-            where = f"{path}:{diagnostic.line_number}" if diagnostic.line_number else path
+            where = _where(path, outcome, diagnostic)
             stderr.write(f"{where}: {diagnostic.severity}: {diagnostic.message}\n")
         if not outcome.usable:
             return 2

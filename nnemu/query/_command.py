@@ -366,8 +366,7 @@ def run_query_command(
         stderr.write(f"{trace}: error: cannot read the trace: {err.strerror or err}\n")
         return ExitCode.BAD_INPUT
     except TraceFormatError as err:
-        where = f"{err.source}:{err.line_number}" if err.line_number else err.source
-        stderr.write(f"{where}: error: {err.message}\n")
+        stderr.write(f"{err.where}: error: {err.message}\n")
         return ExitCode.BAD_INPUT
     except _DbError as err:
         stderr.write(f"query: --db {db}: {err}\n")

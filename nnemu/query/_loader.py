@@ -675,14 +675,15 @@ class Loader:
 
 
 def _sniff(path: str) -> str:
-    """``json`` for a Chrome JSON trace, ``ftrace`` for systrace HTML or ftrace text.
+    """``json`` for a Chrome JSON trace, ``perfetto`` for a Perfetto protobuf trace,
+    ``ftrace`` for systrace HTML or ftrace text.
 
     Raises:
         TraceFormatError: the file is compressed or binary.
     """
     kind = file_format(path)
     refuse_unreadable(path, kind)
-    return "json" if kind is TraceFormat.JSON else "ftrace"
+    return {TraceFormat.JSON: "json", TraceFormat.PERFETTO: "perfetto"}.get(kind, "ftrace")
 
 
 def _reset(conn: sqlite3.Connection) -> None:
@@ -699,7 +700,8 @@ def load_trace(
     a fresh database: a failed load leaves nothing worth keeping), indexes last.
 
     Args:
-        path: systrace ``.html``, ftrace text, or Chrome/nnemu ``.json``.
+        path: systrace ``.html``, ftrace text, Chrome/nnemu ``.json``, or a Perfetto
+            protobuf trace (``.perfetto-trace``, ``.pftrace``, plain or gzip).
         conn: An empty database.
         warn: Called with (line number, message) for each recoverable problem.
         progress: Where to draw a progress bar (only if a terminal, for big files).
@@ -730,6 +732,21 @@ def load_trace(
                 _reset(conn)
                 stream.seek(0)
                 loader = _load_json_document(source, stream, conn, warn)
+    elif kind == "perfetto":
+        from nnemu.trace import PerfettoLines
+
+        # Rows made from packets: a problem is placed by the packet's byte offset.
+        pftrace = PerfettoLines(
+            source, on_problem=lambda offset, message: warn(0, f"byte {offset}: {message}")
+        )
+
+        def warn_at_packet(line_number: int, message: str) -> None:
+            del line_number  # of the rows made from the packets
+            warn(0, f"byte {pftrace.last_offset}: {message}")
+
+        loader = Loader(conn, warn_at_packet)
+        pftrace.on_dump = loader._dump_row
+        loader.load_ftrace(pftrace)
     else:
         with (
             open(source, encoding="utf-8", errors="replace") as stream,

@@ -458,6 +458,8 @@ class _Collector:
         self._stacks: dict[int, list[tuple[int, int, _Role, int]]] = {}
         self._roles: dict[str, _Role] = {}
         self._serial = 0
+        self.problems: list[str] = []
+        """What reading the file ran into (a Perfetto trace's bad packet), for the plan's notes."""
 
     def _app(self, pid: int) -> _AppTally:
         app = self.apps.get(pid)
@@ -663,6 +665,16 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
     collector = _Collector()
     kind = file_format(path)
     refuse_unreadable(path, kind)
+    if kind is TraceFormat.PERFETTO:
+        from nnemu.trace import PerfettoLines
+
+        def problem(offset: int, message: str) -> None:
+            collector.problems.append(f"byte {offset}: {message}")
+
+        pftrace = PerfettoLines(path, on_dump=collector._dump_row, on_problem=problem)
+        collector.read_ftrace(pftrace)
+        collector.finish()
+        return collector, "perfetto"
     with open(path, encoding="utf-8", errors="replace") as handle:
         if kind is TraceFormat.JSON:
             try:
@@ -783,7 +795,7 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
     for pid in sorted(driver_pids):
         drivers.append(_driver(reader, pid, taken))
         ipc_latency.extend(reader.drivers[pid].ipc)
-    notes: list[str] = []
+    notes: list[str] = list(reader.problems)
     tallies = {pid: app for pid, app in reader.apps.items() if pid not in driver_pids}
     app_pids = {
         pid for pid, app in tallies.items() if app.la_begins or app.lr_begins or app.hal_begins

@@ -7,10 +7,15 @@
   a text stream's lines are read with ``bounded_lines`` (none longer than ``MAX_LINE``);
 * Chrome trace-event JSON: ``read_chrome_json`` (events as ftrace rows),
   ``json_time_ns``;
-* formats: ``detect_format`` (gzip, archives, binary, JSON, text) and
+* Perfetto protobuf traces: ``read_perfetto`` (typed records, streamed packet
+  by packet) and ``PerfettoLines`` (the same as ftrace rows); imported on first
+  use (telling a file's format, or reading systrace, does not load them);
+* formats: ``detect_format`` (gzip, archives, Perfetto, binary, JSON, text) and
   ``open_trace``, the one function that opens a path by its format;
 * marks: ``classify`` (NNTRACE layer/phase tags, HIDL calls).
 """
+
+from typing import TYPE_CHECKING, Final
 
 from nnemu.trace._chrome import ChromeJsonError, ChromeRows, json_time_ns, read_chrome_json
 from nnemu.trace._detect import (
@@ -19,6 +24,7 @@ from nnemu.trace._detect import (
     TraceFormat,
     detect_format,
     file_format,
+    is_perfetto_lines,
     open_trace,
     refuse_unreadable,
 )
@@ -49,6 +55,45 @@ from nnemu.trace._rows import (
     timestamp_ns,
 )
 
+if TYPE_CHECKING:
+    from nnemu.trace._perfetto import (
+        Counter,
+        Flow,
+        PerfettoEvent,
+        PerfettoLines,
+        Print,
+        ProcessName,
+        SliceBegin,
+        SliceEnd,
+        ThreadName,
+        read_perfetto,
+    )
+
+_PERFETTO_NAMES: Final = frozenset(
+    (
+        "Counter",
+        "Flow",
+        "PerfettoEvent",
+        "PerfettoLines",
+        "Print",
+        "ProcessName",
+        "SliceBegin",
+        "SliceEnd",
+        "ThreadName",
+        "read_perfetto",
+    )
+)
+
+
+def __getattr__(name: str) -> object:
+    """The Perfetto reader's names, imported on first use."""
+    if name in _PERFETTO_NAMES:
+        from nnemu.trace import _perfetto
+
+        return getattr(_perfetto, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "GZIP_MAGIC",
     "HEAD_BYTES",
@@ -66,11 +111,20 @@ __all__ = [
     "UNKNOWN_TGID",
     "ChromeJsonError",
     "ChromeRows",
+    "Counter",
     "DumpProcess",
     "DumpThread",
+    "Flow",
     "FtraceLines",
     "Mark",
+    "PerfettoEvent",
+    "PerfettoLines",
+    "Print",
     "ProcessDump",
+    "ProcessName",
+    "SliceBegin",
+    "SliceEnd",
+    "ThreadName",
     "TraceFormat",
     "bounded_lines",
     "classify",
@@ -78,11 +132,13 @@ __all__ = [
     "exact_timestamp_ns",
     "file_format",
     "is_mark_row",
+    "is_perfetto_lines",
     "json_time_ns",
     "open_trace",
     "pid_of",
     "process_name",
     "read_chrome_json",
+    "read_perfetto",
     "refuse_unreadable",
     "timestamp_ns",
 ]

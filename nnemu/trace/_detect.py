@@ -2,8 +2,10 @@
 
 ``detect_format`` tells a file's format by its first bytes; ``open_trace``
 opens a path and gives its rows, dispatching on that format.  A new format
-(e.g. a Perfetto protobuf reader) gets a ``TraceFormat`` member, a test in
-``detect_format`` and a branch in ``open_trace`` that turns it into rows.
+gets a ``TraceFormat`` member, a test in ``detect_format`` and a branch in
+``open_trace`` that turns it into rows.  A Perfetto protobuf trace (plain or
+gzip-compressed) is told by its content: binary bytes that walk as
+``Trace.packet`` records (``looks_like_perfetto``).
 """
 
 from __future__ import annotations
@@ -11,11 +13,16 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
+import sys
 from collections.abc import Iterator
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO, TypeGuard
 
 from nnemu.errors import TraceFormatError
 from nnemu.trace._chrome import ChromeJsonError, ChromeRows, read_chrome_json
+from nnemu.trace._pbwire import SUFFIXES, gunzip_head, looks_like_perfetto
+
+if TYPE_CHECKING:
+    from nnemu.trace._perfetto import PerfettoLines
 
 HEAD_BYTES: Final = 8192
 """How much of a file ``detect_format`` is given by ``open_trace``."""
@@ -31,8 +38,10 @@ class TraceFormat(enum.Enum):
     GZIP = "gzip"
     ARCHIVE = "archive"
     """zip, bzip2, xz or zstd."""
+    PERFETTO = "perfetto"
+    """A Perfetto protobuf trace, plain or gzip-compressed."""
     BINARY = "binary"
-    """Not text (a Perfetto protobuf trace, typically)."""
+    """Not text, and not a Perfetto protobuf trace."""
     JSON = "json"
     """Chrome trace-event JSON (first non-blank character ``{`` or ``[``)."""
     TEXT = "text"
@@ -42,7 +51,7 @@ class TraceFormat(enum.Enum):
 _UNREADABLE: Final = {
     TraceFormat.GZIP: "the file is gzip-compressed; decompress it first (gunzip -k)",
     TraceFormat.ARCHIVE: "the file is a compressed archive; extract the trace from it first",
-    TraceFormat.BINARY: "the file is binary (a Perfetto protobuf trace?), not a systrace HTML,"
+    TraceFormat.BINARY: "the file is binary and not a Perfetto protobuf trace, systrace HTML,"
     " ftrace text or Chrome JSON trace",
 }
 
@@ -50,31 +59,53 @@ _UNREADABLE: Final = {
 def detect_format(head: bytes) -> TraceFormat:
     """What a file's first bytes (``HEAD_BYTES`` of them, or all of a shorter file) say it is."""
     if head.startswith(GZIP_MAGIC):
+        inner = gunzip_head(head, HEAD_BYTES)
+        if inner and looks_like_perfetto(inner, binary=_binary(inner)):
+            return TraceFormat.PERFETTO
         return TraceFormat.GZIP
     if head.startswith(_ARCHIVE_MAGICS):
         return TraceFormat.ARCHIVE
-    window = head[:_TEXT_WINDOW]
-    if b"\x00" in window:
+    binary = _binary(head)
+    if head[:1] == b"\n" and looks_like_perfetto(head, binary=binary):
+        return TraceFormat.PERFETTO
+    if binary:
         return TraceFormat.BINARY
-    try:
-        window.decode("utf-8")
-    except UnicodeDecodeError as err:
-        # A multi-byte character cut by the window is still text.
-        if err.start < len(window) - 4:
-            return TraceFormat.BINARY
     if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"["):
         return TraceFormat.JSON
     return TraceFormat.TEXT
 
 
+def _binary(head: bytes) -> bool:
+    """Whether a file's first bytes are not text: a NUL, or not UTF-8."""
+    window = head[:_TEXT_WINDOW]
+    if b"\x00" in window:
+        return True
+    try:
+        window.decode("utf-8")
+    except UnicodeDecodeError as err:
+        # A multi-byte character cut by the window is still text.
+        if err.start < len(window) - 4:
+            return True
+    return False
+
+
 def file_format(path: str) -> TraceFormat:
-    """``detect_format`` of the file at ``path``.
+    """``detect_format`` of the file at ``path`` (a Perfetto trace is also told by its name).
 
     Raises:
         OSError: The file cannot be read.
     """
     with open(path, "rb") as raw:
-        return detect_format(raw.read(HEAD_BYTES))
+        head = raw.read(HEAD_BYTES)
+    kind = detect_format(head)
+    if (
+        kind in (TraceFormat.TEXT, TraceFormat.BINARY)
+        and path.removesuffix(".gz").endswith(SUFFIXES)
+        and looks_like_perfetto(head)
+    ):
+        # Named as one, and its bytes walk as packets (a tiny trace can be all ASCII).
+        return TraceFormat.PERFETTO
+    return kind
 
 
 def refuse_unreadable(path: str, kind: TraceFormat) -> None:
@@ -88,22 +119,38 @@ def refuse_unreadable(path: str, kind: TraceFormat) -> None:
         raise TraceFormatError(path, 0, "", message)
 
 
+def is_perfetto_lines(source: object) -> TypeGuard[PerfettoLines]:
+    """Whether ``source`` (from ``open_trace``) is a Perfetto trace's ``PerfettoLines``.
+
+    (Without importing the reader: if it was never imported, nothing is one.)
+    """
+    module = sys.modules.get("nnemu.trace._perfetto")
+    return module is not None and isinstance(source, module.PerfettoLines)
+
+
 @contextlib.contextmanager
-def open_trace(path: str | os.PathLike[str]) -> Iterator[ChromeRows | TextIO]:
+def open_trace(path: str | os.PathLike[str]) -> Iterator[ChromeRows | PerfettoLines | TextIO]:
     """Open a trace file and give its rows, whatever its format.
 
     Systrace HTML and ftrace text come as the open text stream (read its lines
     with ``FtraceLines``); Chrome JSON comes as ``ChromeRows`` (numbered ftrace
-    rows made from its events).
+    rows made from its events); a Perfetto protobuf trace as ``PerfettoLines``
+    (ftrace rows, streamed as its packets are read).
 
     Raises:
         TraceFormatError: A format nnemu cannot read (compressed, binary) or a
-            JSON document that is not a trace.
+            JSON document that is not a trace (for a Perfetto trace, also while
+            its rows are read: its first packet cannot be read).
         OSError: The file cannot be read.
     """
     name = os.fspath(path)
     kind = file_format(name)
     refuse_unreadable(name, kind)
+    if kind is TraceFormat.PERFETTO:
+        from nnemu.trace._perfetto import PerfettoLines
+
+        yield PerfettoLines(name)
+        return
     with open(name, encoding="utf-8", errors="replace") as stream:
         if kind is not TraceFormat.JSON:
             yield stream

@@ -63,7 +63,7 @@ def test_open_trace_gives_text_stream_or_chrome_rows(tmp_path: Path):
     [
         (gzip.compress(b"x"), "the file is gzip-compressed; decompress it first (gunzip -k)"),
         (b"PK\x03\x04", "the file is a compressed archive; extract the trace from it first"),
-        (b"\x00\x01", "the file is binary (a Perfetto protobuf trace?)"),
+        (b"\x00\x01", "the file is binary and not a Perfetto protobuf trace"),
         (b'{"traceEvents": 3}', "not a Chrome trace"),
         (b'{"ts": ' + b"9" * 5000 + b"}", "invalid JSON: Exceeds the limit"),
         (b"[" * 100_000, "JSON nested too deeply"),
