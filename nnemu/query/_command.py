@@ -10,8 +10,9 @@ from typing import Final, TextIO
 
 from nnemu.errors import ExitCode, TraceFormatError
 from nnemu.query._loader import load_trace
-from nnemu.query._output import MODES, write_result
+from nnemu.query._output import MODES, Database, write_result
 from nnemu.query._schema import SCHEMA_VERSION, register_functions
+from nnemu.query._table_functions import ApswDatabase, explain_error, query_errors, to_apsw
 
 MAX_WARNINGS: Final = 20
 """Warnings printed per load; the rest are counted in one closing line."""
@@ -76,11 +77,11 @@ def split_statements(text: str) -> tuple[list[str], str]:
     return statements, text[start:]
 
 
-def run_sql(conn: sqlite3.Connection, sql: str, mode: str, out: TextIO) -> None:
+def run_sql(conn: Database, sql: str, mode: str, out: TextIO) -> None:
     """Run every statement of ``sql``; print the result of the last one.
 
     Raises:
-        sqlite3.Error: A statement failed (earlier ones have run).
+        sqlite3.Error, apsw.Error: A statement failed (earlier ones have run).
     """
     statements, rest = split_statements(sql)
     if rest.strip():
@@ -104,7 +105,7 @@ class Shell:
     """The interactive shell: SQL statements ending with ``;`` and dot commands."""
 
     def __init__(
-        self, conn: sqlite3.Connection, stdin: TextIO, stdout: TextIO, stderr: TextIO, mode: str
+        self, conn: Database, stdin: TextIO, stdout: TextIO, stderr: TextIO, mode: str
     ) -> None:
         self.conn = conn
         self.stdin = stdin
@@ -147,9 +148,9 @@ class Shell:
     def _execute(self, statement: str) -> None:
         try:
             write_result(self.conn.execute(statement), self.mode, self.stdout)
-        except (sqlite3.Error, sqlite3.Warning) as err:
+        except query_errors() as err:
             self.errors += 1
-            self.stderr.write(f"query: {err}\n")
+            self.stderr.write(f"query: {explain_error(err)}\n")
         self.stdout.flush()
 
     def _command(self, text: str) -> bool:
@@ -371,14 +372,27 @@ def run_query_command(
     except _DbError as err:
         stderr.write(f"query: --db {db}: {err}\n")
         return ExitCode.BAD_INPUT
+    database = _with_table_functions(conn)
     try:
-        if sql is None:
-            return Shell(conn, stdin, stdout, stderr, mode).run()
         try:
-            run_sql(conn, sql, mode, stdout)
-        except (sqlite3.Error, sqlite3.Warning) as err:
-            stderr.write(f"query: {err}\n")
-            return ExitCode.BAD_INPUT
-        return ExitCode.OK
+            if sql is None:
+                return Shell(database, stdin, stdout, stderr, mode).run()
+            try:
+                run_sql(database, sql, mode, stdout)
+            except query_errors() as err:
+                stderr.write(f"query: {explain_error(err)}\n")
+                return ExitCode.BAD_INPUT
+            return ExitCode.OK
+        finally:
+            if database is not conn:
+                database.close()
     finally:
         conn.close()
+
+
+def _with_table_functions(conn: sqlite3.Connection) -> sqlite3.Connection | ApswDatabase:
+    """The loaded database on apsw with Perfetto's table functions; ``conn`` without apsw."""
+    try:
+        return ApswDatabase(to_apsw(conn))
+    except ImportError:
+        return conn

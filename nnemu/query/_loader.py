@@ -24,6 +24,7 @@ import attrs
 from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
 from nnemu.query._marks import PLAIN, MarkInfo, describe
+from nnemu.query._perfetto_tables import RESET_TABLES, PerfettoRows, flow_id
 from nnemu.query._schema import create_tables, finish_schema
 from nnemu.trace import (
     HEAD_RE,
@@ -64,6 +65,7 @@ _Tail = tuple[str, str, str, bool, MarkInfo]
 _NOT_A_MARK: Final = MarkInfo(None, None, PLAIN)
 _BAD_TAIL: Final[_Tail] = ("", "", "", False, _NOT_A_MARK)
 _MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>"
+_JSON_FLOW_PHASES: Final = frozenset({"s", "t", "f"})
 
 Warn = Callable[[int, str], None]
 """Receives (line number, message) for each recoverable problem."""
@@ -199,6 +201,7 @@ class Loader:
         self._heads: dict[str, tuple[str, str, str | None]] = {}
         self._tails: dict[str, _Tail] = {}
         self._known: dict[str, _Thread] = {}
+        self.perfetto = PerfettoRows(conn, warn)
         self.slices = 0
         self.open_slices = 0
         self.unmatched_ends = 0
@@ -290,6 +293,8 @@ class Loader:
         info = self._describe(name)
         ident = self._next_id
         self._next_id = ident + 1
+        if self.perfetto.pending:
+            self.perfetto.slice_begun(thread.utid, ident)
         arg_set_id = None
         add_arg = self._arg_rows.append
         for key, value in args:
@@ -349,7 +354,10 @@ class Loader:
         rows = self._slice_rows
         add_arg = self._arg_rows.append
         # Rows of ftrace text are B/E marks only (no complete events: every open
-        # record's end is None), so begin() and end() are inlined for them here.
+        # record's end is None), so begin() and end() are inlined for them here; a
+        # systrace has no flows either, so no flow waits for a slice to begin
+        # (perfetto.slice_begun).  C| counter rows go to _slow_row, which hands them
+        # to perfetto.ftrace_counter.
         next_id = self._next_id
         for line_number, line in source:
             # Fast path for the usual layout: the row's head (up to the timestamp) and
@@ -505,6 +513,8 @@ class Loader:
             return
         m = ROW_RE.match(line)
         if m is None:
+            if self.perfetto.ftrace_counter(line, line_number):
+                return
             if is_mark_row(line):
                 self.warn(line_number, MALFORMED_ROW)
             return
@@ -540,7 +550,9 @@ class Loader:
             self._json_metadata(event)
             return
         if ph not in _JSON_SLICE_PHASES:
-            return  # counters, async and flow events have no thread slice
+            if ph in _JSON_FLOW_PHASES or ph == "C":
+                self._json_flow_or_counter(event, ph, line_number or 0)
+            return  # async events have no thread slice
         pid = _int(event.get("pid"))
         tid = _int(event.get("tid", pid))
         ts = json_time_ns(event.get("ts"))
@@ -574,6 +586,29 @@ class Loader:
             args=args,
             end=end,
         )
+
+    def _json_flow_or_counter(self, event: Mapping[str, object], ph: str, where: int) -> None:
+        """A JSON flow (``s``, ``t``, ``f``) or counter (``C``) event."""
+        pid = _int(event.get("pid"))
+        ts = json_time_ns(event.get("ts"))
+        name = str(event.get("name", ""))
+        if ph == "C":
+            args = event.get("args")
+            if pid is None or ts is None:
+                self.warn(where, "C event without a pid and a finite ts in range; skipped")
+            elif isinstance(args, Mapping):
+                self.perfetto.json_counter(pid, name, ts, args, where)
+            return
+        tid = _int(event.get("tid", pid))
+        if tid is None or ts is None or "id" not in event:
+            self.warn(where, f"{ph} event without a tid, an id and a finite ts in range; skipped")
+            return
+        thread = self._thread(tid, pid)
+        if thread.stack and thread.stack[-1][10] is not None:
+            self._expire(thread, ts)
+        top = thread.stack[-1][0] if thread.stack else None
+        key = (str(event.get("cat", "")), name, flow_id(event.get("id")))
+        self.perfetto.flow_event(ph, key, thread.utid, top, event.get("bp") == "e", where)
 
     def _json_metadata(self, event: Mapping[str, object]) -> None:
         args = event.get("args")
@@ -635,7 +670,11 @@ class Loader:
             if tid not in seen_tids:
                 threads.append((utid, tid, pid, name, None))
                 utid += 1
-        pids = {pid for _, _, pid, _, _ in threads if pid is not None} | set(self._process_names)
+        pids = (
+            {pid for _, _, pid, _, _ in threads if pid is not None}
+            | set(self._process_names)
+            | self.perfetto.pids
+        )
         upids = {pid: upid for upid, pid in enumerate(sorted(pids))}
         main_thread_names = {tid: name for _, tid, pid, name, _ in threads if tid == pid}
         self.conn.executemany(
@@ -656,6 +695,7 @@ class Loader:
             "INSERT INTO thread_track VALUES (?, ?, ?)",
             [(track, utid, name) for utid, _, _, name, track in threads if track is not None],
         )
+        self.perfetto.finish(self._next_track, self._next_id, upids)
         finish_schema(self.conn)
         self.conn.commit()
         return len(threads), len(upids)
@@ -687,7 +727,7 @@ def _sniff(path: str) -> str:
 
 
 def _reset(conn: sqlite3.Connection) -> None:
-    for table in ("slice", "args", "thread_track", "thread", "process"):
+    for table in ("slice", "args", "thread_track", "thread", "process", *RESET_TABLES):
         conn.execute(f"DELETE FROM {table}")
 
 

@@ -4,14 +4,31 @@ from __future__ import annotations
 
 import csv
 import json
-import sqlite3
-from collections.abc import Iterable, Sequence
-from typing import Final, TextIO
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Final, Protocol, TextIO
 
 MODES: Final = ("table", "csv", "json")
 """Output modes of ``nnemu query`` (``--csv``, ``--json``, default ``table``)."""
 NULL_TEXT: Final = "NULL"
 """How the text table shows SQL NULL (CSV leaves the field empty, JSON writes null)."""
+
+
+class Result(Protocol):
+    """An executed statement: a ``sqlite3.Cursor``, or an apsw one made to read like it."""
+
+    @property
+    def description(self) -> Any:
+        """Column names first in each item; None for a statement without rows."""
+
+    def __iter__(self) -> Iterator[Any]:
+        """The rows."""
+
+
+class Database(Protocol):
+    """What the command runs statements on: a ``sqlite3.Connection`` or an ``ApswDatabase``."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Any:
+        """Run one statement and return its ``Result``."""
 
 
 def _cell(value: object) -> str:
@@ -26,7 +43,7 @@ def _json_value(value: object) -> object:
     return value.hex() if isinstance(value, bytes) else value
 
 
-def _column_names(cursor: sqlite3.Cursor) -> list[str]:
+def _column_names(cursor: Result) -> list[str]:
     """Column names, with ``:2``, ``:3``... added to repeats so JSON keys stay distinct."""
     names: list[str] = []
     seen: dict[str, int] = {}
@@ -63,7 +80,7 @@ def write_table(columns: Sequence[str], rows: Iterable[Sequence[object]], out: T
         out.write(line.rstrip() + "\n")
 
 
-def write_result(cursor: sqlite3.Cursor, mode: str, out: TextIO) -> None:
+def write_result(cursor: Result, mode: str, out: TextIO) -> None:
     """Write the rows of an executed statement in ``mode`` (nothing if it has no columns)."""
     if cursor.description is None:
         return

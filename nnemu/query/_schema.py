@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Final
 
+from nnemu.query import _perfetto_tables
 from nnemu.tracer import Layer, Phase
 
 SCHEMA_VERSION: Final = 1
@@ -93,7 +94,7 @@ WHERE slice.layer IS NOT NULL;
 
 def create_tables(conn: sqlite3.Connection) -> None:
     """Create the tables and fill the layer/phase code tables."""
-    conn.executescript(TABLES)
+    conn.executescript(TABLES + _perfetto_tables.TABLES)
     conn.executemany(
         "INSERT INTO nnapi_layer VALUES (?, ?)",
         [(layer.value, layer.name.lower()) for layer in Layer],
@@ -106,7 +107,7 @@ def create_tables(conn: sqlite3.Connection) -> None:
 
 def finish_schema(conn: sqlite3.Connection) -> None:
     """Create the indexes, views and helper functions once the rows are in."""
-    conn.executescript(INDEXES + VIEWS)
+    conn.executescript(INDEXES + _perfetto_tables.INDEXES + VIEWS + _perfetto_tables.VIEWS)
     register_functions(conn)
 
 

@@ -93,8 +93,8 @@ def test_shell_reads_statements_from_stdin(write_trace):
     code, out, err = _query(write_trace(ROWS), stdin=stdin)
     assert (code, err) == (0, "")
     assert out == (
-        "args\nnnapi_layer\nnnapi_phase\nnnapi_slice\nprocess\nslice\nslice_ancestor\n"
-        "slice_descendant\nthread\nthread_track\n"
+        "args\ncounter\ncounter_track\nflow\nnnapi_layer\nnnapi_phase\nnnapi_slice\nprocess\n"
+        "process_counter_track\nslice\nslice_ancestor\nslice_descendant\nthread\nthread_track\n"
         "n\n-\n2\n"
         "s\na;b\n"
         "t\n2\n"

@@ -1,0 +1,257 @@
+"""Perfetto's ``flow``, ``counter`` and counter-track tables, and how a trace fills them.
+
+The loader hands this module what it reads: Chrome JSON flow events (``s``, ``t``,
+``f``), JSON counters (``C``) and systrace counter marks (``C|tgid|name|value``).
+They are bound and named as Perfetto's trace processor does (checked against its
+v58 ``trace_processor_shell``):
+
+- a flow start (``s``) or step (``t``) binds to the innermost slice open on its
+  thread at its timestamp; a flow end (``f``) with ``"bp": "e"`` too, and one
+  without it to the next slice that begins on its thread. Flow events are matched
+  by (``cat``, ``name``, ``id``); a start with no enclosing slice, or a step or end
+  with no start, makes no flow (a warning says so).
+- a JSON counter gives one track per (process, ``"<name> <arg key>"``), of type
+  ``json_counter``, with a value per numeric arg (a string that reads as a number
+  counts, as in Perfetto); a systrace counter one track per (tgid, name), of type
+  ``atrace_counter``, with an integer value. Values are stored as REAL.
+
+Counter tracks get ids after the thread tracks (Perfetto's tracks share one id
+space). Counters and flows are written in batches, like slices.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from nnemu.trace import HEAD_RE, ROW_SEPARATOR, timestamp_ns
+
+TABLES: Final = """
+CREATE TABLE flow (
+    id INTEGER PRIMARY KEY,
+    slice_out INTEGER NOT NULL,
+    slice_in INTEGER NOT NULL,
+    trace_id INTEGER,
+    arg_set_id INTEGER
+);
+CREATE TABLE process_counter_track (
+    id INTEGER PRIMARY KEY,
+    name TEXT,
+    type TEXT,
+    parent_id INTEGER,
+    unit TEXT,
+    description TEXT,
+    upid INTEGER
+);
+CREATE TABLE counter (
+    id INTEGER PRIMARY KEY,
+    ts INTEGER NOT NULL,
+    track_id INTEGER NOT NULL,
+    value REAL,
+    arg_set_id INTEGER
+);
+"""
+"""Tables, created before loading (beside those of ``_schema``)."""
+
+INDEXES: Final = """
+CREATE INDEX flow_slice_out ON flow(slice_out);
+CREATE INDEX flow_slice_in ON flow(slice_in);
+CREATE INDEX counter_track_id ON counter(track_id, ts);
+"""
+
+VIEWS: Final = """
+CREATE VIEW counter_track AS
+SELECT id, name, parent_id, type, unit, description FROM process_counter_track;
+"""
+"""Every counter track of nnemu's is a process's, so ``counter_track`` is a view of them."""
+
+RESET_TABLES: Final = ("flow", "counter", "process_counter_track")
+
+COUNTER_RE: Final = re.compile(
+    HEAD_RE.pattern + r"(\d+)\.(\d+)" + ROW_SEPARATOR.rstrip(" ") + r" C\|(\d+)\|([^|]*)\|(.*)"
+)
+"""A ``tracing_mark_write`` counter row.  Groups: task, tid, TGID column, seconds,
+fraction, the payload's tgid, name, and the value (with an optional ``|category``)."""
+
+_BATCH_ROWS: Final = 10_000
+_VALUE_RE: Final = re.compile(r"-?\d+")
+
+Warn = Callable[[int, str], None]
+FlowKey = tuple[str, str, object]
+"""(cat, name, id) of a JSON v1 flow event."""
+
+
+def flow_id(value: object) -> object:
+    """A JSON flow ``id`` as trace processor keys it: hex text read as a number."""
+    if isinstance(value, str):
+        try:
+            return int(value, 16)
+        except ValueError:
+            return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _number(value: object) -> float | None:
+    """A JSON counter arg as a float, or None when it is not a number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+class PerfettoRows:
+    """Collects the flows and counters of one load and writes them to the database."""
+
+    def __init__(self, conn: sqlite3.Connection, warn: Warn) -> None:
+        self.conn = conn
+        self.warn = warn
+        self._flows: list[tuple[int, int, int, int, int]] = []
+        self._next_flow = 0
+        self._flow_args: dict[tuple[str, str], int] = {}
+        # The slice a flow was last bound to, by (cat, name, id).
+        self._flow_source: dict[FlowKey, int] = {}
+        self.pending: dict[int, list[FlowKey]] = {}
+        """Flow ends waiting for the next slice of a thread, by utid."""
+        self._counters: list[tuple[int, int, int, float]] = []
+        self._next_counter = 0
+        # (pid, name, type) -> local track index (0, 1, ...).
+        self._tracks: dict[tuple[int, str, str], int] = {}
+        self.flows = 0
+        self.counters = 0
+
+    @property
+    def pids(self) -> set[int]:
+        """The processes that own counter tracks."""
+        return {pid for pid, _, _ in self._tracks}
+
+    # -- flows -------------------------------------------------------------
+
+    def _insert_flow(self, slice_out: int, slice_in: int, key: FlowKey) -> None:
+        index = self._flow_args.setdefault(key[:2], len(self._flow_args))
+        self._flows.append((self._next_flow, slice_out, slice_in, 0, -1 - index))
+        self._next_flow += 1
+        if len(self._flows) >= _BATCH_ROWS:
+            self._flush()
+
+    def flow_event(
+        self, ph: str, key: FlowKey, utid: int, top: int | None, bind_enclosing: bool, where: int
+    ) -> None:
+        """A JSON flow event ``ph`` (``s``, ``t`` or ``f``) on thread ``utid``.
+
+        ``top`` is the innermost slice open on the thread at the event, if any.
+        """
+        if ph == "f" and not bind_enclosing:
+            self.pending.setdefault(utid, []).append(key)
+            return
+        if top is None:
+            self.warn(where, f"flow event ({ph}) with no enclosing slice on its thread; skipped")
+            return
+        if ph == "s":
+            self._flow_source[key] = top
+            return
+        source = self._flow_source.get(key)
+        if source is None:
+            self.warn(where, f"flow event ({ph}) with no flow start (s) before it; skipped")
+            return
+        self._insert_flow(source, top, key)
+        self._flow_source[key] = top
+
+    def slice_begun(self, utid: int, slice_id: int) -> None:
+        """Bind the flow ends waiting on thread ``utid`` to its new slice ``slice_id``."""
+        keys = self.pending.pop(utid, None)
+        for key in keys or ():
+            source = self._flow_source.get(key)
+            if source is None:
+                self.warn(0, "flow end (f) with no flow start (s) before it; skipped")
+                continue
+            self._insert_flow(source, slice_id, key)
+            self._flow_source[key] = slice_id
+
+    # -- counters ----------------------------------------------------------
+
+    def _counter(self, pid: int, name: str, kind: str, ts: int, value: float) -> None:
+        track = self._tracks.setdefault((pid, name, kind), len(self._tracks))
+        self._counters.append((self._next_counter, ts, track, value))
+        self._next_counter += 1
+        if len(self._counters) >= _BATCH_ROWS:
+            self._flush()
+
+    def json_counter(
+        self, pid: int, name: str, ts: int, args: Mapping[str, object], where: int
+    ) -> None:
+        """A JSON ``C`` event: one value per numeric arg, on track ``"<name> <key>"``."""
+        for key, raw in args.items():
+            value = _number(raw)
+            if value is None:
+                self.warn(where, f"counter {name!r} arg {key!r} is not a number; skipped")
+                continue
+            self._counter(pid, f"{name} {key}", "json_counter", ts, value)
+
+    def ftrace_counter(self, line: str, line_number: int) -> bool:
+        """Load ``line`` if it is a ``C|tgid|name|value`` row; False if it is not one."""
+        m = COUNTER_RE.match(line)
+        if m is None:
+            return False
+        _, _, _, seconds, fraction, tgid, name, rest = m.groups()
+        value = rest.split("|", 1)[0].rstrip("\r")
+        ts = timestamp_ns(seconds, fraction)
+        if ts is None or len(tgid) > 10 or not _VALUE_RE.fullmatch(value):
+            self.warn(line_number, "malformed counter mark: expected C|<tgid>|<name>|<integer>")
+            return True
+        self._counter(int(tgid), name, "atrace_counter", ts, float(int(value)))
+        return True
+
+    # -- the end -----------------------------------------------------------
+
+    def _flush(self) -> None:
+        if self._flows:
+            self.conn.executemany("INSERT INTO flow VALUES (?, ?, ?, ?, ?)", self._flows)
+            self.flows += len(self._flows)
+            self._flows.clear()
+        if self._counters:
+            self.conn.executemany("INSERT INTO counter VALUES (?, ?, ?, ?, NULL)", self._counters)
+            self.counters += len(self._counters)
+            self._counters.clear()
+
+    def finish(self, first_track_id: int, first_arg_set_id: int, upids: Mapping[int, int]) -> None:
+        """Write what is buffered, the counter tracks and the flows' args.
+
+        Args:
+            first_track_id: The id of the first counter track (after the thread tracks).
+            first_arg_set_id: An arg set id above every slice's.
+            upids: The ``upid`` of each pid.
+        """
+        self._flush()
+        if self.pending:
+            waiting = sum(len(keys) for keys in self.pending.values())
+            self.warn(0, f"{waiting} flow end(s) (f) with no slice after them; skipped")
+            self.pending.clear()
+        self.conn.executemany(
+            "INSERT INTO process_counter_track VALUES (?, ?, ?, NULL, NULL, NULL, ?)",
+            [
+                (first_track_id + index, name, kind, upids.get(pid))
+                for (pid, name, kind), index in self._tracks.items()
+            ],
+        )
+        if self.counters:
+            self.conn.execute("UPDATE counter SET track_id = track_id + ?", (first_track_id,))
+        # Flows refer to their (cat, name) arg set by -1 - index until the ids are known.
+        arg_rows: list[tuple[int, str, object]] = []
+        for (cat, name), index in self._flow_args.items():
+            arg_set_id = first_arg_set_id + index
+            arg_rows += [(arg_set_id, "cat", cat), (arg_set_id, "name", name)]
+        if arg_rows:
+            self.conn.executemany("INSERT INTO args VALUES (?, ?, ?)", arg_rows)
+            self.conn.execute(
+                "UPDATE flow SET arg_set_id = ? - 1 - arg_set_id", (first_arg_set_id,)
+            )

@@ -1,0 +1,307 @@
+"""Perfetto's table functions ``ancestor_slice``, ``descendant_slice`` and ``directly_connected_flow``.
+
+Python's ``sqlite3`` cannot define table-valued functions, so they live on an
+``apsw`` connection: ``apsw`` defines SQLite virtual tables, and an eponymous
+virtual table with a HIDDEN argument column is what SQLite calls a table-valued
+function. It takes its argument from a column to its left, so correlated joins
+(``FROM slice s JOIN ancestor_slice(s.id) a``) work as in Perfetto. The database
+loaded through ``sqlite3`` is copied in memory (``serialize``/``deserialize``).
+
+Semantics follow Perfetto's trace processor (v58): ``ancestor_slice(id)`` and
+``descendant_slice(id)`` give the rows of ``slice`` (all its columns) of the
+slice's ancestors / descendants, in id order; ``directly_connected_flow(id)``
+the rows of ``flow`` in the chains of flows leaving and entering the slice, in
+id order. A NULL argument gives no rows; an id with no slice is an error, as in
+Perfetto; a call without an argument is SQLite's "no query solution".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, cast
+
+if TYPE_CHECKING:
+    import apsw
+
+MISSING_APSW: Final = (
+    "{name}() needs the apsw package (Python's sqlite3 has no table-valued functions):"
+    " pip install apsw"
+)
+"""The hint added to SQLite's ``no such table`` when apsw is not installed."""
+
+FUNCTIONS: Final = ("ancestor_slice", "descendant_slice", "directly_connected_flow")
+"""The table functions defined here."""
+
+Row = tuple[Any, ...]
+Rows = Callable[["apsw.Connection", int], list[Row]]
+
+
+def apsw_available() -> bool:
+    """Whether the ``apsw`` package can be imported."""
+    try:
+        import apsw  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _slice_exists(db: apsw.Connection, slice_id: int, function: str) -> tuple[int, int]:
+    """(track_id, subtree_end_id) of slice ``slice_id``; an error naming it if there is none."""
+    row = db.execute(
+        "SELECT track_id, subtree_end_id FROM slice WHERE id = ?", (slice_id,)
+    ).fetchone()
+    if row is None:
+        import apsw
+
+        msg = f"{function}: no slice with id {slice_id}"
+        raise apsw.SQLError(msg)
+    return int(row[0]), int(row[1])
+
+
+_ANCESTORS: Final = """
+WITH RECURSIVE up(id) AS (
+    SELECT parent_id FROM slice WHERE id = ?
+    UNION ALL
+    SELECT slice.parent_id FROM slice JOIN up ON slice.id = up.id
+)
+SELECT slice.* FROM up JOIN slice ON slice.id = up.id ORDER BY slice.id
+"""
+
+
+def _ancestors(db: apsw.Connection, slice_id: int) -> list[Row]:
+    _slice_exists(db, slice_id, "ancestor_slice")
+    return [tuple(row) for row in db.execute(_ANCESTORS, (slice_id,))]
+
+
+def _descendants(db: apsw.Connection, slice_id: int) -> list[Row]:
+    track_id, subtree_end_id = _slice_exists(db, slice_id, "descendant_slice")
+    # Ids are given in begin order: the descendants are the ids in (id, subtree_end_id].
+    return [
+        tuple(row)
+        for row in db.execute(
+            "SELECT * FROM slice WHERE track_id = ? AND id > ? AND id <= ? ORDER BY id",
+            (track_id, slice_id, subtree_end_id),
+        )
+    ]
+
+
+def _connected_flows(db: apsw.Connection, slice_id: int) -> list[Row]:
+    _slice_exists(db, slice_id, "directly_connected_flow")
+    found: dict[int, Row] = {}
+    for near, far in (("slice_out", "slice_in"), ("slice_in", "slice_out")):
+        frontier = [slice_id]
+        seen = {slice_id}
+        while frontier:
+            current = frontier.pop()
+            for row in db.execute(f"SELECT * FROM flow WHERE {near} = ?", (current,)):
+                found[int(row[0])] = tuple(row)
+                following = int(row[2] if far == "slice_in" else row[1])
+                if following not in seen:
+                    seen.add(following)
+                    frontier.append(following)
+    return [found[key] for key in sorted(found)]
+
+
+class _Cursor:
+    """Walks the rows one call of a table function gave."""
+
+    def __init__(self, table: _Table) -> None:
+        self.table = table
+        self.rows: list[Row] = []
+        self.index = 0
+        self.argument: object = None
+
+    def Filter(self, index_number: int, index_string: str | None, args: Sequence[object]) -> None:
+        self.index = 0
+        self.argument = args[0] if args else None
+        if not isinstance(self.argument, int):
+            self.rows = []  # NULL (or a value that is no id) names no slice
+            return
+        self.rows = self.table.rows(self.table.db, self.argument)
+
+    def Eof(self) -> bool:
+        return self.index >= len(self.rows)
+
+    def Next(self) -> None:
+        self.index += 1
+
+    def Rowid(self) -> int:
+        return self.index
+
+    def Column(self, number: int) -> object:
+        if number == -1:
+            return self.index
+        if number >= self.table.width:
+            return self.argument
+        return self.rows[self.index][number]
+
+    def Close(self) -> None:
+        self.rows = []
+
+
+class _Table:
+    """One table function: its columns, then the HIDDEN argument column."""
+
+    def __init__(self, db: apsw.Connection, columns: Sequence[str], rows: Rows) -> None:
+        self.db = db
+        self.width = len(columns)
+        self.rows = rows
+
+    def BestIndexObject(self, info: apsw.IndexInfo) -> bool:
+        import apsw
+
+        for number in range(info.nConstraint):
+            if (
+                info.get_aConstraint_iColumn(number) == self.width
+                and info.get_aConstraint_usable(number)
+                and info.get_aConstraint_op(number) == apsw.SQLITE_INDEX_CONSTRAINT_EQ
+            ):
+                info.set_aConstraintUsage_argvIndex(number, 1)
+                info.set_aConstraintUsage_omit(number, True)
+                info.estimatedCost = 10.0
+                info.estimatedRows = 10
+                return True
+        return False  # not usable without its argument: SQLite tries another order
+
+    def Open(self) -> _Cursor:
+        return _Cursor(self)
+
+    def Disconnect(self) -> None:
+        pass
+
+    Destroy = Disconnect
+
+
+class _Module:
+    def __init__(self, columns: Sequence[str], argument: str, rows: Rows) -> None:
+        self.columns = columns
+        self.argument = argument
+        self.rows = rows
+
+    def Connect(
+        self,
+        connection: apsw.Connection,
+        modulename: str,
+        databasename: str,
+        tablename: str,
+        *args: object,
+    ) -> tuple[str, _Table]:
+        names = ", ".join(f'"{name}"' for name in self.columns)
+        schema = f'CREATE TABLE x({names}, "{self.argument}" HIDDEN)'
+        return schema, _Table(connection, self.columns, self.rows)
+
+    Create = Connect
+
+
+def _columns(db: apsw.Connection, table: str) -> list[str]:
+    return [str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")]
+
+
+def register_table_functions(db: apsw.Connection) -> None:
+    """Define the table functions and ``extract_arg`` on ``db`` (which holds the tables)."""
+    slice_columns = _columns(db, "slice")
+    flow_columns = _columns(db, "flow")
+    modules = {
+        "ancestor_slice": _Module(slice_columns, "slice_id", _ancestors),
+        "descendant_slice": _Module(slice_columns, "slice_id", _descendants),
+        "directly_connected_flow": _Module(flow_columns, "slice_id", _connected_flows),
+    }
+    for name, module in modules.items():
+        db.create_module(
+            name,
+            cast("apsw.VTModule", module),
+            use_bestindex_object=True,
+            eponymous_only=True,
+            read_only=True,
+        )
+
+    def extract_arg(*values: apsw.SQLiteValue) -> apsw.SQLiteValue:
+        arg_set_id, key = values
+        if arg_set_id is None or key is None:
+            return None
+        row = db.execute(
+            "SELECT value FROM args WHERE arg_set_id = ? AND key = ?", (arg_set_id, key)
+        ).fetchone()
+        value: apsw.SQLiteValue = None if row is None else row[0]
+        return value
+
+    db.create_scalar_function("extract_arg", extract_arg, 2, deterministic=True)
+
+
+def to_apsw(conn: sqlite3.Connection) -> apsw.Connection:
+    """An ``apsw`` copy of the in-memory database ``conn``, with the table functions.
+
+    Raises:
+        ImportError: apsw is not installed.
+    """
+    import apsw
+
+    db = apsw.Connection(":memory:")
+    db.deserialize("main", conn.serialize())
+    register_table_functions(db)
+    return db
+
+
+class ApswResult:
+    """An executed statement on an apsw connection, read like a ``sqlite3.Cursor``."""
+
+    def __init__(self, cursor: apsw.Cursor, description: tuple[tuple[str, ...], ...] | None):
+        self._cursor = cursor
+        self.description = description
+        """Column names first in each item, as ``sqlite3``; None for a statement without rows."""
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self._cursor)
+
+    def fetchall(self) -> list[Row]:
+        """The remaining rows."""
+        return list(self._cursor)
+
+    def fetchone(self) -> Row | None:
+        """The next row, or None."""
+        row: Row | None = self._cursor.fetchone()
+        return row
+
+
+class ApswDatabase:
+    """The query database on apsw, with the table functions; ``execute`` as ``sqlite3``'s."""
+
+    def __init__(self, db: apsw.Connection) -> None:
+        self.db = db
+
+    def execute(self, sql: str, bindings: Sequence[object] = ()) -> ApswResult:
+        """Run one statement; its rows are read from the result.
+
+        Raises:
+            apsw.Error: The statement failed.
+        """
+        import apsw.ext
+
+        # apsw describes only a statement that has rows left, so ask SQLite before running it.
+        columns = apsw.ext.query_info(self.db, sql, bindings).description
+        cursor = self.db.execute(sql, bindings)
+        return ApswResult(cursor, tuple(columns) if columns else None)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+
+def query_errors() -> tuple[type[Exception], ...]:
+    """The exceptions a failing statement raises (sqlite3's, and apsw's when installed)."""
+    errors: tuple[type[Exception], ...] = (sqlite3.Error, sqlite3.Warning)
+    try:
+        import apsw
+    except ImportError:
+        return errors
+    return (*errors, apsw.Error)
+
+
+def explain_error(err: Exception) -> str:
+    """The message of a failed statement, with how to get the table functions if missing."""
+    text = str(err)
+    for name in FUNCTIONS:
+        if text == f"no such table: {name}":
+            return f"{text} ({MISSING_APSW.format(name=name)})"
+    return text
