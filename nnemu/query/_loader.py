@@ -294,7 +294,7 @@ class Loader:
         ident = self._next_id
         self._next_id = ident + 1
         if self.perfetto.pending:
-            self.perfetto.slice_begun(thread.utid, ident)
+            self.perfetto.slice_begun(thread.utid, ident, ts)
         arg_set_id = None
         add_arg = self._arg_rows.append
         for key, value in args:
@@ -606,7 +606,7 @@ class Loader:
         thread = self._thread(tid, pid)
         if thread.stack and thread.stack[-1][10] is not None:
             self._expire(thread, ts)
-        top = thread.stack[-1][0] if thread.stack else None
+        top = (thread.stack[-1][0], thread.stack[-1][1]) if thread.stack else None
         key = (str(event.get("cat", "")), name, flow_id(event.get("id")))
         self.perfetto.flow_event(ph, key, thread.utid, top, event.get("bp") == "e", where)
 

@@ -9,7 +9,12 @@ v58 ``trace_processor_shell``):
   thread at its timestamp; a flow end (``f``) with ``"bp": "e"`` too, and one
   without it to the next slice that begins on its thread. Flow events are matched
   by (``cat``, ``name``, ``id``); a start with no enclosing slice, or a step or end
-  with no start, makes no flow (a warning says so).
+  with no start, makes no flow (a warning says so). As in trace processor's
+  ``FlowTracker``, a flow goes from the slice that began first to the other
+  (``slice_out`` is the earlier slice, the earlier-bound one on a tie), whichever
+  of the two the ``s`` was in. A step moves the flow on to its slice; an end
+  does not, so a later ``f`` with the same id links the same source again, and a
+  second ``s`` with an id already started is skipped.
 - a JSON counter gives one track per (process, ``"<name> <arg key>"``), of type
   ``json_counter``, with a value per numeric arg (a string that reads as a number
   counts, as in Perfetto); a systrace counter one track per (tgid, name), of type
@@ -81,6 +86,8 @@ _VALUE_RE: Final = re.compile(r"-?\d+")
 Warn = Callable[[int, str], None]
 FlowKey = tuple[str, str, object]
 """(cat, name, id) of a JSON v1 flow event."""
+Bound = tuple[int, int]
+"""(id, ts) of the slice a flow event is bound to."""
 
 
 def flow_id(value: object) -> object:
@@ -119,7 +126,7 @@ class PerfettoRows:
         self._next_flow = 0
         self._flow_args: dict[tuple[str, str], int] = {}
         # The slice a flow was last bound to, by (cat, name, id).
-        self._flow_source: dict[FlowKey, int] = {}
+        self._flow_source: dict[FlowKey, Bound] = {}
         self.pending: dict[int, list[FlowKey]] = {}
         """Flow ends waiting for the next slice of a thread, by utid."""
         self._counters: list[tuple[int, int, int, float]] = []
@@ -136,15 +143,26 @@ class PerfettoRows:
 
     # -- flows -------------------------------------------------------------
 
-    def _insert_flow(self, slice_out: int, slice_in: int, key: FlowKey) -> None:
+    def _insert_flow(self, key: FlowKey, slice_in: Bound, *, step: bool) -> None:
+        """Link the slice ``key`` was last bound to and ``slice_in``, the earlier one first.
+
+        A step moves the flow on to ``slice_in``; an end leaves it where it was.
+        """
+        source = self._flow_source.get(key)
+        if source is None:
+            return
+        if step:
+            self._flow_source[key] = slice_in
+        if source[1] > slice_in[1]:
+            source, slice_in = slice_in, source
         index = self._flow_args.setdefault(key[:2], len(self._flow_args))
-        self._flows.append((self._next_flow, slice_out, slice_in, 0, -1 - index))
+        self._flows.append((self._next_flow, source[0], slice_in[0], 0, -1 - index))
         self._next_flow += 1
         if len(self._flows) >= _BATCH_ROWS:
             self._flush()
 
     def flow_event(
-        self, ph: str, key: FlowKey, utid: int, top: int | None, bind_enclosing: bool, where: int
+        self, ph: str, key: FlowKey, utid: int, top: Bound | None, bind_enclosing: bool, where: int
     ) -> None:
         """A JSON flow event ``ph`` (``s``, ``t`` or ``f``) on thread ``utid``.
 
@@ -157,25 +175,24 @@ class PerfettoRows:
             self.warn(where, f"flow event ({ph}) with no enclosing slice on its thread; skipped")
             return
         if ph == "s":
-            self._flow_source[key] = top
+            if key in self._flow_source:
+                self.warn(where, "flow start (s) with an id already started; skipped")
+            else:
+                self._flow_source[key] = top
             return
-        source = self._flow_source.get(key)
-        if source is None:
+        if key not in self._flow_source:
             self.warn(where, f"flow event ({ph}) with no flow start (s) before it; skipped")
             return
-        self._insert_flow(source, top, key)
-        self._flow_source[key] = top
+        self._insert_flow(key, top, step=ph == "t")
 
-    def slice_begun(self, utid: int, slice_id: int) -> None:
-        """Bind the flow ends waiting on thread ``utid`` to its new slice ``slice_id``."""
+    def slice_begun(self, utid: int, slice_id: int, ts: int) -> None:
+        """Bind the flow ends waiting on thread ``utid`` to its new slice."""
         keys = self.pending.pop(utid, None)
         for key in keys or ():
-            source = self._flow_source.get(key)
-            if source is None:
+            if key not in self._flow_source:
                 self.warn(0, "flow end (f) with no flow start (s) before it; skipped")
                 continue
-            self._insert_flow(source, slice_id, key)
-            self._flow_source[key] = slice_id
+            self._insert_flow(key, (slice_id, ts), step=False)
 
     # -- counters ----------------------------------------------------------
 

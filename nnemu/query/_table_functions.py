@@ -10,14 +10,15 @@ loaded through ``sqlite3`` is copied in memory (``serialize``/``deserialize``).
 Semantics follow Perfetto's trace processor (v58): ``ancestor_slice(id)`` and
 ``descendant_slice(id)`` give the rows of ``slice`` (all its columns) of the
 slice's ancestors / descendants, in id order; ``directly_connected_flow(id)``
-the rows of ``flow`` in the chains of flows leaving and entering the slice, in
-id order. A NULL argument gives no rows; an id with no slice is an error, as in
+the rows of ``flow`` in the chains of flows entering and leaving the slice,
+breadth first, with ``id`` numbering the rows (as trace processor does). A NULL argument gives no rows; an id with no slice is an error, as in
 Perfetto; a call without an argument is SQLite's "no query solution".
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -87,20 +88,26 @@ def _descendants(db: apsw.Connection, slice_id: int) -> list[Row]:
 
 
 def _connected_flows(db: apsw.Connection, slice_id: int) -> list[Row]:
+    """The flows of the chains through ``slice_id``, breadth first, as trace processor gives them.
+
+    From each slice reached the flows entering it are followed back and those
+    leaving it forward; trace processor numbers the rows 0, 1, ... in that order
+    in the ``id`` column (it is not ``flow.id``), and so does this.
+    """
     _slice_exists(db, slice_id, "directly_connected_flow")
-    found: dict[int, Row] = {}
-    for near, far in (("slice_out", "slice_in"), ("slice_in", "slice_out")):
-        frontier = [slice_id]
-        seen = {slice_id}
-        while frontier:
-            current = frontier.pop()
-            for row in db.execute(f"SELECT * FROM flow WHERE {near} = ?", (current,)):
-                found[int(row[0])] = tuple(row)
-                following = int(row[2] if far == "slice_in" else row[1])
-                if following not in seen:
-                    seen.add(following)
-                    frontier.append(following)
-    return [found[key] for key in sorted(found)]
+    queue: deque[tuple[int, bool]] = deque([(slice_id, False), (slice_id, True)])
+    seen: set[int] = set()
+    rows: list[Row] = []
+    while queue:
+        current, forward = queue.popleft()
+        near = "slice_out" if forward else "slice_in"
+        for row in db.execute(f"SELECT * FROM flow WHERE {near} = ? ORDER BY id", (current,)):
+            if row[0] in seen:
+                continue
+            seen.add(row[0])
+            rows.append((len(rows), *row[1:]))
+            queue.append((row[2] if forward else row[1], forward))
+    return rows
 
 
 class _Cursor:

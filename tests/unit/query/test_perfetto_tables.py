@@ -1,0 +1,288 @@
+"""Perfetto's flow and counter tables and its table functions in ``nnemu query``."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from nnemu.query import open_trace, run_query_command
+from nnemu.query._table_functions import ApswDatabase, to_apsw
+
+T0_US = 1_000_000
+
+
+def _event(ph: str, tid: int, us: int, name: str = "", **fields: object) -> dict[str, object]:
+    return {"ph": ph, "pid": tid // 10, "tid": tid, "ts": T0_US + us, "name": name, **fields}
+
+
+def _write_json(tmp_path: Path, events: list[dict[str, object]]) -> Path:
+    """Write events one per line, as nnemu and Chrome do (so warnings name lines)."""
+    path = tmp_path / "t.json"
+    lines = ",\n".join(json.dumps(event) for event in events)
+    path.write_text(f'{{"traceEvents": [\n{lines}\n]}}\n')
+    return path
+
+
+# Thread 10 (process 1): A > B > C nested, then D alone; thread 20 (process 2): S, then T.
+NESTED = [
+    _event("B", 10, 0, "A"),
+    _event("B", 10, 1, "B"),
+    _event("s", 10, 2, "call", cat="binder", id=7),
+    _event("B", 10, 3, "C"),
+    _event("E", 10, 4),
+    _event("E", 10, 5),
+    _event("E", 10, 9),
+    _event("B", 20, 6, "S"),
+    _event("t", 20, 7, "call", cat="binder", id="0x7"),
+    _event("E", 20, 8),
+    _event("f", 10, 10, "call", cat="binder", id=7),
+    _event("X", 10, 11, "D", dur=4),
+    _event("X", 20, 12, "T", dur=3),
+    _event("s", 20, 13, "reply", cat="binder", id=8),
+    _event("f", 10, 14, "reply", cat="binder", id=8, bp="e"),
+]
+
+
+def _rows(tmp_path: Path, sql: str, events: list[dict[str, object]] = NESTED) -> list[tuple]:
+    database = ApswDatabase(to_apsw(open_trace(str(_write_json(tmp_path, events)))))
+    try:
+        return [tuple(row) for row in database.execute(sql)]
+    finally:
+        database.close()
+
+
+def _command(trace: Path, sql: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_query_command(
+        str(trace),
+        sql,
+        as_csv=True,
+        as_json=False,
+        db=None,
+        stdin=io.StringIO(),
+        stdout=out,
+        stderr=err,
+    )
+    return code, out.getvalue(), err.getvalue()
+
+
+FLOW_NAMES = """
+SELECT f.id, o.name, i.name, f.trace_id, extract_arg(f.arg_set_id, 'cat'),
+       extract_arg(f.arg_set_id, 'name')
+FROM flow f JOIN slice o ON o.id = f.slice_out JOIN slice i ON i.id = f.slice_in
+ORDER BY f.id
+"""
+
+
+def test_flows_bind_as_trace_processor_binds_them(tmp_path):
+    """s and t bind to the innermost open slice, f to the next slice, f with bp=e to its enclosing one."""
+    assert _rows(tmp_path, FLOW_NAMES) == [
+        (0, "B", "S", 0, "binder", "call"),  # the s inside B (C not begun yet); hex "0x7" is 7
+        (1, "S", "D", 0, "binder", "call"),  # f without bp: the next slice on thread 10
+        # s inside T, f with bp=e inside D: slice_out is the slice that began first (D).
+        (2, "D", "T", 0, "binder", "reply"),
+    ]
+
+
+def test_a_flow_end_does_not_move_the_flow_on(tmp_path):
+    """A second f links the same source again; a second s with a started id is skipped."""
+    events = []
+    for first, second, us in (("A", "B", 0), ("C", "D", 10)):
+        events += [
+            _event("B", 10, us, first),
+            _event("s", 10, us + 1, "r", id=1),
+            _event("E", 10, us + 2),
+            _event("B", 20, us + 3, second),
+            _event("f", 20, us + 4, "r", id=1, bp="e"),
+            _event("E", 20, us + 5),
+        ]
+    code, out, err = _command(
+        _write_json(tmp_path, events),
+        "SELECT o.name, i.name FROM flow f JOIN slice o ON o.id = f.slice_out"
+        " JOIN slice i ON i.id = f.slice_in ORDER BY f.id",
+    )
+    assert (code, out.splitlines()) == (0, ["name,name:2", "A,B", "A,D"])
+    assert err.endswith("t.json:9: warning: flow start (s) with an id already started; skipped\n")
+
+
+def test_flow_events_without_a_slice_make_no_flow(tmp_path):
+    """A flow start outside any slice, or an end with no start, is skipped with a warning."""
+    events = [
+        _event("s", 10, 0, "lost", id=1),
+        _event("B", 10, 1, "A"),
+        _event("f", 10, 2, "lost", id=1, bp="e"),
+        _event("f", 10, 3, "never", id=2, bp="e"),
+        _event("E", 10, 4),
+    ]
+    code, out, err = _command(_write_json(tmp_path, events), "SELECT count(*) FROM flow")
+    assert (code, out) == (0, "count(*)\n0\n")
+    assert "t.json:2: warning: flow event (s) with no enclosing slice" in err
+    assert "t.json:5: warning: flow event (f) with no flow start (s) before it" in err
+
+
+def test_json_counters_make_a_track_per_process_and_arg(tmp_path):
+    """A C event gives one json_counter track per arg, named "<name> <key>", after the thread tracks."""
+    events = [
+        _event("B", 10, 0, "A"),
+        _event("C", 10, 1, "queue", args={"waiting": 2, "busy": "1.5"}),
+        _event("C", 10, 2, "queue", args={"waiting": 0, "label": "x"}),
+        _event("C", 20, 3, "queue", args={"waiting": 4}),
+        _event("E", 10, 4),
+    ]
+    sql = """
+    SELECT c.id, c.ts, t.id, t.name, t.type, p.pid, c.value
+    FROM counter c JOIN process_counter_track t ON t.id = c.track_id JOIN process p USING (upid)
+    ORDER BY c.id
+    """
+    assert _rows(tmp_path, sql, events) == [
+        (0, (T0_US + 1) * 1000, 1, "queue waiting", "json_counter", 1, 2.0),
+        (1, (T0_US + 1) * 1000, 2, "queue busy", "json_counter", 1, 1.5),
+        (2, (T0_US + 2) * 1000, 1, "queue waiting", "json_counter", 1, 0.0),
+        (3, (T0_US + 3) * 1000, 3, "queue waiting", "json_counter", 2, 4.0),
+    ]
+    assert _rows(tmp_path, "SELECT id, name, type FROM counter_track ORDER BY id", events) == [
+        (1, "queue waiting", "json_counter"),
+        (2, "queue busy", "json_counter"),
+        (3, "queue waiting", "json_counter"),
+    ]
+
+
+def test_systrace_counter_marks_make_process_counter_tracks(write_trace):
+    """C|tgid|name|value rows give atrace_counter tracks of the tgid's process; a bad value warns."""
+    path = write_trace(
+        [
+            (0, "app", 100, 100, "A"),
+            (1, "app", 100, 100, "E"),
+        ]
+    )
+    text = path.read_text().splitlines()
+    row = text[2]
+    marks = ["C|100|inflight|3", "C|100|inflight|-1|cat", "C|200|inflight|2", "C|100|bad|1.5"]
+    extra = [row.replace("B|100|A", mark) for mark in marks]
+    path.write_text("\n".join([*text, *extra]) + "\n")
+    code, out, err = _command(
+        path,
+        "SELECT t.id, t.name, t.type, p.pid, c.value FROM counter c"
+        " JOIN process_counter_track t ON t.id = c.track_id JOIN process p USING (upid)"
+        " ORDER BY c.id",
+    )
+    assert code == 0
+    assert out.splitlines() == [
+        "id,name,type,pid,value",
+        "1,inflight,atrace_counter,100,3.0",
+        "1,inflight,atrace_counter,100,-1.0",
+        "2,inflight,atrace_counter,200,2.0",
+    ]
+    assert err.endswith(
+        "t.txt:8: warning: malformed counter mark: expected C|<tgid>|<name>|<integer>\n"
+    )
+
+
+ANCESTORS = "SELECT id, name, depth, parent_id FROM ancestor_slice({}) ORDER BY id"
+DESCENDANTS = "SELECT id, name, depth, parent_id FROM descendant_slice({}) ORDER BY id"
+
+
+def test_ancestor_slice_gives_the_enclosing_slices(tmp_path):
+    """ancestor_slice(id) is every slice above it up to depth 0; none for a top slice or NULL."""
+    assert _rows(tmp_path, ANCESTORS.format(2)) == [(0, "A", 0, None), (1, "B", 1, 0)]
+    assert _rows(tmp_path, ANCESTORS.format(1)) == [(0, "A", 0, None)]
+    assert _rows(tmp_path, ANCESTORS.format(0)) == []
+    assert _rows(tmp_path, ANCESTORS.format("NULL")) == []
+
+
+def test_descendant_slice_gives_the_nested_slices_of_its_track(tmp_path):
+    """descendant_slice(id) is every slice nested under it on its track, not later or other tracks."""
+    assert _rows(tmp_path, DESCENDANTS.format(0)) == [(1, "B", 1, 0), (2, "C", 2, 1)]
+    assert _rows(tmp_path, DESCENDANTS.format(1)) == [(2, "C", 2, 1)]
+    assert _rows(tmp_path, DESCENDANTS.format(2)) == []
+    # D (id 4) begins on thread 10 after A ended: not A's descendant.
+    assert _rows(tmp_path, "SELECT count(*) FROM descendant_slice(4)") == [(0,)]
+
+
+def test_table_functions_give_all_slice_columns(tmp_path):
+    """ancestor_slice and descendant_slice have the slice table's columns, in its order."""
+    slice_columns = _rows(tmp_path, "SELECT name FROM pragma_table_info('slice')")
+    database = ApswDatabase(to_apsw(open_trace(str(_write_json(tmp_path, NESTED)))))
+    for function in ("ancestor_slice(2)", "descendant_slice(0)"):
+        result = database.execute(f"SELECT * FROM {function}")
+        assert [(column[0],) for column in result.description] == slice_columns
+        full = database.execute(
+            f"SELECT s.* FROM slice s WHERE s.id IN (SELECT id FROM {function})"
+        )
+        assert sorted(result) == sorted(full)
+
+
+def test_table_functions_take_columns_of_earlier_tables(tmp_path):
+    """Correlated joins work as in Perfetto: each slice with its ancestors, and LEFT JOIN keeps tops."""
+    pairs = _rows(
+        tmp_path,
+        "SELECT s.name, a.name FROM slice s JOIN ancestor_slice(s.id) a ORDER BY s.id, a.id",
+    )
+    assert pairs == [("B", "A"), ("C", "A"), ("C", "B")]
+    roots = _rows(
+        tmp_path,
+        "SELECT s.name, a.name FROM slice s LEFT JOIN ancestor_slice(s.id) a ON a.depth = 0"
+        " ORDER BY s.id",
+    )
+    assert roots == [("A", None), ("B", "A"), ("C", "A"), ("S", None), ("D", None), ("T", None)]
+    counts = _rows(
+        tmp_path,
+        "SELECT name, (SELECT count(*) FROM descendant_slice(slice.id)) FROM slice ORDER BY id",
+    )
+    assert counts == [("A", 2), ("B", 1), ("C", 0), ("S", 0), ("D", 0), ("T", 0)]
+
+
+def test_directly_connected_flow_follows_the_chain_both_ways(tmp_path):
+    """directly_connected_flow(id) walks the chain through the slice breadth first, ids numbering rows."""
+    flows = "SELECT id, slice_out, slice_in FROM directly_connected_flow({})"
+    # The flows are B(1) -> S(3) -> D(4) -> T(5); as trace processor, the rows are found
+    # from each slice reached (entering flows followed back, leaving ones forward).
+    assert _rows(tmp_path, flows.format(1)) == [(0, 1, 3), (1, 3, 4), (2, 4, 5)]
+    assert _rows(tmp_path, flows.format(4)) == [(0, 3, 4), (1, 4, 5), (2, 1, 3)]
+    assert _rows(tmp_path, flows.format(5)) == [(0, 4, 5), (1, 3, 4), (2, 1, 3)]
+    assert _rows(tmp_path, flows.format(0)) == []  # A: the flow leaves B, its child
+    assert _rows(tmp_path, flows.format("NULL")) == []
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("SELECT * FROM ancestor_slice(99)", "query: ancestor_slice: no slice with id 99\n"),
+        ("SELECT * FROM descendant_slice(99)", "query: descendant_slice: no slice with id 99\n"),
+        (
+            "SELECT * FROM directly_connected_flow(99)",
+            "query: directly_connected_flow: no slice with id 99\n",
+        ),
+        ("SELECT * FROM ancestor_slice", "query: no query solution\n"),
+    ],
+)
+def test_unknown_slice_id_is_an_error(tmp_path, sql, message):
+    """An id with no slice, or no argument at all, fails with exit 2 as in Perfetto."""
+    assert _command(_write_json(tmp_path, NESTED), sql) == (2, "", message)
+
+
+def test_without_apsw_the_error_says_what_to_install(tmp_path, monkeypatch):
+    """Without apsw the tables still load and a table function names the package to install."""
+
+    def missing(conn: object) -> object:
+        raise ImportError("No module named 'apsw'")
+
+    monkeypatch.setattr("nnemu.query._command.to_apsw", missing)
+    path = _write_json(tmp_path, NESTED)
+    assert _command(path, "SELECT count(*) FROM flow") == (0, "count(*)\n3\n", "")
+    code, out, err = _command(path, "SELECT * FROM ancestor_slice(2)")
+    assert (code, out) == (2, "")
+    assert err == (
+        "query: no such table: ancestor_slice (ancestor_slice() needs the apsw package"
+        " (Python's sqlite3 has no table-valued functions): pip install apsw)\n"
+    )
+
+
+def test_empty_result_still_prints_its_columns(tmp_path):
+    """A query with no rows prints its header, and a statement without columns prints nothing."""
+    path = _write_json(tmp_path, NESTED)
+    assert _command(path, "SELECT id, name FROM ancestor_slice(0)") == (0, "id,name\n", "")
+    assert _command(path, "CREATE VIEW v AS SELECT 1") == (0, "", "")
