@@ -14,7 +14,9 @@ v58 ``trace_processor_shell``):
   (``slice_out`` is the earlier slice, the earlier-bound one on a tie), whichever
   of the two the ``s`` was in. A step moves the flow on to its slice; an end
   does not, so a later ``f`` with the same id links the same source again, and a
-  second ``s`` with an id already started is skipped.
+  second ``s`` with an id already started is skipped. ``trace_id`` numbers the
+  flows' (cat, name, id) keys 0, 1, ... in order of first sight, as trace
+  processor numbers them.
 - a JSON counter gives one track per (process, ``"<name> <arg key>"``), of type
   ``json_counter``, with a value per numeric arg (a string that reads as a number
   counts, as in Perfetto); a systrace counter one track per (tgid, name), of type
@@ -127,6 +129,8 @@ class PerfettoRows:
         self._flow_args: dict[tuple[str, str], int] = {}
         # The slice a flow was last bound to, by (cat, name, id).
         self._flow_source: dict[FlowKey, Bound] = {}
+        # trace_id of each flow: trace processor's number for it, in order of first sight.
+        self._flow_numbers: dict[FlowKey, int] = {}
         self.pending: dict[int, list[FlowKey]] = {}
         """Flow ends waiting for the next slice of a thread, by utid."""
         self._counters: list[tuple[int, int, int, float]] = []
@@ -156,7 +160,8 @@ class PerfettoRows:
         if source[1] > slice_in[1]:
             source, slice_in = slice_in, source
         index = self._flow_args.setdefault(key[:2], len(self._flow_args))
-        self._flows.append((self._next_flow, source[0], slice_in[0], 0, -1 - index))
+        number = self._flow_numbers[key]
+        self._flows.append((self._next_flow, source[0], slice_in[0], number, -1 - index))
         self._next_flow += 1
         if len(self._flows) >= _BATCH_ROWS:
             self._flush()
@@ -168,6 +173,7 @@ class PerfettoRows:
 
         ``top`` is the innermost slice open on the thread at the event, if any.
         """
+        self._flow_numbers.setdefault(key, len(self._flow_numbers))
         if ph == "f" and not bind_enclosing:
             self.pending.setdefault(utid, []).append(key)
             return

@@ -83,7 +83,7 @@ def test_flows_bind_as_trace_processor_binds_them(tmp_path):
         (0, "B", "S", 0, "binder", "call"),  # the s inside B (C not begun yet); hex "0x7" is 7
         (1, "S", "D", 0, "binder", "call"),  # f without bp: the next slice on thread 10
         # s inside T, f with bp=e inside D: slice_out is the slice that began first (D).
-        (2, "D", "T", 0, "binder", "reply"),
+        (2, "D", "T", 1, "binder", "reply"),  # trace_id numbers the flows' (cat, name, id)
     ]
 
 
