@@ -12,7 +12,7 @@ from nnemu.errors import ExitCode, TraceFormatError
 from nnemu.query._loader import load_trace
 from nnemu.query._output import MODES, Database, write_result
 from nnemu.query._schema import SCHEMA_VERSION, register_functions
-from nnemu.query._table_functions import ApswDatabase, explain_error, query_errors, to_apsw
+from nnemu.query._table_functions import QueryDatabase, explain_error, query_errors
 
 MAX_WARNINGS: Final = 20
 """Warnings printed per load; the rest are counted in one closing line."""
@@ -372,7 +372,8 @@ def run_query_command(
     except _DbError as err:
         stderr.write(f"query: --db {db}: {err}\n")
         return ExitCode.BAD_INPUT
-    database = _with_table_functions(conn)
+    # The first statement calling a table function moves the database to apsw.
+    database = QueryDatabase(conn)
     try:
         try:
             if sql is None:
@@ -384,15 +385,6 @@ def run_query_command(
                 return ExitCode.BAD_INPUT
             return ExitCode.OK
         finally:
-            if database is not conn:
-                database.close()
+            database.close()
     finally:
         conn.close()
-
-
-def _with_table_functions(conn: sqlite3.Connection) -> sqlite3.Connection | ApswDatabase:
-    """The loaded database on apsw with Perfetto's table functions; ``conn`` without apsw."""
-    try:
-        return ApswDatabase(to_apsw(conn))
-    except ImportError:
-        return conn

@@ -17,6 +17,7 @@ Perfetto; a call without an argument is SQLite's "no query solution".
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -236,16 +237,52 @@ def register_table_functions(db: apsw.Connection) -> None:
     db.create_scalar_function("extract_arg", extract_arg, 2, deterministic=True)
 
 
-def to_apsw(conn: sqlite3.Connection) -> apsw.Connection:
+def _in_temp(kind: str, sql: str) -> str:
+    """A temp object's stored ``CREATE`` (SQLite keeps it without TEMP) made to create it in temp."""
+    if kind == "index":
+        return re.sub(
+            r"^(CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?)",
+            r"\1temp.",
+            sql,
+            count=1,
+            flags=re.IGNORECASE,
+        )
+    return re.sub(r"^CREATE\s+", "CREATE TEMP ", sql, count=1, flags=re.IGNORECASE)
+
+
+def to_apsw(conn: sqlite3.Connection, *, close: bool = False) -> apsw.Connection:
     """An ``apsw`` copy of the in-memory database ``conn``, with the table functions.
 
+    Args:
+        conn: The loaded database.
+        close: Close ``conn`` once copied out, so that the two copies are not held at once.
+
     Raises:
-        ImportError: apsw is not installed.
+        ImportError: apsw is not installed (``conn`` is left open).
     """
     import apsw
 
     db = apsw.Connection(":memory:")
-    db.deserialize("main", conn.serialize())
+    # The temp schema cannot be deserialized: its objects are made again, tables with their rows.
+    temp = conn.execute(
+        "SELECT type, name, sql FROM temp.sqlite_master WHERE sql IS NOT NULL ORDER BY rowid"
+    ).fetchall()
+    temp_rows = {
+        name: conn.execute(f'SELECT * FROM temp."{name}"').fetchall()
+        for kind, name, _ in temp
+        if kind == "table"
+    }
+    image = conn.serialize()
+    if close:
+        conn.close()
+    db.deserialize("main", image)
+    del image
+    for kind, name, sql in temp:
+        db.execute(_in_temp(kind, sql))
+        rows = temp_rows.get(name)
+        if kind == "table" and rows:
+            marks = ", ".join("?" * len(rows[0]))
+            db.executemany(f'INSERT INTO temp."{name}" VALUES ({marks})', rows)
     register_table_functions(db)
     return db
 
@@ -269,6 +306,44 @@ class ApswResult:
         """The next row, or None."""
         row: Row | None = self._cursor.fetchone()
         return row
+
+
+_CALL_RE: Final = re.compile(r"\b(?:" + "|".join(FUNCTIONS) + r")\b", re.IGNORECASE)
+
+
+class QueryDatabase:
+    """Runs statements on ``sqlite3`` until one calls a table function, then on apsw.
+
+    The first such statement copies the database to apsw (closing the ``sqlite3``
+    connection, so the two copies are not kept); ordinary queries never pay for it.
+    Without apsw the statement runs on ``sqlite3``, whose ``no such table`` error
+    ``explain_error`` completes with what to install.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.apsw: ApswDatabase | None = None
+
+    def execute(self, sql: str, bindings: Sequence[Any] = ()) -> Any:
+        """Run one statement; its rows are read from the result (a cursor).
+
+        Raises:
+            sqlite3.Error, apsw.Error: The statement failed.
+        """
+        if self.apsw is None and _CALL_RE.search(sql):
+            try:
+                self.apsw = ApswDatabase(to_apsw(self.conn, close=True))
+            except ImportError:
+                pass
+        if self.apsw is not None:
+            return self.apsw.execute(sql, bindings)
+        return self.conn.execute(sql, bindings)
+
+    def close(self) -> None:
+        """Close the connection in use."""
+        if self.apsw is not None:
+            self.apsw.close()
+        self.conn.close()
 
 
 class ApswDatabase:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nnemu.query import open_trace, run_query_command
-from nnemu.query._table_functions import ApswDatabase, to_apsw
+from nnemu.query._table_functions import ApswDatabase, QueryDatabase, to_apsw
 
 T0_US = 1_000_000
 
@@ -267,10 +267,10 @@ def test_unknown_slice_id_is_an_error(tmp_path, sql, message):
 def test_without_apsw_the_error_says_what_to_install(tmp_path, monkeypatch):
     """Without apsw the tables still load and a table function names the package to install."""
 
-    def missing(conn: object) -> object:
+    def missing(conn: object, *, close: bool) -> object:
         raise ImportError("No module named 'apsw'")
 
-    monkeypatch.setattr("nnemu.query._command.to_apsw", missing)
+    monkeypatch.setattr("nnemu.query._table_functions.to_apsw", missing)
     path = _write_json(tmp_path, NESTED)
     assert _command(path, "SELECT count(*) FROM flow") == (0, "count(*)\n3\n", "")
     code, out, err = _command(path, "SELECT * FROM ancestor_slice(2)")
@@ -286,3 +286,55 @@ def test_empty_result_still_prints_its_columns(tmp_path):
     path = _write_json(tmp_path, NESTED)
     assert _command(path, "SELECT id, name FROM ancestor_slice(0)") == (0, "id,name\n", "")
     assert _command(path, "CREATE VIEW v AS SELECT 1") == (0, "", "")
+
+
+def test_ordinary_queries_stay_on_sqlite3_and_temp_objects_follow(tmp_path):
+    """Only a table function moves the database to apsw, and temp views and tables move with it."""
+    database = QueryDatabase(open_trace(str(_write_json(tmp_path, NESTED))))
+    try:
+        database.execute("CREATE TEMP TABLE picked (id INTEGER)")
+        database.execute("INSERT INTO picked VALUES (1), (2)")
+        database.execute("CREATE INDEX picked_id ON picked(id)")
+        database.execute("CREATE TEMP VIEW named AS SELECT id, name FROM slice")
+        assert database.execute("SELECT count(*) FROM named").fetchall() == [(6,)]
+        assert database.apsw is None
+        rows = database.execute(
+            "SELECT p.id, a.name FROM picked p JOIN ancestor_slice(p.id) a ORDER BY 1, 2"
+        ).fetchall()
+        assert rows == [(1, "A"), (2, "A"), (2, "B")]
+        assert database.apsw is not None
+        assert database.execute("SELECT name FROM named WHERE id = 5").fetchall() == [("T",)]
+        temp = "SELECT type, name FROM temp.sqlite_master ORDER BY name"
+        assert database.execute(temp).fetchall() == [
+            ("view", "named"),
+            ("table", "picked"),
+            ("index", "picked_id"),
+        ]
+        assert database.execute(
+            "SELECT count(*) FROM main.sqlite_master WHERE name = 'named'"
+        ).fetchall() == [(0,)]
+    finally:
+        database.close()
+
+
+def test_shell_uses_table_functions_after_other_statements(tmp_path):
+    """In the shell a table function works after earlier statements, views included."""
+    stdin = (
+        "CREATE VIEW tops AS SELECT id FROM slice WHERE depth = 0;\n"
+        "SELECT count(*) AS n FROM tops;\n"
+        "SELECT t.id, count(d.id) AS below FROM tops t LEFT JOIN descendant_slice(t.id) d"
+        " GROUP BY t.id ORDER BY t.id;\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = run_query_command(
+        str(_write_json(tmp_path, NESTED)),
+        None,
+        as_csv=True,
+        as_json=False,
+        db=None,
+        stdin=io.StringIO(stdin),
+        stdout=out,
+        stderr=err,
+    )
+    assert (code, err.getvalue()) == (0, "")
+    assert out.getvalue().splitlines() == ["n", "4", "id,below", "0,2", "3,0", "4,0", "5,0"]
