@@ -124,7 +124,7 @@ class PerfettoRows:
     def __init__(self, conn: sqlite3.Connection, warn: Warn) -> None:
         self.conn = conn
         self.warn = warn
-        self._flows: list[tuple[int, int, int, int, int]] = []
+        self._flows: list[tuple[int, int, int, int, int | None]] = []
         self._next_flow = 0
         self._flow_args: dict[tuple[str, str], int] = {}
         # The slice a flow was last bound to, by (cat, name, id).
@@ -133,17 +133,19 @@ class PerfettoRows:
         self._flow_numbers: dict[FlowKey, int] = {}
         self.pending: dict[int, list[FlowKey]] = {}
         """Flow ends waiting for the next slice of a thread, by utid."""
+        # TrackEvent flows in progress: the slice each flow id was last bound to.
+        self._track_event_flows: dict[int, Bound] = {}
         self._counters: list[tuple[int, int, int, float]] = []
         self._next_counter = 0
         # (pid, name, type) -> local track index (0, 1, ...).
-        self._tracks: dict[tuple[int, str, str], int] = {}
+        self._tracks: dict[tuple[int | None, str, str], int] = {}
         self.flows = 0
         self.counters = 0
 
     @property
     def pids(self) -> set[int]:
         """The processes that own counter tracks."""
-        return {pid for pid, _, _ in self._tracks}
+        return {pid for pid, _, _ in self._tracks if pid is not None}
 
     # -- flows -------------------------------------------------------------
 
@@ -157,14 +159,42 @@ class PerfettoRows:
             return
         if step:
             self._flow_source[key] = slice_in
-        if source[1] > slice_in[1]:
-            source, slice_in = slice_in, source
         index = self._flow_args.setdefault(key[:2], len(self._flow_args))
-        number = self._flow_numbers[key]
-        self._flows.append((self._next_flow, source[0], slice_in[0], number, -1 - index))
+        self._link(source, slice_in, self._flow_numbers[key], -1 - index)
+
+    def _link(self, first: Bound, second: Bound, trace_id: int, args: int | None) -> None:
+        """Write a flow between two slices, from the one that began first."""
+        if first[1] > second[1]:
+            first, second = second, first
+        self._flows.append((self._next_flow, first[0], second[0], trace_id, args))
         self._next_flow += 1
         if len(self._flows) >= _BATCH_ROWS:
             self._flush()
+
+    def track_event_flow(
+        self, flow_id: int, top: Bound | None, *, terminating: bool, where: int
+    ) -> None:
+        """A Perfetto TrackEvent's ``flow_ids`` (or ``terminating_flow_ids``) entry.
+
+        As trace processor: the first slice with an id starts the flow, each later
+        one continues it from the previous, a terminating id ends it; ``trace_id``
+        is the flow id.
+        """
+        if top is None:
+            self.warn(where, f"flow id {flow_id} with no slice on its thread; skipped")
+            return
+        source = self._track_event_flows.get(flow_id)
+        if source is None:
+            if terminating:
+                self.warn(where, f"terminating flow id {flow_id} that no slice began; skipped")
+            else:
+                self._track_event_flows[flow_id] = top
+            return
+        self._link(source, top, flow_id, None)
+        if terminating:
+            del self._track_event_flows[flow_id]
+        else:
+            self._track_event_flows[flow_id] = top
 
     def flow_event(
         self, ph: str, key: FlowKey, utid: int, top: Bound | None, bind_enclosing: bool, where: int
@@ -202,7 +232,11 @@ class PerfettoRows:
 
     # -- counters ----------------------------------------------------------
 
-    def _counter(self, pid: int, name: str, kind: str, ts: int, value: float) -> None:
+    def track_event_counter(self, pid: int | None, name: str, ts: int, value: float) -> None:
+        """A Perfetto TrackEvent counter value on the track ``name`` (of process ``pid``)."""
+        self._counter(pid, name, "process_counter_track_event", ts, value)
+
+    def _counter(self, pid: int | None, name: str, kind: str, ts: int, value: float) -> None:
         track = self._tracks.setdefault((pid, name, kind), len(self._tracks))
         self._counters.append((self._next_counter, ts, track, value))
         self._next_counter += 1
@@ -262,7 +296,7 @@ class PerfettoRows:
         self.conn.executemany(
             "INSERT INTO process_counter_track VALUES (?, ?, ?, NULL, NULL, NULL, ?)",
             [
-                (first_track_id + index, name, kind, upids.get(pid))
+                (first_track_id + index, name, kind, None if pid is None else upids.get(pid))
                 for (pid, name, kind), index in self._tracks.items()
             ],
         )
