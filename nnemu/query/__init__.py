@@ -1,8 +1,12 @@
 """``nnemu query``: SQL over traces, in tables shaped like Perfetto's trace processor.
 
 ``open_trace(path)`` gives a ``sqlite3.Connection`` with the tables
-``process``, ``thread``, ``thread_track``, ``slice`` and ``args`` and the views
-``nnapi_slice``, ``slice_ancestor`` and ``slice_descendant``; see ``docs/query.md``.
+``process``, ``thread``, ``thread_track``, ``slice``, ``args``, ``flow``,
+``counter`` and ``process_counter_track`` and the views ``counter_track``,
+``nnapi_slice``, ``slice_ancestor`` and ``slice_descendant``; ``to_apsw(conn)``
+copies it to an ``apsw.Connection`` that also has Perfetto's table functions
+``ancestor_slice``, ``descendant_slice`` and ``directly_connected_flow``; see
+``docs/query.md``.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import sqlite3
 from nnemu.query._command import run_query_command, split_statements
 from nnemu.query._loader import LoadSummary, Warn, load_trace
 from nnemu.query._marks import KINDS, MarkInfo, describe
+from nnemu.query._table_functions import to_apsw
 
 
 def _ignore(line_number: int, message: str) -> None:
@@ -47,4 +52,5 @@ __all__ = [
     "open_trace",
     "run_query_command",
     "split_statements",
+    "to_apsw",
 ]
