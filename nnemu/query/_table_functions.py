@@ -67,8 +67,10 @@ WITH RECURSIVE up(id) AS (
     UNION ALL
     SELECT slice.parent_id FROM slice JOIN up ON slice.id = up.id
 )
-SELECT slice.* FROM up JOIN slice ON slice.id = up.id ORDER BY slice.id
+SELECT slice.* FROM up CROSS JOIN slice ON slice.id = up.id ORDER BY slice.id
 """
+"""Ancestors by parent_id, each found by its primary key (CROSS JOIN keeps ``up`` outer:
+without it SQLite may scan ``slice`` once per call)."""
 
 
 def _ancestors(db: apsw.Connection, slice_id: int) -> list[Row]:

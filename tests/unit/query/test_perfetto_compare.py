@@ -52,7 +52,24 @@ SELECT t.name, p.pid, count(*) AS n, sum(c.value) AS total, min(c.ts) AS first, 
 FROM counter c JOIN process_counter_track t ON t.id = c.track_id JOIN process p USING (upid)
 GROUP BY 1, 2 ORDER BY 1, 2
 """
-QUERIES = [ANCESTOR_QUERY, FLOW_QUERY, DESCENDANT_QUERY, CONNECTED_QUERY, COUNTER_QUERY]
+WORKED_QUERY = """\
+SELECT root.name AS caller_root, i.name AS callee, count(*) AS calls,
+       round(avg(i.dur) / 1e6, 3) AS avg_callee_ms
+FROM flow f
+JOIN slice o ON o.id = f.slice_out
+JOIN slice i ON i.id = f.slice_in
+JOIN ancestor_slice(o.id) root ON root.depth = 0
+GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT 6;
+"""
+"""The worked query of docs/query.md, as printed there."""
+QUERIES = [
+    ANCESTOR_QUERY,
+    FLOW_QUERY,
+    DESCENDANT_QUERY,
+    CONNECTED_QUERY,
+    COUNTER_QUERY,
+    WORKED_QUERY,
+]
 
 
 def _shell() -> str:
@@ -107,7 +124,7 @@ def _two_apps(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize(
-    "sql", QUERIES, ids=["ancestor", "flow", "descendant", "connected", "counter"]
+    "sql", QUERIES, ids=["ancestor", "flow", "descendant", "connected", "counter", "worked"]
 )
 def test_two_apps_trace_gives_perfetto_rows(two_apps, tmp_path, sql):
     """On nnemu's own trace of two apps, each query returns trace processor's rows exactly."""
@@ -116,6 +133,11 @@ def test_two_apps_trace_gives_perfetto_rows(two_apps, tmp_path, sql):
     assert _nnemu_rows(two_apps, sql) == expected
     if sql is ANCESTOR_QUERY:
         assert expected  # the ancestors of every HIDL client call are found
+
+
+def test_docs_show_the_worked_query():
+    """docs/query.md shows the worked query this test compares, word for word."""
+    assert WORKED_QUERY in (REPO / "docs" / "query.md").read_text(encoding="utf-8")
 
 
 def test_hand_made_flows_give_perfetto_rows(tmp_path):
