@@ -600,14 +600,15 @@ class Loader:
                 self.perfetto.json_counter(pid, name, ts, args, where)
             return
         tid = _int(event.get("tid", pid))
-        if tid is None or ts is None or "id" not in event:
+        ident = flow_id(event.get("id"))
+        if tid is None or ts is None or ident is None:
             self.warn(where, f"{ph} event without a tid, an id and a finite ts in range; skipped")
             return
         thread = self._thread(tid, pid)
         if thread.stack and thread.stack[-1][10] is not None:
             self._expire(thread, ts)
         top = (thread.stack[-1][0], thread.stack[-1][1]) if thread.stack else None
-        key = (str(event.get("cat", "")), name, flow_id(event.get("id")))
+        key = (str(event.get("cat", "")), name, ident)
         self.perfetto.flow_event(ph, key, thread.utid, top, event.get("bp") == "e", where)
 
     def _json_metadata(self, event: Mapping[str, object]) -> None:

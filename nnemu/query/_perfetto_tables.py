@@ -92,8 +92,10 @@ Bound = tuple[int, int]
 """(id, ts) of the slice a flow event is bound to."""
 
 
-def flow_id(value: object) -> object:
-    """A JSON flow ``id`` as trace processor keys it: hex text read as a number."""
+def flow_id(value: object) -> int | str | None:
+    """A JSON flow ``id`` as trace processor keys it (hex text read as a number); None if unusable."""
+    if isinstance(value, bool):
+        return None
     if isinstance(value, str):
         try:
             return int(value, 16)
@@ -101,7 +103,9 @@ def flow_id(value: object) -> object:
             return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    return value
+    if isinstance(value, int):
+        return value
+    return None  # an object, a list, a fraction: no id
 
 
 def _number(value: object) -> float | None:

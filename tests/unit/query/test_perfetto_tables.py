@@ -7,7 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from nnemu.errors import TraceFormatError
 from nnemu.query import open_trace, run_query_command
 from nnemu.query._table_functions import ApswDatabase, QueryDatabase, to_apsw
 
@@ -338,3 +341,76 @@ def test_shell_uses_table_functions_after_other_statements(tmp_path):
     )
     assert (code, err.getvalue()) == (0, "")
     assert out.getvalue().splitlines() == ["n", "4", "id,below", "0,2", "3,0", "4,0", "5,0"]
+
+
+@pytest.mark.parametrize("ident", [[1], {"local": 1}, True, 1.5, None])
+def test_a_flow_event_without_a_usable_id_is_skipped(tmp_path, ident):
+    """A flow id that is no number or text (a list, an object, a bool, a fraction) is warned about."""
+    events = [
+        _event("B", 10, 0, "A"),
+        _event("s", 10, 1, "r", id=ident),
+        _event("E", 10, 2),
+    ]
+    code, out, err = _command(_write_json(tmp_path, events), "SELECT count(*) FROM flow")
+    assert (code, out) == (0, "count(*)\n0\n")
+    assert err.endswith(
+        "t.json:3: warning: s event without a tid, an id and a finite ts in range; skipped\n"
+    )
+
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=4),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+)
+_EVENTS = st.lists(
+    st.fixed_dictionaries(
+        {"ph": st.sampled_from(["B", "E", "X", "s", "t", "f", "C", "i"])},
+        optional={
+            "pid": _VALUES,
+            "tid": _VALUES,
+            "ts": _VALUES,
+            "dur": _VALUES,
+            "id": _VALUES,
+            "bp": st.sampled_from(["e", "x", 1]),
+            "cat": _VALUES,
+            "name": _VALUES,
+            "args": st.one_of(_VALUES, st.dictionaries(st.text(max_size=3), _VALUES, max_size=3)),
+        },
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(events=_EVENTS)
+def test_odd_flow_and_counter_events_never_break_the_load(events):
+    """Any mix of odd slice, flow and counter events loads (warnings at most), and the tables hold."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "t.json"
+        path.write_text(json.dumps({"traceEvents": events}))
+        try:
+            conn = open_trace(str(path))
+        except TraceFormatError:
+            return  # nothing to load: a slice-less trace is refused with a message
+        database = ApswDatabase(to_apsw(conn, close=True))
+        try:
+            ids = {row[0] for row in database.execute("SELECT id FROM slice")}
+            for out, into in database.execute("SELECT slice_out, slice_in FROM flow"):
+                assert {out, into} <= ids
+            tracks = {row[0] for row in database.execute("SELECT id FROM counter_track")}
+            for (track,) in database.execute("SELECT track_id FROM counter"):
+                assert track in tracks
+            for (slice_id,) in database.execute("SELECT id FROM slice"):
+                database.execute(f"SELECT count(*) FROM ancestor_slice({slice_id})").fetchall()
+                database.execute(
+                    f"SELECT count(*) FROM directly_connected_flow({slice_id})"
+                ).fetchall()
+        finally:
+            database.close()
