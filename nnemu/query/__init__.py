@@ -5,7 +5,8 @@
 ``counter`` and ``process_counter_track`` and the views ``counter_track``,
 ``nnapi_slice``, ``slice_ancestor`` and ``slice_descendant``; ``to_apsw(conn)``
 copies it to an ``apsw.Connection`` that also has Perfetto's table functions
-``ancestor_slice``, ``descendant_slice`` and ``directly_connected_flow``; see
+``ancestor_slice``, ``descendant_slice``, ``directly_connected_flow``,
+``following_flow`` and ``preceding_flow``; see
 ``docs/query.md``.
 """
 

@@ -1,4 +1,4 @@
-"""Perfetto's table functions ``ancestor_slice``, ``descendant_slice`` and ``directly_connected_flow``.
+"""Perfetto's table functions: ``ancestor_slice``, ``descendant_slice`` and the flow walks.
 
 Python's ``sqlite3`` cannot define table-valued functions, so they live on an
 ``apsw`` connection: ``apsw`` defines SQLite virtual tables, and an eponymous
@@ -11,8 +11,11 @@ Semantics follow Perfetto's trace processor (v58): ``ancestor_slice(id)`` and
 ``descendant_slice(id)`` give the rows of ``slice`` (all its columns) of the
 slice's ancestors / descendants, in id order; ``directly_connected_flow(id)``
 the rows of ``flow`` in the chains of flows entering and leaving the slice,
-breadth first, with ``id`` numbering the rows (as trace processor does). A NULL argument gives no rows; an id with no slice is an error, as in
-Perfetto; a call without an argument is SQLite's "no query solution".
+``following_flow(id)`` those reached forward from the slice and its
+descendants, ``preceding_flow(id)`` backward from the slice and its ancestors,
+breadth first, with ``id`` numbering the rows (as trace processor does). A NULL
+argument gives no rows; an id with no slice is an error, as in Perfetto; a call
+without an argument is SQLite's "no query solution".
 """
 
 from __future__ import annotations
@@ -32,7 +35,13 @@ MISSING_APSW: Final = (
 )
 """The hint added to SQLite's ``no such table`` when apsw is not installed."""
 
-FUNCTIONS: Final = ("ancestor_slice", "descendant_slice", "directly_connected_flow")
+FUNCTIONS: Final = (
+    "ancestor_slice",
+    "descendant_slice",
+    "directly_connected_flow",
+    "following_flow",
+    "preceding_flow",
+)
 """The table functions defined here."""
 
 Row = tuple[Any, ...]
@@ -111,6 +120,61 @@ def _connected_flows(db: apsw.Connection, slice_id: int) -> list[Row]:
             rows.append((len(rows), *row[1:]))
             queue.append((row[2] if forward else row[1], forward))
     return rows
+
+
+def _relative_flows(db: apsw.Connection, slice_id: int, *, following: bool) -> list[Row]:
+    """The flows ``following_flow`` / ``preceding_flow`` reach, as trace processor finds them.
+
+    Breadth first over the slices reached: following, each one and then its
+    descendants in id order give their leaving flows; preceding, each one gives
+    its entering flows and then its parent is reached. The other end of each
+    flow is reached next. Rows are numbered 0, 1, ... in that order in ``id``.
+    """
+    _slice_exists(db, slice_id, "following_flow" if following else "preceding_flow")
+    near, far = ("slice_out", 2) if following else ("slice_in", 1)
+    queue: deque[int] = deque([slice_id])
+    reached = {slice_id}
+    expanded: set[int] = set()
+    seen: set[int] = set()
+    rows: list[Row] = []
+    while queue:
+        current = queue.popleft()
+        if following:
+            track_id, subtree_end_id = _slice_exists(db, current, "following_flow")
+            group = [
+                int(row[0])
+                for row in db.execute(
+                    "SELECT id FROM slice WHERE track_id = ? AND id >= ? AND id <= ? ORDER BY id",
+                    (track_id, current, subtree_end_id),
+                )
+            ]
+        else:
+            group = [current]
+        for member in group:
+            if member in expanded:
+                continue
+            expanded.add(member)
+            for row in db.execute(f"SELECT * FROM flow WHERE {near} = ? ORDER BY id", (member,)):
+                if row[0] not in seen:
+                    seen.add(row[0])
+                    rows.append((len(rows), *row[1:]))
+                if row[far] not in reached:
+                    reached.add(row[far])
+                    queue.append(row[far])
+        if not following:
+            parent = db.execute("SELECT parent_id FROM slice WHERE id = ?", (current,)).fetchone()
+            if parent is not None and parent[0] is not None and parent[0] not in reached:
+                reached.add(parent[0])
+                queue.append(parent[0])
+    return rows
+
+
+def _following_flows(db: apsw.Connection, slice_id: int) -> list[Row]:
+    return _relative_flows(db, slice_id, following=True)
+
+
+def _preceding_flows(db: apsw.Connection, slice_id: int) -> list[Row]:
+    return _relative_flows(db, slice_id, following=False)
 
 
 class _Cursor:
@@ -216,6 +280,8 @@ def register_table_functions(db: apsw.Connection) -> None:
         "ancestor_slice": _Module(slice_columns, "slice_id", _ancestors),
         "descendant_slice": _Module(slice_columns, "slice_id", _descendants),
         "directly_connected_flow": _Module(flow_columns, "slice_id", _connected_flows),
+        "following_flow": _Module(flow_columns, "slice_id", _following_flows),
+        "preceding_flow": _Module(flow_columns, "slice_id", _preceding_flows),
     }
     for name, module in modules.items():
         db.create_module(

@@ -47,6 +47,16 @@ FROM slice s
 WHERE s.name LIKE '%::server'
 GROUP BY 1, 2 ORDER BY 1, 2
 """
+FOLLOWING_QUERY = """
+SELECT s.id, f.id, f.slice_out, f.slice_in, f.trace_id
+FROM slice s JOIN following_flow(s.id) f
+ORDER BY 1, 2
+"""
+PRECEDING_QUERY = """
+SELECT s.id, f.id, f.slice_out, f.slice_in, f.trace_id
+FROM slice s JOIN preceding_flow(s.id) f
+ORDER BY 1, 2
+"""
 COUNTER_QUERY = """
 SELECT t.name, p.pid, count(*) AS n, sum(c.value) AS total, min(c.ts) AS first, max(c.ts) AS last
 FROM counter c JOIN process_counter_track t ON t.id = c.track_id JOIN process p USING (upid)
@@ -67,6 +77,8 @@ QUERIES = [
     FLOW_QUERY,
     DESCENDANT_QUERY,
     CONNECTED_QUERY,
+    FOLLOWING_QUERY,
+    PRECEDING_QUERY,
     COUNTER_QUERY,
     WORKED_QUERY,
 ]
@@ -124,7 +136,18 @@ def _two_apps(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize(
-    "sql", QUERIES, ids=["ancestor", "flow", "descendant", "connected", "counter", "worked"]
+    "sql",
+    QUERIES,
+    ids=[
+        "ancestor",
+        "flow",
+        "descendant",
+        "connected",
+        "following",
+        "preceding",
+        "counter",
+        "worked",
+    ],
 )
 def test_two_apps_trace_gives_perfetto_rows(two_apps, tmp_path, sql):
     """On nnemu's own trace of two apps, each query returns trace processor's rows exactly."""

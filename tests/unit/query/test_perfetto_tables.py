@@ -250,6 +250,21 @@ def test_directly_connected_flow_follows_the_chain_both_ways(tmp_path):
     assert _rows(tmp_path, flows.format("NULL")) == []
 
 
+def test_following_and_preceding_flow_reach_through_nesting(tmp_path):
+    """following_flow takes descendants' flows onward, preceding_flow ancestors' flows back."""
+    flows = "SELECT id, slice_out, slice_in FROM {}({})"
+    # A(0) holds B(1), whose flow leaves for S(3), then S -> D(4) -> T(5).
+    assert _rows(tmp_path, flows.format("following_flow", 0)) == [
+        (0, 1, 3),
+        (1, 3, 4),
+        (2, 4, 5),
+    ]
+    assert _rows(tmp_path, flows.format("directly_connected_flow", 0)) == []
+    assert _rows(tmp_path, flows.format("preceding_flow", 4)) == [(0, 3, 4), (1, 1, 3)]
+    assert _rows(tmp_path, flows.format("preceding_flow", 2)) == []  # C: above it only A, B
+    assert _rows(tmp_path, flows.format("following_flow", 5)) == []
+
+
 @pytest.mark.parametrize(
     ("sql", "message"),
     [
@@ -259,6 +274,7 @@ def test_directly_connected_flow_follows_the_chain_both_ways(tmp_path):
             "SELECT * FROM directly_connected_flow(99)",
             "query: directly_connected_flow: no slice with id 99\n",
         ),
+        ("SELECT * FROM following_flow(99)", "query: following_flow: no slice with id 99\n"),
         ("SELECT * FROM ancestor_slice", "query: no query solution\n"),
     ],
 )
