@@ -158,6 +158,16 @@ def test_two_apps_trace_gives_perfetto_rows(two_apps, tmp_path, sql):
         assert expected  # the ancestors of every HIDL client call are found
 
 
+@pytest.mark.parametrize("sql", [ANCESTOR_QUERY, DESCENDANT_QUERY, CONNECTED_QUERY, COUNTER_QUERY])
+def test_device_trace_gives_perfetto_rows(tmp_path, sql):
+    """On the OMR1 phone's systrace (its atrace C| counters included) the rows are trace processor's."""
+    shell = _shell()
+    trace = REPO / "tests" / "data" / "omr1.html"
+    expected = _perfetto_rows(shell, trace, sql, tmp_path)
+    assert expected
+    assert _nnemu_rows(trace, sql) == expected
+
+
 def test_docs_show_the_worked_query():
     """docs/query.md shows the worked query this test compares, word for word."""
     assert WORKED_QUERY in (REPO / "docs" / "query.md").read_text(encoding="utf-8")
