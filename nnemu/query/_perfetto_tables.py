@@ -83,7 +83,7 @@ COUNTER_RE: Final = re.compile(
 fraction, the payload's tgid, name, and the value (with an optional ``|category``)."""
 
 _BATCH_ROWS: Final = 10_000
-_VALUE_RE: Final = re.compile(r"-?\d+")
+_VALUE_RE: Final = re.compile(r"-?\d+", re.ASCII)
 
 Warn = Callable[[int, str], None]
 FlowKey = tuple[str, str, object]
@@ -110,16 +110,12 @@ def flow_id(value: object) -> int | str | None:
 
 def _number(value: object) -> float | None:
     """A JSON counter arg as a float, or None when it is not a number."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
-    if isinstance(value, int | float):
+    try:
         return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+    except (ValueError, OverflowError):  # not a number, or an integer beyond a double
+        return None
 
 
 class PerfettoRows:
@@ -266,10 +262,14 @@ class PerfettoRows:
         _, _, _, seconds, fraction, tgid, name, rest = m.groups()
         value = rest.split("|", 1)[0].rstrip("\r")
         ts = timestamp_ns(seconds, fraction)
-        if ts is None or len(tgid) > 10 or not _VALUE_RE.fullmatch(value):
+        # An int64, as atrace writes it (a longer one is no value trace processor reads).
+        number = float(value) if _VALUE_RE.fullmatch(value) and len(value) <= 19 else None
+        if number is not None and abs(number) >= 2**63:
+            number = None
+        if ts is None or len(tgid) > 10 or number is None:
             self.warn(line_number, "malformed counter mark: expected C|<tgid>|<name>|<integer>")
             return True
-        self._counter(int(tgid), name, "atrace_counter", ts, float(int(value)))
+        self._counter(int(tgid), name, "atrace_counter", ts, number)
         return True
 
     # -- the end -----------------------------------------------------------

@@ -131,7 +131,7 @@ def test_json_counters_make_a_track_per_process_and_arg(tmp_path):
     events = [
         _event("B", 10, 0, "A"),
         _event("C", 10, 1, "queue", args={"waiting": 2, "busy": "1.5"}),
-        _event("C", 10, 2, "queue", args={"waiting": 0, "label": "x"}),
+        _event("C", 10, 2, "queue", args={"waiting": 0, "label": "x", "huge": 10**400}),
         _event("C", 20, 3, "queue", args={"waiting": 4}),
         _event("E", 10, 4),
     ]
