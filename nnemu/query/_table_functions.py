@@ -48,15 +48,6 @@ Row = tuple[Any, ...]
 Rows = Callable[["apsw.Connection", int], list[Row]]
 
 
-def apsw_available() -> bool:
-    """Whether the ``apsw`` package can be imported."""
-    try:
-        import apsw  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _slice_exists(db: apsw.Connection, slice_id: int, function: str) -> tuple[int, int]:
     """(track_id, subtree_end_id) of slice ``slice_id``; an error naming it if there is none."""
     row = db.execute(
