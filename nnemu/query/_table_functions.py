@@ -441,7 +441,7 @@ def query_errors() -> tuple[type[Exception], ...]:
 
 def explain_error(err: Exception) -> str:
     """The message of a failed statement, with how to get the table functions if missing."""
-    text = str(err)
+    text = str(err).removeprefix(f"{type(err).__name__}: ")  # older apsw names the class
     for name in FUNCTIONS:
         if text == f"no such table: {name}":
             return f"{text} ({MISSING_APSW.format(name=name)})"
