@@ -8,9 +8,10 @@ from typing import Final
 from nnemu.query import _perfetto_tables
 from nnemu.tracer import Layer, Phase
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """Version of the tables below; a ``--db`` file loaded by another version is reloaded.
-Raise it with any change to what a load writes (tables, columns, values)."""
+Raise it with any change to what a load writes (tables, columns, values).  2: Perfetto's
+``flow``, ``counter`` and ``process_counter_track`` tables."""
 
 TABLES: Final = """
 CREATE TABLE process (

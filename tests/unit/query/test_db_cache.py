@@ -148,3 +148,17 @@ def _query_without_db(trace: Path, sql: str) -> tuple[int, str, str]:
         stderr=err,
     )
     return code, out.getvalue(), err.getvalue()
+
+
+def test_a_file_of_schema_1_is_loaded_again_with_the_flow_and_counter_tables(
+    write_trace, tmp_path
+):
+    """A --db file from before the flow and counter tables (schema 1) is reloaded, not reused."""
+    trace, db = write_trace(ROWS), tmp_path / "t.db"
+    _query(trace, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TABLE flow")
+        conn.execute("DROP TABLE counter")
+        conn.execute("UPDATE nnemu_load SET value = 1 WHERE key = 'schema_version'")
+    assert _command.SCHEMA_VERSION >= 2
+    assert _query(trace, db, "SELECT count(*) AS n FROM flow, counter") == (0, "n\n0\n", "")

@@ -47,7 +47,15 @@ def _load(lines: list[str], *, fast: bool) -> tuple[list[object], list[tuple[int
     loader.finish()
     tables = [
         conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
-        for table in ("slice", "args", "thread", "process", "thread_track")
+        for table in (
+            "slice",
+            "args",
+            "thread",
+            "process",
+            "thread_track",
+            "counter",
+            "process_counter_track",
+        )
     ]
     return tables, warnings
 
@@ -57,3 +65,23 @@ def _load(lines: list[str], *, fast: bool) -> tuple[list[object], list[tuple[int
 def test_fast_path_matches_the_row_pattern(lines: list[str]):
     """Tables and warnings are the same whether rows take the fast path or ROW_RE."""
     assert _load(lines, fast=True) == _load(lines, fast=False)
+
+
+def test_counter_rows_of_the_usual_layout_reach_the_counter_table():
+    """C|tgid|name|value rows the fast path meets (usual layout, TGID column) become counters."""
+    row = "app-1001 ( 1000) [001] ...1 {}: tracing_mark_write: {}\n"
+    lines = [
+        row.format("1.000010", "B|1000|run"),
+        row.format("1.000020", "C|1000|inflight|3"),
+        row.format("1.000030", "E|1000"),
+        row.format("1.000040", "C|1000|inflight|0"),
+    ]
+    (_slices, _args, _threads, _processes, _tracks, counters, counter_tracks), warnings = _load(
+        lines, fast=True
+    )
+    assert warnings == []
+    assert [(ts, value) for _id, ts, _track, value, *_ in counters] == [
+        (1_000_020_000, 3.0),
+        (1_000_040_000, 0.0),
+    ]
+    assert [name for _id, name, *_ in counter_tracks] == ["inflight"]
