@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 MISSING_APSW: Final = (
     "{name}() needs the apsw package (Python's sqlite3 has no table-valued functions):"
-    " pip install apsw"
+    " pip install 'nnemu[query]'"
 )
 """The hint added to SQLite's ``no such table`` when apsw is not installed."""
 
@@ -310,7 +310,9 @@ def _in_temp(kind: str, sql: str) -> str:
 
 
 def to_apsw(conn: sqlite3.Connection, *, close: bool = False) -> apsw.Connection:
-    """An ``apsw`` copy of the in-memory database ``conn``, with the table functions.
+    """The database ``conn`` on ``apsw``, with the table functions: a database file
+    (``--db``) is opened by apsw in place; one in memory (or SQLite's private temporary
+    file) is copied into apsw's memory.
 
     Args:
         conn: The loaded database.
@@ -321,8 +323,7 @@ def to_apsw(conn: sqlite3.Connection, *, close: bool = False) -> apsw.Connection
     """
     import apsw
 
-    db = apsw.Connection(":memory:")
-    # The temp schema cannot be deserialized: its objects are made again, tables with their rows.
+    # The temp schema is the connection's own: its objects are made again, tables with their rows.
     temp = conn.execute(
         "SELECT type, name, sql FROM temp.sqlite_master WHERE sql IS NOT NULL ORDER BY rowid"
     ).fetchall()
@@ -331,11 +332,19 @@ def to_apsw(conn: sqlite3.Connection, *, close: bool = False) -> apsw.Connection
         for kind, name, _ in temp
         if kind == "table"
     }
-    image = conn.serialize()
-    if close:
-        conn.close()
-    db.deserialize("main", image)
-    del image
+    path = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    if path:
+        conn.commit()
+        db = apsw.Connection(path)
+        if close:
+            conn.close()
+    else:
+        db = apsw.Connection(":memory:")
+        image = conn.serialize()
+        if close:
+            conn.close()
+        db.deserialize("main", image)
+        del image
     for kind, name, sql in temp:
         db.execute(_in_temp(kind, sql))
         rows = temp_rows.get(name)

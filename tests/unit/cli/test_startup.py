@@ -11,8 +11,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 OMR1 = REPO / "tests/data/omr1.html"
 
-_HEAVY = ("trio", "structlog", "hypothesis", "matplotlib", "yaml", "nnemu.sim", "nnemu._emulator")
-"""Packages a reader command has no use for: the emulator's, the tests', the pictures'."""
+_HEAVY = (
+    "trio",
+    "structlog",
+    "hypothesis",
+    "matplotlib",
+    "yaml",
+    "apsw",
+    "nnemu.sim",
+    "nnemu._emulator",
+)
+"""Packages a reader command has no use for: the emulator's, the tests', the pictures', and
+apsw (only a query calling a table function needs it)."""
 
 _CHECK = """
 import io, sys

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -296,7 +299,7 @@ def test_without_apsw_the_error_says_what_to_install(tmp_path, monkeypatch):
     assert (code, out) == (2, "")
     assert err == (
         "query: no such table: ancestor_slice (ancestor_slice() needs the apsw package"
-        " (Python's sqlite3 has no table-valued functions): pip install apsw)\n"
+        " (Python's sqlite3 has no table-valued functions): pip install 'nnemu[query]')\n"
     )
 
 
@@ -430,3 +433,60 @@ def test_odd_flow_and_counter_events_never_break_the_load(events):
                 ).fetchall()
         finally:
             database.close()
+
+
+def test_without_apsw_installed_query_still_runs(tmp_path):
+    """With apsw not importable at all, plain queries work and a table function exits 2 naming the extra."""
+    path = _write_json(tmp_path, NESTED)
+    check = (
+        "import io, sys\n"
+        "sys.modules['apsw'] = None\n"
+        "from nnemu.cli import main\n"
+        "for sql in sys.argv[2:]:\n"
+        "    out, err = io.StringIO(), io.StringIO()\n"
+        "    code = main(['query', '--csv', sys.argv[1], sql], out=out, err=err)\n"
+        "    print(code, repr(out.getvalue()), repr(err.getvalue()))\n"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            check,
+            str(path),
+            "SELECT count(*) AS n FROM flow",
+            "SELECT * FROM ancestor_slice(2)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    plain, table_function = done.stdout.splitlines()
+    assert plain == "0 'n\\n3\\n' ''"
+    assert table_function.startswith("2 '' ")
+    assert "pip install 'nnemu[query]'" in table_function
+
+
+def test_a_db_file_is_opened_by_apsw_in_place(tmp_path):
+    """With --db, table functions run on the file itself: a table made after one is in the file."""
+    trace, db = _write_json(tmp_path, NESTED), tmp_path / "t.db"
+    statements = (
+        "SELECT a.name FROM slice s, ancestor_slice(s.id) a WHERE s.depth = 2 ORDER BY a.depth;\n"
+        "CREATE TABLE mine AS SELECT id FROM slice WHERE depth = 2;\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = run_query_command(
+        str(trace),
+        None,
+        as_csv=True,
+        as_json=False,
+        db=str(db),
+        stdin=io.StringIO(statements),
+        stdout=out,
+        stderr=err,
+    )
+    assert (code, err.getvalue()) == (0, "")
+    assert out.getvalue() == "name\nA\nB\n"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM mine").fetchone() == (1,)
