@@ -34,8 +34,10 @@ from nnemu.trace import (
     ROW_RE,
     ROW_SEPARATOR,
     UNKNOWN_TGID,
+    Counter,
     DumpProcess,
     DumpThread,
+    Flow,
     FtraceLines,
     TraceFormat,
     file_format,
@@ -611,6 +613,15 @@ class Loader:
         key = (str(event.get("cat", "")), name, ident)
         self.perfetto.flow_event(ph, key, thread.utid, top, event.get("bp") == "e", where)
 
+    def track_event(self, event: Flow | Counter) -> None:
+        """A Perfetto TrackEvent flow id (on the slice just begun) or counter value."""
+        if isinstance(event, Counter):
+            self.perfetto.track_event_counter(event.pid, event.name, event.ts, event.value)
+            return
+        thread = self._thread(event.tid, event.pid)
+        top = (thread.stack[-1][0], thread.stack[-1][1]) if thread.stack else None
+        self.perfetto.track_event_flow(event.flow_id, top, terminating=event.terminating, where=0)
+
     def _json_metadata(self, event: Mapping[str, object]) -> None:
         args = event.get("args")
         name = args.get("name") if isinstance(args, Mapping) else None
@@ -787,6 +798,7 @@ def load_trace(
 
         loader = Loader(conn, warn_at_packet)
         pftrace.on_dump = loader._dump_row
+        pftrace.on_track_event = loader.track_event
         loader.load_ftrace(pftrace)
     else:
         with (

@@ -697,6 +697,8 @@ class PerfettoLines:
     """Process names by pid, as read so far."""
     last_offset: int = attrs.field(default=0, init=False)
     """Byte offset of the last packet a row came from."""
+    on_track_event: Callable[[Flow | Counter], None] | None = None
+    """Called with each flow and each counter of no thread (what makes no row), as read."""
 
     def __iter__(self) -> Iterator[str]:
         yield "# tracer: nop\n"
@@ -721,7 +723,10 @@ class PerfettoLines:
                 text, tid, cpu = event.text, event.tid, event.cpu
             elif isinstance(event, Counter):
                 if event.tid is None or event.pid is None:
-                    continue  # a counter track of no thread: no ftrace row for it
+                    # A counter track of no thread: no ftrace row for it.
+                    if self.on_track_event is not None:
+                        self.on_track_event(event)
+                    continue
                 text = f"C|{event.pid}|{event.name}|{_format_value(event.value)}"
                 tid = event.tid
             elif isinstance(event, ProcessName):
@@ -741,6 +746,8 @@ class PerfettoLines:
                     on_dump(DumpThread(pid=event.pid, tid=event.tid, name=event.name))
                 continue
             else:
+                if self.on_track_event is not None:
+                    self.on_track_event(event)
                 continue  # a flow: no ftrace row
             head = heads.get((tid, cpu))
             if head is None:

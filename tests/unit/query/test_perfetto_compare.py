@@ -127,10 +127,12 @@ def _nnemu_rows(trace: Path, sql: str) -> list[tuple[object, ...]]:
         database.close()
 
 
-@pytest.fixture(scope="module", name="two_apps")
-def _two_apps(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """nnemu's JSON trace of scenarios/two_apps_one_npu.yaml."""
-    path = tmp_path_factory.mktemp("two_apps") / "two_apps.json"
+@pytest.fixture(scope="module", name="two_apps", params=["json", "pftrace"])
+def _two_apps(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """nnemu's JSON and Perfetto protobuf traces of scenarios/two_apps_one_npu.yaml."""
+    if request.param == "pftrace":
+        pytest.importorskip("perfetto", reason="the Perfetto format needs nnemu[perfetto]")
+    path = tmp_path_factory.mktemp("two_apps") / f"two_apps.{request.param}"
     run(load_scenario(REPO / "scenarios/two_apps_one_npu.yaml"), sinks=[open_trace_writer(path)])
     return path
 
@@ -150,7 +152,7 @@ def _two_apps(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ],
 )
 def test_two_apps_trace_gives_perfetto_rows(two_apps, tmp_path, sql):
-    """On nnemu's own trace of two apps, each query returns trace processor's rows exactly."""
+    """On nnemu's own traces of two apps, each query returns trace processor's rows exactly."""
     shell = _shell()
     expected = _perfetto_rows(shell, two_apps, sql, tmp_path)
     assert _nnemu_rows(two_apps, sql) == expected
