@@ -45,3 +45,33 @@ def run_parse(
         include_incomplete=include_incomplete,
     )
     return code, out.getvalue(), err.getvalue()
+
+
+TRACE_PROCESSOR_BESIDE = Path(__file__).resolve().parents[2] / "shared/tools/trace_processor_shell"
+"""Where the team's checkouts (and CI) keep Perfetto's trace processor: ``shared/`` beside the clone."""
+
+
+def trace_processor_shell() -> str:
+    """Perfetto's ``trace_processor_shell`` to compare with, or skip the calling test.
+
+    ``NNEMU_TRACE_PROCESSOR`` names it; otherwise ``../shared/tools/trace_processor_shell``
+    beside the checkout is used when present. A binary that does not start here (it needs
+    Debian's ``libprotobuf32``) skips too, saying why.
+    """
+    import os
+    import subprocess
+
+    import pytest
+
+    shell = os.environ.get("NNEMU_TRACE_PROCESSOR") or (
+        str(TRACE_PROCESSOR_BESIDE) if TRACE_PROCESSOR_BESIDE.exists() else ""
+    )
+    if not shell or not os.access(shell, os.X_OK):
+        pytest.skip(
+            "needs Perfetto's trace_processor_shell (a Perfetto release, or built from its"
+            " source): set NNEMU_TRACE_PROCESSOR to its path"
+        )
+    probe = subprocess.run([shell, "--version"], capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        pytest.skip(f"{shell} does not run here: {probe.stderr.strip()[-200:]}")
+    return shell

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import subprocess
 from pathlib import Path
 
@@ -20,10 +19,10 @@ from nnemu import run
 from nnemu.query import open_trace
 from nnemu.scenario import load_scenario
 from nnemu.tracer import open_trace_writer
+from tests.commands import trace_processor_shell
 
 ROOT = Path(__file__).resolve().parents[2]
 TWO_APPS = ROOT / "scenarios/two_apps_one_npu.yaml"
-SHARED_SHELL = "/work/shared/tools/trace_processor_shell"
 FORMATS = (".html", ".txt", ".json", ".pftrace")
 
 SLICES = (
@@ -34,16 +33,7 @@ SLICES = (
 
 
 def _shell() -> str:
-    shell = os.environ.get("NNEMU_TRACE_PROCESSOR") or SHARED_SHELL
-    if not os.access(shell, os.X_OK):
-        pytest.skip(
-            "no trace_processor_shell: set NNEMU_TRACE_PROCESSOR to Perfetto's trace processor"
-            " (https://get.perfetto.dev/trace_processor)"
-        )
-    done = subprocess.run([shell, "--version"], capture_output=True, text=True, timeout=60)
-    if done.returncode != 0:
-        pytest.skip(f"{shell} does not run here: {done.stderr.strip()[-200:]}")
-    return shell
+    return trace_processor_shell()
 
 
 def _tp(shell: str, trace: Path, sql: str) -> list[dict[str, str]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -20,9 +19,9 @@ from nnemu import load_scenario, run
 from nnemu.query import open_trace
 from nnemu.query._table_functions import ApswDatabase, to_apsw
 from nnemu.tracer import open_trace_writer
+from tests.commands import trace_processor_shell
 
 REPO = Path(__file__).resolve().parents[3]
-SHARED_SHELL = REPO.parent / "shared" / "tools" / "trace_processor_shell"
 
 ANCESTOR_QUERY = """
 SELECT s.name AS slice, a.name AS root, count(*) AS calls, sum(s.dur) AS dur
@@ -85,15 +84,7 @@ QUERIES = [
 
 
 def _shell() -> str:
-    shell = os.environ.get("NNEMU_TRACE_PROCESSOR") or (
-        str(SHARED_SHELL) if SHARED_SHELL.exists() else ""
-    )
-    if not shell or not os.access(shell, os.X_OK):
-        pytest.skip(
-            "needs Perfetto's trace_processor_shell (from a Perfetto release, or built from"
-            " its source): set NNEMU_TRACE_PROCESSOR to its path"
-        )
-    return shell
+    return trace_processor_shell()
 
 
 def _value(text: str | float) -> object:

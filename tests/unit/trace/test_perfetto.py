@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import os
 import shutil
 import subprocess
 import tempfile
@@ -28,7 +27,7 @@ from nnemu.trace import (
     file_format,
     read_perfetto,
 )
-from tests.commands import run_cli, run_parse
+from tests.commands import run_cli, run_parse, trace_processor_shell
 from tests.perfetto_traces import pb2, systrace_to_perfetto
 
 REPO = Path(__file__).resolve().parents[3]
@@ -379,16 +378,7 @@ def test_verify_reads_back_a_run_converted_to_protobuf(tmp_path: Path):
 
 
 def _trace_processor() -> str:
-    binary = os.environ.get("NNEMU_TRACE_PROCESSOR", "/work/shared/tools/trace_processor_shell")
-    if not os.access(binary, os.X_OK):
-        pytest.skip(
-            "Perfetto's trace_processor_shell not found: set NNEMU_TRACE_PROCESSOR to it"
-            " (https://perfetto.dev/docs/analysis/trace-processor)"
-        )
-    probe = subprocess.run([binary, "--version"], capture_output=True, check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"{binary} does not run here: {probe.stderr.decode()[:200]}")
-    return binary
+    return trace_processor_shell()
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -98,13 +98,12 @@ def test_html_trace_names_its_processes(tmp_path: Path):
 
 
 def test_perfetto_reads_the_process_names(tmp_path: Path):
-    """Perfetto's trace processor (NNEMU_TRACE_PROCESSOR) names the driver service from the dump."""
-    import os
+    """Perfetto's trace processor names the driver service from the systrace's PROCESS DUMP."""
     import subprocess
 
-    shell = os.environ.get("NNEMU_TRACE_PROCESSOR")
-    if not shell or not os.access(shell, os.X_OK):
-        pytest.skip("set NNEMU_TRACE_PROCESSOR to Perfetto's trace_processor_shell")
+    from tests.commands import trace_processor_shell
+
+    shell = trace_processor_shell()
     path = tmp_path / "t.html"
     _two_apps_trace(path)
     query = tmp_path / "q.sql"
