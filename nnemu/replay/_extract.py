@@ -78,6 +78,11 @@ ARRIVALS_LR: Final = "ANeuralNetworksExecution_compute/startCompute* begins"
 ARRIVALS_HAL: Final = "HIDL IPreparedModel::execute* ::client begins"
 
 
+def _column(values: Iterable[int]) -> array[int]:
+    """A plan's per-execution times as 8-byte ints (a tuple of ints takes ~40 bytes each)."""
+    return array("q", values)
+
+
 @attrs.frozen(kw_only=True)
 class TraceApp:
     """What one client process did."""
@@ -90,7 +95,7 @@ class TraceApp:
     """Process name from the trace (process dump, JSON metadata, main thread), if any."""
     model_name: str | None
     """Detail of its first ``[NN_LA_PO]`` mark (a model name on devices, the app on nnemu)."""
-    arrivals_ns: tuple[int, ...]
+    arrivals_ns: array[int] = attrs.field(converter=_column)
     """When each execution was issued (trace clock, sorted)."""
     arrival_source: str
     """Which marks gave the arrivals (``ARRIVALS_LA`` / ``_LR`` / ``_HAL``)."""
@@ -108,7 +113,7 @@ class TraceApp:
     """``ANeuralNetworksCompilation_setPriority`` calls seen (the value is not traced)."""
     timeout_calls: int
     """``Compilation_setTimeout``/``Execution_setTimeout`` calls seen (values not traced)."""
-    latencies_ns: tuple[int, ...] = ()
+    latencies_ns: array[int] = attrs.field(converter=_column, factory=tuple)
     """Duration of each closed section that gave an arrival (the recorded latencies)."""
     never_ended: int = 0
     """Sections that gave an arrival but are still open at the end of the trace."""
@@ -128,7 +133,7 @@ class TraceDriver:
     """Highest HAL version its method names show."""
     hal_evidence: str
     """The method name that decided the version (empty: none had a version, 1.0)."""
-    execution_ns: tuple[int, ...]
+    execution_ns: array[int] = attrs.field(converter=_column)
     """Observed driver time of each execution it served."""
     prepare_ns: tuple[int, ...]
     """Observed driver time of each preparation (server begin -> notify)."""
@@ -158,7 +163,7 @@ class TracePlan:
     """Client processes that issued executions, by first arrival."""
     drivers: tuple[TraceDriver, ...]
     """Driver processes, by pid."""
-    ipc_latency_ns: tuple[int, ...]
+    ipc_latency_ns: array[int] = attrs.field(converter=_column)
     """Observed delays from a ``::client`` begin to its ``::server`` begin."""
     notes: tuple[str, ...] = ()
     """Things left out (processes with compilations but no execution, say)."""
@@ -789,7 +794,7 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
     """
     reader, fmt = _read(path, progress)
     driver_pids = set(reader.drivers)
-    ipc_latency: list[int] = []
+    ipc_latency = array("q")
     taken: set[str] = set()
     drivers = []
     for pid in sorted(driver_pids):
@@ -822,7 +827,7 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
         t0_ns=apps[0].arrivals_ns[0],
         apps=tuple(apps),
         drivers=tuple(drivers),
-        ipc_latency_ns=tuple(ipc_latency),
+        ipc_latency_ns=ipc_latency,
         notes=tuple(notes),
     )
 
@@ -854,7 +859,7 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         process_name=process_name,
         hal_version=tally.version,
         hal_evidence=tally.evidence,
-        execution_ns=tuple(executions),
+        execution_ns=executions,
         prepare_ns=tuple(preparations),
     )
 
@@ -877,13 +882,13 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
     )
     process_name = _process_name(reader, pid)
     base = safe_name(process_name) if process_name else f"app-{pid}"
-    latencies = tuple(_durations(closed))
+    latencies = _durations(closed)
     return TraceApp(
         pid=pid,
         name=base,
         process_name=process_name,
         model_name=tally.po_name,
-        arrivals_ns=tuple(sorted(begins)),
+        arrivals_ns=sorted(begins),
         arrival_source=source,
         execution_mode=mode,
         max_in_flight=max(1, tally.flight[which].best),

@@ -34,7 +34,7 @@ def test_omr1_one_app_five_executions_on_a_hal10_driver():
     assert driver.hal_version is HalVersion.V1_0
     assert driver.name == "hvx"  # android.hardware.neuralnetworks@1.0-service-hvx
     # execute::server begin -> IExecutionCallback::notify::client begin
-    assert driver.execution_ns == (20_730_000, 10_519_000, 14_184_000, 15_983_000, 13_012_000)
+    assert tuple(driver.execution_ns) == (20_730_000, 10_519_000, 14_184_000, 15_983_000, 13_012_000)
     assert driver.median_execution_ns == 14_184_000
 
 
