@@ -173,6 +173,8 @@ class FtraceLines:
     _source: str = attrs.field(default="", init=False)
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
+        # Plain text, the common case, is yielded from this frame itself (no
+        # ``yield from`` through a second generator per line).
         line_number = 0
         line = ""
         lines: Iterator[str]
@@ -182,6 +184,7 @@ class FtraceLines:
             self._limit = MAX_LINE + 1
         else:
             lines = iter(self.lines)
+        limit = self._limit
         for line in lines:
             line_number += 1
             stripped = line.lstrip()
@@ -193,8 +196,23 @@ class FtraceLines:
             if head.startswith(("<!doctype", "<html")):
                 self.is_html = True
                 line_number, line = yield from self._html_block(lines, line_number, line)
+                break
+            # Plain ftrace text from this line on.
+            self.found_ftrace = True
+            item = (line_number, line)
+            if limit:
+                if self._too_long(line):
+                    raise _line_too_long(self._source, line_number)
+                yield item
+                for item in enumerate(lines, line_number + 1):
+                    if len(item[1]) == limit and item[1][-1] != "\n":
+                        raise _line_too_long(self._source, item[0])
+                    yield item
             else:
-                line_number, line = yield from self._text(lines, line_number, line)
+                yield item
+                for item in enumerate(lines, line_number + 1):
+                    yield item
+            line_number, line = item
             break
         self.last_line_number = line_number
         self.last_line_unterminated = bool(line) and not line.endswith("\n")
@@ -202,27 +220,6 @@ class FtraceLines:
     def _too_long(self, line: str) -> bool:
         """Whether ``line`` is the first piece of a line longer than ``MAX_LINE``."""
         return len(line) == self._limit and line[-1] != "\n"
-
-    def _text(
-        self, lines: Iterator[str], line_number: int, line: str
-    ) -> Generator[tuple[int, str], None, tuple[int, str]]:
-        """Yield plain ftrace text from its first line on; return the last line read."""
-        self.found_ftrace = True
-        item = (line_number, line)
-        limit = self._limit
-        if limit:
-            if self._too_long(line):
-                raise _line_too_long(self._source, line_number)
-            yield item
-            for item in enumerate(lines, line_number + 1):
-                if len(item[1]) == limit and item[1][-1] != "\n":
-                    raise _line_too_long(self._source, item[0])
-                yield item
-        else:
-            yield item
-            for item in enumerate(lines, line_number + 1):
-                yield item
-        return item
 
     def _dump_line(self, line: str) -> None:
         """Read one line of a ``PROCESS DUMP`` block."""
