@@ -10,6 +10,7 @@ import attrs
 
 from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
+from nnemu.parser._compile import compiled_engine
 from nnemu.parser._engine import Engine
 from nnemu.parser._format import Printout
 from nnemu.parser._model import Diagnostic, ParseResult, RunStats
@@ -24,6 +25,17 @@ from nnemu.trace import (
 
 if TYPE_CHECKING:
     from nnemu.trace import PerfettoLines
+
+_engine_class: type[Engine] | None = None
+
+
+def engine_class() -> type[Engine]:
+    """The parser's ``Engine``: compiled by mypyc if built from the current source, else pure."""
+    global _engine_class
+    if _engine_class is None:
+        compiled = compiled_engine()
+        _engine_class = Engine if compiled is None else compiled
+    return _engine_class
 
 
 @attrs.frozen(kw_only=True)
@@ -44,7 +56,7 @@ def _run(
     on_run: Callable[[int, RunStats], None] | None = None,
     perfetto: PerfettoLines | None = None,
 ) -> _Outcome:
-    engine = Engine(keep_detail=keep_detail, on_run=on_run)
+    engine = engine_class()(keep_detail=keep_detail, on_run=on_run)
     found = True
     if perfetto is not None:
 
