@@ -22,6 +22,10 @@ time, ``resource.getrusage(RUSAGE_CHILDREN)``) of each are reported.  Both read
 compiled bytecode (a first, untimed run of each writes it under a private
 ``PYTHONPYCACHEPREFIX``), as an installed nnemu does.
 
+The first line printed says which engine is measured: the mypyc-compiled one when
+``python -m nnemu.parser._build`` built it from the current source (set
+``NNEMU_PURE_PARSER=1`` to measure the pure-Python one), else pure Python.
+
 Usage: python bench/bench_parser.py [--lines N ...] [--repeat R] [--process N ...]
 """
 
@@ -227,6 +231,10 @@ def main() -> None:
         f" {'ratio':>5}  {'nnemu l/cpu-s':>13} {'floor l/cpu-s':>13} {'ratio':>5}"
         f"  {'nnemu MB':>8} {'floor MB':>8}"
     )
+    from nnemu.parser._compile import compiled_engine
+
+    engine = "compiled (mypyc)" if compiled_engine() is not None else "pure Python"
+    print(f"parser engine: {engine}")
     print(f"best of {args.repeat}; l/s = lines per wall second, l/cpu-s = per CPU second")
     print(header)
     print("-" * len(header))
@@ -277,4 +285,10 @@ def _print_processes(tmp: Path, counts: list[int], repeat: int) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # `| head`: stop quietly
+        sys.stderr.close()
+        os._exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
