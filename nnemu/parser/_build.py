@@ -3,7 +3,7 @@
     python -m nnemu.parser._build     # needs mypy (the ``fast`` extra) and a C compiler
 
 Writes ``nnemu/parser/_cengine*.so`` beside the sources; ``nnemu.parser._compile``
-says when it is used (only while ``_engine.py`` is the source it was built from).
+says when it is used (only while ``_engine.py`` and what it imports are the sources it was built from).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def build(target: Path = HERE) -> list[Path]:
         copy = tree / "parser" / f"{COMPILED}.py"
         copy.write_text(
             text + f"\n\nSOURCE_CRC: Final = {source_crc()}\n"
-            '"""CRC-32 of the _engine.py this module was compiled from."""\n',
+            '"""CRC-32 of the sources this module was compiled from (_compile.SOURCES)."""\n',
             encoding="utf-8",
         )
         result = subprocess.run(
