@@ -8,6 +8,7 @@ says when it is used (only while ``_engine.py`` and what it imports are the sour
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -58,7 +59,15 @@ def build(target: Path = HERE) -> list[Path]:
         for built in sorted((tree / "parser").glob(f"{COMPILED}*")):
             if built.suffix in (".so", ".pyd"):
                 destination = target / built.name
-                shutil.copyfile(built, destination)
+                # A new file renamed over the old one: a process that has the old
+                # module loaded keeps its (unlinked) file intact.
+                partial = target / f".{built.name}.partial"
+                try:
+                    shutil.copyfile(built, partial)
+                    os.replace(partial, destination)
+                except OSError:
+                    partial.unlink(missing_ok=True)
+                    raise
                 written.append(destination)
         if not written:
             raise RuntimeError(f"mypyc wrote no extension module:\n{result.stdout}")
