@@ -9,9 +9,12 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
+from hypothesis import given, settings
 
 from nnemu.parser import _api, _compile, _engine, parse_lines
 from nnemu.parser._format import format_json, format_text
+from tests.unit.parser.test_fast_path import _outcome
+from tests.unit.parser.test_fast_path import _rows as varied_rows
 
 REPO = Path(__file__).resolve().parents[3]
 TRACES = [
@@ -99,3 +102,20 @@ def test_compiled_engine_parses_as_the_pure_one(path: Path) -> None:
     if compiled is None:
         pytest.skip("the compiled engine is not built (python -m nnemu.parser._build)")
     assert _parsed(path, compiled) == _parsed(path, _engine.Engine)
+
+
+@pytest.mark.skipif(
+    _compile.compiled_engine() is None,
+    reason="the compiled engine is not built (python -m nnemu.parser._build)",
+)
+@settings(max_examples=200, deadline=None)
+@given(lines=varied_rows())
+def test_compiled_engine_reads_varied_rows_as_the_pure_one(lines: list[str]) -> None:
+    """Odd heads, stamps and payloads give the compiled engine the same runs and diagnostics."""
+    compiled = _compile.compiled_engine()
+    assert compiled is not None
+    with mock.patch.object(_api, "_engine_class", compiled):
+        fast = _outcome(lines)
+    with mock.patch.object(_api, "_engine_class", _engine.Engine):
+        pure = _outcome(lines)
+    assert fast == pure
