@@ -30,9 +30,12 @@ from nnemu.sim import (
     SimThread,
     current_thread,
 )
-from nnemu.tracer import Layer, Phase, Tracer
+from nnemu.tracer import Layer, Phase, Tracer, mark
 
 logger = structlog.get_logger(layer="app")
+
+_EXECUTE_MARK = mark(Layer.APPLICATION, Phase.EXECUTION, "execute")
+"""An NDK execution's mark, built once (``Tracer.enter``)."""
 
 
 class Application:
@@ -314,7 +317,7 @@ class Application:
         spec = self.spec
         compilation = self._compilation
         assert compilation is not None
-        with self.tracer.section(Layer.APPLICATION, Phase.EXECUTION, "execute"):
+        with self.tracer.enter(_EXECUTE_MARK):
             code, execution = Execution.create(compilation)
             if execution is None:
                 return code, False

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, measured_timing
 from nnemu.hal import NO_TIMING, ErrorStatus, MeasureTiming, OutputShape, Request, Timing
 from nnemu.sim import SimThread
-from nnemu.tracer import Layer, Phase
+from nnemu.tracer import Layer, Phase, mark
 
 if TYPE_CHECKING:
     from nnemu.driver._prepared import PreparedModel
@@ -16,6 +16,15 @@ BURST_POLL_NS = 50_000
 """How long the sample driver's burst server spins on the request queue before it sleeps."""
 FMQ_TRANSFER_NS = 5_000
 """Moving a packet through a fast message queue to a thread that is spinning on it."""
+
+# The burst server's marks, built once (``Tracer.enter``).
+_PACKET_MARK = mark(Layer.IPC, Phase.EXECUTION, "ExecutionBurstServer getting packet")
+_SERVE_MARK = mark(
+    Layer.IPC,
+    Phase.EXECUTION,
+    "ExecutionBurstServer getting memory, executing, and returning results",
+)
+_EXECUTOR_MARK = mark(Layer.DRIVER, Phase.EXECUTION, "BurstExecutorWithCache::execute")
 
 
 class BurstContext:
@@ -51,18 +60,12 @@ class BurstContext:
         prepared = self.prepared
         service = prepared.service
         tracer, kernel, version = service.tracer, service.kernel, service.version
-        with tracer.section(Layer.IPC, Phase.EXECUTION, "ExecutionBurstServer getting packet"):
+        with tracer.enter(_PACKET_MARK):
             kernel.work(FMQ_TRANSFER_NS)
         try:
-            with tracer.section(
-                Layer.IPC,
-                Phase.EXECUTION,
-                "ExecutionBurstServer getting memory, executing, and returning results",
-            ):
+            with tracer.enter(_SERVE_MARK):
                 entered = kernel.task_now_ns()
-                with tracer.section(
-                    Layer.DRIVER, Phase.EXECUTION, "BurstExecutorWithCache::execute"
-                ):
+                with tracer.enter(_EXECUTOR_MARK):
                     kernel.work(VALIDATE_NS_PER_OP)
                     error = prepared.check_request(request, None)
                     if error is not None:

@@ -31,7 +31,7 @@ from nnemu.driver._cost import ComputePlan
 from nnemu.hal import DeviceType, ErrorStatus, Priority
 from nnemu.scenario import DeadlinePolicy, DeviceSpec, PreemptionKind, SchedulerKind
 from nnemu.sim import Kernel, WakeHandle, us
-from nnemu.tracer import Layer, Phase, Section, Tracer
+from nnemu.tracer import Layer, Phase, Section, Tracer, mark
 
 
 class Wake(enum.Enum):
@@ -622,7 +622,7 @@ class _CpuMarks:
         if tracer is None or job.next_op < 0 or self._op is not None:
             return
         if self._run is None:
-            self._run = tracer.section(Layer.CPU, Phase.EXECUTION, "run")
+            self._run = tracer.enter(_RUN_MARK)
         self._op = tracer.section(Layer.CPU, Phase.COMPUTATION, job.plan.names_of(job.next_op)[1])
 
     def end_op(self) -> None:
@@ -631,6 +631,9 @@ class _CpuMarks:
             self._op.__exit__(None, None, None)
             self._op = None
 
+
+_RUN_MARK = mark(Layer.CPU, Phase.EXECUTION, "run")
+"""A CPU execution's ``[NN_LC_PE]run`` mark, built once."""
 
 _NO_MARKS = _CpuMarks(None)
 """The marks of an execution that writes none (it never holds a section, so it is shared)."""

@@ -10,7 +10,7 @@ return value (``executeSynchronously*``) or an already signalled fence
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
@@ -35,10 +35,25 @@ from nnemu.hal import (
 from nnemu.ipc import Endpoint
 from nnemu.scenario import DeadlinePolicy
 from nnemu.sim import us
-from nnemu.tracer import Layer, Phase
+from nnemu.tracer import Layer, Mark, Phase, mark
 
 if TYPE_CHECKING:
     from nnemu.driver._service import DriverService
+
+
+def _marks(detail: str) -> tuple[Mark, Mark]:
+    """The (execution, inputs-and-outputs) marks of a driver scope called ``detail``."""
+    return (
+        mark(Layer.DRIVER, Phase.EXECUTION, detail),
+        mark(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, detail),
+    )
+
+
+# The sample driver's execution marks, built once (Tracer.enter, Section.switch_to).
+_FENCED_MARKS: Final = _marks("SamplePreparedModel::executeFenced")
+_SYNC_MARKS: Final = _marks("SampleDriver::executeSynchronouslyBase")
+_ASYNC_MARKS: Final = _marks("SampleDriver::asyncExecute")
+_EXECUTE_BASE_MARK: Final = mark(Layer.DRIVER, Phase.EXECUTION, "SampleDriver::executeBase")
 
 
 @attrs.frozen
@@ -170,8 +185,7 @@ class PreparedModel:
     ) -> tuple[ErrorStatus, FencedResult | None]:
         """IPreparedModel::executeFenced (1.3): runs inside the call, like the sample driver."""
         tracer, kernel = self.service.tracer, self.service.kernel
-        detail = "SamplePreparedModel::executeFenced"
-        with tracer.section(Layer.DRIVER, Phase.EXECUTION, detail) as section:
+        with tracer.enter(_FENCED_MARKS[0]) as section:
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             if any(fence is None for fence in wait_for):
@@ -187,8 +201,8 @@ class PreparedModel:
                 end = kernel.task_now_ns() + duration_ns
                 bound = end if bound is None else min(bound, end)
             # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
-            section.switch(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, detail)
-            section.switch(Layer.DRIVER, Phase.EXECUTION, detail)
+            section.switch_to(_FENCED_MARKS[1])
+            section.switch_to(_FENCED_MARKS[0])
             status, on_device = await self.compute(bound, loop_timeout_ns)
             timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
             return ErrorStatus.NONE, FencedResult(status, timing, timing)
@@ -273,7 +287,7 @@ class PreparedModel:
         """execute / execute_1_2 / execute_1_3: launch on a worker thread, answer by callback."""
         service = self.service
         tracer, kernel = service.tracer, service.kernel
-        with tracer.section(Layer.DRIVER, Phase.EXECUTION, "SampleDriver::executeBase"):
+        with tracer.enter(_EXECUTE_BASE_MARK):
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             if callback is None:
@@ -295,9 +309,8 @@ class PreparedModel:
             await kernel.sync()
 
             async def task() -> None:
-                detail = "SampleDriver::asyncExecute"
-                with tracer.section(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, detail) as section:
-                    section.switch(Layer.DRIVER, Phase.EXECUTION, detail)
+                with tracer.enter(_ASYNC_MARKS[1]) as section:
+                    section.switch_to(_ASYNC_MARKS[0])
                     status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
                 shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
                 timing = measured_timing(measure, status, on_device, entered, kernel.clock_ns)
@@ -318,15 +331,14 @@ class PreparedModel:
     ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
         """executeSynchronously(_1_3): run inside the call, answer with the return value."""
         tracer, kernel = self.service.tracer, self.service.kernel
-        detail = "SampleDriver::executeSynchronouslyBase"
-        with tracer.section(Layer.DRIVER, Phase.EXECUTION, detail) as section:
+        with tracer.enter(_SYNC_MARKS[0]) as section:
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             error = self.check_request(request, deadline_ns)
             if error is not None:
                 return error.downgraded(version), (), NO_TIMING
-            section.switch(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, detail)
-            section.switch(Layer.DRIVER, Phase.EXECUTION, detail)
+            section.switch_to(_SYNC_MARKS[1])
+            section.switch_to(_SYNC_MARKS[0])
             status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
             if status is ErrorStatus.NONE:
                 shapes = self._output_shapes or self.output_shapes()

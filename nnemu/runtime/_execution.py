@@ -31,12 +31,26 @@ from nnemu.runtime._plan import Step
 from nnemu.runtime._runtime import API_CALL_NS, PER_OP_NS, Runtime
 from nnemu.runtime._versioned import VersionedIPreparedModel
 from nnemu.sim import SimEvent, as_thread
-from nnemu.tracer import Layer, Phase
+from nnemu.tracer import Layer, Phase, mark
 
 # A driver step's section names: the runtime's (PIO, then PR) and the IPC phase's (PE).
 _EXECUTE = "DriverPreparedModel::execute"
 _EXECUTE_IPC = "DriverPreparedModel::execute::execute"
 _EXECUTE_FENCED = "DriverPreparedModel::executeFenced"
+# The marks of one driver step, built once (Tracer.enter, Section.switch_to).
+_IO_MARK = {
+    False: mark(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, _EXECUTE),
+    True: mark(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, _EXECUTE_FENCED),
+}
+_IPC_MARK = {
+    False: mark(Layer.IPC, Phase.EXECUTION, _EXECUTE_IPC),
+    True: mark(Layer.IPC, Phase.EXECUTION, _EXECUTE_FENCED),
+}
+_RESULTS_MARK = {
+    False: mark(Layer.RUNTIME, Phase.RESULTS, _EXECUTE),
+    True: mark(Layer.RUNTIME, Phase.RESULTS, _EXECUTE_FENCED),
+}
+_BURST_MARK = mark(Layer.IPC, Phase.EXECUTION, "ExecutionBurstController::compute")
 
 
 class Event:
@@ -319,9 +333,7 @@ class Execution:
         request = runtime.request_for(prepared.model)
         measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
         service = prepared.prepared.service
-        with runtime.tracer.section(
-            Layer.IPC, Phase.EXECUTION, "ExecutionBurstController::compute"
-        ):
+        with runtime.tracer.enter(_BURST_MARK):
             # The request packet reaches a spinning server at once; a sleeping one is woken.
             wake_ns = runtime.binder.latency_ns()
             await kernel.sleep(context.delivery_ns(kernel.task_now_ns(), wake_ns))
@@ -346,13 +358,12 @@ class Execution:
         """DriverPreparedModel::execute(Fenced): one step on a driver, over the binder."""
         runtime = self.runtime
         kernel = runtime.kernel
-        name = _EXECUTE_FENCED if fenced else _EXECUTE
         request = runtime.request_for(prepared.model)
         measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
         status: ErrorStatus | DeadObject
-        with runtime.tracer.section(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, name) as section:
+        with runtime.tracer.enter(_IO_MARK[fenced]) as section:
             kernel.work(PER_OP_NS * (len(request.inputs) + len(request.outputs)))
-            section.switch(Layer.IPC, Phase.EXECUTION, _EXECUTE_FENCED if fenced else _EXECUTE_IPC)
+            section.switch_to(_IPC_MARK[fenced])
             try:
                 if fenced:
                     status, timing = await prepared.execute_fenced(
@@ -364,7 +375,7 @@ class Execution:
                     )
             finally:
                 # The results phase is charged however the call ended.
-                section.switch(Layer.RUNTIME, Phase.RESULTS, name)
+                section.switch_to(_RESULTS_MARK[fenced])
                 kernel.work(API_CALL_NS)
         self.timing = timing
         if isinstance(status, DeadObject):

@@ -31,7 +31,7 @@ from nnemu.runtime._devices import CPU_CAPABILITIES, CPU_DEVICE_NAME, RuntimeDev
 from nnemu.runtime._versioned import VersionedIDevice
 from nnemu.scenario import CpuSpec
 from nnemu.sim import FileSystem, Kernel, SimProcess
-from nnemu.tracer import Layer, Phase, Tracer
+from nnemu.tracer import Layer, Mark, Phase, Tracer, mark
 
 logger = structlog.get_logger(layer="runtime")
 
@@ -39,6 +39,9 @@ API_CALL_NS = 2_000
 """CPU time of a trivial NDK call (argument checks, bookkeeping)."""
 PER_OP_NS = 1_000
 """Runtime CPU time per operation for model finish, partitioning and request building."""
+
+_NDK_MARKS: dict[str, Mark] = {}
+"""The NDK calls' ``[NN_LR_<phase>]name`` marks by name, built on first use."""
 
 
 class NdkCall:
@@ -114,7 +117,10 @@ class Runtime:
         """
         tracer = self.tracer
         if tracer.enabled:
-            tracer.begin(Layer.RUNTIME, phase, name)
+            ndk_mark = _NDK_MARKS.get(name)
+            if ndk_mark is None or ndk_mark.info[2] is not phase:
+                ndk_mark = _NDK_MARKS[name] = mark(Layer.RUNTIME, phase, name)
+            tracer.begin_mark(ndk_mark)
         self.kernel.work(API_CALL_NS)
         return self._ndk_call
 

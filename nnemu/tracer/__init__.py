@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         BATCH_EVENTS,
         BatchSink,
         FlowSink,
+        Mark,
         Section,
         SectionInfo,
         SectionKind,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
         TraceObserver,
         Tracer,
         TraceSink,
+        mark,
     )
     from nnemu.tracer._truth import GroundTruth
     from nnemu.tracer._truth_records import CELL_LAYERS, CELL_PHASES, ProcessTruth, RunTruth
@@ -42,6 +44,8 @@ _HOMES = {
     "BATCH_EVENTS": "nnemu.tracer._tracer",
     "BatchSink": "nnemu.tracer._tracer",
     "FlowSink": "nnemu.tracer._tracer",
+    "Mark": "nnemu.tracer._tracer",
+    "mark": "nnemu.tracer._tracer",
     "TraceEvent": "nnemu.tracer._tracer",
     "Section": "nnemu.tracer._tracer",
     "SectionInfo": "nnemu.tracer._tracer",
@@ -73,6 +77,7 @@ __all__ = [
     "FtraceWriter",
     "GroundTruth",
     "Layer",
+    "Mark",
     "Phase",
     "ProcessTruth",
     "RunTruth",
@@ -83,6 +88,7 @@ __all__ = [
     "TraceObserver",
     "TraceSink",
     "Tracer",
+    "mark",
     "open_trace_writer",
     "tag",
 ]

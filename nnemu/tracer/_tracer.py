@@ -101,6 +101,38 @@ SectionInfo = tuple[SectionKind, Layer | None, Phase | None, str]
 the detail is the whole name."""
 
 
+class Mark:
+    """A section name built once: ``[NN_<layer>_<phase>]detail``, its ``[SW]`` form and their infos.
+
+    Call sites that write the same section again and again build its ``Mark`` once (with
+    ``mark``, at import or construction) and pass it to ``Tracer.enter`` and
+    ``Section.switch_to``, so a mark costs no string formatting.
+    """
+
+    __slots__ = ("info", "name", "switch_info", "switch_name")
+
+    def __init__(self, layer: Layer, phase: Phase, detail: str) -> None:
+        self.name: Final = f"[NN_{layer._value_}_{phase._value_}]{detail}"
+        self.switch_name: Final = "[SW]" + self.name
+        self.info: Final[SectionInfo] = (SectionKind.PLAIN, layer, phase, detail)
+        self.switch_info: Final[SectionInfo] = (SectionKind.SWITCH, layer, phase, detail)
+
+    def __repr__(self) -> str:
+        return f"Mark({self.name!r})"
+
+
+_MARKS: dict[tuple[str, str, str], Mark] = {}
+
+
+def mark(layer: Layer, phase: Phase, detail: str) -> Mark:
+    """The ``Mark`` of ``[NN_<layer>_<phase>]detail`` (one object per name, built on first use)."""
+    key = (layer._value_, phase._value_, detail)
+    found = _MARKS.get(key)
+    if found is None:
+        found = _MARKS[key] = Mark(layer, phase, detail)
+    return found
+
+
 TraceEvent = tuple[int, SimThread, str | None, SectionInfo | None]
 """(ts_ns, thread, name, info): a begin when ``name`` is set, else an end; ``info`` is
 the section's structured information, built only while an observer is attached.
@@ -190,7 +222,10 @@ class Section:
                 count = depth.open
             if count > 0:
                 depth.open -= count
-                event = (tracer._now(), depth.thread, None, None)
+                kernel = tracer._kernel  # (Kernel.task_now_ns, inline)
+                proc = kernel._running
+                ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
+                event = (ts, depth.thread, None, None)
                 events = tracer._events
                 if count == 1:
                     events.append(event)
@@ -206,13 +241,36 @@ class Section:
             depth = self._depth
             depth.open += 1
             self._count += 1
+            kernel = tracer._kernel  # (Kernel.task_now_ns, inline)
+            proc = kernel._running
             events = tracer._events
             events.append(
                 (
-                    tracer._now(),
+                    kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
                     depth.thread,
                     f"[SW][NN_{layer._value_}_{phase._value_}]{detail}",
                     (SectionKind.SWITCH, layer, phase, detail) if tracer._observers else None,
+                )
+            )
+            if len(events) >= tracer._release_at:
+                tracer._release()
+
+    def switch_to(self, to: Mark) -> None:
+        """``switch`` with a prebuilt name: begin ``to``'s ``[SW]`` section."""
+        tracer = self._tracer
+        if tracer.enabled:  # (switch, inline)
+            depth = self._depth
+            depth.open += 1
+            self._count += 1
+            kernel = tracer._kernel  # (Kernel.task_now_ns, inline)
+            proc = kernel._running
+            events = tracer._events
+            events.append(
+                (
+                    kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
+                    depth.thread,
+                    to.switch_name,
+                    to.switch_info if tracer._observers else None,
                 )
             )
             if len(events) >= tracer._release_at:
@@ -235,6 +293,9 @@ class _UntracedSection(Section):
         return None
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
+        return None
+
+    def switch_to(self, to: Mark) -> None:
         return None
 
 
@@ -455,16 +516,40 @@ class Tracer:
     def begin(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Begin ``[NN_<layer>_<phase>]detail`` (an NNTRACE_FULL scope)."""
         if self.enabled:
-            thread = current_thread()  # (as in ``section``: every NDK call comes here)
+            thread = (
+                _current_thread.get() or current_thread()
+            )  # (as in ``section``: every NDK call comes here)
             depth = self._by_id.get(id(thread)) or self._new_depth(thread)
             depth.open += 1
+            kernel = self._kernel  # (Kernel.task_now_ns, inline)
+            proc = kernel._running
             events = self._events
             events.append(
                 (
-                    self._now(),
+                    kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
                     depth.thread,
                     f"[NN_{layer._value_}_{phase._value_}]{detail}",
                     (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
+                )
+            )
+            if len(events) >= self._release_at:
+                self._release()
+
+    def begin_mark(self, mark: Mark) -> None:
+        """``begin`` with a prebuilt name (``end`` ends it)."""
+        if self.enabled:
+            thread = _current_thread.get() or current_thread()  # (as in ``begin``)
+            depth = self._by_id.get(id(thread)) or self._new_depth(thread)
+            depth.open += 1
+            kernel = self._kernel  # (Kernel.task_now_ns, inline)
+            proc = kernel._running
+            events = self._events
+            events.append(
+                (
+                    kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
+                    depth.thread,
+                    mark.name,
+                    mark.info if self._observers else None,
                 )
             )
             if len(events) >= self._release_at:
@@ -492,16 +577,42 @@ class Tracer:
         """A scoped ``[NN_<layer>_<phase>]detail`` section: ``with tracer.section(...) as s:``."""
         if not self.enabled:
             return _UNTRACED
-        thread = current_thread()  # (_depth_of and _begin, inline: this is the hot path)
+        thread = (
+            _current_thread.get() or current_thread()
+        )  # (_depth_of and _begin, inline: this is the hot path)
         depth = self._by_id.get(id(thread)) or self._new_depth(thread)
         depth.open += 1
+        kernel = self._kernel  # (Kernel.task_now_ns, inline)
+        proc = kernel._running
         events = self._events
         events.append(
             (
-                self._now(),
+                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
                 depth.thread,
                 f"[NN_{layer._value_}_{phase._value_}]{detail}",
                 (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
+            )
+        )
+        if len(events) >= self._release_at:
+            self._release()
+        return Section(self, depth)
+
+    def enter(self, mark: Mark) -> Section:
+        """``section`` with a prebuilt name: ``with tracer.enter(MARK) as s:``."""
+        if not self.enabled:
+            return _UNTRACED
+        thread = _current_thread.get() or current_thread()  # (as in ``section``)
+        depth = self._by_id.get(id(thread)) or self._new_depth(thread)
+        depth.open += 1
+        kernel = self._kernel  # (Kernel.task_now_ns, inline)
+        proc = kernel._running
+        events = self._events
+        events.append(
+            (
+                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
+                depth.thread,
+                mark.name,
+                mark.info if self._observers else None,
             )
         )
         if len(events) >= self._release_at:
@@ -512,13 +623,15 @@ class Tracer:
         """A scoped section called ``name`` with no NNTRACE tag (a HIDL proxy's or stub's)."""
         if not self.enabled:
             return _UNTRACED
-        thread = current_thread()  # (as in ``section``)
+        thread = _current_thread.get() or current_thread()  # (as in ``section``)
         depth = self._by_id.get(id(thread)) or self._new_depth(thread)
         depth.open += 1
+        kernel = self._kernel  # (Kernel.task_now_ns, inline)
+        proc = kernel._running
         events = self._events
         events.append(
             (
-                self._now(),
+                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
                 depth.thread,
                 name,
                 (SectionKind.RAW, None, None, name) if self._observers else None,
@@ -543,12 +656,15 @@ class Tracer:
     def end(self, count: int = 1) -> None:
         """End the ``count`` innermost sections of the current thread (a scope with switches ends several)."""
         if self.enabled:
-            thread = current_thread()
+            thread = _current_thread.get() or current_thread()
             depth = self._by_id.get(id(thread))
             if count == 1 and depth is not None and depth.open:  # (``_end``, inline)
                 depth.open -= 1
+                kernel = self._kernel  # (Kernel.task_now_ns, inline)
+                proc = kernel._running
+                ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
                 events = self._events
-                events.append((self._now(), depth.thread, None, None))
+                events.append((ts, depth.thread, None, None))
                 if len(events) >= self._release_at:
                     self._release()
             else:

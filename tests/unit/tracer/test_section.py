@@ -6,7 +6,7 @@ import pytest
 import trio
 
 from nnemu.sim import Kernel, ProcessTable
-from nnemu.tracer import Layer, Phase, Tracer
+from nnemu.tracer import Layer, Phase, SectionKind, Tracer, mark
 from tests.unit.ipc.test_binder import RecordingSink
 
 US = 1_000
@@ -103,3 +103,71 @@ async def test_section_opened_untraced_stays_unmarked_when_tracing_starts(autoju
         nursery.cancel_scope.cancel()
     tracer.close()
     assert [(e[0], e[1]) for e in late.events] == [("B", 5 * US), ("E", 6 * US)]
+
+
+class _InfoObserver:
+    """A TraceObserver that keeps each begin's structured information."""
+
+    def __init__(self) -> None:
+        self.infos: list[tuple] = []
+
+    def process(self, pid: int, name: str) -> None:
+        pass
+
+    def begin(self, ts_ns: int, thread: object, info: tuple) -> None:
+        self.infos.append((ts_ns, info))
+
+    def end(self, ts_ns: int, thread: object) -> None:
+        self.infos.append((ts_ns, None))
+
+    def close(self) -> None:
+        pass
+
+
+async def _marks_and_infos(prebuilt: bool) -> tuple[list[tuple], list[tuple]]:
+    """The sink's events and an observer's infos of one body, with or without prebuilt marks."""
+    io_mark = mark(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "d")
+    exe_mark = mark(Layer.DRIVER, Phase.EXECUTION, "d")
+    ndk_mark = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_compute")
+    observer = _InfoObserver()
+
+    async def body(kernel: Kernel, tracer: Tracer) -> None:
+        tracer.add_observer(observer)
+        if prebuilt:
+            tracer.begin_mark(ndk_mark)
+        else:
+            tracer.begin(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_compute")
+        kernel.work(4 * US)  # marks ahead of the kernel's clock carry the task's time
+        opened = (
+            tracer.enter(exe_mark)
+            if prebuilt
+            else tracer.section(Layer.DRIVER, Phase.EXECUTION, "d")
+        )
+        with opened as section:
+            kernel.work(2 * US)
+            if prebuilt:
+                section.switch_to(io_mark)
+            else:
+                section.switch(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "d")
+            await kernel.sleep(10 * US)
+        tracer.end()
+
+    sink = await _run_on_a_thread(body)
+    return sink.events, observer.infos
+
+
+async def test_prebuilt_marks_write_what_the_named_calls_write(autojump_clock):
+    """``enter``/``switch_to``/``begin_mark`` give sinks and observers the same events as
+    ``section``/``switch``/``begin`` with the same layer, phase and detail."""
+    events, infos = await _marks_and_infos(prebuilt=True)
+    assert (events, infos) == await _marks_and_infos(prebuilt=False)
+    assert [e[3] if e[0] == "B" else "E" for e in events] == [
+        "[NN_LR_PE]ANeuralNetworksExecution_compute",
+        "[NN_LD_PE]d",
+        "[SW][NN_LD_PIO]d",
+        "E",
+        "E",
+        "E",
+    ]
+    assert infos[2] == (6 * US, (SectionKind.SWITCH, Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "d"))
+    assert mark(Layer.DRIVER, Phase.EXECUTION, "d") is mark(Layer.DRIVER, Phase.EXECUTION, "d")
