@@ -31,7 +31,7 @@ from nnemu.runtime._devices import CPU_CAPABILITIES, CPU_DEVICE_NAME, RuntimeDev
 from nnemu.runtime._versioned import VersionedIDevice
 from nnemu.scenario import CpuSpec
 from nnemu.sim import FileSystem, Kernel, SimProcess
-from nnemu.tracer import Layer, Mark, Phase, Tracer, mark
+from nnemu.tracer import Layer, Mark, Phase, Section, Tracer, mark
 
 logger = structlog.get_logger(layer="runtime")
 
@@ -45,11 +45,12 @@ _NDK_MARKS: dict[str, Mark] = {}
 
 
 class NdkCall:
-    """The block of one NDK call (``Runtime.ndk_call``): leaving it ends the call's section.
+    """The block of an NDK call made while tracing is off (``Runtime.ndk_call``).
 
-    An NDK call's section never switches phase and the tracer ends the innermost
-    section of the *current* thread, so one stateless block per runtime serves every
-    call on every thread: the several NDK calls of each execution allocate nothing.
+    One stateless block per runtime serves every call on every thread, so the several
+    NDK calls of each untraced execution allocate nothing.  (A traced call's block is
+    its ``Section``.)  Should tracing start inside the block, its exit ends the
+    innermost section of the current thread, as before.
     """
 
     __slots__ = ("_tracer",)
@@ -109,18 +110,21 @@ class Runtime:
         self._requests: dict[int, tuple[Model, Request]] = {}
         self._ndk_call = NdkCall(tracer)
 
-    def ndk_call(self, phase: Phase, name: str) -> NdkCall:
+    def ndk_call(self, phase: Phase, name: str) -> NdkCall | Section:
         """One NDK function: its ``[NN_LR_<phase>]name`` section, charged the API call's CPU time.
 
         ``with runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_compute"):``
-        -- the section ends when the block exits, however it exits.
+        -- the section ends when the block exits, however it exits.  Traced, the block
+        is the section itself (its exit writes the end mark without looking up the thread).
         """
         tracer = self.tracer
         if tracer.enabled:
             ndk_mark = _NDK_MARKS.get(name)
             if ndk_mark is None or ndk_mark.info[2] is not phase:
                 ndk_mark = _NDK_MARKS[name] = mark(Layer.RUNTIME, phase, name)
-            tracer.begin_mark(ndk_mark)
+            section = tracer.enter(ndk_mark)
+            self.kernel.work(API_CALL_NS)
+            return section
         self.kernel.work(API_CALL_NS)
         return self._ndk_call
 
