@@ -237,23 +237,13 @@ class Section:
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Switch phase inside this section: begin ``[SW][NN_<layer>_<phase>]detail``."""
         tracer = self._tracer
-        if tracer.enabled:  # (Tracer._begin, inline)
-            depth = self._depth
-            depth.open += 1
+        if tracer.enabled:
             self._count += 1
-            kernel = tracer._kernel  # (Kernel.task_now_ns, inline)
-            proc = kernel._running
-            events = tracer._events
-            events.append(
-                (
-                    kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
-                    depth.thread,
-                    f"[SW][NN_{layer._value_}_{phase._value_}]{detail}",
-                    (SectionKind.SWITCH, layer, phase, detail) if tracer._observers else None,
-                )
+            tracer._open(
+                f"[SW][NN_{layer._value_}_{phase._value_}]{detail}",
+                (SectionKind.SWITCH, layer, phase, detail) if tracer._observers else None,
+                self._depth,
             )
-            if len(events) >= tracer._release_at:
-                tracer._release()
 
     def switch_to(self, to: Mark) -> None:
         """``switch`` with a prebuilt name: begin ``to``'s ``[SW]`` section."""
@@ -454,12 +444,31 @@ class Tracer:
         self._keep.append(thread)
         return depth
 
-    def _begin(self, depth: _Depth, name: str, info: SectionInfo | None) -> None:
+    def _open(self, name: str, info: SectionInfo | None, depth: _Depth | None = None) -> _Depth:
+        """Begin section ``name`` on ``depth``'s thread (the current one if None); return its depth.
+
+        What every string-building entry point shares (``section``, ``begin``, ``switch``,
+        ...); ``enter``, ``Section.switch_to`` and the ends keep this body inline (the
+        per-execution path, bench/README.md).
+        """
+        if depth is None:
+            thread = _current_thread.get() or current_thread()
+            depth = self._by_id.get(id(thread)) or self._new_depth(thread)
         depth.open += 1
+        kernel = self._kernel  # (Kernel.task_now_ns, inline)
+        proc = kernel._running
         events = self._events
-        events.append((self._now(), depth.thread, name, info))
+        events.append(
+            (
+                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
+                depth.thread,
+                name,
+                info,
+            )
+        )
         if len(events) >= self._release_at:
             self._release()
+        return depth
 
     def _end(self, depth: _Depth, count: int) -> None:
         count = min(count, depth.open)
@@ -507,59 +516,25 @@ class Tracer:
     def raw_begin(self, name: str) -> None:
         """Begin a section called ``name`` on the current thread."""
         if self.enabled:
-            self._begin(
-                self._depth_of(current_thread()),
-                name,
-                (SectionKind.RAW, None, None, name) if self._observers else None,
-            )
+            self._open(name, (SectionKind.RAW, None, None, name) if self._observers else None)
 
     def begin(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Begin ``[NN_<layer>_<phase>]detail`` (an NNTRACE_FULL scope)."""
         if self.enabled:
-            thread = (
-                _current_thread.get() or current_thread()
-            )  # (as in ``section``: every NDK call comes here)
-            depth = self._by_id.get(id(thread)) or self._new_depth(thread)
-            depth.open += 1
-            kernel = self._kernel  # (Kernel.task_now_ns, inline)
-            proc = kernel._running
-            events = self._events
-            events.append(
-                (
-                    kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
-                    depth.thread,
-                    f"[NN_{layer._value_}_{phase._value_}]{detail}",
-                    (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
-                )
+            self._open(
+                f"[NN_{layer._value_}_{phase._value_}]{detail}",
+                (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
             )
-            if len(events) >= self._release_at:
-                self._release()
 
     def begin_mark(self, mark: Mark) -> None:
         """``begin`` with a prebuilt name (``end`` ends it)."""
         if self.enabled:
-            thread = _current_thread.get() or current_thread()  # (as in ``begin``)
-            depth = self._by_id.get(id(thread)) or self._new_depth(thread)
-            depth.open += 1
-            kernel = self._kernel  # (Kernel.task_now_ns, inline)
-            proc = kernel._running
-            events = self._events
-            events.append(
-                (
-                    kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
-                    depth.thread,
-                    mark.name,
-                    mark.info if self._observers else None,
-                )
-            )
-            if len(events) >= self._release_at:
-                self._release()
+            self._open(mark.name, mark.info if self._observers else None)
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Begin ``[SW][NN_<layer>_<phase>]detail`` (an NNTRACE_*_SWITCH); its scope's end closes it."""
         if self.enabled:
-            self._begin(
-                self._depth_of(current_thread()),
+            self._open(
                 f"[SW][NN_{layer._value_}_{phase._value_}]{detail}",
                 (SectionKind.SWITCH, layer, phase, detail) if self._observers else None,
             )
@@ -567,8 +542,7 @@ class Tracer:
     def subtract(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Begin ``[SUB][NN_<layer>_<phase>]detail`` (NNTRACE_FULL_SUBTRACT)."""
         if self.enabled:
-            self._begin(
-                self._depth_of(current_thread()),
+            self._open(
                 f"[SUB][NN_{layer._value_}_{phase._value_}]{detail}",
                 (SectionKind.SUBTRACT, layer, phase, detail) if self._observers else None,
             )
@@ -577,25 +551,13 @@ class Tracer:
         """A scoped ``[NN_<layer>_<phase>]detail`` section: ``with tracer.section(...) as s:``."""
         if not self.enabled:
             return _UNTRACED
-        thread = (
-            _current_thread.get() or current_thread()
-        )  # (_depth_of and _begin, inline: this is the hot path)
-        depth = self._by_id.get(id(thread)) or self._new_depth(thread)
-        depth.open += 1
-        kernel = self._kernel  # (Kernel.task_now_ns, inline)
-        proc = kernel._running
-        events = self._events
-        events.append(
-            (
-                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
-                depth.thread,
+        return Section(
+            self,
+            self._open(
                 f"[NN_{layer._value_}_{phase._value_}]{detail}",
                 (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
-            )
+            ),
         )
-        if len(events) >= self._release_at:
-            self._release()
-        return Section(self, depth)
 
     def enter(self, mark: Mark) -> Section:
         """``section`` with a prebuilt name: ``with tracer.enter(MARK) as s:``."""
@@ -623,35 +585,21 @@ class Tracer:
         """A scoped section called ``name`` with no NNTRACE tag (a HIDL proxy's or stub's)."""
         if not self.enabled:
             return _UNTRACED
-        thread = _current_thread.get() or current_thread()  # (as in ``section``)
-        depth = self._by_id.get(id(thread)) or self._new_depth(thread)
-        depth.open += 1
-        kernel = self._kernel  # (Kernel.task_now_ns, inline)
-        proc = kernel._running
-        events = self._events
-        events.append(
-            (
-                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
-                depth.thread,
-                name,
-                (SectionKind.RAW, None, None, name) if self._observers else None,
-            )
+        return Section(
+            self, self._open(name, (SectionKind.RAW, None, None, name) if self._observers else None)
         )
-        if len(events) >= self._release_at:
-            self._release()
-        return Section(self, depth)
 
     def subtract_section(self, layer: Layer, phase: Phase, detail: str) -> Section:
         """A scoped ``[SUB][NN_<layer>_<phase>]detail`` section (NNTRACE_FULL_SUBTRACT)."""
         if not self.enabled:
             return _UNTRACED
-        depth = self._depth_of(current_thread())
-        self._begin(
-            depth,
-            f"[SUB][NN_{layer._value_}_{phase._value_}]{detail}",
-            (SectionKind.SUBTRACT, layer, phase, detail) if self._observers else None,
+        return Section(
+            self,
+            self._open(
+                f"[SUB][NN_{layer._value_}_{phase._value_}]{detail}",
+                (SectionKind.SUBTRACT, layer, phase, detail) if self._observers else None,
+            ),
         )
-        return Section(self, depth)
 
     def end(self, count: int = 1) -> None:
         """End the ``count`` innermost sections of the current thread (a scope with switches ends several)."""
