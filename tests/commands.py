@@ -1,6 +1,7 @@
 """Running ``nnemu`` in-process, as a user runs it from a shell; import it as ``tests.commands``.
 
-Used by the CLI, replay and pictures tests; ``run_parse`` by the parser's and the golden tests.
+Used by the CLI, replay and pictures tests; ``run_parse`` by the parser's and the golden tests;
+``run_query`` by the query's.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from nnemu.cli import main
 from nnemu.parser import run_parse_command
+from nnemu.query import run_query_command
 
 
 def run_cli(*argv: str, stdin: str = "") -> tuple[int, str, str]:
@@ -46,6 +48,30 @@ def run_parse(
     )
     return code, out.getvalue(), err.getvalue()
 
+
+
+def run_query(
+    trace: str | Path,
+    sql: str | None = None,
+    *,
+    stdin: str = "",
+    as_csv: bool = False,
+    as_json: bool = False,
+    db: str | Path | None = None,
+) -> tuple[int, str, str]:
+    """Run ``nnemu query TRACE [SQL]`` through ``run_query_command``; return (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    code = run_query_command(
+        str(trace),
+        sql,
+        as_csv=as_csv,
+        as_json=as_json,
+        db=None if db is None else str(db),
+        stdin=io.StringIO(stdin),
+        stdout=out,
+        stderr=err,
+    )
+    return code, out.getvalue(), err.getvalue()
 
 TRACE_PROCESSOR_BESIDE = Path(__file__).resolve().parents[2] / "shared/tools/trace_processor_shell"
 """Where the team's checkouts (and CI) keep Perfetto's trace processor: ``shared/`` beside the clone."""

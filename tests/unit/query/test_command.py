@@ -10,7 +10,8 @@ import sqlite3
 import pytest
 
 from nnemu.cli import main
-from nnemu.query import run_query_command, split_statements
+from nnemu.query import split_statements
+from tests.commands import run_query
 
 ROWS = [
     (0, "app", 100, 100, "[NN_LR_PE]compute"),
@@ -21,24 +22,9 @@ ROWS = [
 SQL = "SELECT id, name, dur, parent_id FROM slice ORDER BY id"
 
 
-def _query(trace, sql=None, *, stdin="", as_csv=False, as_json=False, db=None):
-    out, err = io.StringIO(), io.StringIO()
-    code = run_query_command(
-        str(trace),
-        sql,
-        as_csv=as_csv,
-        as_json=as_json,
-        db=db,
-        stdin=io.StringIO(stdin),
-        stdout=out,
-        stderr=err,
-    )
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_text_table_is_aligned(write_trace):
     """The default output is a header, a rule and rows with numbers right-aligned and NULL shown."""
-    code, out, err = _query(write_trace(ROWS), SQL)
+    code, out, err = run_query(write_trace(ROWS), SQL)
     assert (code, err) == (0, "")
     assert out == (
         "id  name               dur    parent_id\n"
@@ -50,7 +36,7 @@ def test_text_table_is_aligned(write_trace):
 
 def test_csv_output(write_trace):
     """--csv writes a header row and empty fields for NULL."""
-    code, out, _ = _query(write_trace(ROWS), SQL, as_csv=True)
+    code, out, _ = run_query(write_trace(ROWS), SQL, as_csv=True)
     assert code == 0
     assert list(csv.reader(io.StringIO(out))) == [
         ["id", "name", "dur", "parent_id"],
@@ -61,19 +47,19 @@ def test_csv_output(write_trace):
 
 def test_json_output(write_trace):
     """--json writes an array of objects keyed by column name."""
-    code, out, _ = _query(write_trace(ROWS), SQL, as_json=True)
+    code, out, _ = run_query(write_trace(ROWS), SQL, as_json=True)
     assert code == 0
     assert json.loads(out) == [
         {"id": 0, "name": "[NN_LR_PE]compute", "dur": 20000, "parent_id": None},
         {"id": 1, "name": "child", "dur": 5000, "parent_id": 0},
     ]
-    _, empty, _ = _query(write_trace(ROWS), "SELECT 1 WHERE 0", as_json=True)
+    _, empty, _ = run_query(write_trace(ROWS), "SELECT 1 WHERE 0", as_json=True)
     assert json.loads(empty) == []
 
 
 def test_several_statements_print_the_last_result(write_trace):
     """Statements run in order and only the last one's rows are printed."""
-    code, out, _ = _query(
+    code, out, _ = run_query(
         write_trace(ROWS), "CREATE VIEW v AS SELECT name FROM slice; SELECT count(*) AS n FROM v"
     )
     assert (code, out) == (0, "n\n-\n2\n")
@@ -90,7 +76,7 @@ def test_shell_reads_statements_from_stdin(write_trace):
         ".quit\n"
         "SELECT 'not run';\n"
     )
-    code, out, err = _query(write_trace(ROWS), stdin=stdin)
+    code, out, err = run_query(write_trace(ROWS), stdin=stdin)
     assert (code, err) == (0, "")
     assert out == (
         "args\ncounter\ncounter_track\nflow\nnnapi_layer\nnnapi_phase\nnnapi_slice\nprocess\n"
@@ -108,7 +94,7 @@ def test_shell_reads_statements_from_stdin(write_trace):
 
 def test_shell_reports_errors_and_continues(write_trace):
     """A failing statement in the shell prints query: <message>, the rest still run, exit is 2."""
-    code, out, err = _query(write_trace(ROWS), stdin="SELECT nope;\n.bogus\nSELECT 1 AS x;\n")
+    code, out, err = run_query(write_trace(ROWS), stdin="SELECT nope;\n.bogus\nSELECT 1 AS x;\n")
     assert code == 2
     assert err == "query: no such column: nope\nquery: unknown command .bogus (try .help)\n"
     assert out == "x\n-\n1\n"
@@ -126,7 +112,7 @@ def test_db_keeps_the_database(write_trace, tmp_path):
     """--db writes an SQLite file with the tables and views, replacing an older one."""
     db = tmp_path / "t.db"
     for _ in range(2):
-        code, _, _ = _query(write_trace(ROWS), "SELECT 1", db=str(db))
+        code, _, _ = run_query(write_trace(ROWS), "SELECT 1", db=str(db))
         assert code == 0
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT count(*) FROM slice_descendant").fetchone() == (1,)
@@ -136,7 +122,7 @@ def test_db_refuses_to_replace_other_files(write_trace, tmp_path):
     """--db does not overwrite a file that is not an SQLite database."""
     other = tmp_path / "notes.txt"
     other.write_text("keep me")
-    code, _, err = _query(write_trace(ROWS), "SELECT 1", db=str(other))
+    code, _, err = run_query(write_trace(ROWS), "SELECT 1", db=str(other))
     assert code == 2
     assert err == f"query: --db {other}: exists and is not an SQLite database; not replacing it\n"
     assert other.read_text() == "keep me"
@@ -144,7 +130,7 @@ def test_db_refuses_to_replace_other_files(write_trace, tmp_path):
 
 def test_sql_error_exits_2_with_one_line(write_trace):
     """A bad statement gives 'query: <sqlite message>' and exit code 2."""
-    code, out, err = _query(write_trace(ROWS), "SELEC 1")
+    code, out, err = run_query(write_trace(ROWS), "SELEC 1")
     assert (code, out) == (2, "")
     assert err == 'query: near "SELEC": syntax error\n'
 
@@ -162,7 +148,7 @@ def test_bad_trace_exits_2_with_one_line(tmp_path, text, expected):
     path = tmp_path / "t.txt"
     if text is not None:
         path.write_text(text)
-    code, out, err = _query(path, "SELECT 1")
+    code, out, err = run_query(path, "SELECT 1")
     assert (code, out) == (2, "")
     assert err.startswith(str(path) + expected.replace(":0:", ":"))
     assert err.count("\n") == 1
@@ -183,7 +169,7 @@ def test_warnings_are_capped(write_trace):
     """Past 20 warnings the rest are counted in one line."""
     rows = [(i, "app", 100, 100, "E") for i in range(25)] + [(30, "app", 100, 100, "x")]
     rows.append((31, "app", 100, 100, "E"))
-    code, _, err = _query(write_trace(rows), "SELECT 1")
+    code, _, err = run_query(write_trace(rows), "SELECT 1")
     assert code == 0
     lines = err.splitlines()
     assert len(lines) == 21

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import io
 import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from nnemu.query import _command, run_query_command
+from nnemu.query import _command
+from tests.commands import run_query
 
 ROWS = [
     (0, "app", 100, 100, "[NN_LR_PE]compute"),
@@ -21,18 +21,7 @@ SQL = "SELECT count(*) AS n FROM slice"
 
 
 def _query(trace: Path, db: Path, sql: str = SQL) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run_query_command(
-        str(trace),
-        sql,
-        as_csv=True,
-        as_json=False,
-        db=str(db),
-        stdin=io.StringIO(),
-        stdout=out,
-        stderr=err,
-    )
-    return code, out.getvalue(), err.getvalue()
+    return run_query(trace, sql, as_csv=True, db=db)
 
 
 def _no_loading(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,22 +83,12 @@ def test_reuse_keeps_the_count_of_hidden_warnings(write_trace, tmp_path, monkeyp
 def test_load_tables_are_not_listed(write_trace, tmp_path):
     """The shell's .tables does not list the --db file's own bookkeeping tables."""
     trace, db = write_trace(ROWS), tmp_path / "t.db"
-    out = io.StringIO()
+    out = ""
     for _ in range(2):
-        out = io.StringIO()
-        code = run_query_command(
-            str(trace),
-            None,
-            as_csv=False,
-            as_json=False,
-            db=str(db),
-            stdin=io.StringIO(".tables\n"),
-            stdout=out,
-            stderr=io.StringIO(),
-        )
+        code, out, _err = run_query(trace, stdin=".tables\n", db=db)
         assert code == 0
-    assert "nnemu" not in out.getvalue()
-    assert "slice\n" in out.getvalue()
+    assert "nnemu" not in out
+    assert "slice\n" in out
 
 
 def test_failed_load_leaves_the_older_database(write_trace, tmp_path):
@@ -129,25 +108,10 @@ def test_big_trace_without_db_gives_the_same_answers(write_trace, monkeypatch):
     """A trace over the in-memory bound loads into a temporary file and answers alike."""
     trace = write_trace(ROWS)
     sql = "SELECT id, name, dur, extract_arg(arg_set_id, 'line') AS line FROM slice ORDER BY id"
-    small = _query_without_db(trace, sql)
+    small = run_query(trace, sql, as_csv=True)
     monkeypatch.setattr(_command, "IN_MEMORY_MAX_BYTES", 0)
-    assert _query_without_db(trace, sql) == small
+    assert run_query(trace, sql, as_csv=True) == small
     assert small[1].startswith("id,name,dur,line\n0,[NN_LR_PE]compute,20000,3\n")
-
-
-def _query_without_db(trace: Path, sql: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run_query_command(
-        str(trace),
-        sql,
-        as_csv=True,
-        as_json=False,
-        db=None,
-        stdin=io.StringIO(),
-        stdout=out,
-        stderr=err,
-    )
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_a_file_of_schema_1_is_loaded_again_with_the_flow_and_counter_tables(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import sqlite3
 import subprocess
@@ -14,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnemu.errors import TraceFormatError
-from nnemu.query import open_trace, run_query_command
+from nnemu.query import open_trace
 from nnemu.query._table_functions import ApswDatabase, QueryDatabase, to_apsw
+from tests.commands import run_query
 
 T0_US = 1_000_000
 
@@ -61,18 +61,7 @@ def _rows(tmp_path: Path, sql: str, events: list[dict[str, object]] = NESTED) ->
 
 
 def _command(trace: Path, sql: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run_query_command(
-        str(trace),
-        sql,
-        as_csv=True,
-        as_json=False,
-        db=None,
-        stdin=io.StringIO(),
-        stdout=out,
-        stderr=err,
-    )
-    return code, out.getvalue(), err.getvalue()
+    return run_query(trace, sql, as_csv=True)
 
 
 FLOW_NAMES = """
@@ -347,19 +336,9 @@ def test_shell_uses_table_functions_after_other_statements(tmp_path):
         "SELECT t.id, count(d.id) AS below FROM tops t LEFT JOIN descendant_slice(t.id) d"
         " GROUP BY t.id ORDER BY t.id;\n"
     )
-    out, err = io.StringIO(), io.StringIO()
-    code = run_query_command(
-        str(_write_json(tmp_path, NESTED)),
-        None,
-        as_csv=True,
-        as_json=False,
-        db=None,
-        stdin=io.StringIO(stdin),
-        stdout=out,
-        stderr=err,
-    )
-    assert (code, err.getvalue()) == (0, "")
-    assert out.getvalue().splitlines() == ["n", "4", "id,below", "0,2", "3,0", "4,0", "5,0"]
+    code, out, err = run_query(_write_json(tmp_path, NESTED), stdin=stdin, as_csv=True)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == ["n", "4", "id,below", "0,2", "3,0", "4,0", "5,0"]
 
 
 @pytest.mark.parametrize("ident", [[1], {"local": 1}, True, 1.5, None])
@@ -475,18 +454,8 @@ def test_a_db_file_is_opened_by_apsw_in_place(tmp_path):
         "SELECT a.name FROM slice s, ancestor_slice(s.id) a WHERE s.depth = 2 ORDER BY a.depth;\n"
         "CREATE TABLE mine AS SELECT id FROM slice WHERE depth = 2;\n"
     )
-    out, err = io.StringIO(), io.StringIO()
-    code = run_query_command(
-        str(trace),
-        None,
-        as_csv=True,
-        as_json=False,
-        db=str(db),
-        stdin=io.StringIO(statements),
-        stdout=out,
-        stderr=err,
-    )
-    assert (code, err.getvalue()) == (0, "")
-    assert out.getvalue() == "name\nA\nB\n"
+    code, out, err = run_query(trace, stdin=statements, as_csv=True, db=db)
+    assert (code, err) == (0, "")
+    assert out == "name\nA\nB\n"
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM mine").fetchone() == (1,)
