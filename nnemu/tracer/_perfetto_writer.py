@@ -22,12 +22,11 @@ The packets are built with the ``perfetto`` package's generated classes (the
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import IO, Any
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
-from nnemu.tracer._tracer import TraceEvent, _CounterMark, _FlowMark
+from nnemu.tracer._tracer import FlowBatchReceiver
 
 SEQUENCE_ID = 1
 """The trusted packet sequence id of every packet nnemu writes (one writer, one sequence)."""
@@ -66,7 +65,7 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-class PerfettoWriter:
+class PerfettoWriter(FlowBatchReceiver):
     """Streams a Perfetto protobuf trace (TrackEvent slices, flows and counters) to a binary file."""
 
     def __init__(self, out: IO[bytes]) -> None:
@@ -200,19 +199,6 @@ class PerfettoWriter:
         return uuid
 
     # ------------------------------------------------------------ sink
-    def receive(self, events: Sequence[TraceEvent]) -> None:
-        """Take a batch of events in run order: marks, and the flows and counters among them."""
-        begin, end, flow, counter = self.begin, self.end, self.flow, self.counter
-        for ts, thread, name, info in events:
-            if name is not None:
-                begin(ts, thread, name)
-            elif info is None:
-                end(ts, thread)
-            elif isinstance(info, _FlowMark):
-                flow(ts, thread, info.flow_id, info.terminating)
-            elif isinstance(info, _CounterMark):
-                counter(ts, info.pid, info.name, info.value)
-
     def process(self, pid: int, name: str) -> None:
         """Name process ``pid`` (in the process tree, and on its track)."""
         self._processes[pid] = name

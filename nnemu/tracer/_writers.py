@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
-from nnemu.tracer._tracer import TraceEvent, _CounterMark, _FlowMark
+from nnemu.tracer._tracer import FlowBatchReceiver, TraceEvent
 
 if TYPE_CHECKING:
     from nnemu.tracer._perfetto_writer import PerfettoWriter
@@ -217,7 +217,7 @@ class FtraceWriter:
         self._out.close()
 
 
-class ChromeJsonWriter:
+class ChromeJsonWriter(FlowBatchReceiver):
     """Streams Chrome trace-event JSON (``{"traceEvents": [...]}``) that Perfetto UI opens.
 
     A ``FlowSink``: besides the ``B``/``E`` slices it writes flows (``s`` and ``f`` with
@@ -239,19 +239,6 @@ class ChromeJsonWriter:
         # Separator and event in one write: the file never ends in a bare ",".
         self._out.write(text if self._first else ",\n" + text)
         self._first = False
-
-    def receive(self, events: Sequence[TraceEvent]) -> None:
-        """Take a batch of events in run order: marks, and the flows and counters among them."""
-        begin, end, flow, counter = self.begin, self.end, self.flow, self.counter
-        for ts, thread, name, info in events:
-            if name is not None:
-                begin(ts, thread, name)
-            elif info is None:
-                end(ts, thread)
-            elif isinstance(info, _FlowMark):
-                flow(ts, thread, info.flow_id, info.terminating)
-            elif isinstance(info, _CounterMark):
-                counter(ts, info.pid, info.name, info.value)
 
     def process(self, pid: int, name: str) -> None:
         """Write the process_name metadata event."""
