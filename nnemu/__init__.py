@@ -24,6 +24,7 @@ command line installs its signal handlers before the emulator (trio) is loaded.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -54,14 +55,27 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'nnemu' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+def _lazy_names(
+    package: str, homes: Mapping[str, str], namespace: dict[str, Any], exported: Sequence[str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of ``package``, whose name ``N`` lives in module ``homes[N]``.
+
+    A name is imported on first use and kept in ``namespace`` (the package's ``globals()``),
+    so later uses do not come back here.
+    """
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted([*namespace, *exported])
+
+    return __getattr__, __dir__
 
 
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_names(__name__, _HOMES, globals(), __all__)

@@ -8,9 +8,9 @@ emulator's kernel (trio) behind the tracer.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from nnemu import _lazy_names
 from nnemu.tracer._vocab import (
     EXECUTION_FAMILY,
     EXECUTION_SUBPHASES,
@@ -94,14 +94,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'nnemu.tracer' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = _lazy_names(__name__, _HOMES, globals(), __all__)
