@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 _CHILD = r"""
 import json, resource, sys, time
@@ -160,15 +161,25 @@ def _line(ts_us: int, who: str, payload: str) -> str:
     return f"{who:>28} [000] ...1 {seconds}.{micros:06d}: tracing_mark_write: {payload}\n"
 
 
-def _measure(path: Path, repeat: int) -> dict[str, object]:
+def _child_result(child: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run the Python code ``child`` with ``args`` in a fresh process; the JSON object it prints.
+
+    The benchmarks' children (here, bench_perfetto.py, bench_query.py) each measure in their
+    own process, so that ``ru_maxrss`` is theirs.
+    """
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(path), str(repeat)],
+        [sys.executable, "-c", child, *args],
         check=True,
         capture_output=True,
         text=True,
+        env=env,
     )
-    result: dict[str, object] = json.loads(out.stdout)
+    result: dict[str, Any] = json.loads(out.stdout)
     return result
+
+
+def _measure(path: Path, repeat: int) -> dict[str, object]:
+    return _child_result(_CHILD, str(path), str(repeat))
 
 
 def _timed_process(argv: list[str], env: dict[str, str]) -> tuple[float, float]:

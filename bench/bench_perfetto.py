@@ -18,9 +18,7 @@ Each measurement runs in a fresh subprocess, so its peak RSS
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +27,7 @@ from pathlib import Path
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_parser import _execution, _line
+from bench_parser import _child_result, _execution, _line
 
 _CHILD = r"""
 import json, resource, sys, time
@@ -116,14 +114,7 @@ def _write(path: Path, text: Path | None, target_mb: int) -> int:
 
 
 def _measure(path: Path, what: str, repeat: int) -> dict[str, float]:
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(path), what, str(repeat)],
-        capture_output=True,
-        check=True,
-        text=True,
-    )
-    result: dict[str, float] = json.loads(done.stdout)
-    return result
+    return _child_result(_CHILD, str(path), what, str(repeat))
 
 
 def main() -> None:

@@ -24,14 +24,11 @@ Usage: python bench/bench_query.py [--lines N ...] [--repeat R] [--baseline DIR]
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from bench_parser import _write_trace
+from bench_parser import _child_result, _write_trace
 
 _CHILD = r"""
 import io, json, os, resource, sqlite3, sys, time
@@ -79,15 +76,7 @@ def _measure(kind: str, path: Path, db: Path, pythonpath: str) -> dict[str, floa
     if kind == "query-db-again" and not db.exists():
         _measure("query-db", path, db, pythonpath)
     env = {**os.environ, "PYTHONPATH": pythonpath}
-    out = subprocess.run(
-        [sys.executable, "-c", _CHILD, kind, str(path), str(db)],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    result: dict[str, float] = json.loads(out.stdout)
-    return result
+    return _child_result(_CHILD, kind, str(path), str(db), env=env)
 
 
 def main() -> None:
