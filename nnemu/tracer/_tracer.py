@@ -469,9 +469,9 @@ class Tracer:
     def _open(self, name: str, info: SectionInfo | None, depth: _Depth | None = None) -> _Depth:
         """Begin section ``name`` on ``depth``'s thread (the current one if None); return its depth.
 
-        What every string-building entry point shares (``section``, ``begin``, ``switch``,
-        ...); ``enter``, ``Section.switch_to`` and the ends keep this body inline (the
-        per-execution path, bench/README.md).
+        What the string-building entry points share (``section``, ``begin``, ``switch``,
+        ...); ``enter``, ``raw_section``, ``Section.switch_to`` and the ends keep this body
+        inline (the per-execution path, bench/README.md).
         """
         if depth is None:
             thread = _current_thread.get() or current_thread()
@@ -607,9 +607,23 @@ class Tracer:
         """A scoped section called ``name`` with no NNTRACE tag (a HIDL proxy's or stub's)."""
         if not self.enabled:
             return _UNTRACED
-        return Section(
-            self, self._open(name, (SectionKind.RAW, None, None, name) if self._observers else None)
+        thread = _current_thread.get() or current_thread()  # (``_open``, inline: per execution)
+        depth = self._by_id.get(id(thread)) or self._new_depth(thread)
+        depth.open += 1
+        kernel = self._kernel  # (Kernel.task_now_ns, inline)
+        proc = kernel._running
+        events = self._events
+        events.append(
+            (
+                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
+                depth.thread,
+                name,
+                (SectionKind.RAW, None, None, name) if self._observers else None,
+            )
         )
+        if len(events) >= self._release_at:
+            self._release()
+        return Section(self, depth)
 
     def subtract_section(self, layer: Layer, phase: Phase, detail: str) -> Section:
         """A scoped ``[SUB][NN_<layer>_<phase>]detail`` section (NNTRACE_FULL_SUBTRACT)."""
