@@ -77,6 +77,10 @@ class SectionStacks:
         stack = self.stacks.get(thread)
         if stack:
             stack.pop()
+            if not stack:
+                # A thread outside every section is forgotten: one async thread per
+                # execution would otherwise keep an entry each for the whole run.
+                del self.stacks[thread]
 
     def close(self) -> None:
         """Nothing to release."""

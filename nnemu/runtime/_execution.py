@@ -189,6 +189,7 @@ class Execution:
                 self.finished_code = code
                 await runtime.kernel.sync()
                 event._signal(code)
+                runtime.process.end_thread(thread)
 
             runtime.kernel.spawn(runtime.nursery, run, thread=thread)
             return ResultCode.NO_ERROR, event

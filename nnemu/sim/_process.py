@@ -20,7 +20,8 @@ class SimProcess:
     table: ProcessTable = attrs.field(repr=False)
     """The table that allocates thread ids."""
     threads: list[SimThread] = attrs.field(factory=list)
-    """Threads created so far, main thread first."""
+    """Threads alive, main thread first (an ended thread is dropped, so a long run of
+    asynchronous executions, one thread each, holds none of them)."""
 
     @property
     def main_thread(self) -> SimThread:
@@ -32,6 +33,10 @@ class SimProcess:
         thread = SimThread(self.pid, self.table.next_tid(), name)
         self.threads.append(thread)
         return thread
+
+    def end_thread(self, thread: SimThread) -> None:
+        """Forget ``thread``, which has ended (its tid is not reused)."""
+        self.threads.remove(thread)
 
 
 @attrs.define
