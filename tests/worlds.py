@@ -109,8 +109,10 @@ class DriverWorld(_World):
 class RuntimeWorld(_World):
     """Driver services and one app process with its Runtime, no app workload."""
 
-    def __init__(self, *specs: DeviceSpec, app_name: str = "app") -> None:
-        super().__init__()
+    def __init__(
+        self, *specs: DeviceSpec, app_name: str = "app", sinks: Iterable[TraceSink] = ()
+    ) -> None:
+        super().__init__(sinks)
         self.services = [self._service(spec) for spec in specs]
         self.process = self.table.spawn(app_name, 10001)
         self.endpoint = Endpoint(self.kernel, self.process, 2)

@@ -190,6 +190,7 @@ class Execution:
                 await runtime.kernel.sync()
                 event._signal(code)
                 runtime.process.end_thread(thread)
+                runtime.tracer.end_thread(thread)
 
             runtime.kernel.spawn(runtime.nursery, run, thread=thread)
             return ResultCode.NO_ERROR, event

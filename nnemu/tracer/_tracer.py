@@ -334,7 +334,7 @@ class Tracer:
         """Each thread object's open count, by ``id`` (hashing a ``SimThread`` costs more)."""
         self._depths: dict[SimThread, _Depth] = {}
         """The same counts by thread value (equal thread objects share one count)."""
-        self._keep: list[SimThread] = []
+        self._keep: dict[int, SimThread] = {}
         """Thread objects whose ``id`` is a key of ``_by_id`` (kept alive so it is not reused)."""
         self._batch_sinks: list[BatchSink] = []
         self._event_sinks: list[TraceSink] = []
@@ -463,8 +463,17 @@ class Tracer:
         if depth is None:
             depth = self._depths[thread] = _Depth(thread)
         self._by_id[id(thread)] = depth
-        self._keep.append(thread)
+        self._keep[id(thread)] = thread
         return depth
+
+    def end_thread(self, thread: SimThread) -> None:
+        """Forget ``thread``, which has ended, unless a section is still open on it (then
+        ``close`` ends that section): a run with one thread per execution holds none."""
+        depth = self._by_id.get(id(thread))
+        if depth is not None and depth.open == 0 and self._depths.get(thread) is depth:
+            del self._depths[thread]
+            del self._by_id[id(thread)]
+            del self._keep[id(thread)]
 
     def _open(self, name: str, info: SectionInfo | None, depth: _Depth | None = None) -> _Depth:
         """Begin section ``name`` on ``depth``'s thread (the current one if None); return its depth.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Callable
 
 import pytest
@@ -17,8 +19,10 @@ from nnemu.hal import (
     build_chain,
     build_preset,
 )
+from nnemu.replay import SectionStacks
 from nnemu.runtime import CPU_DEVICE_NAME, Compilation, Execution, ModelBuilder, Runtime
 from nnemu.scenario import DeviceSpec, PerformanceSpec, PerfSpec
+from nnemu.sim import SimThread
 from tests.worlds import RuntimeWorld
 
 US = 1_000
@@ -522,3 +526,28 @@ async def test_compound_plan_on_dead_driver_reruns_failed_steps_on_cpu(autojump_
 
     await world.run(app)
     assert results == [ResultCode.NO_ERROR, True, 3]
+
+
+async def test_ended_async_threads_are_not_kept(autojump_clock):
+    """Each startCompute's thread is let go when it ends (by the process, the tracer and the
+    stepper's sink), so a replay of millions of executions does not grow with them."""
+    stacks = SectionStacks()
+    world = RuntimeWorld(DeviceSpec(name="npu", performance=_perf(0.2)), sinks=[stacks])
+    threads: list[weakref.ref[SimThread]] = []
+
+    async def app(runtime: Runtime):
+        finish, compilation = await _compile(runtime, devices=["npu"])
+        assert finish is ResultCode.NO_ERROR
+        for _ in range(3):
+            code, event = await _execution(compilation).start_compute()
+            assert code is ResultCode.NO_ERROR
+            assert event is not None
+            threads.append(weakref.ref(runtime.process.threads[-1]))
+            assert await event.wait() is ResultCode.NO_ERROR
+
+    await world.run(app)
+    world.tracer.close()
+    gc.collect()
+    assert [t.name for t in world.process.threads if t.name.startswith("nn-async")] == []
+    assert [ref() for ref in threads] == [None, None, None]
+    assert stacks.open_calls() == []
