@@ -34,7 +34,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 """The checkout whose ``nnemu`` runs (``--root``; default the one holding this script)."""
-OMR1 = Path(os.environ.get("NNEMU_OMR1", "/work/shared/traces/omr1.html"))
+OMR1 = Path(
+    os.environ.get("NNEMU_OMR1", Path(__file__).resolve().parents[1] / "tests/data/omr1.html")
+)
 OMR1_ROWS = 3000
 """How many trace-data rows of omr1 a mutant keeps (the whole file is 3.8 MB)."""
 

@@ -1,7 +1,8 @@
 """Perfetto's own trace processor loads every format nnemu writes as nnemu's query reads it.
 
 Needs Perfetto's ``trace_processor_shell``: set ``NNEMU_TRACE_PROCESSOR`` to it (the
-default is /work/shared/tools/trace_processor_shell when present).  Get one with
+default is ``../shared/tools/trace_processor_shell`` beside the checkout when present;
+``tests.commands.trace_processor_shell`` finds it).  Get one with
 ``curl -LO https://get.perfetto.dev/trace_processor && chmod +x trace_processor`` (a
 launcher that downloads the binary) or build it from github.com/google/perfetto.
 """
