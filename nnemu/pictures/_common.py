@@ -23,17 +23,20 @@ APP_COLORS = (
     "#7f7f7f",
     "#d62728",
 )
+# Result codes get their own palette, sharing no colour with APP_COLORS (tests check that
+# every code colour is far from every app colour): success is a pale mint, deadline misses
+# yellow/ochre, resource exhaustion lavender/navy, hard failures maroon/teal/black.
 CODE_COLORS = {
-    "NO_ERROR": "#4caf50",
-    "MISSED_DEADLINE_TRANSIENT": "#ff9800",
-    "MISSED_DEADLINE_PERSISTENT": "#e65100",
-    "RESOURCE_EXHAUSTED_TRANSIENT": "#9c27b0",
-    "RESOURCE_EXHAUSTED_PERSISTENT": "#6a1b9a",
-    "UNAVAILABLE_DEVICE": "#607d8b",
-    "OP_FAILED": "#d32f2f",
-    "BAD_DATA": "#795548",
+    "NO_ERROR": "#aaffc3",
+    "MISSED_DEADLINE_TRANSIENT": "#ffe119",
+    "MISSED_DEADLINE_PERSISTENT": "#9a7d00",
+    "RESOURCE_EXHAUSTED_TRANSIENT": "#dcbeff",
+    "RESOURCE_EXHAUSTED_PERSISTENT": "#000075",
+    "UNAVAILABLE_DEVICE": "#000000",
+    "OP_FAILED": "#800000",
+    "BAD_DATA": "#469990",
 }
-OTHER_CODE_COLOR = "#455a64"
+OTHER_CODE_COLOR = "#ffd8b1"
 PREEMPTION_COLOR = "#000000"
 DEADLINE_MISS_COLOR = "#d62728"
 
@@ -46,6 +49,29 @@ def app_color(index: int) -> str:
 def code_color(code: str) -> str:
     """Color of a result code."""
     return CODE_COLORS.get(code, OTHER_CODE_COLOR)
+
+
+def short_labels(names: list[str], limit: int = 16) -> dict[str, str]:
+    """Labels of at most ``limit`` characters for ``names``, distinct whenever the names are.
+
+    A long name keeps its head and tail around an ellipsis (``com.example.ca…era``), so two
+    names sharing a long prefix still differ; where that is not enough the labels grow until
+    they differ, up to the whole name.
+    """
+    size = limit
+    while True:
+        labels = {name: _middle_cut(name, size) for name in names}
+        if len(set(labels.values())) == len(set(names)) or size >= max(map(len, names), default=0):
+            return labels
+        size += 1
+
+
+def _middle_cut(name: str, size: int) -> str:
+    if len(name) <= size:
+        return name
+    head = size // 2
+    tail = size - 1 - head
+    return name[:head] + "\u2026" + (name[-tail:] if tail else "")
 
 
 def slug(name: str) -> str:

@@ -15,11 +15,14 @@ from typing import Any
 
 from nnemu.pictures._collect import AppPicture, DevicePicture, JobPicture, RunPictures
 from nnemu.pictures._common import (
+    CODE_COLORS,
     MAX_JOBS_PER_DEVICE,
     MAX_MARKS_PER_APP,
+    OTHER_CODE_COLOR,
     app_color,
     code_color,
     fmt_ms,
+    short_labels,
     slug,
     ticks,
 )
@@ -70,6 +73,8 @@ class _Page:
         self.data = data
         self.parts: list[str] = []
         self.app_class = {app.name: f"app-{slug(app.name)}" for app in data.apps}
+        self.label = short_labels([app.name for app in data.apps])
+        """Each app's name cut to fit a lane label, still telling apps apart."""
 
     def add(self, *texts: str) -> None:
         self.parts.extend(texts)
@@ -311,8 +316,9 @@ def _results_strip(page: _Page) -> None:
         page.add(
             f'<rect class="lane-bg" x="{_LEFT}" y="{y}" width="{_MIN_WIDTH - _LEFT - _RIGHT}"'
             f' height="{_LANE_H - 4}"/>'
-            f'<text x="{_LEFT - 8}" y="{y + _LANE_H / 2 + 2:.0f}" text-anchor="end">'
-            f"{escape(app.name[:16])}</text>"
+            f'<text x="{_LEFT - 8}" y="{y + _LANE_H / 2 + 2:.0f}" text-anchor="end"'
+            f' class="app-label"><title>{escape(app.name)}</title>'
+            f"{escape(page.label[app.name])}</text>"
         )
         for failure in app.failures[:MAX_MARKS_PER_APP]:
             fx = _num(_LEFT + failure.finished_ns * scale)
@@ -344,19 +350,21 @@ def _plot_frame(
     x_label: str,
     y_label: str,
     title: str,
+    x_min: float = 0.0,
 ) -> tuple[float, float, float, float]:
-    """Open an SVG with axes; returns (left, bottom, px per x unit, px per y unit)."""
+    """Open an SVG with axes over [x_min, x_max]; returns (x of 0, bottom, px per x unit, px per y unit)."""
     left, right, top, bottom = 56, 16, 26, height - 38
     page.add(
         f'<svg id="{svg_id}" class="{cls}"'
         f' width="{width}" height="{height}">'
         f'<text x="{left}" y="15" font-weight="bold">{escape(title)}</text>'
     )
-    sx = (width - left - right) / x_max if x_max > 0 else 1.0
+    sx = (width - left - right) / (x_max - x_min) if x_max > x_min else 1.0
     sy = (bottom - top) / y_max if y_max > 0 else 1.0
+    origin = left - x_min * sx
     page.add('<g class="axis">')
-    for value in ticks(0, x_max, 6):
-        px = left + value * sx
+    for value in ticks(x_min, x_max, 6):
+        px = origin + value * sx
         page.add(
             f'<line class="grid" x1="{_num(px)}" x2="{_num(px)}" y1="{top}" y2="{bottom}"/>'
             f'<text x="{_num(px)}" y="{bottom + 15}" text-anchor="middle">{fmt_ms(value)}</text>'
@@ -375,7 +383,7 @@ def _plot_frame(
         f'<text transform="translate(13 {(top + bottom) / 2:.0f}) rotate(-90)"'
         f' text-anchor="middle">{escape(y_label)}</text>'
     )
-    return float(left), float(bottom), sx, sy
+    return origin, float(bottom), sx, sy
 
 
 def _quantile(values: list[int], q: float) -> int:
@@ -394,20 +402,19 @@ def _histogram(page: _Page, app: AppPicture) -> None:
         )
         return
     bins = 40
-    high = values[-1] / 1e6
-    low = 0.0
-    width_ms = max((high - low) / bins, 0.001)
+    low, high = _padded_range(values[0] / 1e6, values[-1] / 1e6)
+    width_ms = (high - low) / bins
     counts = [0] * bins
     for value in values:
-        counts[min(bins - 1, int((value / 1e6 - low) / width_ms))] += 1
-    x_max = low + bins * width_ms
-    left, bottom, sx, sy = _plot_frame(
+        counts[max(0, min(bins - 1, int((value / 1e6 - low) / width_ms)))] += 1
+    origin, bottom, sx, sy = _plot_frame(
         page,
         svg_id=f"latency-{aid}",
         cls="latency",
-        width=460,
+        width=_HIST_W,
         height=240,
-        x_max=x_max,
+        x_min=low,
+        x_max=high,
         y_max=max(counts) * 1.08,
         x_label="latency, arrival to result (ms)",
         y_label="executions",
@@ -417,21 +424,63 @@ def _histogram(page: _Page, app: AppPicture) -> None:
     for index, count in enumerate(counts):
         if count:
             page.add(
-                f'<rect class="hist {cls}" x="{_num(left + (low + index * width_ms) * sx)}"'
+                f'<rect class="hist {cls}" x="{_num(origin + (low + index * width_ms) * sx)}"'
                 f' y="{_num(bottom - count * sy)}" width="{_num(max(0.5, width_ms * sx - 1))}"'
                 f' height="{_num(count * sy)}"><title>{count}</title></rect>'
             )
-    for row, (name, q) in enumerate((("p50", 0.5), ("p95", 0.95), ("p99", 0.99))):
-        value_ms = _quantile(values, q) / 1e6
-        px = left + value_ms * sx
-        # Labels on three heights, left of the line, so close quantiles stay legible.
+    marks = [
+        (name, _quantile(values, q) / 1e6)
+        for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
+    ]
+    texts = [f"{name} {value_ms:.2f}" for name, value_ms in marks]
+    places = _quantile_labels([origin + v * sx for _, v in marks], texts, _HIST_W - 16)
+    for (name, value_ms), text, (x, y, anchor) in zip(marks, texts, places, strict=True):
+        px = origin + value_ms * sx
         page.add(
             f'<line class="quantile" x1="{_num(px)}" x2="{_num(px)}" y1="26" y2="{_num(bottom)}">'
             f"<title>{name} {value_ms:.3f} ms</title></line>"
-            f'<text x="{_num(px - 3)}" y="{36 + 11 * row}" text-anchor="end" class="qlabel">'
-            f"{name} {value_ms:.2f}</text>"
+            f'<text x="{_num(x)}" y="{_num(y)}" text-anchor="{anchor}" class="qlabel"'
+            f' data-value="{value_ms:.3f}">{text}</text>'
         )
     page.add("</svg>")
+
+
+_HIST_W = 460
+QLABEL_CHAR_W = 5.5
+"""Width of a character of a quantile label (9 px font) used to keep labels apart, rounded up."""
+QLABEL_H = 11
+"""Height of a row of quantile labels."""
+
+
+def _padded_range(low: float, high: float) -> tuple[float, float]:
+    """The data's range with 5% padding each side (never below 0), or 1 ms around one value."""
+    span = high - low
+    pad = span * 0.05 if span > 0 else max(0.5, low * 0.05)
+    return max(0.0, low - pad), high + pad
+
+
+def _quantile_labels(
+    xs: list[float], texts: list[str], right: float
+) -> list[tuple[float, float, str]]:
+    """(x, baseline y, text-anchor) of each quantile label, so no two label boxes overlap.
+
+    Each label sits just right of its line (left of it when it would cross ``right``), on
+    the first row where its box clears every label already placed.
+    """
+    placed: list[tuple[float, float, int]] = []
+    out = []
+    for x, text in zip(xs, texts, strict=True):
+        width = QLABEL_CHAR_W * len(text)
+        if x + 3 + width <= right:
+            box, at, anchor = (x + 3, x + 3 + width), x + 3, "start"
+        else:
+            box, at, anchor = (x - 3 - width, x - 3), x - 3, "end"
+        row = 0
+        while any(r == row and box[0] < hi and lo < box[1] for lo, hi, r in placed):
+            row += 1
+        placed.append((box[0], box[1], row))
+        out.append((at, 36.0 + QLABEL_H * row, anchor))
+    return out
 
 
 def _cdf(page: _Page) -> None:
@@ -468,8 +517,9 @@ def _cdf(page: _Page) -> None:
             f"<title>{escape(app.name)} ({app.priority})</title></path>"
             f'<rect class="swatch-box {page.class_of(app.name)}" x="{_num(legend_x)}"'
             f' y="{_num(legend_y + row * 16)}" width="10" height="10"/>'
-            f'<text x="{_num(legend_x + 14)}" y="{_num(legend_y + 9 + row * 16)}">'
-            f"{escape(app.name)} ({app.priority})</text>"
+            f'<text x="{_num(legend_x + 14)}" y="{_num(legend_y + 9 + row * 16)}"'
+            f' class="app-label"><title>{escape(app.name)}</title>'
+            f"{escape(page.label[app.name])} ({app.priority})</text>"
         )
     page.add("</svg>")
 
@@ -482,6 +532,13 @@ def _result_codes(page: _Page) -> None:
     )
     page.add(
         '<section id="results"><h2>Result codes per app</h2>'
+        '<div class="legend" id="code-palette"><span>Result codes have their own colours,'
+        " never an app's:</span>"
+        + "".join(
+            f'<span><span class="swatch" style="background:{color}"></span>{escape(code)}</span>'
+            for code, color in (*CODE_COLORS.items(), ("other", OTHER_CODE_COLOR))
+        )
+        + "</div>"
         '<table id="result-codes"><tr><th class="name">app</th><th>priority</th>'
         + "".join(f"<th>{escape(code)}</th>" for code in codes)
         + "<th>total</th></tr>"
@@ -504,7 +561,8 @@ def _result_codes(page: _Page) -> None:
             total = sum(count for _, count in app.codes)
             y = 10 + row * 24
             page.add(
-                f'<text x="{left - 8}" y="{y + 14}" text-anchor="end">{escape(app.name[:16])}</text>'
+                f'<text x="{left - 8}" y="{y + 14}" text-anchor="end" class="app-label">'
+                f"<title>{escape(app.name)}</title>{escape(page.label[app.name])}</text>"
             )
             xpos = float(left)
             for code in codes:
