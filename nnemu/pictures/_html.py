@@ -387,7 +387,9 @@ def _plot_frame(
 
 
 def _quantile(values: list[int], q: float) -> int:
-    return values[min(len(values) - 1, max(0, round(q * (len(values) - 1))))]
+    """Nearest-rank quantile, the rank the printed summary uses (``LatencyHistogram``)."""
+    rank = max(1, -(-int(q * len(values) * 1_000_000) // 1_000_000))
+    return values[min(len(values), rank) - 1]
 
 
 def _histogram(page: _Page, app: AppPicture) -> None:
