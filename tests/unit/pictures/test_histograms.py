@@ -16,7 +16,7 @@ from nnemu.pictures._common import APP_COLORS, CODE_COLORS, OTHER_CODE_COLOR, sh
 from nnemu.pictures._html import QLABEL_CHAR_W, QLABEL_H
 from nnemu.report import Report
 from nnemu.scenario import load_scenario
-from tests.unit.pictures.dom import by_id, parse_page, with_class
+from tests.unit.pictures.dom import by_id, parse_page
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -82,7 +82,8 @@ def test_histogram_x_axis_spans_the_data_not_zero() -> None:
     latencies = [4_700_000 + 6_000 * i for i in range(101)]
     svg = _svg(_page(_app("camera", latencies)), "latency-camera")
     tick_values = [float(v) for v in re.findall(r'text-anchor="middle">([\d.]+)</text>', svg)]
-    assert tick_values and min(tick_values) >= 4.5
+    assert tick_values
+    assert min(tick_values) >= 4.5
     assert max(tick_values) <= 5.5
     bars = [
         (float(x), float(w))
@@ -173,6 +174,8 @@ def test_page_legend_documents_the_code_palette() -> None:
     legend = text[text.index('id="code-palette"') :]
     legend = legend[: legend.index("</div>")]
     for code, color in CODE_COLORS.items():
-        assert f"background:{color}" in legend and code in legend
+        assert f"background:{color}" in legend
+        assert code in legend
     fill = re.search(r'class="code code-MISSED_DEADLINE_TRANSIENT"[^>]*fill="(#\w+)"', text)
-    assert fill and fill.group(1) == CODE_COLORS["MISSED_DEADLINE_TRANSIENT"]
+    assert fill
+    assert fill.group(1) == CODE_COLORS["MISSED_DEADLINE_TRANSIENT"]
