@@ -73,8 +73,8 @@ class _Page:
         self.data = data
         self.parts: list[str] = []
         self.app_class = {app.name: f"app-{slug(app.name)}" for app in data.apps}
-        self.label = short_labels([app.name for app in data.apps])
-        """Each app's name cut to fit a lane label, still telling apps apart."""
+        self.label = short_labels([app.name for app in data.apps], limit=14)
+        """Each app's name cut to fit the 110 px lane-label margin, still telling apps apart."""
 
     def add(self, *texts: str) -> None:
         self.parts.extend(texts)

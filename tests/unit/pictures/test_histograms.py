@@ -143,7 +143,7 @@ def test_names_sharing_a_long_prefix_stay_distinct() -> None:
     for title, label in labels:
         per_name.setdefault(title, set()).add(label)
     assert per_name[names[0]].isdisjoint(per_name[names[1]])
-    assert all(len(label.removesuffix(" (HIGH)")) <= 16 for _, label in labels)
+    assert all(len(label.removesuffix(" (HIGH)")) <= 14 for _, label in labels)
     rows = [e.attrs.get("data-app") for e in parse_page(text) if e.inside("result-codes")]
     assert set(names) <= set(rows)
 
