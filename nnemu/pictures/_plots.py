@@ -120,11 +120,23 @@ def _latency(plt: Any, data: RunPictures, index: int, app: AppPicture, path: Pat
     color = app_color(index)
     if values:
         hist.hist(values, bins=40, color=color)
-        for q in (0.5, 0.95, 0.99):
-            value = values[min(len(values) - 1, round(q * (len(values) - 1)))]
+        for row, q in enumerate((0.5, 0.95, 0.99)):
+            rank = max(1, -(-int(q * len(values) * 1_000_000) // 1_000_000))
+            value = values[min(len(values), rank) - 1]
             hist.axvline(value, color="#333", linestyle="--", linewidth=0.8)
+            # One row per quantile, so close quantiles' labels cannot overlap; labels of
+            # the right fifth go left of their line to stay inside the axes.
+            right = value - values[0] > 0.8 * (values[-1] - values[0])
             hist.annotate(
-                f"p{round(q * 100)}", (value, 1.0), xycoords=("data", "axes fraction"), fontsize=8
+                f"p{round(q * 100)} {value:.2f}",
+                (value, 0.97 - 0.08 * row),
+                xycoords=("data", "axes fraction"),
+                xytext=(-3 if right else 3, 0),
+                textcoords="offset points",
+                fontsize=8,
+                ha="right" if right else "left",
+                va="top",
+                bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
             )
         cdf.plot(values, [(i + 1) / len(values) for i in range(len(values))], color=color)
     else:
