@@ -14,9 +14,9 @@ from nnemu import run
 from nnemu.pictures import AppPicture, RunPictures, collect, render_html
 from nnemu.pictures._common import APP_COLORS, CODE_COLORS, OTHER_CODE_COLOR, short_labels
 from nnemu.pictures._html import QLABEL_CHAR_W, QLABEL_H
-from nnemu.report import Report
 from nnemu.scenario import load_scenario
 from tests.unit.pictures.dom import by_id, parse_page
+from tests.unit.pictures.test_pictures import _report_for
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -34,26 +34,7 @@ def _app(name: str, latencies_ns: list[int], codes: tuple[tuple[str, int], ...] 
 
 def _page(*apps: AppPicture) -> str:
     data = RunPictures(scenario="synthetic", seed=1, end_ns=10**8, apps=apps, devices=())
-    zero = {"p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0, "mean": 0.0}
-    report = {
-        "apps": {
-            app.name: {
-                "submitted": 1,
-                "completed": 1,
-                "failed": 0,
-                "dropped": 0,
-                "retries": 0,
-                "deadline_misses": 0,
-                "compile_result": "NO_ERROR",
-                "latency_ms": zero,
-                "errors": {},
-            }
-            for app in apps
-        },
-        "devices": {},
-        "expectations": [],
-    }
-    return render_html(data, Report(report, ()))
+    return render_html(data, _report_for(data))
 
 
 def _svg(text: str, svg_id: str) -> str:
