@@ -5,6 +5,7 @@ turns it into a ``Scenario``, ``apply_overrides`` applies ``--set`` changes, and
 ``Stepper`` gives any run a manual-control prompt.  See docs/replay.md.
 """
 
+from nnemu.overrides import OverrideError, apply_overrides
 from nnemu.replay._build import (
     BuiltReplay,
     ModelChoice,
@@ -25,7 +26,6 @@ from nnemu.replay._extract import (
     TracePlan,
     extract_plan,
 )
-from nnemu.replay._overrides import OverrideError, apply_overrides
 from nnemu.replay._stepper import PROMPT, SectionStacks, Stepper
 
 __all__ = [

@@ -9,9 +9,9 @@ from typing import Any, TextIO
 from nnemu._emulator import run
 from nnemu._files import write_text
 from nnemu.errors import ExitCode, Interrupted, OutputError
+from nnemu.overrides import OverrideError, apply_overrides
 from nnemu.replay._build import build_replay, describe_build, describe_plan, loop_problem
 from nnemu.replay._extract import TracePlan, extract_plan
-from nnemu.replay._overrides import OverrideError, apply_overrides
 from nnemu.replay._stepper import Stepper
 from nnemu.replay._whatif import fidelity_lines, ineffective_sets
 from nnemu.report import Report

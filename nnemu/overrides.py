@@ -1,4 +1,7 @@
-"""``--set KEY=VALUE``: what-if changes to a replay scenario, validated like the YAML.
+"""``--set KEY=VALUE``: changes to a scenario, validated like the YAML.
+
+``nnemu run --set``, ``nnemu replay --set`` (what-ifs on a replayed trace) and the varied
+keys of ``nnemu sweep`` all go through ``apply_overrides``.
 
 A key is a dotted scenario path where list entries are named: ``apps.<app>.priority``,
 ``devices.<dev>.performance.quant8.exec_time``, ``models.<model>.dtype``, or a top-level
@@ -28,8 +31,11 @@ class OverrideError(NnemuError):
     """One or more ``--set`` assignments cannot be applied; one line per problem."""
 
     def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("\n".join(problems))
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+    def __reduce__(self) -> tuple[type[OverrideError], tuple[list[str]]]:
+        return (type(self), (self.problems,))
 
 
 def _parse_value(raw: str) -> Any:
