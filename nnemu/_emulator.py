@@ -24,7 +24,7 @@ import structlog
 import trio
 import trio.testing
 
-from nnemu.app import Application
+from nnemu.app import SPLIT_PARTS, Application
 from nnemu.driver import Device, DriverService, us
 from nnemu.errors import Interrupted
 from nnemu.hal import Model, build_chain, build_preset
@@ -247,6 +247,10 @@ def _app_data(app: Application, refused: int, aborted: int) -> dict[str, Any]:
             "p99": _ms(latency.quantile_us(0.99)),
             "max": _ms(latency.max_us),
             "mean": _ms(latency.total_us // latency.count) if latency.count else 0.0,
+        },
+        "latency_split_ms": {
+            part: round(part_ns / stats.completed / 1e6, 3) if stats.completed else 0.0
+            for part, part_ns in zip(SPLIT_PARTS, stats.split_ns, strict=True)
         },
     }
 

@@ -1,6 +1,6 @@
 """The emulated client application: scenario workload -> runtime calls."""
 
 from nnemu.app._app import Application
-from nnemu.app._stats import AppStats, ExecutionRecord, LatencyHistogram
+from nnemu.app._stats import SPLIT_PARTS, AppStats, ExecutionRecord, LatencyHistogram
 
-__all__ = ["AppStats", "Application", "ExecutionRecord", "LatencyHistogram"]
+__all__ = ["SPLIT_PARTS", "AppStats", "Application", "ExecutionRecord", "LatencyHistogram"]

@@ -18,7 +18,7 @@ from nnemu.app._stats import AppStats, ExecutionRecord
 from nnemu.driver import DriverService, us
 from nnemu.errors import EmulatorBug
 from nnemu.hal import Model, ResultCode
-from nnemu.ipc import Binder, Endpoint
+from nnemu.ipc import CURRENT_SPLIT, Binder, Endpoint, ExecutionSplit
 from nnemu.runtime import Burst, Compilation, Execution, ModelBuilder, Runtime
 from nnemu.scenario import AppSpec, ExecutionMode, Scenario, WorkloadKind
 from nnemu.sim import (
@@ -96,6 +96,7 @@ class Application:
             us(spec.execution_timeout_ms * 1e6) if spec.execution_timeout_ms else None
         )
         self._backoff_ns = us(spec.retry.backoff_ms * 1e6)
+        self._started = 0
 
     def start(self) -> None:
         """Start the app's main thread."""
@@ -282,10 +283,19 @@ class Application:
         retry = spec.retry
         delay_ns = self._backoff_ns
         attempt = 0
+        self._started += 1
+        seq = self._started
+        started_ns = attempt_ns = kernel.task_now_ns()
         while True:
             if self.tracer.flows:
                 self.tracer.counter_add(self.process.pid, "executions in flight", 1)
-            code, late = await self._execute(timeout_ns)
+            # The layers below add the attempt's time to its split as they spend it.
+            split = ExecutionSplit()
+            token = CURRENT_SPLIT.set(split)
+            try:
+                code, late = await self._execute(timeout_ns)
+            finally:
+                CURRENT_SPLIT.reset(token)
             if self.tracer.flows:
                 self.tracer.counter_add(self.process.pid, "executions in flight", -1)
             if not code.is_transient or attempt >= retry.max_attempts:
@@ -294,10 +304,48 @@ class Application:
             self.stats.retries += 1
             await kernel.sleep(delay_ns)
             delay_ns = us(delay_ns * retry.backoff_factor)
-        self.stats.record(code, kernel.task_now_ns() - arrival_ns, late=late)
+            attempt_ns = kernel.task_now_ns()
+        finished_ns = kernel.task_now_ns()
+        latency_ns = finished_ns - arrival_ns
+        queue_ns = started_ns - arrival_ns + split.queue_ns
+        retry_ns = attempt_ns - started_ns
+        runtime_ns = latency_ns - (
+            queue_ns + split.ipc_ns + split.launch_ns + split.compute_ns + retry_ns
+        )
+        parts = (
+            queue_ns,
+            split.ipc_ns,
+            split.launch_ns,
+            split.compute_ns,
+            retry_ns,
+            runtime_ns,
+        )
+        self.stats.record(code, latency_ns, late=late, split=parts)
         if self.records is not None:
             self.records.append(
-                ExecutionRecord(arrival_ns, kernel.task_now_ns(), code, attempt + 1, timeout_ns)
+                ExecutionRecord(
+                    arrival_ns,
+                    finished_ns,
+                    code,
+                    attempt + 1,
+                    timeout_ns,
+                    seq=seq,
+                    started_ns=started_ns,
+                    device="+".join(split.devices),
+                    device_arrival_ns=split.device_arrival_ns,
+                    device_start_ns=split.device_start_ns,
+                    device_end_ns=split.device_end_ns,
+                    mode=spec.execution_mode.value,
+                    priority=spec.priority.name,
+                    deadline_ns=split.deadline_ns,
+                    preemptions=split.preemptions,
+                    queue_wait_ns=parts[0],
+                    ipc_ns=parts[1],
+                    driver_launch_ns=parts[2],
+                    compute_ns=parts[3],
+                    retry_ns=parts[4],
+                    runtime_ns=parts[5],
+                )
             )
 
     async def _burst(self, compilation: Compilation) -> Burst:

@@ -60,9 +60,18 @@ class LatencyHistogram:
         return self.max_us
 
 
+SPLIT_PARTS = ("queue_wait", "ipc", "driver_launch", "compute", "retry", "runtime")
+"""The parts an execution's latency is split into, in report order (docs/report-schema.md)."""
+
+
 @attrs.frozen
 class ExecutionRecord:
-    """One execution as the app saw it (kept only when a run asks for records)."""
+    """One execution as the app saw it (kept only when a run asks for records).
+
+    Times are virtual ns; the device fields describe the final attempt (None when it
+    never reached a device).  The ``*_ns`` parts of the split add up to
+    ``finished_ns - arrival_ns`` exactly (docs/report-schema.md defines them).
+    """
 
     arrival_ns: int
     """When the frame arrived (was submitted)."""
@@ -74,6 +83,38 @@ class ExecutionRecord:
     """Attempts made (1 + retries)."""
     timeout_ns: int | None
     """The execution timeout the app set, if any."""
+    seq: int = 0
+    """The execution's number in its app, in the order the app started them (from 1)."""
+    started_ns: int = 0
+    """When an app thread took the frame and began its first attempt."""
+    device: str = ""
+    """The device(s) the final attempt ran on, joined by ``+`` ("" if none)."""
+    device_arrival_ns: int | None = None
+    """When the final attempt reached its first device (queue or CPU executor)."""
+    device_start_ns: int | None = None
+    """When the final attempt first started running on a device."""
+    device_end_ns: int | None = None
+    """When the final attempt last left a device."""
+    mode: str = ""
+    """The app's execution mode (sync, async, fenced, burst)."""
+    priority: str = ""
+    """The app's execution priority (low, medium, high)."""
+    deadline_ns: int | None = None
+    """The final attempt's absolute deadline, if it had one."""
+    preemptions: int = 0
+    """How many times the final attempt yielded a compute unit."""
+    queue_wait_ns: int = 0
+    """Waiting in the app, for binder and driver threads, and for compute units."""
+    ipc_ns: int = 0
+    """Transport latencies on the execution's path."""
+    driver_launch_ns: int = 0
+    """The driver's launch overhead on a compute unit."""
+    compute_ns: int = 0
+    """Operations on a compute unit or the runtime's CPU executor."""
+    retry_ns: int = 0
+    """Earlier attempts and the back-off before the final one."""
+    runtime_ns: int = 0
+    """The rest: the app's, runtime's and driver's own code on the path."""
 
 
 @attrs.define
@@ -100,6 +141,9 @@ class AppStats:
     """Duration of each compilation (create model .. finish), in order."""
     compilations_from_cache: int = 0
     """Compilations whose driver steps were all or partly prepared from the cache."""
+    split_ns: list[int] = attrs.field(factory=lambda: [0] * len(SPLIT_PARTS))
+    """Sums over completed executions of each part of the latency split (``SPLIT_PARTS``
+    order), in ns."""
 
     def record_compilation(self, duration_ns: int, *, from_cache: bool) -> None:
         """Record one compilation attempt."""
@@ -107,12 +151,24 @@ class AppStats:
         if from_cache:
             self.compilations_from_cache += 1
 
-    def record(self, code: ResultCode, latency_ns: int, *, late: bool = False) -> None:
+    def record(
+        self,
+        code: ResultCode,
+        latency_ns: int,
+        *,
+        late: bool = False,
+        split: tuple[int, ...] | None = None,
+    ) -> None:
         """Record the final result of one execution (after retries); ``late``: a
-        successful result that came after the execution's deadline."""
+        successful result that came after the execution's deadline; ``split``: its
+        latency by part (``SPLIT_PARTS`` order, ns)."""
         if code is ResultCode.NO_ERROR:
             self.completed += 1
             self.latency.add(latency_ns // 1000)
+            if split is not None:
+                sums = self.split_ns
+                for index, part_ns in enumerate(split):
+                    sums[index] += part_ns
             if late:
                 self.completed_late += 1
                 self.deadline_misses += 1

@@ -29,6 +29,7 @@ import attrs
 
 from nnemu.driver._cost import ComputePlan
 from nnemu.hal import DeviceType, ErrorStatus, Priority
+from nnemu.ipc import ExecutionSplit
 from nnemu.scenario import DeadlinePolicy, DeviceSpec, PreemptionKind, SchedulerKind
 from nnemu.sim import Kernel, WakeHandle, us
 from nnemu.tracer import Layer, Phase, Section, Tracer, mark
@@ -499,6 +500,29 @@ class Device:
         if job.finished_ns is None:
             job.finished_ns = kernel.clock_ns
         return job.status
+
+    def account(self, job: Job, split: ExecutionSplit) -> None:
+        """Add ``job``'s time at the device to ``split``: on a unit, the launch overhead
+        (each stretch after a ``restart`` preemption launches again) and the operations
+        (redone ones included); off a unit (before the first grant, after a preemption),
+        queue wait."""
+        arrived = job.arrived_ns
+        if arrived is None:
+            return
+        restart = self.preemption is PreemptionKind.RESTART
+        on_unit = launched = 0
+        end = job.finished_ns if job.finished_ns is not None else arrived
+        for index, (start, stop, _) in enumerate(job.segments):
+            ran = stop - start
+            on_unit += ran
+            if index == 0 or restart:
+                launched += min(ran, job.launch_ns)
+            end = max(end, stop)
+        split.queue_ns += end - arrived - on_unit
+        split.launch_ns += launched
+        split.compute_ns += on_unit - launched
+        split.preemptions += job.preempted
+        split.on_device(self.spec.name, arrived, job.started_ns, end)
 
     def _stopped(self, job: Job, why: str) -> ErrorStatus:
         job.finished_ns = self.kernel.clock_ns

@@ -32,7 +32,7 @@ from nnemu.hal import (
     Timing,
     validate_request,
 )
-from nnemu.ipc import Endpoint
+from nnemu.ipc import Endpoint, current_split, open_split
 from nnemu.scenario import DeadlinePolicy
 from nnemu.sim import us
 from nnemu.tracer import Layer, Mark, Phase, mark
@@ -262,6 +262,9 @@ class PreparedModel:
         ):
             return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, 0
         status = await device.execute(job, launch_ns=launch_ns)
+        split = current_split()
+        if split is not None:
+            device.account(job, split)
         if status is ErrorStatus.NONE and service.injected_failure():
             status = ErrorStatus.GENERAL_FAILURE
         return status, kernel.clock_ns - now
@@ -307,14 +310,20 @@ class PreparedModel:
                 notify(error.downgraded(version), (), NO_TIMING)
                 return ErrorStatus.NONE
             await kernel.sync()
+            # The worker thread does not run in the caller's context: it is handed the
+            # execution's split, and its wait for the worker is queue wait.
+            split, launched_ns = current_split(), kernel.clock_ns
 
             async def task() -> None:
-                with tracer.enter(_ASYNC_MARKS[1]) as section:
-                    section.switch_to(_ASYNC_MARKS[0])
-                    status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
-                shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
-                timing = measured_timing(measure, status, on_device, entered, kernel.clock_ns)
-                notify(status.downgraded(version), shapes, timing)
+                with open_split(split):
+                    if split is not None:
+                        split.queue_ns += kernel.task_now_ns() - launched_ns
+                    with tracer.enter(_ASYNC_MARKS[1]) as section:
+                        section.switch_to(_ASYNC_MARKS[0])
+                        status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
+                    shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
+                    timing = measured_timing(measure, status, on_device, entered, kernel.clock_ns)
+                    notify(status.downgraded(version), shapes, timing)
 
             if not service._launch(task):
                 notify(ErrorStatus.GENERAL_FAILURE, (), NO_TIMING)

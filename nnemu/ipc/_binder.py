@@ -21,6 +21,7 @@ from typing import TypeVar
 
 import structlog
 
+from nnemu.ipc._split import current_split
 from nnemu.scenario import IpcSpec
 from nnemu.sim import Kernel, SimProcess, ThreadPool, as_thread, us
 from nnemu.tracer import Tracer
@@ -141,16 +142,24 @@ class Binder:
         _, client, server = self._start(iface, method)
         latency = self.latency_ns
         flows, tx = tracer.flows, self.transactions
+        split = current_split()
         with tracer.raw_section(client):
             if flows:
                 tracer.flow_out(tx)  # the arrow to the ::server slice
             if not callee.alive:
                 return DEAD
-            await kernel.sleep(latency(payload_bytes))
+            request_ns = latency(payload_bytes)
+            await kernel.sleep(request_ns)
             if not callee.alive:
                 return DEAD
             pool = callee.pool
-            thread = await pool.acquire()
+            if split is not None:
+                split.ipc_ns += request_ns
+                waited_from = kernel.clock_ns
+                thread = await pool.acquire()
+                split.queue_ns += kernel.clock_ns - waited_from
+            else:
+                thread = await pool.acquire()
             try:
                 with as_thread(thread), tracer.raw_section(server):
                     if flows:
@@ -162,7 +171,12 @@ class Binder:
                 pool.release(thread)
             if not callee.alive:
                 return DEAD
-            await kernel.sleep(latency())
+            reply_ns = latency()
+            await kernel.sleep(reply_ns)
+            if split is not None and launches is None:
+                # An asynchronous launch's reply travels while the driver already works:
+                # the callback, not the reply, is on the execution's path.
+                split.ipc_ns += reply_ns
             return result
 
     def oneway(
@@ -189,7 +203,11 @@ class Binder:
                 tracer.flow_in(completes)  # the arrow from the call this notify completes
         if not callee.alive:
             return False
-        arrive = kernel.task_now_ns() + self.latency_ns(payload_bytes)
+        latency = self.latency_ns(payload_bytes)
+        arrive = kernel.task_now_ns() + latency
+        split = current_split()
+        if split is not None:  # a callback that ends an execution: its delivery is IPC
+            split.ipc_ns += latency + ONEWAY_SERVER_NS
         thread = callee.pool.threads[0]
 
         def arrived() -> None:

@@ -24,9 +24,9 @@ from nnemu.hal import (
     code_to_status,
     status_to_code,
 )
-from nnemu.ipc import DeadObject
+from nnemu.ipc import DeadObject, current_split
 from nnemu.runtime._compilation import Burst, Compilation
-from nnemu.runtime._devices import RuntimeDevice
+from nnemu.runtime._devices import CPU_DEVICE_NAME, RuntimeDevice
 from nnemu.runtime._plan import Step
 from nnemu.runtime._runtime import API_CALL_NS, PER_OP_NS, Runtime
 from nnemu.runtime._versioned import VersionedIPreparedModel
@@ -154,6 +154,9 @@ class Execution:
         self.started = True
         if self.timeout_ns is not None:
             self.deadline_ns = self.runtime.kernel.task_now_ns() + self.timeout_ns
+            split = current_split()
+            if split is not None:
+                split.deadline_ns = self.deadline_ns
         return ResultCode.NO_ERROR
 
     def free(self) -> None:
@@ -323,7 +326,12 @@ class Execution:
                         # The CPU executor is the calling thread: other threads run meanwhile.
                         await kernel.sync()
                 finally:
-                    runtime.cpu_stats.busy_ns += kernel.task_now_ns() - started
+                    ended = kernel.task_now_ns()
+                    runtime.cpu_stats.busy_ns += ended - started
+                    split = current_split()
+                    if split is not None:
+                        split.compute_ns += ended - started
+                        split.on_device(CPU_DEVICE_NAME, started, started, ended)
             return ResultCode.NO_ERROR
 
     async def _run_on_burst(
@@ -338,7 +346,11 @@ class Execution:
         with runtime.tracer.enter(_BURST_MARK):
             # The request packet reaches a spinning server at once; a sleeping one is woken.
             wake_ns = runtime.binder.latency_ns()
-            await kernel.sleep(context.delivery_ns(kernel.task_now_ns(), wake_ns))
+            delivery_ns = context.delivery_ns(kernel.task_now_ns(), wake_ns)
+            await kernel.sleep(delivery_ns)
+            split = current_split()
+            if split is not None:
+                split.ipc_ns += delivery_ns  # the request packet
             if not prepared.endpoint.alive:
                 return ResultCode.DEAD_OBJECT
             with as_thread(context.thread):
@@ -347,6 +359,8 @@ class Execution:
             if not prepared.endpoint.alive:
                 return ResultCode.DEAD_OBJECT
             await kernel.sleep(FMQ_TRANSFER_NS)  # the client spins on the result queue
+            if split is not None:
+                split.ipc_ns += FMQ_TRANSFER_NS
         self.timing = timing
         return status_to_code(status)
 
