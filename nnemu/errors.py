@@ -10,7 +10,7 @@ every command returns one of its members, and docs/cli.md's table lists them.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -35,8 +35,25 @@ class ExitCode(enum.IntEnum):
     """Terminated by SIGTERM (128 + 15)."""
 
 
+def _rebuild(cls: type[NnemuError], args: tuple[Any, ...], state: dict[str, Any]) -> NnemuError:
+    """Unpickle an nnemu exception: its class, ``args`` and attributes, without ``__init__``."""
+    exc = cls.__new__(cls, *args)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
+
+
 class NnemuError(Exception):
-    """Base class of every nnemu exception."""
+    """Base class of every nnemu exception.
+
+    Every one pickles (a sweep's worker process sends its error back to the parent): the
+    default of ``Exception`` calls ``__init__`` again with ``args``, the message, which
+    subclasses with other parameters refuse or misread, so ``__reduce__`` restores the
+    class, ``args`` and attributes instead, without calling ``__init__``.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
 
 @attrs.frozen(kw_only=True)
