@@ -16,12 +16,13 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from nnemu.errors import ExitCode, Interrupted, NnemuError, ScenarioError
 
 if TYPE_CHECKING:
     from nnemu.replay import Stepper
+    from nnemu.replications import Replications
     from nnemu.report import Report
     from nnemu.scenario import Scenario
     from nnemu.tracer import TraceSink
@@ -134,11 +135,36 @@ _AddCommand = Callable[..., argparse.ArgumentParser]
 """Adds a command (name, argparse keywords) to ``nnemu``'s parser and returns its parser."""
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        msg = f"expected an integer >= 1, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
 def _add_run(add: _AddCommand) -> None:
     """The options of ``nnemu run``."""
     run = add("run", help="run a scenario; print a summary, write a trace and a report")
     run.add_argument("scenario", help="scenario YAML file")
     run.add_argument("--seed", type=int, help="override the scenario's seed")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change the scenario, e.g. apps.<app>.priority=high (repeatable)",
+    )
+    run.add_argument(
+        "--replications",
+        type=_positive_int,
+        metavar="N",
+        help="run N times (seeds SEED, SEED+1, ...): mean and 95%% CI per metric",
+    )
     run.add_argument(
         "--trace",
         help="write a trace: .html (systrace), .json (Chrome), .pftrace (Perfetto), else ftrace text",
@@ -369,8 +395,21 @@ def _write_report(path: str, text: str, out: TextIO, err: TextIO) -> bool:
     return True
 
 
-def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _load_with_overrides(path: str, sets: Sequence[str], err: TextIO) -> Scenario | None:
+    """The scenario at ``path`` with the ``--set`` changes; None (the problems printed) when a
+    change cannot be applied."""
+    from nnemu.overrides import OverrideError, apply_overrides
     from nnemu.scenario import load_scenario
+
+    scenario = load_scenario(path)
+    try:
+        return apply_overrides(scenario, sets)
+    except OverrideError as exc:
+        err.write("".join(f"{problem}\n" for problem in exc.problems))
+        return None
+
+
+def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from nnemu.tracer import open_trace_writer
 
     if _refuse_outputs(
@@ -381,7 +420,11 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _output_problem("--plots", args.plots, "pictures", directory=True),
     ):
         return ExitCode.BAD_INPUT
-    scenario = load_scenario(args.scenario)
+    scenario = _load_with_overrides(args.scenario, args.set, err)
+    if scenario is None:
+        return ExitCode.BAD_INPUT
+    if args.replications is not None:
+        return _cmd_run_replications(args, scenario, out, err)
     sinks: list[TraceSink] = []
     if args.trace is not None:
         try:
@@ -491,6 +534,155 @@ def _finish_run(
         err.write("expectation failed: " + "; ".join(failed) + "\n")
         return ExitCode.FAILED
     return ExitCode.OK
+
+
+_SINGLE_RUN_OPTIONS: Final = (
+    ("trace", "--trace"),
+    ("html", "--html"),
+    ("plots", "--plots"),
+    ("step", "--step"),
+    ("realtime", "--realtime"),
+)
+"""``nnemu run`` options about one run, which ``--replications`` refuses."""
+
+
+def _cmd_run_replications(
+    args: argparse.Namespace, scenario: Scenario, out: TextIO, err: TextIO
+) -> int:
+    """``nnemu run --replications N``: run the seeds in turn, print the means with their
+    confidence intervals, write the replications report; the exit code."""
+    from nnemu.replications import run_replications
+
+    refused = [option for attr, option in _SINGLE_RUN_OPTIONS if getattr(args, attr)]
+    if refused:
+        for option in refused:
+            err.write(
+                f"{option}: not with --replications (it shows one run: "
+                f"add it to `nnemu run --seed SEED` for the replication of that seed)\n"
+            )
+        return ExitCode.BAD_INPUT
+    started = None
+    if err.isatty():
+
+        def started(index: int, seed: int) -> None:
+            err.write(f"\rreplication {index + 1}/{args.replications}  seed {seed}  ")
+            err.flush()
+
+    replications = run_replications(
+        scenario, args.replications, seed=args.seed, wall_time=args.wall_time, started=started
+    )
+    if started is not None:
+        err.write("\r" + " " * 60 + "\r")
+    if not replications.reports:
+        err.write(f"interrupted by {replications.interrupted} before a replication finished\n")
+        return _signal_exit_code(replications.interrupted)
+    _replications_summary(replications, out)
+    if args.report and not _write_report(args.report, replications.to_json(), out, err):
+        return ExitCode.BAD_INPUT
+    if replications.interrupted is not None:
+        err.write(
+            f"interrupted by {replications.interrupted}: the summary covers the "
+            f"{len(replications.reports)} replications finished\n"
+        )
+        return _signal_exit_code(replications.interrupted)
+    if not replications.passed:
+        failed = [r.text for r in replications.expectations() if not r.passed]
+        err.write("expectation failed (on the means): " + "; ".join(failed) + "\n")
+        return ExitCode.FAILED
+    return ExitCode.OK
+
+
+def _signal_exit_code(signal_name: str | None) -> int:
+    return ExitCode.TERMINATED if signal_name == "SIGTERM" else ExitCode.INTERRUPTED
+
+
+def _replications_summary(replications: Replications, out: TextIO) -> None:
+    """``nnemu run --replications``'s summary: the tables of ``_summary`` with, per figure,
+    the mean over the replications and below it the half-width of its 95% interval."""
+    intervals = replications.intervals()
+    seeds = replications.seeds
+    count = len(seeds)
+    span = f"seed {seeds[0]}" if count == 1 else f"seeds {seeds[0]}..{seeds[-1]}"
+    virtual = intervals.get("virtual_ms")
+    out.write(
+        f"scenario {replications.scenario.name}  {span} ({count} replications)"
+        + (f"  virtual {virtual.mean:.3f} ms" if virtual else "")
+        + "\n"
+    )
+    if replications.interrupted:
+        out.write(
+            f"interrupted by {replications.interrupted}: {count} of "
+            f"{replications.requested} replications finished\n"
+        )
+    out.write(
+        "each figure: the mean over the replications; below it, ± the half-width "
+        "of its 95% confidence interval (Student t)\n\n"
+    )
+
+    def cells(
+        paths: Sequence[str], widths: Sequence[int], digits: Sequence[int]
+    ) -> tuple[str, str]:
+        means, halves = "", ""
+        for path, width, places in zip(paths, widths, digits, strict=True):
+            interval = intervals.get(path)
+            if interval is None:
+                means += f"{'-':>{width}}"
+                halves += f"{'':>{width}}"
+                continue
+            scale = 100.0 if path.endswith("busy_fraction") else 1.0
+            unit = "%" if scale != 1.0 else ""
+            means += f"{interval.mean * scale:>{width - len(unit)}.{places}f}{unit}"
+            halves += f"{interval.half_width * scale:>{width - len(unit)}.{places}f}{unit}"
+        return means, halves
+
+    apps = sorted({path.split(".")[1] for path in intervals if path.startswith("apps.")})
+    names = [str(name) for name in replications.reports[0].data.get("apps", {})]
+    apps = [name for name in names if name in apps] + [n for n in apps if n not in names]
+    width = max([10, *(len(name) for name in apps)]) + 2
+    columns = ("submitted", "completed", "failed", "dropped", "in_flight")
+    quantiles = ("p50", "p95", "p99")
+    out.write(
+        f"{'app':<{width}}{'submitted':>10}{'completed':>11}{'failed':>8}{'dropped':>9}"
+        f"{'in flight':>11}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}  errors\n"
+    )
+    notes: list[str] = []
+    for name in apps:
+        paths = [f"apps.{name}.{c}" for c in columns] + [
+            f"apps.{name}.latency_ms.{q}" for q in quantiles
+        ]
+        means, halves = cells(paths, (10, 11, 8, 9, 11, 10, 10, 10), (1,) * 5 + (3,) * 3)
+        prefix = f"apps.{name}.errors."
+        errors = ", ".join(
+            f"{path.removeprefix(prefix)}:{interval.mean:.1f}"
+            for path, interval in intervals.items()
+            if path.startswith(prefix)
+        )
+        out.write(f"{name:<{width}}{means}  {errors or '-'}\n")
+        out.write(f"{'  ± 95% CI':<{width}}{halves}\n")
+        latency = intervals.get(f"apps.{name}.latency_ms.p50")
+        if latency is not None and latency.n < count:
+            notes.append(
+                f"{name}: latency over the {latency.n} of {count} replications "
+                f"where it completed something"
+            )
+    devices = sorted({path.split(".")[1] for path in intervals if path.startswith("devices.")})
+    names = [str(name) for name in replications.reports[0].data.get("devices", {})]
+    devices = [name for name in names if name in devices] + [n for n in devices if n not in names]
+    width = max([10, *(len(name) for name in devices)]) + 2
+    out.write(f"\n{'device':<{width}}{'executions':>11}{'busy':>9}{'preemptions':>13}\n")
+    for name in devices:
+        paths = [f"devices.{name}.{key}" for key in ("executions", "busy_fraction", "preemptions")]
+        means, halves = cells(paths, (11, 9, 13), (1, 1, 1))
+        out.write(f"{name:<{width}}{means}\n{'  ± 95% CI':<{width}}{halves}\n")
+    if notes:
+        out.write("\n" + "".join(f"{note}\n" for note in notes))
+    expectations = replications.expectations()
+    if expectations:
+        out.write(f"\nexpectations (on the means over {count} replications)\n")
+        for result in expectations:
+            mark = "ok  " if result.passed else "FAIL"
+            mean = "" if result.actual is None else f"  (mean {result.actual:g})"
+            out.write(f"  {mark} {result.text}{mean}\n")
 
 
 def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
