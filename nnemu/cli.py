@@ -268,6 +268,31 @@ def _add_demo(add: _AddCommand) -> None:
     demo.add_argument("--pause", action="store_true", help="wait for Enter between steps")
 
 
+def _add_compare(add: _AddCommand) -> None:
+    """The options of ``nnemu compare``."""
+    compare = add(
+        "compare",
+        help="compare two reports, replications reports or sweep directories, metric by metric",
+    )
+    compare.add_argument("a", metavar="A", help="report JSON, replications report or sweep DIR")
+    compare.add_argument("b", metavar="B", help="the same for the other side")
+    compare.add_argument(
+        "--metrics",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="PATH",
+        help="metrics to compare (default: latency quantiles, miss, error and busy rates)",
+    )
+    compare.add_argument(
+        "--fail-if",
+        action="append",
+        default=[],
+        metavar="'PATH OP VALUE'",
+        help="exit 1 if it holds, e.g. 'apps.camera.latency_ms.p99 > +5%%' (repeatable)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     """``nnemu``'s argument parser: the common options, then each command's."""
     parser = argparse.ArgumentParser(
@@ -282,7 +307,15 @@ def _parser() -> argparse.ArgumentParser:
     def add_command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
         return sub.add_parser(name, parents=[common], **kwargs)
 
-    for add_options in (_add_run, _add_replay, _add_parse, _add_verify, _add_query, _add_demo):
+    for add_options in (
+        _add_run,
+        _add_replay,
+        _add_parse,
+        _add_verify,
+        _add_query,
+        _add_demo,
+        _add_compare,
+    ):
         add_options(add_command)
     return parser
 
@@ -770,6 +803,28 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
 
 
+def _cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from nnemu.compare import compare, format_comparison, load_side, parse_condition
+
+    try:
+        conditions = [parse_condition(text) for text in args.fail_if]
+    except ValueError as exc:
+        err.write(f"{exc}\n")
+        return ExitCode.BAD_INPUT
+    sides = load_side(args.a), load_side(args.b)
+    try:
+        comparison = compare(*sides, metrics=args.metrics, conditions=conditions)
+    except ValueError as exc:
+        err.write(f"{exc}\n")
+        return ExitCode.BAD_INPUT
+    out.write(format_comparison(comparison))
+    held = comparison.held()
+    if held:
+        err.write("fail-if held: " + "; ".join(sorted({c.text for c, _, _ in held})) + "\n")
+        return ExitCode.FAILED
+    return ExitCode.OK
+
+
 _COMMANDS = {
     "run": _cmd_run,
     "replay": _cmd_replay,
@@ -777,6 +832,7 @@ _COMMANDS = {
     "verify": _cmd_verify,
     "query": _cmd_query,
     "demo": _cmd_demo,
+    "compare": _cmd_compare,
 }
 
 

@@ -129,6 +129,20 @@ class TraceFormatError(NnemuError):
         return f"{self.source}:{self.line_number}" if self.line_number else self.source
 
 
+class ResultsFormatError(NnemuError):
+    """A report, replications report or sweep directory (``nnemu compare``'s input) is malformed."""
+
+    def __init__(self, source: str, line: int, message: str) -> None:
+        self.source = source
+        """The file as the user named it (``DIR/results.jsonl`` for a sweep)."""
+        self.line = line
+        """1-based line of the problem, 0 for a problem of the whole file."""
+        self.message = message
+        """What was expected and what was found."""
+        where = f"{source}:{line}" if line else source
+        super().__init__(f"{where}: {message}")
+
+
 class EmulatorBug(NnemuError):
     """A broken internal invariant. Please report it with the scenario and seed."""
 

@@ -17,6 +17,7 @@ from nnemu.errors import (
     NnemuError,
     OutputError,
     Problem,
+    ResultsFormatError,
     ScenarioError,
     SpecValueError,
     TraceFormatError,
@@ -40,6 +41,7 @@ EXAMPLES: dict[type[NnemuError], Callable[[], NnemuError]] = {
     EmulatorBug: lambda: EmulatorBug("a section ended twice"),
     Interrupted: lambda: Interrupted(signal.SIGINT, _REPORT),
     OutputError: lambda: OutputError("out/r.json", "report", "permission denied"),
+    ResultsFormatError: lambda: ResultsFormatError("sweep/results.jsonl", 4, "expected JSON"),
     OverrideError: lambda: OverrideError(["--set a.b: unknown key", "--set seed: expected int"]),
 }
 """One instance of each exception class, built as the code that raises it builds it."""
