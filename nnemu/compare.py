@@ -87,11 +87,27 @@ class Side:
         if self.kind == "replications":
             return f"{runs} replications"
         skipped = f", {self.skipped} variants without a report skipped" if self.skipped else ""
-        return f"a sweep: {len(self.points)} points, {runs} runs{skipped}"
+        points = "1 point" if len(self.points) == 1 else f"{len(self.points)} points"
+        return f"a sweep: {points}, {_runs(runs)}{skipped}"
 
 
 def _point_key(point: Mapping[str, Any]) -> str:
     return json.dumps(point, sort_keys=True)
+
+
+def _point_order(point: Mapping[str, Any]) -> tuple[tuple[str, int, float, str], ...]:
+    """Points in the order of their values, numbers by size (2 before 10)."""
+    order = []
+    for key, value in sorted(point.items()):
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            order.append((key, 0, float(value), ""))
+        else:
+            order.append((key, 1, 0.0, json.dumps(value, sort_keys=True)))
+    return tuple(order)
+
+
+def _runs(count: int) -> str:
+    return f"{count} run" if count == 1 else f"{count} runs"
 
 
 def _read_json(path: str) -> Any:
@@ -194,7 +210,7 @@ def _sweep_side(directory: str) -> Side:
     if not runs and not skipped:
         raise ResultsFormatError(path, 0, "no runs in it")
     points = {}
-    for key in sorted(runs):
+    for key in sorted(runs, key=lambda key: _point_order(runs[key][0])):
         point, reports = runs[key]
         reports.sort(key=lambda item: item[0])
         samples = metric_samples([report for _, report in reports])
@@ -470,7 +486,7 @@ def format_comparison(comparison: Comparison) -> str:
         lines.append("")
         labels = [label for label in (pair.a.label, pair.b.label) if label]
         if labels:
-            lines.append(f"point {labels[0]}  (A {pair.a.runs} runs, B {pair.b.runs} runs)")
+            lines.append(f"point {labels[0]}  (A {_runs(pair.a.runs)}, B {_runs(pair.b.runs)})")
         if pair.rows:
             lines.extend(_table(pair.rows))
         else:
