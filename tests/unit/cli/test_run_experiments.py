@@ -1,0 +1,155 @@
+"""``nnemu run --set`` and ``nnemu run --replications``: changes, replications, their summary."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+from pathlib import Path
+
+import pytest
+
+import nnemu._emulator
+from nnemu.errors import Interrupted
+from nnemu.stats import mean_interval
+from tests.commands import run_cli
+
+REPO = Path(__file__).resolve().parents[3]
+TWO_APPS = str(REPO / "scenarios/two_apps_one_npu.yaml")
+
+
+def test_set_changes_the_run(tmp_path: Path) -> None:
+    """Each --set changes the scenario that runs, as the report shows."""
+    report = tmp_path / "r.json"
+    code, out, _ = run_cli(
+        "run",
+        TWO_APPS,
+        "--set",
+        "duration_ms=1000",
+        "--set",
+        "seed=5",
+        "--set",
+        "expect=[]",
+        "--report",
+        str(report),
+    )
+    assert code == 0
+    assert "seed 5  virtual 1000.000 ms" in out
+    data = json.loads(report.read_text())
+    assert (data["seed"], data["virtual_ms"]) == (5, 1000.0)
+
+
+def test_set_with_a_bad_key_exits_two_with_replays_message() -> None:
+    """A misspelt key exits 2 with the message replay --set gives, and nothing runs."""
+    code, out, err = run_cli("run", TWO_APPS, "--set", "apps.camera.priorty=high")
+    assert code == 2
+    assert out == ""
+    assert err == "--set apps.camera.priorty: unknown key 'priorty'; did you mean 'priority'?\n"
+
+
+def test_replications_report_holds_each_seeds_values(tmp_path: Path) -> None:
+    """Replication i is the run with seed+i: its values are those of single runs with those seeds."""
+    report = tmp_path / "reps.json"
+    code, out, _ = run_cli(
+        "run", TWO_APPS, "--replications", "3", "--seed", "20", "--report", str(report)
+    )
+    assert code == 0
+    assert "seeds 20..22 (3 replications)" in out
+    data = json.loads(report.read_text())
+    assert data["kind"] == "nnemu-replications"
+    assert data["seeds"] == [20, 21, 22]
+    singles = []
+    for seed in (20, 21, 22):
+        single = tmp_path / f"{seed}.json"
+        assert run_cli("run", TWO_APPS, "--seed", str(seed), "--report", str(single))[0] == 0
+        singles.append(json.loads(single.read_text()))
+    p99 = data["metrics"]["apps.camera.latency_ms.p99"]
+    assert p99["values"] == [s["apps"]["camera"]["latency_ms"]["p99"] for s in singles]
+    interval = mean_interval(p99["values"])
+    assert (p99["mean"], p99["half_width"], p99["n"]) == (
+        interval.mean,
+        interval.half_width,
+        3,
+    )
+    assert "seed" not in data["metrics"]
+
+
+def test_replications_summary_prints_means_and_intervals() -> None:
+    """The summary gives each figure's mean and, below it, its 95% half-width."""
+    code, out, _ = run_cli("run", TWO_APPS, "--replications", "4")
+    assert code == 0
+    lines = out.splitlines()
+    camera = next(i for i, line in enumerate(lines) if line.startswith("camera"))
+    assert lines[camera + 1].startswith("  ± 95% CI")
+    assert "expectations (on the means over 4 replications)" in out
+
+
+def test_replications_are_deterministic(tmp_path: Path) -> None:
+    """The same scenario and replications give the same summary and report bytes."""
+    outputs = []
+    for name in ("a.json", "b.json"):
+        code, out, _ = run_cli(
+            "run", TWO_APPS, "--replications", "3", "--report", str(tmp_path / name)
+        )
+        assert code == 0
+        outputs.append((out.replace(name, ""), (tmp_path / name).read_bytes()))
+    assert outputs[0] == outputs[1]
+
+
+def test_expectations_are_evaluated_on_the_means(tmp_path: Path) -> None:
+    """An expectation that fails on the mean exits 1 and says it was judged on the means."""
+    code, out, err = run_cli(
+        "run",
+        TWO_APPS,
+        "--replications",
+        "2",
+        "--set",
+        'expect=["apps.indexer.completed > 10000"]',
+    )
+    assert code == 1
+    assert "  FAIL apps.indexer.completed > 10000  (mean " in out
+    assert err == "expectation failed (on the means): apps.indexer.completed > 10000\n"
+
+
+@pytest.mark.parametrize("option", ["--trace", "--html", "--plots"])
+def test_replications_refuse_single_run_outputs(option: str, tmp_path: Path) -> None:
+    """An output of one run (trace, pictures) with --replications exits 2 before running."""
+    code, out, err = run_cli(
+        "run", TWO_APPS, "--replications", "2", option, str(tmp_path / "x.html")
+    )
+    assert code == 2
+    assert out == ""
+    assert err.startswith(f"{option}: not with --replications")
+
+
+def test_replications_must_be_positive() -> None:
+    """--replications 0 is a usage error (exit 2)."""
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli("run", TWO_APPS, "--replications", "0")
+    assert exit_info.value.code == 2
+
+
+def test_interrupted_replications_summarise_those_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in the third replication prints and writes the two finished ones and exits 130."""
+    real_run = nnemu._emulator.run
+    calls = []
+
+    def run_until_third(*args, **kwargs):
+        calls.append(kwargs["seed"])
+        if len(calls) == 3:
+            raise Interrupted(signal.SIGINT)
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(nnemu._emulator, "run", run_until_third)
+    report = tmp_path / "reps.json"
+    code, out, err = run_cli("run", TWO_APPS, "--replications", "5", "--report", str(report))
+    assert code == 130
+    assert "seeds 11..12 (2 replications)" in out
+    assert "interrupted by SIGINT: 2 of 5 replications finished" in out
+    assert "interrupted by SIGINT: the summary covers the 2 replications finished" in err
+    data = json.loads(report.read_text())
+    assert (data["interrupted"], data["replications"], data["requested"]) == ("SIGINT", 2, 5)
+    assert all(len(metric["values"]) == 2 for metric in data["metrics"].values())
+    assert not any(math.isnan(metric["mean"]) for metric in data["metrics"].values())
