@@ -1,0 +1,160 @@
+"""``nnemu compare``'s reading of its inputs, its --fail-if conditions and its exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nnemu.compare import load_side, parse_condition
+from nnemu.replications import metric_samples, metric_values
+from tests.commands import run_cli
+
+INPUTS = Path(__file__).resolve().parents[1] / "golden" / "compare"
+REPORT = json.loads((INPUTS / "reports" / "a.json").read_text())
+
+
+def _row(point: dict, replication: int, report: dict | None, variant: str) -> str:
+    status = "ok" if report is not None else "failed"
+    row = {
+        "error": None if report else "boom",
+        "nnemu": "0.1.0",
+        "point": point,
+        "replication": replication,
+        "report": report,
+        "seed": replication,
+        "status": status,
+        "variant": variant,
+    }
+    return json.dumps(row, sort_keys=True) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "a", "b", "holds"),
+    [
+        ("apps.x.p99 > +5%", "percent", 10.0, 10.6, True),
+        ("apps.x.p99 > +5%", "percent", 10.0, 10.4, False),
+        ("apps.x.p99 < -10%", "percent", 10.0, 8.9, True),
+        ("apps.x.p99 >= +0.5", "change", 10.0, 10.5, True),
+        ("apps.x.p99 <= -1", "change", 10.0, 9.5, False),
+        ("apps.x.p99 > 2.5", "value", 1.0, 2.6, True),
+        ("apps.x.p99>2.5", "value", 9.0, 2.4, False),
+        ("apps.x.rate > +5%", "percent", 0.0, 0.1, True),
+    ],
+)
+def test_conditions(text: str, kind: str, a: float, b: float, holds: bool) -> None:
+    """A plain VALUE bounds B, a signed one B - A, a percentage (B - A) / |A| (0 -> any: infinite)."""
+    condition = parse_condition(text)
+    assert condition.kind == kind
+    assert condition.holds(a, b) is holds
+
+
+@pytest.mark.parametrize("text", ["apps.x.p99", "apps.x.p99 == 3", "apps.x.p99 > fast", "> 5%"])
+def test_malformed_condition_exits_two(text: str) -> None:
+    """A --fail-if that is not PATH OP VALUE exits 2 naming the form expected."""
+    code, out, err = run_cli(
+        "compare", str(INPUTS / "reports/a.json"), str(INPUTS / "reports/b.json"), "--fail-if", text
+    )
+    assert (code, out) == (2, "")
+    assert err.startswith(f"--fail-if {text!r}: expected PATH OP VALUE")
+
+
+def test_fail_if_exit_codes() -> None:
+    """Exit 1 when a condition holds, 0 when none does."""
+    a, b = str(INPUTS / "reports/a.json"), str(INPUTS / "reports/b.json")
+    assert run_cli("compare", a, b, "--fail-if", "apps.camera.latency_ms.p99 > +5%")[0] == 1
+    assert run_cli("compare", a, b, "--fail-if", "apps.camera.latency_ms.p99 > +50%")[0] == 0
+
+
+def test_unknown_metric_exits_two() -> None:
+    """A --metrics or --fail-if path neither side has exits 2 naming it and the file."""
+    a, b = str(INPUTS / "reports/a.json"), str(INPUTS / "reports/b.json")
+    code, _, err = run_cli("compare", a, b, "--metrics", "apps.camera.latency_ms.p42")
+    assert code == 2
+    assert err == f"--metrics apps.camera.latency_ms.p42: no such metric in {a}\n"
+    code, _, err = run_cli("compare", a, b, "--fail-if", "apps.cam.completed > 1")
+    assert code == 2
+    assert err == f"--fail-if apps.cam.completed: no such metric in {a}\n"
+
+
+def test_malformed_json_gives_file_and_line(tmp_path: Path) -> None:
+    """A report with broken JSON exits 2 with file:line: what is wrong."""
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n  "apps": {,\n}\n')
+    code, out, err = run_cli("compare", str(bad), str(INPUTS / "reports/b.json"))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"{bad}:2: expected JSON: ")
+
+
+def test_json_that_is_not_a_report_exits_two(tmp_path: Path) -> None:
+    """Valid JSON that is neither a report nor a replications report is refused."""
+    other = tmp_path / "other.json"
+    other.write_text('{"rows": []}\n')
+    code, _, err = run_cli("compare", str(other), str(INPUTS / "reports/b.json"))
+    assert code == 2
+    assert err == (
+        f"{other}: expected an nnemu report (with apps and devices) or a replications report\n"
+    )
+
+
+def test_missing_input_and_plain_directory_exit_two(tmp_path: Path) -> None:
+    """A missing file and a directory without results.jsonl exit 2 with one line each."""
+    b = str(INPUTS / "reports/b.json")
+    code, _, err = run_cli("compare", str(tmp_path / "nope.json"), b)
+    assert (code, err) == (2, f"{tmp_path / 'nope.json'}: no such file\n")
+    code, _, err = run_cli("compare", str(tmp_path), b)
+    assert (code, err) == (
+        2,
+        f"{tmp_path}: not a sweep directory (no results.jsonl) nor a report\n",
+    )
+
+
+def test_sweep_line_errors_give_the_line(tmp_path: Path) -> None:
+    """A bad line of results.jsonl is reported as results.jsonl:LINE."""
+    (tmp_path / "results.jsonl").write_text(
+        _row({"k": 1}, 0, REPORT, "a" * 16) + '{"point": 3, "variant": "b"}\n'
+    )
+    code, _, err = run_cli("compare", str(tmp_path), str(INPUTS / "reports/b.json"))
+    assert code == 2
+    assert err == f"{tmp_path / 'results.jsonl'}:2: point: expected an object\n"
+
+
+def test_sweep_groups_replications_and_skips_failures(tmp_path: Path) -> None:
+    """Runs of one point are its replications in order; failed, repeated and cut-off lines don't count."""
+    slow = json.loads(json.dumps(REPORT))
+    slow["apps"]["camera"]["latency_ms"]["p99"] = 99.0
+    (tmp_path / "results.jsonl").write_text(
+        _row({"k": 2}, 1, slow, "1" * 16)
+        + _row({"k": 2}, 0, REPORT, "0" * 16)
+        + _row({"k": 2}, 0, slow, "0" * 16)  # the same variant again (a resumed sweep)
+        + _row({"k": 10}, 0, None, "2" * 16)
+        + _row({"k": 10}, 1, REPORT, "3" * 16)
+        + '{"point": {"k": 1'  # the sweep was killed while writing this line
+    )
+    side = load_side(str(tmp_path))
+    assert side.kind == "sweep"
+    assert side.skipped == 2
+    assert [point.point for point in side.points.values()] == [{"k": 2}, {"k": 10}]
+    first = next(iter(side.points.values()))
+    assert first.samples["apps.camera.latency_ms.p99"] == (11.904, 99.0)
+
+
+def test_metric_values_leave_out_idle_latency_and_the_seed() -> None:
+    """An app that completed nothing has no latency metrics; seed and non-numbers are not metrics."""
+    idle = json.loads(json.dumps(REPORT))
+    idle["apps"]["camera"]["completed"] = 0
+    values = metric_values(idle)
+    assert "apps.camera.latency_ms.p50" not in values
+    assert "apps.indexer.latency_ms.p50" in values
+    assert "seed" not in values
+    assert "wall_s" not in values
+    assert values["apps.camera.completed"] == 0.0
+
+
+def test_metric_samples_count_missing_error_codes_as_zero() -> None:
+    """An error code seen in one run counts 0 in the runs where it did not happen."""
+    failing = json.loads(json.dumps(REPORT))
+    failing["apps"]["camera"]["errors"] = {"OP_FAILED": 3}
+    samples = metric_samples([REPORT, failing])
+    assert samples["apps.camera.errors.OP_FAILED"] == [0.0, 3.0]
