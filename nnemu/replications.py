@@ -18,14 +18,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from nnemu.errors import Interrupted
-from nnemu.report import ExpectationResult, Report, evaluate
-from nnemu.scenario import Scenario
 from nnemu.stats import MeanInterval, mean_interval
+
+if TYPE_CHECKING:  # imported on use: ``nnemu compare`` reads metrics without YAML or the emulator
+    from nnemu.report import ExpectationResult, Report
+    from nnemu.scenario import Scenario
 
 REPLICATIONS_KIND: Final = "nnemu-replications"
 """The ``kind`` of a replications report, which tells ``nnemu compare`` what it reads."""
@@ -123,6 +125,8 @@ class Replications:
 
     def expectations(self) -> tuple[ExpectationResult, ...]:
         """The scenario's expectations evaluated on the means over the replications."""
+        from nnemu.report import evaluate
+
         data = self.mean_data()
         return tuple(evaluate(data, expectation) for expectation in self.scenario.expect)
 

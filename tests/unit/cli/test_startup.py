@@ -1,4 +1,4 @@
-"""The trace readers' commands load only what they use (start-up time is import time)."""
+"""The readers' commands (parse, query, compare) load only what they use (start-up time is import time)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 OMR1 = REPO / "tests/data/omr1.html"
+COMPARE = REPO / "tests/golden/compare"
 
 _HEAVY = (
     "trio",
@@ -54,11 +55,12 @@ def _loaded_after(*argv: str) -> list[str]:
         ("parse", "--json", str(OMR1)),
         ("query", str(OMR1), "select count(*) from slice"),
         ("parse", "no-such-file.html"),
+        ("compare", str(COMPARE / "reports/a.json"), str(COMPARE / "sweeps/b")),
     ],
-    ids=["parse", "parse-json", "query", "parse-missing"],
+    ids=["parse", "parse-json", "query", "parse-missing", "compare"],
 )
 def test_reader_commands_load_no_emulator(argv: tuple[str, ...]) -> None:
-    """parse and query finish without importing trio, structlog, the emulator or the test tools."""
+    """parse, query and compare finish without importing trio, structlog, the emulator or the test tools."""
     code, *loaded = _loaded_after(*argv)
     assert code in ("0", "2")
     assert loaded == []
