@@ -690,8 +690,19 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
             for path, interval in intervals.items()
             if path.startswith(prefix)
         )
+        compile_results = [
+            report.data["apps"][name].get("compile_result", "NO_ERROR")
+            for report in replications.reports
+            if name in report.data.get("apps", {})
+        ]
+        failed = sorted({result for result in compile_results if result != "NO_ERROR"})
+        if failed:
+            times = sum(result != "NO_ERROR" for result in compile_results)
+            errors = f"compilation {'/'.join(failed)}" + (
+                f" in {times} of {count}" if times < count else ""
+            )
         out.write(f"{name:<{width}}{means}  {errors or '-'}\n")
-        out.write(f"{'  ± 95% CI':<{width}}{halves}\n")
+        out.write(f"{'  ± 95% CI':<{width}}{halves}".rstrip() + "\n")
         latency = intervals.get(f"apps.{name}.latency_ms.p50")
         if latency is not None and latency.n < count:
             notes.append(
@@ -706,7 +717,7 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
     for name in devices:
         paths = [f"devices.{name}.{key}" for key in ("executions", "busy_fraction", "preemptions")]
         means, halves = cells(paths, (11, 9, 13), (1, 1, 1))
-        out.write(f"{name:<{width}}{means}\n{'  ± 95% CI':<{width}}{halves}\n")
+        out.write(f"{name:<{width}}{means}\n" + f"{'  ± 95% CI':<{width}}{halves}".rstrip() + "\n")
     if notes:
         out.write("\n" + "".join(f"{note}\n" for note in notes))
     expectations = replications.expectations()

@@ -44,14 +44,15 @@ def _leaves(node: Any, prefix: str) -> Iterator[tuple[str, float]]:
         yield prefix, float(node)
 
 
-def metric_values(data: Mapping[str, Any]) -> dict[str, float]:
+def metric_values(data: Mapping[str, Any], *, measured_only: bool = True) -> dict[str, float]:
     """Every numeric leaf of a run report by dotted path, sorted; see the module docstring.
 
     Lists (the expectations), strings, booleans, nulls (``wall_s`` unless asked for) and the
-    seed are left out, as are the latency figures of an app that completed nothing.
+    seed are left out, as are (unless ``measured_only`` is false) the latency figures of an
+    app that completed nothing.
     """
     values: dict[str, float] = {}
-    apps = data.get("apps")
+    apps = data.get("apps") if measured_only else None
     idle = {
         f"apps.{name}.latency_ms."
         for name, app in (apps.items() if isinstance(apps, Mapping) else ())
@@ -69,12 +70,15 @@ def _error_path(path: str) -> bool:
     return len(parts) >= 3 and parts[-2] == "errors"
 
 
-def metric_samples(reports: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+def metric_samples(
+    reports: Sequence[Mapping[str, Any]], *, measured_only: bool = True
+) -> dict[str, list[float]]:
     """Per metric (sorted by path), its value in each report that has it.
 
     An error code seen in some reports counts 0 in the others (it did not happen there).
+    ``measured_only`` is passed to ``metric_values``.
     """
-    per_report = [metric_values(data) for data in reports]
+    per_report = [metric_values(data, measured_only=measured_only) for data in reports]
     paths = sorted({path for values in per_report for path in values})
     samples: dict[str, list[float]] = {}
     for path in paths:
@@ -120,8 +124,17 @@ class Replications:
         return {path: mean_interval(values) for path, values in self.samples().items() if values}
 
     def mean_data(self) -> dict[str, Any]:
-        """A report-shaped document of the metrics' means."""
-        return _nest({path: interval.mean for path, interval in self.intervals().items()})
+        """A report-shaped document of the metrics' means.
+
+        The latency of an app that completed nothing in every replication is the mean of the
+        report's own figures for it (0), so an expectation reads it as on one run.
+        """
+        means = {path: interval.mean for path, interval in self.intervals().items()}
+        reports = [report.data for report in self.reports]
+        for path, values in metric_samples(reports, measured_only=False).items():
+            if path not in means and values:
+                means[path] = math.fsum(values) / len(values)
+        return _nest(dict(sorted(means.items())))
 
     def expectations(self) -> tuple[ExpectationResult, ...]:
         """The scenario's expectations evaluated on the means over the replications."""

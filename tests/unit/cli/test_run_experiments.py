@@ -153,3 +153,20 @@ def test_interrupted_replications_summarise_those_finished(
     assert (data["interrupted"], data["replications"], data["requested"]) == ("SIGINT", 2, 5)
     assert all(len(metric["values"]) == 2 for metric in data["metrics"].values())
     assert not any(math.isnan(metric["mean"]) for metric in data["metrics"].values())
+
+
+def test_replications_of_an_app_that_never_ran() -> None:
+    """An app whose compilation fails shows no latency and its compile result; expectations
+    on its latency read the report's 0, as on one run."""
+    code, out, _ = run_cli(
+        "run",
+        str(REPO / "scenarios/qos_model_too_large.yaml"),
+        "--replications",
+        "2",
+        "--set",
+        'expect=["apps.pinned.latency_ms.p99 == 0"]',
+    )
+    assert code == 0
+    pinned = next(line for line in out.splitlines() if line.startswith("pinned"))
+    assert pinned.split()[6:] == ["-", "-", "-", "compilation", "RESOURCE_EXHAUSTED_PERSISTENT"]
+    assert "  ok   apps.pinned.latency_ms.p99 == 0  (mean 0)" in out
