@@ -282,7 +282,7 @@ def _add_compare(add: _AddCommand) -> None:
         action="extend",
         default=[],
         metavar="PATH",
-        help="metrics to compare (default: latency quantiles, miss, error and busy rates)",
+        help="metrics to compare (default: latency quantiles, miss and error rates, busy fractions)",
     )
     compare.add_argument(
         "--fail-if",
