@@ -7,8 +7,8 @@ Its ``--report`` is ``Replications.to_json``: per metric the mean, the interval,
 the value of each replication, which ``nnemu compare`` reads for Welch's test.
 
 A metric is a numeric leaf of the run report (``apps.camera.latency_ms.p99``), named by its
-dotted path as expectations name it.  An app's latency figures count only in the
-replications where it completed something (in the others they are not measurements), and
+dotted path as expectations name it.  An app's latency figures (``latency_ms``,
+``latency_split_ms``) count only in the replications where it completed something (in the others they are not measurements), and
 an error code that never happened in a replication counts 0 there, as
 ``nnemu.report.lookup`` reads it.
 """
@@ -35,6 +35,9 @@ REPLICATIONS_KIND: Final = "nnemu-replications"
 _NOT_METRICS: Final = frozenset({"seed"})
 """Numeric top-level keys that identify a run rather than measure it."""
 
+_PER_COMPLETION: Final = ("latency_ms", "latency_split_ms")
+"""An app's figures over its completed executions (all 0 when none completed)."""
+
 
 def _leaves(node: Any, prefix: str) -> Iterator[tuple[str, float]]:
     if isinstance(node, Mapping):
@@ -48,18 +51,19 @@ def metric_values(data: Mapping[str, Any], *, measured_only: bool = True) -> dic
     """Every numeric leaf of a run report by dotted path, sorted; see the module docstring.
 
     Lists (the expectations), strings, booleans, nulls (``wall_s`` unless asked for) and the
-    seed are left out, as are (unless ``measured_only`` is false) the latency figures of an
-    app that completed nothing.
+    seed are left out, as are (unless ``measured_only`` is false) the latency figures
+    (``latency_ms``, ``latency_split_ms``) of an app that completed nothing.
     """
     values: dict[str, float] = {}
     apps = data.get("apps") if measured_only else None
-    idle = {
-        f"apps.{name}.latency_ms."
+    idle = tuple(
+        f"apps.{name}.{figures}."
         for name, app in (apps.items() if isinstance(apps, Mapping) else ())
         if isinstance(app, Mapping) and app.get("completed") == 0
-    }
+        for figures in _PER_COMPLETION
+    )
     for path, value in _leaves(data, ""):
-        if path in _NOT_METRICS or any(path.startswith(prefix) for prefix in idle):
+        if path in _NOT_METRICS or path.startswith(idle):
             continue
         values[path] = value
     return values

@@ -144,8 +144,10 @@ def test_metric_values_leave_out_idle_latency_and_the_seed() -> None:
     """An app that completed nothing has no latency metrics; seed and non-numbers are not metrics."""
     idle = json.loads(json.dumps(REPORT))
     idle["apps"]["camera"]["completed"] = 0
+    idle["apps"]["camera"]["latency_split_ms"] = {"compute": 0.0, "ipc": 0.0}
     values = metric_values(idle)
     assert "apps.camera.latency_ms.p50" not in values
+    assert not any(path.startswith("apps.camera.latency_split_ms.") for path in values)
     assert "apps.indexer.latency_ms.p50" in values
     assert "seed" not in values
     assert "wall_s" not in values
