@@ -160,3 +160,15 @@ def test_metric_samples_count_missing_error_codes_as_zero() -> None:
     failing["apps"]["camera"]["errors"] = {"OP_FAILED": 3}
     samples = metric_samples([REPORT, failing])
     assert samples["apps.camera.errors.OP_FAILED"] == [0.0, 3.0]
+
+
+@pytest.mark.parametrize("side", ["reports/a.json", "replications/a.json", "sweeps/a"])
+def test_a_side_compared_with_itself_shows_no_difference(side: str) -> None:
+    """Every row of a self-comparison is +0, never significant, and a '> +0%' gate passes."""
+    path = str(INPUTS / side)
+    code, out, err = run_cli("compare", path, path, "--fail-if", "apps.camera.latency_ms.p99 > +0%")
+    assert (code, err) == (0, "")
+    rows = [line.split() for line in out.splitlines() if line.startswith(("apps.", "devices."))]
+    assert len(rows) >= 7
+    assert all(row[3:5] == ["+0", "+0.0%"] for row in rows)
+    assert all(row[5] in ("-", "1.000") for row in rows)
