@@ -129,6 +129,7 @@ def _build_world(
     if keep_executions:
         for app in apps:
             app.records = []
+            app.runtime.cpu_history = []
         for service in services:
             service.device.history = []
     return services, apps

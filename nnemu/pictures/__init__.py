@@ -13,6 +13,8 @@ write_plots(pictures["data"], report, "plots/")  # needs the ``plots`` extra
 from nnemu.pictures._collect import (
     AppPicture,
     DevicePicture,
+    ExecutionPicture,
+    FaultPicture,
     JobPicture,
     ResultPicture,
     RunPictures,
@@ -30,6 +32,8 @@ __all__ = [
     "MISSING_MATPLOTLIB",
     "AppPicture",
     "DevicePicture",
+    "ExecutionPicture",
+    "FaultPicture",
     "JobPicture",
     "PlotsUnavailable",
     "ResultPicture",

@@ -12,6 +12,7 @@ Each device job records the stretches it ran on a compute unit
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -80,6 +81,44 @@ class ResultPicture:
 
 
 @attrs.frozen(kw_only=True)
+class ExecutionPicture:
+    """One execution as its app saw it, from arrival to the final result."""
+
+    arrival_ns: int
+    """When the frame arrived (was submitted)."""
+    started_ns: int | None
+    """When a device (or the runtime's CPU path) first started on it; None if none did
+    (refused, rejected, or failed before any compute)."""
+    finished_ns: int
+    """When the app got the final result."""
+    code: str
+    """Final result code (``NO_ERROR``, ``MISSED_DEADLINE_TRANSIENT``, ...)."""
+    late: bool
+    """A ``NO_ERROR`` result that came after its deadline."""
+
+    @property
+    def deadline_missed(self) -> bool:
+        """Refused or aborted for its deadline, or completed after it (the report's count)."""
+        return self.late or self.code.startswith("MISSED_DEADLINE")
+
+
+@attrs.frozen(kw_only=True)
+class FaultPicture:
+    """One injected fault of the scenario that has a time window."""
+
+    device: str
+    """Device it is injected into."""
+    kind: str
+    """``crash``, ``busy``, ``offline`` or ``slowdown`` (``transient_failure``: the whole run)."""
+    start_ns: int
+    """When it starts."""
+    end_ns: int | None
+    """When it ends (None: never; a crash lasts to the end of the run)."""
+    factor: float
+    """Slow-down factor (``slowdown``), else 1."""
+
+
+@attrs.frozen(kw_only=True)
 class AppPicture:
     """One app's executions."""
 
@@ -95,6 +134,10 @@ class AppPicture:
     """(result code, count) of the final results, most frequent first."""
     failures: tuple[ResultPicture, ...]
     """Every final result other than ``NO_ERROR``, in completion order."""
+    executions: tuple[ExecutionPicture, ...] = ()
+    """Every execution that got a final result, in arrival order (dropped frames have none)."""
+    timeout_ns: int | None = None
+    """The execution timeout the app sets (its deadline after arrival), if any."""
 
 
 @attrs.frozen(kw_only=True)
@@ -110,7 +153,12 @@ class RunPictures:
     apps: tuple[AppPicture, ...]
     """Apps in scenario order."""
     devices: tuple[DevicePicture, ...]
-    """Driver devices in scenario order (the runtime's CPU path keeps no jobs)."""
+    """Driver devices in scenario order."""
+    cpu: DevicePicture | None = None
+    """The runtime's CPU path (``nnapi-reference``): each CPU execution a job, one lane per
+    execution running at once (they run on the calling app threads)."""
+    faults: tuple[FaultPicture, ...] = ()
+    """The scenario's fault windows, by start time."""
 
 
 def _device_picture(
@@ -143,6 +191,91 @@ def _device_picture(
     return DevicePicture(name=name, units=units, preemption=preemption, jobs=tuple(pictures))
 
 
+def _first_starts(
+    records: list[tuple[int, int]], starts: list[tuple[int, int]], *, sequential: bool
+) -> list[int | None]:
+    """When work on each execution first started on a device or the CPU path.
+
+    ``records``: (arrival_ns, finished_ns) of an app's executions in arrival order;
+    ``starts``: (reached_device_ns, started_ns) of the app's device jobs and CPU runs. A
+    job belongs to the execution whose window [arrival, result] holds its arrival at the
+    device; an app with one thread runs one execution at a time, so its window starts no
+    earlier than the previous result (exact). With several threads, windows overlap and
+    each execution takes the first job not yet taken (the records keep no job ids).
+    """
+    starts = sorted(starts)
+    keys = [reached for reached, _ in starts]
+    taken = [False] * len(starts)
+    out: list[int | None] = []
+    previous_end = 0
+    for arrival, finished in records:
+        low = max(arrival, previous_end) if sequential else arrival
+        first: int | None = None
+        index = bisect.bisect_left(keys, low)
+        while index < len(starts) and keys[index] <= finished:
+            if not taken[index] and starts[index][1] <= finished:
+                first = starts[index][1] if first is None else min(first, starts[index][1])
+                taken[index] = True
+                if not sequential:
+                    break
+            index += 1
+        out.append(first)
+        previous_end = finished
+    return out
+
+
+def _cpu_picture(
+    runs: list[tuple[str, tuple[int, int, str, int | None]]], end_ns: int
+) -> DevicePicture:
+    """The runtime's CPU path as a device: a lane per CPU execution running at once."""
+    lanes_free_at: list[int] = []
+    jobs = []
+    for app, (start, end, code, deadline) in sorted(runs, key=lambda run: (run[1][0], run[0])):
+        lane = next((i for i, free in enumerate(lanes_free_at) if free <= start), None)
+        if lane is None:
+            lane = len(lanes_free_at)
+            lanes_free_at.append(0)
+        lanes_free_at[lane] = end
+        jobs.append(
+            JobPicture(
+                app=app,
+                priority="-",
+                arrived_ns=start,
+                started_ns=start,
+                finished_ns=end if code != "IN_FLIGHT" else end_ns,
+                segments=((start, end, lane),),
+                preempted=0,
+                status=code,
+                deadline_ns=deadline,
+            )
+        )
+    return DevicePicture(
+        name="nnapi-reference",
+        units=max(1, len(lanes_free_at)),
+        preemption="none",
+        jobs=tuple(jobs),
+    )
+
+
+def _faults(emulator: Emulator, end_ns: int) -> tuple[FaultPicture, ...]:
+    faults = []
+    for device in emulator.scenario.devices:
+        for fault in device.faults:
+            start = 0 if fault.at_ms is None else round(fault.at_ms * 1e6)
+            if start > end_ns:
+                continue  # after the run ended: it never happened
+            faults.append(
+                FaultPicture(
+                    device=device.name,
+                    kind=fault.kind.value,
+                    start_ns=start,
+                    end_ns=None if fault.until_ms is None else round(fault.until_ms * 1e6),
+                    factor=fault.factor,
+                )
+            )
+    return tuple(sorted(faults, key=lambda f: (f.start_ns, f.device, f.kind)))
+
+
 def collect(emulator: Emulator) -> RunPictures:
     """Take the pictures' data out of a finished emulator (``run``'s ``inspect`` hook, with
     ``keep_executions=True``; or ``open_emulator(..., keep_executions=True)``).
@@ -152,7 +285,27 @@ def collect(emulator: Emulator) -> RunPictures:
     """
     end_ns = emulator.kernel.clock_ns
     uids: dict[int, str] = {}
+    for app in emulator.apps:
+        uids.setdefault(app.spec.uid, app.spec.name)
+    devices = []
+    starts_by_uid: dict[int, list[tuple[int, int]]] = {}
+    for service in emulator.services:
+        device = service.device
+        for job in device.history or ():
+            if job.started_ns is not None:
+                starts_by_uid.setdefault(job.uid, []).append((job.arrived_ns or 0, job.started_ns))
+        devices.append(
+            _device_picture(
+                service.name,
+                device.units,
+                device.preemption.value,
+                device.history or (),
+                uids,
+                end_ns,
+            )
+        )
     apps = []
+    cpu_runs: list[tuple[str, tuple[int, int, str, int | None]]] = []
     for app in emulator.apps:
         if app.records is None:
             msg = (
@@ -160,7 +313,10 @@ def collect(emulator: Emulator) -> RunPictures:
                 " call it from run(..., keep_executions=True, inspect=...)"
             )
             raise ValueError(msg)
-        uids.setdefault(app.spec.uid, app.spec.name)
+        name = app.spec.name
+        runs = app.runtime.cpu_history or []
+        cpu_runs += [(name, run) for run in runs]
+        starts = starts_by_uid.get(app.spec.uid, []) + [(run[0], run[0]) for run in runs]
         counts: dict[str, int] = {}
         latencies = []
         failures = []
@@ -175,27 +331,34 @@ def collect(emulator: Emulator) -> RunPictures:
                         arrival_ns=record.arrival_ns, finished_ns=record.finished_ns, code=code
                     )
                 )
+        records = sorted(app.records, key=lambda r: (r.arrival_ns, r.finished_ns))
+        first = _first_starts(
+            [(r.arrival_ns, r.finished_ns) for r in records],
+            starts,
+            sequential=app.spec.threads == 1,
+        )
+        timeouts = {r.timeout_ns for r in records if r.timeout_ns is not None}
         apps.append(
             AppPicture(
-                name=app.spec.name,
+                name=name,
                 uid=app.spec.uid,
                 priority=app.spec.priority.name,
                 latencies_ns=tuple(latencies),
                 codes=tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
                 failures=tuple(failures),
-            )
-        )
-    devices = []
-    for service in emulator.services:
-        device = service.device
-        devices.append(
-            _device_picture(
-                service.name,
-                device.units,
-                device.preemption.value,
-                device.history or (),
-                uids,
-                end_ns,
+                executions=tuple(
+                    ExecutionPicture(
+                        arrival_ns=r.arrival_ns,
+                        started_ns=started,
+                        finished_ns=r.finished_ns,
+                        code=r.code.name,
+                        late=r.code.name == "NO_ERROR"
+                        and r.deadline_ns is not None
+                        and r.finished_ns > r.deadline_ns,
+                    )
+                    for r, started in zip(records, first, strict=True)
+                ),
+                timeout_ns=min(timeouts) if timeouts else None,
             )
         )
     return RunPictures(
@@ -204,4 +367,6 @@ def collect(emulator: Emulator) -> RunPictures:
         end_ns=end_ns,
         apps=tuple(apps),
         devices=tuple(devices),
+        cpu=_cpu_picture(cpu_runs, end_ns),
+        faults=_faults(emulator, end_ns),
     )

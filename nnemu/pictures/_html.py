@@ -1,23 +1,25 @@
-"""One self-contained HTML page of a run: summary tables and inline SVG figures.
+"""One self-contained HTML page of a run: summary tables, inline SVG figures and one script.
 
-No script, no external stylesheet, font or image: the page opens offline and the
-figures are SVG elements with stable ids and classes (``device-timeline-<device>``,
-``bar app-<app>``, ``preemption``, ``deadline-miss``, ``latency-<app>``,
-``result-codes``), so tests and readers can find them.
+Nothing outside the file is referenced: no URL, font, image or external script, so the
+page opens offline. The time-axis views (overview, detail, latency over time) live in
+``_timeline``: the overview is SVG drawn here, the detail views are drawn by the page's
+inline script from an embedded JSON block. Elements have stable ids and classes
+(``#overview``, ``#detail``, ``#latency-time``, ``bar app-<app>``, ``preemption``,
+``deadline-miss``, ``fault``, ``latency-<app>``, ``result-codes``), so tests and readers
+can find them.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from nnemu.pictures._collect import AppPicture, DevicePicture, JobPicture, RunPictures
+from nnemu.pictures import _timeline
+from nnemu.pictures._collect import AppPicture, RunPictures
 from nnemu.pictures._common import (
     CODE_COLORS,
-    MAX_JOBS_PER_DEVICE,
-    MAX_MARKS_PER_APP,
     OTHER_CODE_COLOR,
     app_color,
     code_color,
@@ -27,14 +29,6 @@ from nnemu.pictures._common import (
     ticks,
 )
 from nnemu.report import Report
-
-_LEFT = 110
-_RIGHT = 20
-_LANE_H = 26
-_BAR_H = 16
-_AXIS_H = 28
-_MIN_WIDTH = 1100
-_MAX_WIDTH = 16000
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#222;max-width:1400px}
@@ -51,10 +45,21 @@ svg{font-size:11px;font-family:inherit}svg text{fill:#333}
 .bar.aborted{stroke:#d62728;stroke-width:1.5}.bar.failed{stroke:#000;stroke-dasharray:2 2}
 .bar.in-flight{opacity:.45}
 .preemption{fill:#000}.deadline-miss{stroke:#d62728;stroke-width:2;fill:none}
-.failure{stroke-width:1.5}.quantile{stroke:#333;stroke-dasharray:3 3}.qlabel{font-size:9px;paint-order:stroke;stroke:#fff;stroke-width:3px}
+.quantile{stroke:#333;stroke-dasharray:3 3}.qlabel{font-size:9px;paint-order:stroke;stroke:#fff;stroke-width:3px}
 .cdf{fill:none;stroke-width:2}.legend{display:flex;flex-wrap:wrap;gap:14px;font-size:13px;margin:6px 0}
 .swatch{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}
 .figures{display:flex;flex-wrap:wrap;gap:12px}
+.occupancy{fill:#555}.deadline-miss-tick{fill:#d62728}#overview{cursor:crosshair;user-select:none}
+#overview-brush{fill:rgba(31,119,180,.12);stroke:#1f77b4;stroke-width:1.5;pointer-events:none}
+.fault{pointer-events:none}.fault-busy{fill:#ff9800;opacity:.18}.fault-slowdown{fill:#9c27b0;opacity:.14}
+.fault-offline{fill:#607d8b;opacity:.22}.fault-transient_failure{fill:#795548;opacity:.08}
+.fault-crash{stroke:#000;stroke-width:2;pointer-events:auto}.fault-crash-after{fill:#000;opacity:.07}
+.fault-label{font-size:10px}.wait{opacity:.85}.exec,.refused{stroke:#555;stroke-width:.5}
+.pt.late{stroke:#d62728;stroke-width:1.5}.abort{stroke-width:2;fill:none}
+.refusal,.failure{stroke:#333;stroke-width:.5}
+.deadline-line{stroke:#d62728;stroke-dasharray:5 3}text.deadline-label{fill:#d62728;font-size:10px}
+#timeline-controls{margin:6px 0}#timeline-controls button{font:inherit;font-size:12px;margin-right:4px}
+#view-label{font-size:13px;color:#444;margin-left:8px}
 """
 
 
@@ -85,7 +90,7 @@ class _Page:
             cls = self.app_class[app.name]
             color = app_color(index)
             rules.append(
-                f".{cls}.bar,.{cls}.hist{{fill:{color}}}.{cls}.cdf{{stroke:{color}}}"
+                f".{cls}.bar,.{cls}.hist,.{cls}.pt{{fill:{color}}}.{cls}.cdf{{stroke:{color}}}"
                 f".{cls}.swatch{{background:{color}}}.{cls}.swatch-box{{fill:{color}}}"
             )
         return "".join(rules)
@@ -142,199 +147,57 @@ def _summary(page: _Page, report: Mapping[str, Any]) -> None:
     page.add("</section>")
 
 
-# ---------------------------------------------------------------- timelines
-def _time_axis(page: _Page, x0: float, scale: float, low_ns: int, high_ns: int, y: float) -> None:
-    page.add(
-        f'<g class="axis"><path d="M{_LEFT} {_num(y)}H{_num(x0 + (high_ns - low_ns) * scale)}"/>'
-    )
-    for value in ticks(
-        low_ns / 1e6, high_ns / 1e6, target=max(4, int((high_ns - low_ns) * scale / 110))
-    ):
-        x = x0 + (value * 1e6 - low_ns) * scale
-        page.add(
-            f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{_num(y)}" y2="{_num(y + 5)}"/>'
-            f'<text x="{_num(x)}" y="{_num(y + 17)}" text-anchor="middle">{fmt_ms(value)}</text>'
-        )
-    page.add(f'<text x="{_LEFT - 8}" y="{_num(y + 17)}" text-anchor="end">ms</text></g>')
+# ---------------------------------------------------------------- the time axis
+def _codes_in_run(data: RunPictures) -> list[str]:
+    codes = {e.code for app in data.apps for e in app.executions}
+    return sorted(codes, key=lambda c: (c != "NO_ERROR", c))
 
 
-def _scale(jobs: list[JobPicture], span_ns: int) -> float:
-    """Pixels per ns: the median stretch gets about 10 px, within the width limits."""
-    lengths = sorted(end - start for job in jobs for start, end, _ in job.segments if end > start)
-    if not lengths or span_ns <= 0:
-        return _MIN_WIDTH / max(span_ns, 1)
-    median = lengths[len(lengths) // 2]
-    width = min(_MAX_WIDTH, max(_MIN_WIDTH, 10.0 * span_ns / median))
-    return width / span_ns
-
-
-def _job_title(job: JobPicture) -> str:
-    parts = [
-        f"{job.app} ({job.priority})",
-        f"arrived {_ms(job.arrived_ns)} ms",
-        f"started {_ms(job.started_ns)} ms" if job.started_ns is not None else "never started",
-        f"ended {_ms(job.finished_ns)} ms: {job.status}",
-    ]
-    if job.preempted:
-        parts.append(f"preempted {job.preempted}x")
-    if job.deadline_ns is not None:
-        parts.append(f"deadline {_ms(job.deadline_ns)} ms")
-    return escape(", ".join(parts))
-
-
-def _job_bars(
-    page: _Page, job: JobPicture, x: Callable[[int], float], scale: float, top: int
-) -> list[str]:
-    """Add a job's bars (one per segment on its unit's lane) to ``page``; return its marks
-    (preemption triangles, a deadline cross) to draw over all bars."""
-    marks: list[str] = []
-    cls = page.class_of(job.app)
-    extra = ""
-    if job.status == "MISSED_DEADLINE_TRANSIENT":
-        extra = " aborted"
-    elif job.status == "IN_FLIGHT":
-        extra = " in-flight"
-    elif job.status != "NONE":
-        extra = " failed"
-    if job.preempted:
-        extra += " preempted-job"
-    title = _job_title(job)
-    for number, (start, end, lane) in enumerate(job.segments):
-        bar_y = top + lane * _LANE_H + (_LANE_H - 4 - _BAR_H) / 2
-        page.add(
-            f'<rect class="bar {cls}{extra}" x="{_num(x(start))}" y="{_num(bar_y)}"'
-            f' width="{_num(max(0.6, (end - start) * scale))}" height="{_BAR_H}">'
-            f"<title>{title}</title></rect>"
-        )
-        if number < len(job.segments) - 1 or (job.preempted and end < job.finished_ns):
-            # The job yielded its unit here: a down-pointing triangle over the split.
-            marks.append(
-                f'<path class="preemption" d="M{_num(x(end))} {_num(bar_y + 3)}l-4 -7h8z">'
-                f"<title>{escape(job.app)} preempted at {_ms(end)} ms</title></path>"
-            )
-    if job.deadline_missed:
-        lane = job.segments[-1][2] if job.segments else 0
-        cx = x(job.finished_ns)
-        cy = top + lane * _LANE_H + (_LANE_H - 4) / 2
-        marks.append(
-            f'<path class="deadline-miss" d="M{_num(cx - 4)} {_num(cy - 4)}l8 8m0 -8l-8 8">'
-            f"<title>{escape(job.app)}: deadline missed ({escape(job.status)}) at "
-            f"{_ms(job.finished_ns)} ms</title></path>"
-        )
-    return marks
-
-
-def _timeline(page: _Page, device: DevicePicture) -> None:
-    """One device's timeline: a lane per compute unit, a bar per stretch a job ran on it."""
-    did = slug(device.name)
-    total = len(device.jobs)
-    jobs = list(device.jobs[:MAX_JOBS_PER_DEVICE])
-    page.add(f"<h3>{escape(device.name)}</h3>")
-    notes = [
-        f"{device.units} compute unit{'s' if device.units != 1 else ''}, "
-        f"preemption {escape(device.preemption)}, {total} jobs."
-    ]
-    if total > len(jobs):
-        notes.append(
-            f"Showing the first {len(jobs)} of {total} jobs (by arrival); "
-            "the summary tables and latency figures cover all of them."
-        )
-    page.add(f'<p class="note">{" ".join(notes)}</p>')
-    if not jobs:
-        page.add(
-            f'<svg id="device-timeline-{did}" class="timeline" width="{_MIN_WIDTH}" height="30">'
-            f'<text x="{_LEFT}" y="20">no executions reached this device</text></svg>'
-        )
-        return
-    low_ns = 0
-    high_ns = max(job.finished_ns for job in jobs)
-    if total > len(jobs):
-        low_ns = min(job.arrived_ns for job in jobs)
-    high_ns = max(high_ns, low_ns + 1000)
-    scale = _scale(jobs, high_ns - low_ns)
-    lanes = max([device.units] + [lane + 1 for job in jobs for _, _, lane in job.segments])
-    width = _LEFT + (high_ns - low_ns) * scale + _RIGHT
-    top = 14
-    height = top + lanes * _LANE_H + _AXIS_H
-    x0 = float(_LEFT)
-
-    def x(ns: int) -> float:
-        return x0 + (ns - low_ns) * scale
-
-    page.add(
-        '<div class="scroll">'
-        f'<svg id="device-timeline-{did}" class="timeline"'
-        f' width="{_num(width)}" height="{_num(height)}" data-device="{escape(device.name)}">'
-    )
-    for lane in range(lanes):
-        y = top + lane * _LANE_H
-        page.add(
-            f'<rect class="lane-bg" x="{_LEFT}" y="{y}" width="{_num(width - _LEFT - _RIGHT)}"'
-            f' height="{_LANE_H - 4}"/>'
-            f'<text x="{_LEFT - 8}" y="{y + _LANE_H / 2 + 2:.0f}" text-anchor="end">unit {lane}</text>'
-        )
-    marks: list[str] = []
-    for job in jobs:
-        marks += _job_bars(page, job, x, scale, top)
-    page.add(*marks)
-    _time_axis(page, x0, scale, low_ns, high_ns, top + lanes * _LANE_H)
-    page.add("</svg></div>")
-
-
-def _results_strip(page: _Page) -> None:
-    """Failed results per app over time: rejections before the device show only here."""
+def _timelines(page: _Page) -> None:
+    """The overview of the whole run and the detail view below it, on one time axis."""
     data = page.data
-    apps = [app for app in data.apps if app.failures]
-    page.add("<h3>Failed results per app</h3>")
-    if not apps:
-        page.add('<p class="note" id="app-failures">Every execution ended with NO_ERROR.</p>')
-        return
+    swatch = '<span><span class="swatch" style="background:{}"></span>{}</span>'
     page.add(
-        '<p class="note">Each tick is an execution whose final result was an error, at the time '
-        "the app got it (rejections before a device started it appear only here).</p>"
-    )
-    codes = sorted({failure.code for app in apps for failure in app.failures})
-    page.add(
-        '<div class="legend">'
+        '<section id="timelines"><h2>Timeline</h2>'
+        '<p class="note">One time axis (virtual ms) for every view. The overview shows the whole '
+        "run: each device's occupancy (a lane per compute unit below; the runtime's CPU path "
+        "<i>nnapi-reference</i> gets a lane per execution running at once on the app threads) "
+        "and each app's worst result per column, red ticks where a deadline was missed; faults "
+        "of the scenario are shaded (a crash is a black line, the dead device greyed after it). "
+        "Drag on the overview to zoom the detail view and the latency over time; click to "
+        "centre the window there.</p>"
+        '<div class="legend"><span>Device bars:</span>'
         + "".join(
-            f'<span><span class="swatch" style="background:{code_color(code)}"></span>'
-            f"{escape(code)}</span>"
-            for code in codes
+            f'<span><span class="swatch {page.class_of(app.name)}"></span>{escape(app.name)}'
+            f" ({app.priority})</span>"
+            for app in data.apps
         )
+        + '<span><svg width="12" height="10"><path class="preemption" d="M6 10l-5 -9h10z"/></svg>'
+        " preempted (bar split)</span>"
+        '<span><svg width="12" height="12"><path class="deadline-miss" d="M2 2l8 8m0 -8l-8 8"/>'
+        "</svg> deadline missed</span>"
+        '<span><svg width="18" height="12"><rect class="bar aborted" x="1" y="1" width="16"'
+        ' height="10" fill="#ccc"/></svg> aborted</span></div>'
+        '<div class="legend" id="timeline-codes"><span>App lanes, coloured by result code (the '
+        "thin bar below: waiting from arrival until a device started it; the thick bar: from "
+        "then to the result; ▼: never started):</span>"
+        + "".join(swatch.format(code_color(code), escape(code)) for code in _codes_in_run(data))
         + "</div>"
     )
-    high_ns = max(data.end_ns, 1000)
-    scale = (_MIN_WIDTH - _LEFT - _RIGHT) / high_ns
-    height = 14 + len(apps) * _LANE_H + _AXIS_H
+    page.add(_timeline.overview(data, page.label))
     page.add(
-        '<div class="scroll">'
-        f'<svg id="app-failures" class="timeline"'
-        f' width="{_MIN_WIDTH}" height="{height}">'
+        '<div id="timeline-controls" hidden>'
+        '<button id="zoom-reset" type="button">whole run</button>'
+        '<button id="zoom-in" type="button">zoom in</button>'
+        '<button id="zoom-out" type="button">zoom out</button>'
+        '<button id="pan-left" type="button">◀ earlier</button>'
+        '<button id="pan-right" type="button">later ▶</button>'
+        '<span id="view-label"></span></div>'
+        f'<svg id="detail" width="{_timeline.LEFT + _timeline.PLOT_W + _timeline.RIGHT}"'
+        ' height="40"></svg><p class="note" id="detail-note"></p>'
+        '<noscript><p class="note">The detail view and the latency over time are drawn by the '
+        "page's script; with scripts off only the overview shows.</p></noscript></section>"
     )
-    for row, app in enumerate(apps):
-        y = 14 + row * _LANE_H
-        page.add(
-            f'<rect class="lane-bg" x="{_LEFT}" y="{y}" width="{_MIN_WIDTH - _LEFT - _RIGHT}"'
-            f' height="{_LANE_H - 4}"/>'
-            f'<text x="{_LEFT - 8}" y="{y + _LANE_H / 2 + 2:.0f}" text-anchor="end"'
-            f' class="app-label"><title>{escape(app.name)}</title>'
-            f"{escape(page.label[app.name])}</text>"
-        )
-        for failure in app.failures[:MAX_MARKS_PER_APP]:
-            fx = _num(_LEFT + failure.finished_ns * scale)
-            page.add(
-                f'<line class="failure code-{slug(failure.code)}" x1="{fx}" x2="{fx}"'
-                f' y1="{y + 2}" y2="{y + _LANE_H - 6}" stroke="{code_color(failure.code)}">'
-                f"<title>{escape(app.name)}: {escape(failure.code)} at "
-                f"{_ms(failure.finished_ns)} ms</title></line>"
-            )
-        if len(app.failures) > MAX_MARKS_PER_APP:
-            page.add(
-                f'<text x="{_MIN_WIDTH - _RIGHT}" y="{y - 2}" text-anchor="end">first '
-                f"{MAX_MARKS_PER_APP} of {len(app.failures)}</text>"
-            )
-    _time_axis(page, float(_LEFT), scale, 0, high_ns, 14 + len(apps) * _LANE_H)
-    page.add("</svg></div>")
 
 
 # ---------------------------------------------------------------- latency
@@ -392,7 +255,10 @@ def _quantile(values: list[int], q: float) -> int:
     return values[min(len(values), rank) - 1]
 
 
-def _histogram(page: _Page, app: AppPicture) -> None:
+def _histogram(page: _Page, app: AppPicture, summary: Mapping[str, Any] | None) -> None:
+    """A histogram of ``app``'s latencies over their range, its p50/p95/p99 marked at the
+    printed summary's values (``summary``: the app's report entry; without it, the same
+    nearest rank over the exact latencies)."""
     aid = slug(app.name)
     values = sorted(app.latencies_ns)
     title = f"{app.name} (priority {app.priority}): {len(values)} completed"
@@ -430,8 +296,9 @@ def _histogram(page: _Page, app: AppPicture) -> None:
                 f' y="{_num(bottom - count * sy)}" width="{_num(max(0.5, width_ms * sx - 1))}"'
                 f' height="{_num(count * sy)}"><title>{count}</title></rect>'
             )
+    printed = summary.get("latency_ms", {}) if summary and summary.get("completed") else {}
     marks = [
-        (name, _quantile(values, q) / 1e6)
+        (name, float(printed[name]) if name in printed else _quantile(values, q) / 1e6)
         for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
     ]
     texts = [f"{name} {value_ms:.2f}" for name, value_ms in marks]
@@ -603,32 +470,25 @@ def render_html(data: RunPictures, report: Report) -> str:
         "Hover a bar or mark for details.</p>"
     )
     _summary(page, report.data)
+    _timelines(page)
+    page.add('<section id="latency"><h2>Latency per app</h2>')
     page.add(
-        '<section id="timelines"><h2>Device timelines</h2><div class="legend">'
-        + "".join(
-            f'<span><span class="swatch {page.class_of(app.name)}"></span>{escape(app.name)}'
-            f" ({app.priority})</span>"
-            for app in data.apps
-        )
-        + '<span><svg width="12" height="10"><path class="preemption" d="M6 10l-5 -9h10z"/></svg>'
-        " preempted (bar split)</span>"
-        '<span><svg width="12" height="12"><path class="deadline-miss" d="M2 2l8 8m0 -8l-8 8"/>'
-        "</svg> deadline missed</span>"
-        '<span><svg width="18" height="12"><rect class="bar aborted" x="1" y="1" width="16"'
-        ' height="10" fill="#ccc"/></svg> aborted</span></div>'
-        '<p class="note">Time in virtual ms; one lane per compute unit. The runtime\'s CPU path '
-        "(nnapi-reference) keeps no per-job history and is not drawn.</p>"
+        "<h3>Latency over time</h3>"
+        '<p class="note">Each execution at its arrival time (the zoom above applies here): '
+        "a dot per completion in the app's colour (ringed red when it missed its deadline), a "
+        "triangle per deadline refusal (never started), a cross per deadline abort, a square "
+        "per other failure, in the result-code colours; the dashed red line is the deadline.</p>"
+        '<svg id="latency-time" width="'
+        f'{_timeline.LEFT + _timeline.PLOT_W + _timeline.RIGHT}" height="40"></svg>'
+        '<div class="figures">'
     )
-    for device in data.devices:
-        _timeline(page, device)
-    _results_strip(page)
-    page.add("</section>")
-    page.add('<section id="latency"><h2>Latency per app</h2><div class="figures">')
     _cdf(page)
     for app in data.apps:
-        _histogram(page, app)
+        _histogram(page, app, report.data.get("apps", {}).get(app.name))
     page.add("</div></section>")
+    # The "Why" section (nnemu/pictures/_why.py) goes here, after the time axis and latency.
     _result_codes(page)
+    page.add(_timeline.data_block(data, page.label, page.app_class), _timeline.script())
     page.add("</body></html>\n")
     return "".join(page.parts)
 

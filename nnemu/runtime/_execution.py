@@ -293,7 +293,21 @@ class Execution:
             return _app_visible(await self._run_on_cpu(self.compilation.model))
 
     async def _run_on_cpu(self, model: Model) -> ResultCode:
-        """Run ``model`` with the CPU executor on the calling thread (nnapi-reference)."""
+        """Run ``model`` with the CPU executor on the calling thread (nnapi-reference); the
+        run's stretch goes to ``runtime.cpu_history`` when the run keeps records."""
+        history = self.runtime.cpu_history
+        if history is None:
+            return await self._compute_on_cpu(model)
+        started = self.runtime.kernel.task_now_ns()
+        code = "IN_FLIGHT"  # cancelled: the run ended during it
+        try:
+            result = await self._compute_on_cpu(model)
+            code = result.name
+        finally:
+            history.append((started, self.runtime.kernel.task_now_ns(), code, self.deadline_ns))
+        return result
+
+    async def _compute_on_cpu(self, model: Model) -> ResultCode:
         runtime = self.runtime
         kernel, tracer = runtime.kernel, runtime.tracer
         with tracer.section(Layer.RUNTIME, Phase.EXECUTION, "StepExecutor::computeOnCpu"):

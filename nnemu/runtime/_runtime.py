@@ -107,6 +107,9 @@ class Runtime:
         self._cpu_plans: dict[int, tuple[Model, ComputePlan]] = {}
         self.cpu_stats = DeviceStats()
         """What the runtime's CPU executor did (nnapi-reference in the report)."""
+        self.cpu_history: list[tuple[int, int, str, int | None]] | None = None
+        """(start_ns, end_ns, result code name, deadline_ns) of each CPU execution, when the
+        run keeps per-execution records (``keep_executions``)."""
         self._requests: dict[int, tuple[Model, Request]] = {}
         self._ndk_call = NdkCall(tracer)
 
