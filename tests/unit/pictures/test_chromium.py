@@ -7,6 +7,7 @@ profile.
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 import subprocess
@@ -101,16 +102,73 @@ def _page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return page
 
 
+@pytest.fixture(name="crash_page", scope="module")
+def _crash_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page of qos_driver_crash (the npu dies at 500 ms), written by the CLI."""
+    page = tmp_path_factory.mktemp("crash") / "run.html"
+    assert main(["run", str(REPO / "scenarios/qos_driver_crash.yaml"), "--html", str(page)]) == 0
+    return page
+
+
+def _ticks(dom: str, axis_id: str) -> list[float]:
+    """The tick labels of one of the page's script-drawn axes."""
+    start = dom.index(f'id="{axis_id}"')
+    axis = dom[start : dom.index("</g>", start)]
+    return [float(value) for value in re.findall(r'class="tick"[^>]*>([-\d.]+)<', axis)]
+
+
 def test_rendered_dom_has_the_figures(page: Path, tmp_path: Path) -> None:
-    """Chromium's DOM of the page holds the timeline, bars per app, preemption marks, latency and result codes."""
+    """After the script ran, the detail view has a lane per compute unit (nnapi-reference too) and per app, bars per app, preemption marks, latency over time, and the tables."""
     dom = _chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
     elements = parse_page(dom)
-    assert by_id(elements, "device-timeline-npu").tag == "svg"
+    assert by_id(elements, "overview").tag == "svg"
+    detail = by_id(elements, "detail")
+    assert (detail.attrs["data-t0-ms"], detail.attrs["data-t1-ms"]) == ("0", "400")
+    for lane in ("lane-device-npu-0", "lane-device-nnapi-reference-0"):
+        assert by_id(elements, lane).inside("detail")
     for app in ("camera", "indexer"):
-        assert with_class(elements, "bar", f"app-{app}")
+        assert by_id(elements, f"lane-app-{app}").inside("detail")
+        bars = [e for e in with_class(elements, "bar", f"app-{app}") if e.inside("detail")]
+        assert bars, f"no bars for {app}"
+        assert [e for e in with_class(elements, "exec") if e.inside(f"lane-app-{app}")]
+        assert [e for e in with_class(elements, "pt") if e.inside(f"latency-time-{app}")]
         assert by_id(elements, f"latency-{app}").tag == "svg"
-    assert with_class(elements, "preemption")
+    assert [e for e in with_class(elements, "preemption") if e.inside("detail")]
     assert by_id(elements, "result-codes").tag == "table"
+    assert by_id(elements, "summary-apps").tag == "table"
+    ticks = _ticks(dom, "detail-axis-ticks")
+    assert ticks[0] == 0
+    assert ticks[-1] <= 400
+
+
+def test_zoom_from_the_url_redraws_the_window(crash_page: Path, tmp_path: Path) -> None:
+    """Opening the page at #t0=450&t1=550 zooms the detail view and the latency over time to that window, with the crash at 500 ms marked; a screenshot of it is drawn."""
+    url = crash_page.as_uri() + "#t0=450&t1=550"
+    dom = _chromium(tmp_path, "--dump-dom", url).stdout
+    elements = parse_page(dom)
+    detail = by_id(elements, "detail")
+    assert (detail.attrs["data-t0-ms"], detail.attrs["data-t1-ms"]) == ("450", "550")
+    for axis in ("detail-axis-ticks", "latency-time-axis"):
+        ticks = _ticks(dom, axis)
+        assert len(ticks) >= 4
+        assert ticks[0] >= 450
+        assert ticks[-1] <= 550
+        assert 500 in ticks
+    assert [e for e in with_class(elements, "fault-crash") if e.inside("detail")]
+    assert [e for e in with_class(elements, "fault-crash") if e.inside("overview")]
+    # After the crash the pinned app's executions never start: refusal marks on its lane.
+    assert [e for e in with_class(elements, "refused") if e.inside("lane-app-pinned")]
+    assert [e for e in with_class(elements, "bar", "app-resilient") if e.inside("detail")]
+    assert by_id(elements, "lane-device-nnapi-reference-0").inside("detail")
+    shot = tmp_path / "zoomed.png"
+    _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1400,1000", url)
+    width, _, rows = _png_pixels(shot.read_bytes())
+    channels = len(rows[0]) // width
+    colors = {
+        bytes(row[x * channels : x * channels + 3]) for row in rows[::3] for x in range(0, width, 2)
+    }
+    assert bytes.fromhex("1f77b4") in colors  # resilient's bars
+    assert bytes.fromhex("800000") in colors  # OP_FAILED, the pinned app after the crash
 
 
 def test_screenshot_is_not_blank(page: Path, tmp_path: Path) -> None:

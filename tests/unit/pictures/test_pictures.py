@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import json
+import re
 from pathlib import Path
 
 import attrs
@@ -13,6 +15,8 @@ from nnemu import run
 from nnemu.pictures import (
     AppPicture,
     DevicePicture,
+    ExecutionPicture,
+    FaultPicture,
     JobPicture,
     ResultPicture,
     RunPictures,
@@ -20,6 +24,9 @@ from nnemu.pictures import (
     render_html,
     write_plots,
 )
+from nnemu.pictures._collect import _first_starts
+from nnemu.pictures._html import _quantile
+from nnemu.pictures._timeline import LEFT, OVERVIEW_BINS, PLOT_W
 from nnemu.report import Report
 from nnemu.scenario import load_scenario
 from tests.commands import run_cli
@@ -41,7 +48,14 @@ def _checkpoint_run() -> tuple[RunPictures, Report]:
     return box[0], report
 
 
-def _synthetic(jobs: list[JobPicture], failures: tuple[ResultPicture, ...] = ()) -> RunPictures:
+def _synthetic(
+    jobs: list[JobPicture], executions: tuple[ExecutionPicture, ...] = ()
+) -> RunPictures:
+    failures = tuple(
+        ResultPicture(arrival_ns=e.arrival_ns, finished_ns=e.finished_ns, code=e.code)
+        for e in executions
+        if e.code != "NO_ERROR"
+    )
     app = AppPicture(
         name="camera",
         uid=10050,
@@ -49,6 +63,7 @@ def _synthetic(jobs: list[JobPicture], failures: tuple[ResultPicture, ...] = ())
         latencies_ns=(5_000_000, 6_000_000),
         codes=(("NO_ERROR", 2), *((f.code, 1) for f in failures)),
         failures=failures,
+        executions=executions,
     )
     device = DevicePicture(name="npu", units=1, preemption="checkpoint", jobs=tuple(jobs))
     return RunPictures(
@@ -56,18 +71,32 @@ def _synthetic(jobs: list[JobPicture], failures: tuple[ResultPicture, ...] = ())
     )
 
 
+def _latency_ms(latencies_ns: tuple[int, ...]) -> dict[str, float]:
+    """The summary's latency figures of ``latencies_ns`` (nearest rank, as the report's)."""
+    values = sorted(latencies_ns)
+    if not values:
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0, "mean": 0.0}
+    return {
+        **{
+            name: _quantile(values, q) / 1e6
+            for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
+        },
+        "max": values[-1] / 1e6,
+        "mean": sum(values) / len(values) / 1e6,
+    }
+
+
 def _report_for(data: RunPictures) -> Report:
-    zero = {"p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0, "mean": 0.0}
     apps = {
         app.name: {
-            "submitted": 1,
-            "completed": 1,
+            "submitted": len(app.latencies_ns),
+            "completed": len(app.latencies_ns),
             "failed": 0,
             "dropped": 0,
             "retries": 0,
             "deadline_misses": 0,
             "compile_result": "NO_ERROR",
-            "latency_ms": zero,
+            "latency_ms": _latency_ms(app.latencies_ns),
             "errors": {},
         }
         for app in data.apps
@@ -127,22 +156,33 @@ def test_collect_needs_records() -> None:
     run_virtual(build)
 
 
-def test_html_has_timelines_latency_and_result_codes(checkpoint_run) -> None:
-    """The page has a timeline per device with bars per app and preemption marks, latency figures per app and the result-code table."""
+def _run_data(text: str) -> dict:
+    """The JSON block the page's script draws from."""
+    start = text.index('<script type="application/json" id="run-data">')
+    start = text.index(">", start) + 1
+    return json.loads(text[start : text.index("</script>", start)])
+
+
+def _undelta(values: list[int]) -> list[int]:
+    return list(itertools.accumulate(values))
+
+
+def test_html_has_timeline_latency_and_result_codes(checkpoint_run) -> None:
+    """The page has the overview with a row per device (nnapi-reference too) and per app, the detail view, latency figures per app and the result-code table."""
     data, report = checkpoint_run
     text = render_html(data, report)
     elements = parse_page(text)
-    timeline = by_id(elements, "device-timeline-npu")
-    assert timeline.tag == "svg"
+    assert by_id(elements, "overview").tag == "svg"
+    for device in ("npu", "nnapi-reference"):
+        assert by_id(elements, f"overview-device-{device}").inside("overview")
     for app in ("camera", "indexer"):
-        bars = [
-            e for e in with_class(elements, "bar", f"app-{app}") if e.inside(timeline.attrs["id"])
-        ]
-        assert bars, f"no bars for {app}"
+        assert by_id(elements, f"overview-app-{app}").inside("overview")
         assert by_id(elements, f"latency-{app}").tag == "svg"
-    marks = [e for e in with_class(elements, "preemption") if e.inside("device-timeline-npu")]
-    assert len(marks) == report.data["devices"]["npu"]["preemptions"]
-    assert by_id(elements, "latency-cdf").tag == "svg"
+    assert with_class(elements, "occupancy")
+    for figure in ("detail", "latency-time", "latency-cdf", "overview-brush"):
+        by_id(elements, figure)
+    for button in ("zoom-reset", "zoom-in", "zoom-out"):
+        assert by_id(elements, button).tag == "button"
     codes = by_id(elements, "result-codes")
     assert codes.tag == "table"
     rows = [e for e in elements if e.tag == "tr" and e.inside("result-codes")]
@@ -151,48 +191,146 @@ def test_html_has_timelines_latency_and_result_codes(checkpoint_run) -> None:
         by_id(elements, table)
 
 
+def test_run_data_agrees_with_the_report(checkpoint_run) -> None:
+    """The embedded data holds every job of every device and every result of every app, with the report's counts of preemptions, completions, failures and deadline misses."""
+    data, report = checkpoint_run
+    run_data = _run_data(render_html(data, report))
+    assert run_data["end"] == round(report.data["virtual_ms"] * 1000)
+    devices = {device["name"]: device for device in run_data["devices"]}
+    assert set(devices) == set(report.data["devices"])
+    for name, device in devices.items():
+        counts = report.data["devices"][name]
+        assert len(device["jobs"]["arr"]) == counts["executions"]
+        assert sum(len(lane["p"]) for lane in device["lanes"]) == counts["preemptions"]
+        assert sum(device["jobs"]["pre"]) == counts["preemptions"]
+    assert [app["name"] for app in run_data["apps"]] == ["camera", "indexer"]
+    for app in run_data["apps"]:
+        counts = report.data["apps"][app["name"]]
+        codes = [run_data["codes"][code] for code in app["code"]]
+        assert codes.count("NO_ERROR") == counts["completed"]
+        assert len(codes) - codes.count("NO_ERROR") == counts["failed"]
+        assert len(app["miss"]) == counts["deadline_misses"] - counts["dropped"]
+        arrivals = _undelta(app["arr"])
+        assert arrivals == sorted(arrivals)
+        assert all(end >= 0 for end in app["end"])
+        assert all(-1 <= start <= end for start, end in zip(app["start"], app["end"], strict=True))
+
+
+def test_lanes_hold_bars_without_overlap(checkpoint_run) -> None:
+    """Each compute unit's lane is sorted and its bars never overlap, so the script can find a window by bisection."""
+    data, report = checkpoint_run
+    (npu, _cpu) = _run_data(render_html(data, report))["devices"]
+    for lane in npu["lanes"]:
+        starts = _undelta(lane["s"])
+        ends = [start + length for start, length in zip(starts, lane["d"], strict=True)]
+        for (_, end), (start, _) in itertools.pairwise(zip(starts, ends, strict=True)):
+            assert end <= start
+
+
 def test_html_is_self_contained(checkpoint_run) -> None:
-    """The page references nothing outside itself: no URL, script, stylesheet link or image."""
+    """The page references nothing outside itself: no URL, external script, stylesheet link or image."""
     data, report = checkpoint_run
     text = render_html(data, report)
     assert "http://" not in text
     assert "https://" not in text
     elements = parse_page(text)
-    assert not [e for e in elements if e.tag in {"script", "link", "img", "iframe"}]
+    assert not [e for e in elements if e.tag in {"link", "img", "iframe"}]
     assert not [e for e in elements if "src" in e.attrs or "href" in e.attrs]
+    scripts = [e for e in elements if e.tag == "script"]
+    assert [e.attrs.get("type") for e in scripts] == ["application/json", None]
 
 
-def test_deadline_misses_aborts_and_rejections_are_marked() -> None:
-    """An aborted job is marked on the device timeline; a rejected execution on the app strip."""
+def test_page_bytes_are_deterministic() -> None:
+    """The same scenario and seed give the same page, byte for byte."""
+    scenario = load_scenario(REPO / "scenarios/qos_driver_crash.yaml")
+    pages = []
+    for _ in range(2):
+        box: list[RunPictures] = []
+        report = run(
+            scenario, keep_executions=True, inspect=lambda e, box=box: box.append(collect(e))
+        )
+        pages.append(render_html(box[0], report))
+    assert pages[0] == pages[1]
+
+
+def test_deadline_misses_aborts_and_preemptions_are_in_the_data() -> None:
+    """An aborted job's bar ends in a deadline mark, a split job's first stretch in a preemption mark, and a refused execution has no start."""
     data = _synthetic(
         [
             _job(0, 4, preempted=1, segments=((0, 2_000_000, 0), (3_000_000, 4_000_000, 0))),
             _job(2, 3, status="MISSED_DEADLINE_TRANSIENT", deadline_ns=2_500_000),
         ],
-        failures=(
-            ResultPicture(
-                arrival_ns=10_000_000, finished_ns=10_100_000, code="MISSED_DEADLINE_PERSISTENT"
+        executions=(
+            ExecutionPicture(
+                arrival_ns=10_000_000,
+                started_ns=None,
+                finished_ns=10_100_000,
+                code="MISSED_DEADLINE_PERSISTENT",
+                late=False,
             ),
         ),
     )
-    elements = parse_page(render_html(data, _report_for(data)))
-    assert len(with_class(elements, "bar", "app-camera", "aborted")) == 1
-    assert len(with_class(elements, "deadline-miss")) >= 1
-    assert (
-        len([e for e in with_class(elements, "preemption") if e.inside("device-timeline-npu")]) == 1
-    )
-    strip = [e for e in with_class(elements, "failure") if e.inside("app-failures")]
-    assert [sorted(e.classes) for e in strip] == [["code-MISSED_DEADLINE_PERSISTENT", "failure"]]
+    run_data = _run_data(render_html(data, _report_for(data)))
+    (lane,) = run_data["devices"][0]["lanes"]
+    assert _undelta(lane["s"]) == [0, 2000, 3000]
+    assert lane["p"] == [0]
+    assert lane["x"] == [1]
+    (app,) = run_data["apps"]
+    assert app["start"] == [-1]
+    assert app["miss"] == [0]
+    assert [run_data["codes"][c] for c in app["code"]] == ["MISSED_DEADLINE_PERSISTENT"]
 
 
-def test_timeline_bars_are_capped() -> None:
-    """A device with more jobs than the cap draws the first ones and says so."""
-    jobs = [_job(i * 0.01, i * 0.01 + 0.005) for i in range(6000)]
+def test_overview_is_downsampled() -> None:
+    """A device with 60,000 jobs still gets at most one overview rectangle per column, and the page stays small."""
+    jobs = [_job(i * 0.01, i * 0.01 + 0.005) for i in range(60_000)]
     data = _synthetic(jobs)
     text = render_html(data, _report_for(data))
-    bars = with_class(parse_page(text), "bar", "app-camera")
-    assert len([b for b in bars if b.inside("device-timeline-npu")]) == 5000
-    assert "first 5000 of 6000 jobs" in text
+    elements = parse_page(text)
+    occupancy = [e for e in with_class(elements, "occupancy") if e.inside("overview-device-npu")]
+    assert 0 < len(occupancy) <= OVERVIEW_BINS
+    assert len(text) < 60_000 * 40
+
+
+def test_fault_windows_on_the_axis() -> None:
+    """qos_driver_crash's crash at 500 ms is marked on the overview at 500 ms and given to the script, and the pinned app's executions after it never start."""
+    scenario = load_scenario(REPO / "scenarios/qos_driver_crash.yaml")
+    box: list[RunPictures] = []
+    report = run(scenario, keep_executions=True, inspect=lambda e: box.append(collect(e)))
+    data = box[0]
+    assert data.faults == (
+        FaultPicture(device="npu", kind="crash", start_ns=500_000_000, end_ns=None, factor=1.0),
+    )
+    text = render_html(data, report)
+    (line,) = [e for e in with_class(parse_page(text), "fault-crash") if e.inside("overview")]
+    assert line.attrs["data-start-ms"] == "500"
+    x = float(line.attrs["x1"])
+    assert x == pytest.approx(LEFT + 500 / (data.end_ns / 1e6) * PLOT_W, abs=0.1)
+    assert _run_data(text)["faults"][0]["t0"] == 500_000
+    pinned = next(app for app in data.apps if app.name == "pinned")
+    after = [e for e in pinned.executions if e.arrival_ns > 500_000_000]
+    assert after
+    assert all(e.started_ns is None and e.code == "OP_FAILED" for e in after)
+    assert data.cpu is not None
+    assert len(data.cpu.jobs) == report.data["devices"]["nnapi-reference"]["executions"]
+    assert all(job.started_ns >= 500_000_000 for job in data.cpu.jobs)
+
+
+def test_first_starts_of_a_one_thread_app() -> None:
+    """A one-thread app's execution gets the earliest start of the jobs inside its window, and a job of a partitioned execution is not given to the next one."""
+    records = [(0, 10), (5, 20), (25, 30)]
+    starts = [(1, 2), (3, 4), (11, 12), (26, 28)]  # the second job belongs to the first execution
+    assert _first_starts(records, starts, sequential=True) == [2, 12, 28]
+    assert _first_starts([(0, 10)], [], sequential=True) == [None]
+
+
+def test_histogram_labels_show_the_summary() -> None:
+    """The histogram's p50/p95/p99 labels show the printed summary's values."""
+    data = _synthetic([])
+    report = _report_for(data)
+    report.data["apps"]["camera"]["latency_ms"].update(p50=5.0, p95=5.95, p99=5.99)
+    text = render_html(data, report)
+    assert re.findall(r'class="qlabel" data-value="([\d.]+)"', text) == ["5.000", "5.950", "5.990"]
 
 
 def test_cli_run_writes_html(tmp_path: Path) -> None:
@@ -202,7 +340,7 @@ def test_cli_run_writes_html(tmp_path: Path) -> None:
     assert code == 0
     assert f"pictures written to {page}" in out
     elements = parse_page(page.read_text(encoding="utf-8"))
-    by_id(elements, "device-timeline-npu")
+    by_id(elements, "overview-device-npu")
     by_id(elements, "latency-camera")
 
 
