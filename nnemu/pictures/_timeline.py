@@ -37,10 +37,10 @@ from nnemu.pictures._common import (
 
 LEFT = 110
 """Width of the lane labels' margin (px)."""
-PLOT_W = 1160
+PLOT_W = 1140
 """Width of the time axis (px), the same in every view."""
 RIGHT = 20
-OVERVIEW_BINS = 580
+OVERVIEW_BINS = 570
 """Columns of the overview (2 px each)."""
 DETAIL_CAP = 1500
 """Most items one detail lane draws one by one; above it the lane is drawn binned."""
@@ -205,7 +205,7 @@ def _axis(out: list[str], low_ms: float, high_ms: float, y: float) -> None:
             f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{_num(y)}" y2="{_num(y + 4)}"/>'
             f'<text x="{_num(x)}" y="{_num(y + 15)}" text-anchor="middle">{fmt_ms(value)}</text>'
         )
-    out.append(f'<text x="{LEFT - 16}" y="{_num(y + 15)}" text-anchor="end">ms</text></g>')
+    out.append(f'<text x="{LEFT - 26}" y="{_num(y + 15)}" text-anchor="end">ms</text></g>')
 
 
 def devices_of(data: RunPictures) -> list[DevicePicture]:
@@ -472,7 +472,7 @@ function axis(y, out) {
     out.push('<line x1="' + num(x) + '" x2="' + num(x) + '" y1="' + y + '" y2="' + (y + 4) + '"/>' +
              '<text class="tick" x="' + num(x) + '" y="' + (y + 15) + '" text-anchor="middle">' + fmt(v) + "</text>");
   }
-  out.push('<text x="' + (L - 16) + '" y="' + (y + 15) + '" text-anchor="end">ms</text></g>');
+  out.push('<text x="' + (L - 26) + '" y="' + (y + 15) + '" text-anchor="end">ms</text></g>');
 }
 
 var deviceRows = {};  // device name -> [top, bottom] of its lanes in the detail view
