@@ -26,7 +26,6 @@ from typing import Any
 from nnemu.pictures._collect import AppPicture, DevicePicture, FaultPicture, RunPictures
 from nnemu.pictures._common import (
     CODE_COLORS,
-    DEADLINE_MISS_COLOR,
     OTHER_CODE_COLOR,
     app_color,
     code_color,
@@ -365,7 +364,6 @@ def run_data(data: RunPictures, labels: dict[str, str], classes: dict[str, str])
         "pointsCap": POINTS_CAP,
         "codes": codes,
         "codeColors": [CODE_COLORS.get(code, OTHER_CODE_COLOR) for code in codes],
-        "missColor": DEADLINE_MISS_COLOR,
         "names": names,
         "classes": [classes.get(name, f"app-{slug(name)}") for name in names],
         "priorities": priorities,

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from nnemu.cli import main
+from nnemu.pictures._timeline import LEFT, PLOT_W
 from tests.unit.pictures.dom import by_id, parse_page, with_class
 
 REPO = Path(__file__).resolve().parents[3]
@@ -169,6 +170,36 @@ def test_zoom_from_the_url_redraws_the_window(crash_page: Path, tmp_path: Path) 
     }
     assert bytes.fromhex("1f77b4") in colors  # resilient's bars
     assert bytes.fromhex("800000") in colors  # OP_FAILED, the pinned app after the crash
+
+
+_DRAG = """<script>
+(function () {
+  var overview = document.getElementById("overview"), box = overview.getBoundingClientRect();
+  var scale = box.width / overview.width.baseVal.value, left = %(left)d, width = %(width)d;
+  function at(share) { return box.left + (left + share * width) * scale; }
+  var y = box.top + 20 * scale;
+  overview.dispatchEvent(new MouseEvent("mousedown", {clientX: at(0.25), clientY: y, bubbles: true}));
+  overview.dispatchEvent(new MouseEvent("mousemove", {clientX: at(0.5), clientY: y, bubbles: true}));
+  window.dispatchEvent(new MouseEvent("mouseup", {clientX: at(0.5), clientY: y, bubbles: true}));
+})();
+</script></body>"""
+
+
+def test_dragging_on_the_overview_zooms(crash_page: Path, tmp_path: Path) -> None:
+    """A drag over the second quarter of the overview zooms the detail view to that quarter of the run and moves the brush there."""
+    dragged = tmp_path / "dragged.html"
+    page = crash_page.read_text(encoding="utf-8")
+    dragged.write_text(
+        page.replace("</body>", _DRAG % {"left": LEFT, "width": PLOT_W}), encoding="utf-8"
+    )
+    elements = parse_page(_chromium(tmp_path, "--dump-dom", dragged.as_uri()).stdout)
+    end_ms = float(by_id(elements, "overview").attrs["data-end-ms"])
+    detail = by_id(elements, "detail")
+    assert float(detail.attrs["data-t0-ms"]) == pytest.approx(end_ms / 4, abs=end_ms / 200)
+    assert float(detail.attrs["data-t1-ms"]) == pytest.approx(end_ms / 2, abs=end_ms / 200)
+    brush = by_id(elements, "overview-brush")
+    assert float(brush.attrs["x"]) == pytest.approx(LEFT + PLOT_W / 4, abs=2)
+    assert float(brush.attrs["width"]) == pytest.approx(PLOT_W / 4, abs=2)
 
 
 def test_screenshot_is_not_blank(page: Path, tmp_path: Path) -> None:
