@@ -1,14 +1,9 @@
-"""What both writers share: caps, colors, names safe in ids, nice axis ticks."""
+"""What both writers share: colors, names safe in ids, nice axis ticks."""
 
 from __future__ import annotations
 
 import math
 import re
-
-MAX_JOBS_PER_DEVICE = 5000
-"""Jobs drawn per device timeline (the first ones by arrival); the rest are counted in a note."""
-MAX_MARKS_PER_APP = 5000
-"""Failed results marked per app on the results strip."""
 
 # matplotlib's tab10, so the page and the PNG figures agree.
 APP_COLORS = (

@@ -2,8 +2,8 @@
 
 Nothing outside the file is referenced: no URL, font, image or external script, so the
 page opens offline. The time-axis views (overview, detail, latency over time) live in
-``_timeline``: the overview is SVG drawn here, the detail views are drawn by the page's
-inline script from an embedded JSON block. Elements have stable ids and classes
+``_timeline``: the overview is SVG drawn in Python, the detail views are drawn by the
+page's inline script from an embedded JSON block. Elements have stable ids and classes
 (``#overview``, ``#detail``, ``#latency-time``, ``bar app-<app>``, ``preemption``,
 ``deadline-miss``, ``fault``, ``latency-<app>``, ``result-codes``), so tests and readers
 can find them.
@@ -38,7 +38,6 @@ table{border-collapse:collapse;font-size:13px;margin:6px 0 12px}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f4f4f4}
 td.name,th.name{text-align:left}tr.fail td{background:#fde8e8}tr.pass td.mark{color:#2e7d32}
 tr.fail td.mark{color:#c62828;font-weight:bold}
-.scroll{overflow-x:auto;border:1px solid #eee}
 svg{font-size:11px;font-family:inherit}svg text{fill:#333}
 .axis line,.axis path{stroke:#999;fill:none;shape-rendering:crispEdges}.axis line.grid{stroke:#e8e8e8}
 .lane-bg{fill:#fafafa}.bar{stroke:#fff;stroke-width:.6}
