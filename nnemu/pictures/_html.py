@@ -55,7 +55,7 @@ svg{font-size:11px;font-family:inherit}svg text{fill:#333}
 .fault-crash{stroke:#000;stroke-width:2;pointer-events:auto}.fault-crash-after{fill:#000;opacity:.07}
 .fault-label{font-size:10px}.wait{opacity:.85}.exec,.refused{stroke:#555;stroke-width:.5}
 .pt.late{stroke:#d62728;stroke-width:1.5}.abort{stroke-width:2;fill:none}
-.refusal,.failure{stroke:#333;stroke-width:.5}
+.refusal,.failure{stroke:#333;stroke-width:.5}.bar.thin,.exec.thin{stroke:none}
 .deadline-line{stroke:#d62728;stroke-dasharray:5 3}text.deadline-label{fill:#d62728;font-size:10px}
 #timeline-controls{margin:6px 0}#timeline-controls button{font:inherit;font-size:12px;margin-right:4px}
 #view-label{font-size:13px;color:#444;margin-left:8px}

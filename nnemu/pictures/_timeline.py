@@ -552,6 +552,7 @@ function drawDevLane(row, y, out) {
     if (st === "MISSED_DEADLINE_TRANSIENT") extra = " aborted";
     else if (st === "IN_FLIGHT") extra = " in-flight";
     else if (st !== "NONE" && st !== "NO_ERROR") extra = " failed";
+    if (b[1] < 2) extra += " thin";
     out.push('<rect class="bar ' + D.classes[dev.jobs.app[job]] + extra + '" x="' + num(b[0]) + '" y="' + y +
              '" width="' + num(b[1]) + '" height="' + BAR_H + '"><title>' + jobTitle(dev, job) + "</title></rect>");
     if (lane.pSet[k] && E[k] <= v1) {
@@ -598,7 +599,7 @@ function drawAppLane(row, y, out) {
     }
     if (s >= 0) {
       var b = clipBar(s, e);
-      out.push('<rect class="exec ' + cls + '" x="' + num(b[0]) + '" y="' + y + '" width="' + num(b[1]) + '" height="' + (BAR_H - 4) + '" fill="' + color + '"><title>' + title + "</title></rect>");
+      out.push('<rect class="exec ' + cls + (b[1] < 2 ? " thin" : "") + '" x="' + num(b[0]) + '" y="' + y + '" width="' + num(b[1]) + '" height="' + (BAR_H - 4) + '" fill="' + color + '"><title>' + title + "</title></rect>");
     } else {
       var xe = xOf(e);
       if (e <= v1) out.push('<path class="refused ' + cls + '" d="M' + num(xe) + " " + (y + BAR_H) + 'l-4 -' + BAR_H + 'h8z" fill="' + color + '"><title>' + title + "</title></path>");

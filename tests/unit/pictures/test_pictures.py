@@ -28,7 +28,7 @@ from nnemu.pictures._collect import _first_starts
 from nnemu.pictures._html import _quantile
 from nnemu.pictures._timeline import LEFT, OVERVIEW_BINS, PLOT_W
 from nnemu.report import Report
-from nnemu.scenario import load_scenario
+from nnemu.scenario import FaultKind, FaultSpec, load_scenario
 from tests.commands import run_cli
 from tests.unit.pictures.dom import by_id, parse_page, with_class
 
@@ -314,6 +314,43 @@ def test_fault_windows_on_the_axis() -> None:
     assert data.cpu is not None
     assert len(data.cpu.jobs) == report.data["devices"]["nnapi-reference"]["executions"]
     assert all(job.started_ns >= 500_000_000 for job in data.cpu.jobs)
+
+
+def test_busy_and_slowdown_windows_are_collected_and_drawn() -> None:
+    """A busy window and a slow-down window of a device are collected with their times and factor, shaded on the overview over their span, and given to the script."""
+    base = load_scenario(REPO / "scenarios/burst_low_latency.yaml")
+    faults = (
+        FaultSpec(kind=FaultKind.BUSY, at_ms=20, until_ms=40),
+        FaultSpec(kind=FaultKind.SLOWDOWN, at_ms=60, until_ms=90, factor=3),
+    )
+    scenario = attrs.evolve(
+        base, devices=(attrs.evolve(base.devices[0], faults=faults),), expect=()
+    )
+    box: list[RunPictures] = []
+    report = run(scenario, keep_executions=True, inspect=lambda e: box.append(collect(e)))
+    data = box[0]
+    assert data.faults == (
+        FaultPicture(device="dsp", kind="busy", start_ns=20_000_000, end_ns=40_000_000, factor=1.0),
+        FaultPicture(
+            device="dsp", kind="slowdown", start_ns=60_000_000, end_ns=90_000_000, factor=3.0
+        ),
+    )
+    text = render_html(data, report)
+    elements = parse_page(text)
+    scale = PLOT_W / (data.end_ns / 1e6)
+    for kind, start_ms, end_ms in (("busy", 20, 40), ("slowdown", 60, 90)):
+        (band,) = [e for e in with_class(elements, f"fault-{kind}") if e.inside("overview")]
+        assert float(band.attrs["x"]) == pytest.approx(LEFT + start_ms * scale, abs=0.1)
+        end_ms = min(end_ms, data.end_ns / 1e6)
+        assert float(band.attrs["width"]) == pytest.approx((end_ms - start_ms) * scale, abs=0.2)
+    assert [(f["kind"], f["t0"], f["t1"], f["factor"]) for f in _run_data(text)["faults"]] == [
+        ("busy", 20_000, 40_000, 1.0),
+        ("slowdown", 60_000, 90_000, 3.0),
+    ]
+    # While the driver is busy the runtime falls back to the CPU path, which has its lanes.
+    assert data.cpu is not None
+    assert data.cpu.jobs
+    assert data.cpu.units == 1 + max(lane for job in data.cpu.jobs for _, _, lane in job.segments)
 
 
 def test_first_starts_of_a_one_thread_app() -> None:
