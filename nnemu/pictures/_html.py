@@ -103,7 +103,8 @@ def _summary(page: _Page, report: Mapping[str, Any]) -> None:
     page.add('<section id="summary"><h2>Summary</h2>')
     page.add(
         '<table id="summary-apps"><tr><th class="name">app</th><th>priority</th>'
-        "<th>submitted</th><th>completed</th><th>failed</th><th>dropped</th><th>retries</th>"
+        "<th>submitted</th><th>completed</th><th>failed</th><th>dropped</th><th>in flight</th>"
+        "<th>retries</th>"
         "<th>deadline misses</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th>"
         '<th class="name">compilation</th></tr>'
     )
@@ -112,11 +113,15 @@ def _summary(page: _Page, report: Mapping[str, Any]) -> None:
         lat = app["latency_ms"]
         # No completion, no latency: "-" rather than a 0.000 that reads like a fast app.
         cells = [f"{lat[q]:.3f}" if app["completed"] else "-" for q in ("p50", "p95", "p99", "max")]
+        in_flight = app.get(
+            "in_flight", app["submitted"] - app["completed"] - app["failed"] - app["dropped"]
+        )
         page.add(
             f'<tr><td class="name"><span class="swatch {page.class_of(name)}"></span>'
             f"{escape(name)}</td><td>{escape(priorities.get(name, ''))}</td>"
             f"<td>{app['submitted']}</td><td>{app['completed']}</td><td>{app['failed']}</td>"
-            f"<td>{app['dropped']}</td><td>{app['retries']}</td><td>{app['deadline_misses']}</td>"
+            f"<td>{app['dropped']}</td><td>{in_flight}</td><td>{app['retries']}</td>"
+            f"<td>{app['deadline_misses']}</td>"
             + "".join(f"<td>{cell}</td>" for cell in cells)
             + f'<td class="name">{escape(app["compile_result"])}</td></tr>'
         )

@@ -381,6 +381,32 @@ def test_cli_run_writes_html(tmp_path: Path) -> None:
     by_id(elements, "latency-camera")
 
 
+def test_printed_summary_and_page_agree(tmp_path: Path) -> None:
+    """For qos_driver_crash the page's app table shows the printed summary's counts and p50/p95/p99, and its histograms' labels the same quantiles."""
+    page = tmp_path / "run.html"
+    code, out, _ = run_cli(
+        "run", str(REPO / "scenarios/qos_driver_crash.yaml"), "--html", str(page)
+    )
+    assert code == 0
+    printed = {}
+    for line in out.splitlines():
+        fields = line.split()
+        if fields and fields[0] in {"resilient", "pinned"} and len(fields) >= 9:
+            printed[fields[0]] = fields[1:9]
+    assert set(printed) == {"resilient", "pinned"}
+    text = page.read_text(encoding="utf-8")
+    for name, values in printed.items():
+        row = re.search(rf"{name}</td>(.*?)</tr>", text)
+        assert row
+        cells = re.findall(r"<td>([^<]*)</td>", row.group(1))
+        # priority, submitted, completed, failed, dropped, in flight, retries, misses, p50, p95, p99
+        assert cells[1:6] + cells[8:11] == values
+        svg = text[text.index(f'<svg id="latency-{name}"') :]
+        svg = svg[: svg.index("</svg>")]
+        labels = re.findall(r'class="qlabel" data-value="([\d.]+)"', svg)
+        assert labels == (values[5:8] if values[1] != "0" else [])
+
+
 def test_cli_run_writes_plots(tmp_path: Path) -> None:
     """nnemu run --plots writes a PNG timeline per device, latency per app and the result codes."""
     pytest.importorskip("matplotlib", reason="--plots needs the optional 'plots' extra")
