@@ -172,7 +172,11 @@ def test_html_has_timeline_latency_and_result_codes(checkpoint_run) -> None:
     data, report = checkpoint_run
     text = render_html(data, report)
     elements = parse_page(text)
-    assert by_id(elements, "overview").tag == "svg"
+    overview = by_id(elements, "overview")
+    assert overview.tag == "svg"
+    assert float(overview.attrs["data-end-ms"]) == report.data["virtual_ms"] == 400
+    brush = by_id(elements, "overview-brush")  # the whole run until a zoom
+    assert (float(brush.attrs["x"]), float(brush.attrs["width"])) == (LEFT, PLOT_W)
     for device in ("npu", "nnapi-reference"):
         assert by_id(elements, f"overview-device-{device}").inside("overview")
     for app in ("camera", "indexer"):
