@@ -490,8 +490,9 @@ def render_html(data: RunPictures, report: Report) -> str:
     for app in data.apps:
         _histogram(page, app, report.data.get("apps", {}).get(app.name))
     page.add("</div></section>")
-    # The "Why" section (nnemu/pictures/_why.py) goes here, after the time axis and latency.
     _result_codes(page)
+    # The "Why" section (nnemu/pictures/_why.py: why_section(data, report.data)) goes here;
+    # the time axis' data and script stay last, after every element they draw into.
     page.add(_timeline.data_block(data, page.label, page.app_class), _timeline.script())
     page.add("</body></html>\n")
     return "".join(page.parts)
