@@ -66,6 +66,17 @@ def _deltas(values: Iterable[int]) -> list[int]:
     return out
 
 
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _small(values: Sequence[int]) -> str | list[int]:
+    """A column of small non-negative integers as one character each (``0-9a-zA-Z``), else
+    the list itself."""
+    if all(0 <= value < len(_DIGITS) for value in values):
+        return "".join(_DIGITS[value] for value in values)
+    return list(values)
+
+
 def _worst(codes: dict[str, int]) -> str:
     """The code a column shows: any error over NO_ERROR, the most frequent error first."""
     errors = [(-count, code) for code, count in codes.items() if code != "NO_ERROR"]
@@ -263,8 +274,10 @@ def run_data(data: RunPictures, labels: dict[str, str], classes: dict[str, str])
     Apps: ``arr`` arrival deltas; ``start`` first start after arrival (-1: never started);
     ``end`` result after arrival; ``code`` index into ``codes``; ``miss`` indexes of the
     executions that missed their deadline. Devices: per lane, ``s`` start deltas, ``d``
-    durations, ``j`` job index, ``p``/``x`` indexes of bars ending in a preemption / a
+    durations, ``j`` job index deltas, ``p``/``x`` indexes of bars ending in a preemption / a
     missed deadline; ``jobs`` the jobs' app, priority, arrival, start, end and status.
+    Columns of small integers (codes, app, priority, status, preemptions) are strings of one
+    character each (``0-9a-zA-Z``) when every value fits.
     """
     codes: list[str] = []
     code_index: dict[str, int] = {}
@@ -302,7 +315,7 @@ def run_data(data: RunPictures, labels: dict[str, str], classes: dict[str, str])
                     for e, a in zip(executions, arrivals, strict=True)
                 ],
                 "end": [_us(e.finished_ns) - a for e, a in zip(executions, arrivals, strict=True)],
-                "code": [code_of(e.code) for e in executions],
+                "code": _small([code_of(e.code) for e in executions]),
                 "miss": [i for i, e in enumerate(executions) if e.deadline_missed],
             }
         )
@@ -327,7 +340,7 @@ def run_data(data: RunPictures, labels: dict[str, str], classes: dict[str, str])
                 {
                     "s": _deltas(bar[0] for bar in bars),
                     "d": [bar[1] - bar[0] for bar in bars],
-                    "j": [bar[2] for bar in bars],
+                    "j": _deltas(bar[2] for bar in bars),
                     "p": [i for i, bar in enumerate(bars) if bar[3]],
                     "x": [i for i, bar in enumerate(bars) if bar[4]],
                 }
@@ -338,11 +351,13 @@ def run_data(data: RunPictures, labels: dict[str, str], classes: dict[str, str])
                 "preemption": device.preemption,
                 "lanes": lane_data,
                 "jobs": {
-                    "app": [name_of(job.app) for job in jobs],
-                    "prio": [
-                        priorities.index(job.priority) if job.priority in priorities else 3
-                        for job in jobs
-                    ],
+                    "app": _small([name_of(job.app) for job in jobs]),
+                    "prio": _small(
+                        [
+                            priorities.index(job.priority) if job.priority in priorities else 3
+                            for job in jobs
+                        ]
+                    ),
                     "arr": _deltas(arrivals),
                     "start": [
                         -1 if job.started_ns is None else _us(job.started_ns) - a
@@ -351,8 +366,8 @@ def run_data(data: RunPictures, labels: dict[str, str], classes: dict[str, str])
                     "end": [
                         _us(job.finished_ns) - a for job, a in zip(jobs, arrivals, strict=True)
                     ],
-                    "status": [code_of(job.status) for job in jobs],
-                    "pre": [job.preempted for job in jobs],
+                    "status": _small([code_of(job.status) for job in jobs]),
+                    "pre": _small([job.preempted for job in jobs]),
                 },
             }
         )
@@ -406,6 +421,13 @@ var L = D.left, W = D.width, END = Math.max(D.end, 1);
 var LANE_H = 22, BAR_H = 14, TOP = 18, PANEL_H = 120;
 var v0 = 0, v1 = END;
 
+var DIGITS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+function small(a) {  // a column of small integers, one character each, or a plain list
+  if (typeof a !== "string") return a;
+  var o = new Array(a.length);
+  for (var i = 0; i < a.length; i++) o[i] = DIGITS.indexOf(a.charAt(i));
+  return o;
+}
 function undelta(a) { var o = new Array(a.length), t = 0; for (var i = 0; i < a.length; i++) { t += a[i]; o[i] = t; } return o; }
 function esc(s) { return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;"); }
 function ms(us) { return (us / 1000).toFixed(3); }
@@ -422,6 +444,7 @@ function fmt(v) { return String(parseFloat(v.toFixed(6))); }
 
 // Decode the columns once.
 D.apps.forEach(function (app) {
+  app.code = small(app.code);
   app.A = undelta(app.arr);
   app.S = app.A.map(function (a, i) { return app.start[i] < 0 ? -1 : a + app.start[i]; });
   app.E = app.A.map(function (a, i) { return a + app.end[i]; });
@@ -431,9 +454,11 @@ D.apps.forEach(function (app) {
 });
 D.devices.forEach(function (dev) {
   var j = dev.jobs;
+  ["app", "prio", "status", "pre"].forEach(function (key) { j[key] = small(j[key]); });
   j.A = undelta(j.arr);
   dev.lanes.forEach(function (lane) {
     lane.S = undelta(lane.s);
+    lane.j = undelta(lane.j);
     lane.E = lane.S.map(function (s, i) { return s + lane.d[i]; });
     lane.pSet = {}; lane.p.forEach(function (i) { lane.pSet[i] = true; });
     lane.xSet = {}; lane.x.forEach(function (i) { lane.xSet[i] = true; });

@@ -167,6 +167,12 @@ def _undelta(values: list[int]) -> list[int]:
     return list(itertools.accumulate(values))
 
 
+def _column(values: str | list[int]) -> list[int]:
+    """A column of small integers as the page stores it (one character each, or a list)."""
+    digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return [digits.index(c) for c in values] if isinstance(values, str) else values
+
+
 def test_html_has_timeline_latency_and_result_codes(checkpoint_run) -> None:
     """The page has the overview with a row per device (nnapi-reference too) and per app, the detail view, latency figures per app and the result-code table."""
     data, report = checkpoint_run
@@ -206,11 +212,11 @@ def test_run_data_agrees_with_the_report(checkpoint_run) -> None:
         counts = report.data["devices"][name]
         assert len(device["jobs"]["arr"]) == counts["executions"]
         assert sum(len(lane["p"]) for lane in device["lanes"]) == counts["preemptions"]
-        assert sum(device["jobs"]["pre"]) == counts["preemptions"]
+        assert sum(_column(device["jobs"]["pre"])) == counts["preemptions"]
     assert [app["name"] for app in run_data["apps"]] == ["camera", "indexer"]
     for app in run_data["apps"]:
         counts = report.data["apps"][app["name"]]
-        codes = [run_data["codes"][code] for code in app["code"]]
+        codes = [run_data["codes"][code] for code in _column(app["code"])]
         assert codes.count("NO_ERROR") == counts["completed"]
         assert len(codes) - codes.count("NO_ERROR") == counts["failed"]
         assert len(app["miss"]) == counts["deadline_misses"] - counts["dropped"]
@@ -221,7 +227,7 @@ def test_run_data_agrees_with_the_report(checkpoint_run) -> None:
 
 
 def test_lanes_hold_bars_without_overlap(checkpoint_run) -> None:
-    """Each compute unit's lane is sorted and its bars never overlap, so the script can find a window by bisection."""
+    """Each compute unit's lane is sorted, its bars never overlap (so the script can find a window by bisection), and the lanes hold every stretch of every job."""
     data, report = checkpoint_run
     (npu, _cpu) = _run_data(render_html(data, report))["devices"]
     for lane in npu["lanes"]:
@@ -229,6 +235,10 @@ def test_lanes_hold_bars_without_overlap(checkpoint_run) -> None:
         ends = [start + length for start, length in zip(starts, lane["d"], strict=True)]
         for (_, end), (start, _) in itertools.pairwise(zip(starts, ends, strict=True)):
             assert end <= start
+    stretches = sorted(j for lane in npu["lanes"] for j in _undelta(lane["j"]))
+    jobs = len(npu["jobs"]["arr"])
+    assert sorted(set(stretches)) == list(range(jobs))
+    assert len(stretches) == sum(len(job.segments) for job in data.devices[0].jobs)
 
 
 def test_html_is_self_contained(checkpoint_run) -> None:
@@ -282,7 +292,7 @@ def test_deadline_misses_aborts_and_preemptions_are_in_the_data() -> None:
     (app,) = run_data["apps"]
     assert app["start"] == [-1]
     assert app["miss"] == [0]
-    assert [run_data["codes"][c] for c in app["code"]] == ["MISSED_DEADLINE_PERSISTENT"]
+    assert [run_data["codes"][c] for c in _column(app["code"])] == ["MISSED_DEADLINE_PERSISTENT"]
 
 
 def test_overview_is_downsampled() -> None:
