@@ -12,7 +12,6 @@ Each device job records the stretches it ran on a compute unit
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -87,8 +86,8 @@ class ExecutionPicture:
     arrival_ns: int
     """When the frame arrived (was submitted)."""
     started_ns: int | None
-    """When a device (or the runtime's CPU path) first started on it; None if none did
-    (refused, rejected, or failed before any compute)."""
+    """When its final attempt first started running on a device (or the runtime's CPU path);
+    None if it never did (refused, rejected, or failed before any compute)."""
     finished_ns: int
     """When the app got the final result."""
     code: str
@@ -191,39 +190,6 @@ def _device_picture(
     return DevicePicture(name=name, units=units, preemption=preemption, jobs=tuple(pictures))
 
 
-def _first_starts(
-    records: list[tuple[int, int]], starts: list[tuple[int, int]], *, sequential: bool
-) -> list[int | None]:
-    """When work on each execution first started on a device or the CPU path.
-
-    ``records``: (arrival_ns, finished_ns) of an app's executions in arrival order;
-    ``starts``: (reached_device_ns, started_ns) of the app's device jobs and CPU runs. A
-    job belongs to the execution whose window [arrival, result] holds its arrival at the
-    device; an app with one thread runs one execution at a time, so its window starts no
-    earlier than the previous result (exact). With several threads, windows overlap and
-    each execution takes the first job not yet taken (the records keep no job ids).
-    """
-    starts = sorted(starts)
-    keys = [reached for reached, _ in starts]
-    taken = [False] * len(starts)
-    out: list[int | None] = []
-    previous_end = 0
-    for arrival, finished in records:
-        low = max(arrival, previous_end) if sequential else arrival
-        first: int | None = None
-        index = bisect.bisect_left(keys, low)
-        while index < len(starts) and keys[index] <= finished:
-            if not taken[index] and starts[index][1] <= finished:
-                first = starts[index][1] if first is None else min(first, starts[index][1])
-                taken[index] = True
-                if not sequential:
-                    break
-            index += 1
-        out.append(first)
-        previous_end = finished
-    return out
-
-
 def _cpu_picture(
     runs: list[tuple[str, tuple[int, int, str, int | None]]], end_ns: int
 ) -> DevicePicture:
@@ -288,12 +254,8 @@ def collect(emulator: Emulator) -> RunPictures:
     for app in emulator.apps:
         uids.setdefault(app.spec.uid, app.spec.name)
     devices = []
-    starts_by_uid: dict[int, list[tuple[int, int]]] = {}
     for service in emulator.services:
         device = service.device
-        for job in device.history or ():
-            if job.started_ns is not None:
-                starts_by_uid.setdefault(job.uid, []).append((job.arrived_ns or 0, job.started_ns))
         devices.append(
             _device_picture(
                 service.name,
@@ -316,7 +278,6 @@ def collect(emulator: Emulator) -> RunPictures:
         name = app.spec.name
         runs = app.runtime.cpu_history or []
         cpu_runs += [(name, run) for run in runs]
-        starts = starts_by_uid.get(app.spec.uid, []) + [(run[0], run[0]) for run in runs]
         counts: dict[str, int] = {}
         latencies = []
         failures = []
@@ -332,11 +293,6 @@ def collect(emulator: Emulator) -> RunPictures:
                     )
                 )
         records = sorted(app.records, key=lambda r: (r.arrival_ns, r.finished_ns))
-        first = _first_starts(
-            [(r.arrival_ns, r.finished_ns) for r in records],
-            starts,
-            sequential=app.spec.threads == 1,
-        )
         timeouts = {r.timeout_ns for r in records if r.timeout_ns is not None}
         apps.append(
             AppPicture(
@@ -349,14 +305,14 @@ def collect(emulator: Emulator) -> RunPictures:
                 executions=tuple(
                     ExecutionPicture(
                         arrival_ns=r.arrival_ns,
-                        started_ns=started,
+                        started_ns=r.device_start_ns,
                         finished_ns=r.finished_ns,
                         code=r.code.name,
                         late=r.code.name == "NO_ERROR"
                         and r.deadline_ns is not None
                         and r.finished_ns > r.deadline_ns,
                     )
-                    for r, started in zip(records, first, strict=True)
+                    for r in records
                 ),
                 timeout_ns=min(timeouts) if timeouts else None,
             )

@@ -24,7 +24,6 @@ from nnemu.pictures import (
     render_html,
     write_plots,
 )
-from nnemu.pictures._collect import _first_starts
 from nnemu.pictures._html import _quantile
 from nnemu.pictures._timeline import LEFT, OVERVIEW_BINS, PLOT_W
 from nnemu.report import Report
@@ -367,12 +366,17 @@ def test_busy_and_slowdown_windows_are_collected_and_drawn() -> None:
     assert data.cpu.units == 1 + max(lane for job in data.cpu.jobs for _, _, lane in job.segments)
 
 
-def test_first_starts_of_a_one_thread_app() -> None:
-    """A one-thread app's execution gets the earliest start of the jobs inside its window, and a job of a partitioned execution is not given to the next one."""
-    records = [(0, 10), (5, 20), (25, 30)]
-    starts = [(1, 2), (3, 4), (11, 12), (26, 28)]  # the second job belongs to the first execution
-    assert _first_starts(records, starts, sequential=True) == [2, 12, 28]
-    assert _first_starts([(0, 10)], [], sequential=True) == [None]
+def test_execution_starts_match_the_jobs(checkpoint_run) -> None:
+    """Each execution's start on the device is the start of one of its app's jobs, inside its arrival-to-result window, so the app lanes line up with the device lanes."""
+    data, _ = checkpoint_run
+    (npu,) = data.devices
+    for app in data.apps:
+        job_starts = {job.started_ns for job in npu.jobs if job.app == app.name}
+        started = [e for e in app.executions if e.started_ns is not None]
+        assert len(started) == len(app.executions)
+        for execution in started:
+            assert execution.started_ns in job_starts
+            assert execution.arrival_ns <= execution.started_ns <= execution.finished_ns
 
 
 def test_histogram_labels_show_the_summary() -> None:
