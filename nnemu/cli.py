@@ -514,7 +514,20 @@ def _run_scenario(
 
         inspect = keep_figures
 
-    with stepper.handling_sigint() if stepper else contextlib.nullcontext():
+    with contextlib.ExitStack() as stack:
+        if stepper:
+            stack.enter_context(stepper.handling_sigint())
+        if args.html:
+            # The page's per-layer tables: the run's --trace, else a temporary systrace.
+            from nnemu.pictures import LayerTrace
+
+            layers = stack.enter_context(LayerTrace(args.trace))
+
+            def add_layer_tables() -> None:  # after the run, its trace closed
+                pictures[:] = [layers.attach(data) for data in pictures]
+
+            stack.callback(add_layer_tables)
+            sinks = [*sinks, *layers.sinks]
         return run(
             scenario,
             seed=args.seed,

@@ -12,14 +12,23 @@ Each device job records the stretches it ran on a compute unit
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import os
+import tempfile
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import attrs
 
+from nnemu.scenario import DeviceSpec, WorkloadKind, WorkloadSpec
+from nnemu.tracer import Layer, Phase
+
 if TYPE_CHECKING:
     from nnemu._emulator import Emulator
     from nnemu.driver import Job
+    from nnemu.parser import RunStats
+    from nnemu.tracer import TraceSink
 
 
 @attrs.frozen(kw_only=True)
@@ -158,6 +167,8 @@ class RunPictures:
     execution running at once (they run on the calling app threads)."""
     faults: tuple[FaultPicture, ...] = ()
     """The scenario's fault windows, by start time."""
+    why: WhyPicture | None = None
+    """What the page's "Why" section reads (configuration, CPU path, per-layer table)."""
 
 
 def _device_picture(
@@ -325,4 +336,372 @@ def collect(emulator: Emulator) -> RunPictures:
         devices=tuple(devices),
         cpu=_cpu_picture(cpu_runs, end_ns),
         faults=_faults(emulator, end_ns),
+        why=why_picture(emulator),
     )
+
+
+# ---------------------------------------------------------------- the "Why" section
+# What the page's "Why" section (``nnemu.pictures._why``) reads besides the report: each
+# device's configuration as the scenario gives it, the runtime's CPU path, each app's
+# settings, and the NNAPI per-layer table of the run's trace (what ``nnemu parse`` prints).
+
+LAYER_COLUMNS = (
+    "Initialization",
+    "Preparation",
+    "Compilation",
+    "I/O",
+    "Compute",
+    "Results",
+    "Ex. total",
+    "Termination",
+    "Total",
+)
+"""Columns of the per-layer table, as ``nnemu parse`` heads them."""
+
+
+@attrs.frozen(kw_only=True)
+class FaultConfig:
+    """One fault the scenario injects into a device."""
+
+    kind: str
+    """``crash``, ``busy``, ``offline``, ``transient_failure`` or ``slowdown``."""
+    at_ms: float | None
+    """When it starts (virtual ms), if it has a start."""
+    until_ms: float | None
+    """When it ends (None: never, or a kind without a window)."""
+    probability: float | None
+    """Per-execution probability (``transient_failure``)."""
+    factor: float
+    """Slow-down factor (``slowdown``; 1 otherwise)."""
+
+
+@attrs.frozen(kw_only=True)
+class DeviceConfig:
+    """A driver device's configuration, as the scenario gives it."""
+
+    name: str
+    """Device name."""
+    hal_version: str
+    """HIDL interface version (``1.0`` .. ``1.3``)."""
+    type: str
+    """Device type (``ACCELERATOR``, ``GPU``, ``CPU``, ...)."""
+    scheduler: str
+    """Order of waiting executions (``fifo``, ``per_app_priority``, ``global_priority``)."""
+    preemption: str
+    """Preemption of running lower-priority work (``none``, ``checkpoint``, ``restart``)."""
+    deadline_policy: str
+    """``abort`` (refuse or stop what cannot make its deadline) or ``ignore``."""
+    queue_limit: int | None
+    """Most executions waiting for a unit (None: unbounded)."""
+    compute_units: int
+    """Executions the device runs at once."""
+    performance: tuple[tuple[str, float, float], ...]
+    """(operand kind, exec_time ratio, power_usage ratio) for ``float32`` and ``quant8``."""
+    launch_us: float
+    """Driver overhead per execution before its first operation."""
+    jitter: float
+    """Log-normal sigma of each execution's compute time (0: deterministic)."""
+    faults: tuple[FaultConfig, ...]
+    """Injected faults, in scenario order."""
+
+
+@attrs.frozen(kw_only=True)
+class CpuConfig:
+    """The runtime's CPU path (``nnapi-reference``): it runs on each calling thread."""
+
+    ns_per_mac: float
+    """Cost of a multiply-accumulate."""
+    ns_per_element: float
+    """Cost of an element of an elementwise operation."""
+
+
+@attrs.frozen(kw_only=True)
+class AppConfig:
+    """An app's settings that bear on its latency, as the scenario gives them."""
+
+    name: str
+    """App name."""
+    priority: str
+    """Compilation priority (``LOW``, ``MEDIUM``, ``HIGH``)."""
+    execution_mode: str
+    """``sync``, ``async``, ``fenced`` or ``burst``."""
+    workload: str
+    """Arrival process in a few words (``periodic 33.3 ms``, ``closed_loop think 5 ms``)."""
+    timeout_ms: float | None
+    """Execution deadline relative to its start (None: none)."""
+    devices: tuple[str, ...] | None
+    """Devices the app asks for (None: the runtime chooses)."""
+    cpu_executions: int
+    """Executions (or partitions) of this app that ran on the runtime's CPU path."""
+
+
+@attrs.frozen(kw_only=True)
+class LayerRow:
+    """One row of the per-layer table: a layer (or ``Total``) and its cells as printed."""
+
+    layer: str
+    """``Application``, ``Runtime``, ``IPC``, ``Driver``, ``CPU`` or ``Total``."""
+    cells: tuple[str, ...]
+    """One per ``LAYER_COLUMNS``, as ``nnemu parse`` prints them (``-``, ``n/a``, ``*``)."""
+
+
+@attrs.frozen(kw_only=True)
+class LayerRun:
+    """The per-layer table of one run of one client process."""
+
+    pid: str
+    """Process id of the client."""
+    process_name: str
+    """Its name, as the trace gives it."""
+    ordinal: tuple[int, int]
+    """(k, n): this is the k-th of the process's n runs."""
+    starting_mark: str
+    """The trace row that started the run (``B|pid|[NN_LA_PO]...``)."""
+    executions: int
+    """Executions the run counted."""
+    rows: tuple[LayerRow, ...]
+    """The table's layer rows, then ``Total``."""
+
+
+@attrs.frozen(kw_only=True)
+class LayerTables:
+    """The NNAPI per-layer timing tables of a run's trace, or why there are none."""
+
+    source: str
+    """Which trace was parsed (the ``--trace`` file, or a temporary systrace of the run)."""
+    runs: tuple[LayerRun, ...] = ()
+    """One table per (client process, run), in the order the runs started."""
+    warnings: tuple[str, ...] = ()
+    """The parser's diagnostics (``line N: message``)."""
+    problem: str | None = None
+    """Why no table could be built (None: the tables are there)."""
+
+
+@attrs.frozen(kw_only=True)
+class WhyPicture:
+    """Everything the "Why" section reads besides the report."""
+
+    devices: tuple[DeviceConfig, ...]
+    """Driver devices in scenario order."""
+    cpu: CpuConfig
+    """The runtime's CPU path."""
+    apps: tuple[AppConfig, ...]
+    """Apps in scenario order."""
+    layers: LayerTables | None = None
+    """The per-layer tables (None: not built; ``with_layer_tables`` adds them)."""
+
+
+def _workload_text(spec: WorkloadSpec) -> str:
+    kind = spec.kind.value
+    if spec.kind is WorkloadKind.PERIODIC:
+        return f"{kind} {spec.period_ms:g} ms"
+    if spec.kind is WorkloadKind.POISSON:
+        return f"{kind} {spec.rate_hz:g} Hz"
+    if spec.kind is WorkloadKind.CLOSED_LOOP:
+        return f"{kind} think {spec.think_ms:g} ms"
+    if spec.kind is WorkloadKind.BURST:
+        return f"{kind} {spec.burst_size} every {spec.burst_interval_ms:g} ms"
+    return f"{kind} {len(spec.arrivals_ms)} arrivals"
+
+
+def _device_config(spec: DeviceSpec) -> DeviceConfig:
+    perf = spec.performance
+    return DeviceConfig(
+        name=spec.name,
+        hal_version=spec.hal_version.value,
+        type=spec.type.name,
+        scheduler=spec.scheduler.value,
+        preemption=spec.preemption.value,
+        deadline_policy=spec.deadline_policy.value,
+        queue_limit=spec.queue_limit,
+        compute_units=spec.compute_units,
+        performance=(
+            ("float32", perf.float32.exec_time, perf.float32.power_usage),
+            ("quant8", perf.quant8.exec_time, perf.quant8.power_usage),
+        ),
+        launch_us=spec.cost.launch_us,
+        jitter=spec.cost.jitter,
+        faults=tuple(
+            FaultConfig(
+                kind=fault.kind.value,
+                at_ms=fault.at_ms,
+                until_ms=fault.until_ms,
+                probability=fault.probability,
+                factor=fault.factor,
+            )
+            for fault in spec.faults
+        ),
+    )
+
+
+def why_picture(emulator: Emulator) -> WhyPicture:
+    """The "Why" section's values of an emulator (its scenario and the runtimes' CPU paths)."""
+    scenario = emulator.scenario
+    apps = tuple(
+        AppConfig(
+            name=app.spec.name,
+            priority=app.spec.priority.name,
+            execution_mode=app.spec.execution_mode.value,
+            workload=_workload_text(app.spec.workload),
+            timeout_ms=app.spec.execution_timeout_ms,
+            devices=app.spec.devices,
+            cpu_executions=app.runtime.cpu_stats.executions,
+        )
+        for app in emulator.apps
+    )
+    return WhyPicture(
+        devices=tuple(_device_config(service.device.spec) for service in emulator.services),
+        cpu=CpuConfig(
+            ns_per_mac=scenario.cpu.ns_per_mac, ns_per_element=scenario.cpu.ns_per_element
+        ),
+        apps=apps,
+    )
+
+
+def _cell(value: float) -> str:
+    """A table value as ``nnemu parse`` prints it: two decimals, ``-`` for 0, ``n/a`` for none."""
+    text = f" {value:.2f}".replace(" 0.00", " -").replace(" nan", " n/a")
+    return text.strip()
+
+
+def _layer_run(run: RunStats, ordinal: tuple[int, int]) -> LayerRun:
+    """The rows of ``run``'s table, from the values Android's parser fills its template with."""
+    from nnemu.parser import LAYER_TOTAL, template_inputs
+
+    values = template_inputs(run)
+    layers: list[Layer] = [layer for layer in _TABLE_ROWS if layer is not Layer.CPU]
+    if any(values[f"{Layer.CPU.value}_{key}"] > 0.0 for key in _CPU_KEYS):
+        layers.append(Layer.CPU)  # as the parser: a CPU row only when the CPU path ran
+    rows = []
+    for layer in layers:
+        cells = [_cell(values[f"{layer.value}_{key}"]) for key in _COLUMN_KEYS]
+        if layer is Layer.APPLICATION:
+            cells[-1] += "*"
+        rows.append(LayerRow(layer=_LAYER_NAMES[layer], cells=tuple(cells)))
+    total = tuple(_cell(values[f"{LAYER_TOTAL}_{key}"]) + "*" for key in _COLUMN_KEYS)
+    rows.append(LayerRow(layer="Total", cells=total))
+    return LayerRun(
+        pid=run.pid,
+        process_name=run.process_name,
+        ordinal=ordinal,
+        starting_mark=run.starting_mark,
+        executions=run.execution_counts.get(Phase.OVERALL, 0),
+        rows=tuple(rows),
+    )
+
+
+_TABLE_ROWS = (Layer.APPLICATION, Layer.RUNTIME, Layer.IPC, Layer.DRIVER, Layer.CPU)
+_LAYER_NAMES = {
+    Layer.APPLICATION: "Application",
+    Layer.RUNTIME: "Runtime",
+    Layer.IPC: "IPC",
+    Layer.DRIVER: "Driver",
+    Layer.CPU: "CPU",
+}
+_COMPUTE_KEY = "PEO"
+"""The parser's derived "execution only" value (execution less I/O and results)."""
+_COLUMN_KEYS = (
+    Phase.INITIALIZATION.value,
+    Phase.PREPARATION.value,
+    Phase.COMPILATION.value,
+    Phase.INPUTS_AND_OUTPUTS.value,
+    _COMPUTE_KEY,
+    Phase.RESULTS.value,
+    Phase.EXECUTION.value,
+    Phase.TERMINATION.value,
+    Phase.OVERALL.value,
+)
+"""The ``template_inputs`` key of each of ``LAYER_COLUMNS``."""
+_CPU_KEYS = (
+    Phase.INITIALIZATION.value,
+    Phase.PREPARATION.value,
+    Phase.COMPILATION.value,
+    Phase.EXECUTION.value,
+    Phase.TERMINATION.value,
+    Phase.INPUTS_AND_OUTPUTS.value,
+    Phase.RESULTS.value,
+)
+
+
+def layer_tables(path: str | os.PathLike[str], source: str | None = None) -> LayerTables:
+    """Parse the trace at ``path`` as ``nnemu parse`` does and keep its tables.
+
+    Never raises for a trace it cannot use: the tables then say why (``problem``), so a
+    page is still written.
+    """
+    from nnemu.errors import TraceFormatError
+    from nnemu.parser import parse_file
+
+    label = source if source is not None else os.fspath(path)
+    try:
+        result = parse_file(path)
+    except TraceFormatError as exc:
+        return LayerTables(source=label, problem=exc.message)
+    except OSError as exc:
+        return LayerTables(source=label, problem=f"cannot read the trace: {exc.strerror or exc}")
+    counts = collections.Counter(run.pid for run in result.runs)
+    seen: collections.Counter[str] = collections.Counter()
+    runs = []
+    for run in result.runs:
+        seen[run.pid] += 1
+        runs.append(_layer_run(run, (seen[run.pid], counts[run.pid])))
+    warnings = tuple(
+        f"line {d.line_number}: {d.message}" if d.line_number else d.message
+        for d in result.diagnostics
+    )
+    return LayerTables(source=label, runs=tuple(runs), warnings=warnings)
+
+
+def with_layer_tables(
+    data: RunPictures, path: str | os.PathLike[str], source: str | None = None
+) -> RunPictures:
+    """``data`` with the per-layer tables of the run's trace at ``path`` (``layer_tables``)."""
+    why = data.why
+    if why is None:
+        return data
+    return attrs.evolve(data, why=attrs.evolve(why, layers=layer_tables(path, source)))
+
+
+class LayerTrace:
+    """Where a run's per-layer tables come from, for ``nnemu run --html``.
+
+    If the run writes a trace file (``--trace``), that file is parsed after the run; else
+    a systrace of the run goes to a temporary file (``sinks``), parsed after the run and
+    removed on ``close``.  Either way the page's tables are what ``nnemu parse`` prints for
+    the run's trace, and the run's report and trace bytes are those of a run without it.
+    """
+
+    def __init__(self, trace: str | None) -> None:
+        self._path: str | None = None
+        self._own: str | None = None
+        self.sinks: list[TraceSink] = []
+        """Sinks to add to the run's (none when the run's own trace is parsed)."""
+        if trace is not None and (os.path.isfile(trace) or not os.path.exists(trace)):
+            self._path = trace
+            self.source = f"the run's trace, {trace}"
+            return
+        from nnemu.tracer import open_trace_writer
+
+        handle, self._own = tempfile.mkstemp(prefix="nnemu-layers-", suffix=".html")
+        os.close(handle)
+        self._path = self._own
+        self.source = "a systrace of the run (not kept)"
+        self.sinks.append(open_trace_writer(self._own))
+
+    def __enter__(self) -> LayerTrace:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def attach(self, data: RunPictures) -> RunPictures:
+        """``data`` with the tables of the finished run's trace."""
+        assert self._path is not None
+        return with_layer_tables(data, self._path, self.source)
+
+    def close(self) -> None:
+        """Remove the temporary trace, if there is one."""
+        if self._own is not None:
+            with contextlib.suppress(OSError):
+                os.remove(self._own)
+            self._own = None

@@ -28,6 +28,7 @@ from nnemu.pictures._common import (
     slug,
     ticks,
 )
+from nnemu.pictures._why import WHY_CSS, why_section
 from nnemu.report import Report
 
 _CSS = """
@@ -468,7 +469,7 @@ def render_html(data: RunPictures, report: Report) -> str:
     title = f"nnemu run: {data.scenario}"
     page.add(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{_CSS}{page.app_css()}</style></head><body>"
+        f"<title>{escape(title)}</title><style>{_CSS}{WHY_CSS}{page.app_css()}</style></head><body>"
         f"<h1>{escape(title)}</h1>"
         f'<p class="note">seed {data.seed}, virtual time {_ms(data.end_ns)} ms. '
         "Hover a bar or mark for details.</p>"
@@ -491,8 +492,8 @@ def render_html(data: RunPictures, report: Report) -> str:
         _histogram(page, app, report.data.get("apps", {}).get(app.name))
     page.add("</div></section>")
     _result_codes(page)
-    # The "Why" section (nnemu/pictures/_why.py: why_section(data, report.data)) goes here;
-    # the time axis' data and script stay last, after every element they draw into.
+    page.add(why_section(data, report.data))
+    # The time axis' data and script stay last, after every element they draw into.
     page.add(_timeline.data_block(data, page.label, page.app_class), _timeline.script())
     page.add("</body></html>\n")
     return "".join(page.parts)

@@ -1,0 +1,653 @@
+"""The page's "Why" section: what explains the latencies the page above shows.
+
+``why_section`` renders an HTML fragment (tables and inline SVG, no script) from the
+collected values (``RunPictures.why``: each device's configuration, the runtime's CPU
+path, each app's settings, the NNAPI per-layer tables of the run's trace) and the run's
+report (the counters, the latency split).  It has, with stable ids for tests and readers:
+
+- ``why-reading``: a few sentences, each derived from numbers of the run (what stands
+  out: a priority inverted by the scheduler, a part of the latency that dominates, a
+  saturated device, preemptions, deadline refusals, the CPU path); none when nothing does;
+- ``why-devices``: per device, its configuration next to the report's counters
+  (``nnapi-reference``, the runtime's CPU path, included);
+- ``why-apps``: per app, its settings and where its executions ran;
+- ``latency-split``: per app, the mean latency split (``apps.<app>.latency_split_ms``) as
+  stacked bars, drawn only when the report has it;
+- ``layer-table-<n>``: the NNAPI per-layer timing tables, as ``nnemu parse`` prints them
+  for the run's trace.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from nnemu.pictures._collect import (
+    LAYER_COLUMNS,
+    AppPicture,
+    DeviceConfig,
+    FaultConfig,
+    LayerTables,
+    RunPictures,
+    WhyPicture,
+)
+from nnemu.pictures._common import short_labels
+
+CPU_DEVICE = "nnapi-reference"
+"""The report's name of the runtime's CPU path."""
+
+SPLIT_PARTS = ("queue_wait", "ipc", "driver_launch", "compute")
+"""The latency split's parts, in the order the bars stack them; other keys follow."""
+SPLIT_LABELS = {
+    "queue_wait": "queue wait",
+    "ipc": "IPC",
+    "driver_launch": "driver launch",
+    "compute": "compute",
+}
+# A slate ramp (darkest first: the queue wait is what one looks for), then sand for any
+# further part: no colour of the apps' or the result codes' palettes (tests check it).
+SPLIT_COLORS = ("#2f3e5c", "#5b7399", "#93a7c7", "#c9d4e6", "#e8c07d", "#b08b5b", "#f3e1bb")
+_DARK_PARTS = 2
+"""The first parts are dark: their labels are white."""
+
+WHY_CSS = """
+#why .reading{font-size:14px;max-width:900px;line-height:1.45;margin:6px 0 10px}
+#why .reading li{margin:3px 0}
+#why table td.cfg{background:#fbfbfd}#why th.group{text-align:center;background:#eceff5}
+#why .split-label{font-size:10px}#why .split-total{font-size:11px}
+#why table.layers{font-variant-numeric:tabular-nums}#why table.layers caption{text-align:left;
+font-size:13px;padding:4px 0;color:#444}#why table.layers code{font-size:12px}
+"""
+"""Rules of the section, added to the page's stylesheet."""
+
+_PRIORITY_RANK = {"LOW": 0, "MEDIUM": 1, "HIGH": 2}
+_SPLIT_W = 760
+_SPLIT_LEFT = 150
+_SPLIT_RIGHT = 70
+_SPLIT_ROW = 26
+_SPLIT_BAR = 18
+
+
+def split_color(index: int) -> str:
+    """Colour of the ``index``-th part of the latency split."""
+    return SPLIT_COLORS[index % len(SPLIT_COLORS)]
+
+
+def why_section(data: RunPictures, report: Mapping[str, Any]) -> str:
+    """The "Why" section of the page of a run (an HTML fragment)."""
+    why = data.why
+    parts = ['<section id="why"><h2>Why: configuration, counters, where the time goes</h2>']
+    if why is None:
+        parts.append(
+            '<p class="note">These pictures were collected without the run\'s configuration.</p>'
+        )
+    sentences = reading(data, report)
+    if sentences:
+        parts.append(
+            '<ul class="reading" id="why-reading">'
+            + "".join(f"<li>{escape(sentence)}</li>" for sentence in sentences)
+            + "</ul>"
+        )
+    if why is not None:
+        parts.append(_device_table(why, report))
+        parts.append(_app_table(data, why, report))
+    parts.append(_split_bars(data, report))
+    if why is not None:
+        parts.append(_layer_tables(why.layers))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------- devices
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def _fault_text(fault: FaultConfig) -> str:
+    if fault.kind == "transient_failure":
+        return f"transient_failure p={_fmt(fault.probability or 0.0)}"
+    window = f"at {_fmt(fault.at_ms or 0.0)} ms"
+    if fault.until_ms is not None:
+        window = f"{_fmt(fault.at_ms or 0.0)}\u2013{_fmt(fault.until_ms)} ms"
+    if fault.kind == "slowdown":
+        return f"slowdown \u00d7{_fmt(fault.factor)} {window}"
+    return f"{fault.kind} {window}"
+
+
+def _performance_text(device: DeviceConfig) -> str:
+    return "; ".join(
+        f"{kind} {_fmt(exec_time)}/{_fmt(power)}" for kind, exec_time, power in device.performance
+    )
+
+
+_COUNTERS = (
+    ("executions", "executions", "executions that occupied the device"),
+    ("busy_fraction", "busy", "busy unit-time / (virtual time \u00d7 units)"),
+    ("preemptions", "preemptions", "times an execution yielded its unit to higher priority"),
+    (
+        "rejected_persistent",
+        "refused (idle est.)",
+        "refused before starting: even an idle device could not meet the deadline",
+    ),
+    (
+        "rejected_transient",
+        "refused (busy est.)",
+        "refused before starting: the busy device could not meet the deadline",
+    ),
+    ("deadline_aborts", "deadline aborts", "stopped at a checkpoint, deadline passed"),
+    ("loop_timeouts", "loop timeouts", "stopped inside a WHILE loop by the loop timeout"),
+)
+
+
+def _counter_cells(counters: Mapping[str, Any]) -> str:
+    cells = []
+    for key, _, _ in _COUNTERS:
+        value = counters.get(key)
+        if value is None:
+            text = "-"
+        elif key == "busy_fraction":
+            text = f"{value * 100:.1f}%"
+        else:
+            text = str(value)
+        cells.append(f'<td class="counter" data-key="{key}">{text}</td>')
+    return "".join(cells)
+
+
+def _device_table(why: WhyPicture, report: Mapping[str, Any]) -> str:
+    devices = report.get("devices", {})
+    config_heads = (
+        "HAL",
+        "type",
+        "units",
+        "scheduler",
+        "preemption",
+        "deadline policy",
+        "queue limit",
+        "exec time / power (ratio to CPU)",
+        "launch \u00b5s",
+        "jitter",
+        "faults",
+    )
+    rows = [
+        "<h3>Devices: configuration and counters</h3>"
+        '<table id="why-devices"><tr><th class="name" rowspan="2">device</th>'
+        f'<th class="group" colspan="{len(config_heads)}">configuration (scenario)</th>'
+        f'<th class="group" colspan="{len(_COUNTERS)}">counters (report)</th></tr><tr>'
+        + "".join(f"<th>{escape(head)}</th>" for head in config_heads)
+        + "".join(f'<th title="{escape(tip)}">{escape(head)}</th>' for _, head, tip in _COUNTERS)
+        + "</tr>"
+    ]
+    for device in why.devices:
+        config = (
+            ("hal_version", device.hal_version),
+            ("type", device.type),
+            ("compute_units", str(device.compute_units)),
+            ("scheduler", device.scheduler),
+            ("preemption", device.preemption),
+            ("deadline_policy", device.deadline_policy),
+            ("queue_limit", "none" if device.queue_limit is None else str(device.queue_limit)),
+            ("performance", _performance_text(device)),
+            ("launch_us", _fmt(device.launch_us)),
+            ("jitter", _fmt(device.jitter)),
+            ("faults", ", ".join(map(_fault_text, device.faults)) or "none"),
+        )
+        rows.append(
+            f'<tr data-device="{escape(device.name)}"><td class="name">{escape(device.name)}</td>'
+            + "".join(
+                f'<td class="cfg" data-key="{key}">{escape(text)}</td>' for key, text in config
+            )
+            + _counter_cells(devices.get(device.name, {}))
+            + "</tr>"
+        )
+    cpu = why.cpu
+    rows.append(
+        f'<tr data-device="{CPU_DEVICE}"><td class="name">{CPU_DEVICE}</td>'
+        '<td class="cfg" colspan="11">the runtime\'s CPU path: runs on each calling app thread'
+        " (no queue, no scheduler, no preemption; deadline checked before each operation); "
+        f"{_fmt(cpu.ns_per_mac)} ns per MAC, {_fmt(cpu.ns_per_element)} ns per element</td>"
+        + _counter_cells(devices.get(CPU_DEVICE, {}))
+        + "</tr>"
+    )
+    rows.append("</table>")
+    rows.append(
+        '<p class="note">Schedulers: <b>fifo</b> runs executions in arrival order; '
+        "<b>per_app_priority</b> (Android's rule) orders only an app's own executions by "
+        "priority, while between apps the oldest waiting execution goes first; "
+        "<b>global_priority</b> orders all executions by priority. Preemption "
+        "<b>checkpoint</b> yields a unit at the next operation boundary keeping progress, "
+        "<b>restart</b> starts the yielding execution over.</p>"
+    )
+    return "".join(rows)
+
+
+# ---------------------------------------------------------------- apps
+def _where_ran(data: RunPictures) -> dict[str, Counter[str]]:
+    """Per app, how many of its executions each device saw (the CPU path included)."""
+    where: dict[str, Counter[str]] = {app.name: Counter() for app in data.apps}
+    for device in data.devices:
+        for job in device.jobs:
+            where.setdefault(job.app, Counter())[device.name] += 1
+    if data.why is not None:
+        for app in data.why.apps:
+            if app.cpu_executions:
+                where.setdefault(app.name, Counter())[CPU_DEVICE] += app.cpu_executions
+    return where
+
+
+def _app_table(data: RunPictures, why: WhyPicture, report: Mapping[str, Any]) -> str:
+    apps = report.get("apps", {})
+    where = _where_ran(data)
+    rows = [
+        "<h3>Apps: settings and where they ran</h3>"
+        '<table id="why-apps"><tr><th class="name">app</th><th>priority</th>'
+        '<th>mode</th><th class="name">workload</th><th>deadline ms</th>'
+        '<th class="name">ran on (executions)</th><th>mean ms</th><th>p95 ms</th>'
+        "<th>deadline refused</th><th>deadline aborted</th></tr>"
+    ]
+    for app in why.apps:
+        entry = apps.get(app.name, {})
+        latency = entry.get("latency_ms", {})
+        done = bool(entry.get("completed"))
+        ran = ", ".join(f"{name} {count}" for name, count in where.get(app.name, Counter()).items())
+        rows.append(
+            f'<tr data-app="{escape(app.name)}"><td class="name">{escape(app.name)}</td>'
+            f"<td>{escape(app.priority)}</td><td>{escape(app.execution_mode)}</td>"
+            f'<td class="name">{escape(app.workload)}</td>'
+            f"<td>{'-' if app.timeout_ms is None else _fmt(app.timeout_ms)}</td>"
+            f'<td class="name">{escape(ran or "nowhere")}</td>'
+            f"<td>{_quantile_cell(latency, 'mean', done)}</td>"
+            f"<td>{_quantile_cell(latency, 'p95', done)}</td>"
+            f"<td>{entry.get('deadline_refused', '-')}</td>"
+            f"<td>{entry.get('deadline_aborted', '-')}</td></tr>"
+        )
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def _quantile_cell(latency: Mapping[str, Any], key: str, done: bool) -> str:
+    value = latency.get(key)
+    return f"{value:.3f}" if done and value is not None else "-"
+
+
+# ---------------------------------------------------------------- latency split
+def split_parts(split: Mapping[str, float]) -> list[str]:
+    """The parts of a latency split in drawing order: the four known ones, then the rest."""
+    known = [part for part in SPLIT_PARTS if part in split]
+    return known + sorted(part for part in split if part not in SPLIT_PARTS)
+
+
+def _split_label(part: str) -> str:
+    return SPLIT_LABELS.get(part, part.replace("_", " "))
+
+
+def _split_bars(data: RunPictures, report: Mapping[str, Any]) -> str:
+    """Per app, its mean latency split as a stacked horizontal bar (report key
+    ``apps.<app>.latency_split_ms``); a note instead when the report has no split."""
+    apps = report.get("apps", {})
+    splits = {
+        name: entry["latency_split_ms"]
+        for name, entry in apps.items()
+        if isinstance(entry.get("latency_split_ms"), Mapping)
+    }
+    head = "<h3>Latency split per app (mean per completed execution)</h3>"
+    if not splits:
+        return (
+            head + '<p class="note" id="latency-split">The report has no latency split '
+            "(apps.&lt;app&gt;.latency_split_ms).</p>"
+        )
+    parts: list[str] = []
+    for split in splits.values():
+        for part in split_parts(split):
+            if part not in parts:
+                parts.append(part)
+    parts = split_parts(dict.fromkeys(parts, 0.0))
+    names = list(apps)
+    labels = short_labels(names, limit=20)
+    priorities = {app.name: app.priority for app in data.apps}
+    totals = {
+        name: sum(max(0.0, float(value)) for value in split.values())
+        for name, split in splits.items()
+    }
+    widest = max(totals.values(), default=0.0) or 1.0
+    scale = (_SPLIT_W - _SPLIT_LEFT - _SPLIT_RIGHT) / widest
+    height = 8 + len(names) * _SPLIT_ROW + 4
+    out = [
+        head,
+        '<div class="legend">'
+        + "".join(
+            f'<span><span class="swatch" style="background:{split_color(i)}"></span>'
+            f"{escape(_split_label(part))}</span>"
+            for i, part in enumerate(parts)
+        )
+        + "</div>",
+        f'<svg id="latency-split" width="{_SPLIT_W}" height="{height}">',
+    ]
+    for row, name in enumerate(names):
+        y = 8 + row * _SPLIT_ROW
+        priority = priorities.get(name, "")
+        label = f"{labels[name]} ({priority})" if priority else labels[name]
+        out.append(
+            f'<text x="{_SPLIT_LEFT - 8}" y="{y + 13}" text-anchor="end" class="app-label">'
+            f"<title>{escape(name)}</title>{escape(label)}</text>"
+        )
+        split = splits.get(name)
+        if split is None or not apps[name].get("completed"):
+            out.append(
+                f'<text x="{_SPLIT_LEFT}" y="{y + 13}" class="split-none">'
+                "no completed executions</text>"
+            )
+            continue
+        total = totals[name]
+        x = float(_SPLIT_LEFT)
+        for index, part in enumerate(parts):
+            value = max(0.0, float(split.get(part, 0.0)))
+            if value <= 0.0:
+                continue
+            width = value * scale
+            share = value / total if total else 0.0
+            out.append(
+                f'<rect class="split split-{escape(part)}" data-app="{escape(name)}"'
+                f' data-part="{escape(part)}" data-ms="{value:.3f}" x="{x:.1f}" y="{y}"'
+                f' width="{width:.1f}" height="{_SPLIT_BAR}" fill="{split_color(index)}">'
+                f"<title>{escape(name)}: {escape(_split_label(part))} {value:.3f} ms"
+                f" ({share:.0%} of {total:.3f} ms)</title></rect>"
+            )
+            text = f"{value:.2f}"
+            if width >= 7 * len(text) + 6:
+                color = "#fff" if index < _DARK_PARTS else "#222"
+                out.append(
+                    f'<text class="split-label" x="{x + width / 2:.1f}" y="{y + 13}"'
+                    f' text-anchor="middle" style="fill:{color}">{text}</text>'
+                )
+            x += width
+        out.append(f'<text class="split-total" x="{x + 6:.1f}" y="{y + 13}">{total:.2f} ms</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- per-layer tables
+def _layer_tables(layers: LayerTables | None) -> str:
+    head = "<h3>NNAPI per-layer time (what <code>nnemu parse</code> prints)</h3>"
+    if layers is None:
+        return (
+            head + '<p class="note" id="layer-tables">Not built for these pictures: '
+            "<code>nnemu run --html</code> builds them, or "
+            "<code>nnemu.pictures.with_layer_tables(pictures, trace)</code>.</p>"
+        )
+    if layers.problem is not None:
+        return (
+            head + f'<p class="note" id="layer-tables">No table: {escape(layers.source)}: '
+            f"{escape(layers.problem)}</p>"
+        )
+    out = [
+        head,
+        f'<p class="note" id="layer-tables">Self-times in ms of wall-clock (virtual) time per '
+        f"layer and phase, parsed from {escape(layers.source)} by Android's rules "
+        "(docs/parser.md); one table per client process and run. * This total ignores missing "
+        "(n/a) values and thus is not necessarily consistent with the rest of the numbers.</p>",
+    ]
+    for number, run in enumerate(layers.runs, start=1):
+        who = f"{run.process_name} " if run.process_name else ""
+        caption = (
+            f"process {who}(pid {run.pid}), run {run.ordinal[0]} of {run.ordinal[1]}: "
+            f"{run.executions} executions, started by "
+        )
+        out.append(
+            f'<table class="layers" id="layer-table-{number}" data-pid="{escape(run.pid)}">'
+            f"<caption>{escape(caption)}<code>{escape(run.starting_mark)}</code></caption>"
+            '<tr><th class="name">layer</th>'
+            + "".join(f"<th>{escape(column)}</th>" for column in LAYER_COLUMNS)
+            + "</tr>"
+        )
+        for row in run.rows:
+            out.append(
+                f'<tr data-layer="{escape(row.layer)}"><td class="name">{escape(row.layer)}</td>'
+                + "".join(f"<td>{escape(cell)}</td>" for cell in row.cells)
+                + "</tr>"
+            )
+        out.append("</table>")
+    if layers.warnings:
+        shown = layers.warnings[:5]
+        more = len(layers.warnings) - len(shown)
+        out.append(
+            '<p class="note" id="layer-warnings">The parser warned: '
+            + "; ".join(escape(text) for text in shown)
+            + (f"; and {more} more" if more else "")
+            + "</p>"
+        )
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- the reading
+def _apps_by_device(data: RunPictures) -> dict[str, list[str]]:
+    """Per driver device, the apps whose executions reached it, in scenario order."""
+    order = {app.name: index for index, app in enumerate(data.apps)}
+    users: dict[str, list[str]] = {}
+    for device in data.devices:
+        names = {job.app for job in device.jobs}
+        users[device.name] = sorted(names, key=lambda name: (order.get(name, len(order)), name))
+    return users
+
+
+def _p95(report_apps: Mapping[str, Any], name: str) -> float | None:
+    entry = report_apps.get(name, {})
+    if not entry.get("completed"):
+        return None
+    value = entry.get("latency_ms", {}).get("p95")
+    return None if value is None else float(value)
+
+
+def _inversions(data: RunPictures, why: WhyPicture, report_apps: Mapping[str, Any]) -> list[str]:
+    """A higher-priority app with a worse p95 than a lower-priority one on a shared device,
+    explained by that device's scheduler (or its lack of preemption)."""
+    priority = {app.name: app.priority for app in data.apps}
+    configs = {device.name: device for device in why.devices}
+    users = _apps_by_device(data)
+    sentences = []
+    seen: set[tuple[str, str]] = set()
+    for device_name, names in users.items():
+        device = configs.get(device_name)
+        if device is None:
+            continue
+        for high in names:
+            for low in names:
+                rank_high = _PRIORITY_RANK.get(priority.get(high, ""), -1)
+                rank_low = _PRIORITY_RANK.get(priority.get(low, ""), -1)
+                p95_high, p95_low = _p95(report_apps, high), _p95(report_apps, low)
+                if (
+                    rank_high <= rank_low
+                    or p95_high is None
+                    or p95_low is None
+                    or p95_high <= p95_low
+                    or (high, low) in seen
+                ):
+                    continue
+                why_text = _scheduler_reason(device, high, low)
+                if why_text is None:
+                    continue
+                seen.add((high, low))
+                sentences.append(
+                    f"{high} ({priority[high]}) has a worse p95 than {low} ({priority[low]})"
+                    f" ({p95_high:.2f} vs {p95_low:.2f} ms): {why_text}"
+                )
+    return sentences
+
+
+def _scheduler_reason(device: DeviceConfig, high: str, low: str) -> str | None:
+    name = device.name
+    if device.scheduler == "per_app_priority":
+        return (
+            f"{name}'s scheduler is per_app_priority, where a priority only orders an app's own "
+            "executions; between apps the oldest waiting execution goes first, so "
+            f"{high}'s executions wait behind {low}'s."
+        )
+    if device.scheduler == "fifo":
+        return (
+            f"{name}'s scheduler is fifo: executions run in arrival order, whatever their priority."
+        )
+    if device.preemption == "none":
+        return (
+            f"{name} orders by priority (global_priority) but does not preempt: an execution of "
+            f"{high} that arrives while one of {low} runs waits until it ends."
+        )
+    return None
+
+
+def _split_sentences(data: RunPictures, report_apps: Mapping[str, Any]) -> list[str]:
+    """A part of an app's latency split other than compute that makes up a third or more of
+    its mean latency; without a split in the report, a long wait for a device's unit."""
+    sentences = []
+    for app in data.apps:
+        entry = report_apps.get(app.name, {})
+        split = entry.get("latency_split_ms")
+        if not entry.get("completed"):
+            continue
+        if isinstance(split, Mapping):
+            total = sum(max(0.0, float(value)) for value in split.values())
+            if total <= 0.0:
+                continue
+            part, value = max(
+                ((p, max(0.0, float(split[p]))) for p in split_parts(split)),
+                key=lambda item: item[1],
+            )
+            if part == "compute" or value < total / 3:
+                continue
+            sentences.append(
+                f"{_split_label(part).capitalize()} is {value / total:.0%} of {app.name}'s mean"
+                f" latency ({value:.2f} of {total:.2f} ms)."
+            )
+            continue
+        sentence = _device_wait_sentence(
+            data, app, float(entry.get("latency_ms", {}).get("mean", 0))
+        )
+        if sentence:
+            sentences.append(sentence)
+    return sentences
+
+
+def _device_wait_sentence(data: RunPictures, app: AppPicture, mean_ms: float) -> str | None:
+    """Without a split: the app's mean wait for a unit at its busiest device, if it is a
+    third or more of its mean latency."""
+    best: tuple[float, str, int] | None = None
+    for device in data.devices:
+        waits = [
+            job.started_ns - job.arrived_ns
+            for job in device.jobs
+            if job.app == app.name and job.started_ns is not None
+        ]
+        if waits:
+            mean_wait = sum(waits) / len(waits) / 1e6
+            if best is None or mean_wait > best[0]:
+                best = (mean_wait, device.name, len(waits))
+    if best is None or mean_ms <= 0 or best[0] < mean_ms / 3:
+        return None
+    wait, device_name, count = best
+    return (
+        f"{app.name}'s executions waited {wait:.2f} ms on average for a unit of {device_name}"
+        f" ({count} executions), {wait / mean_ms:.0%} of its mean latency ({mean_ms:.2f} ms)."
+    )
+
+
+def _device_sentences(data: RunPictures, why: WhyPicture, report: Mapping[str, Any]) -> list[str]:
+    devices = report.get("devices", {})
+    apps = report.get("apps", {})
+    sentences = []
+    for device in why.devices:
+        counters = devices.get(device.name, {})
+        busy = counters.get("busy_fraction", 0.0)
+        if busy >= 0.85:
+            units = f"{device.compute_units} unit{'s' if device.compute_units != 1 else ''}"
+            sentences.append(
+                f"{device.name} was busy {busy:.0%} of the run ({units}): there is little slack,"
+                " so executions queue for it."
+            )
+        yielded = Counter(
+            job.app
+            for picture in data.devices
+            if picture.name == device.name
+            for job in picture.jobs
+            for _ in range(job.preempted)
+        )
+        if counters.get("preemptions") and yielded:
+            who = ", ".join(f"{name} {count}" for name, count in yielded.most_common())
+            sentences.append(
+                f"{device.name} preempted running work {counters['preemptions']} times"
+                f" (preemption {device.preemption}); executions that yielded their unit: {who}."
+            )
+        for fault in device.faults:
+            if fault.kind == "crash":
+                sentences.append(
+                    f"{device.name} crashed at {_fmt(fault.at_ms or 0.0)} ms (injected fault);"
+                    " later executions of apps that may use other devices fall back to the"
+                    f" CPU path ({CPU_DEVICE})."
+                )
+        if counters.get("loop_timeouts"):
+            sentences.append(
+                f"{device.name} stopped {counters['loop_timeouts']} executions inside a WHILE"
+                " loop (the loop timeout)."
+            )
+        if device.queue_limit is not None:
+            users = _apps_by_device(data).get(device.name, [])
+            full = {
+                name: apps.get(name, {}).get("errors", {}).get("RESOURCE_EXHAUSTED_TRANSIENT", 0)
+                for name in users
+            }
+            full = {name: count for name, count in full.items() if count}
+            if full:
+                who = ", ".join(f"{name} {count}" for name, count in full.items())
+                sentences.append(
+                    f"{device.name}'s queue holds at most {device.queue_limit} waiting"
+                    f" executions; turned away with RESOURCE_EXHAUSTED_TRANSIENT: {who}."
+                )
+    return sentences
+
+
+def _deadline_sentences(why: WhyPicture, report_apps: Mapping[str, Any]) -> list[str]:
+    sentences = []
+    for app in why.apps:
+        entry = report_apps.get(app.name, {})
+        refused = entry.get("deadline_refused", 0)
+        aborted = entry.get("deadline_aborted", 0)
+        if not refused and not aborted:
+            continue
+        deadline = f" of {_fmt(app.timeout_ms)} ms" if app.timeout_ms is not None else ""
+        parts = []
+        if refused:
+            parts.append(f"{refused} refused before starting (the driver's estimate)")
+        if aborted:
+            parts.append(f"{aborted} aborted at a checkpoint")
+        sentences.append(
+            f"Deadline{deadline} of {app.name}: "
+            + " and ".join(parts)
+            + f", out of {entry.get('submitted', 0)} submitted."
+        )
+    return sentences
+
+
+def _cpu_sentence(why: WhyPicture, report: Mapping[str, Any]) -> list[str]:
+    total = report.get("devices", {}).get(CPU_DEVICE, {}).get("executions", 0)
+    if not total:
+        return []
+    who = ", ".join(f"{app.name} {app.cpu_executions}" for app in why.apps if app.cpu_executions)
+    return [f"{total} executions ran on the runtime's CPU path ({CPU_DEVICE}): {who}."]
+
+
+def reading(data: RunPictures, report: Mapping[str, Any]) -> Sequence[str]:
+    """Sentences that explain the run's latencies, each from numbers of the run; empty when
+    nothing stands out."""
+    why = data.why
+    if why is None:
+        return []
+    report_apps = report.get("apps", {})
+    return [
+        *_inversions(data, why, report_apps),
+        *_split_sentences(data, report_apps),
+        *_device_sentences(data, why, report),
+        *_deadline_sentences(why, report_apps),
+        *_cpu_sentence(why, report),
+    ]
+
+
+__all__ = ["WHY_CSS", "reading", "split_color", "split_parts", "why_section"]
