@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from nnemu.scenario import DeviceSpec, WorkloadKind, WorkloadSpec
+from nnemu.scenario import DeviceSpec, RetrySpec, WorkloadKind, WorkloadSpec
 from nnemu.tracer import Layer, Phase
 
 if TYPE_CHECKING:
@@ -431,6 +431,9 @@ class AppConfig:
     """Execution deadline relative to its start (None: none)."""
     devices: tuple[str, ...] | None
     """Devices the app asks for (None: the runtime chooses)."""
+    retry: str
+    """Retry policy of TRANSIENT errors in a few words (``up to 6 retries, back-off 2 ms
+    x2``), or ``none``."""
     cpu_executions: int
     """Executions (or partitions) of this app that ran on the runtime's CPU path."""
 
@@ -504,6 +507,16 @@ def _workload_text(spec: WorkloadSpec) -> str:
     return f"{kind} {len(spec.arrivals_ms)} arrivals"
 
 
+def _retry_text(spec: RetrySpec) -> str:
+    if not spec.max_attempts:
+        return "none"
+    plural = "y" if spec.max_attempts == 1 else "ies"
+    return (
+        f"up to {spec.max_attempts} retr{plural}, back-off {spec.backoff_ms:g} ms"
+        f" x{spec.backoff_factor:g}"
+    )
+
+
 def _device_config(spec: DeviceSpec) -> DeviceConfig:
     perf = spec.performance
     return DeviceConfig(
@@ -545,6 +558,7 @@ def why_picture(emulator: Emulator) -> WhyPicture:
             workload=_workload_text(app.spec.workload),
             timeout_ms=app.spec.execution_timeout_ms,
             devices=app.spec.devices,
+            retry=_retry_text(app.spec.retry),
             cpu_executions=app.runtime.cpu_stats.executions,
         )
         for app in emulator.apps

@@ -421,115 +421,161 @@ def _layer_tables(layers: LayerTables | None) -> str:
 
 
 # ---------------------------------------------------------------- the reading
-def _apps_by_device(data: RunPictures) -> dict[str, list[str]]:
-    """Per driver device, the apps whose executions reached it, in scenario order."""
-    order = {app.name: index for index, app in enumerate(data.apps)}
-    users: dict[str, list[str]] = {}
-    for device in data.devices:
-        names = {job.app for job in device.jobs}
-        users[device.name] = sorted(names, key=lambda name: (order.get(name, len(order)), name))
-    return users
+class _Facts:
+    """What the reading's rules look up, gathered once."""
+
+    def __init__(self, data: RunPictures, why: WhyPicture, report: Mapping[str, Any]) -> None:
+        self.data = data
+        self.why = why
+        self.apps: Mapping[str, Any] = report.get("apps", {})
+        self.devices: Mapping[str, Any] = report.get("devices", {})
+        self.priority = {app.name: app.priority for app in data.apps}
+        self.configs = {device.name: device for device in why.devices}
+        self.settings = {app.name: app for app in why.apps}
+        order = {app.name: index for index, app in enumerate(data.apps)}
+        self.users: dict[str, list[str]] = {}
+        """Per driver device, the apps whose executions reached it, in scenario order."""
+        self.jobs: dict[str, Counter[str]] = {}
+        """Per app, its executions per driver device."""
+        for device in data.devices:
+            counts = Counter(job.app for job in device.jobs)
+            self.users[device.name] = sorted(counts, key=lambda n: (order.get(n, len(order)), n))
+            for name, count in counts.items():
+                self.jobs.setdefault(name, Counter())[device.name] = count
+        self.explained: set[str] = set()
+        """Apps whose wait a sentence has already put down to their device's scheduler."""
+
+    def rank(self, app: str) -> int:
+        return _PRIORITY_RANK.get(self.priority.get(app, ""), -1)
+
+    def p95(self, app: str) -> float | None:
+        entry = self.apps.get(app, {})
+        value = entry.get("latency_ms", {}).get("p95")
+        return float(value) if entry.get("completed") and value is not None else None
+
+    def labelled(self, app: str) -> str:
+        priority = self.priority.get(app)
+        return f"{app} ({priority})" if priority else app
 
 
-def _p95(report_apps: Mapping[str, Any], name: str) -> float | None:
-    entry = report_apps.get(name, {})
-    if not entry.get("completed"):
-        return None
-    value = entry.get("latency_ms", {}).get("p95")
-    return None if value is None else float(value)
-
-
-def _inversions(data: RunPictures, why: WhyPicture, report_apps: Mapping[str, Any]) -> list[str]:
+def _inversions(facts: _Facts) -> list[str]:
     """A higher-priority app with a worse p95 than a lower-priority one on a shared device,
-    explained by that device's scheduler (or its lack of preemption)."""
-    priority = {app.name: app.priority for app in data.apps}
-    configs = {device.name: device for device in why.devices}
-    users = _apps_by_device(data)
+    put down to that device's scheduler (or its lack of preemption)."""
     sentences = []
-    seen: set[tuple[str, str]] = set()
-    for device_name, names in users.items():
-        device = configs.get(device_name)
+    for device_name, names in facts.users.items():
+        device = facts.configs.get(device_name)
         if device is None:
             continue
         for high in names:
             for low in names:
-                rank_high = _PRIORITY_RANK.get(priority.get(high, ""), -1)
-                rank_low = _PRIORITY_RANK.get(priority.get(low, ""), -1)
-                p95_high, p95_low = _p95(report_apps, high), _p95(report_apps, low)
+                p95_high, p95_low = facts.p95(high), facts.p95(low)
                 if (
-                    rank_high <= rank_low
+                    facts.rank(high) <= facts.rank(low)
                     or p95_high is None
                     or p95_low is None
                     or p95_high <= p95_low
-                    or (high, low) in seen
+                    or high in facts.explained
                 ):
                     continue
-                why_text = _scheduler_reason(device, high, low)
-                if why_text is None:
+                reason = _scheduler_reason(device, high, [low])
+                if reason is None:
                     continue
-                seen.add((high, low))
+                facts.explained.add(high)
                 sentences.append(
-                    f"{high} ({priority[high]}) has a worse p95 than {low} ({priority[low]})"
-                    f" ({p95_high:.2f} vs {p95_low:.2f} ms): {why_text}"
+                    f"{facts.labelled(high)} has a worse p95 than {facts.labelled(low)}"
+                    f" ({p95_high:.2f} vs {p95_low:.2f} ms): {reason}."
                 )
     return sentences
 
 
-def _scheduler_reason(device: DeviceConfig, high: str, low: str) -> str | None:
-    name = device.name
+def _scheduler_reason(device: DeviceConfig, app: str, lower: Sequence[str]) -> str | None:
+    """Why ``app``'s executions wait behind those of the ``lower``-priority apps on
+    ``device``; None when its scheduler and preemption would not make them."""
+    name, others = device.name, _join(lower)
+    if not lower:
+        return None
     if device.scheduler == "per_app_priority":
         return (
-            f"{name}'s scheduler is per_app_priority, where a priority only orders an app's own "
-            "executions; between apps the oldest waiting execution goes first, so "
-            f"{high}'s executions wait behind {low}'s."
+            f"{name}'s scheduler is per_app_priority, where a priority only orders an app's own"
+            " executions; between apps the oldest waiting execution goes first, so"
+            f" {app}'s executions wait behind {others}'s"
         )
     if device.scheduler == "fifo":
         return (
-            f"{name}'s scheduler is fifo: executions run in arrival order, whatever their priority."
+            f"{name}'s scheduler is fifo, which runs executions in arrival order whatever their"
+            f" priority, so {app}'s executions wait behind {others}'s"
         )
     if device.preemption == "none":
         return (
-            f"{name} orders by priority (global_priority) but does not preempt: an execution of "
-            f"{high} that arrives while one of {low} runs waits until it ends."
+            f"{name} orders by priority but does not preempt (preemption none), so an execution"
+            f" of {app} that arrives while one of {others} runs waits until it ends"
         )
     return None
 
 
-def _split_sentences(data: RunPictures, report_apps: Mapping[str, Any]) -> list[str]:
-    """A part of an app's latency split other than compute that makes up a third or more of
-    its mean latency; without a split in the report, a long wait for a device's unit."""
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _join(names: Sequence[str]) -> str:
+    if len(names) <= 2:
+        return " and ".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _wait_sentences(facts: _Facts) -> list[str]:
+    """Per app, a part of its latency split other than compute that makes up a third or
+    more of its mean latency (without a split in the report: its mean wait for a unit of a
+    device), and why it waits if its device's scheduler explains it."""
     sentences = []
-    for app in data.apps:
-        entry = report_apps.get(app.name, {})
-        split = entry.get("latency_split_ms")
+    for app in facts.data.apps:
+        entry = facts.apps.get(app.name, {})
         if not entry.get("completed"):
             continue
+        split = entry.get("latency_split_ms")
         if isinstance(split, Mapping):
-            total = sum(max(0.0, float(value)) for value in split.values())
-            if total <= 0.0:
-                continue
-            part, value = max(
-                ((p, max(0.0, float(split[p]))) for p in split_parts(split)),
-                key=lambda item: item[1],
-            )
-            if part == "compute" or value < total / 3:
-                continue
-            sentences.append(
-                f"{_split_label(part).capitalize()} is {value / total:.0%} of {app.name}'s mean"
-                f" latency ({value:.2f} of {total:.2f} ms)."
-            )
+            sentence, waited = _split_sentence(app.name, split)
+            device_name = max(facts.jobs.get(app.name, {"": 0}).items(), key=lambda i: i[1])[0]
+        else:
+            mean_ms = float(entry.get("latency_ms", {}).get("mean", 0.0))
+            sentence, device_name = _device_wait_sentence(facts.data, app, mean_ms)
+            waited = sentence is not None
+        if sentence is None:
             continue
-        sentence = _device_wait_sentence(
-            data, app, float(entry.get("latency_ms", {}).get("mean", 0))
-        )
-        if sentence:
-            sentences.append(sentence)
+        device = facts.configs.get(device_name)
+        if waited and device is not None and app.name not in facts.explained:
+            users = facts.users.get(device_name, [])
+            lower = [name for name in users if facts.rank(name) < facts.rank(app.name)]
+            reason = _scheduler_reason(device, app.name, lower)
+            if reason is not None:
+                facts.explained.add(app.name)
+                sentence = sentence[:-1] + f": {reason}."
+        sentences.append(sentence)
     return sentences
 
 
-def _device_wait_sentence(data: RunPictures, app: AppPicture, mean_ms: float) -> str | None:
-    """Without a split: the app's mean wait for a unit at its busiest device, if it is a
-    third or more of its mean latency."""
+def _split_sentence(app: str, split: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """(the sentence, whether it is about queue wait) for an app's split."""
+    total = sum(max(0.0, float(value)) for value in split.values())
+    if total <= 0.0:
+        return None, False
+    part, value = max(
+        ((p, max(0.0, float(split[p]))) for p in split_parts(split)), key=lambda item: item[1]
+    )
+    if part == "compute" or value < total / 3:
+        return None, False
+    sentence = (
+        f"{_split_label(part).capitalize()} is {value / total:.0%} of {app}'s mean latency"
+        f" ({value:.2f} of {total:.2f} ms)."
+    )
+    return sentence, part == "queue_wait"
+
+
+def _device_wait_sentence(
+    data: RunPictures, app: AppPicture, mean_ms: float
+) -> tuple[str | None, str]:
+    """Without a split: (the sentence, the device) of the app's mean wait for a unit at the
+    device where it waited longest, if that is a third or more of its mean latency."""
     best: tuple[float, str, int] | None = None
     for device in data.devices:
         waits = [
@@ -542,111 +588,164 @@ def _device_wait_sentence(data: RunPictures, app: AppPicture, mean_ms: float) ->
             if best is None or mean_wait > best[0]:
                 best = (mean_wait, device.name, len(waits))
     if best is None or mean_ms <= 0 or best[0] < mean_ms / 3:
-        return None
+        return None, ""
     wait, device_name, count = best
-    return (
+    sentence = (
         f"{app.name}'s executions waited {wait:.2f} ms on average for a unit of {device_name}"
         f" ({count} executions), {wait / mean_ms:.0%} of its mean latency ({mean_ms:.2f} ms)."
     )
+    return sentence, device_name
 
 
-def _device_sentences(data: RunPictures, why: WhyPicture, report: Mapping[str, Any]) -> list[str]:
-    devices = report.get("devices", {})
-    apps = report.get("apps", {})
+def _device_sentences(facts: _Facts) -> list[str]:
+    """Saturation, preemptions, loop timeouts and a full queue, per device."""
     sentences = []
-    for device in why.devices:
-        counters = devices.get(device.name, {})
+    for device in facts.why.devices:
+        counters = facts.devices.get(device.name, {})
         busy = counters.get("busy_fraction", 0.0)
         if busy >= 0.85:
-            units = f"{device.compute_units} unit{'s' if device.compute_units != 1 else ''}"
+            units = _count(device.compute_units, "unit")
             sentences.append(
                 f"{device.name} was busy {busy:.0%} of the run ({units}): there is little slack,"
                 " so executions queue for it."
             )
-        yielded = Counter(
-            job.app
-            for picture in data.devices
-            if picture.name == device.name
-            for job in picture.jobs
-            for _ in range(job.preempted)
-        )
+        yielded: Counter[str] = Counter()
+        for picture in facts.data.devices:
+            if picture.name == device.name:
+                for job in picture.jobs:
+                    yielded[job.app] += job.preempted
+        yielded = +yielded
         if counters.get("preemptions") and yielded:
             who = ", ".join(f"{name} {count}" for name, count in yielded.most_common())
             sentences.append(
                 f"{device.name} preempted running work {counters['preemptions']} times"
                 f" (preemption {device.preemption}); executions that yielded their unit: {who}."
             )
-        for fault in device.faults:
-            if fault.kind == "crash":
-                sentences.append(
-                    f"{device.name} crashed at {_fmt(fault.at_ms or 0.0)} ms (injected fault);"
-                    " later executions of apps that may use other devices fall back to the"
-                    f" CPU path ({CPU_DEVICE})."
-                )
         if counters.get("loop_timeouts"):
             sentences.append(
                 f"{device.name} stopped {counters['loop_timeouts']} executions inside a WHILE"
                 " loop (the loop timeout)."
             )
         if device.queue_limit is not None:
-            users = _apps_by_device(data).get(device.name, [])
             full = {
-                name: apps.get(name, {}).get("errors", {}).get("RESOURCE_EXHAUSTED_TRANSIENT", 0)
-                for name in users
+                name: count
+                for name in facts.users.get(device.name, [])
+                if (count := facts.apps.get(name, {}).get("errors", {}).get(_QUEUE_FULL, 0))
             }
-            full = {name: count for name, count in full.items() if count}
             if full:
                 who = ", ".join(f"{name} {count}" for name, count in full.items())
                 sentences.append(
-                    f"{device.name}'s queue holds at most {device.queue_limit} waiting"
-                    f" executions; turned away with RESOURCE_EXHAUSTED_TRANSIENT: {who}."
+                    f"{device.name}'s queue holds at most"
+                    f" {_count(device.queue_limit, 'waiting execution')}; finally turned away"
+                    f" with {_QUEUE_FULL}: {who}."
                 )
     return sentences
 
 
-def _deadline_sentences(why: WhyPicture, report_apps: Mapping[str, Any]) -> list[str]:
+_QUEUE_FULL = "RESOURCE_EXHAUSTED_TRANSIENT"
+
+
+def _retry_sentences(facts: _Facts) -> list[str]:
+    """Apps that retried, with what on their devices turns executions away."""
     sentences = []
-    for app in why.apps:
-        entry = report_apps.get(app.name, {})
+    for app in facts.why.apps:
+        retries = facts.apps.get(app.name, {}).get("retries", 0)
+        if not retries:
+            continue
+        causes = []
+        for device_name in facts.jobs.get(app.name, {}):
+            device = facts.configs.get(device_name)
+            if device is None:
+                continue
+            if device.queue_limit is not None:
+                causes.append(
+                    f"{device_name} holds at most {_count(device.queue_limit, 'waiting execution')}"
+                )
+            causes += [
+                f"{device_name} is {_fault_text(fault)}"
+                for fault in device.faults
+                if fault.kind in ("busy", "offline")
+            ]
+        sentence = (
+            f"{app.name} retried {retries} times ({app.retry}); the back-off counts in its latency"
+        )
+        sentences.append(sentence + (f" ({'; '.join(causes)})." if causes else "."))
+    return sentences
+
+
+def _deadline_sentences(facts: _Facts) -> list[str]:
+    sentences = []
+    for app in facts.why.apps:
+        entry = facts.apps.get(app.name, {})
         refused = entry.get("deadline_refused", 0)
         aborted = entry.get("deadline_aborted", 0)
         if not refused and not aborted:
             continue
-        deadline = f" of {_fmt(app.timeout_ms)} ms" if app.timeout_ms is not None else ""
+        deadline = f" ({_fmt(app.timeout_ms)} ms)" if app.timeout_ms is not None else ""
         parts = []
         if refused:
             parts.append(f"{refused} refused before starting (the driver's estimate)")
         if aborted:
             parts.append(f"{aborted} aborted at a checkpoint")
         sentences.append(
-            f"Deadline{deadline} of {app.name}: "
+            f"{app.name}'s deadline{deadline}: "
             + " and ".join(parts)
-            + f", out of {entry.get('submitted', 0)} submitted."
+            + f", of {entry.get('submitted', 0)} submitted."
         )
     return sentences
 
 
-def _cpu_sentence(why: WhyPicture, report: Mapping[str, Any]) -> list[str]:
-    total = report.get("devices", {}).get(CPU_DEVICE, {}).get("executions", 0)
-    if not total:
-        return []
-    who = ", ".join(f"{app.name} {app.cpu_executions}" for app in why.apps if app.cpu_executions)
-    return [f"{total} executions ran on the runtime's CPU path ({CPU_DEVICE}): {who}."]
+def _crash_and_cpu_sentences(facts: _Facts) -> list[str]:
+    """A crashed device and what became of its apps; the CPU path's executions."""
+    sentences = []
+    fell_back = [app for app in facts.why.apps if app.cpu_executions]
+    told: set[str] = set()
+    for device in facts.why.devices:
+        for fault in device.faults:
+            if fault.kind != "crash":
+                continue
+            users = facts.users.get(device.name, [])
+            clauses = []
+            moved = [app for app in fell_back if app.name in users]
+            if moved:
+                who = _join([f"{app.name} ({app.cpu_executions})" for app in moved])
+                clauses.append(f"executions of {who} ran on the CPU path ({CPU_DEVICE})")
+                told.update(app.name for app in moved)
+            for name in users:
+                errors = facts.apps.get(name, {}).get("errors", {})
+                if errors:
+                    pinned = facts.settings.get(name)
+                    asks = (
+                        f", which asks for {_join(list(pinned.devices))} only,"
+                        if pinned is not None and pinned.devices
+                        else ""
+                    )
+                    codes = ", ".join(f"{code} {count}" for code, count in errors.items())
+                    clauses.append(f"{name}{asks} failed ({codes})")
+            tail = ": " + "; ".join(clauses) if clauses else ""
+            sentences.append(
+                f"{device.name} crashed at {_fmt(fault.at_ms or 0.0)} ms (injected fault){tail}."
+            )
+    rest = [app for app in fell_back if app.name not in told]
+    if rest:
+        who = ", ".join(f"{app.name} {app.cpu_executions}" for app in rest)
+        sentences.append(f"Executions on the runtime's CPU path ({CPU_DEVICE}): {who}.")
+    return sentences
 
 
 def reading(data: RunPictures, report: Mapping[str, Any]) -> Sequence[str]:
     """Sentences that explain the run's latencies, each from numbers of the run; empty when
     nothing stands out."""
-    why = data.why
-    if why is None:
+    if data.why is None:
         return []
-    report_apps = report.get("apps", {})
+    facts = _Facts(data, data.why, report)
     return [
-        *_inversions(data, why, report_apps),
-        *_split_sentences(data, report_apps),
-        *_device_sentences(data, why, report),
-        *_deadline_sentences(why, report_apps),
-        *_cpu_sentence(why, report),
+        *_inversions(facts),
+        *_wait_sentences(facts),
+        *_device_sentences(facts),
+        *_retry_sentences(facts),
+        *_deadline_sentences(facts),
+        *_crash_and_cpu_sentences(facts),
     ]
 
 
