@@ -686,19 +686,20 @@ class LayerTrace:
     """
 
     def __init__(self, trace: str | None) -> None:
-        self._path: str | None = None
         self._own: str | None = None
         self.sinks: list[TraceSink] = []
         """Sinks to add to the run's (none when the run's own trace is parsed)."""
         if trace is not None and (os.path.isfile(trace) or not os.path.exists(trace)):
-            self._path = trace
+            self.path = trace
+            """The trace parsed after the run."""
             self.source = f"the run's trace, {trace}"
+            """How the page names that trace."""
             return
         from nnemu.tracer import open_trace_writer
 
         handle, self._own = tempfile.mkstemp(prefix="nnemu-layers-", suffix=".html")
         os.close(handle)
-        self._path = self._own
+        self.path = self._own
         self.source = "a systrace of the run (not kept)"
         self.sinks.append(open_trace_writer(self._own))
 
@@ -710,8 +711,7 @@ class LayerTrace:
 
     def attach(self, data: RunPictures) -> RunPictures:
         """``data`` with the tables of the finished run's trace."""
-        assert self._path is not None
-        return with_layer_tables(data, self._path, self.source)
+        return with_layer_tables(data, self.path, self.source)
 
     def close(self) -> None:
         """Remove the temporary trace, if there is one."""

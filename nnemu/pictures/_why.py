@@ -48,7 +48,7 @@ SPLIT_LABELS = {
 }
 # A slate ramp (darkest first: the queue wait is what one looks for), then sand for any
 # further part: no colour of the apps' or the result codes' palettes (tests check it).
-SPLIT_COLORS = ("#2f3e5c", "#5b7399", "#93a7c7", "#c9d4e6", "#e8c07d", "#b08b5b", "#f3e1bb")
+SPLIT_COLORS = ("#2f3e5c", "#5b7399", "#93a7c7", "#cfd8dc", "#e8c07d", "#b08b5b", "#f3e1bb")
 _DARK_PARTS = 2
 """The first parts are dark: their labels are white."""
 

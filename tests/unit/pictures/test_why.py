@@ -1,0 +1,387 @@
+"""The page's "Why" section: configuration beside counters, split bars, per-layer tables, reading."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import attrs
+import pytest
+
+from nnemu import run
+from nnemu.pictures import (
+    LayerTables,
+    LayerTrace,
+    RunPictures,
+    collect,
+    layer_tables,
+    render_html,
+    with_layer_tables,
+)
+from nnemu.pictures._common import APP_COLORS, CODE_COLORS
+from nnemu.pictures._why import SPLIT_COLORS, reading, split_parts, why_section
+from nnemu.report import Report
+from nnemu.scenario import load_scenario
+from tests.commands import run_cli, run_parse
+from tests.unit.pictures.dom import by_id, parse_page
+
+REPO = Path(__file__).resolve().parents[3]
+TWO_APPS = REPO / "scenarios/two_apps_one_npu.yaml"
+
+
+class _Tables(HTMLParser):
+    """The text of every cell of every table of a page, by table id, plus list items by id."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self.attrs: dict[str, list[list[dict[str, str]]]] = {}
+        self.items: dict[str, list[str]] = {}
+        self._table: str | None = None
+        self._list: str | None = None
+        self._cell: list[str] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {key: value or "" for key, value in attrs}
+        if tag == "table":
+            self._table = values.get("id", "")
+            self.tables[self._table] = []
+            self.attrs[self._table] = []
+        elif tag == "tr" and self._table is not None:
+            self.tables[self._table].append([])
+            self.attrs[self._table].append([values])
+        elif tag in ("td", "th") and self._table is not None:
+            self._cell = []
+            self.attrs[self._table][-1].append(values)
+        elif tag == "ul":
+            self._list = values.get("id", "")
+            self.items[self._list] = []
+        elif tag == "li":
+            self._text = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._table is not None:
+            self.tables[self._table][-1].append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "table":
+            self._table = None
+        elif tag == "li" and self._list is not None:
+            self.items[self._list].append("".join(self._text))
+        elif tag == "ul":
+            self._list = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+        self._text.append(data)
+
+
+def _tables(page: str) -> _Tables:
+    parser = _Tables()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def _parse_printout(text: str) -> list[tuple[str, list[list[str]]]]:
+    """(starting mark, rows as [layer, *cells]) of each table ``nnemu parse`` printed."""
+    layers = {"Application", "Runtime", "IPC", "Driver", "CPU", "Total"}
+    runs: list[tuple[str, list[list[str]]]] = []
+    for line in text.splitlines():
+        if line.startswith(("B|", "[NN_")):
+            runs.append((line, []))
+        elif line.split() and line.split()[0] in layers and len(line.split()) == 10:
+            runs[-1][1].append(line.split())
+    return runs
+
+
+def _page_layer_runs(page: str) -> list[tuple[str, list[list[str]]]]:
+    """(starting mark, rows) of each per-layer table of the page."""
+    tables = _tables(page).tables
+    marks = re.findall(r'<table class="layers"[^>]*><caption>.*?<code>(.*?)</code>', page)
+    out = []
+    for number, mark in enumerate(marks, start=1):
+        rows = tables[f"layer-table-{number}"][1:]  # below the header row
+        out.append((mark.replace("&amp;", "&").replace("&#x27;", "'"), rows))
+    return out
+
+
+@pytest.fixture(name="two_apps", scope="module")
+def _two_apps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """two_apps_one_npu run three ways: with --html and --trace, with --html alone, and
+    with --trace and --report alone (no page)."""
+    root = tmp_path_factory.mktemp("why")
+    paths = {
+        "page": root / "page.html",
+        "trace": root / "trace.html",
+        "report": root / "report.json",
+        "page_alone": root / "alone.html",
+        "plain_trace": root / "plain.html",
+        "plain_report": root / "plain.json",
+    }
+    for argv in (
+        ("--html", paths["page"], "--trace", paths["trace"], "--report", paths["report"]),
+        ("--html", paths["page_alone"]),
+        ("--trace", paths["plain_trace"], "--report", paths["plain_report"]),
+    ):
+        code, _, err = run_cli("run", str(TWO_APPS), *map(str, argv))
+        assert code == 0, err
+    return paths
+
+
+def test_page_tables_equal_nnemu_parse_of_the_runs_trace(two_apps: dict[str, Path]) -> None:
+    """Every per-layer table of the page has the rows and starting mark ``nnemu parse`` prints
+    for the run's trace, with --trace given and without it."""
+    code, printed, err = run_parse(two_apps["trace"])
+    assert code == 0, err
+    expected = _parse_printout(printed)
+    assert len(expected) == 2
+    assert _page_layer_runs(two_apps["page"].read_text()) == expected
+    assert _page_layer_runs(two_apps["page_alone"].read_text()) == expected
+
+
+def test_the_page_does_not_change_the_runs_report_or_trace(two_apps: dict[str, Path]) -> None:
+    """A run with --html writes the same report and trace bytes as one without it."""
+    assert two_apps["report"].read_bytes() == two_apps["plain_report"].read_bytes()
+    assert two_apps["trace"].read_bytes() == two_apps["plain_trace"].read_bytes()
+
+
+def test_layer_source_names_the_trace_parsed(two_apps: dict[str, Path]) -> None:
+    """The note above the tables names the --trace file, or says a temporary systrace was used."""
+    assert f"the run&#x27;s trace, {two_apps['trace']}" in two_apps["page"].read_text()
+    assert "a systrace of the run (not kept)" in two_apps["page_alone"].read_text()
+
+
+def test_device_config_equals_the_scenarios(two_apps: dict[str, Path]) -> None:
+    """The device table's configuration cells are the scenario's values, for every device."""
+    scenario = load_scenario(TWO_APPS)
+    parsed = _tables(two_apps["page"].read_text())
+    # Each row's attributes: the <tr>'s, then each cell's (the first is the name).
+    rows = {row[0]["data-device"]: row for row in parsed.attrs["why-devices"][2:]}
+    texts = {row[0]: row for row in parsed.tables["why-devices"][2:]}
+    assert set(rows) == {*(device.name for device in scenario.devices), "nnapi-reference"}
+    for spec in scenario.devices:
+        cells = dict(
+            zip(
+                (cell.get("data-key") for cell in rows[spec.name][2:]),
+                texts[spec.name][1:],
+                strict=True,
+            )
+        )
+        assert cells["scheduler"] == spec.scheduler.value
+        assert cells["preemption"] == spec.preemption.value
+        assert cells["deadline_policy"] == spec.deadline_policy.value
+        assert cells["queue_limit"] == (
+            "none" if spec.queue_limit is None else str(spec.queue_limit)
+        )
+        assert cells["compute_units"] == str(spec.compute_units)
+        assert cells["hal_version"] == spec.hal_version.value
+        perf = spec.performance
+        assert cells["performance"] == (
+            f"float32 {perf.float32.exec_time:g}/{perf.float32.power_usage:g}; "
+            f"quant8 {perf.quant8.exec_time:g}/{perf.quant8.power_usage:g}"
+        )
+
+
+def test_device_counters_equal_the_reports(two_apps: dict[str, Path]) -> None:
+    """The device table's counters are the report's, for every device including the CPU path."""
+    report = json.loads(two_apps["report"].read_text())
+    parsed = _tables(two_apps["page"].read_text())
+    for attributes, texts in zip(
+        parsed.attrs["why-devices"][2:], parsed.tables["why-devices"][2:], strict=True
+    ):
+        counters = report["devices"][attributes[0]["data-device"]]
+        shown = {
+            cell["data-key"]: text
+            for cell, text in zip(attributes[1:], texts, strict=True)
+            if "counter" in cell.get("class", "")
+        }
+        assert shown.pop("busy_fraction") == f"{counters['busy_fraction'] * 100:.1f}%"
+        assert shown == {key: str(counters[key]) for key in shown}
+        assert len(shown) == 6
+
+
+def test_every_app_has_its_settings_and_where_it_ran(two_apps: dict[str, Path]) -> None:
+    """The app table has every app of the scenario with its priority, its p95 from the report,
+    and its executions on npu, which add up to the report's npu executions."""
+    scenario = load_scenario(TWO_APPS)
+    report = json.loads(two_apps["report"].read_text())
+    rows = {row[0]: row for row in _tables(two_apps["page"].read_text()).tables["why-apps"][1:]}
+    assert set(rows) == {app.name for app in scenario.apps}
+    on_npu = 0
+    for app in scenario.apps:
+        assert rows[app.name][1] == app.priority.name
+        assert rows[app.name][7] == f"{report['apps'][app.name]['latency_ms']['p95']:.3f}"
+        device, count = rows[app.name][5].split()
+        assert device == "npu"
+        on_npu += int(count)
+    assert on_npu == report["devices"]["npu"]["executions"]
+
+
+def test_two_apps_reading_blames_the_per_app_scheduler(two_apps: dict[str, Path]) -> None:
+    """On two_apps_one_npu the reading says the HIGH camera's p95 is worse than the LOW
+    indexer's because npu's scheduler is per_app_priority, with both p95s from the report."""
+    report = json.loads(two_apps["report"].read_text())
+    items = _tables(two_apps["page"].read_text()).items["why-reading"]
+    camera, indexer = (report["apps"][n]["latency_ms"]["p95"] for n in ("camera", "indexer"))
+    assert camera > indexer
+    assert items[0] == (
+        f"camera (HIGH) has a worse p95 than indexer (LOW) ({camera:.2f} vs {indexer:.2f} ms):"
+        " npu's scheduler is per_app_priority, where a priority only orders an app's own"
+        " executions; between apps the oldest waiting execution goes first, so camera's"
+        " executions wait behind indexer's."
+    )
+
+
+@pytest.fixture(name="library_run", scope="module")
+def _library_run() -> tuple[RunPictures, Report]:
+    """two_apps_one_npu run through the library, its pictures collected (no per-layer tables)."""
+    scenario = load_scenario(TWO_APPS)
+    box: list[RunPictures] = []
+    report = run(scenario, keep_executions=True, inspect=lambda em: box.append(collect(em)))
+    return box[0], report
+
+
+def test_reading_follows_the_scheduler(library_run: tuple[RunPictures, Report]) -> None:
+    """With npu's scheduler set to fifo the reading names fifo, not per_app_priority: the
+    sentences come from the run's configuration, not from the scenario's name."""
+    data, report = library_run
+    assert data.why is not None
+    device = attrs.evolve(data.why.devices[0], scheduler="fifo")
+    fifo = attrs.evolve(data, why=attrs.evolve(data.why, devices=(device,)))
+    texts = " ".join(reading(fifo, report.data))
+    assert "npu's scheduler is fifo" in texts
+    assert "per_app_priority" not in texts
+
+
+def test_reading_is_empty_when_nothing_stands_out(library_run: tuple[RunPictures, Report]) -> None:
+    """With the HIGH app faster than the LOW one, no waits, an idle device and no failures,
+    the section has no reading at all."""
+    data, report = library_run
+    apps = {name: dict(entry) for name, entry in report.data["apps"].items()}
+    apps["camera"]["latency_ms"] = {**apps["camera"]["latency_ms"], "p95": 1.0, "mean": 100.0}
+    apps["indexer"]["latency_ms"] = {**apps["indexer"]["latency_ms"], "mean": 100.0}
+    devices = {
+        name: {**entry, "busy_fraction": 0.2} for name, entry in report.data["devices"].items()
+    }
+    calm = {**report.data, "apps": apps, "devices": devices}
+    assert reading(data, calm) == []
+    assert 'id="why-reading"' not in why_section(data, calm)
+
+
+def test_split_bars_stack_the_reports_parts_in_order(
+    library_run: tuple[RunPictures, Report],
+) -> None:
+    """The latency split bars draw queue wait, IPC, driver launch and compute in that order,
+    then any further key of the report's split, each with its value in ms."""
+    data, report = library_run
+    split = {"compute": 4.0, "runtime": 0.25, "ipc": 0.5, "queue_wait": 2.0, "driver_launch": 0.05}
+    apps = {
+        name: {**entry, "latency_split_ms": split} for name, entry in report.data["apps"].items()
+    }
+    html = why_section(data, {**report.data, "apps": apps})
+    parts = re.findall(r'data-app="camera" data-part="(\w+)" data-ms="([\d.]+)"', html)
+    assert parts == [
+        ("queue_wait", "2.000"),
+        ("ipc", "0.500"),
+        ("driver_launch", "0.050"),
+        ("compute", "4.000"),
+        ("runtime", "0.250"),
+    ]
+    assert "camera: queue wait 2.000 ms (29% of 6.800 ms)" in html
+    assert split_parts({"b": 1.0, "compute": 1.0, "a": 1.0}) == ["compute", "a", "b"]
+    assert "Queue wait is" not in " ".join(reading(data, {**report.data, "apps": apps}))
+
+
+def test_reading_names_a_dominant_queue_wait_from_the_split(
+    library_run: tuple[RunPictures, Report],
+) -> None:
+    """When queue wait is most of an app's split, the reading says so with its share."""
+    data, report = library_run
+    apps = {name: dict(entry) for name, entry in report.data["apps"].items()}
+    apps["camera"]["latency_split_ms"] = {"queue_wait": 6.0, "ipc": 0.5, "compute": 3.5}
+    texts = reading(data, {**report.data, "apps": apps})
+    assert any(
+        text.startswith("Queue wait is 60% of camera's mean latency (6.00 of 10.00 ms)")
+        for text in texts
+    )
+
+
+def test_without_split_the_bars_are_left_out(library_run: tuple[RunPictures, Report]) -> None:
+    """A report without ``latency_split_ms`` gets a note, not bars made up from other data."""
+    data, report = library_run
+    apps = {
+        name: {key: value for key, value in entry.items() if key != "latency_split_ms"}
+        for name, entry in report.data["apps"].items()
+    }
+    html = why_section(data, {**report.data, "apps": apps})
+    assert 'id="latency-split"' in html
+    assert "<svg" not in html
+    assert "The report has no latency split" in html
+
+
+def test_split_colours_are_no_app_or_code_colour() -> None:
+    """The split's part colours are far from every app colour and every result-code colour."""
+
+    def rgb(color: str) -> tuple[int, ...]:
+        return tuple(int(color[i : i + 2], 16) for i in (1, 3, 5))
+
+    for part in SPLIT_COLORS:
+        for other in (*APP_COLORS, *CODE_COLORS.values()):
+            distance = sum((a - b) ** 2 for a, b in zip(rgb(part), rgb(other), strict=True)) ** 0.5
+            assert distance > 40, (part, other)
+
+
+def test_pictures_without_tables_say_how_to_get_them(
+    library_run: tuple[RunPictures, Report],
+) -> None:
+    """Pictures collected without a trace render a note where the tables would be."""
+    data, report = library_run
+    page = render_html(data, report)
+    assert by_id(parse_page(page), "layer-tables").tag == "p"
+    assert "with_layer_tables" in page
+
+
+def test_a_trace_without_nnapi_marks_gives_a_note(tmp_path: Path) -> None:
+    """A trace the parser cannot use gives tables with the parser's problem, not an error."""
+    bogus = tmp_path / "empty.txt"
+    bogus.write_text("# tracer: nop\n")
+    tables = layer_tables(bogus)
+    assert tables.runs == ()
+    assert tables.problem == "no NNAPI trace marks found ([NN_...] tags or NNAPI HIDL server calls)"
+    missing = layer_tables(tmp_path / "missing.html")
+    assert missing.problem is not None
+    assert missing.problem.startswith("cannot read the trace")
+
+
+def test_with_layer_tables_adds_the_tables(
+    library_run: tuple[RunPictures, Report], tmp_path: Path
+) -> None:
+    """with_layer_tables parses a trace of the run into the pictures' "Why" values."""
+    data, _ = library_run
+    trace = tmp_path / "t.html"
+    code, _, err = run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", str(trace))
+    assert code == 0, err
+    added = with_layer_tables(data, trace, "quickstart")
+    assert added.why is not None
+    assert isinstance(added.why.layers, LayerTables)
+    assert added.why.layers.source == "quickstart"
+    assert [run.process_name for run in added.why.layers.runs] == ["camera"]
+
+
+def test_the_temporary_trace_is_removed(tmp_path: Path) -> None:
+    """LayerTrace without --trace writes a systrace to a temporary file and removes it on exit;
+    with --trace it adds no sink."""
+    with LayerTrace(None) as layers:
+        (sink,) = layers.sinks
+        sink.close()
+        own = layers.path
+        assert os.path.basename(own).startswith("nnemu-layers-")
+        assert os.path.isfile(own)
+    assert not os.path.exists(own)
+    with LayerTrace(str(tmp_path / "t.html")) as reused:
+        assert reused.sinks == []
