@@ -55,7 +55,7 @@ _DARK_PARTS = 2
 WHY_CSS = """
 #why .reading{font-size:14px;max-width:900px;line-height:1.45;margin:6px 0 10px}
 #why .reading li{margin:3px 0}
-#why table td.cfg{background:#fbfbfd}#why th.group{text-align:center;background:#eceff5}
+#why table td.cfg{background:#fbfbfd;text-align:left}#why th.group{text-align:left;background:#eceff5}
 #why .split-label{font-size:10px}#why .split-total{font-size:11px}
 #why table.layers{font-variant-numeric:tabular-nums}#why table.layers caption{text-align:left;
 font-size:13px;padding:4px 0;color:#444}#why table.layers code{font-size:12px}
@@ -124,92 +124,120 @@ def _performance_text(device: DeviceConfig) -> str:
 
 _COUNTERS = (
     ("executions", "executions", "executions that occupied the device"),
-    ("busy_fraction", "busy", "busy unit-time / (virtual time \u00d7 units)"),
+    ("busy_fraction", "busy", "busy unit-time / (virtual time \u00d7 compute units)"),
     ("preemptions", "preemptions", "times an execution yielded its unit to higher priority"),
     (
         "rejected_persistent",
-        "refused (idle est.)",
+        "deadline refusals, idle estimate",
         "refused before starting: even an idle device could not meet the deadline",
     ),
     (
         "rejected_transient",
-        "refused (busy est.)",
+        "deadline refusals, busy estimate",
         "refused before starting: the busy device could not meet the deadline",
     ),
-    ("deadline_aborts", "deadline aborts", "stopped at a checkpoint, deadline passed"),
+    ("deadline_aborts", "deadline aborts", "stopped at a checkpoint once the deadline passed"),
     ("loop_timeouts", "loop timeouts", "stopped inside a WHILE loop by the loop timeout"),
 )
 
 
-def _counter_cells(counters: Mapping[str, Any]) -> str:
-    cells = []
-    for key, _, _ in _COUNTERS:
-        value = counters.get(key)
-        if value is None:
-            text = "-"
-        elif key == "busy_fraction":
-            text = f"{value * 100:.1f}%"
-        else:
-            text = str(value)
-        cells.append(f'<td class="counter" data-key="{key}">{text}</td>')
-    return "".join(cells)
+def _counter_text(key: str, counters: Mapping[str, Any]) -> str:
+    value = counters.get(key)
+    if value is None:
+        return "-"
+    if key == "busy_fraction":
+        return f"{value * 100:.1f}%"
+    return str(value)
+
+
+_CONFIG = (
+    ("hal_version", "HAL version"),
+    ("type", "type"),
+    ("compute_units", "compute units"),
+    ("scheduler", "scheduler"),
+    ("preemption", "preemption"),
+    ("deadline_policy", "deadline policy"),
+    ("queue_limit", "queue limit"),
+    ("performance", "exec time / power (ratio to the CPU)"),
+    ("launch_us", "launch overhead \u00b5s"),
+    ("jitter", "compute jitter (sigma)"),
+    ("faults", "injected faults"),
+)
+
+
+def _config_texts(device: DeviceConfig) -> dict[str, str]:
+    return {
+        "hal_version": device.hal_version,
+        "type": device.type,
+        "compute_units": str(device.compute_units),
+        "scheduler": device.scheduler,
+        "preemption": device.preemption,
+        "deadline_policy": device.deadline_policy,
+        "queue_limit": "none" if device.queue_limit is None else str(device.queue_limit),
+        "performance": _performance_text(device),
+        "launch_us": _fmt(device.launch_us),
+        "jitter": _fmt(device.jitter),
+        "faults": ", ".join(map(_fault_text, device.faults)) or "none",
+    }
 
 
 def _device_table(why: WhyPicture, report: Mapping[str, Any]) -> str:
+    """One column per device (the CPU path last), configuration rows then counter rows."""
     devices = report.get("devices", {})
-    config_heads = (
-        "HAL",
-        "type",
-        "units",
-        "scheduler",
-        "preemption",
-        "deadline policy",
-        "queue limit",
-        "exec time / power (ratio to CPU)",
-        "launch \u00b5s",
-        "jitter",
-        "faults",
+    cpu = why.cpu
+    columns: list[tuple[str, dict[str, str]]] = [
+        (device.name, _config_texts(device)) for device in why.devices
+    ]
+    columns.append(
+        (
+            CPU_DEVICE,
+            {
+                "hal_version": "-",
+                "type": "CPU (the runtime's own path)",
+                "compute_units": "each calling app thread",
+                "scheduler": "none (no queue)",
+                "preemption": "none",
+                "deadline_policy": "checked before each operation",
+                "queue_limit": "none",
+                "performance": f"{_fmt(cpu.ns_per_mac)} ns per MAC,"
+                f" {_fmt(cpu.ns_per_element)} ns per element",
+                "launch_us": "-",
+                "jitter": "-",
+                "faults": "none",
+            },
+        )
     )
+    span = len(columns) + 1
     rows = [
         "<h3>Devices: configuration and counters</h3>"
-        '<table id="why-devices"><tr><th class="name" rowspan="2">device</th>'
-        f'<th class="group" colspan="{len(config_heads)}">configuration (scenario)</th>'
-        f'<th class="group" colspan="{len(_COUNTERS)}">counters (report)</th></tr><tr>'
-        + "".join(f"<th>{escape(head)}</th>" for head in config_heads)
-        + "".join(f'<th title="{escape(tip)}">{escape(head)}</th>' for _, head, tip in _COUNTERS)
-        + "</tr>"
-    ]
-    for device in why.devices:
-        config = (
-            ("hal_version", device.hal_version),
-            ("type", device.type),
-            ("compute_units", str(device.compute_units)),
-            ("scheduler", device.scheduler),
-            ("preemption", device.preemption),
-            ("deadline_policy", device.deadline_policy),
-            ("queue_limit", "none" if device.queue_limit is None else str(device.queue_limit)),
-            ("performance", _performance_text(device)),
-            ("launch_us", _fmt(device.launch_us)),
-            ("jitter", _fmt(device.jitter)),
-            ("faults", ", ".join(map(_fault_text, device.faults)) or "none"),
+        '<table id="why-devices"><tr><th class="name">device</th>'
+        + "".join(
+            f'<th class="name" data-device="{escape(name)}">{escape(name)}</th>'
+            for name, _ in columns
         )
+        + f'</tr><tr><th class="group" colspan="{span}">configuration (scenario)</th></tr>'
+    ]
+    for key, head in _CONFIG:
         rows.append(
-            f'<tr data-device="{escape(device.name)}"><td class="name">{escape(device.name)}</td>'
+            f'<tr data-key="{key}"><th class="name">{escape(head)}</th>'
             + "".join(
-                f'<td class="cfg" data-key="{key}">{escape(text)}</td>' for key, text in config
+                f'<td class="cfg" data-device="{escape(name)}" data-key="{key}">'
+                f"{escape(texts[key])}</td>"
+                for name, texts in columns
             )
-            + _counter_cells(devices.get(device.name, {}))
             + "</tr>"
         )
-    cpu = why.cpu
-    rows.append(
-        f'<tr data-device="{CPU_DEVICE}"><td class="name">{CPU_DEVICE}</td>'
-        '<td class="cfg" colspan="11">the runtime\'s CPU path: runs on each calling app thread'
-        " (no queue, no scheduler, no preemption; deadline checked before each operation); "
-        f"{_fmt(cpu.ns_per_mac)} ns per MAC, {_fmt(cpu.ns_per_element)} ns per element</td>"
-        + _counter_cells(devices.get(CPU_DEVICE, {}))
-        + "</tr>"
-    )
+    rows.append(f'<tr><th class="group" colspan="{span}">counters (report)</th></tr>')
+    for key, head, tip in _COUNTERS:
+        rows.append(
+            f'<tr data-key="{key}"><th class="name" title="{escape(tip)}">{escape(head)}</th>'
+            + "".join(
+                f'<td class="counter" data-device="{escape(name)}" data-key="{key}">'
+                f"{_counter_text(key, devices.get(name, {}))}</td>"
+                for name, _ in columns
+            )
+            + "</tr>"
+        )
     rows.append("</table>")
     rows.append(
         '<p class="note">Schedulers: <b>fifo</b> runs executions in arrival order; '
@@ -524,8 +552,8 @@ def _join(names: Sequence[str]) -> str:
 
 
 def _wait_sentences(facts: _Facts) -> list[str]:
-    """Per app, a part of its latency split other than compute that makes up a third or
-    more of its mean latency (without a split in the report: its mean wait for a unit of a
+    """Per app, the largest part of its latency split other than compute if it makes up a
+    third or more of its mean latency (without a split in the report: its mean wait for a unit of a
     device), and why it waits if its device's scheduler explains it."""
     sentences = []
     for app in facts.data.apps:
@@ -559,10 +587,11 @@ def _split_sentence(app: str, split: Mapping[str, Any]) -> tuple[str | None, boo
     total = sum(max(0.0, float(value)) for value in split.values())
     if total <= 0.0:
         return None, False
-    part, value = max(
-        ((p, max(0.0, float(split[p]))) for p in split_parts(split)), key=lambda item: item[1]
-    )
-    if part == "compute" or value < total / 3:
+    others = [(p, max(0.0, float(split[p]))) for p in split_parts(split) if p != "compute"]
+    if not others:
+        return None, False
+    part, value = max(others, key=lambda item: item[1])
+    if value < total / 3:
         return None, False
     sentence = (
         f"{_split_label(part).capitalize()} is {value / total:.0%} of {app}'s mean latency"

@@ -156,53 +156,64 @@ def test_layer_source_names_the_trace_parsed(two_apps: dict[str, Path]) -> None:
     assert "a systrace of the run (not kept)" in two_apps["page_alone"].read_text()
 
 
+def _device_cells(page: str) -> dict[tuple[str, str], str]:
+    """The device table's cells by (device, key)."""
+    parsed = _tables(page)
+    cells = {}
+    for attributes, texts in zip(
+        parsed.attrs["why-devices"], parsed.tables["why-devices"], strict=True
+    ):
+        for cell, text in zip(attributes[1:], texts, strict=True):
+            if "data-key" in cell:
+                cells[cell["data-device"], cell["data-key"]] = text
+    return cells
+
+
 def test_device_config_equals_the_scenarios(two_apps: dict[str, Path]) -> None:
     """The device table's configuration cells are the scenario's values, for every device."""
     scenario = load_scenario(TWO_APPS)
-    parsed = _tables(two_apps["page"].read_text())
-    # Each row's attributes: the <tr>'s, then each cell's (the first is the name).
-    rows = {row[0]["data-device"]: row for row in parsed.attrs["why-devices"][2:]}
-    texts = {row[0]: row for row in parsed.tables["why-devices"][2:]}
-    assert set(rows) == {*(device.name for device in scenario.devices), "nnapi-reference"}
+    cells = _device_cells(two_apps["page"].read_text())
+    assert {device for device, _ in cells} == {
+        *(device.name for device in scenario.devices),
+        "nnapi-reference",
+    }
     for spec in scenario.devices:
-        cells = dict(
-            zip(
-                (cell.get("data-key") for cell in rows[spec.name][2:]),
-                texts[spec.name][1:],
-                strict=True,
-            )
-        )
-        assert cells["scheduler"] == spec.scheduler.value
-        assert cells["preemption"] == spec.preemption.value
-        assert cells["deadline_policy"] == spec.deadline_policy.value
-        assert cells["queue_limit"] == (
-            "none" if spec.queue_limit is None else str(spec.queue_limit)
-        )
-        assert cells["compute_units"] == str(spec.compute_units)
-        assert cells["hal_version"] == spec.hal_version.value
         perf = spec.performance
-        assert cells["performance"] == (
-            f"float32 {perf.float32.exec_time:g}/{perf.float32.power_usage:g}; "
-            f"quant8 {perf.quant8.exec_time:g}/{perf.quant8.power_usage:g}"
-        )
+        expected = {
+            "scheduler": spec.scheduler.value,
+            "preemption": spec.preemption.value,
+            "deadline_policy": spec.deadline_policy.value,
+            "queue_limit": "none" if spec.queue_limit is None else str(spec.queue_limit),
+            "compute_units": str(spec.compute_units),
+            "hal_version": spec.hal_version.value,
+            "performance": f"float32 {perf.float32.exec_time:g}/{perf.float32.power_usage:g};"
+            f" quant8 {perf.quant8.exec_time:g}/{perf.quant8.power_usage:g}",
+            "launch_us": f"{spec.cost.launch_us:g}",
+            "jitter": f"{spec.cost.jitter:g}",
+            "faults": "none",
+        }
+        assert {key: cells[spec.name, key] for key in expected} == expected
+    cpu = scenario.cpu
+    assert cells["nnapi-reference", "performance"] == (
+        f"{cpu.ns_per_mac:g} ns per MAC, {cpu.ns_per_element:g} ns per element"
+    )
 
 
 def test_device_counters_equal_the_reports(two_apps: dict[str, Path]) -> None:
     """The device table's counters are the report's, for every device including the CPU path."""
     report = json.loads(two_apps["report"].read_text())
-    parsed = _tables(two_apps["page"].read_text())
-    for attributes, texts in zip(
-        parsed.attrs["why-devices"][2:], parsed.tables["why-devices"][2:], strict=True
-    ):
-        counters = report["devices"][attributes[0]["data-device"]]
-        shown = {
-            cell["data-key"]: text
-            for cell, text in zip(attributes[1:], texts, strict=True)
-            if "counter" in cell.get("class", "")
-        }
-        assert shown.pop("busy_fraction") == f"{counters['busy_fraction'] * 100:.1f}%"
-        assert shown == {key: str(counters[key]) for key in shown}
-        assert len(shown) == 6
+    cells = _device_cells(two_apps["page"].read_text())
+    keys = (
+        "executions",
+        "preemptions",
+        "rejected_persistent",
+        "rejected_transient",
+        "deadline_aborts",
+        "loop_timeouts",
+    )
+    for name, counters in report["devices"].items():
+        assert cells[name, "busy_fraction"] == f"{counters['busy_fraction'] * 100:.1f}%"
+        assert {key: cells[name, key] for key in keys} == {key: str(counters[key]) for key in keys}
 
 
 def test_every_app_has_its_settings_and_where_it_ran(two_apps: dict[str, Path]) -> None:
@@ -295,6 +306,9 @@ def test_split_bars_stack_the_reports_parts_in_order(
     assert "camera: queue wait 2.000 ms (29% of 6.800 ms)" in html
     assert split_parts({"b": 1.0, "compute": 1.0, "a": 1.0}) == ["compute", "a", "b"]
     assert "Queue wait is" not in " ".join(reading(data, {**report.data, "apps": apps}))
+    apps["camera"]["latency_split_ms"] = {**split, "queue_wait": 2.5}  # 34% of 7.3 ms
+    texts = reading(data, {**report.data, "apps": apps})
+    assert any(text.startswith("Queue wait is 34% of camera's mean latency") for text in texts)
 
 
 def test_reading_names_a_dominant_queue_wait_from_the_split(
