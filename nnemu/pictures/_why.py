@@ -593,9 +593,11 @@ def _split_sentence(app: str, split: Mapping[str, Any]) -> tuple[str | None, boo
     part, value = max(others, key=lambda item: item[1])
     if value < total / 3:
         return None, False
+    label = _split_label(part)
+    digits = 3 if total < 1.0 else 2  # sub-millisecond latencies keep their third digit
     sentence = (
-        f"{_split_label(part).capitalize()} is {value / total:.0%} of {app}'s mean latency"
-        f" ({value:.2f} of {total:.2f} ms)."
+        f"{label[:1].upper()}{label[1:]} is {value / total:.0%} of {app}'s mean latency"
+        f" ({value:.{digits}f} of {total:.{digits}f} ms)."
     )
     return sentence, part == "queue_wait"
 
@@ -695,10 +697,8 @@ def _retry_sentences(facts: _Facts) -> list[str]:
                 for fault in device.faults
                 if fault.kind in ("busy", "offline")
             ]
-        sentence = (
-            f"{app.name} retried {retries} times ({app.retry}); the back-off counts in its latency"
-        )
-        sentences.append(sentence + (f" ({'; '.join(causes)})." if causes else "."))
+        sentence = f"{app.name} retried {retries} times ({app.retry})"
+        sentences.append(sentence + (f"; {'; '.join(causes)}." if causes else "."))
     return sentences
 
 

@@ -233,6 +233,20 @@ def test_every_app_has_its_settings_and_where_it_ran(two_apps: dict[str, Path]) 
     assert on_npu == report["devices"]["npu"]["executions"]
 
 
+def test_split_bars_draw_the_reports_split(two_apps: dict[str, Path]) -> None:
+    """Each app's bar draws the report's latency_split_ms: queue wait, IPC, driver launch,
+    compute, then the report's further keys, each non-zero part with its value."""
+    report = json.loads(two_apps["report"].read_text())
+    page = two_apps["page"].read_text()
+    for name, entry in report["apps"].items():
+        split = entry["latency_split_ms"]  # the JSON's keys are sorted
+        first = ["queue_wait", "ipc", "driver_launch", "compute"]
+        order = [*first, *sorted(set(split) - set(first))]
+        assert len(order) > 4
+        drawn = re.findall(rf'data-app="{name}" data-part="(\w+)" data-ms="([\d.]+)"', page)
+        assert drawn == [(part, f"{split[part]:.3f}") for part in order if split[part] > 0]
+
+
 def test_two_apps_reading_blames_the_per_app_scheduler(two_apps: dict[str, Path]) -> None:
     """On two_apps_one_npu the reading says the HIGH camera's p95 is worse than the LOW
     indexer's because npu's scheduler is per_app_priority, with both p95s from the report."""
@@ -270,12 +284,14 @@ def test_reading_follows_the_scheduler(library_run: tuple[RunPictures, Report]) 
 
 
 def test_reading_is_empty_when_nothing_stands_out(library_run: tuple[RunPictures, Report]) -> None:
-    """With the HIGH app faster than the LOW one, no waits, an idle device and no failures,
-    the section has no reading at all."""
+    """With the HIGH app faster than the LOW one, compute most of every latency, an idle
+    device and no failures, the section has no reading at all."""
     data, report = library_run
     apps = {name: dict(entry) for name, entry in report.data["apps"].items()}
     apps["camera"]["latency_ms"] = {**apps["camera"]["latency_ms"], "p95": 1.0, "mean": 100.0}
     apps["indexer"]["latency_ms"] = {**apps["indexer"]["latency_ms"], "mean": 100.0}
+    for entry in apps.values():
+        entry["latency_split_ms"] = {"queue_wait": 10.0, "ipc": 1.0, "compute": 89.0}
     devices = {
         name: {**entry, "busy_fraction": 0.2} for name, entry in report.data["devices"].items()
     }
@@ -326,7 +342,8 @@ def test_reading_names_a_dominant_queue_wait_from_the_split(
 
 
 def test_without_split_the_bars_are_left_out(library_run: tuple[RunPictures, Report]) -> None:
-    """A report without ``latency_split_ms`` gets a note, not bars made up from other data."""
+    """A report without ``latency_split_ms`` gets a note, not bars made up from other data; the
+    reading then uses the device's own record of the wait for a unit."""
     data, report = library_run
     apps = {
         name: {key: value for key, value in entry.items() if key != "latency_split_ms"}
@@ -336,6 +353,8 @@ def test_without_split_the_bars_are_left_out(library_run: tuple[RunPictures, Rep
     assert 'id="latency-split"' in html
     assert "<svg" not in html
     assert "The report has no latency split" in html
+    texts = reading(data, {**report.data, "apps": apps})
+    assert any(text.startswith("camera's executions waited") for text in texts)
 
 
 def test_split_colours_are_no_app_or_code_colour() -> None:
