@@ -251,22 +251,9 @@ def _device_table(why: WhyPicture, report: Mapping[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------- apps
-def _where_ran(data: RunPictures) -> dict[str, Counter[str]]:
-    """Per app, how many of its executions each device saw (the CPU path included)."""
-    where: dict[str, Counter[str]] = {app.name: Counter() for app in data.apps}
-    for device in data.devices:
-        for job in device.jobs:
-            where.setdefault(job.app, Counter())[device.name] += 1
-    if data.why is not None:
-        for app in data.why.apps:
-            if app.cpu_executions:
-                where.setdefault(app.name, Counter())[CPU_DEVICE] += app.cpu_executions
-    return where
-
-
 def _app_table(data: RunPictures, why: WhyPicture, report: Mapping[str, Any]) -> str:
     apps = report.get("apps", {})
-    where = _where_ran(data)
+    where = _Facts(data, why, report).jobs
     rows = [
         "<h3>Apps: settings and where they ran</h3>"
         '<table id="why-apps"><tr><th class="name">app</th><th>priority</th>'
@@ -278,13 +265,15 @@ def _app_table(data: RunPictures, why: WhyPicture, report: Mapping[str, Any]) ->
         entry = apps.get(app.name, {})
         latency = entry.get("latency_ms", {})
         done = bool(entry.get("completed"))
-        ran = ", ".join(f"{name} {count}" for name, count in where.get(app.name, Counter()).items())
+        ran = [f"{name} {count}" for name, count in where.get(app.name, Counter()).items()]
+        if app.cpu_executions:
+            ran.append(f"{CPU_DEVICE} {app.cpu_executions}")
         rows.append(
             f'<tr data-app="{escape(app.name)}"><td class="name">{escape(app.name)}</td>'
             f"<td>{escape(app.priority)}</td><td>{escape(app.execution_mode)}</td>"
             f'<td class="name">{escape(app.workload)}</td>'
             f"<td>{'-' if app.timeout_ms is None else _fmt(app.timeout_ms)}</td>"
-            f'<td class="name">{escape(ran or "nowhere")}</td>'
+            f'<td class="name">{escape(", ".join(ran) or "nowhere")}</td>'
             f"<td>{_quantile_cell(latency, 'mean', done)}</td>"
             f"<td>{_quantile_cell(latency, 'p95', done)}</td>"
             f"<td>{entry.get('deadline_refused', '-')}</td>"
