@@ -425,6 +425,8 @@ class AppConfig:
     """Compilation priority (``LOW``, ``MEDIUM``, ``HIGH``)."""
     execution_mode: str
     """``sync``, ``async``, ``fenced`` or ``burst``."""
+    threads: int
+    """Executor threads: how many of its executions the app has under way at once."""
     workload: str
     """Arrival process in a few words (``periodic 33.3 ms``, ``closed_loop think 5 ms``)."""
     timeout_ms: float | None
@@ -555,6 +557,7 @@ def why_picture(emulator: Emulator) -> WhyPicture:
             name=app.spec.name,
             priority=app.spec.priority.name,
             execution_mode=app.spec.execution_mode.value,
+            threads=app.spec.threads,
             workload=_workload_text(app.spec.workload),
             timeout_ms=app.spec.execution_timeout_ms,
             devices=app.spec.devices,

@@ -257,7 +257,7 @@ def _app_table(data: RunPictures, why: WhyPicture, report: Mapping[str, Any]) ->
     rows = [
         "<h3>Apps: settings and where they ran</h3>"
         '<table id="why-apps"><tr><th class="name">app</th><th>priority</th>'
-        '<th>mode</th><th class="name">workload</th><th>deadline ms</th>'
+        '<th>mode</th><th>threads</th><th class="name">workload</th><th>deadline ms</th>'
         '<th class="name">ran on (executions)</th><th>mean ms</th><th>p95 ms</th>'
         "<th>deadline refused</th><th>deadline aborted</th></tr>"
     ]
@@ -271,6 +271,7 @@ def _app_table(data: RunPictures, why: WhyPicture, report: Mapping[str, Any]) ->
         rows.append(
             f'<tr data-app="{escape(app.name)}"><td class="name">{escape(app.name)}</td>'
             f"<td>{escape(app.priority)}</td><td>{escape(app.execution_mode)}</td>"
+            f"<td>{app.threads}</td>"
             f'<td class="name">{escape(app.workload)}</td>'
             f"<td>{'-' if app.timeout_ms is None else _fmt(app.timeout_ms)}</td>"
             f'<td class="name">{escape(", ".join(ran) or "nowhere")}</td>'
@@ -559,6 +560,17 @@ def _wait_sentences(facts: _Facts) -> list[str]:
             waited = sentence is not None
         if sentence is None:
             continue
+        settings = facts.settings.get(app.name)
+        if waited and settings is not None and settings.cpu_executions:
+            # The CPU path runs on the app's own executor threads: while they compute,
+            # later arrivals wait in the app.
+            plural = "s" if settings.threads != 1 else ""
+            sentence = sentence[:-1] + (
+                f"; {settings.cpu_executions} of its executions ran on the CPU path"
+                f" ({CPU_DEVICE}), which computes on the app's own executor thread{plural}"
+                f" ({settings.threads}), so arrivals wait in the app meanwhile."
+            )
+            facts.explained.add(app.name)
         device = facts.configs.get(device_name)
         if waited and device is not None and app.name not in facts.explained:
             users = facts.users.get(device_name, [])

@@ -217,8 +217,8 @@ def test_device_counters_equal_the_reports(two_apps: dict[str, Path]) -> None:
 
 
 def test_every_app_has_its_settings_and_where_it_ran(two_apps: dict[str, Path]) -> None:
-    """The app table has every app of the scenario with its priority, its p95 from the report,
-    and its executions on npu, which add up to the report's npu executions."""
+    """The app table has every app of the scenario with its priority and threads, its p95 from
+    the report, and its executions on npu, which add up to the report's npu executions."""
     scenario = load_scenario(TWO_APPS)
     report = json.loads(two_apps["report"].read_text())
     rows = {row[0]: row for row in _tables(two_apps["page"].read_text()).tables["why-apps"][1:]}
@@ -226,8 +226,9 @@ def test_every_app_has_its_settings_and_where_it_ran(two_apps: dict[str, Path]) 
     on_npu = 0
     for app in scenario.apps:
         assert rows[app.name][1] == app.priority.name
-        assert rows[app.name][7] == f"{report['apps'][app.name]['latency_ms']['p95']:.3f}"
-        device, count = rows[app.name][5].split()
+        assert rows[app.name][3] == str(app.threads)
+        assert rows[app.name][8] == f"{report['apps'][app.name]['latency_ms']['p95']:.3f}"
+        device, count = rows[app.name][6].split()
         assert device == "npu"
         on_npu += int(count)
     assert on_npu == report["devices"]["npu"]["executions"]
@@ -418,3 +419,24 @@ def test_the_temporary_trace_is_removed(tmp_path: Path) -> None:
     assert not os.path.exists(own)
     with LayerTrace(str(tmp_path / "t.html")) as reused:
         assert reused.sinks == []
+
+
+def test_crash_reading_says_what_became_of_each_app() -> None:
+    """On qos_driver_crash the reading names the crash time from the scenario, the executions
+    that moved to the CPU path and the pinned app's failures, with the report's counts."""
+    box: list[RunPictures] = []
+    report = run(
+        load_scenario(REPO / "scenarios/qos_driver_crash.yaml"),
+        keep_executions=True,
+        inspect=lambda emulator: box.append(collect(emulator)),
+    )
+    texts = reading(box[0], report.data)
+    on_cpu = report.data["devices"]["nnapi-reference"]["executions"]
+    failed = report.data["apps"]["pinned"]["errors"]["OP_FAILED"]
+    crash = [text for text in texts if text.startswith("npu crashed at 500 ms (injected fault)")]
+    assert crash == [
+        f"npu crashed at 500 ms (injected fault): executions of resilient ({on_cpu}) ran on the"
+        f" CPU path (nnapi-reference); pinned, which asks for npu only, failed (OP_FAILED {failed})."
+    ]
+    (resilient,) = [text for text in texts if "of resilient's mean latency" in text]
+    assert f"{on_cpu} of its executions ran on the CPU path" in resilient
