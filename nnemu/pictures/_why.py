@@ -315,12 +315,7 @@ def _split_bars(data: RunPictures, report: Mapping[str, Any]) -> str:
             head + '<p class="note" id="latency-split">The report has no latency split '
             "(apps.&lt;app&gt;.latency_split_ms).</p>"
         )
-    parts: list[str] = []
-    for split in splits.values():
-        for part in split_parts(split):
-            if part not in parts:
-                parts.append(part)
-    parts = split_parts(dict.fromkeys(parts, 0.0))
+    parts = split_parts({part: 0.0 for split in splits.values() for part in split})
     names = list(apps)
     labels = short_labels(names, limit=20)
     priorities = {app.name: app.priority for app in data.apps}
@@ -406,6 +401,11 @@ def _layer_tables(layers: LayerTables | None) -> str:
         "(docs/parser.md); one table per client process and run. * This total ignores missing "
         "(n/a) values and thus is not necessarily consistent with the rest of the numbers.</p>",
     ]
+    if not layers.runs:
+        out.append(
+            '<p class="note">The trace has no complete run (<code>nnemu parse'
+            " --include-incomplete</code> prints the ones it cuts off).</p>"
+        )
     for number, run in enumerate(layers.runs, start=1):
         who = f"{run.process_name} " if run.process_name else ""
         caption = (
