@@ -171,6 +171,10 @@ def _add_run(add: _AddCommand) -> None:
     )
     run.add_argument("--report", help="write the JSON report here")
     run.add_argument(
+        "--executions",
+        help="write one row per execution here: .csv, or .parquet (needs pyarrow)",
+    )
+    run.add_argument(
         "--realtime", action="store_true", help="run on the wall clock, not virtual time"
     )
     run.add_argument(
@@ -428,6 +432,30 @@ def _write_report(path: str, text: str, out: TextIO, err: TextIO) -> bool:
     return True
 
 
+def _executions_problem(path: str | None) -> str:
+    """What is wrong with ``--executions PATH`` before a run ("" if nothing)."""
+    if path is None:
+        return ""
+    from nnemu.executions import executions_problem
+
+    return _output_problem("--executions", path, "executions") or executions_problem(path)
+
+
+def _write_executions(args: argparse.Namespace, out: TextIO, err: TextIO) -> bool:
+    """Write ``--executions`` (the rows ``inspect`` kept) and say so; False on failure."""
+    from nnemu.errors import OutputError
+    from nnemu.executions import write_executions
+
+    rows = getattr(args, "execution_rows", [])
+    try:
+        write_executions(args.executions, rows)
+    except OutputError as exc:
+        err.write(f"{exc}\n")
+        return False
+    out.write(f"{len(rows)} executions written to {args.executions}\n")
+    return True
+
+
 def _load_with_overrides(path: str, sets: Sequence[str], err: TextIO) -> Scenario | None:
     """The scenario at ``path`` with the ``--set`` changes; None (the problems printed) when a
     change cannot be applied."""
@@ -451,6 +479,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _output_problem("--report", args.report, "report"),
         _output_problem("--html", args.html, "pictures"),
         _output_problem("--plots", args.plots, "pictures", directory=True),
+        _executions_problem(args.executions),
     ):
         return ExitCode.BAD_INPUT
     scenario = _load_with_overrides(args.scenario, args.set, err)
@@ -506,11 +535,19 @@ def _run_scenario(
     from nnemu._emulator import run
 
     inspect: Callable[[Any], None] | None = None
-    if args.html or args.plots:
-        from nnemu.pictures import collect
+    if args.html or args.plots or args.executions:
 
         def keep_figures(emulator: Any) -> None:
-            pictures.append(collect(emulator))
+            if args.html or args.plots:
+                from nnemu.pictures import collect
+
+                pictures.append(collect(emulator))
+            if args.executions:
+                from nnemu.executions import execution_rows
+
+                args.execution_rows = execution_rows(
+                    (app.spec.name, app.spec.uid, app.records or ()) for app in emulator.apps
+                )
 
         inspect = keep_figures
 
@@ -535,7 +572,7 @@ def _run_scenario(
             realtime=args.realtime,
             wall_time=args.wall_time,
             progress=progress,
-            keep_executions=bool(args.html or args.plots),
+            keep_executions=bool(args.html or args.plots or args.executions),
             inspect=inspect,
             attach=stepper.attach if stepper else None,
             handle_signals=True,
@@ -558,6 +595,8 @@ def _finish_run(
         err.write(f"interrupted{so_far}\n")
         return ExitCode.INTERRUPTED
     if args.report and not _write_report(args.report, report.to_json(), out, err):
+        return ExitCode.BAD_INPUT
+    if args.executions and not _write_executions(args, out, err):
         return ExitCode.BAD_INPUT
     if args.trace:
         out.write(f"trace written to {args.trace}\n")
@@ -586,6 +625,7 @@ _SINGLE_RUN_OPTIONS: Final = (
     ("trace", "--trace"),
     ("html", "--html"),
     ("plots", "--plots"),
+    ("executions", "--executions"),
     ("step", "--step"),
     ("realtime", "--realtime"),
 )

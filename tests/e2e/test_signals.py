@@ -199,3 +199,17 @@ def test_ctrl_c_ends_a_long_verify_cleanly(tmp_path: Path):
     assert "verify:" not in out
     _assert_well_formed(trace)
     assert _last_mark_s(trace) < 3600
+
+
+def test_an_interrupted_run_writes_the_executions_that_finished(tmp_path: Path):
+    """Ctrl-C mid-run still writes --executions: one row per execution finished by then."""
+    scenario, table, report = _long_scenario(tmp_path), tmp_path / "x.csv", tmp_path / "r.json"
+    args = ["run", str(scenario), "--executions", str(table), "--report", str(report)]
+    result = _signalled_at(500_000_000, signal.SIGINT, *args)
+    assert result.returncode == 130, result.stderr
+    assert "Traceback" not in result.stderr
+    camera = json.loads(report.read_text(encoding="utf-8"))["apps"]["camera"]
+    rows = table.read_text(encoding="utf-8").splitlines()[1:]
+    assert len(rows) == camera["completed"] + camera["failed"] > 10
+    assert f"{len(rows)} executions written to {table}" in result.stdout
+    assert max(float(row.split(",")[8]) for row in rows) <= 500  # result_ms
