@@ -249,6 +249,10 @@ def _app_data(app: Application, refused: int, aborted: int) -> dict[str, Any]:
             "max": _ms(latency.max_us),
             "mean": _ms(latency.total_us // latency.count) if latency.count else 0.0,
         },
+        "energy": round(stats.energy / 1e6, 3),
+        "energy_per_execution": (
+            round(stats.energy / stats.completed / 1e6, 6) if stats.completed else 0.0
+        ),
         "latency_split_ms": {
             part: round(part_ns / stats.completed / 1e6, 3) if stats.completed else 0.0
             for part, part_ns in zip(SPLIT_PARTS, stats.split_ns, strict=True)
@@ -268,10 +272,12 @@ def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
     apps: dict[str, Any] = {}
     cpu_executions = 0
     cpu_busy_ns = 0
+    cpu_energy = 0.0
     for app in emulator.apps:
         apps[app.spec.name] = _app_data(app, refused[app.spec.uid], aborted[app.spec.uid])
         cpu_executions += app.runtime.cpu_stats.executions
         cpu_busy_ns += app.runtime.cpu_stats.busy_ns
+        cpu_energy += app.runtime.cpu_stats.energy
     devices: dict[str, Any] = {}
     for service in emulator.services:
         device = service.device
@@ -279,6 +285,7 @@ def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
         devices[service.name] = {
             "executions": device_stats.executions,
             "busy_fraction": round(device.busy_fraction(elapsed), 6),
+            "energy": round(device.energy() / 1e6, 3),
             "preemptions": device_stats.preemptions,
             "deadline_aborts": device_stats.deadline_aborts,
             "loop_timeouts": device_stats.loop_timeouts,
@@ -288,6 +295,7 @@ def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
     devices["nnapi-reference"] = {
         "executions": cpu_executions,
         "busy_fraction": round(cpu_busy_ns / elapsed, 6) if elapsed else 0.0,
+        "energy": round(cpu_energy / 1e6, 3),
         "preemptions": 0,
         "deadline_aborts": 0,
         "loop_timeouts": 0,

@@ -296,6 +296,7 @@ class Application:
                 code, late = await self._execute(timeout_ns)
             finally:
                 CURRENT_SPLIT.reset(token)
+            self.stats.energy += split.energy
             if self.tracer.flows:
                 self.tracer.counter_add(self.process.pid, "executions in flight", -1)
             if not code.is_transient or attempt >= retry.max_attempts:

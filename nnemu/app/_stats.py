@@ -141,6 +141,9 @@ class AppStats:
     """Duration of each compilation (create model .. finish), in order."""
     compilations_from_cache: int = 0
     """Compilations whose driver steps were all or partly prepared from the cache."""
+    energy: float = 0.0
+    """Device time (ns) of every attempt that ended, times the device's powerUsage ratio
+    for the model (the reference CPU's is 1)."""
     split_ns: list[int] = attrs.field(factory=lambda: [0] * len(SPLIT_PARTS))
     """Sums over completed executions of each part of the latency split (``SPLIT_PARTS``
     order), in ns."""

@@ -35,6 +35,9 @@ class ComputePlan:
     """Loop iterations of each operation (1 except for WHILE); empty = all 1."""
     trace_names: tuple[tuple[str, str], ...] = ()
     """The CpuExecutor's (transformation, computation) mark names for each operation."""
+    power: float = 1.0
+    """The device's powerUsage ratio for this model: each operation's (by its first
+    input's type, as ``execTime``), weighted by its duration; energy = busy time x power."""
 
     def names_of(self, index: int) -> tuple[str, str]:
         """Mark names of operation ``index`` (``op<index>`` when unknown)."""
@@ -112,17 +115,29 @@ def compute_plan(model: Model, capabilities: Capabilities, cpu: CpuSpec) -> Comp
             return 0.0
         return sum(op_cost(subgraph, op) for op in subgraph.operations)
 
+    def op_power(op: Operation) -> float:
+        if op.type is OperationType.WHILE:
+            return capabilities.while_performance.power_usage
+        if op.type is OperationType.IF:
+            return capabilities.if_performance.power_usage
+        first = operation_work(model, model.main, op).first_input_type
+        return capabilities.performance(first, relaxed=relaxed).power_usage
+
     op_ns: list[int] = []
     iterations: list[int] = []
+    weighted = 0.0
     for op in model.main.operations:
         count = loop_iterations(model, op) if op.type is OperationType.WHILE else 1
         per_iteration = op_cost(model.main, op)
         op_ns.append(us(max(per_iteration * count, 1000.0)))
         iterations.append(count)
+        weighted += op_ns[-1] * op_power(op)
+    total = sum(op_ns)
     return ComputePlan(
         tuple(op_ns),
         tuple(iterations) if any(n > 1 for n in iterations) else (),
         tuple(_trace_names(model, op) for op in model.main.operations),
+        power=weighted / total if total else 1.0,
     )
 
 

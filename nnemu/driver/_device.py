@@ -101,6 +101,8 @@ class DeviceStats:
 
     executions: int = 0
     busy_ns: int = 0
+    energy: float = 0.0
+    """Unit time of the stretches that ended, each times its model's power ratio (ns)."""
     preemptions: int = 0
     deadline_aborts: int = 0
     rejected_persistent: int = 0
@@ -176,6 +178,13 @@ class Device:
         if elapsed_ns <= 0:
             return 0.0
         return self.stats.busy_ns / (elapsed_ns * self.units)
+
+    def energy(self) -> float:
+        """Busy unit-time so far (ns), each stretch weighted by its model's powerUsage ratio:
+        the device's energy relative to the reference CPU's per ns of work."""
+        now = self.kernel.clock_ns
+        running = sum((now - job._segment_start) * job.plan.power for job in self._running)
+        return self.stats.energy + running
 
     @property
     def all_units_busy(self) -> bool:
@@ -301,7 +310,9 @@ class Device:
         """Take ``job`` off its unit, recording the stretch it ran; returns the unit."""
         self._running.remove(job)
         unit, job.unit = job.unit, -1
-        job.segments.append((job._segment_start, self.kernel.clock_ns, unit))
+        now = self.kernel.clock_ns
+        job.segments.append((job._segment_start, now, unit))
+        self.stats.energy += (now - job._segment_start) * job.plan.power
         if self._gauges is not None:
             self._trace_load()
         return unit
@@ -521,6 +532,7 @@ class Device:
         split.queue_ns += end - arrived - on_unit
         split.launch_ns += launched
         split.compute_ns += on_unit - launched
+        split.energy += on_unit * job.plan.power
         split.preemptions += job.preempted
         split.on_device(self.spec.name, arrived, job.started_ns, end)
 

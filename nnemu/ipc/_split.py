@@ -27,6 +27,7 @@ class ExecutionSplit:
         "device_end_ns",
         "device_start_ns",
         "devices",
+        "energy",
         "ipc_ns",
         "launch_ns",
         "preemptions",
@@ -56,6 +57,8 @@ class ExecutionSplit:
         """How many times it yielded a compute unit."""
         self.deadline_ns: int | None = None
         """The execution's absolute deadline, if it had one."""
+        self.energy = 0.0
+        """Time on devices (ns) times each device's powerUsage ratio for the model."""
 
     def on_device(self, name: str, arrival_ns: int, start_ns: int | None, end_ns: int) -> None:
         """Note a stretch on device ``name``: reached at ``arrival_ns``, first ran at

@@ -342,9 +342,11 @@ class Execution:
                 finally:
                     ended = kernel.task_now_ns()
                     runtime.cpu_stats.busy_ns += ended - started
+                    runtime.cpu_stats.energy += (ended - started) * plan.power
                     split = current_split()
                     if split is not None:
                         split.compute_ns += ended - started
+                        split.energy += (ended - started) * plan.power
                         split.on_device(CPU_DEVICE_NAME, started, started, ended)
             return ResultCode.NO_ERROR
 
