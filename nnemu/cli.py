@@ -350,18 +350,49 @@ def _summary(data: dict[str, Any], out: TextIO) -> None:
             f"{name:<{width}}{app['submitted']:>10}{app['completed']:>11}{app['failed']:>8}"
             f"{app['dropped']:>9}{app['in_flight']:>11}{quantiles}  {errors}\n"
         )
+    _split_summary(data["apps"], out)
     width = max([6, *(len(name) for name in data["devices"])]) + 2
-    out.write(f"\n{'device':<{width}}{'executions':>11}{'busy':>9}{'preemptions':>13}\n")
+    out.write(
+        f"\n{'device':<{width}}{'executions':>11}{'busy':>9}{'preemptions':>13}{'energy':>10}\n"
+    )
     for name, device in data["devices"].items():
         out.write(
             f"{name:<{width}}{device['executions']:>11}{device['busy_fraction'] * 100:>8.1f}%"
-            f"{device['preemptions']:>13}\n"
+            f"{device['preemptions']:>13}{device.get('energy', 0.0):>10.1f}\n"
         )
     if data["expectations"]:
         out.write("\nexpectations\n")
         for result in data["expectations"]:
             mark = "ok  " if result["passed"] else "FAIL"
             out.write(f"  {mark} {result['text']}\n")
+
+
+_SPLIT_HEADS = {
+    "queue_wait": "queue",
+    "ipc": "ipc",
+    "driver_launch": "launch",
+    "compute": "compute",
+    "retry": "retry",
+    "runtime": "runtime",
+}
+"""The summary's column heads for the parts of ``latency_split_ms``."""
+
+
+def _split_summary(apps: dict[str, Any], out: TextIO) -> None:
+    """Where each app's mean latency went (ms, ``latency_split_ms``): one line per app with a
+    completion (none for report data without the split)."""
+    shown = {
+        name: app for name, app in apps.items() if app["completed"] and "latency_split_ms" in app
+    }
+    if not shown:
+        return
+    width = max([3, *(len(name) for name in shown)]) + 2
+    heads = "".join(f"{head:>9}" for head in _SPLIT_HEADS.values())
+    out.write(f"\n{'mean ms':<{width}}{'latency':>9}{heads}\n")
+    for name, app in shown.items():
+        split = app["latency_split_ms"]
+        parts = "".join(f"{split[part]:>9.3f}" for part in _SPLIT_HEADS)
+        out.write(f"{name:<{width}}{app['latency_ms']['mean']:>9.3f}{parts}\n")
 
 
 def _progress_printer(stream: TextIO) -> Any:

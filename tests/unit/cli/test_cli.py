@@ -6,6 +6,8 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 from nnemu.cli import main
 from tests.commands import run_cli
 
@@ -293,3 +295,21 @@ def test_exception_groups_from_a_command_are_unwrapped(monkeypatch) -> None:
     assert run_cli("demo", "prepare") == (130, "", "\ninterrupted\n")
     monkeypatch.setitem(cli._COMMANDS, "demo", bad_trace)
     assert run_cli("demo", "prepare") == (2, "", "t.html:3: what is wrong\n")
+
+
+def test_summary_shows_where_each_apps_mean_latency_went() -> None:
+    """The summary has one line per app with a completion: its mean latency and the split."""
+    code, out, _ = run_cli("run", str(REPO / "scenarios" / "qos_driver_crash.yaml"), "-q")
+    assert code == 0
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("mean ms"))
+    assert lines[head].split() == [
+        "mean", "ms", "latency", "queue", "ipc", "launch", "compute", "retry", "runtime"
+    ]  # fmt: skip
+    for line in lines[head + 1 : head + 3]:
+        name, mean, *parts = line.split()
+        assert name in ("resilient", "pinned")
+        assert sum(map(float, parts)) == pytest.approx(float(mean), abs=0.004)
+    assert lines[head + 3] == ""
+    device_head = lines[head + 4].split()
+    assert device_head[-1] == "energy"
