@@ -224,6 +224,10 @@ def _add_replay(add: _AddCommand) -> None:
         help="write the replay's trace (.html, .json, .pftrace, else text)",
     )
     replay.add_argument("--report", help="write the JSON report here")
+    replay.add_argument(
+        "--executions",
+        help="write one row per execution here: .csv, or .parquet (needs pyarrow)",
+    )
     replay.add_argument("--save-scenario", help="write the scenario the replay built here")
     replay.add_argument("--realtime", action="store_true", help="run on the wall clock")
 
@@ -821,6 +825,7 @@ def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _output_problem("--trace", args.trace_out, "trace"),
         _output_problem("--report", args.report, "report"),
         _output_problem("--save-scenario", args.save_scenario, "scenario"),
+        _executions_problem(args.executions),
     ):
         return ExitCode.BAD_INPUT
     return run_replay_command(
@@ -835,6 +840,7 @@ def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         report=args.report,
         save_scenario=args.save_scenario,
         realtime=args.realtime,
+        executions=args.executions,
         stdin=sys.stdin,
         stdout=out,
         stderr=err,

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 from nnemu._emulator import run
 from nnemu._files import write_text
 from nnemu.errors import ExitCode, Interrupted, OutputError
+from nnemu.executions import execution_rows, write_executions
 from nnemu.overrides import OverrideError, apply_overrides
 from nnemu.replay._build import build_replay, describe_build, describe_plan, loop_problem
 from nnemu.replay._extract import TracePlan, extract_plan
@@ -45,6 +46,7 @@ def run_replay_command(
     report: str | None = None,
     save_scenario: str | None = None,
     realtime: bool = False,
+    executions: str | None = None,
     stdin: TextIO,
     stdout: TextIO,
     stderr: TextIO,
@@ -58,6 +60,8 @@ def run_replay_command(
         stop_at_s: run to this virtual time, then switch to manual control.
         manual: start in manual control.
         sets: ``KEY=VALUE`` changes to the scenario (``--set``).
+        executions: write one row per finished execution here (``.csv``/``.parquet``;
+            the last run's, as ``--report``).
     """
     if loop is not None and loop < 0:
         stderr.write(f"-l: expected a loop count >= 1 (or none: forever), got {loop}\n")
@@ -93,6 +97,7 @@ def run_replay_command(
                 trace=trace,
                 report=report,
                 realtime=realtime,
+                executions=executions,
                 stdout=stdout,
                 stderr=stderr,
                 summary=summary,
@@ -174,6 +179,7 @@ def _play(
     trace: str | None,
     report: str | None,
     realtime: bool,
+    executions: str | None,
     stdout: TextIO,
     stderr: TextIO,
     summary: Summary,
@@ -188,6 +194,13 @@ def _play(
         except OSError as exc:
             stderr.write(f"{trace}: cannot write the trace: {exc.strerror}\n")
             return ExitCode.BAD_INPUT
+    rows: list[tuple[Any, ...]] = []
+
+    def keep_rows(emulator: Any) -> None:
+        rows[:] = execution_rows(
+            (app.spec.name, app.spec.uid, app.records or ()) for app in emulator.apps
+        )
+
     try:
         with stepper.handling_sigint():
             # The stepper handles Ctrl-C; SIGTERM stops the kernel cleanly.
@@ -198,10 +211,14 @@ def _play(
                 realtime=realtime,
                 attach=stepper.attach,
                 handle_signals=True,
+                keep_executions=executions is not None,
+                inspect=keep_rows if executions is not None else None,
             )
     except Interrupted as exc:
         if exc.report is not None:
             summary(dict(exc.report.data), stdout)
+        if executions is not None and not _write_rows(executions, rows, stdout, stderr):
+            return ExitCode.BAD_INPUT
         so_far = f"; the trace so far is in {trace}" if trace else ""
         stderr.write(f"interrupted by {exc.signal_name}{so_far}\n")
         return ExitCode.TERMINATED if exc.signal_name == "SIGTERM" else ExitCode.INTERRUPTED
@@ -209,4 +226,17 @@ def _play(
     stdout.write("\n" + "\n".join(fidelity_lines(plan, result.data)) + "\n")
     if report and not _write_file(report, result.to_json(), "report", stderr):
         return ExitCode.BAD_INPUT
+    if executions is not None and not _write_rows(executions, rows, stdout, stderr):
+        return ExitCode.BAD_INPUT
     return result
+
+
+def _write_rows(path: str, rows: list[tuple[Any, ...]], stdout: TextIO, stderr: TextIO) -> bool:
+    """Write ``--executions`` and say so; False (the reason printed) when it cannot."""
+    try:
+        write_executions(path, rows)
+    except OutputError as exc:
+        stderr.write(f"{exc}\n")
+        return False
+    stdout.write(f"{len(rows)} executions written to {path}\n")
+    return True

@@ -86,7 +86,10 @@ def test_parquet_without_pyarrow_is_refused_before_the_run(tmp_path: Path, monke
     code, out, err = run_cli("run", str(TWO_APPS), "--executions", str(table))
     assert code == 2
     assert out == ""
-    assert err == f"{table}: writing Parquet needs pyarrow: pip install 'nnemu[sweep]' (or write .csv)\n"
+    assert (
+        err
+        == f"{table}: writing Parquet needs pyarrow: pip install 'nnemu[sweep]' (or write .csv)\n"
+    )
     assert not table.exists()
 
 
@@ -99,3 +102,28 @@ def test_other_suffixes_are_refused_before_the_run(tmp_path: Path, name: str) ->
     assert out == ""
     assert err.startswith(f"{table}: --executions writes .csv or .parquet, not ")
     assert len(err.splitlines()) == 1
+
+
+def test_replay_writes_the_replayed_executions(tmp_path: Path) -> None:
+    """``nnemu replay --executions`` writes one row per execution of the replayed run."""
+    trace, table, report = tmp_path / "t.html", tmp_path / "x.csv", tmp_path / "r.json"
+    assert run_cli("run", str(TWO_APPS), "--trace", str(trace), "-q")[0] == 0
+    code, out, err = run_cli(
+        "replay", str(trace), "--executions", str(table), "--report", str(report)
+    )
+    assert code == 0, err
+    header, rows = _csv_rows(table)
+    assert header == [column.name for column in COLUMNS]
+    apps = json.loads(report.read_text(encoding="utf-8"))["apps"]
+    assert len(rows) == sum(app["completed"] + app["failed"] for app in apps.values())
+    assert {row["app"] for row in rows} == set(apps)
+    assert f"{len(rows)} executions written to {table}" in out
+
+
+def test_replay_refuses_a_bad_executions_path_before_extracting(tmp_path: Path) -> None:
+    """``nnemu replay --executions x.txt`` exits 2 with one line before reading the trace."""
+    table = tmp_path / "x.txt"
+    code, out, err = run_cli("replay", str(tmp_path / "missing.html"), "--executions", str(table))
+    assert code == 2
+    assert out == ""
+    assert err == f"{table}: --executions writes .csv or .parquet, not .txt\n"
