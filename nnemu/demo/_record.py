@@ -171,7 +171,7 @@ class CallLog:
         kernel, notes = self.kernel, self.notes
         original_notify = service._notify
 
-        def notify(callback: Any, iface: str, method: str, *args: Any) -> None:
+        def notify(callback: Any, iface: str, method: str, *args: Any, **options: Any) -> None:
             status = args[0] if args else None
             if isinstance(status, ErrorStatus) and service.endpoint.alive:
                 what = ""
@@ -188,7 +188,7 @@ class CallLog:
                     )
                 )
                 self.notifies.append((kernel.task_now_ns(), method, status.name))
-            original_notify(callback, iface, method, *args)
+            original_notify(callback, iface, method, *args, **options)
 
         setattr(service, "_notify", notify)  # noqa: B010 - an instance-level observer
         endpoint = service.endpoint

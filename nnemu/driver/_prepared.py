@@ -296,23 +296,28 @@ class PreparedModel:
             if callback is None:
                 return ErrorStatus.INVALID_ARGUMENT
             ref, method = callback, version.notify_method
+            # The worker thread does not run in the caller's context: it is handed the
+            # execution's split (its wait for the worker is queue wait, the callback IPC).
+            split = current_split()
 
             def notify(
                 status: ErrorStatus, shapes: tuple[OutputShape, ...], timing: Timing
             ) -> None:
-                service._notify(ref, "IExecutionCallback", method, status, shapes, timing)
+                service._notify(
+                    ref, "IExecutionCallback", method, status, shapes, timing, split=split
+                )
 
             error = self.check_request(request, deadline_ns)
             if error is ErrorStatus.INVALID_ARGUMENT:
-                notify(error, (), NO_TIMING)
+                # The launch's own status is the answer: the client does not wait for this
+                # callback, so its delivery is not on the execution's path.
+                service._notify(ref, "IExecutionCallback", method, error, (), NO_TIMING)
                 return error
             if error is not None:
                 notify(error.downgraded(version), (), NO_TIMING)
                 return ErrorStatus.NONE
             await kernel.sync()
-            # The worker thread does not run in the caller's context: it is handed the
-            # execution's split, and its wait for the worker is queue wait.
-            split, launched_ns = current_split(), kernel.clock_ns
+            launched_ns = kernel.clock_ns
 
             async def task() -> None:
                 with open_split(split):

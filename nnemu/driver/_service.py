@@ -42,7 +42,7 @@ from nnemu.hal import (
     supported_by,
     validate_model,
 )
-from nnemu.ipc import Binder, Endpoint
+from nnemu.ipc import Binder, Endpoint, ExecutionSplit
 from nnemu.scenario import CpuSpec, DeadlinePolicy, DeviceSpec, FaultKind
 from nnemu.sim import FileHandle, Kernel, ProcessTable, SimQueue, us
 from nnemu.tracer import Layer, Phase, Section, Tracer
@@ -185,8 +185,16 @@ class DriverService:
         self._jobs.put_nowait(job)
         return True
 
-    def _notify(self, callback: CallbackRef, iface: str, method: str, *args: Any) -> None:
-        """Call the client's callback (oneway, exactly once per launch)."""
+    def _notify(
+        self,
+        callback: CallbackRef,
+        iface: str,
+        method: str,
+        *args: Any,
+        split: ExecutionSplit | None = None,
+    ) -> None:
+        """Call the client's callback (oneway, exactly once per launch); ``split``: the
+        execution it ends."""
         if not self.endpoint.alive:
             return  # a dead process sends nothing; the client's death recipient answers
         self.binder.oneway(
@@ -195,6 +203,7 @@ class DriverService:
             method,
             lambda: callback.target(*args),
             completes=callback.target,
+            split=split,
         )
 
     def trace_memory(self) -> None:

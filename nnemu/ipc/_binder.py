@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import structlog
 
-from nnemu.ipc._split import current_split
+from nnemu.ipc._split import ExecutionSplit, current_split
 from nnemu.scenario import IpcSpec
 from nnemu.sim import Kernel, SimProcess, ThreadPool, as_thread, us
 from nnemu.tracer import Tracer
@@ -188,11 +188,15 @@ class Binder:
         *,
         payload_bytes: int = 0,
         completes: object = None,
+        split: ExecutionSplit | None = None,
     ) -> bool:
         """A oneway HIDL call: ``deliver`` runs on a binder thread of ``callee`` when it arrives.
 
         Returns False (nothing is sent) if the callee is dead.  ``deliver`` must not wait.
         ``completes`` is the flow key (``Tracer.flow_out``) of the call a callback completes.
+        ``split``: the execution a callback ends, whose IPC its delivery is (passed, not
+        read from the context: kernel callbacks, which may send, run in whatever thread's
+        context gave the baton up).
         """
         kernel, tracer = self.kernel, self.tracer
         _, client, server = self._start(iface, method)
@@ -205,8 +209,7 @@ class Binder:
             return False
         latency = self.latency_ns(payload_bytes)
         arrive = kernel.task_now_ns() + latency
-        split = current_split()
-        if split is not None:  # a callback that ends an execution: its delivery is IPC
+        if split is not None:
             split.ipc_ns += latency + ONEWAY_SERVER_NS
         thread = callee.pool.threads[0]
 
