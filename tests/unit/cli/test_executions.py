@@ -127,3 +127,15 @@ def test_replay_refuses_a_bad_executions_path_before_extracting(tmp_path: Path) 
     assert code == 2
     assert out == ""
     assert err == f"{table}: --executions writes .csv or .parquet, not .txt\n"
+
+
+def test_replications_refuse_the_executions_of_one_run(tmp_path: Path) -> None:
+    """--executions with --replications exits 2 before running: the table shows one run."""
+    table = tmp_path / "x.csv"
+    code, out, err = run_cli(
+        "run", str(TWO_APPS), "--replications", "2", "--executions", str(table)
+    )
+    assert code == 2
+    assert out == ""
+    assert err.startswith("--executions: not with --replications")
+    assert not table.exists()
