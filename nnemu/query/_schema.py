@@ -59,7 +59,7 @@ INDEXES: Final = """
 CREATE INDEX slice_track_id ON slice(track_id, id);
 CREATE INDEX slice_parent_id ON slice(parent_id);
 CREATE INDEX slice_name ON slice(name);
-CREATE INDEX args_arg_set_id ON args(arg_set_id, key);
+CREATE INDEX args_arg_set_id ON args(arg_set_id);
 """
 """Indexes, created after loading (cheaper than maintaining them row by row)."""
 
