@@ -10,6 +10,8 @@ Usage::
     with open(path) as stream, Progress(path, stream, sys.stderr, label="loading") as bar:
         for line in bar.lines(stream):
             ...
+        bar.stage("building indexes")  # a last step of no measured progress
+        ...
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ class Progress:
         stream: The open file; its descriptor's offset is the bytes read.
         out: Where to draw; nothing is drawn unless it is a terminal (None: nowhere).
         label: Says what is going on (``loading trace.html``).
-        min_bytes: No bar for smaller files.
+        min_bytes: No bar for smaller files (None: ``MIN_BYTES``).
     """
 
     def __init__(
@@ -106,7 +108,7 @@ class Progress:
         out: TextIO | None,
         *,
         label: str,
-        min_bytes: int = MIN_BYTES,
+        min_bytes: int | None = None,
     ) -> None:
         self.out = out
         self.label = label
@@ -123,7 +125,7 @@ class Progress:
             self._fd = stream.fileno()
         except (OSError, ValueError, AttributeError):
             return
-        self.enabled = self.total >= min_bytes
+        self.enabled = self.total >= (MIN_BYTES if min_bytes is None else min_bytes)
 
     def __enter__(self) -> Progress:
         return self
@@ -159,6 +161,16 @@ class Progress:
         pad = " " * max(0, self._drawn - len(text))
         self._write(f"\r{text}{pad}")
         self._drawn = len(text)
+
+    def stage(self, text: str) -> None:
+        """Replace the bar by ``label: text`` for a last step whose progress is not measured
+        (``building indexes``): the bar would otherwise sit still at its last share."""
+        if not self.enabled:
+            return
+        line = f"{self.label}: {text}"
+        pad = " " * max(0, self._drawn - len(line))
+        self._write(f"\r{line}{pad}")
+        self._drawn = len(line)
 
     def clear(self) -> None:
         """Erase the bar (the line is left empty for what is printed next)."""

@@ -11,6 +11,7 @@ slices of its track with ids in ``(id, subtree_end_id]``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -768,50 +769,51 @@ def load_trace(
     loader = Loader(conn, warn)
     last_line = 0
     label = f"loading {os.path.basename(source)}"
-    if kind == "json":
-        with (
-            open(source, encoding="utf-8", errors="replace") as stream,
-            Progress(source, stream, progress, label=label) as bar,
-        ):
+    with contextlib.ExitStack() as cleanup:
+        # The bar is kept through finish() (the last rows and the indexes), shown as a stage.
+        bar: Progress | None = None
+        if kind == "json":
+            stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
+            bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
             try:
                 loader.load_json_lines(bar.lines(stream))
             except _NotLineJson:
                 _reset(conn)
                 stream.seek(0)
                 loader = _load_json_document(source, stream, conn, warn)
-    elif kind == "perfetto":
-        from nnemu.trace import PerfettoLines
+        elif kind == "perfetto":
+            from nnemu.trace import PerfettoLines
 
-        # Rows made from packets: a problem is placed by the packet's byte offset.
-        pftrace = PerfettoLines(
-            source, on_problem=lambda offset, message: warn(0, f"byte {offset}: {message}")
-        )
-
-        def warn_at_packet(line_number: int, message: str) -> None:
-            del line_number  # of the rows made from the packets
-            warn(0, f"byte {pftrace.last_offset}: {message}")
-
-        loader = Loader(conn, warn_at_packet)
-        pftrace.on_dump = loader._dump_row
-        pftrace.on_track_event = loader.track_event
-        loader.load_ftrace(pftrace)
-    else:
-        with (
-            open(source, encoding="utf-8", errors="replace") as stream,
-            Progress(source, stream, progress, label=label) as bar,
-        ):
-            lines = loader.load_ftrace(bar.lines(stream))
-        last_line = lines.last_line_number
-        if not lines.found_ftrace:
-            raise TraceFormatError(
-                source,
-                last_line,
-                "",
-                "no ftrace data found (expected a systrace HTML trace-data block"
-                " starting with '# tracer:', ftrace text, or a JSON trace)",
+            # Rows made from packets: a problem is placed by the packet's byte offset.
+            pftrace = PerfettoLines(
+                source, on_problem=lambda offset, message: warn(0, f"byte {offset}: {message}")
             )
-        kind = "systrace" if lines.is_html else "ftrace"
-    threads, processes = loader.finish()
+
+            def warn_at_packet(line_number: int, message: str) -> None:
+                del line_number  # of the rows made from the packets
+                warn(0, f"byte {pftrace.last_offset}: {message}")
+
+            loader = Loader(conn, warn_at_packet)
+            pftrace.on_dump = loader._dump_row
+            pftrace.on_track_event = loader.track_event
+            loader.load_ftrace(pftrace)
+        else:
+            stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
+            bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
+            lines = loader.load_ftrace(bar.lines(stream))
+            last_line = lines.last_line_number
+            if not lines.found_ftrace:
+                raise TraceFormatError(
+                    source,
+                    last_line,
+                    "",
+                    "no ftrace data found (expected a systrace HTML trace-data block"
+                    " starting with '# tracer:', ftrace text, or a JSON trace)",
+                )
+            kind = "systrace" if lines.is_html else "ftrace"
+        if bar is not None:
+            bar.stage("file read; building indexes")
+        threads, processes = loader.finish()
     if loader.slices == 0:
         raise TraceFormatError(
             source,

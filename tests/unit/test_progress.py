@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from nnemu import _progress
 from nnemu._progress import Progress, render
 from nnemu.errors import TraceFormatError
+from nnemu.query import load_trace
 from nnemu.trace import MAX_LINE, FtraceLines
 
 
@@ -70,3 +72,36 @@ def test_watched_stream_still_refuses_an_over_long_line(tmp_path: Path, monkeypa
         pytest.raises(TraceFormatError, match="line longer than"),
     ):
         list(FtraceLines(bar.lines(stream)))
+
+
+def test_stage_replaces_the_bar_until_cleared(tmp_path: Path):
+    """A stage draws ``label: text`` over the bar (padded to cover it) and is erased at the end."""
+    path = tmp_path / "t.txt"
+    path.write_text("row\n")
+    out = _Terminal()
+    with (
+        path.open() as stream,
+        Progress(str(path), stream, out, label="loading", min_bytes=1) as bar,
+    ):
+        bar.stage("building indexes")
+        assert out.getvalue() == "\rloading: building indexes"
+    assert out.getvalue().endswith("\r" + " " * len("loading: building indexes") + "\r")
+
+
+def test_query_load_shows_the_index_stage_after_the_bar(tmp_path: Path, monkeypatch):
+    """``nnemu query``'s load ends its bar with a 'building indexes' stage, not a stalled share."""
+    monkeypatch.setattr(_progress, "_EVERY_LINES", 1)
+    monkeypatch.setattr(_progress, "_INTERVAL_S", 0.0)
+    monkeypatch.setattr(_progress, "MIN_BYTES", 1)
+    row = "app-1000 ( 1000) [000] ...1 1.{:06d}: tracing_mark_write: {}\n"
+    rows = [
+        row.format(2 * i + j, "B|1000|x" if j == 0 else "E|1000") for i in range(50) for j in (0, 1)
+    ]
+    path = tmp_path / "t.txt"
+    path.write_text("# tracer: nop\n" + "".join(rows))
+    out = _Terminal()
+    load_trace(str(path), sqlite3.connect(":memory:"), lambda line, message: None, progress=out)
+    drawn = [piece.strip() for piece in out.getvalue().split("\r") if piece.strip()]
+    assert drawn[0].startswith("loading t.txt [")
+    assert drawn[-1] == "loading t.txt: file read; building indexes"
+    assert out.getvalue().endswith("\r")
