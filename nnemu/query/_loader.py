@@ -40,9 +40,11 @@ from nnemu.trace import (
     DumpThread,
     Flow,
     FtraceLines,
+    NotLineJson,
     TraceFormat,
     file_format,
     is_mark_row,
+    json_line_events,
     json_time_ns,
     refuse_unreadable,
     timestamp_ns,
@@ -146,10 +148,6 @@ class _Thread:
         assert isinstance(ident, int)
         assert isinstance(ts, int)
         return ident, ts
-
-
-class _NotLineJson(Exception):
-    """The JSON file does not hold one event per line; read it as one document."""
 
 
 def _int(value: object) -> int | None:
@@ -635,20 +633,9 @@ class Loader:
         """Load a JSON trace written one event per line (as nnemu and Chrome write it).
 
         Raises:
-            _NotLineJson: A line is not a whole event; the caller reads the document.
+            NotLineJson: A line is not a whole event; the caller reads the document.
         """
-        for line_number, line in enumerate(stream, 1):
-            text = line.strip()
-            if not text or text.endswith("[") or text in ("]", "]}", "],", "}"):
-                continue  # the {"traceEvents": [ header and the ]} tail
-            if text.endswith(","):
-                text = text[:-1]
-            try:
-                event = json.loads(text)
-            except (ValueError, RecursionError) as err:
-                raise _NotLineJson from err
-            if not isinstance(event, dict) or "ph" not in event:
-                raise _NotLineJson
+        for line_number, event in json_line_events(stream):
             self.json_event(event, line_number)
 
     # -- the end -----------------------------------------------------------
@@ -777,7 +764,7 @@ def load_trace(
             bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
             try:
                 loader.load_json_lines(bar.lines(stream))
-            except _NotLineJson:
+            except NotLineJson:
                 _reset(conn)
                 stream.seek(0)
                 loader = _load_json_document(source, stream, conn, warn)

@@ -40,9 +40,11 @@ from nnemu.trace import (
     DumpProcess,
     DumpThread,
     FtraceLines,
+    NotLineJson,
     TraceFormat,
     classify,
     file_format,
+    json_line_events,
     json_time_ns,
     pid_of,
     refuse_unreadable,
@@ -622,9 +624,15 @@ class _Collector:
     # -- Chrome JSON
 
     def read_json(self, document: object, source: str) -> None:
+        """Read a JSON trace parsed as one document (``{"traceEvents": [...]}`` or a list)."""
         events = document.get("traceEvents") if isinstance(document, dict) else document
         if not isinstance(events, list):
             raise TraceFormatError(source, 1, "", "expected a JSON trace with a traceEvents list")
+        self.read_json_events(events)
+
+    def read_json_events(self, events: Iterable[object]) -> None:
+        """Read trace events in file order (a document's list, or ``json_line_events``
+        streaming a file of one event per line)."""
         ordered: list[tuple[int, int, int, int, str]] = []
         for index, event in enumerate(events):
             if not isinstance(event, dict):
@@ -682,6 +690,20 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
         return collector, "perfetto"
     with open(path, encoding="utf-8", errors="replace") as handle:
         if kind is TraceFormat.JSON:
+            # One event per line (as nnemu and Chrome write it) is streamed; anything
+            # else is parsed as one document (in memory).
+            try:
+                with Progress(
+                    path, handle, progress, label=f"reading {os.path.basename(path)}"
+                ) as bar:
+                    collector.read_json_events(
+                        event for _, event in json_line_events(bar.lines(handle), strict=True)
+                    )
+                collector.finish()
+                return collector, "json"
+            except NotLineJson:
+                collector = _Collector()
+                handle.seek(0)
             try:
                 document = json.load(handle)
             except json.JSONDecodeError as err:

@@ -6,7 +6,7 @@
   ftrace text) and its ``PROCESS DUMP`` (``ProcessDump``: process and thread rows);
   a text stream's lines are read with ``bounded_lines`` (none longer than ``MAX_LINE``);
 * Chrome trace-event JSON: ``read_chrome_json`` (events as ftrace rows),
-  ``json_time_ns``;
+  ``json_time_ns``, ``json_line_events`` (a file of one event per line, streamed);
 * Perfetto protobuf traces: ``read_perfetto`` (typed records, streamed packet
   by packet) and ``PerfettoLines`` (the same as ftrace rows); imported on first
   use (telling a file's format, or reading systrace, does not load them);
@@ -17,7 +17,14 @@
 
 from typing import TYPE_CHECKING, Final
 
-from nnemu.trace._chrome import ChromeJsonError, ChromeRows, json_time_ns, read_chrome_json
+from nnemu.trace._chrome import (
+    ChromeJsonError,
+    ChromeRows,
+    NotLineJson,
+    json_line_events,
+    json_time_ns,
+    read_chrome_json,
+)
 from nnemu.trace._detect import (
     GZIP_MAGIC,
     HEAD_BYTES,
@@ -117,6 +124,7 @@ __all__ = [
     "Flow",
     "FtraceLines",
     "Mark",
+    "NotLineJson",
     "PerfettoEvent",
     "PerfettoLines",
     "Print",
@@ -133,6 +141,7 @@ __all__ = [
     "file_format",
     "is_mark_row",
     "is_perfetto_lines",
+    "json_line_events",
     "json_time_ns",
     "open_trace",
     "pid_of",

@@ -34,7 +34,13 @@ def test_omr1_one_app_five_executions_on_a_hal10_driver():
     assert driver.hal_version is HalVersion.V1_0
     assert driver.name == "hvx"  # android.hardware.neuralnetworks@1.0-service-hvx
     # execute::server begin -> IExecutionCallback::notify::client begin
-    assert tuple(driver.execution_ns) == (20_730_000, 10_519_000, 14_184_000, 15_983_000, 13_012_000)
+    assert tuple(driver.execution_ns) == (
+        20_730_000,
+        10_519_000,
+        14_184_000,
+        15_983_000,
+        13_012_000,
+    )
     assert driver.median_execution_ns == 14_184_000
 
 
@@ -162,3 +168,31 @@ def test_few_executions_in_flight_at_the_cut_keep_their_threads(tmp_path: Path):
     built = build_replay(plan)
     assert built.scenario.apps[0].threads == 5
     assert built.warnings == ()
+
+
+def test_json_trace_is_streamed_and_reads_as_the_whole_document(tmp_path: Path, monkeypatch):
+    """A JSON trace of one event per line is read line by line (never json.load) into the plan
+    that the same events give as one document, and a truncated file is still refused."""
+    import json
+
+    import attrs
+
+    from nnemu.replay import _extract
+
+    lined = tmp_path / "q.json"
+    record(QUICKSTART, lined)
+    document = tmp_path / "one-line.json"
+    document.write_text(json.dumps(json.loads(lined.read_text())), encoding="utf-8")
+    from_document = extract_plan(str(document))
+
+    def no_load(*args: object, **kwargs: object) -> object:
+        raise AssertionError("json.load called on a one-event-per-line file")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_extract.json, "load", no_load)
+        streamed = extract_plan(str(lined))
+    assert attrs.evolve(streamed, source=from_document.source) == from_document
+    cut = tmp_path / "cut.json"
+    cut.write_text(lined.read_text().rsplit("\n", 2)[0] + "\n", encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="invalid JSON"):
+        extract_plan(str(cut))
