@@ -65,7 +65,7 @@ what the views, the table functions and ``extract_arg`` look up; building them i
 fifth of a load, so there are no more: ``parent_id`` is indexed where it is set (a
 ``parent_id = ?`` look-up uses it; the roots, a third of the slices, are left out),
 ``args`` on ``arg_set_id`` alone (an arg set is a few rows), and ``name`` not at all (an
-equality look-up scans the table, ~5 ms per 150,000 slices; a join on it gets SQLite's
+equality look-up scans the table, ~10 ms per 150,000 slices; a join on it gets SQLite's
 automatic index)."""
 
 # Descendants of P are the slices begun on P's track while P was open: ids are
