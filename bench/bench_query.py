@@ -75,7 +75,9 @@ LABELS = {
 def _measure(kind: str, path: Path, db: Path, pythonpath: str) -> dict[str, float]:
     if kind == "query-db-again" and not db.exists():
         _measure("query-db", path, db, pythonpath)
-    env = {**os.environ, "PYTHONPATH": pythonpath}
+    # PYTHONSAFEPATH: the child's sys.path does not start with the current directory,
+    # which (run from a checkout) would shadow PYTHONPATH and measure that checkout twice.
+    env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONSAFEPATH": "1"}
     return _child_result(_CHILD, kind, str(path), str(db), env=env)
 
 
