@@ -1,15 +1,16 @@
 """What the HTML page's per-layer tables (its "Why" section) cost ``nnemu run --html``.
 
-``nnemu run --html`` parses the run's trace for the tables: its ``--trace`` file, or a
-systrace it writes to a temporary file (``nnemu.pictures.LayerTrace``).  This runs one
+``nnemu run --html`` parses the run's trace for the tables: its ``--trace`` file after the
+run, or the run's systrace in memory as the run goes (``nnemu.pictures.LayerTrace``).  This runs one
 scenario (``--duration-ms`` replaces its duration; default qos_priority_checkpoint for
 60 s) four ways, in this process, alternating, ``--repeat`` times each:
 
 * ``page``                -- run with ``keep_executions``, ``collect``, ``render_html``;
-* ``page + tables``       -- the same plus the temporary systrace and its parse (``--html``);
+* ``page + tables``       -- the same plus the in-memory parse of its systrace (``--html``);
 * ``trace + page``        -- with a systrace sink of the user's (``--trace x.html --html``
   without the tables, the cost before the Why section);
-* ``trace + page + tables`` -- the same plus the parse of that trace (``--trace --html``).
+* ``trace + page + tables`` -- the same plus the parse of that trace (``--trace --html``;
+  also what ``--html`` alone cost when it wrote a temporary systrace and parsed it after).
 
 It prints the best CPU seconds (``time.process_time``) of each, of the run alone and in
 all, and the page's size.  The machine may be shared: read the ratios, not the seconds.

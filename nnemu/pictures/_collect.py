@@ -13,9 +13,7 @@ Each device job records the stretches it ran on a compute unit
 from __future__ import annotations
 
 import collections
-import contextlib
 import os
-import tempfile
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -27,7 +25,8 @@ from nnemu.tracer import Layer, Phase
 if TYPE_CHECKING:
     from nnemu._emulator import Emulator
     from nnemu.driver import Job
-    from nnemu.parser import RunStats
+    from nnemu.parser import ParseResult, RunStats
+    from nnemu.pictures._layer_sink import LayerSink
     from nnemu.tracer import TraceSink
 
 
@@ -656,6 +655,11 @@ def layer_tables(path: str | os.PathLike[str], source: str | None = None) -> Lay
         return LayerTables(source=label, problem=exc.message)
     except OSError as exc:
         return LayerTables(source=label, problem=f"cannot read the trace: {exc.strerror or exc}")
+    return tables_of(result, label)
+
+
+def tables_of(result: ParseResult, source: str) -> LayerTables:
+    """The per-layer tables of a parse of the trace ``source`` names."""
     counts = collections.Counter(run.pid for run in result.runs)
     seen: collections.Counter[str] = collections.Counter()
     runs = []
@@ -666,7 +670,7 @@ def layer_tables(path: str | os.PathLike[str], source: str | None = None) -> Lay
         f"line {d.line_number}: {d.message}" if d.line_number else d.message
         for d in result.diagnostics
     )
-    return LayerTables(source=label, runs=tuple(runs), warnings=warnings)
+    return LayerTables(source=source, runs=tuple(runs), warnings=warnings)
 
 
 def with_layer_tables(
@@ -683,28 +687,27 @@ class LayerTrace:
     """Where a run's per-layer tables come from, for ``nnemu run --html``.
 
     If the run writes a trace file (``--trace``), that file is parsed after the run; else
-    a systrace of the run goes to a temporary file (``sinks``), parsed after the run and
-    removed on ``close``.  Either way the page's tables are what ``nnemu parse`` prints for
-    the run's trace, and the run's report and trace bytes are those of a run without it.
+    the run's systrace is parsed in memory as the run goes (``sinks``: a ``LayerSink``, no
+    file).  Either way the page's tables are what ``nnemu parse`` prints for the run's
+    trace, and the run's report and trace bytes are those of a run without it.
     """
 
     def __init__(self, trace: str | None) -> None:
-        self._own: str | None = None
         self.sinks: list[TraceSink] = []
         """Sinks to add to the run's (none when the run's own trace is parsed)."""
+        self.path: str | None = None
+        """The trace file parsed after the run (None: parsed in memory)."""
+        self._sink: LayerSink | None = None
         if trace is not None and (os.path.isfile(trace) or not os.path.exists(trace)):
             self.path = trace
-            """The trace parsed after the run."""
             self.source = f"the run's trace, {trace}"
-            """How the page names that trace."""
+            """How the page names the trace parsed."""
             return
-        from nnemu.tracer import open_trace_writer
+        from nnemu.pictures._layer_sink import LayerSink
 
-        handle, self._own = tempfile.mkstemp(prefix="nnemu-layers-", suffix=".html")
-        os.close(handle)
-        self.path = self._own
-        self.source = "a systrace of the run (not kept)"
-        self.sinks.append(open_trace_writer(self._own))
+        self.source = "a systrace of the run, parsed as it ran (not kept)"
+        self._sink = LayerSink()
+        self.sinks.append(self._sink)
 
     def __enter__(self) -> LayerTrace:
         return self
@@ -714,11 +717,18 @@ class LayerTrace:
 
     def attach(self, data: RunPictures) -> RunPictures:
         """``data`` with the tables of the finished run's trace."""
-        return with_layer_tables(data, self.path, self.source)
+        if self._sink is None:
+            assert self.path is not None
+            return with_layer_tables(data, self.path, self.source)
+        why = data.why
+        if why is None:
+            return data
+        self._sink.close()  # a no-op if the run closed it
+        if self._sink.problem is not None:
+            tables = LayerTables(source=self.source, problem=self._sink.problem)
+        else:
+            tables = tables_of(self._sink.result, self.source)
+        return attrs.evolve(data, why=attrs.evolve(why, layers=tables))
 
     def close(self) -> None:
-        """Remove the temporary trace, if there is one."""
-        if self._own is not None:
-            with contextlib.suppress(OSError):
-                os.remove(self._own)
-            self._own = None
+        """Nothing left to clean up (kept for the context manager)."""

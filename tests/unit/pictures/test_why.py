@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import re
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -12,6 +12,8 @@ import attrs
 import pytest
 
 from nnemu import run
+from nnemu.errors import TraceFormatError
+from nnemu.parser import parse_file
 from nnemu.pictures import (
     LayerTables,
     LayerTrace,
@@ -22,9 +24,12 @@ from nnemu.pictures import (
     with_layer_tables,
 )
 from nnemu.pictures._common import APP_COLORS, CODE_COLORS
+from nnemu.pictures._layer_sink import LayerSink
 from nnemu.pictures._why import SPLIT_COLORS, reading, split_parts, why_section
 from nnemu.report import Report
 from nnemu.scenario import load_scenario
+from nnemu.sim import SimThread
+from nnemu.tracer import open_trace_writer
 from tests.commands import run_cli, run_parse
 from tests.unit.pictures.dom import by_id, parse_page
 
@@ -153,7 +158,9 @@ def test_the_page_does_not_change_the_runs_report_or_trace(two_apps: dict[str, P
 def test_layer_source_names_the_trace_parsed(two_apps: dict[str, Path]) -> None:
     """The note above the tables names the --trace file, or says a temporary systrace was used."""
     assert f"the run&#x27;s trace, {two_apps['trace']}" in two_apps["page"].read_text()
-    assert "a systrace of the run (not kept)" in two_apps["page_alone"].read_text()
+    assert (
+        "a systrace of the run, parsed as it ran (not kept)" in two_apps["page_alone"].read_text()
+    )
 
 
 def _device_cells(page: str) -> dict[tuple[str, str], str]:
@@ -407,18 +414,66 @@ def test_with_layer_tables_adds_the_tables(
     assert [run.process_name for run in added.why.layers.runs] == ["camera"]
 
 
-def test_the_temporary_trace_is_removed(tmp_path: Path) -> None:
-    """LayerTrace without --trace writes a systrace to a temporary file and removes it on exit;
-    with --trace it adds no sink."""
+def test_without_trace_no_file_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LayerTrace without --trace adds an in-memory sink and writes no temporary file;
+    with --trace it adds no sink and parses that file."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
     with LayerTrace(None) as layers:
         (sink,) = layers.sinks
-        sink.close()
-        own = layers.path
-        assert os.path.basename(own).startswith("nnemu-layers-")
-        assert os.path.isfile(own)
-    assert not os.path.exists(own)
+        assert isinstance(sink, LayerSink)
+        assert layers.path is None
+    assert list(tmp_path.iterdir()) == []
     with LayerTrace(str(tmp_path / "t.html")) as reused:
         assert reused.sinks == []
+        assert reused.path == str(tmp_path / "t.html")
+
+
+def _feed_both(events: list[tuple[int, SimThread, str | None]], path: Path) -> LayerSink:
+    """Hand ``events`` (and their processes) to a systrace file writer and a LayerSink."""
+    sink = LayerSink()
+    writer = open_trace_writer(path)
+    for target in (sink, writer):
+        for pid, name in sorted({(t.pid, t.name) for _, t, _ in events if t.pid == t.tid}):
+            target.process(pid, name)
+        target.receive([(ts, thread, name, None) for ts, thread, name in events[:3]])
+        target.receive([(ts, thread, name, None) for ts, thread, name in events[3:]])
+        target.close()
+    return sink
+
+
+def test_sink_warnings_have_the_files_line_numbers(tmp_path: Path) -> None:
+    """The in-memory parse gives the diagnostics, with their line numbers, that parse_file gives
+    for the systrace file of the same events."""
+    app = SimThread(pid=100, tid=100, name="camera")
+    worker = SimThread(pid=100, tid=101, name="camera-exec")
+    ms = 1_000_000
+    events: list[tuple[int, SimThread, str | None]] = [
+        (1 * ms, app, "[NN_LA_PO]camera"),
+        (2 * ms, app, "[NN_LA_PE]execute"),
+        (3 * ms, worker, "[NN_LR_PE]execute"),
+        (4 * ms, worker, None),
+        (5 * ms, worker, None),  # no open section: a warning
+        (6 * ms, app, "[NN_LA_PE]"),  # malformed
+        (7 * ms, app, None),
+        (8 * ms, app, None),
+        (9 * ms, app, None),
+    ]
+    sink = _feed_both(events, tmp_path / "t.html")
+    expected = parse_file(tmp_path / "t.html")
+    assert sink.problem is None
+    assert sink.result == expected
+    assert expected.diagnostics, "the events should give the parser something to warn about"
+
+
+def test_sink_without_nnapi_marks_has_the_parsers_problem(tmp_path: Path) -> None:
+    """A run whose trace has no NNAPI mark gives the problem ``parse_file`` raises, no runs."""
+    thread = SimThread(pid=7, tid=7, name="other")
+    sink = _feed_both([(1000, thread, "not nnapi"), (2000, thread, None)], tmp_path / "t.html")
+    with pytest.raises(TraceFormatError) as raised:
+        parse_file(tmp_path / "t.html")
+    assert sink.problem == raised.value.message
+    assert sink.result.runs == ()
 
 
 def test_crash_reading_says_what_became_of_each_app() -> None:
