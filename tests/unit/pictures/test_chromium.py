@@ -216,3 +216,56 @@ def test_screenshot_is_not_blank(page: Path, tmp_path: Path) -> None:
     # The camera's and the indexer's colors (tab10 blue and orange) appear somewhere.
     assert bytes.fromhex("1f77b4") in colors
     assert bytes.fromhex("ff7f0e") in colors
+
+
+_MEASURE = """<script>
+window.addEventListener("load", function () {
+  var ids = ["why", "why-reading", "why-devices", "why-apps", "latency-split", "layer-table-1"];
+  ids.forEach(function (id) {
+    var element = document.getElementById(id);
+    if (element) {
+      var box = element.getBoundingClientRect();
+      element.setAttribute("data-drawn", Math.round(box.width) + "x" + Math.round(box.height));
+    }
+  });
+});
+</script></body>"""
+
+
+@pytest.mark.parametrize(
+    ("fixture", "apps"),
+    [("page", ("camera", "indexer")), ("crash_page", ("pinned", "resilient"))],
+)
+def test_why_section_is_rendered(
+    fixture: str, apps: tuple[str, ...], tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The Why section is laid out with its device table (nnapi-reference too), app table,
+    split bars per app and the per-layer tables, one per client app, in both pages."""
+    page: Path = request.getfixturevalue(fixture)
+    measured = tmp_path / "measured.html"
+    measured.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", _MEASURE), encoding="utf-8"
+    )
+    elements = parse_page(_chromium(tmp_path, "--dump-dom", measured.as_uri()).stdout)
+    for element_id in ("why", "why-devices", "why-apps", "latency-split", "layer-table-1"):
+        width, height = map(int, by_id(elements, element_id).attrs["data-drawn"].split("x"))
+        assert width > 100, element_id
+        assert height > 20, element_id
+    assert by_id(elements, "why-devices").inside("why")
+    devices = {
+        e.attrs["data-device"]
+        for e in elements
+        if e.tag == "th" and e.inside("why-devices") and "data-device" in e.attrs
+    }
+    assert {"npu", "nnapi-reference"} <= devices
+    for app in apps:
+        assert [e for e in with_class(elements, "split") if e.attrs.get("data-app") == app]
+    tables = [e for e in with_class(elements, "layers") if e.inside("why")]
+    assert len(tables) == len(apps)
+    for table in tables:
+        layers = {
+            e.attrs["data-layer"]
+            for e in elements
+            if e.tag == "tr" and e.inside(table.attrs["id"]) and "data-layer" in e.attrs
+        }
+        assert {"Application", "Runtime", "Driver"} <= layers
