@@ -18,6 +18,7 @@ from nnemu.pictures._common import (
     code_color,
     slug,
 )
+from nnemu.pictures._timeline import devices_of
 from nnemu.report import Report
 
 PLOT_JOBS_PER_DEVICE = 200
@@ -106,7 +107,12 @@ def _timeline(plt: Any, data: RunPictures, device: DevicePicture, path: Path) ->
         if len(jobs) < len(device.jobs)
         else (f"{len(jobs)} jobs")
     )
-    ax.set_title(f"{data.scenario}: {device.name} ({shown}, preemption {device.preemption})")
+    what = (
+        "the runtime's CPU path, a unit per execution running at once"
+        if data.cpu is not None and device is data.cpu
+        else f"preemption {device.preemption}"
+    )
+    ax.set_title(f"{data.scenario}: {device.name} ({shown}, {what})")
     if per_app or preemptions or misses:
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
@@ -175,7 +181,8 @@ def _result_codes(plt: Any, data: RunPictures, path: Path) -> None:
 
 
 def write_plots(data: RunPictures, report: Report, directory: str | os.PathLike[str]) -> list[Path]:
-    """Write ``timeline-<device>.png``, ``latency-<app>.png`` and ``result-codes.png``.
+    """Write ``timeline-<device>.png`` (each driver device, then ``nnapi-reference``, the
+    runtime's CPU path, as on the page), ``latency-<app>.png`` and ``result-codes.png``.
 
     Returns:
         The files written, in that order.
@@ -189,7 +196,7 @@ def write_plots(data: RunPictures, report: Report, directory: str | os.PathLike[
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for device in data.devices:
+    for device in devices_of(data):  # the page's lanes: the drivers, then nnapi-reference
         path = out / f"timeline-{slug(device.name)}.png"
         _timeline(plt, data, device, path)
         written.append(path)

@@ -9,7 +9,9 @@ drawn binned instead, with a note, so a 50k-execution run stays responsive.
 
 Stable ids and classes: ``#overview`` (rows ``#overview-device-<device>``,
 ``#overview-app-<app>``, fault marks ``.fault``), ``#overview-brush``, ``#detail`` (lanes
-``#lane-device-<device>-<unit>``, ``#lane-app-<app>``; ``.bar``, ``.wait``, ``.preemption``,
+``#lane-device-<device>-<unit>``, ``#lane-app-<app>`` and, for an app with executions under
+way at once, a sub-row per one of them, ``#lane-app-<app>-row<k>`` (``sub_rows``); ``.bar``,
+``.exec``, ``.wait``, ``.preemption``,
 ``.deadline-miss``, ``.fault``; ``data-t0-ms``/``data-t1-ms`` give the window),
 ``#detail-axis``, ``#latency-time`` (panels ``#latency-time-<app>``), ``#run-data`` (the
 JSON). The window can be set from the URL (``#t0=500&t1=600``, ms) or from script
@@ -23,7 +25,13 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
-from nnemu.pictures._collect import AppPicture, DevicePicture, FaultPicture, RunPictures
+from nnemu.pictures._collect import (
+    AppPicture,
+    DevicePicture,
+    ExecutionPicture,
+    FaultPicture,
+    RunPictures,
+)
 from nnemu.pictures._common import (
     CODE_COLORS,
     OTHER_CODE_COLOR,
@@ -75,6 +83,36 @@ def _small(values: Sequence[int]) -> str | list[int]:
     if all(0 <= value < len(_DIGITS) for value in values):
         return "".join(_DIGITS[value] for value in values)
     return list(values)
+
+
+def sub_rows(executions: Sequence[ExecutionPicture]) -> list[int]:
+    """The sub-row of each execution in its app's lane: executions whose bars (start to
+    result; a refusal is a point at its result) overlap go on different sub-rows.
+
+    Each execution takes the lowest sub-row free when it starts, in order of start (ties in
+    the app's order), so an app with one executor thread has one row and one with N has at
+    most N; the same run always gives the same rows.
+    """
+    order = sorted(
+        range(len(executions)),
+        key=lambda i: (_run_from(executions[i]), i),
+    )
+    free_at: list[int] = []
+    rows = [0] * len(executions)
+    for index in order:
+        execution = executions[index]
+        start = _run_from(execution)
+        row = next((r for r, end in enumerate(free_at) if end <= start), len(free_at))
+        if row == len(free_at):
+            free_at.append(0)
+        free_at[row] = max(start, execution.finished_ns)
+        rows[index] = row
+    return rows
+
+
+def _run_from(execution: ExecutionPicture) -> int:
+    """Where an execution's bar starts (its result, for one that never started)."""
+    return execution.finished_ns if execution.started_ns is None else execution.started_ns
 
 
 def _worst(codes: dict[str, int]) -> str:
@@ -273,7 +311,8 @@ def run_data(data: RunPictures, labels: dict[str, str], classes: dict[str, str])
 
     Apps: ``arr`` arrival deltas; ``start`` first start after arrival (-1: never started);
     ``end`` result after arrival; ``code`` index into ``codes``; ``miss`` indexes of the
-    executions that missed their deadline. Devices: per lane, ``s`` start deltas, ``d``
+    executions that missed their deadline; ``sub`` each execution's sub-row of the app's lane
+    (``sub_rows``), only when an app has executions under way at once. Devices: per lane, ``s`` start deltas, ``d``
     durations, ``j`` job index deltas, ``p``/``x`` indexes of bars ending in a preemption / a
     missed deadline; ``jobs`` the jobs' app, priority, arrival, start, end and status.
     Columns of small integers (codes, app, priority, status, preemptions) are strings of one
@@ -319,6 +358,9 @@ def run_data(data: RunPictures, labels: dict[str, str], classes: dict[str, str])
                 "miss": [i for i, e in enumerate(executions) if e.deadline_missed],
             }
         )
+        rows = sub_rows(executions)
+        if any(rows):
+            apps[-1]["sub"] = _small(rows)
     devices = []
     priorities = ["LOW", "MEDIUM", "HIGH", "-"]
     for device in devices_of(data):
@@ -451,6 +493,9 @@ D.apps.forEach(function (app) {
   app.span = 0;
   for (var i = 0; i < app.end.length; i++) if (app.end[i] > app.span) app.span = app.end[i];
   app.missSet = {}; app.miss.forEach(function (i) { app.missSet[i] = true; });
+  app.sub = app.sub === undefined ? null : small(app.sub);
+  app.rows = 1;
+  if (app.sub) for (var r = 0; r < app.sub.length; r++) if (app.sub[r] >= app.rows) app.rows = app.sub[r] + 1;
 });
 D.devices.forEach(function (dev) {
   var j = dev.jobs;
@@ -478,7 +523,12 @@ D.devices.forEach(function (dev) {
   });
 });
 D.apps.forEach(function (app) {
-  rows.push({kind: "app", app: app, id: "lane-app-" + slug(app.name), label: app.label, title: app.name + " (" + app.prio + ")"});
+  // An app with executions under way at once has a sub-row per one of them (app.sub).
+  for (var k = 0; k < app.rows; k++) {
+    var title = app.name + " (" + app.prio + ")" + (app.rows > 1 ? ", executions under way at once: row " + (k + 1) + " of " + app.rows : "");
+    rows.push({kind: "app", app: app, sub: app.rows > 1 ? k : null, id: "lane-app-" + slug(app.name) + (k ? "-row" + k : ""),
+               label: k ? "\u22ee " + (k + 1) : app.label, title: title});
+  }
 });
 
 function xOf(t) { return L + (t - v0) * W / (v1 - v0); }
@@ -601,6 +651,7 @@ function visibleExecutions(app) {
 
 function drawAppLane(row, y, out) {
   var app = row.app, vis = visibleExecutions(app), marks = [];
+  if (row.sub !== null) vis = vis.filter(function (i) { return app.sub[i] === row.sub; });
   if (vis.length > D.cap) {
     // Worst result per 2 px column of arrival.
     var n = W / 2, width = (v1 - v0) / n, cols = {};

@@ -7,6 +7,7 @@ profile.
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import struct
@@ -269,3 +270,23 @@ def test_why_section_is_rendered(
             if e.tag == "tr" and e.inside(table.attrs["id"]) and "data-layer" in e.attrs
         }
         assert {"Application", "Runtime", "Driver"} <= layers
+
+
+def test_concurrent_executions_get_sub_rows(tmp_path: Path) -> None:
+    """An app with two executor threads (poisson_gpu_npu's video_fx) has two sub-rows in the
+    detail view, each with execution bars that do not overlap; a one-thread app has one row."""
+    page = tmp_path / "run.html"
+    assert main(["run", str(REPO / "scenarios/poisson_gpu_npu.yaml"), "--html", str(page)]) == 0
+    elements = parse_page(_chromium(tmp_path, "--dump-dom", page.as_uri()).stdout)
+    for lane in ("lane-app-video_fx", "lane-app-video_fx-row1"):
+        bars = sorted(
+            (float(e.attrs["x"]), float(e.attrs["x"]) + float(e.attrs["width"]))
+            for e in with_class(elements, "exec")
+            if e.inside(lane)
+        )
+        assert len(bars) > 5, lane
+        for (_, end), (start, _) in itertools.pairwise(bars):
+            assert end <= start + 0.6, lane  # thin bars are widened to 0.6 px
+    assert by_id(elements, "lane-app-photos").inside("detail")
+    assert not [e for e in elements if e.attrs.get("id", "").startswith("lane-app-photos-row")]
+    assert not [e for e in elements if e.attrs.get("id") == "lane-app-video_fx-row2"]

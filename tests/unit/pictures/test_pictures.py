@@ -9,6 +9,8 @@ from pathlib import Path
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import nnemu.pictures
 from nnemu import run
@@ -25,7 +27,7 @@ from nnemu.pictures import (
     write_plots,
 )
 from nnemu.pictures._html import _quantile
-from nnemu.pictures._timeline import LEFT, OVERVIEW_BINS, PLOT_W
+from nnemu.pictures._timeline import LEFT, OVERVIEW_BINS, PLOT_W, sub_rows
 from nnemu.report import Report
 from nnemu.scenario import FaultKind, FaultSpec, load_scenario
 from tests.commands import run_cli
@@ -240,6 +242,63 @@ def test_lanes_hold_bars_without_overlap(checkpoint_run) -> None:
     assert len(stretches) == sum(len(job.segments) for job in data.devices[0].jobs)
 
 
+_BAR = st.tuples(st.integers(0, 50), st.integers(0, 20), st.booleans())
+
+
+@given(st.lists(_BAR, max_size=30).map(sorted))
+def test_sub_rows_keep_overlapping_executions_apart(bars: list[tuple[int, int, bool]]) -> None:
+    """Executions whose bars overlap get different sub-rows, and no more sub-rows are used than
+    executions under way at once (one row for an app that never overlaps)."""
+    executions = [
+        ExecutionPicture(
+            arrival_ns=arrival,
+            started_ns=arrival + length // 2 if started else None,
+            finished_ns=arrival + length,
+            code="NO_ERROR" if started else "OP_FAILED",
+            late=False,
+        )
+        for arrival, length, started in bars
+    ]
+    rows = sub_rows(executions)
+    spans = [
+        (e.finished_ns if e.started_ns is None else e.started_ns, e.finished_ns) for e in executions
+    ]
+    for (a, b), (row_a, row_b) in zip(
+        itertools.combinations(spans, 2), itertools.combinations(rows, 2), strict=True
+    ):
+        if row_a == row_b:
+            assert a[1] <= b[0] or b[1] <= a[0]
+    # Under way at instant t: a bar over it, or a refusal (a point) at it.
+    under_way = max(
+        (sum(1 for s0, s1 in spans if s0 <= t < s1 or s0 == t == s1) for t, _ in spans),
+        default=1,
+    )
+    assert max(rows, default=0) + 1 <= under_way
+    assert sub_rows(executions) == rows
+
+
+def test_only_apps_with_executions_at_once_get_sub_rows() -> None:
+    """The page's data gives sub-rows to poisson_gpu_npu's two-thread video_fx only, at most
+    two, and never puts two overlapping execution bars of it on one sub-row."""
+    scenario = load_scenario(REPO / "scenarios/poisson_gpu_npu.yaml")
+    box: list[RunPictures] = []
+    report = run(scenario, keep_executions=True, inspect=lambda e: box.append(collect(e)))
+    apps = {app["name"]: app for app in _run_data(render_html(box[0], report))["apps"]}
+    assert "sub" not in apps["photos"]
+    video = apps["video_fx"]
+    rows = _column(video["sub"])
+    assert set(rows) == {0, 1}
+    arrivals = _undelta(video["arr"])
+    bars = [
+        (a + (start if start >= 0 else end), a + end, row)
+        for a, start, end, row in zip(arrivals, video["start"], video["end"], rows, strict=True)
+    ]
+    for row in (0, 1):
+        mine = sorted((s, e) for s, e, r in bars if r == row)
+        for (_, end), (start, _) in itertools.pairwise(mine):
+            assert end <= start
+
+
 def test_html_is_self_contained(checkpoint_run) -> None:
     """The page references nothing outside itself: no URL, external script, stylesheet link or image."""
     data, report = checkpoint_run
@@ -426,13 +485,19 @@ def test_printed_summary_and_page_agree(tmp_path: Path) -> None:
 
 
 def test_cli_run_writes_plots(tmp_path: Path) -> None:
-    """nnemu run --plots writes a PNG timeline per device, latency per app and the result codes."""
+    """nnemu run --plots writes a PNG timeline per device (nnapi-reference too, as on the page),
+    latency per app and the result codes."""
     pytest.importorskip("matplotlib", reason="--plots needs the optional 'plots' extra")
     plots = tmp_path / "plots"
     code, _, err = run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--plots", str(plots))
     assert code == 0, err
     names = sorted(path.name for path in plots.iterdir())
-    assert names == ["latency-camera.png", "result-codes.png", "timeline-npu.png"]
+    assert names == [
+        "latency-camera.png",
+        "result-codes.png",
+        "timeline-nnapi-reference.png",
+        "timeline-npu.png",
+    ]
     for path in plots.iterdir():
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -444,6 +509,7 @@ def test_write_plots_of_preempted_run(checkpoint_run, tmp_path: Path) -> None:
     written = write_plots(data, report, tmp_path)
     assert [p.name for p in written] == [
         "timeline-npu.png",
+        "timeline-nnapi-reference.png",
         "latency-camera.png",
         "latency-indexer.png",
         "result-codes.png",
