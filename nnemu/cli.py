@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -552,10 +553,59 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if exc.report is None:
             raise
         interrupted, report = exc, exc.report
-    if progress is not None:
-        err.write("\r" + " " * 60 + "\r")
-    _summary(dict(report.data), out)
-    return _finish_run(args, report, interrupted, stepper, pictures, out, err)
+    # The run is over: a signal now lets the summary, report and pictures be written first.
+    with _SignalsDeferred() as deferred:
+        if progress is not None:
+            err.write("\r" + " " * 60 + "\r")
+        _summary(dict(report.data), out)
+        code = _finish_run(args, report, interrupted, stepper, pictures, out, err)
+    if deferred.signum is not None and code in (ExitCode.OK, ExitCode.FAILED):
+        name = signal.Signals(deferred.signum).name
+        err.write(f"interrupted by {name} after the run ended: its outputs were written\n")
+        return _signal_exit_code(name)
+    return code
+
+
+class _SignalsDeferred:
+    """SIGINT and SIGTERM held back for the block (main thread only; a custom SIGINT handler,
+    such as the stepper's, is kept): the first is remembered (``signum``) while the block goes
+    on, so that what it writes is complete; a second one of the same kind acts at once."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.signum == signum:
+            previous = self._previous.get(signum)
+            self._restore()
+            if callable(previous):
+                previous(signum, frame)  # Python's KeyboardInterrupt, the CLI's Terminated
+            else:
+                signal.raise_signal(signum)  # the default action
+            return
+        if self.signum is None:
+            self.signum = signum
+
+    def _restore(self) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous.clear()
+
+    def __enter__(self) -> _SignalsDeferred:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                current = signal.getsignal(signum)
+                if signum == signal.SIGINT and current is not signal.default_int_handler:
+                    continue
+                if current == signal.SIG_IGN:
+                    continue
+                self._previous[signum] = current
+                signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._restore()
 
 
 def _run_scenario(
@@ -954,12 +1004,12 @@ def main(
     """Entry point of the ``nnemu`` console script; returns the exit code when called directly."""
     out = out or sys.stdout
     err = err or sys.stderr
-    args = _parser().parse_args(argv)
-    log_format = getattr(args, "log_format", "console")
-    verbosity = getattr(args, "verbosity", 0)
-    if args.command in _LOGGING_COMMANDS or log_format != "console" or verbosity:
-        configure_logging(log_format, err, _LOG_LEVELS[verbosity])
     try:
+        args = _parser().parse_args(argv)
+        log_format = getattr(args, "log_format", "console")
+        verbosity = getattr(args, "verbosity", 0)
+        if args.command in _LOGGING_COMMANDS or log_format != "console" or verbosity:
+            configure_logging(log_format, err, _LOG_LEVELS[verbosity])
         try:
             code = _COMMANDS[args.command](args, out, err)
         except BaseExceptionGroup as group:
@@ -975,13 +1025,13 @@ def main(
             err.write(f"{problem}\n")
         return ExitCode.BAD_INPUT
     except Interrupted as exc:
-        err.write(f"\ninterrupted by {exc.signal_name}\n")
+        err.write(f"{_line_end(err)}interrupted by {exc.signal_name}\n")
         return _exit_code_of(exc)
     except KeyboardInterrupt:
-        err.write("\ninterrupted\n")
+        err.write(f"{_line_end(err)}interrupted\n")
         return ExitCode.INTERRUPTED
     except Terminated:
-        err.write("\nterminated\n")
+        err.write(f"{_line_end(err)}terminated\n")
         return ExitCode.TERMINATED
     except BrokenPipeError:
         # The reader of stdout (``| head``) has gone: end quietly, as Unix tools do.
@@ -1005,6 +1055,15 @@ def main(
         return ExitCode.BAD_INPUT
 
 
+def _line_end(err: TextIO) -> str:
+    """A line break that ends what a terminal shows before a message (``^C``, a progress
+    line); nothing when ``err`` is a file or a pipe, whose lines are whole."""
+    try:
+        return "\n" if err.isatty() else ""
+    except (OSError, ValueError):
+        return ""
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise Terminated
 
@@ -1012,7 +1071,10 @@ def _terminate(signum: int, frame: object) -> None:
 def console_main() -> None:
     """The console script: exit with main()'s code (SIGTERM ends it like Ctrl-C, exit 143)."""
     signal.signal(signal.SIGTERM, _terminate)
-    sys.exit(main())
+    code = main()
+    # Done: a Ctrl-C now must not turn the exit status into 130 with nothing said.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
