@@ -640,7 +640,7 @@ def _run_scenario(
         if stepper:
             stack.enter_context(stepper.handling_sigint())
         if args.html:
-            # The page's per-layer tables: the run's --trace, else a temporary systrace.
+            # The page's per-layer tables: the run's --trace, else its systrace parsed in memory.
             from nnemu.pictures import LayerTrace
 
             layers = stack.enter_context(LayerTrace(args.trace))

@@ -472,7 +472,7 @@ class LayerTables:
     """The NNAPI per-layer timing tables of a run's trace, or why there are none."""
 
     source: str
-    """Which trace was parsed (the ``--trace`` file, or a temporary systrace of the run)."""
+    """Which trace was parsed (the ``--trace`` file, or the run's systrace parsed in memory)."""
     runs: tuple[LayerRun, ...] = ()
     """One table per (client process, run), in the order the runs started."""
     warnings: tuple[str, ...] = ()

@@ -1,11 +1,11 @@
 """The per-layer tables of a run parsed as the run goes: a trace sink that feeds the parser.
 
 ``nnemu run --html`` without ``--trace`` needs the NNAPI per-layer tables of the run's
-trace.  Writing a systrace to a temporary file and parsing it afterwards costs as much as
-the run again (a 600 s run writes 212 MB).  ``LayerSink`` is a ``BatchSink`` that formats
-each batch of events with the systrace writer (``FtraceWriter``, the bytes ``--trace
-x.html`` would write) into memory and hands its lines to the parser's engine at once, so
-no file is written or read and the text of one batch is all that is held.
+trace.  Writing a systrace to a temporary file and parsing it afterwards also costs the
+writing, reading and decoding of that file (212 MB for a 600 s run).  ``LayerSink`` is a
+``BatchSink`` that formats each batch of events with the systrace writer (``FtraceWriter``,
+the text ``--trace x.html`` would write) in memory and hands its lines to the parser's
+engine at once, so no file is written or read and one batch's text is all that is held.
 
 The engine gets exactly the numbered lines ``nnemu parse`` would read from that file:
 the HTML and ``PROCESS DUMP`` preamble goes through the same reader (``FtraceLines``, which

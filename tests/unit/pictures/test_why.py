@@ -156,7 +156,8 @@ def test_the_page_does_not_change_the_runs_report_or_trace(two_apps: dict[str, P
 
 
 def test_layer_source_names_the_trace_parsed(two_apps: dict[str, Path]) -> None:
-    """The note above the tables names the --trace file, or says a temporary systrace was used."""
+    """The note above the tables names the --trace file, or says the run's systrace was parsed
+    as it ran."""
     assert f"the run&#x27;s trace, {two_apps['trace']}" in two_apps["page"].read_text()
     assert (
         "a systrace of the run, parsed as it ran (not kept)" in two_apps["page_alone"].read_text()
