@@ -80,6 +80,8 @@ class LayerSink:
 
     def receive(self, events: Sequence[TraceEvent]) -> None:
         """Format ``events`` as systrace lines and feed them to the parser."""
+        if not events:
+            return  # the writer writes nothing either (not even its preamble)
         self._writer.receive(events)
         self._feed(self._text.take())
 

@@ -436,7 +436,8 @@ def _feed_both(events: list[tuple[int, SimThread, str | None]], path: Path) -> L
     writer = open_trace_writer(path)
     for target in (sink, writer):
         for pid, name in sorted({(t.pid, t.name) for _, t, _ in events if t.pid == t.tid}):
-            target.process(pid, name)
+            target.process(pid, f"com.example.{name}")  # not its main thread's name
+        target.receive([])
         target.receive([(ts, thread, name, None) for ts, thread, name in events[:3]])
         target.receive([(ts, thread, name, None) for ts, thread, name in events[3:]])
         target.close()
@@ -465,6 +466,7 @@ def test_sink_warnings_have_the_files_line_numbers(tmp_path: Path) -> None:
     assert sink.problem is None
     assert sink.result == expected
     assert expected.diagnostics, "the events should give the parser something to warn about"
+    assert [run.process_name for run in expected.runs] == ["com.example.camera"]
 
 
 def test_sink_without_nnapi_marks_has_the_parsers_problem(tmp_path: Path) -> None:
