@@ -186,3 +186,60 @@ class Progress:
             self.out.flush()
         except (OSError, ValueError):
             self.enabled = False
+
+
+def render_count(label: str, done: int, total: int, failed: int, elapsed_s: float) -> str:
+    """One line of a count bar: ``label [####----] 45% 540/1200 2 failed ETA 12s``."""
+    fraction = min(1.0, done / total) if total > 0 else 1.0
+    filled = int(fraction * _WIDTH)
+    rate = done / elapsed_s if elapsed_s > 0 else 0.0
+    eta = _duration((total - done) / rate) if rate > 0 and done < total else "--"
+    return (
+        f"{label} [{'#' * filled}{'-' * (_WIDTH - filled)}] {fraction:4.0%}"
+        f" {done}/{total} {failed} failed ETA {eta}"
+    )
+
+
+class CountProgress:
+    """A bar of finished items out of a total (``nnemu sweep``'s variants), drawn on ``out``
+    only when it is a terminal; ``advance`` redraws at most every ``_INTERVAL_S``."""
+
+    def __init__(self, out: TextIO | None, *, label: str, total: int) -> None:
+        self.out = out
+        self.label = label
+        self.total = total
+        self.done = 0
+        self.failed = 0
+        self.enabled = out is not None and _is_tty(out) and total > 0
+        self._start = time.monotonic()
+        self._last_draw = 0.0
+        self._drawn = 0
+
+    def advance(self, done: int, failed: int = 0) -> None:
+        """Count ``done`` more items, ``failed`` of them failures, and redraw if due."""
+        self.done += done
+        self.failed += failed
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._last_draw < _INTERVAL_S and self.done < self.total:
+            return
+        self._last_draw = now
+        text = render_count(self.label, self.done, self.total, self.failed, now - self._start)
+        pad = " " * max(0, self._drawn - len(text))
+        self._write(f"\r{text}{pad}")
+        self._drawn = len(text)
+
+    def clear(self) -> None:
+        """Erase the bar."""
+        if self._drawn:
+            self._write("\r" + " " * self._drawn + "\r")
+            self._drawn = 0
+
+    def _write(self, text: str) -> None:
+        assert self.out is not None
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except (OSError, ValueError):
+            self.enabled = False

@@ -302,6 +302,26 @@ def _add_compare(add: _AddCommand) -> None:
     )
 
 
+def _add_sweep(add: _AddCommand) -> None:
+    """The options of ``nnemu sweep``."""
+    sweep = add(
+        "sweep", help="run an experiment: a scenario's variants and replications, in parallel"
+    )
+    sweep.add_argument("experiment", help="experiment YAML file (docs/experiments.md)")
+    sweep.add_argument("--out", help="directory of the results (default: <experiment>.sweep)")
+    sweep.add_argument(
+        "--engine", choices=("local", "dask"), default="local", help="process pool or Dask"
+    )
+    sweep.add_argument("--workers", type=int, help="worker processes (default: the CPU count)")
+    sweep.add_argument("--address", help="with --engine dask: a running scheduler, tcp://HOST:PORT")
+    sweep.add_argument(
+        "--resume", action="store_true", help="skip the variants already in the directory"
+    )
+    sweep.add_argument(
+        "--plot", action="store_true", help="one PNG per metric against the first numeric key"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     """``nnemu``'s argument parser: the common options, then each command's."""
     parser = argparse.ArgumentParser(
@@ -324,6 +344,7 @@ def _parser() -> argparse.ArgumentParser:
         _add_query,
         _add_demo,
         _add_compare,
+        _add_sweep,
     ):
         add_options(add_command)
     return parser
@@ -976,6 +997,24 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return ExitCode.OK
 
 
+def _cmd_sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from nnemu.sweep import run_sweep_command
+
+    if _refuse_outputs(err, _output_problem("--out", args.out, "results", directory=True)):
+        return ExitCode.BAD_INPUT
+    return run_sweep_command(
+        args.experiment,
+        out_dir=args.out,
+        engine=args.engine,
+        workers=args.workers,
+        address=args.address,
+        resume=args.resume,
+        plot=args.plot,
+        stdout=out,
+        stderr=err,
+    )
+
+
 _COMMANDS = {
     "run": _cmd_run,
     "replay": _cmd_replay,
@@ -984,6 +1023,7 @@ _COMMANDS = {
     "query": _cmd_query,
     "demo": _cmd_demo,
     "compare": _cmd_compare,
+    "sweep": _cmd_sweep,
 }
 
 

@@ -1,0 +1,193 @@
+"""``nnemu sweep``: check the experiment, run what is not done yet, write the table and summary."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Final, TextIO
+
+from nnemu._progress import CountProgress
+from nnemu.errors import ExitCode
+from nnemu.sweep._engines import (
+    MISSING_DASK,
+    EngineError,
+    dask_available,
+    dask_chunk_size,
+    local_chunk_size,
+    run_dask,
+    run_local,
+    time_one,
+)
+from nnemu.sweep._experiment import load_experiment, nnemu_version
+from nnemu.sweep._results import (
+    RESULTS,
+    SUMMARY,
+    SweepDir,
+    SweepDirError,
+    summary,
+    table,
+    variants_left,
+    write_table,
+)
+from nnemu.sweep._worker import Chunk, Job, make_chunks
+
+CRASH_HOOK: Final = "NNEMU_SWEEP_TEST_CRASH"
+"""Test hook: comma-separated variant keys whose worker process dies (``os._exit``) on them."""
+
+
+def default_out(experiment_path: str) -> str:
+    """The sweep directory when no --out is given: ``<experiment name>.sweep`` here."""
+    stem = os.path.splitext(os.path.basename(experiment_path))[0] or "experiment"
+    return f"{stem}.sweep"
+
+
+def run_sweep_command(
+    experiment_path: str,
+    *,
+    out_dir: str | None,
+    engine: str,
+    workers: int | None,
+    address: str | None,
+    resume: bool,
+    plot: bool,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
+    """Run ``nnemu sweep``; the exit code (0 done, 2 bad input, 130 interrupted)."""
+    if engine == "dask" and not dask_available():
+        stderr.write(MISSING_DASK + "\n")
+        return ExitCode.BAD_INPUT
+    if address is not None and engine != "dask":
+        stderr.write("--address: only with --engine dask\n")
+        return ExitCode.BAD_INPUT
+    if workers is not None and workers < 1:
+        stderr.write(f"--workers: expected a number of processes >= 1, got {workers}\n")
+        return ExitCode.BAD_INPUT
+    if plot:
+        from nnemu.pictures import plots_available
+        from nnemu.sweep._plot import MISSING_MATPLOTLIB
+
+        if not plots_available():
+            stderr.write(MISSING_MATPLOTLIB + "\n")
+            return ExitCode.BAD_INPUT
+    experiment = load_experiment(experiment_path)
+    directory = out_dir or default_out(experiment_path)
+    version = nnemu_version()
+    sweep = SweepDir(directory, experiment, version)
+    try:
+        sweep.open(resume=resume)
+    except (SweepDirError, OSError) as err:
+        stderr.write(f"{err}\n")
+        return ExitCode.BAD_INPUT
+    try:
+        left = variants_left(experiment, sweep.done())
+        total = len(experiment.points()) * experiment.replications
+        if len(left) < total:
+            stderr.write(f"resuming: {total - len(left)} of {total} variants already done\n")
+        crash = frozenset(key for key in os.environ.get(CRASH_HOOK, "").split(",") if key)
+        jobs = [
+            Job(
+                key=variant.key,
+                point=variant.point,
+                replication=variant.replication,
+                seed=variant.seed,
+                overrides=variant.overrides,
+            )
+            for variant in left
+        ]
+        bar = CountProgress(stderr, label="sweep", total=total)
+        bar.advance(total - len(left))
+
+        def on_rows(rows: list[dict[str, Any]]) -> None:
+            sweep.append(rows)
+            bar.advance(len(rows), sum(row["status"] != "ok" for row in rows))
+
+        count = workers or os.cpu_count() or 1
+        try:
+            if jobs:
+                _run(
+                    experiment.scenario_text,
+                    experiment.scenario_path,
+                    version,
+                    jobs,
+                    crash,
+                    engine,
+                    count,
+                    address,
+                    on_rows,
+                )
+        except KeyboardInterrupt:
+            bar.clear()
+            done = len(sweep.done() & {variant.key for variant in experiment.variants()})
+            stderr.write(
+                f"\ninterrupted: {done} of {total} variants are in "
+                f"{os.path.join(directory, RESULTS)}; finish with: nnemu sweep "
+                f"{experiment_path} --out {directory} --resume\n"
+            )
+            return ExitCode.INTERRUPTED
+        except EngineError as err:
+            bar.clear()
+            stderr.write(f"{err}\n")
+            return ExitCode.BAD_INPUT
+        bar.clear()
+    finally:
+        sweep.close()
+    return _finish(sweep, directory, plot, stdout, stderr)
+
+
+def _run(
+    scenario_text: str,
+    scenario_path: str,
+    version: str,
+    jobs: list[Job],
+    crash: frozenset[str],
+    engine: str,
+    workers: int,
+    address: str | None,
+    on_rows: Any,
+) -> None:
+    def chunks(size: int, of: list[Job]) -> list[Chunk]:
+        return make_chunks(scenario_text, scenario_path, version, of, size, crash)
+
+    if engine == "local":
+        run_local(chunks(local_chunk_size(len(jobs), workers), jobs), workers, on_rows)
+        return
+    rest = jobs
+    seconds = 0.05
+    if jobs[0].key not in crash:
+        # One variant run here sizes Dask's tasks; its row is a result like any other.
+        first, seconds = time_one(chunks(1, jobs[:1])[0])
+        on_rows([first])
+        rest = jobs[1:]
+    if rest:
+        run_dask(
+            lambda count: chunks(dask_chunk_size(len(rest), count, seconds), rest),
+            workers,
+            address,
+            on_rows,
+        )
+
+
+def _finish(sweep: SweepDir, directory: str, plot: bool, stdout: TextIO, stderr: TextIO) -> int:
+    """Write the table, summary.txt and the plots; print the summary."""
+    experiment = sweep.experiment
+    rows = sweep.latest()
+    path, parquet = write_table(sweep, table(experiment, rows))
+    if not parquet:
+        stderr.write(
+            "pyarrow is not installed: the table is written as CSV "
+            "(pip install 'nnemu[sweep]' for results.parquet)\n"
+        )
+    text = summary(experiment, rows)
+    with open(sweep.file(SUMMARY), "w", encoding="utf-8") as file:
+        file.write(text)
+    stdout.write(text)
+    stdout.write(f"\nresults in {path}; summary in {sweep.file(SUMMARY)}\n")
+    if plot:
+        from nnemu.sweep._plot import write_plots
+
+        written = write_plots(experiment, rows, directory)
+        if written:
+            stdout.write(f"plots: {', '.join(written)}\n")
+        else:
+            stderr.write("--plot: no varied key has numbers only; nothing to plot against\n")
+    return ExitCode.OK

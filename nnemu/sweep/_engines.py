@@ -1,0 +1,214 @@
+"""The engines that run a sweep's chunks: a local process pool, or Dask (a LocalCluster or a
+running scheduler).  Both hand each finished chunk's rows to ``on_rows`` as it finishes.
+
+Local pool: ``ProcessPoolExecutor`` on the ``forkserver`` start method with nnemu
+preloaded (``fork`` is unsafe with threads running, and no longer the default from
+Python 3.14); its workers ignore SIGINT so Ctrl-C is the parent's to handle.  A worker
+that dies (an OOM kill) breaks the pool: the pool is recreated, and each variant that
+was in flight is run again alone (so an innocent neighbour is never blamed); a variant
+that kills its worker a second time is recorded as ``crashed``.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import logging
+import math
+import multiprocessing
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Final
+
+import attrs
+
+from nnemu.errors import NnemuError
+from nnemu.sweep._worker import Chunk, Job, row, run_chunk, run_job
+
+OnRows = Callable[[list[dict[str, Any]]], None]
+"""Receives the rows of each finished chunk (in the parent process)."""
+
+MISSING_DASK: Final = "--engine dask needs Dask: pip install 'nnemu[dask]'"
+TASK_SECONDS: Final = 0.5
+"""Work per Dask task to aim for: a task costs the scheduler a few ms."""
+
+
+class EngineError(NnemuError):
+    """An engine cannot start (Dask missing, no scheduler at the address)."""
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _crashed(chunk: Chunk, job: Job) -> dict[str, Any]:
+    return row(job, chunk.version, "crashed", error="the worker process died twice running it")
+
+
+def local_chunk_size(variants: int, workers: int) -> int:
+    """Variants per local task: enough tasks to keep every worker busy to the end, few enough
+    that a point's replications share their scenario."""
+    return max(1, min(32, variants // max(1, workers * 16)))
+
+
+def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
+    """Run ``chunks`` on a local pool of ``workers`` processes (see the module docstring).
+
+    On KeyboardInterrupt nothing more is submitted, what is queued is cancelled, the chunks
+    already running finish and are handed over, and the interrupt is raised again.
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["nnemu.sweep._worker", "nnemu._emulator", "nnemu.overrides"])
+
+    def new_pool() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_sigint)
+
+    pending = collections.deque(chunks)
+    suspects: collections.deque[Chunk] = collections.deque()
+    """Single-variant chunks that were in flight when a worker died: run alone, once more."""
+    second: set[int] = set()
+    """``id`` of each chunk in ``suspects`` (held there, so ids stay unique)."""
+
+    def retry(chunk: Chunk) -> None:
+        for job in chunk.jobs:
+            single = attrs.evolve(chunk, jobs=(job,))
+            suspects.append(single)
+            second.add(id(single))
+
+    in_flight: dict[Future[list[dict[str, Any]]], Chunk] = {}
+    pool = new_pool()
+    try:
+        while pending or suspects or in_flight:
+            if suspects:
+                if not in_flight:
+                    chunk = suspects.popleft()
+                    in_flight[pool.submit(run_chunk, chunk)] = chunk
+            else:
+                while pending and len(in_flight) < 2 * workers:
+                    chunk = pending.popleft()
+                    in_flight[pool.submit(run_chunk, chunk)] = chunk
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            broken = False
+            for future in done:
+                chunk = in_flight.pop(future)
+                try:
+                    on_rows(future.result())
+                except BrokenProcessPool:
+                    broken = True
+                    if id(chunk) in second:  # it ran alone: it killed its worker twice
+                        on_rows([_crashed(chunk, chunk.jobs[0])])
+                    else:
+                        retry(chunk)
+            if broken:
+                for future, chunk in in_flight.items():
+                    future.cancel()
+                    retry(chunk)
+                in_flight.clear()
+                pool.shutdown(wait=True, cancel_futures=True)
+                pool = new_pool()
+    except KeyboardInterrupt:
+        for future in in_flight:
+            future.cancel()
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+            for future, _chunk in in_flight.items():
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    on_rows(future.result())
+        except KeyboardInterrupt:  # a second Ctrl-C: do not wait for the running chunks
+            _terminate(pool)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    processes = getattr(pool, "_processes", None) or {}
+    for process in list(processes.values()):
+        process.terminate()
+
+
+def dask_available() -> bool:
+    """Whether distributed is installed (checked without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("distributed") is not None
+
+
+def dask_chunk_size(variants: int, workers: int, seconds_per_variant: float) -> int:
+    """Variants per Dask task: about ``TASK_SECONDS`` of work, but at least two tasks per worker."""
+    wanted = math.ceil(TASK_SECONDS / max(seconds_per_variant, 1e-6))
+    return max(1, min(wanted, math.ceil(variants / max(1, 2 * workers))))
+
+
+def time_one(chunk: Chunk) -> tuple[dict[str, Any], float]:
+    """Run a chunk's first variant here (its row, and the seconds it took): sizes Dask's tasks."""
+    start = time.perf_counter()
+    result = run_job(chunk, chunk.jobs[0])
+    return result, time.perf_counter() - start
+
+
+def run_dask(
+    make_chunks: Callable[[int], list[Chunk]],
+    workers: int,
+    address: str | None,
+    on_rows: OnRows,
+    *,
+    connect_timeout_s: float = 30.0,
+) -> None:
+    """Run the chunks (``make_chunks(worker count)``) on Dask: a LocalCluster of ``workers``
+    processes (scratch files in a temporary directory, closed on every exit path), or the
+    scheduler at ``address``.  A chunk whose worker dies each time Dask retries it is
+    recorded as ``crashed``."""
+    try:
+        dask: Any = importlib.import_module("dask")
+        distributed: Any = importlib.import_module("distributed")
+    except ImportError as err:
+        raise EngineError(MISSING_DASK) from err
+    with (
+        tempfile.TemporaryDirectory(prefix="nnemu-dask-") as scratch,
+        dask.config.set(
+            {"temporary-directory": scratch, "distributed.scheduler.allowed-failures": 1}
+        ),
+    ):
+        cluster = None
+        try:
+            if address is None:
+                cluster = distributed.LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    local_directory=scratch,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+                client = distributed.Client(cluster)
+            else:
+                try:
+                    client = distributed.Client(address, timeout=connect_timeout_s)
+                except (OSError, TimeoutError, ValueError) as err:
+                    raise EngineError(
+                        f"--address {address}: cannot reach a Dask scheduler: {err}"
+                    ) from err
+            try:
+                count = max(1, len(client.nthreads()))
+                chunks = make_chunks(count)
+                futures = {client.submit(run_chunk, chunk, pure=False): chunk for chunk in chunks}
+                try:
+                    for future in distributed.as_completed(list(futures)):
+                        chunk = futures[future]
+                        try:
+                            rows = future.result()
+                        except distributed.KilledWorker:
+                            rows = [_crashed(chunk, job) for job in chunk.jobs]
+                        on_rows(rows)
+                finally:
+                    client.cancel(list(futures))
+            finally:
+                client.close()
+        finally:
+            if cluster is not None:
+                cluster.close()

@@ -1,0 +1,142 @@
+"""What runs in a sweep's worker process (a local pool's or a Dask worker's): a chunk of variants.
+
+A worker never raises for a variant: an nnemu error (or any other exception) becomes a
+``failed`` row, so one bad variant cannot break the pool.  The base scenario is parsed
+once per worker process and the scenario of a point once per chunk run (replications of
+one point share it), since applying overrides costs more than a short run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+_BASES: dict[str, Any] = {}
+"""Base scenarios parsed in this process, by the SHA-256 of their text."""
+_POINTS: dict[tuple[str, tuple[str, ...]], Any] = {}
+"""Scenarios with a point's overrides applied, by (base hash, overrides); a few kept."""
+_POINTS_KEPT: Final = 64
+
+
+@attrs.frozen(kw_only=True)
+class Job:
+    """One variant to run, as shipped to a worker."""
+
+    key: str
+    """The variant's key."""
+    point: Mapping[str, Any]
+    """The varied keys and values."""
+    replication: int
+    """Replication number."""
+    seed: int
+    """The run's seed."""
+    overrides: tuple[str, ...]
+    """``KEY=VALUE`` assignments."""
+
+
+@attrs.frozen(kw_only=True)
+class Chunk:
+    """Variants of one sweep run together by one task."""
+
+    scenario_text: str
+    """The base scenario's YAML."""
+    scenario_path: str
+    """Its path (the scenario's ``source`` in messages)."""
+    version: str
+    """nnemu's version, recorded in each row."""
+    jobs: tuple[Job, ...]
+    """The variants."""
+    crash: frozenset[str] = frozenset()
+    """Test hook: variant keys whose worker process dies (``os._exit``) when it reaches them."""
+
+
+def _base(chunk: Chunk) -> Any:
+    from nnemu.scenario import load_scenario_text
+
+    digest = hashlib.sha256(chunk.scenario_text.encode()).hexdigest()
+    scenario = _BASES.get(digest)
+    if scenario is None:
+        scenario = _BASES[digest] = load_scenario_text(chunk.scenario_text, chunk.scenario_path)
+    return digest, scenario
+
+
+def _point_scenario(digest: str, base: Any, overrides: tuple[str, ...]) -> Any:
+    from nnemu.overrides import apply_overrides
+
+    cached = _POINTS.get((digest, overrides))
+    if cached is None:
+        if len(_POINTS) >= _POINTS_KEPT:
+            _POINTS.pop(next(iter(_POINTS)))
+        cached = _POINTS[(digest, overrides)] = apply_overrides(base, overrides)
+    return cached
+
+
+def row(
+    job: Job, version: str, status: str, report: Any = None, error: str | None = None
+) -> dict[str, Any]:
+    """One line of results.jsonl (docs/experiments.md, "The sweep directory")."""
+    return {
+        "error": error,
+        "nnemu": version,
+        "point": dict(job.point),
+        "replication": job.replication,
+        "report": report,
+        "seed": job.seed,
+        "status": status,
+        "variant": job.key,
+    }
+
+
+def run_job(chunk: Chunk, job: Job) -> dict[str, Any]:
+    """Run one variant; its row (``ok``, or ``failed`` with the error's message)."""
+    from nnemu._emulator import run
+    from nnemu.errors import NnemuError
+
+    if job.key in chunk.crash:
+        os._exit(70)
+    try:
+        digest, base = _base(chunk)
+        scenario = _point_scenario(digest, base, job.overrides)
+        report = run(scenario, seed=job.seed)
+    except NnemuError as err:
+        return row(job, chunk.version, "failed", error=str(err))
+    except Exception as err:  # a bug must not stop the sweep: record it with the variant
+        return row(job, chunk.version, "failed", error=f"{type(err).__name__}: {err}")
+    return row(job, chunk.version, "ok", report=dict(report.data))
+
+
+def run_chunk(chunk: Chunk) -> list[dict[str, Any]]:
+    """Run every variant of ``chunk`` in order; their rows."""
+    return [run_job(chunk, job) for job in chunk.jobs]
+
+
+def make_chunks(
+    scenario_text: str,
+    scenario_path: str,
+    version: str,
+    jobs: Sequence[Job],
+    size: int,
+    crash: frozenset[str] = frozenset(),
+) -> list[Chunk]:
+    """``jobs`` (in the experiment's order, so a point's replications are neighbours and
+    share its scenario in the worker's cache) cut into chunks of at most ``size``."""
+    return [
+        Chunk(
+            scenario_text=scenario_text,
+            scenario_path=scenario_path,
+            version=version,
+            jobs=tuple(jobs[start : start + size]),
+            crash=crash,
+        )
+        for start in range(0, len(jobs), max(1, size))
+    ]
+
+
+def preload() -> None:
+    """Import what a run needs (the local pool's forkserver calls this once, before forking)."""
+    import nnemu._emulator
+    import nnemu.overrides  # noqa: F401
