@@ -341,8 +341,8 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     if total > _MAX_VARIANTS:
         loader.problem(root, "", f"expected at most {_MAX_VARIANTS:,} variants, got {total:,}")
     scenario_path, scenario_text, scenario = _base_scenario(loader, nodes.get("scenario"), source)
-    if loader.problems or scenario is None:
-        raise ScenarioError(loader.problems)
+    if scenario is None:
+        raise ScenarioError(list(dict.fromkeys(loader.problems)))
     experiment = Experiment(
         source=source,
         scenario_path=scenario_path,

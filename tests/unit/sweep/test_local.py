@@ -1,0 +1,199 @@
+"""The local engine and the sweep directory: results, determinism, failures, crashes, resume."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from nnemu import run
+from nnemu.overrides import apply_overrides
+from nnemu.report import lookup
+from nnemu.stats import mean_interval
+from nnemu.sweep import load_experiment
+from nnemu.sweep._worker import Chunk, Job, run_chunk
+from tests.commands import run_cli
+from tests.unit.sweep.sweeps import results, write
+
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def _sweep(tmp_path: Path, out: str, *extra: str, text: str | None = None) -> tuple[int, str, str]:
+    path = write(tmp_path) if text is None else write(tmp_path, text)
+    return run_cli("sweep", str(path), "--out", str(tmp_path / out), *extra)
+
+
+def test_one_and_two_workers_write_the_same_table(tmp_path: Path) -> None:
+    """results.parquet and summary.txt are the same bytes whether 1 or 2 workers ran the sweep."""
+    code1, out1, _ = _sweep(tmp_path, "one", "--workers", "1")
+    code2, out2, _ = _sweep(tmp_path, "two", "--workers", "2")
+    assert code1 == code2 == 0
+    for name in ("results.parquet", "summary.txt"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+    assert out1.replace(f"{tmp_path / 'one'}", f"{tmp_path / 'two'}") == out2
+
+
+def test_results_jsonl_follows_the_contract(tmp_path: Path) -> None:
+    """Each line has the contract's keys, sorted, and a report equal to a plain run's."""
+    assert _sweep(tmp_path, "out", "--workers", "2")[0] == 0
+    lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert len(rows) == 12
+    assert all(
+        line == json.dumps(row, sort_keys=True) for line, row in zip(lines, rows, strict=True)
+    )
+    experiment = load_experiment(tmp_path / "exp.yaml")
+    assert {row["variant"] for row in rows} == {v.key for v in experiment.variants()}
+    row = rows[-1]
+    assert set(row) == {
+        "error",
+        "nnemu",
+        "point",
+        "replication",
+        "report",
+        "seed",
+        "status",
+        "variant",
+    }
+    assert row["status"] == "ok" and row["error"] is None and row["report"]["wall_s"] is None
+    variant = next(v for v in experiment.variants() if v.key == row["variant"])
+    assert (row["point"], row["replication"], row["seed"]) == (
+        variant.point,
+        variant.replication,
+        variant.seed,
+    )
+    scenario = apply_overrides(experiment.scenario, variant.overrides)
+    assert row["report"] == json.loads(run(scenario, seed=variant.seed).to_json())
+
+
+def test_the_table_has_a_row_per_variant_and_app(tmp_path: Path) -> None:
+    """The Parquet table: varied keys as columns, flattened app metrics, device metrics."""
+    assert _sweep(tmp_path, "out", "--workers", "2")[0] == 0
+    table = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
+    assert len(table) == 24
+    first = table[0]
+    assert first["devices.npu.scheduler"] == "fifo"
+    assert first["apps.indexer.workload.rate_hz"] == 10.0
+    assert (first["app"], first["replication"], first["status"]) == ("camera", 0, "ok")
+    assert first["latency_ms.p99"] > 0
+    assert 0 < first["devices.npu.busy_fraction"] < 1
+    rows = {row["variant"]: row for row in results(tmp_path / "out")}
+    for record in table:
+        report = rows[record["variant"]]["report"]
+        assert record["completed"] == report["apps"][record["app"]]["completed"]
+
+
+def test_summary_gives_the_mean_and_interval_of_each_point(tmp_path: Path) -> None:
+    """summary.txt's figure for a point is nnemu.stats.mean_interval over its replications."""
+    assert _sweep(tmp_path, "out")[0] == 0
+    rows = [
+        r
+        for r in results(tmp_path / "out")
+        if r["point"]["devices.npu.scheduler"] == "fifo"
+        and r["point"]["apps.indexer.workload.rate_hz"] == 60.0
+    ]
+    values = [lookup(r["report"], ("apps", "camera", "latency_ms", "p99")) for r in rows]
+    interval = mean_interval([v for v in values if v is not None])
+    summary = (tmp_path / "out" / "summary.txt").read_text()
+    line = next(line for line in summary.splitlines() if line.startswith("fifo") and " 60 " in line)
+    assert f"{interval.mean:.6g} ± {interval.half_width:.6g}" in line
+    assert line.split()[2:4] == ["3", "0"]
+
+
+def test_a_variant_that_fails_is_a_row_and_the_sweep_goes_on() -> None:
+    """A worker returns a failed row with the error's message instead of raising."""
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "two_apps_one_npu.yaml"
+    good = Job(key="a" * 16, point={}, replication=0, seed=1, overrides=("duration_ms=100",))
+    bad = Job(
+        key="b" * 16, point={}, replication=0, seed=1, overrides=("apps.nobody.priority=high",)
+    )
+    chunk = Chunk(
+        scenario_text=scenario.read_text(),
+        scenario_path=str(scenario),
+        version="v",
+        jobs=(bad, good),
+    )
+    rows = pickle.loads(pickle.dumps(run_chunk(chunk)))
+    assert [row["status"] for row in rows] == ["failed", "ok"]
+    assert "apps.nobody: expected the name of an app" in rows[0]["error"]
+    assert rows[0]["report"] is None
+
+
+def test_a_worker_that_dies_is_replaced_and_its_variant_marked_crashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variant whose process dies twice is 'crashed'; every other variant still runs, once."""
+    victim = load_experiment(write(tmp_path)).variants()[4].key
+    monkeypatch.setenv("NNEMU_SWEEP_TEST_CRASH", victim)
+    code, out, _ = _sweep(tmp_path, "out", "--workers", "2")
+    assert code == 0
+    rows = results(tmp_path / "out")
+    assert len(rows) == 12
+    assert len({row["variant"] for row in rows}) == 12
+    crashed = [row for row in rows if row["status"] != "ok"]
+    assert [(row["variant"], row["status"], row["report"]) for row in crashed] == [
+        (victim, "crashed", None)
+    ]
+    assert "11 ok, 0 failed, 1 crashed" in out
+
+
+def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
+    """After an interruption (a cut last line too), --resume runs the rest and gives the same table."""
+    assert _sweep(tmp_path, "full", "--workers", "2")[0] == 0
+    assert _sweep(tmp_path, "part", "--workers", "2")[0] == 0
+    jsonl = tmp_path / "part" / "results.jsonl"
+    lines = jsonl.read_text().splitlines(keepends=True)
+    kept = lines[:5]
+    jsonl.write_text("".join(kept) + lines[5][:40])
+    (tmp_path / "part" / "results.parquet").unlink()
+    code, _, err = _sweep(tmp_path, "part", "--resume")
+    assert code == 0
+    assert "resuming: 5 of 12 variants already done" in err
+    after = jsonl.read_text().splitlines(keepends=True)
+    assert after[:5] == kept
+    assert len(after) == 12
+    full = pq.read_table(tmp_path / "full" / "results.parquet")
+    assert pq.read_table(tmp_path / "part" / "results.parquet").equals(full)
+
+
+def test_a_directory_with_results_needs_resume(tmp_path: Path) -> None:
+    """Running again into a directory with results is refused unless --resume is given."""
+    assert _sweep(tmp_path, "out")[0] == 0
+    code, _, err = _sweep(tmp_path, "out")
+    assert code == 2
+    assert "already holds results of a sweep; add --resume" in err
+    code, out, err = _sweep(tmp_path, "out", "--resume")
+    assert code == 0
+    assert "12 of 12 variants done" in out
+
+
+def test_another_experiment_or_version_is_not_mixed_in(tmp_path: Path) -> None:
+    """A directory holding another experiment, or another nnemu's results, is refused."""
+    assert _sweep(tmp_path, "out")[0] == 0
+    other = (tmp_path / "exp.yaml").read_text().replace("replications: 3", "replications: 2")
+    code, _, err = _sweep(tmp_path, "out", "--resume", text=other)
+    assert code == 2
+    assert "another experiment (replications differ)" in err
+    recorded = tmp_path / "out" / "experiment.yaml"
+    recorded.write_text(recorded.read_text().replace("nnemu: ", "nnemu: '0.0.1' #", 1))
+    code, _, err = _sweep(tmp_path, "out", "--resume")
+    assert code == 2
+    assert "run by nnemu 0.0.1" in err
+
+
+def test_without_pyarrow_the_table_is_csv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without pyarrow the same table is written as results.csv, and stderr says so."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    code, out, err = _sweep(tmp_path, "out", "--workers", "1")
+    assert code == 0
+    assert "pip install 'nnemu[sweep]'" in err
+    header, *lines = (tmp_path / "out" / "results.csv").read_text().splitlines()
+    assert header.startswith(
+        "variant,devices.npu.scheduler,apps.indexer.workload.rate_hz,replication"
+    )
+    assert len(lines) == 24
+    assert "results.csv" in out
