@@ -33,6 +33,8 @@ OnRows = Callable[[list[dict[str, Any]]], None]
 """Receives the rows of each finished chunk (in the parent process)."""
 
 MISSING_DASK: Final = "--engine dask needs Dask: pip install 'nnemu[dask]'"
+CONNECT_TIMEOUT_S = 10.0
+"""How long ``--address`` is tried before the sweep gives up on the scheduler."""
 TASK_SECONDS: Final = 0.5
 """Work per Dask task to aim for: a task costs the scheduler a few ms."""
 
@@ -156,8 +158,6 @@ def run_dask(
     workers: int,
     address: str | None,
     on_rows: OnRows,
-    *,
-    connect_timeout_s: float = 30.0,
 ) -> None:
     """Run the chunks (``make_chunks(worker count)``) on Dask: a LocalCluster of ``workers``
     processes (scratch files in a temporary directory, closed on every exit path), or the
@@ -188,7 +188,7 @@ def run_dask(
                 client = distributed.Client(cluster)
             else:
                 try:
-                    client = distributed.Client(address, timeout=connect_timeout_s)
+                    client = distributed.Client(address, timeout=CONNECT_TIMEOUT_S)
                 except (OSError, TimeoutError, ValueError) as err:
                     raise EngineError(
                         f"--address {address}: cannot reach a Dask scheduler: {err}"

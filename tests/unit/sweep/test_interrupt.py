@@ -1,0 +1,63 @@
+"""Ctrl-C during a sweep: exit 130, no traceback, whole lines only, and --resume finishes it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.unit.sweep.sweeps import SCENARIO, results, write
+
+ROOT = Path(__file__).resolve().parents[3]
+LONGER = f"""\
+scenario: {SCENARIO}
+vary:
+  apps.camera.workload.period_ms: {{range: [20, 60], steps: 20}}
+replications: 5
+metrics: [apps.camera.latency_ms.p99]
+"""
+"""100 variants of the 3 s scenario: a few seconds on two workers."""
+
+
+def _nnemu(*argv: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "nnemu.cli", *argv],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_ctrl_c_leaves_whole_lines_and_resume_finishes(tmp_path: Path) -> None:
+    """SIGINT to the process group (as a terminal sends it) stops the sweep cleanly."""
+    experiment = write(tmp_path, LONGER)
+    out = tmp_path / "out"
+    process = _nnemu("sweep", str(experiment), "--out", str(out), "--workers", "2")
+    jsonl = out / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while not (jsonl.exists() and jsonl.stat().st_size > 0):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no result within 60 s"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    assert "--resume" in err
+    done = results(out)
+    assert 0 < len(done) < 100
+    assert jsonl.read_text().endswith("\n")
+    resumed = _nnemu("sweep", str(experiment), "--out", str(out), "--workers", "2", "--resume")
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert f"resuming: {len(done)} of 100 variants already done" in err
+    rows = results(out)
+    assert len(rows) == 100
+    assert len({row["variant"] for row in rows}) == 100
+    assert rows[: len(done)] == done

@@ -1,0 +1,44 @@
+"""``nnemu sweep --plot``: one PNG per metric, or a clear message when it cannot plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.commands import run_cli
+from tests.unit.sweep.sweeps import SMALL, write
+
+
+def test_plot_writes_one_png_per_metric(tmp_path: Path) -> None:
+    """Each metric gets a PNG named after it, plotted against the numeric varied key."""
+    pytest.importorskip("matplotlib")
+    code, out, err = run_cli("sweep", str(write(tmp_path)), "--out", str(tmp_path / "o"), "--plot")
+    assert code == 0, err
+    for metric in ("apps.camera.latency_ms.p99", "devices.npu.busy_fraction"):
+        png = tmp_path / "o" / f"{metric}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert str(png) in out
+
+
+def test_plot_without_a_numeric_key_says_so(tmp_path: Path) -> None:
+    """A sweep that varies only names has nothing to plot against: it says so and still succeeds."""
+    pytest.importorskip("matplotlib")
+    text = SMALL.replace("  apps.indexer.workload.rate_hz: {range: [10, 60], steps: 2}\n", "")
+    code, _, err = run_cli(
+        "sweep", str(write(tmp_path, text)), "--out", str(tmp_path / "o"), "--plot"
+    )
+    assert code == 0
+    assert "no varied key has numbers only" in err
+    assert not list((tmp_path / "o").glob("*.png"))
+
+
+def test_plot_without_matplotlib_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without matplotlib, --plot exits 2 before running, naming the extra to install."""
+    monkeypatch.setattr("nnemu.pictures.plots_available", lambda: False)
+    code, _, err = run_cli("sweep", str(write(tmp_path)), "--out", str(tmp_path / "o"), "--plot")
+    assert code == 2
+    assert err == "--plot needs matplotlib: pip install 'nnemu[plots]'\n"
+    assert not (tmp_path / "o").exists()
