@@ -94,14 +94,14 @@ class SweepDir:
                 f"{recorded}:1: the sweep here was run by nnemu {before.get('nnemu')}, this is "
                 f"nnemu {self.version}; results of two versions are not mixed: choose another --out"
             )
-        ignored = ("experiment",)
+        ignored = ("experiment", "scenario")  # paths: the same files may be named otherwise
         changed = [
             key for key in resolved if key not in ignored and before.get(key) != resolved[key]
         ]
         if changed:
             raise SweepDirError(
-                f"{recorded}:1: the sweep here is of another experiment ({', '.join(changed)} "
-                "differ); choose another --out"
+                f"{recorded}:1: the sweep here is of another experiment (changed: "
+                f"{', '.join(changed)}); choose another --out"
             )
 
     def _read(self, path: str) -> list[dict[str, Any]]:

@@ -175,7 +175,7 @@ def test_another_experiment_or_version_is_not_mixed_in(tmp_path: Path) -> None:
     other = (tmp_path / "exp.yaml").read_text().replace("replications: 3", "replications: 2")
     code, _, err = _sweep(tmp_path, "out", "--resume", text=other)
     assert code == 2
-    assert "another experiment (replications differ)" in err
+    assert "another experiment (changed: replications)" in err
     recorded = tmp_path / "out" / "experiment.yaml"
     recorded.write_text(recorded.read_text().replace("nnemu: ", "nnemu: '0.0.1' #", 1))
     code, _, err = _sweep(tmp_path, "out", "--resume")
