@@ -130,3 +130,14 @@ def test_yaml_that_is_not_an_experiment_is_refused(tmp_path: Path) -> None:
         assert code == 2
         assert message in err
         assert err.startswith(f"{tmp_path / 'exp.yaml'}:")
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((Path(__file__).resolve().parents[3] / "examples" / "experiments").glob("*.yaml")),
+    ids=lambda path: path.stem,
+)
+def test_the_shipped_experiments_load(path: Path) -> None:
+    """Every experiment under examples/experiments passes the checks (docs/experiments.md runs them)."""
+    experiment = load_experiment(path)
+    assert experiment.variants()
