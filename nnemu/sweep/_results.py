@@ -15,6 +15,8 @@ import importlib
 import json
 import math
 import os
+import signal
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any, Final
 
@@ -140,9 +142,15 @@ class SweepDir:
         text = "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)
         if not text:
             return
-        self._file.write(text)
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        # Ctrl-C waits until the lines are on disk: an interrupt never cuts one.
+        blocked = _block_sigint()
+        try:
+            self._file.write(text)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        finally:
+            if blocked:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         self.rows.extend(json.loads(line) for line in text.splitlines())
 
     def close(self) -> None:
@@ -156,6 +164,14 @@ class SweepDir:
         order = {variant.key: variant.index for variant in self.experiment.variants()}
         latest = {row["variant"]: row for row in self.rows if row["variant"] in order}
         return sorted(latest.values(), key=lambda row: order[row["variant"]])
+
+
+def _block_sigint() -> bool:
+    """Block SIGINT in this thread (the main one; elsewhere it is not delivered anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    return True
 
 
 def _flatten(prefix: str, node: Any, into: dict[str, Any]) -> None:
