@@ -177,14 +177,20 @@ def run_dask(
         cluster = None
         try:
             if address is None:
-                cluster = distributed.LocalCluster(
-                    n_workers=workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    local_directory=scratch,
-                    dashboard_address=None,
-                    silence_logs=logging.ERROR,
-                )
+                # The worker processes start with SIGINT ignored (they inherit it), so a
+                # Ctrl-C reaches this process alone, which stops the cluster in order.
+                previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+                try:
+                    cluster = distributed.LocalCluster(
+                        n_workers=workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        local_directory=scratch,
+                        dashboard_address=None,
+                        silence_logs=logging.ERROR,
+                    )
+                finally:
+                    signal.signal(signal.SIGINT, previous)
                 client = distributed.Client(cluster)
             else:
                 try:

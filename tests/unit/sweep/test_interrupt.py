@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.unit.sweep.sweeps import SCENARIO, results, write
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -61,3 +63,30 @@ def test_ctrl_c_leaves_whole_lines_and_resume_finishes(tmp_path: Path) -> None:
     assert len(rows) == 100
     assert len({row["variant"] for row in rows}) == 100
     assert rows[: len(done)] == done
+
+
+def test_ctrl_c_stops_a_local_dask_cluster_quietly(tmp_path: Path) -> None:
+    """With --engine dask, SIGINT to the process group closes the LocalCluster: 130, no traceback."""
+    pytest.importorskip("distributed")
+    out = tmp_path / "out"
+    process = _nnemu(
+        "sweep",
+        str(write(tmp_path, LONGER)),
+        "--out",
+        str(out),
+        "--engine",
+        "dask",
+        "--workers",
+        "2",
+    )
+    jsonl = out / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while not (jsonl.exists() and len(jsonl.read_text().splitlines()) > 1):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no result within 60 s"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    assert all(line.startswith("{") for line in jsonl.read_text().splitlines())
