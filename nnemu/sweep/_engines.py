@@ -105,6 +105,12 @@ def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
                         on_rows([_crashed(chunk, chunk.jobs[0])])
                     else:
                         retry(chunk)
+                except Exception as err:  # the rows did not come back (cannot happen, but
+                    # one chunk must not end the sweep): its variants are failed rows
+                    message = f"{type(err).__name__}: {err}"
+                    on_rows(
+                        [row(job, chunk.version, "failed", error=message) for job in chunk.jobs]
+                    )
             if broken:
                 for future, chunk in in_flight.items():
                     future.cancel()

@@ -1,0 +1,44 @@
+"""``nnemu sweep``'s options that are refused before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.commands import run_cli
+from tests.unit.sweep.sweeps import write
+
+
+def test_dask_engine_without_dask_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without distributed, --engine dask exits 2 naming the extra, and runs nothing."""
+    monkeypatch.setattr("nnemu.sweep._command.dask_available", lambda: False)
+    out = tmp_path / "out"
+    code, _, err = run_cli("sweep", str(write(tmp_path)), "--engine", "dask", "--out", str(out))
+    assert (code, err) == (2, "--engine dask needs Dask: pip install 'nnemu[dask]'\n")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--address", "tcp://127.0.0.1:8786"], "--address: only with --engine dask\n"),
+        (["--workers", "0"], "--workers: expected a number of processes >= 1, got 0\n"),
+    ],
+)
+def test_contradictory_options_exit_2(tmp_path: Path, options: list[str], message: str) -> None:
+    """An --address without Dask, or no workers, is one line on stderr and exit 2."""
+    out = tmp_path / "out"
+    code, _, err = run_cli("sweep", str(write(tmp_path)), "--out", str(out), *options)
+    assert (code, err) == (2, message)
+    assert not out.exists()
+
+
+def test_an_out_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    """--out naming an existing file is refused before the sweep starts."""
+    (tmp_path / "file").write_text("")
+    code, _, err = run_cli("sweep", str(write(tmp_path)), "--out", str(tmp_path / "file"))
+    assert code == 2
+    assert "cannot write the results" in err
