@@ -188,11 +188,14 @@ class Progress:
             self.enabled = False
 
 
-def render_count(label: str, done: int, total: int, failed: int, elapsed_s: float) -> str:
-    """One line of a count bar: ``label [####----] 45% 540/1200 2 failed ETA 12s``."""
+def render_count(
+    label: str, done: int, total: int, failed: int, elapsed_s: float, already: int = 0
+) -> str:
+    """One line of a count bar: ``label [####----] 45% 540/1200 2 failed ETA 12s``
+    (``already`` of the ``done`` were done before the clock started: not in the rate)."""
     fraction = min(1.0, done / total) if total > 0 else 1.0
     filled = int(fraction * _WIDTH)
-    rate = done / elapsed_s if elapsed_s > 0 else 0.0
+    rate = (done - already) / elapsed_s if elapsed_s > 0 else 0.0
     eta = _duration((total - done) / rate) if rate > 0 and done < total else "--"
     return (
         f"{label} [{'#' * filled}{'-' * (_WIDTH - filled)}] {fraction:4.0%}"
@@ -204,11 +207,13 @@ class CountProgress:
     """A bar of finished items out of a total (``nnemu sweep``'s variants), drawn on ``out``
     only when it is a terminal; ``advance`` redraws at most every ``_INTERVAL_S``."""
 
-    def __init__(self, out: TextIO | None, *, label: str, total: int) -> None:
+    def __init__(self, out: TextIO | None, *, label: str, total: int, already: int = 0) -> None:
         self.out = out
         self.label = label
         self.total = total
-        self.done = 0
+        self.already = already
+        """Items done before this bar started (a resumed sweep's): counted, not in the rate."""
+        self.done = already
         self.failed = 0
         self.enabled = out is not None and _is_tty(out) and total > 0
         self._start = time.monotonic()
@@ -225,7 +230,9 @@ class CountProgress:
         if now - self._last_draw < _INTERVAL_S and self.done < self.total:
             return
         self._last_draw = now
-        text = render_count(self.label, self.done, self.total, self.failed, now - self._start)
+        text = render_count(
+            self.label, self.done, self.total, self.failed, now - self._start, self.already
+        )
         pad = " " * max(0, self._drawn - len(text))
         self._write(f"\r{text}{pad}")
         self._drawn = len(text)

@@ -94,8 +94,8 @@ def run_sweep_command(
             )
             for variant in left
         ]
-        bar = CountProgress(stderr, label="sweep", total=total)
-        bar.advance(total - len(left))
+        bar = CountProgress(stderr, label="sweep", total=total, already=total - len(left))
+        bar.advance(0)
 
         def on_rows(rows: list[dict[str, Any]]) -> None:
             sweep.append(rows)

@@ -105,3 +105,22 @@ def test_query_load_shows_the_index_stage_after_the_bar(tmp_path: Path, monkeypa
     assert drawn[0].startswith("loading t.txt [")
     assert drawn[-1] == "loading t.txt: file read; building indexes"
     assert out.getvalue().endswith("\r")
+
+
+def test_count_bar_shows_done_failed_and_eta_of_what_this_run_did():
+    """A count bar says done/total and failures; items done before it started are not in the rate."""
+    line = _progress.render_count("sweep", 60, 100, 2, 10.0, already=40)
+    assert line == "sweep [##############----------]  60% 60/100 2 failed ETA 20s"
+
+
+def test_count_bar_drawn_only_on_a_terminal(monkeypatch):
+    """The count bar draws on a terminal, and nothing anywhere else."""
+    monkeypatch.setattr(_progress, "_INTERVAL_S", 0.0)
+    terminal, pipe = _Terminal(), io.StringIO()
+    for out in (terminal, pipe):
+        bar = _progress.CountProgress(out, label="sweep", total=4, already=1)
+        bar.advance(2, 1)
+        bar.clear()
+    assert "3/4 1 failed" in terminal.getvalue()
+    assert terminal.getvalue().endswith("\r")
+    assert pipe.getvalue() == ""
