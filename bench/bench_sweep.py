@@ -77,6 +77,10 @@ def _tree_cpu(root: int) -> dict[int, float]:
     return {pid: cpu[pid] for pid in found if pid in cpu}
 
 
+_SHARES: dict[str, list[float]] = {}
+"""The CPU seconds of each process of the last run of each command (largest first)."""
+
+
 def _timed(argv: list[str]) -> tuple[float, float, float]:
     """Wall and CPU seconds of one command, its pool workers included (the CPU of the process
     tree, sampled from /proc every 50 ms: a worker's last few ms may be missed), and the CPU
@@ -91,6 +95,7 @@ def _timed(argv: list[str]) -> tuple[float, float, float]:
     wall = time.perf_counter() - start
     if process.returncode not in (0, 1):  # 1: an expectation of the scenario failed, as may be
         raise SystemExit(f"{' '.join(argv)}: exit {process.returncode}")
+    _SHARES[" ".join(argv)] = sorted(seen.values(), reverse=True)
     return wall, sum(seen.values()), seen.get(process.pid, 0.0)
 
 
@@ -115,6 +120,15 @@ def main() -> None:
                     [*nnemu, "sweep", str(experiment), "--out", str(out), "--workers", workers]
                 )
                 walls.setdefault(workers, []).append(wall)
+                shares = _SHARES[
+                    " ".join(
+                        [*nnemu, "sweep", str(experiment), "--out", str(out), "--workers", workers]
+                    )
+                ]
+                print(
+                    f"{workers} worker(s), repeat {repeat}: {wall:.2f} s wall; CPU s per process "
+                    + ", ".join(f"{share:.2f}" for share in shares if share >= 0.01)
+                )
                 if workers not in best or wall < best[workers][0]:
                     best[workers] = (wall, cpu, parent)
         from nnemu.overrides import apply_overrides
