@@ -24,6 +24,8 @@ from nnemu.errors import (
 )
 from nnemu.overrides import OverrideError
 from nnemu.report import ExpectationResult, Report
+from nnemu.sweep._engines import EngineError
+from nnemu.sweep._results import SweepDirError
 
 _PROBLEMS = [
     Problem(source="b.yaml", line=9, column=3, key_path="apps[1].priority", message="bad"),
@@ -43,6 +45,8 @@ EXAMPLES: dict[type[NnemuError], Callable[[], NnemuError]] = {
     OutputError: lambda: OutputError("out/r.json", "report", "permission denied"),
     ResultsFormatError: lambda: ResultsFormatError("sweep/results.jsonl", 4, "expected JSON"),
     OverrideError: lambda: OverrideError(["--set a.b: unknown key", "--set seed: expected int"]),
+    EngineError: lambda: EngineError("--address tcp://h:1: cannot reach a Dask scheduler"),
+    SweepDirError: lambda: SweepDirError("out: already holds results of a sweep"),
 }
 """One instance of each exception class, built as the code that raises it builds it."""
 
