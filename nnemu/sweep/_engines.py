@@ -167,8 +167,9 @@ def run_dask(
 ) -> None:
     """Run the chunks (``make_chunks(worker count)``) on Dask: a LocalCluster of ``workers``
     processes (scratch files in a temporary directory, closed on every exit path), or the
-    scheduler at ``address``.  A chunk whose worker dies each time Dask retries it is
-    recorded as ``crashed``."""
+    scheduler at ``address``.  When Dask gives up on a task whose worker died each time it
+    tried (twice on a LocalCluster), each of its variants is run again alone; one that still
+    kills its worker is recorded as ``crashed``."""
     try:
         dask: Any = importlib.import_module("dask")
         distributed: Any = importlib.import_module("distributed")
@@ -209,14 +210,30 @@ def run_dask(
                 count = max(1, len(client.nthreads()))
                 chunks = make_chunks(count)
                 futures = {client.submit(run_chunk, chunk, pure=False): chunk for chunk in chunks}
+                finished = distributed.as_completed(list(futures))
+                # A dying worker fails every task queued on it too: the runs of a task that
+                # Dask gives up on are each run again alone, at the end, so that only the one
+                # that kills its worker is recorded crashed.
+                suspects: collections.deque[Chunk] = collections.deque()
+                alone: set[int] = set()
                 try:
-                    for future in distributed.as_completed(list(futures)):
-                        chunk = futures[future]
+                    for future in finished:
+                        chunk = futures.pop(future)
                         try:
-                            rows = future.result()
+                            on_rows(future.result())
                         except distributed.KilledWorker:
-                            rows = [_crashed(chunk, job) for job in chunk.jobs]
-                        on_rows(rows)
+                            if id(chunk) in alone:
+                                on_rows([_crashed(chunk, chunk.jobs[0])])
+                            else:
+                                suspects.extend(
+                                    attrs.evolve(chunk, jobs=(job,)) for job in chunk.jobs
+                                )
+                        if suspects and not futures:
+                            single = suspects.popleft()
+                            alone.add(id(single))
+                            retry = client.submit(run_chunk, single, pure=False)
+                            futures[retry] = single
+                            finished.add(retry)
                 finally:
                     client.cancel(list(futures))
             finally:

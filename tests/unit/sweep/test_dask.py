@@ -153,3 +153,22 @@ def test_an_unreachable_scheduler_exits_2(tmp_path: Path, monkeypatch: pytest.Mo
     )
     assert code == 2
     assert err.startswith("--address tcp://127.0.0.1:1: cannot reach a Dask scheduler")
+
+
+def test_a_variant_that_kills_its_dask_worker_is_crashed_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a LocalCluster, only the variant whose worker dies is 'crashed'; the others run."""
+    from nnemu.sweep import load_experiment
+
+    victim = load_experiment(write(tmp_path)).variants()[4].key
+    monkeypatch.setenv("NNEMU_SWEEP_TEST_CRASH", victim)
+    out = tmp_path / "out"
+    code, text, err = run_cli(
+        "sweep", str(write(tmp_path)), "--out", str(out), "--engine", "dask", "--workers", "2"
+    )
+    assert code == 0, err
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(row["status"] for row in rows) == ["crashed"] + ["ok"] * 11
+    assert next(row["variant"] for row in rows if row["status"] == "crashed") == victim
+    assert "11 ok, 0 failed, 1 crashed" in text
