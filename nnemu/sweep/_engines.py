@@ -85,16 +85,19 @@ def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
     pool = new_pool()
     try:
         while pending or suspects or in_flight:
-            if suspects:
-                if not in_flight:
-                    chunk = suspects.popleft()
-                    in_flight[pool.submit(run_chunk, chunk)] = chunk
-            else:
-                while pending and len(in_flight) < 2 * workers:
-                    chunk = pending.popleft()
-                    in_flight[pool.submit(run_chunk, chunk)] = chunk
-            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
             broken = False
+            try:  # a chunk leaves its queue once submitted: a pool broken meanwhile keeps it
+                if suspects:
+                    if not in_flight:
+                        in_flight[pool.submit(run_chunk, suspects[0])] = suspects[0]
+                        suspects.popleft()
+                else:
+                    while pending and len(in_flight) < 2 * workers:
+                        in_flight[pool.submit(run_chunk, pending[0])] = pending[0]
+                        pending.popleft()
+            except BrokenProcessPool:
+                broken = True
+            done = set() if broken else wait(in_flight, return_when=FIRST_COMPLETED)[0]
             for future in done:
                 chunk = in_flight.pop(future)
                 try:
@@ -113,8 +116,13 @@ def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
                     )
             if broken:
                 for future, chunk in in_flight.items():
-                    future.cancel()
-                    retry(chunk)
+                    if future.done() and not future.cancelled() and future.exception() is None:
+                        on_rows(future.result())  # finished before the pool broke
+                    elif id(chunk) in second:
+                        on_rows([_crashed(chunk, chunk.jobs[0])])
+                    else:
+                        future.cancel()
+                        retry(chunk)
                 in_flight.clear()
                 pool.shutdown(wait=True, cancel_futures=True)
                 pool = new_pool()
