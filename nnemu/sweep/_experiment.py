@@ -418,6 +418,8 @@ def _check_overrides(
     bad_values = False
     for key, values, node in vary:
         items = node.value if isinstance(node, SequenceNode) else [node] * len(values)
+        refused: dict[tuple[int, str], tuple[Node, list[Any]]] = {}
+        """(value node, problem) -> the values with that problem (a range's share one node)."""
         for value, item in zip(values, items, strict=True):
             assignment = f"{key}={json.dumps(value, sort_keys=True)}"
             try:
@@ -425,7 +427,12 @@ def _check_overrides(
             except OverrideError as err:
                 bad_values = True
                 for text in err.problems:
-                    loader.problem(item, f"vary.{key}", f"{value!r}: {_strip(text)}")
+                    refused.setdefault((id(item), _strip(text)), (item, []))[1].append(value)
+        for (_, text), (item, bad) in refused.items():
+            shown = ", ".join(repr(value) for value in bad[:4])
+            if len(bad) > 4:
+                shown += f", ... ({len(bad)} values)"
+            loader.problem(item, f"vary.{key}", f"{shown}: {text}")
     if bad_values or len(vary) < 2:
         return base
     for point in experiment.points():

@@ -70,7 +70,7 @@ def test_every_problem_is_reported_at_its_position(tmp_path: Path) -> None:
     expected = [
         f"{path}:3:33: vary.devices.npu.scheduler: 'bogus': devices.npu.scheduler: expected one of",
         f"{path}:4:26: vary.apps.nobody.priority: 'high': apps.nobody: expected the name of an app",
-        f"{path}:5:34: vary.apps.indexer.workload.rate_hz: 5.0: apps.indexer.workload.rate_hz: "
+        f"{path}:5:34: vary.apps.indexer.workload.rate_hz: 5.0, 50.0: apps.indexer.workload.rate_hz: "
         "expected only with kind poisson",
         f"{path}:6:15: replications: expected an integer in [1, 100000], got 0",
         f"{path}:7:11: metrics: unknown metric 'apps.camera.latency_ms.p98': expected one of max,",
