@@ -28,7 +28,7 @@ from nnemu.sweep._results import (
     variants_left,
     write_table,
 )
-from nnemu.sweep._worker import Chunk, Job, make_chunks
+from nnemu.sweep._worker import Chunk, Job, make_chunks, quiet_logs
 
 CRASH_HOOK: Final = "NNEMU_SWEEP_TEST_CRASH"
 """Test hook: comma-separated variant keys whose worker process dies (``os._exit``) on them."""
@@ -69,6 +69,7 @@ def run_sweep_command(
         if not plots_available():
             stderr.write(MISSING_MATPLOTLIB + "\n")
             return ExitCode.BAD_INPUT
+    quiet_logs()  # the checks and Dask's timing run emulate here too
     experiment = load_experiment(experiment_path)
     directory = out_dir or default_out(experiment_path)
     version = nnemu_version()

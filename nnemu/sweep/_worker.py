@@ -9,7 +9,9 @@ one point share it), since applying overrides costs more than a short run.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -109,8 +111,23 @@ def run_job(chunk: Chunk, job: Job) -> dict[str, Any]:
     return row(job, chunk.version, "ok", report=dict(report.data))
 
 
+def quiet_logs() -> None:
+    """Keep the runs' diagnostics (a driver death's warnings, ...) off the terminal: a sweep
+    records what happened in its rows.  Only where nobody configured structlog (a worker
+    process; the sweep's own process unless ``-v``, ``-q`` or ``--log-format`` was given)."""
+    import structlog
+
+    if not structlog.is_configured():
+        structlog.configure(
+            wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
+            logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+            cache_logger_on_first_use=False,
+        )
+
+
 def run_chunk(chunk: Chunk) -> list[dict[str, Any]]:
     """Run every variant of ``chunk`` in order; their rows."""
+    quiet_logs()
     return [run_job(chunk, job) for job in chunk.jobs]
 
 

@@ -90,3 +90,15 @@ def test_ctrl_c_stops_a_local_dask_cluster_quietly(tmp_path: Path) -> None:
     assert process.returncode == 130, err
     assert "Traceback" not in err
     assert all(line.startswith("{") for line in jsonl.read_text().splitlines())
+
+
+def test_the_runs_diagnostics_stay_off_the_output(tmp_path: Path) -> None:
+    """A sweep of runs whose driver dies prints its summary, not each run's warnings."""
+    text = f"scenario: {ROOT / 'scenarios' / 'qos_driver_crash.yaml'}\nreplications: 2\nmetrics: [devices.npu.executions]\n"
+    process = _nnemu(
+        "sweep", str(write(tmp_path, text)), "--out", str(tmp_path / "o"), "--workers", "2"
+    )
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert out.startswith("experiment ")
+    assert "driver_died" not in out + err
