@@ -13,6 +13,7 @@ from nnemu.overrides import apply_overrides
 from nnemu.report import lookup
 from nnemu.stats import mean_interval
 from nnemu.sweep import load_experiment
+from nnemu.sweep._experiment import nnemu_version
 from nnemu.sweep._worker import Chunk, Job, run_chunk
 from tests.commands import run_cli
 from tests.unit.sweep.sweeps import results, write
@@ -112,7 +113,7 @@ def test_a_variant_that_fails_is_a_row_and_the_sweep_goes_on() -> None:
     chunk = Chunk(
         scenario_text=scenario.read_text(),
         scenario_path=str(scenario),
-        version="v",
+        version=nnemu_version(),
         jobs=(bad, good),
     )
     rows = pickle.loads(pickle.dumps(run_chunk(chunk)))
@@ -197,3 +198,18 @@ def test_without_pyarrow_the_table_is_csv(tmp_path: Path, monkeypatch: pytest.Mo
     )
     assert len(lines) == 24
     assert "results.csv" in out
+
+
+def test_a_worker_of_another_nnemu_version_runs_nothing() -> None:
+    """A chunk from a sweep of another nnemu version comes back as failed rows saying why."""
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "two_apps_one_npu.yaml"
+    job = Job(key="a" * 16, point={}, replication=0, seed=1, overrides=())
+    chunk = Chunk(
+        scenario_text=scenario.read_text(),
+        scenario_path=str(scenario),
+        version="0.0.0",
+        jobs=(job,),
+    )
+    [result] = run_chunk(chunk)
+    assert (result["status"], result["report"]) == ("failed", None)
+    assert "the sweep nnemu 0.0.0: install the same version on every worker" in result["error"]
