@@ -104,6 +104,9 @@ class FlowBatchReceiver:
 _NO_THREAD: Final = SimThread(0, 0, "")
 """The thread slot of a counter event written outside any emulated thread."""
 
+_NOBODY: Final = object()
+"""What the tracer's last-thread memo holds when it holds no thread."""
+
 
 class SectionKind(enum.Enum):
     """How a section was begun (what an observer needs to apply the contract's rules)."""
@@ -156,8 +159,9 @@ def mark(layer: Layer, phase: Phase, detail: str) -> Mark:
 
 
 TraceEvent = tuple[int, SimThread, str | None, SectionInfo | None]
-"""(ts_ns, thread, name, info): a begin when ``name`` is set, else an end; ``info`` is
-the section's structured information, built only while an observer is attached.
+"""(ts_ns, thread, name, info): a begin when ``name`` is set, else an end (``info`` None);
+a begin's ``info`` is the section's structured information, which a prebuilt ``Mark``
+always carries and the other begins build only while an observer is attached.
 (With a ``FlowSink`` attached the buffer also holds flow and counter events: ``name`` None
 and ``info`` a ``_FlowMark`` or ``_CounterMark``; batch sinks never see them.)"""
 
@@ -206,13 +210,15 @@ _TS: Final = itemgetter(0)
 
 
 class _Depth:
-    """How many sections are open on one thread (what ``end`` and ``close`` need)."""
+    """How many sections are open on one thread (what ``end`` and ``close`` need), and the
+    thread's ``Section`` objects by the level they begin at (made once, handed out again)."""
 
-    __slots__ = ("open", "thread")
+    __slots__ = ("open", "sections", "thread")
 
     def __init__(self, thread: SimThread) -> None:
         self.thread = thread
         self.open = 0
+        self.sections: list[Section] = []
 
 
 class Section:
@@ -220,73 +226,95 @@ class Section:
 
     The Python shape of AOSP's scoped ``NNTRACE_*`` macros.  ``switch`` inside the
     block begins a ``[SW]`` section (``NNTRACE_*_SWITCH``); the block's exit ends
-    every section it opened, innermost first, whether it exits normally, by an
+    every section begun on its thread since the block began that is still open (its
+    own and its switches'), innermost first, whether it exits normally, by an
     exception or by a cancellation, so begin and end marks always balance.  The
     sections end on the thread that opened them.
+
+    A section is the pair (thread, level): how many sections were open on the thread
+    when it began.  It holds no other state, so the tracer makes one per pair and
+    hands it out again each time a section begins there.
     """
 
-    __slots__ = ("_count", "_depth", "_tracer")
+    __slots__ = ("_depth", "_events", "_kernel", "_level", "_tracer")
 
-    def __init__(self, tracer: Tracer, depth: _Depth) -> None:
+    def __init__(self, tracer: Tracer, depth: _Depth, level: int) -> None:
         self._tracer = tracer
         self._depth = depth
-        self._count = 1
+        self._level = level
+        self._kernel = tracer._kernel
+        self._events = tracer._events
+        """The tracer's buffer (the same list for the tracer's life)."""
 
     def __enter__(self) -> Section:
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        tracer = self._tracer
-        if tracer.enabled:  # (Tracer._end, inline: this is the hot path)
-            depth = self._depth
-            count = self._count
-            if count > depth.open:  # closed meanwhile by an outer ``end``
-                count = depth.open
-            if count > 0:
-                depth.open -= count
-                kernel = tracer._kernel  # (Kernel.task_now_ns, inline)
-                proc = kernel._running
-                ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
-                event = (ts, depth.thread, None, None)
-                events = tracer._events
-                if count == 1:
-                    events.append(event)
-                else:
-                    events.extend([event] * count)
-                if len(events) >= tracer._release_at:
-                    tracer._release()
+        # (Tracer._end, inline: this is the hot path.)  No ``enabled`` check: ``close``
+        # leaves no section open, so a block that exits after it ends nothing.
+        depth = self._depth
+        count = depth.open - self._level  # (fewer, or none, if an outer ``end`` closed some)
+        if count > 0:
+            depth.open = self._level
+            kernel = self._kernel  # (Kernel.task_now_ns, inline)
+            proc = kernel._running
+            event = (
+                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
+                depth.thread,
+                None,
+                None,
+            )
+            if count == 1:
+                self._events.append(event)
+            else:
+                self._events.extend([event] * count)
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Switch phase inside this section: begin ``[SW][NN_<layer>_<phase>]detail``."""
-        tracer = self._tracer
-        if tracer.enabled:
-            self._count += 1
+        depth = self._depth
+        if depth.open > self._level:  # still open (and so tracing is on)
+            tracer = self._tracer
             tracer._open(
                 f"[SW][NN_{layer._value_}_{phase._value_}]{detail}",
                 (SectionKind.SWITCH, layer, phase, detail) if tracer._observers else None,
-                self._depth,
+                depth,
             )
 
     def switch_to(self, to: Mark) -> None:
         """``switch`` with a prebuilt name: begin ``to``'s ``[SW]`` section."""
-        tracer = self._tracer
-        if tracer.enabled:  # (switch, inline)
-            depth = self._depth
+        depth = self._depth
+        if depth.open > self._level:  # (switch, inline)
             depth.open += 1
-            self._count += 1
-            kernel = tracer._kernel  # (Kernel.task_now_ns, inline)
+            kernel = self._kernel  # (Kernel.task_now_ns, inline)
             proc = kernel._running
-            events = tracer._events
-            events.append(
+            self._events.append(
                 (
                     kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
                     depth.thread,
                     to.switch_name,
-                    to.switch_info if tracer._observers else None,
+                    to.switch_info,
                 )
             )
-            if len(events) >= tracer._release_at:
-                tracer._release()
+
+
+class _PromptSection(Section):
+    """A ``Section`` of a tracer that releases every event at once (an observer, a sink
+    without ``receive``, ``--realtime``): after each mark it checks the buffer, as
+    ``Tracer.enter`` does (a batching tracer's sections leave that to the next begin)."""
+
+    __slots__ = ()
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        Section.__exit__(self, exc_type, exc, tb)
+        tracer = self._tracer
+        if len(tracer._events) >= tracer._release_at:
+            tracer._release()
+
+    def switch_to(self, to: Mark) -> None:
+        Section.switch_to(self, to)
+        tracer = self._tracer
+        if len(tracer._events) >= tracer._release_at:
+            tracer._release()
 
 
 class _UntracedSection(Section):
@@ -336,9 +364,15 @@ class Tracer:
         """The same counts by thread value (equal thread objects share one count)."""
         self._keep: dict[int, SimThread] = {}
         """Thread objects whose ``id`` is a key of ``_by_id`` (kept alive so it is not reused)."""
+        self._last_thread: object = _NOBODY
+        self._last_depth = _Depth(_NO_THREAD)
+        """The thread of the last ``enter`` or ``raw_section`` and its depth (a lookup saved);
+        ``_NOBODY`` (never a thread, not even None) when there is none."""
         self._batch_sinks: list[BatchSink] = []
         self._event_sinks: list[TraceSink] = []
         self._batch = 1
+        self._section_type: type[Section] = Section
+        """What ``enter`` and the other scoped begins hand out (``_choose_delivery``)."""
         self._flow_sinks = [sink for sink in self._sinks if isinstance(sink, FlowSink)]
         self._flow_sink_ids = {id(sink) for sink in self._flow_sinks}
         self.flows = bool(self._flow_sinks)
@@ -359,6 +393,11 @@ class Tracer:
         batched = not self._event_sinks and not self._observers and not self._kernel.realtime
         self._batch = BATCH_EVENTS if batched else 1
         self._release_at = len(self._events) + self._batch
+        section_type = Section if batched else _PromptSection
+        if section_type is not self._section_type:
+            self._section_type = section_type
+            for depth in self._depths.values():
+                depth.sections.clear()  # (made again, of the new type, on first use)
 
     # ------------------------------------------------------------ release
 
@@ -369,7 +408,8 @@ class Tracer:
             events.sort(key=_TS)  # stable: equal times keep their emission order
         horizon = self._kernel.clock_ns
         if everything or not events or events[-1][0] <= horizon:
-            ready, self._events = events, []
+            ready = events.copy()
+            events.clear()  # (in place: the sections hold this list)
         else:
             cut = bisect_right(events, horizon, key=_TS)
             ready = events[:cut]
@@ -458,6 +498,16 @@ class Tracer:
             depth = self._new_depth(thread)
         return depth
 
+    def _depth_of_current(self, thread: SimThread | None) -> _Depth:
+        """The depth of ``thread``, the current one (None: not an emulated thread, an
+        ``EmulatorBug``), remembered as the last thread's for the next begin."""
+        if thread is None:
+            thread = current_thread()
+        depth = self._by_id.get(id(thread)) or self._new_depth(thread)
+        self._last_thread = thread
+        self._last_depth = depth
+        return depth
+
     def _new_depth(self, thread: SimThread) -> _Depth:
         depth = self._depths.get(thread)
         if depth is None:
@@ -465,6 +515,13 @@ class Tracer:
         self._by_id[id(thread)] = depth
         self._keep[id(thread)] = thread
         return depth
+
+    def _section_at(self, depth: _Depth, level: int) -> Section:
+        """The ``Section`` begun at ``level`` on ``depth``'s thread (made on first use)."""
+        sections = depth.sections
+        while len(sections) <= level:
+            sections.append(self._section_type(self, depth, len(sections)))
+        return sections[level]
 
     def end_thread(self, thread: SimThread) -> None:
         """Forget ``thread``, which has ended, unless a section is still open on it (then
@@ -474,6 +531,8 @@ class Tracer:
             del self._depths[thread]
             del self._by_id[id(thread)]
             del self._keep[id(thread)]
+            if depth is self._last_depth:
+                self._last_thread = _NOBODY
 
     def _open(self, name: str, info: SectionInfo | None, depth: _Depth | None = None) -> _Depth:
         """Begin section ``name`` on ``depth``'s thread (the current one if None); return its depth.
@@ -582,21 +641,21 @@ class Tracer:
         """A scoped ``[NN_<layer>_<phase>]detail`` section: ``with tracer.section(...) as s:``."""
         if not self.enabled:
             return _UNTRACED
-        return Section(
-            self,
-            self._open(
-                f"[NN_{layer._value_}_{phase._value_}]{detail}",
-                (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
-            ),
+        depth = self._open(
+            f"[NN_{layer._value_}_{phase._value_}]{detail}",
+            (SectionKind.PLAIN, layer, phase, detail) if self._observers else None,
         )
+        return self._section_at(depth, depth.open - 1)
 
     def enter(self, mark: Mark) -> Section:
         """``section`` with a prebuilt name: ``with tracer.enter(MARK) as s:``."""
         if not self.enabled:
             return _UNTRACED
-        thread = _current_thread.get() or current_thread()  # (as in ``section``)
-        depth = self._by_id.get(id(thread)) or self._new_depth(thread)
-        depth.open += 1
+        thread = _current_thread.get()
+        # (Most begins follow one on the same thread: the lookup is saved.)
+        depth = self._last_depth if thread is self._last_thread else self._depth_of_current(thread)
+        level = depth.open
+        depth.open = level + 1
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
         proc = kernel._running
         events = self._events
@@ -605,20 +664,24 @@ class Tracer:
                 kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
                 depth.thread,
                 mark.name,
-                mark.info if self._observers else None,
+                mark.info,
             )
         )
         if len(events) >= self._release_at:
             self._release()
-        return Section(self, depth)
+        try:
+            return depth.sections[level]
+        except IndexError:
+            return self._section_at(depth, level)
 
     def raw_section(self, name: str) -> Section:
         """A scoped section called ``name`` with no NNTRACE tag (a HIDL proxy's or stub's)."""
         if not self.enabled:
             return _UNTRACED
-        thread = _current_thread.get() or current_thread()  # (``_open``, inline: per execution)
-        depth = self._by_id.get(id(thread)) or self._new_depth(thread)
-        depth.open += 1
+        thread = _current_thread.get()  # (``enter``, inline: per execution)
+        depth = self._last_depth if thread is self._last_thread else self._depth_of_current(thread)
+        level = depth.open
+        depth.open = level + 1
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
         proc = kernel._running
         events = self._events
@@ -632,19 +695,20 @@ class Tracer:
         )
         if len(events) >= self._release_at:
             self._release()
-        return Section(self, depth)
+        try:
+            return depth.sections[level]
+        except IndexError:
+            return self._section_at(depth, level)
 
     def subtract_section(self, layer: Layer, phase: Phase, detail: str) -> Section:
         """A scoped ``[SUB][NN_<layer>_<phase>]detail`` section (NNTRACE_FULL_SUBTRACT)."""
         if not self.enabled:
             return _UNTRACED
-        return Section(
-            self,
-            self._open(
-                f"[SUB][NN_{layer._value_}_{phase._value_}]{detail}",
-                (SectionKind.SUBTRACT, layer, phase, detail) if self._observers else None,
-            ),
+        depth = self._open(
+            f"[SUB][NN_{layer._value_}_{phase._value_}]{detail}",
+            (SectionKind.SUBTRACT, layer, phase, detail) if self._observers else None,
         )
+        return self._section_at(depth, depth.open - 1)
 
     def end(self, count: int = 1) -> None:
         """End the ``count`` innermost sections of the current thread (a scope with switches ends several)."""

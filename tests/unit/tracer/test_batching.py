@@ -10,7 +10,15 @@ import trio
 from nnemu import run
 from nnemu.scenario import load_scenario
 from nnemu.sim import Kernel, ProcessTable, SimThread
-from nnemu.tracer import BATCH_EVENTS, Layer, Phase, TraceEvent, Tracer, open_trace_writer
+from nnemu.tracer import (
+    BATCH_EVENTS,
+    Layer,
+    Phase,
+    TraceEvent,
+    Tracer,
+    mark,
+    open_trace_writer,
+)
 
 SCENARIO = Path(__file__).parents[3] / "scenarios" / "two_apps_one_npu.yaml"
 
@@ -108,3 +116,34 @@ async def test_marks_ahead_of_the_clock_wait_for_it_and_process_comes_after_earl
         (5_000, thread.pid, thread.tid, None),
     ]
     assert sink.announced_after == [1, 2]
+
+
+async def test_an_event_sink_gets_a_blocks_end_as_soon_as_the_block_exits(autojump_clock):
+    """With a sink that takes events one by one, a block's E (and a switch's B) reach it at
+    once, not at the next begin (batching tracers leave that check to the next begin)."""
+    kernel = Kernel()
+    sink = _EventSink()
+    tracer = Tracer(kernel, [sink])
+    thread = ProcessTable().spawn("app", 10001).main_thread
+    seen_after: list[int] = []
+
+    async def task() -> None:
+        with tracer.enter(mark(Layer.RUNTIME, Phase.EXECUTION, "a")) as section:
+            await kernel.sleep(2_000)
+            section.switch_to(mark(Layer.RUNTIME, Phase.RESULTS, "a"))
+            seen_after.append(len(sink.seen))
+            await kernel.sleep(3_000)
+        seen_after.append(len(sink.seen))
+
+    async with trio.open_nursery() as nursery:
+        kernel.spawn(nursery, task, thread=thread)
+        await kernel.run()
+        nursery.cancel_scope.cancel()
+    tracer.close()
+    assert seen_after == [2, 4]
+    assert [(ts, name) for ts, _, _, name in sink.seen] == [
+        (0, "[NN_LR_PE]a"),
+        (2_000, "[SW][NN_LR_PR]a"),
+        (5_000, None),
+        (5_000, None),
+    ]

@@ -171,3 +171,30 @@ async def test_prebuilt_marks_write_what_the_named_calls_write(autojump_clock):
     ]
     assert infos[2] == (6 * US, (SectionKind.SWITCH, Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "d"))
     assert mark(Layer.DRIVER, Phase.EXECUTION, "d") is mark(Layer.DRIVER, Phase.EXECUTION, "d")
+
+
+async def test_a_section_ended_by_an_outer_end_writes_nothing_more(autojump_clock):
+    """Once ``end`` has closed a block's section, the block's switch and exit write nothing,
+    and the next block on the thread (handed the same level again) marks as usual."""
+    outer = mark(Layer.RUNTIME, Phase.EXECUTION, "a")
+    switched = mark(Layer.RUNTIME, Phase.RESULTS, "a")
+
+    async def body(kernel: Kernel, tracer: Tracer) -> None:
+        with tracer.enter(outer) as section:
+            await kernel.sleep(1 * US)
+            tracer.end()
+            section.switch_to(switched)
+            await kernel.sleep(1 * US)
+        with tracer.enter(outer) as again:
+            again.switch_to(switched)
+            await kernel.sleep(1 * US)
+
+    sink = await _run_on_a_thread(body)
+    assert _shape(sink) == [
+        ("B", 0, "[NN_LR_PE]a"),
+        ("E", 1 * US, ""),
+        ("B", 2 * US, "[NN_LR_PE]a"),
+        ("B", 2 * US, "[SW][NN_LR_PR]a"),
+        ("E", 3 * US, ""),
+        ("E", 3 * US, ""),
+    ]
