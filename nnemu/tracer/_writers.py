@@ -67,6 +67,9 @@ PROCESS_DUMP_HEADER = (
 )
 """The start of the ``ps`` listing systrace puts in its own trace-data block."""
 
+_DIGITS3 = tuple("%03d" % n for n in range(1000))  # noqa: UP031 - as the stamps are written
+"""``000`` to ``999``: a timestamp's six decimals are two of these."""
+
 _NEXT_TRACE_DATA = '  </script>\n  <script class="trace-data" type="application/text">\n'
 
 
@@ -128,6 +131,8 @@ class FtraceWriter:
         """By ``id`` of the thread object: (line head, begin middle, end tail, the thread
         itself, which keeps the id from being reused)."""
         self._processes: dict[int, str] = {}
+        self._second = (0, "0.")
+        """The second the last stamp was in: (its start in µs, its text ``<seconds>.``)."""
         self._started = False
         if html:
             self._out.write(HTML_HEAD)
@@ -174,6 +179,7 @@ class FtraceWriter:
         if not self._started:
             self._start()
         heads = self._heads
+        digits = _DIGITS3
         lines: list[str] = []
         append = lines.append
         # Runs of lines on one thread at one time share their text up to the mark.
@@ -181,15 +187,22 @@ class FtraceWriter:
         last_thread: SimThread | None = None
         head = ("", "", "", events[0][1])
         stamp = pre = end_line = ""
+        # The stamp is whole seconds, then µs (ftrace's resolution, which virtual time
+        # keeps): the seconds' text is kept while they last, the µs are two table entries.
+        second_us, second = self._second
         for ts, thread, name, _ in events:
             if thread is not last_thread or ts != last_ts:
                 if thread is not last_thread:
                     head = heads.get(id(thread)) or self._head(thread)
                     last_thread = thread
                 if ts != last_ts:
-                    # Whole seconds, then µs: ftrace's resolution, which virtual time keeps.
-                    stamp = "%d.%06d" % divmod(ts // 1000, 1_000_000)  # noqa: UP031 - faster
                     last_ts = ts
+                    us = ts // 1000 - second_us
+                    if not 0 <= us < 1_000_000:
+                        seconds, us = divmod(ts // 1000, 1_000_000)
+                        second_us = ts // 1000 - us
+                        second = f"{seconds}."
+                    stamp = f"{second}{digits[us // 1000]}{digits[us % 1000]}"
                 pre = head[0] + stamp
                 end_line = ""
             if name is not None:
@@ -198,6 +211,7 @@ class FtraceWriter:
                 if not end_line:
                     end_line = pre + head[2]
                 append(end_line)
+        self._second = (second_us, second)
         self._out.write("".join(lines))
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:

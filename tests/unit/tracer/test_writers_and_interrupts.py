@@ -10,7 +10,8 @@ import pytest
 from nnemu import open_emulator, run
 from nnemu.parser import parse_file
 from nnemu.scenario import load_scenario, load_scenario_text
-from nnemu.tracer import open_trace_writer
+from nnemu.sim import SimThread
+from nnemu.tracer import FtraceWriter, open_trace_writer
 from tests.unit.tracer.helpers import scenario_text
 
 _UNBALANCED = ("still open", "no open section", "no closing </script>")
@@ -42,6 +43,27 @@ def test_writers_produce_valid_output(tmp_path: Path, suffix: str):
         assert '<script class="trace-data" type="application/text">' in text
         assert text.rstrip().endswith("</html>")
     _balanced(path)
+
+
+def test_ftrace_stamps_are_seconds_and_six_decimals_across_second_boundaries(tmp_path: Path):
+    """Each line's stamp is whole seconds and µs, in the first second, across a boundary, far
+    out and back again (the writer keeps the current second's text between batches)."""
+    path = tmp_path / "t.txt"
+    writer = FtraceWriter(path.open("w", encoding="utf-8"))
+    thread = SimThread(10001, 10002, "app")
+    times_ns = [1_000, 999_999_000, 1_000_000_000, 1_000_001_000, 12_345_678_000, 3_000_001_000]
+    writer.receive([(ts, thread, "x", None) for ts in times_ns[:3]])
+    writer.receive([(ts, thread, None, None) for ts in times_ns[3:]])
+    writer.close()
+    stamps = [line.split()[4] for line in path.read_text().splitlines() if "tracing_mark" in line]
+    assert stamps == [
+        "0.000001:",
+        "0.999999:",
+        "1.000000:",
+        "1.000001:",
+        "12.345678:",
+        "3.000001:",
+    ]
 
 
 class _Boom(Exception):
