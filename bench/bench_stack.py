@@ -316,6 +316,12 @@ def main(argv: list[str] | None = None) -> int:
         f"  same, by CPU seconds:             {on_off_cpu:.3f} "
         f"({verdict} the {TRACE_TARGET} target)"
     )
+    off_us = off["cpu_s"] / off["completed"] * 1e6
+    on_us = trace["cpu_s"] / trace["completed"] * 1e6
+    print(
+        f"CPU per execution:                  {off_us:.1f} µs trace off, {on_us:.1f} µs "
+        f"systrace on (the target allows {off_us / TRACE_TARGET:.1f})"
+    )
     per_exec_us = (trace["cpu_s"] - off["cpu_s"]) / trace["completed"] * 1e6
     marks = trace["marks"] / max(1, trace["completed"])
     print(
