@@ -182,11 +182,12 @@ class FtraceWriter:
         digits = _DIGITS3
         lines: list[str] = []
         append = lines.append
-        # Runs of lines on one thread at one time share their text up to the mark.
+        # Runs of lines on one thread at one time share their head and stamp (and an E line
+        # whole); a B line is built in one step (cheaper than keeping the run's prefix).
         last_ts = -1
         last_thread: SimThread | None = None
         head = ("", "", "", events[0][1])
-        stamp = pre = end_line = ""
+        stamp = end_line = ""
         # The stamp is whole seconds, then µs (ftrace's resolution, which virtual time
         # keeps): the seconds' text is kept while they last, the µs are two table entries.
         second_us, second = self._second
@@ -203,13 +204,12 @@ class FtraceWriter:
                         second_us = ts // 1000 - us
                         second = f"{seconds}."
                     stamp = f"{second}{digits[us // 1000]}{digits[us % 1000]}"
-                pre = head[0] + stamp
                 end_line = ""
             if name is not None:
-                append(f"{pre}{head[1]}{name}\n")
+                append(f"{head[0]}{stamp}{head[1]}{name}\n")
             else:
                 if not end_line:
-                    end_line = pre + head[2]
+                    end_line = f"{head[0]}{stamp}{head[2]}"
                 append(end_line)
         self._second = (second_us, second)
         self._out.write("".join(lines))
