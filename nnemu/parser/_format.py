@@ -163,7 +163,7 @@ def _table(run: RunStats, *, per_execution: bool, total_times: bool) -> str:
         has_cpu=_has_cpu(run, total_times),
         benchmark=run.has_warmup_and_benchmark and per_execution,
     )
-    output = template.format(**values)
+    output = template.format_map(values)
     output = output.replace(" 0.00%", "     -").replace(" 0.00", "    -").replace(" nan", " n/a")
     return output
 
@@ -331,7 +331,8 @@ class Printout:
                 split = data.index(_PROCESS_BEFORE)
         else:
             table = _table(run, per_execution=self.per_execution, total_times=self.total_times)
-            body = [run.starting_mark + "\n", "".join(line + "\n" for line in table.splitlines())]
+            # (Both table templates end with a line break and hold no other kind.)
+            body = [run.starting_mark + "\n", table]
             if self.print_detail:
                 body.append(_detail(run))
             data = "".join(body).encode(errors="surrogatepass")

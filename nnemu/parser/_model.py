@@ -135,12 +135,13 @@ def _effective(totals: Mapping[LayerKey, float], layer: Layer) -> float:
 def _self_times(totals: Mapping[LayerKey, float]) -> dict[LayerKey, float]:
     """Self time = total minus the totals of the layers it calls (contract)."""
     result: dict[LayerKey, float] = {}
-    for layer in TABLE_LAYERS:
+    isnan = math.isnan
+    for layer, callees in _CALLEES.items():
         value = totals[layer]
-        if math.isnan(value) or value == 0.0:
+        if isnan(value) or value == 0.0:
             result[layer] = value
         else:
-            result[layer] = value - sum([_effective(totals, callee) for callee in _CALLEES[layer]])
+            result[layer] = value - sum([_effective(totals, callee) for callee in callees])
     result[LAYER_TOTAL] = totals[LAYER_TOTAL]
     return result
 
@@ -371,27 +372,49 @@ def _times_with_app_tables(
     return times, {phase: _self_times(row) for phase, row in times.items()}
 
 
+_ZERO_IS_NAN: Final[Mapping[Phase, tuple[tuple[Layer, bool], ...]]] = {
+    phase: tuple((layer, math.isnan(_missing_to_nan(0.0, layer, phase))) for layer in TABLE_LAYERS)
+    for phase in STAT_PHASES
+}
+"""Per phase, each table layer and whether a zero there means "no data" (``_missing_to_nan``)."""
+_APP_PHASE_SET: Final = frozenset(APP_PHASES)
+
+
 def _times_of_keys(
     totals_ns: Mapping[StatKey, int],
 ) -> tuple[dict[Phase, dict[LayerKey, float]], dict[Phase, dict[LayerKey, float]]]:
     """(total, self) times as ``_times_with_app_tables`` without warmup/benchmark tables,
-    from the keys there are; a phase without any key gets the (copied) tables of no data."""
-    times: dict[Phase, dict[LayerKey, float]] = {phase: {} for phase in STAT_PHASES}
-    by_layer_phase: dict[tuple[Layer, Phase], int] = {}
+    from the keys there are; a phase without any key gets the (copied) tables of no data.
+
+    Every run of ``nnemu parse`` goes through here once, so the cells are filled from
+    precomputed rules (``_ZERO_IS_NAN``) rather than per-cell calls; the values are
+    those of ``_missing_to_nan(_ns_to_ms(...))``, operation for operation.
+    """
+    by_phase: dict[Phase, dict[Layer, int]] = {}
+    app_phases = _APP_PHASE_SET
     for (app, layer, phase), value_ns in totals_ns.items():
-        if app in APP_PHASES:
-            key = (layer, phase)
-            by_layer_phase[key] = by_layer_phase.get(key, 0) + value_ns
-    with_data = {phase for _, phase in by_layer_phase}
-    with_data.add(Phase.OVERALL)
-    for phase in STAT_PHASES:
-        if phase not in with_data:
-            times[phase] = dict(_NO_DATA_TIMES[phase])
-            continue
-        row = times[phase]
-        for layer in TABLE_LAYERS:
-            total_ms = _ns_to_ms(by_layer_phase.get((layer, phase), 0))
-            row[layer] = _missing_to_nan(total_ms, layer, phase) if total_ms == 0.0 else total_ms
+        if app in app_phases:
+            ns_row = by_phase.get(phase)
+            if ns_row is None:
+                by_phase[phase] = {layer: value_ns}
+            else:
+                ns_row[layer] = ns_row.get(layer, 0) + value_ns
+    nan = math.nan
+    times: dict[Phase, dict[LayerKey, float]] = {}
+    with_data: set[Phase] = set()
+    for phase, rules in _ZERO_IS_NAN.items():
+        ns_row = by_phase.get(phase)
+        if ns_row is None:
+            if phase is not Phase.OVERALL:
+                times[phase] = dict(_NO_DATA_TIMES[phase])
+                continue
+            ns_row = {}
+        row: dict[LayerKey, float] = {}
+        for layer, zero_is_nan in rules:
+            total_ms = ns_row.get(layer, 0) / 1_000_000
+            row[layer] = nan if zero_is_nan and total_ms == 0.0 else total_ms
+        times[phase] = row
+        with_data.add(phase)
     _fill_overall(times)
     self_times: dict[Phase, dict[LayerKey, float]] = {}
     for phase, row in times.items():
@@ -404,10 +427,13 @@ def _times_of_keys(
 
 def _fill_overall(times: dict[Phase, dict[LayerKey, float]]) -> None:
     """A layer with no overall time gets the sum of its main phases."""
+    overall = times[Phase.OVERALL]
+    rows = [times[phase] for phase in MAIN_PHASES]
+    isnan = math.isnan
     for layer in TABLE_LAYERS:
-        if times[Phase.OVERALL][layer] == 0.0:
-            times[Phase.OVERALL][layer] = sum(
-                _nan_to_zero(times[phase][layer]) for phase in MAIN_PHASES
+        if overall[layer] == 0.0:
+            overall[layer] = sum(
+                [0.0 if isnan(value) else value for value in [row[layer] for row in rows]]
             )
 
 
