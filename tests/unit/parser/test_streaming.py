@@ -74,6 +74,10 @@ def test_output_beyond_the_memory_spool_is_the_same(
     in_memory = (_command(path), _command(path, "--json"))
     monkeypatch.setattr(format_module, "_SPOOL_IN_MEMORY", 100)
     assert (_command(path), _command(path, "--json")) == in_memory
+    result = parse_file(path)
+    with format_module.Printout(as_json=False) as printout:
+        assert printout.render(result) == in_memory[0]
+        assert printout._on_disk
 
 
 def test_engine_hands_a_run_on_when_the_next_one_starts() -> None:
