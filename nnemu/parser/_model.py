@@ -287,13 +287,22 @@ class RunStats:
         return _application_total_self_ns(self.totals_by_key_ns, self.runtime_overlap_ns)
 
 
+_OVERALL_KEYS: Final[Mapping[Layer, tuple[StatKey, ...]]] = {
+    layer: tuple((app, layer, Phase.OVERALL) for app in APP_PHASES) for layer in TABLE_LAYERS
+}
+_MAIN_PHASE_KEYS: Final[Mapping[Layer, tuple[StatKey, ...]]] = {
+    layer: tuple((app, layer, main) for app in APP_PHASES for main in MAIN_PHASES)
+    for layer in TABLE_LAYERS
+}
+"""The totals' keys a layer's Total reads (built once: every printed run reads them)."""
+
+
 def _overall_ns(totals_ns: Mapping[StatKey, int], layer: Layer) -> int:
     """A layer's Total in ns: its ``PO`` time, or (below the application) its main phases'."""
-    total = sum(totals_ns.get((app, layer, Phase.OVERALL), 0) for app in APP_PHASES)
+    get = totals_ns.get
+    total = sum([get(key, 0) for key in _OVERALL_KEYS[layer]])
     if total == 0 and layer is not Layer.APPLICATION:
-        total = sum(
-            totals_ns.get((app, layer, main), 0) for app in APP_PHASES for main in MAIN_PHASES
-        )
+        total = sum([get(key, 0) for key in _MAIN_PHASE_KEYS[layer]])
     return total
 
 
