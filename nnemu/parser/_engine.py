@@ -12,8 +12,9 @@ application phase) except where those deviate from the tracing contract; each
 deviation is listed in ``docs/parser.md``.
 
 Rows are read with ``nnemu.trace``'s definitions: ``Engine.feed`` splits a row at
-``ROW_SEPARATOR`` and looks its head (``HEAD_RE``, cached per distinct head) and
-its payload up (cached per distinct text); a row this fast path does not accept
+``ROW_SEPARATOR`` and looks its head (``HEAD_RE``, cached per distinct head), its
+payload (cached per distinct text) and its timestamp's seconds (cached) up; a row
+this fast path does not accept
 is matched with ``ROW_RE`` and its timestamp read with ``exact_timestamp_ns``.
 
 This module is the parser's hot loop and is longer than the others on purpose:
@@ -94,8 +95,8 @@ _DEVICE_CALLEE: Final[dict[Layer, frozenset[Layer]]] = {
 _DEVICE: Final = Layer.DRIVER
 
 
-_FAST_DIGITS: Final = MAX_SECONDS_DIGITS + 7
-"""Longest fast-path timestamp ``SECONDS.FFFFFF`` (at most ``MAX_SECONDS_DIGITS`` of seconds)."""
+_E_ENTRY: Final[tuple[str, str, str, Mark, str, bool]] = ("E", "", "", OPAQUE, "", False)
+"""``Engine._tail`` of every ``E`` row."""
 
 
 def _printable(text: str, limit: int = 200) -> str:
@@ -718,6 +719,8 @@ class Engine:
         # of sections per place (see _Kind).
         self._prefixes: dict[str, tuple[str, str | None]] = {}
         self._tails: dict[str, tuple[str, str, str, Mark, str, bool]] = {}
+        # A fast-path timestamp's seconds -> their ns (-1: not SECONDS the fast path reads).
+        self._seconds: dict[str, int] = {}
         self._roots: dict[str, _Kind] = {}
         self._kinds = 0
         self._seq = 0
@@ -784,6 +787,7 @@ class Engine:
         runtime = Layer.RUNTIME
         roots = self._roots
         new_frame = _Frame
+        seconds_ns = self._seconds
         saw_rows = False
         # A counted mark was seen since saw_nnapi was last updated.
         run_has_marks = False
@@ -798,14 +802,14 @@ class Engine:
                 head, _, stamp = head_stamp.rpartition(" ")
                 tid, tgid = prefixes.get(head) or self._head_ids(head)
                 entry = tails.get(tail) or self._tail(tail)
-                # SECONDS.FFFFFF (non-empty seconds, six fraction digits, nothing else).
-                if (
-                    entry[0]
-                    and 7 < len(stamp) <= _FAST_DIGITS
-                    and stamp[-7] == "."
-                    and (digits := stamp.replace(".", "", 1)).isdecimal()
-                ):
-                    ts = int(digits) * 1000
+                # SECONDS.FFFFFF (non-empty seconds, six fraction digits, nothing else);
+                # the seconds' value in ns is looked up (it changes once a second).
+                seconds, _, fraction = stamp.partition(".")
+                base = seconds_ns.get(seconds)
+                if base is None:
+                    base = self._seconds_ns(seconds)
+                if entry[0] and base >= 0 and len(fraction) == 6 and fraction.isdecimal():
+                    ts = base + int(fraction) * 1000
                 else:
                     tid = ""
             if not tid:
@@ -826,9 +830,7 @@ class Engine:
                 ts = stamp_ns
                 entry = tails.get(kind + rest) or self._tail(kind + rest)
             saw_rows = True
-            kind, payload_tgid, name, mark, payload, plain = entry
-
-            if kind == "E":
+            if entry[0] == "E":
                 thread = threads.get(tid)
                 if thread is None or not thread.stack:
                     if thread is not None and thread.tracked:
@@ -881,6 +883,7 @@ class Engine:
                 continue
 
             # -- B|tgid|name
+            _, payload_tgid, name, mark, payload, plain = entry
             if plain:
                 # A counted NNTRACE mark with nothing special about it.
                 if tgid is None:
@@ -1032,6 +1035,18 @@ class Engine:
         prefixes[head] = ids
         return ids
 
+    def _seconds_ns(self, seconds: str) -> int:
+        """The ns of a timestamp's ``seconds`` (cached), or -1 unless 1 to
+        ``MAX_SECONDS_DIGITS`` decimal digits."""
+        cache = self._seconds
+        if len(cache) >= _MAX_CACHED_NAMES:
+            cache.clear()
+        value = -1
+        if 0 < len(seconds) <= MAX_SECONDS_DIGITS and seconds.isdecimal():
+            value = int(seconds) * 1_000_000_000
+        cache[seconds] = value
+        return value
+
     def _tail(self, tail: str) -> tuple[str, str, str, Mark, str, bool]:
         """``(kind, tgid, name, mark, payload)`` of a row's text after
         ``tracing_mark_write: ``, cached per distinct text.
@@ -1047,8 +1062,10 @@ class Engine:
         kind = tail[:1]
         rest = tail[1:].partition("\n")[0]
         entry: tuple[str, str, str, Mark, str, bool]
-        if kind != "B":
-            entry = (kind if kind == "E" else "", "", "", OPAQUE, "", False)
+        if kind == "E":
+            entry = _E_ENTRY
+        elif kind != "B":
+            entry = ("", "", "", OPAQUE, "", False)
         else:
             parts = rest.split("|", 2)
             if len(parts) < 3 or parts[0] or not parts[1].isdigit():

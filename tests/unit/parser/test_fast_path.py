@@ -38,7 +38,9 @@ _PAYLOADS = st.sampled_from(
         "C|{p}|counter|1",
     ]
 )
-_STAMPS = st.tuples(st.integers(0, 10**6), st.integers(1, 12), st.integers(0, 10**12 - 1)).map(
+_SECONDS = st.one_of(st.integers(0, 10**6), st.integers(10**9, 10**12))
+"""Seconds of up to 13 digits: the fast path reads at most ``MAX_SECONDS_DIGITS`` (11)."""
+_STAMPS = st.tuples(_SECONDS, st.integers(1, 12), st.integers(0, 10**12 - 1)).map(
     lambda t: f"{t[0]}.{t[2] % 10 ** t[1]:0{t[1]}d}"
 )
 
@@ -74,8 +76,8 @@ def test_fast_path_parses_as_the_row_pattern_alone(lines: list[str]) -> None:
     # The pure-Python engine, whose constant can be patched (a compiled one is tested apart).
     with mock.patch.object(_api, "_engine_class", _engine.Engine):
         fast = _outcome(lines)
-        # No timestamp is short enough for the fast path: every row goes to ROW_RE.
-        with mock.patch.object(_engine, "_FAST_DIGITS", 0):
+        # The fast path reads no timestamp's seconds: every row goes to ROW_RE.
+        with mock.patch.object(_engine.Engine, "_seconds_ns", return_value=-1):
             slow = _outcome(lines)
     assert fast == slow
 
