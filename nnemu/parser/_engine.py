@@ -40,6 +40,7 @@ from nnemu.parser._model import (
     RunStats,
     StatKey,
     ThreadDetail,
+    ns_to_ms,
 )
 from nnemu.trace import (
     HEAD_RE,
@@ -1292,7 +1293,9 @@ class Engine:
             holder.items.append(
                 DetailItem(
                     mark=what,
-                    elapsed_ms=value / 1_000_000,
+                    # (_model's Python division: mypyc's int / int goes through
+                    # doubles first and is not correctly rounded beyond 2**53 ns.)
+                    elapsed_ms=ns_to_ms(value),
                     tag=f"{app_phase.value}_{layer.value}_{phase.value}",
                 )
             )

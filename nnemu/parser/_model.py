@@ -109,8 +109,12 @@ def _nan_to_zero(value: float) -> float:
     return 0.0 if math.isnan(value) else value
 
 
-def _ns_to_ms(value_ns: int) -> float:
+def ns_to_ms(value_ns: int) -> float:
+    """``value_ns`` in ms (Python's correctly rounded division, also for the compiled engine)."""
     return value_ns / 1_000_000
+
+
+_ns_to_ms = ns_to_ms
 
 
 def _missing_to_nan(value_ms: float, layer: Layer, phase: Phase) -> float:
