@@ -114,9 +114,6 @@ def ns_to_ms(value_ns: int) -> float:
     return value_ns / 1_000_000
 
 
-_ns_to_ms = ns_to_ms
-
-
 def _missing_to_nan(value_ms: float, layer: Layer, phase: Phase) -> float:
     """Zero means "no data" for the application layer and driver sub-phases."""
     if value_ms == 0.0 and (
@@ -160,7 +157,7 @@ def _with_total(row: dict[LayerKey, float]) -> dict[LayerKey, float]:
 
 def _no_data_row(phase: Phase) -> dict[LayerKey, float]:
     return _with_total(
-        {layer: _missing_to_nan(_ns_to_ms(0), layer, phase) for layer in TABLE_LAYERS}
+        {layer: _missing_to_nan(ns_to_ms(0), layer, phase) for layer in TABLE_LAYERS}
     )
 
 
@@ -351,7 +348,7 @@ def _aggregate(
         # time is all runtime time gets 0, not the float sum's -0.00.  Otherwise the
         # float difference stays, as Android computes it (omr1's JSON is byte-identical).
         row = self_times[Phase.OVERALL] = dict(self_times[Phase.OVERALL])
-        row[Layer.APPLICATION] = _ns_to_ms(app_self_ns)
+        row[Layer.APPLICATION] = ns_to_ms(app_self_ns)
     for table in app_times.values():
         for row in table.values():
             _with_total(row)
@@ -375,10 +372,8 @@ def _times_with_app_tables(
                 value_ns = totals_ns.get((app, layer, phase), 0)
                 total_ns += value_ns
                 if app in app_times and phase in app_times[app]:
-                    app_times[app][phase][layer] = _missing_to_nan(
-                        _ns_to_ms(value_ns), layer, phase
-                    )
-            times[phase][layer] = _missing_to_nan(_ns_to_ms(total_ns), layer, phase)
+                    app_times[app][phase][layer] = _missing_to_nan(ns_to_ms(value_ns), layer, phase)
+            times[phase][layer] = _missing_to_nan(ns_to_ms(total_ns), layer, phase)
     _fill_overall(times)
     for row in times.values():
         _with_total(row)
@@ -401,7 +396,7 @@ def _times_of_keys(
 
     Every run of ``nnemu parse`` goes through here once, so the cells are filled from
     precomputed rules (``_ZERO_IS_NAN``) rather than per-cell calls; the values are
-    those of ``_missing_to_nan(_ns_to_ms(...))``, operation for operation.
+    those of ``_missing_to_nan(ns_to_ms(...))``, operation for operation.
     """
     by_phase: dict[Phase, dict[Layer, int]] = {}
     app_phases = _APP_PHASE_SET
@@ -478,7 +473,7 @@ def _add_back_moved(
             if math.isnan(row[layer]) or row[layer] == 0.0:
                 continue
             row = self_times[target] = dict(row)
-            row[layer] += _ns_to_ms(value_ns)
+            row[layer] += ns_to_ms(value_ns)
 
 
 def _tuple_of_runs(runs: Iterable[RunStats]) -> tuple[RunStats, ...]:
