@@ -50,12 +50,17 @@ def apply_overrides(scenario: Scenario, assignments: Sequence[str]) -> Scenario:
     """``scenario`` with each ``KEY=VALUE`` of ``assignments`` applied, validated.
 
     Raises:
-        OverrideError: every problem, as ``--set <key>: <message>``.
+        OverrideError: every problem of every assignment, as ``--set <key>: <message>``: those
+            of the assignments' form (no ``=``, an unknown app, ...) first, then what the
+            scenario's rules refuse in the others.
     """
     if not assignments:
         return scenario
     data: dict[str, Any] = yaml.safe_load(dump_scenario(scenario))
     problems: list[str] = []
+    # Assignments written into ``data``: validated together even when others were refused,
+    # so that every problem of every assignment is reported at once.
+    applied = 0
     for text in assignments:
         key, sep, raw = text.partition("=")
         key = key.strip()
@@ -103,7 +108,9 @@ def apply_overrides(scenario: Scenario, assignments: Sequence[str]) -> Scenario:
             node = child
         else:
             node[rest[-1]] = value
-    if problems:
+            applied += 1
+    if not applied:
+        # Every assignment was refused above: the scenario itself is unchanged and valid.
         raise OverrideError(problems)
     try:
         changed = load_scenario_text(yaml.safe_dump(data, sort_keys=False), "--set")
@@ -116,9 +123,12 @@ def apply_overrides(scenario: Scenario, assignments: Sequence[str]) -> Scenario:
             return f"{match.group(1)}.{name}" if name is not None else match.group(0)
 
         raise OverrideError(
-            [
+            problems
+            + [
                 f"--set {_INDEXED.sub(named, problem.key_path) or '(scenario)'}: {problem.message}"
                 for problem in err.problems
             ]
         ) from err
+    if problems:
+        raise OverrideError(problems)
     return attrs.evolve(changed, source=scenario.source)

@@ -385,12 +385,17 @@ def _base_scenario(
 
 
 def _where(key: str, entries: Sequence[tuple[str, Any, Node]]) -> tuple[str, Any, Node] | None:
-    """The ``set``/``vary`` entry whose key is ``key`` or the longest prefix of it."""
+    """The ``set``/``vary`` entry whose key is ``key`` or the longest prefix of it, else the
+    one entry under ``key`` (``apps.nobody`` names ``apps.nobody.priority``'s unknown app)."""
     best = None
     for entry in entries:
         matches = key == entry[0] or key.startswith(entry[0] + ".")
         if matches and (best is None or len(entry[0]) > len(best[0])):
             best = entry
+    if best is None:
+        under = [entry for entry in entries if entry[0].startswith(key + ".")]
+        if len(under) == 1:
+            best = under[0]
     return best
 
 

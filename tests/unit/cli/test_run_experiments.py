@@ -47,6 +47,27 @@ def test_set_with_a_bad_key_exits_two_with_replays_message() -> None:
     assert err == "--set apps.camera.priorty: unknown key 'priorty'; did you mean 'priority'?\n"
 
 
+def test_set_reports_every_problem_of_every_assignment() -> None:
+    """A --set without '=' does not hide a misspelt key, an unknown app or a bad value in others."""
+    code, out, err = run_cli(
+        "run",
+        TWO_APPS,
+        *("--set", "bogus", "--set", "apps.camera.priorty=high"),
+        *("--set", "apps.x.priority=high", "--set", "ipc.latency_us=-3"),
+    )
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert lines[:2] == [
+        "--set bogus: expected KEY=VALUE",
+        "--set apps.x: expected the name of an app (camera, indexer), got 'x'",
+    ]
+    assert sorted(lines[2:]) == [
+        "--set apps.camera.priorty: unknown key 'priorty'; did you mean 'priority'?",
+        "--set ipc.latency_us: expected a number in [0, 3600000000], got -3",
+    ]
+
+
 def test_replications_report_holds_each_seeds_values(tmp_path: Path) -> None:
     """Replication i is the run with seed+i: its values are those of single runs with those seeds."""
     report = tmp_path / "reps.json"

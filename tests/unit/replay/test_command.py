@@ -176,6 +176,17 @@ def test_override_error_lists_every_problem(quick_trace: Path):
     assert len(info.value.problems) == 2
 
 
+def test_override_error_mixes_form_and_scenario_problems(quick_trace: Path):
+    """An assignment without '=' is reported together with a misspelt key in another."""
+    scenario = build_replay(extract_plan(str(quick_trace))).scenario
+    with pytest.raises(OverrideError) as info:
+        apply_overrides(scenario, ["bogus", "apps.camera.priorty=high"])
+    assert info.value.problems == [
+        "--set bogus: expected KEY=VALUE",
+        "--set apps.camera.priorty: unknown key 'priorty'; did you mean 'priority'?",
+    ]
+
+
 def test_save_scenario_can_be_run(quick_trace: Path, tmp_path: Path):
     """--save-scenario writes the built scenario; `nnemu run` runs it to the same count."""
     saved = tmp_path / "replay.yaml"

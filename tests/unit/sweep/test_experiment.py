@@ -141,3 +141,24 @@ def test_the_shipped_experiments_load(path: Path) -> None:
     """Every experiment under examples/experiments passes the checks (docs/experiments.md runs them)."""
     experiment = load_experiment(path)
     assert experiment.variants()
+
+
+def test_every_bad_set_key_is_reported_together(tmp_path: Path) -> None:
+    """An unknown app in one ``set:`` key does not hide a misspelt key in another."""
+    text = f"""\
+scenario: {SCENARIO}
+set:
+  apps.nobody.priority: high
+  apps.camera.priorty: high
+metrics: [apps.camera.completed]
+"""
+    path = write(tmp_path, text)
+    with pytest.raises(ScenarioError) as caught:
+        load_experiment(path)
+    problems = [str(problem) for problem in caught.value.problems]
+    assert problems == [
+        f"{path}:3:25: set.apps.nobody.priority: apps.nobody: expected the name of an app "
+        "(camera, indexer), got 'nobody'",
+        f"{path}:4:24: set.apps.camera.priorty: apps.camera.priorty: unknown key 'priorty'; "
+        "did you mean 'priority'?",
+    ]
