@@ -868,14 +868,30 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
                 f"{name}: latency over the {latency.n} of {count} replications "
                 f"where it completed something"
             )
+    split = [name for name in apps if f"apps.{name}.latency_split_ms.compute" in intervals]
+    if split:
+        heads = "".join(f"{head:>9}" for head in _SPLIT_HEADS.values())
+        out.write(f"\n{'mean ms':<{width}}{'latency':>9}{heads}\n")
+        for name in split:
+            paths = [f"apps.{name}.latency_ms.mean"] + [
+                f"apps.{name}.latency_split_ms.{part}" for part in _SPLIT_HEADS
+            ]
+            means, halves = cells(paths, (9,) * len(paths), (3,) * len(paths))
+            out.write(f"{name:<{width}}{means}\n")
+            out.write(f"{'  ± 95% CI':<{width}}{halves}".rstrip() + "\n")
     devices = sorted({path.split(".")[1] for path in intervals if path.startswith("devices.")})
     names = [str(name) for name in replications.reports[0].data.get("devices", {})]
     devices = [name for name in names if name in devices] + [n for n in devices if n not in names]
     width = max([10, *(len(name) for name in devices)]) + 2
-    out.write(f"\n{'device':<{width}}{'executions':>11}{'busy':>9}{'preemptions':>13}\n")
+    out.write(
+        f"\n{'device':<{width}}{'executions':>11}{'busy':>9}{'preemptions':>13}{'energy':>10}\n"
+    )
     for name in devices:
-        paths = [f"devices.{name}.{key}" for key in ("executions", "busy_fraction", "preemptions")]
-        means, halves = cells(paths, (11, 9, 13), (1, 1, 1))
+        paths = [
+            f"devices.{name}.{key}"
+            for key in ("executions", "busy_fraction", "preemptions", "energy")
+        ]
+        means, halves = cells(paths, (11, 9, 13, 10), (1, 1, 1, 1))
         out.write(f"{name:<{width}}{means}\n" + f"{'  ± 95% CI':<{width}}{halves}".rstrip() + "\n")
     if notes:
         out.write("\n" + "".join(f"{note}\n" for note in notes))

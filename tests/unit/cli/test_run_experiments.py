@@ -191,3 +191,38 @@ def test_replications_of_an_app_that_never_ran() -> None:
     pinned = next(line for line in out.splitlines() if line.startswith("pinned"))
     assert pinned.split()[6:] == ["-", "-", "-", "compilation", "RESOURCE_EXHAUSTED_PERSISTENT"]
     assert "  ok   apps.pinned.latency_ms.p99 == 0  (mean 0)" in out
+
+
+def test_replications_show_the_latency_split_and_energy_of_the_runs(tmp_path: Path) -> None:
+    """The split line and the energy column are the means of what each seed's run reports,
+    and the replications report holds each seed's value of both."""
+    report = tmp_path / "r.json"
+    code, out, _ = run_cli("run", TWO_APPS, "--replications", "2", "--report", str(report))
+    assert code == 0
+    singles = []
+    for seed in (11, 12):
+        single = tmp_path / f"{seed}.json"
+        assert run_cli("run", TWO_APPS, "--seed", str(seed), "--report", str(single))[0] == 0
+        singles.append(json.loads(single.read_text()))
+    lines = out.splitlines()
+    head = lines.index(next(line for line in lines if line.startswith("mean ms")))
+    assert lines[head].split() == [
+        "mean", "ms", "latency", "queue", "ipc", "launch", "compute", "retry", "runtime"
+    ]  # fmt: skip
+    camera = lines[head + 1].split()
+    split = [s["apps"]["camera"]["latency_split_ms"] for s in singles]
+    assert camera[0] == "camera"
+    assert float(camera[5]) == pytest.approx(
+        (split[0]["compute"] + split[1]["compute"]) / 2, abs=1e-3
+    )
+    assert lines[head + 2].startswith("  ± 95% CI")
+    device_head = next(line for line in lines if line.startswith("device"))
+    assert device_head.split()[-1] == "energy"
+    npu = next(line for line in lines if line.startswith("npu")).split()
+    energy = [s["devices"]["npu"]["energy"] for s in singles]
+    assert float(npu[-1]) == pytest.approx(sum(energy) / 2, abs=0.05)
+    metrics = json.loads(report.read_text())["metrics"]
+    assert metrics["devices.npu.energy"]["values"] == energy
+    assert metrics["apps.camera.latency_split_ms.queue_wait"]["values"] == [
+        s["queue_wait"] for s in split
+    ]
