@@ -106,6 +106,41 @@ def _point_order(point: Mapping[str, Any]) -> tuple[tuple[str, int, float, str],
     return tuple(order)
 
 
+def _experiment_vary(directory: str) -> list[tuple[str, list[Any]]] | None:
+    """The varied keys and their values, in the order of the sweep's ``experiment.yaml``
+    (None when it is missing or unreadable: the points are then ordered by their values)."""
+    try:
+        with open(os.path.join(directory, "experiment.yaml"), encoding="utf-8") as stream:
+            text = stream.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    vary = data.get("vary") if isinstance(data, Mapping) else None
+    if not isinstance(vary, Mapping) or not all(isinstance(v, list) for v in vary.values()):
+        return None
+    return [(str(key), list(values)) for key, values in vary.items()]
+
+
+def _experiment_order(
+    point: Mapping[str, Any], vary: Sequence[tuple[str, list[Any]]] | None
+) -> tuple[int, ...] | None:
+    """The point's place in its experiment's cross product (the summary's order), or None
+    when the point is not one of the experiment's."""
+    if vary is None or set(point) != {key for key, _ in vary}:
+        return None
+    place = []
+    for key, values in vary:
+        if point[key] not in values:
+            return None
+        place.append(values.index(point[key]))
+    return tuple(place)
+
+
 def _runs(count: int) -> str:
     return f"{count} run" if count == 1 else f"{count} runs"
 
@@ -209,9 +244,19 @@ def _sweep_side(directory: str) -> Side:
         runs.setdefault(key, (dict(sorted(point.items())), []))[1].append((replication, report))
     if not runs and not skipped:
         raise ResultsFormatError(path, 0, "no runs in it")
+    # The experiment's order (its first varied key slowest, as summary.txt), else by value.
+    vary = _experiment_vary(directory)
+    places = {key: _experiment_order(runs[key][0], vary) for key in runs}
+    ordered = sorted(k for k in runs if places[k] is not None)
+    ordered.sort(key=lambda key: places[key] or ())
+    ordered += sorted(
+        (k for k in runs if places[k] is None), key=lambda key: _point_order(runs[key][0])
+    )
     points = {}
-    for key in sorted(runs, key=lambda key: _point_order(runs[key][0])):
+    for key in ordered:
         point, reports = runs[key]
+        if places[key] is not None and vary is not None:
+            point = {name: point[name] for name, _ in vary}
         reports.sort(key=lambda item: item[0])
         samples = metric_samples([report for _, report in reports])
         values = {name: tuple(v) for name, v in samples.items() if v}

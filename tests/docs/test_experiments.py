@@ -1,4 +1,5 @@
-"""docs/experiments.md's "Comparing runs" walk-through runs and prints what it shows."""
+"""docs/experiments.md's "Comparing runs" walk-through (reports, then two sweeps) runs and prints
+what it shows."""
 
 from __future__ import annotations
 
@@ -21,7 +22,11 @@ def test_comparing_runs_commands_print_what_they_show(workdir: Path) -> None:
     """Each console command of "Comparing runs" exits as shown (the gate: 1) and prints its lines."""
     steps = extract_steps(_section(EXPERIMENTS.read_text(), "Comparing runs"))
     commands = [step for step in steps if isinstance(step, Command)]
-    assert [c.text.split()[1] for c in commands] == ["run", "run", "compare", "run", "compare"]
+    assert [c.text.split()[1] for c in commands] == [
+        *("run", "run", "compare", "run", "compare"),
+        *("sweep", "sweep", "compare"),
+    ]
+    assert commands[4].exit_code == 1
     assert commands[-1].exit_code == 1
     problems = check_steps(steps, workdir, "docs/experiments.md")
     assert not problems, "\n\n".join(problems)

@@ -140,6 +140,32 @@ def test_sweep_groups_replications_and_skips_failures(tmp_path: Path) -> None:
     assert first.samples["apps.camera.latency_ms.p99"] == (11.904, 99.0)
 
 
+def test_sweep_points_follow_the_experiment_order(tmp_path: Path) -> None:
+    """With the sweep's experiment.yaml, points come in its order (first varied key slowest,
+    as summary.txt lists them), their keys too; a point outside it comes after, by value."""
+    (tmp_path / "experiment.yaml").write_text(
+        "vary:\n  sched: [fifo, global]\n  rate: [10.0, 2.0]\n"
+    )
+    points = [
+        {"rate": 2.0, "sched": "global"},
+        {"rate": 10.0, "sched": "global"},
+        {"rate": 2.0, "sched": "fifo"},
+        {"rate": 10.0, "sched": "fifo"},
+        {"rate": 5.0, "sched": "fifo"},
+    ]
+    (tmp_path / "results.jsonl").write_text(
+        "".join(_row(point, 0, REPORT, f"{n:016x}") for n, point in enumerate(points))
+    )
+    side = load_side(str(tmp_path))
+    assert [list(point.point.items()) for point in side.points.values()] == [
+        [("sched", "fifo"), ("rate", 10.0)],
+        [("sched", "fifo"), ("rate", 2.0)],
+        [("sched", "global"), ("rate", 10.0)],
+        [("sched", "global"), ("rate", 2.0)],
+        [("rate", 5.0), ("sched", "fifo")],
+    ]
+
+
 def test_metric_values_leave_out_idle_latency_and_the_seed() -> None:
     """An app that completed nothing has no latency metrics; seed and non-numbers are not metrics."""
     idle = json.loads(json.dumps(REPORT))
