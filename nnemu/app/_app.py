@@ -18,7 +18,7 @@ from nnemu.app._stats import AppStats, ExecutionRecord
 from nnemu.driver import DriverService, us
 from nnemu.errors import EmulatorBug
 from nnemu.hal import Model, ResultCode
-from nnemu.ipc import CURRENT_SPLIT, Binder, Endpoint, ExecutionSplit
+from nnemu.ipc import Binder, Endpoint, ExecutionSplit
 from nnemu.runtime import Burst, Compilation, Execution, ModelBuilder, Runtime
 from nnemu.scenario import AppSpec, ExecutionMode, Scenario, WorkloadKind
 from nnemu.sim import (
@@ -291,11 +291,11 @@ class Application:
                 self.tracer.counter_add(self.process.pid, "executions in flight", 1)
             # The layers below add the attempt's time to its split as they spend it.
             split = ExecutionSplit()
-            token = CURRENT_SPLIT.set(split)
+            token = kernel.set_task_split(split)
             try:
                 code, late = await self._execute(timeout_ns)
             finally:
-                CURRENT_SPLIT.reset(token)
+                kernel.reset_task_split(token)
             self.stats.energy += split.energy
             if self.tracer.flows:
                 self.tracer.counter_add(self.process.pid, "executions in flight", -1)
@@ -308,22 +308,18 @@ class Application:
             attempt_ns = kernel.task_now_ns()
         finished_ns = kernel.task_now_ns()
         latency_ns = finished_ns - arrival_ns
+        self.stats.record(code, latency_ns, late=late)
+        records = self.records
+        if code is not ResultCode.NO_ERROR and records is None:
+            return  # the split's sums count completed executions only
         queue_ns = started_ns - arrival_ns + split.queue_ns
         retry_ns = attempt_ns - started_ns
-        runtime_ns = latency_ns - (
-            queue_ns + split.ipc_ns + split.launch_ns + split.compute_ns + retry_ns
-        )
-        parts = (
-            queue_ns,
-            split.ipc_ns,
-            split.launch_ns,
-            split.compute_ns,
-            retry_ns,
-            runtime_ns,
-        )
-        self.stats.record(code, latency_ns, late=late, split=parts)
-        if self.records is not None:
-            self.records.append(
+        ipc_ns, launch_ns, compute_ns = split.ipc_ns, split.launch_ns, split.compute_ns
+        runtime_ns = latency_ns - (queue_ns + ipc_ns + launch_ns + compute_ns + retry_ns)
+        if code is ResultCode.NO_ERROR:
+            self.stats.add_split(queue_ns, ipc_ns, launch_ns, compute_ns, retry_ns, runtime_ns)
+        if records is not None:
+            records.append(
                 ExecutionRecord(
                     arrival_ns,
                     finished_ns,
@@ -340,12 +336,12 @@ class Application:
                     priority=spec.priority.name,
                     deadline_ns=split.deadline_ns,
                     preemptions=split.preemptions,
-                    queue_wait_ns=parts[0],
-                    ipc_ns=parts[1],
-                    driver_launch_ns=parts[2],
-                    compute_ns=parts[3],
-                    retry_ns=parts[4],
-                    runtime_ns=parts[5],
+                    queue_wait_ns=queue_ns,
+                    ipc_ns=ipc_ns,
+                    driver_launch_ns=launch_ns,
+                    compute_ns=compute_ns,
+                    retry_ns=retry_ns,
+                    runtime_ns=runtime_ns,
                 )
             )
 

@@ -148,30 +148,36 @@ class AppStats:
     """Sums over completed executions of each part of the latency split (``SPLIT_PARTS``
     order), in ns."""
 
+    def add_split(
+        self,
+        queue_wait_ns: int,
+        ipc_ns: int,
+        driver_launch_ns: int,
+        compute_ns: int,
+        retry_ns: int,
+        runtime_ns: int,
+    ) -> None:
+        """Add one completed execution's latency split to the sums (``SPLIT_PARTS``)."""
+        sums = self.split_ns
+        sums[0] += queue_wait_ns
+        sums[1] += ipc_ns
+        sums[2] += driver_launch_ns
+        sums[3] += compute_ns
+        sums[4] += retry_ns
+        sums[5] += runtime_ns
+
     def record_compilation(self, duration_ns: int, *, from_cache: bool) -> None:
         """Record one compilation attempt."""
         self.compile_ns.append(duration_ns)
         if from_cache:
             self.compilations_from_cache += 1
 
-    def record(
-        self,
-        code: ResultCode,
-        latency_ns: int,
-        *,
-        late: bool = False,
-        split: tuple[int, ...] | None = None,
-    ) -> None:
+    def record(self, code: ResultCode, latency_ns: int, *, late: bool = False) -> None:
         """Record the final result of one execution (after retries); ``late``: a
-        successful result that came after the execution's deadline; ``split``: its
-        latency by part (``SPLIT_PARTS`` order, ns)."""
+        successful result that came after the execution's deadline."""
         if code is ResultCode.NO_ERROR:
             self.completed += 1
             self.latency.add(latency_ns // 1000)
-            if split is not None:
-                sums = self.split_ns
-                for index, part_ns in enumerate(split):
-                    sums[index] += part_ns
             if late:
                 self.completed_late += 1
                 self.deadline_misses += 1

@@ -520,15 +520,24 @@ class Device:
         arrived = job.arrived_ns
         if arrived is None:
             return
-        restart = self.preemption is PreemptionKind.RESTART
-        on_unit = launched = 0
-        end = job.finished_ns if job.finished_ns is not None else arrived
-        for index, (start, stop, _) in enumerate(job.segments):
-            ran = stop - start
-            on_unit += ran
-            if index == 0 or restart:
-                launched += min(ran, job.launch_ns)
-            end = max(end, stop)
+        segments = job.segments
+        finished = job.finished_ns
+        end = finished if finished is not None else arrived
+        if len(segments) == 1:  # the usual case: one stretch, launched once
+            start, stop, _ = segments[0]
+            on_unit = stop - start
+            launched = on_unit if on_unit < job.launch_ns else job.launch_ns
+            if stop > end:
+                end = stop
+        else:
+            restart = self.preemption is PreemptionKind.RESTART
+            on_unit = launched = 0
+            for index, (start, stop, _) in enumerate(segments):
+                ran = stop - start
+                on_unit += ran
+                if index == 0 or restart:
+                    launched += min(ran, job.launch_ns)
+                end = max(end, stop)
         split.queue_ns += end - arrived - on_unit
         split.launch_ns += launched
         split.compute_ns += on_unit - launched

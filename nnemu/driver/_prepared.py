@@ -32,7 +32,7 @@ from nnemu.hal import (
     Timing,
     validate_request,
 )
-from nnemu.ipc import Endpoint, current_split, open_split
+from nnemu.ipc import Endpoint
 from nnemu.scenario import DeadlinePolicy
 from nnemu.sim import us
 from nnemu.tracer import Layer, Mark, Phase, mark
@@ -262,7 +262,7 @@ class PreparedModel:
         ):
             return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, 0
         status = await device.execute(job, launch_ns=launch_ns)
-        split = current_split()
+        split = kernel.task_split()
         if split is not None:
             device.account(job, split)
         if status is ErrorStatus.NONE and service.injected_failure():
@@ -298,7 +298,7 @@ class PreparedModel:
             ref, method = callback, version.notify_method
             # The worker thread does not run in the caller's context: it is handed the
             # execution's split (its wait for the worker is queue wait, the callback IPC).
-            split = current_split()
+            split = kernel.task_split()
 
             def notify(
                 status: ErrorStatus, shapes: tuple[OutputShape, ...], timing: Timing
@@ -320,7 +320,8 @@ class PreparedModel:
             launched_ns = kernel.clock_ns
 
             async def task() -> None:
-                with open_split(split):
+                token = kernel.set_task_split(split)
+                try:
                     if split is not None:
                         split.queue_ns += kernel.task_now_ns() - launched_ns
                     with tracer.enter(_ASYNC_MARKS[1]) as section:
@@ -329,6 +330,8 @@ class PreparedModel:
                     shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
                     timing = measured_timing(measure, status, on_device, entered, kernel.clock_ns)
                     notify(status.downgraded(version), shapes, timing)
+                finally:
+                    kernel.reset_task_split(token)
 
             if not service._launch(task):
                 notify(ErrorStatus.GENERAL_FAILURE, (), NO_TIMING)

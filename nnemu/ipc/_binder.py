@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import structlog
 
-from nnemu.ipc._split import ExecutionSplit, current_split
+from nnemu.ipc._split import ExecutionSplit
 from nnemu.scenario import IpcSpec
 from nnemu.sim import Kernel, SimProcess, ThreadPool, as_thread, us
 from nnemu.tracer import Tracer
@@ -142,7 +142,7 @@ class Binder:
         _, client, server = self._start(iface, method)
         latency = self.latency_ns
         flows, tx = tracer.flows, self.transactions
-        split = current_split()
+        split = kernel.task_split()
         with tracer.raw_section(client):
             if flows:
                 tracer.flow_out(tx)  # the arrow to the ::server slice

@@ -1,20 +1,17 @@
 """Where one execution attempt's time goes, measured where it is spent.
 
-The app opens an ``ExecutionSplit`` around each attempt (``open_split``); the layers
-below add to it as they spend the time: the transport its latencies and the wait for a
-binder thread, the driver the wait for its worker thread and the device's queue, launch
-and compute, the runtime its CPU executor.  The split travels in a context variable:
-the runtime's threads and the binder's server side run in the app thread's context; a
-driver worker thread, which does not, is handed the split explicitly (``open_split``
-again around its task).  It lives in the transport because that is the lowest layer
-that adds to it.  docs/report-schema.md defines each part.
+The app makes an ``ExecutionSplit`` the running task's split around each attempt
+(``Kernel.set_task_split``); the layers below add to it as they spend the time: the
+transport its latencies and the wait for a binder thread, the driver the wait for its
+worker thread and the device's queue, launch and compute, the runtime its CPU executor.
+The split travels with the task (``Kernel.task_split``): the runtime's code and the
+binder's server side run in the app thread's task; a driver worker thread, which does
+not, is handed the split explicitly (it sets it around its task).  It lives in the
+transport because that is the lowest layer that adds to it.  docs/report-schema.md
+defines each part.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 
 
 class ExecutionSplit:
@@ -71,20 +68,3 @@ class ExecutionSplit:
         if self.device_start_ns is None:
             self.device_start_ns = start_ns
         self.device_end_ns = end_ns
-
-
-CURRENT_SPLIT: ContextVar[ExecutionSplit | None] = ContextVar("nnemu_split", default=None)
-"""The split of the execution attempt the code works for (the app sets it per attempt)."""
-
-current_split = CURRENT_SPLIT.get
-"""The split of the execution attempt the caller works for (None outside one)."""
-
-
-@contextmanager
-def open_split(split: ExecutionSplit | None) -> Iterator[ExecutionSplit | None]:
-    """Make ``split`` the current split for the block (None: no split)."""
-    token = CURRENT_SPLIT.set(split)
-    try:
-        yield split
-    finally:
-        CURRENT_SPLIT.reset(token)

@@ -24,7 +24,7 @@ from nnemu.hal import (
     code_to_status,
     status_to_code,
 )
-from nnemu.ipc import DeadObject, current_split
+from nnemu.ipc import DeadObject
 from nnemu.runtime._compilation import Burst, Compilation
 from nnemu.runtime._devices import CPU_DEVICE_NAME, RuntimeDevice
 from nnemu.runtime._plan import Step
@@ -154,7 +154,7 @@ class Execution:
         self.started = True
         if self.timeout_ns is not None:
             self.deadline_ns = self.runtime.kernel.task_now_ns() + self.timeout_ns
-            split = current_split()
+            split = self.runtime.kernel.task_split()
             if split is not None:
                 split.deadline_ns = self.deadline_ns
         return ResultCode.NO_ERROR
@@ -343,7 +343,7 @@ class Execution:
                     ended = kernel.task_now_ns()
                     runtime.cpu_stats.busy_ns += ended - started
                     runtime.cpu_stats.energy += (ended - started) * plan.power
-                    split = current_split()
+                    split = kernel.task_split()
                     if split is not None:
                         split.compute_ns += ended - started
                         split.energy += (ended - started) * plan.power
@@ -364,7 +364,7 @@ class Execution:
             wake_ns = runtime.binder.latency_ns()
             delivery_ns = context.delivery_ns(kernel.task_now_ns(), wake_ns)
             await kernel.sleep(delivery_ns)
-            split = current_split()
+            split = kernel.task_split()
             if split is not None:
                 split.ipc_ns += delivery_ns  # the request packet
             if not prepared.endpoint.alive:

@@ -40,7 +40,7 @@ import heapq
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from contextvars import Context, ContextVar, copy_context
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -48,6 +48,9 @@ import trio.testing
 from trio.lowlevel import Abort, current_task, reschedule, wait_task_rescheduled
 
 from nnemu.errors import EmulatorBug
+
+if TYPE_CHECKING:  # the split's type only: the transport above owns it
+    from nnemu.ipc import ExecutionSplit
 
 
 def us(ns: float) -> int:
@@ -128,6 +131,7 @@ class _Proc:
         "name",
         "resume_value",
         "shell_waiting",
+        "split",
         "task",
         "token",
     )
@@ -146,10 +150,15 @@ class _Proc:
         self.task: trio.lowlevel.Task | None = None
         self.shell_waiting = False
         self.resume_value: object = None
+        # The execution attempt the task works for (``Kernel.task_split``).
+        self.split: ExecutionSplit | None = None
         # Incremented whenever the proc is woken: a wake-up source holding an older
         # token (a timer that lost the race against an event, say) is stale.
         self.token = 0
 
+
+SplitToken = tuple[_Proc, "ExecutionSplit | None"]
+"""What ``Kernel.set_task_split`` returns: the task and the split to give it back."""
 
 WakeHandle = tuple[_Proc, int]
 """Who to wake and which wait of theirs: ``(proc, token)``."""
@@ -212,6 +221,35 @@ class Kernel:
         and timestamps carry."""
         proc = self._running
         return self.clock_ns + proc.lag_ns if proc is not None else self.clock_ns
+
+    def task_split(self) -> ExecutionSplit | None:
+        """The split of the execution attempt the running task works for (None outside one).
+
+        A task-local slot rather than a context variable (this is read and set on every
+        execution's path, and a slot costs a fraction of a context variable's
+        set/reset): the app sets it around an attempt (``set_task_split``), a binder
+        thread serving a transaction runs in the caller's task, and a spawned task
+        starts with its spawner's, as it would copy a context variable.
+        """
+        proc = self._running
+        return proc.split if proc is not None else None
+
+    def set_task_split(self, split: ExecutionSplit | None) -> SplitToken:
+        """Make ``split`` the running task's split; the token restores the one it
+        replaces (``reset_task_split``), on that task even when the task's cleanup runs
+        outside a step (at the end of a run)."""
+        proc = self._running
+        if proc is None:
+            raise EmulatorBug("set_task_split outside an emulated task")
+        token = (proc, proc.split)
+        proc.split = split
+        return token
+
+    @staticmethod
+    def reset_task_split(token: SplitToken) -> None:
+        """Give the task of ``token`` back the split it had before ``set_task_split``."""
+        proc, split = token
+        proc.split = split
 
     def work(self, duration_ns: int) -> None:
         """Account ``duration_ns`` of busy CPU time to the running task without a task switch.
@@ -558,6 +596,8 @@ class Kernel:
         """
         _active_kernel.set(self)  # threads copy the spawner's context: their logs get ``vt``
         proc = _Proc(thread.name)
+        if self._running is not None:
+            proc.split = self._running.split
         context = copy_context()
         context.run(_current_thread.set, thread)
         proc.context = context
