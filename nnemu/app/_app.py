@@ -286,11 +286,14 @@ class Application:
         self._started += 1
         seq = self._started
         started_ns = attempt_ns = kernel.task_now_ns()
+        detailed = self.records is not None
         while True:
             if self.tracer.flows:
                 self.tracer.counter_add(self.process.pid, "executions in flight", 1)
             # The layers below add the attempt's time to its split as they spend it.
             split = ExecutionSplit()
+            if detailed:
+                split.detailed = True
             token = kernel.set_task_split(split)
             try:
                 code, late = await self._execute(timeout_ns)

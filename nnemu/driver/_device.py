@@ -542,8 +542,8 @@ class Device:
         split.launch_ns += launched
         split.compute_ns += on_unit - launched
         split.energy += on_unit * job.plan.power
-        split.preemptions += job.preempted
-        split.on_device(self.spec.name, arrived, job.started_ns, end)
+        if split.detailed:
+            split.on_device(self.spec.name, arrived, job.started_ns, end, job.preempted)
 
     def _stopped(self, job: Job, why: str) -> ErrorStatus:
         job.finished_ns = self.kernel.clock_ns

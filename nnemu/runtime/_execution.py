@@ -347,7 +347,8 @@ class Execution:
                     if split is not None:
                         split.compute_ns += ended - started
                         split.energy += (ended - started) * plan.power
-                        split.on_device(CPU_DEVICE_NAME, started, started, ended)
+                        if split.detailed:
+                            split.on_device(CPU_DEVICE_NAME, started, started, ended, 0)
             return ResultCode.NO_ERROR
 
     async def _run_on_burst(
