@@ -294,11 +294,11 @@ class Application:
             split = ExecutionSplit()
             if detailed:
                 split.detailed = True
-            token = kernel.set_task_split(split)
+            outer, kernel.split = kernel.split, split
             try:
                 code, late = await self._execute(timeout_ns)
             finally:
-                kernel.reset_task_split(token)
+                kernel.split = outer
             self.stats.energy += split.energy
             if self.tracer.flows:
                 self.tracer.counter_add(self.process.pid, "executions in flight", -1)
@@ -311,17 +311,15 @@ class Application:
             attempt_ns = kernel.task_now_ns()
         finished_ns = kernel.task_now_ns()
         latency_ns = finished_ns - arrival_ns
-        self.stats.record(code, latency_ns, late=late)
+        self.stats.record(
+            code, latency_ns, late, split, started_ns - arrival_ns, attempt_ns - started_ns
+        )
         records = self.records
-        if code is not ResultCode.NO_ERROR and records is None:
-            return  # the split's sums count completed executions only
-        queue_ns = started_ns - arrival_ns + split.queue_ns
-        retry_ns = attempt_ns - started_ns
-        ipc_ns, launch_ns, compute_ns = split.ipc_ns, split.launch_ns, split.compute_ns
-        runtime_ns = latency_ns - (queue_ns + ipc_ns + launch_ns + compute_ns + retry_ns)
-        if code is ResultCode.NO_ERROR:
-            self.stats.add_split(queue_ns, ipc_ns, launch_ns, compute_ns, retry_ns, runtime_ns)
         if records is not None:
+            queue_ns = started_ns - arrival_ns + split.queue_ns
+            retry_ns = attempt_ns - started_ns
+            ipc_ns, launch_ns, compute_ns = split.ipc_ns, split.launch_ns, split.compute_ns
+            runtime_ns = latency_ns - (queue_ns + ipc_ns + launch_ns + compute_ns + retry_ns)
             records.append(
                 ExecutionRecord(
                     arrival_ns,

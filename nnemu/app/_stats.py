@@ -7,6 +7,7 @@ import collections
 import attrs
 
 from nnemu.hal import ResultCode
+from nnemu.ipc import ExecutionSplit
 
 _EXACT_BELOW_US = 1024
 _MANTISSA_BITS = 10
@@ -148,36 +149,42 @@ class AppStats:
     """Sums over completed executions of each part of the latency split (``SPLIT_PARTS``
     order), in ns."""
 
-    def add_split(
-        self,
-        queue_wait_ns: int,
-        ipc_ns: int,
-        driver_launch_ns: int,
-        compute_ns: int,
-        retry_ns: int,
-        runtime_ns: int,
-    ) -> None:
-        """Add one completed execution's latency split to the sums (``SPLIT_PARTS``)."""
-        sums = self.split_ns
-        sums[0] += queue_wait_ns
-        sums[1] += ipc_ns
-        sums[2] += driver_launch_ns
-        sums[3] += compute_ns
-        sums[4] += retry_ns
-        sums[5] += runtime_ns
-
     def record_compilation(self, duration_ns: int, *, from_cache: bool) -> None:
         """Record one compilation attempt."""
         self.compile_ns.append(duration_ns)
         if from_cache:
             self.compilations_from_cache += 1
 
-    def record(self, code: ResultCode, latency_ns: int, *, late: bool = False) -> None:
-        """Record the final result of one execution (after retries); ``late``: a
-        successful result that came after the execution's deadline."""
+    def record(
+        self,
+        code: ResultCode,
+        latency_ns: int,
+        late: bool = False,
+        split: ExecutionSplit | None = None,
+        waited_ns: int = 0,
+        retry_ns: int = 0,
+    ) -> None:
+        """Record the final result of one execution (after retries).
+
+        Args:
+            late: a successful result that came after the execution's deadline.
+            split: the final attempt's split; with ``waited_ns`` (from arrival until an
+                app thread took the frame) and ``retry_ns`` (earlier attempts and their
+                back-off), a completed execution's parts are added to ``split_ns``.
+        """
         if code is ResultCode.NO_ERROR:
             self.completed += 1
             self.latency.add(latency_ns // 1000)
+            if split is not None:
+                sums = self.split_ns
+                queue_ns = waited_ns + split.queue_ns
+                ipc_ns, launch_ns, compute_ns = split.ipc_ns, split.launch_ns, split.compute_ns
+                sums[0] += queue_ns
+                sums[1] += ipc_ns
+                sums[2] += launch_ns
+                sums[3] += compute_ns
+                sums[4] += retry_ns
+                sums[5] += latency_ns - (queue_ns + ipc_ns + launch_ns + compute_ns + retry_ns)
             if late:
                 self.completed_late += 1
                 self.deadline_misses += 1

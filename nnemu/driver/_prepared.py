@@ -262,7 +262,7 @@ class PreparedModel:
         ):
             return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, 0
         status = await device.execute(job, launch_ns=launch_ns)
-        split = kernel.task_split()
+        split = kernel.split
         if split is not None:
             device.account(job, split)
         if status is ErrorStatus.NONE and service.injected_failure():
@@ -298,7 +298,7 @@ class PreparedModel:
             ref, method = callback, version.notify_method
             # The worker thread does not run in the caller's context: it is handed the
             # execution's split (its wait for the worker is queue wait, the callback IPC).
-            split = kernel.task_split()
+            split = kernel.split
 
             def notify(
                 status: ErrorStatus, shapes: tuple[OutputShape, ...], timing: Timing
@@ -320,7 +320,7 @@ class PreparedModel:
             launched_ns = kernel.clock_ns
 
             async def task() -> None:
-                token = kernel.set_task_split(split)
+                outer, kernel.split = kernel.split, split
                 try:
                     if split is not None:
                         split.queue_ns += kernel.task_now_ns() - launched_ns
@@ -331,7 +331,7 @@ class PreparedModel:
                     timing = measured_timing(measure, status, on_device, entered, kernel.clock_ns)
                     notify(status.downgraded(version), shapes, timing)
                 finally:
-                    kernel.reset_task_split(token)
+                    kernel.split = outer
 
             if not service._launch(task):
                 notify(ErrorStatus.GENERAL_FAILURE, (), NO_TIMING)

@@ -142,7 +142,7 @@ class Binder:
         _, client, server = self._start(iface, method)
         latency = self.latency_ns
         flows, tx = tracer.flows, self.transactions
-        split = kernel.task_split()
+        split = kernel.split
         with tracer.raw_section(client):
             if flows:
                 tracer.flow_out(tx)  # the arrow to the ::server slice

@@ -1,15 +1,14 @@
 """Where one execution attempt's time goes, measured where it is spent.
 
 The app makes an ``ExecutionSplit`` the running task's split around each attempt
-(``Kernel.set_task_split``); the layers below add to it as they spend the time: the
-transport its latencies and the wait for a binder thread, the driver the wait for its
-worker thread and the device's queue, launch and compute, the runtime its CPU executor.
-The split travels with the task (``Kernel.task_split``): the runtime's code and the
-binder's server side run in the app thread's task; a driver worker thread, which does
-not, is handed the split explicitly (it sets it around its task).  It lives in the
-transport because that is the lowest layer that adds to it.  docs/report-schema.md
-defines each part.
-"""
+(``Kernel.split``); the layers below add to it as they spend the time: the transport
+its latencies and the wait for a binder thread, the driver the wait for its worker
+thread and the device's queue, launch and compute, the runtime its CPU executor.  The
+split travels with the task (the kernel saves and loads it at switches): the runtime's
+code and the binder's server side run in the app thread's task; a driver worker thread,
+which does not, is handed the split explicitly (it sets it around its task).  It lives
+in the transport because that is the lowest layer that adds to it.
+docs/report-schema.md defines each part."""
 
 from __future__ import annotations
 

@@ -154,7 +154,7 @@ class Execution:
         self.started = True
         if self.timeout_ns is not None:
             self.deadline_ns = self.runtime.kernel.task_now_ns() + self.timeout_ns
-            split = self.runtime.kernel.task_split()
+            split = self.runtime.kernel.split
             if split is not None:
                 split.deadline_ns = self.deadline_ns
         return ResultCode.NO_ERROR
@@ -343,7 +343,7 @@ class Execution:
                     ended = kernel.task_now_ns()
                     runtime.cpu_stats.busy_ns += ended - started
                     runtime.cpu_stats.energy += (ended - started) * plan.power
-                    split = kernel.task_split()
+                    split = kernel.split
                     if split is not None:
                         split.compute_ns += ended - started
                         split.energy += (ended - started) * plan.power
@@ -365,7 +365,7 @@ class Execution:
             wake_ns = runtime.binder.latency_ns()
             delivery_ns = context.delivery_ns(kernel.task_now_ns(), wake_ns)
             await kernel.sleep(delivery_ns)
-            split = kernel.task_split()
+            split = kernel.split
             if split is not None:
                 split.ipc_ns += delivery_ns  # the request packet
             if not prepared.endpoint.alive:

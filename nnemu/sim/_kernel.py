@@ -150,15 +150,12 @@ class _Proc:
         self.task: trio.lowlevel.Task | None = None
         self.shell_waiting = False
         self.resume_value: object = None
-        # The execution attempt the task works for (``Kernel.task_split``).
+        # Its ``Kernel.split`` while another task runs (saved and loaded at switches).
         self.split: ExecutionSplit | None = None
         # Incremented whenever the proc is woken: a wake-up source holding an older
         # token (a timer that lost the race against an event, say) is stale.
         self.token = 0
 
-
-SplitToken = tuple[_Proc, "ExecutionSplit | None"]
-"""What ``Kernel.set_task_split`` returns: the task and the split to give it back."""
 
 WakeHandle = tuple[_Proc, int]
 """Who to wake and which wait of theirs: ``(proc, token)``."""
@@ -188,6 +185,14 @@ class Kernel:
         self.clock_ns = 0
         """The kernel's clock (ns): the time of the step being run, the same for every task.
         A task that has done ``work`` since it last waited is ahead of it (``task_now_ns``)."""
+        self.split: ExecutionSplit | None = None
+        """The split of the execution attempt the running task works for (None outside one):
+        a register of the running task, saved to it and loaded from the next one at each
+        switch, so that the execution's path reads and sets it as an attribute (a context
+        variable's set/reset and lookups cost several times as much there).  The app sets
+        it around an attempt; a binder thread serving a transaction runs in the caller's
+        task; a spawned task starts with its spawner's, as with a context variable; a
+        kernel callback sees the split of the task that gave the baton up."""
         self.realtime = realtime
         self._ready: collections.deque[_Proc] = collections.deque()
         # Entries: (time_ns, seq, proc, token) for a sleeping proc, or
@@ -221,35 +226,6 @@ class Kernel:
         and timestamps carry."""
         proc = self._running
         return self.clock_ns + proc.lag_ns if proc is not None else self.clock_ns
-
-    def task_split(self) -> ExecutionSplit | None:
-        """The split of the execution attempt the running task works for (None outside one).
-
-        A task-local slot rather than a context variable (this is read and set on every
-        execution's path, and a slot costs a fraction of a context variable's
-        set/reset): the app sets it around an attempt (``set_task_split``), a binder
-        thread serving a transaction runs in the caller's task, and a spawned task
-        starts with its spawner's, as it would copy a context variable.
-        """
-        proc = self._running
-        return proc.split if proc is not None else None
-
-    def set_task_split(self, split: ExecutionSplit | None) -> SplitToken:
-        """Make ``split`` the running task's split; the token restores the one it
-        replaces (``reset_task_split``), on that task even when the task's cleanup runs
-        outside a step (at the end of a run)."""
-        proc = self._running
-        if proc is None:
-            raise EmulatorBug("set_task_split outside an emulated task")
-        token = (proc, proc.split)
-        proc.split = split
-        return token
-
-    @staticmethod
-    def reset_task_split(token: SplitToken) -> None:
-        """Give the task of ``token`` back the split it had before ``set_task_split``."""
-        proc, split = token
-        proc.split = split
 
     def work(self, duration_ns: int) -> None:
         """Account ``duration_ns`` of busy CPU time to the running task without a task switch.
@@ -307,6 +283,7 @@ class Kernel:
         root.task = current_task()
         self._root = root
         self._running = root
+        self.split = None
         ready = self._ready
         try:
             while True:
@@ -319,7 +296,11 @@ class Kernel:
                     self._shells_to_end = 0
                     self._catch_up_trio_clock()
                     await trio.lowlevel.checkpoint()
+            running = self._running
+            if running is not None:  # the task keeps its split for a later run
+                running.split = self.split
             self._running = None
+            self.split = None
             if self._stopped:
                 # Marks written ahead of the clock by work() must not outlive the run's end.
                 self._advance(self._reached_ns)
@@ -438,8 +419,12 @@ class Kernel:
         Only the task that called ``run`` steps threads, one at a time, so a switch
         between emulated threads costs no trip through trio's scheduler.
         """
-        if proc is not self._running:
+        running = self._running
+        if proc is not running:
             self.switches += 1
+            if running is not None:
+                running.split = self.split
+            self.split = proc.split
         self._running = proc
         context, coro = proc.context, proc.coro
         if context is None or coro is None:
@@ -597,7 +582,7 @@ class Kernel:
         _active_kernel.set(self)  # threads copy the spawner's context: their logs get ``vt``
         proc = _Proc(thread.name)
         if self._running is not None:
-            proc.split = self._running.split
+            proc.split = self.split
         context = copy_context()
         context.run(_current_thread.set, thread)
         proc.context = context
