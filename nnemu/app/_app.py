@@ -291,9 +291,7 @@ class Application:
             if self.tracer.flows:
                 self.tracer.counter_add(self.process.pid, "executions in flight", 1)
             # The layers below add the attempt's time to its split as they spend it.
-            split = ExecutionSplit()
-            if detailed:
-                split.detailed = True
+            split = ExecutionSplit(detailed)
             outer, kernel.split = kernel.split, split
             try:
                 code, late = await self._execute(timeout_ns)

@@ -499,18 +499,36 @@ class Device:
         return t, "finish"
 
     async def execute(self, job: Job, *, launch_ns: int) -> ErrorStatus:
-        """Run ``job``: NONE, MISSED_DEADLINE_TRANSIENT (aborted), or GENERAL_FAILURE (device died)."""
+        """Run ``job``: NONE, MISSED_DEADLINE_TRANSIENT (aborted), or GENERAL_FAILURE (device
+        died).  Its time at the device goes to the running task's split (``account``)."""
         kernel = self.kernel
-        job.arrived_ns = kernel.task_now_ns()
+        job.arrived_ns = arrived = kernel.task_now_ns()
         job.launch_ns = launch_ns
         self._seq += 1
         job.seq = self._seq
         if self.history is not None:
             self.history.append(job)
-        job.status = await self._execute(job, launch_ns)
-        if job.finished_ns is None:
-            job.finished_ns = kernel.clock_ns
-        return job.status
+        job.status = status = await self._execute(job, launch_ns)
+        finished = job.finished_ns
+        if finished is None:
+            job.finished_ns = finished = kernel.clock_ns
+        split = kernel.split
+        if split is None:
+            return status
+        segments = job.segments
+        if len(segments) == 1 and not split.detailed:
+            # The usual case, ``account`` inlined (it is on every execution's path): one
+            # stretch, launched once, left at its end or after it.
+            start, stop, _ = segments[0]
+            on_unit = stop - start
+            launched = on_unit if on_unit < launch_ns else launch_ns
+            split.queue_ns += (finished if finished > stop else stop) - arrived - on_unit
+            split.launch_ns += launched
+            split.compute_ns += on_unit - launched
+            split.energy += on_unit * job.plan.power
+        else:
+            self.account(job, split)
+        return status
 
     def account(self, job: Job, split: ExecutionSplit) -> None:
         """Add ``job``'s time at the device to ``split``: on a unit, the launch overhead
@@ -520,24 +538,16 @@ class Device:
         arrived = job.arrived_ns
         if arrived is None:
             return
-        segments = job.segments
         finished = job.finished_ns
         end = finished if finished is not None else arrived
-        if len(segments) == 1:  # the usual case: one stretch, launched once
-            start, stop, _ = segments[0]
-            on_unit = stop - start
-            launched = on_unit if on_unit < job.launch_ns else job.launch_ns
-            if stop > end:
-                end = stop
-        else:
-            restart = self.preemption is PreemptionKind.RESTART
-            on_unit = launched = 0
-            for index, (start, stop, _) in enumerate(segments):
-                ran = stop - start
-                on_unit += ran
-                if index == 0 or restart:
-                    launched += min(ran, job.launch_ns)
-                end = max(end, stop)
+        restart = self.preemption is PreemptionKind.RESTART
+        on_unit = launched = 0
+        for index, (start, stop, _) in enumerate(job.segments):
+            ran = stop - start
+            on_unit += ran
+            if index == 0 or restart:
+                launched += min(ran, job.launch_ns)
+            end = max(end, stop)
         split.queue_ns += end - arrived - on_unit
         split.launch_ns += launched
         split.compute_ns += on_unit - launched

@@ -262,9 +262,6 @@ class PreparedModel:
         ):
             return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, 0
         status = await device.execute(job, launch_ns=launch_ns)
-        split = kernel.split
-        if split is not None:
-            device.account(job, split)
         if status is ErrorStatus.NONE and service.injected_failure():
             status = ErrorStatus.GENERAL_FAILURE
         return status, kernel.clock_ns - now

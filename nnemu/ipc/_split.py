@@ -14,38 +14,51 @@ from __future__ import annotations
 
 
 class ExecutionSplit:
-    """One execution attempt's time, by where it went (ns), and what it ran on.
+    """One execution attempt's time, by where it went (ns), and what it ran on."""
 
-    Every field has a class-level default, so a new split is an empty object and only the
-    parts an attempt adds to are written (one is made per attempt, on the hot path).
-    """
+    __slots__ = (
+        "compute_ns",
+        "deadline_ns",
+        "detailed",
+        "device_arrival_ns",
+        "device_end_ns",
+        "device_start_ns",
+        "devices",
+        "energy",
+        "ipc_ns",
+        "launch_ns",
+        "preemptions",
+        "queue_ns",
+    )
 
-    queue_ns: int = 0
-    """Waiting: for a binder thread, a driver worker thread, a compute unit (also after a
-    preemption)."""
-    ipc_ns: int = 0
-    """Transport latencies on the execution's path: binder transactions, the callback's
-    delivery, burst packets through their fast message queues."""
-    launch_ns: int = 0
-    """The driver's launch overhead on a compute unit (again after a restart)."""
-    compute_ns: int = 0
-    """Operations running on a compute unit, or on the runtime's CPU executor."""
-    energy: float = 0.0
-    """Time on devices (ns) times each device's powerUsage ratio for the model."""
-    deadline_ns: int | None = None
-    """The execution's absolute deadline, if it had one."""
-    detailed: bool = False
-    """Whether the run keeps per-execution records: only then are the fields below kept."""
-    devices: tuple[str, ...] = ()
-    """The devices the attempt ran on, in order (CPU fallback as nnapi-reference)."""
-    device_arrival_ns: int | None = None
-    """When the attempt first reached a device (its queue, or the CPU executor)."""
-    device_start_ns: int | None = None
-    """When it first started running on a device."""
-    device_end_ns: int | None = None
-    """When it last left a device."""
-    preemptions: int = 0
-    """How many times it yielded a compute unit."""
+    def __init__(self, detailed: bool = False) -> None:
+        self.queue_ns = 0
+        """Waiting: for a binder thread, a driver worker thread, a compute unit (also
+        after a preemption)."""
+        self.ipc_ns = 0
+        """Transport latencies on the execution's path: binder transactions, the
+        callback's delivery, burst packets through their fast message queues."""
+        self.launch_ns = 0
+        """The driver's launch overhead on a compute unit (again after a restart)."""
+        self.compute_ns = 0
+        """Operations running on a compute unit, or on the runtime's CPU executor."""
+        self.energy = 0.0
+        """Time on devices (ns) times each device's powerUsage ratio for the model."""
+        self.deadline_ns: int | None = None
+        """The execution's absolute deadline, if it had one."""
+        self.detailed = detailed
+        """Whether the run keeps per-execution records: only then are the fields below
+        kept (``on_device``)."""
+        self.devices: tuple[str, ...] = ()
+        """The devices the attempt ran on, in order (CPU fallback as nnapi-reference)."""
+        self.device_arrival_ns: int | None = None
+        """When the attempt first reached a device (its queue, or the CPU executor)."""
+        self.device_start_ns: int | None = None
+        """When it first started running on a device."""
+        self.device_end_ns: int | None = None
+        """When it last left a device."""
+        self.preemptions = 0
+        """How many times it yielded a compute unit."""
 
     def on_device(
         self, name: str, arrival_ns: int, start_ns: int | None, end_ns: int, preemptions: int

@@ -188,8 +188,8 @@ class Kernel:
         self.split: ExecutionSplit | None = None
         """The split of the execution attempt the running task works for (None outside one):
         a register of the running task, saved to it and loaded from the next one at each
-        switch, so that the execution's path reads and sets it as an attribute (a context
-        variable's set/reset and lookups cost several times as much there).  The app sets
+        switch, so that the execution's path reads and sets it as an attribute (cheaper there
+        than a context variable's set, reset and lookups; bench/README.md).  The app sets
         it around an attempt; a binder thread serving a transaction runs in the caller's
         task; a spawned task starts with its spawner's, as with a context variable; a
         kernel callback sees the split of the task that gave the baton up."""
