@@ -8,6 +8,7 @@ import pytest
 import trio
 
 from nnemu.errors import EmulatorBug
+from nnemu.ipc import ExecutionSplit
 from nnemu.sim import Kernel, SimEvent, SimQueue, SimThread, ThreadPool, current_thread
 
 MS = 1_000_000
@@ -423,3 +424,43 @@ async def test_finished_threads_trio_tasks_end_during_the_run(autojump_clock):
         await kernel.run()
     assert kernel.clock_ns == 1_000_000
     assert max(peak) < 200
+
+
+async def test_each_task_keeps_its_own_split(autojump_clock):
+    """Kernel.split is the running task's own across switches, a spawned task starts with
+    its spawner's, and nothing is left set after the run."""
+    kernel = Kernel()
+    seen: list[tuple[str, ExecutionSplit | None]] = []
+    a_split, b_split = ExecutionSplit(), ExecutionSplit()
+    async with trio.open_nursery() as nursery:
+
+        async def child():
+            seen.append(("child", kernel.split))
+
+        async def a():
+            kernel.split = a_split
+            await kernel.sleep(MS)
+            seen.append(("a", kernel.split))
+            kernel.spawn(nursery, child, thread=_thread(3))
+            await kernel.sleep(MS)
+
+        async def b():
+            seen.append(("b", kernel.split))
+            kernel.split = b_split
+            await kernel.sleep(MS // 2)
+            seen.append(("b", kernel.split))
+            await kernel.sleep(MS)
+            seen.append(("b", kernel.split))
+
+        kernel.spawn(nursery, a, thread=_thread(1))
+        kernel.spawn(nursery, b, thread=_thread(2))
+        await kernel.run()
+        nursery.cancel_scope.cancel()
+    assert seen == [
+        ("b", None),
+        ("b", b_split),
+        ("a", a_split),
+        ("child", a_split),
+        ("b", b_split),
+    ]
+    assert kernel.split is None
