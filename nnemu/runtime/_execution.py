@@ -33,6 +33,15 @@ from nnemu.runtime._versioned import VersionedIPreparedModel
 from nnemu.sim import SimEvent, as_thread
 from nnemu.tracer import Layer, Phase, mark
 
+_CREATE_MARK = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_create")
+_SET_INPUT_MARK = mark(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, "ANeuralNetworksExecution_setInput")
+_SET_OUTPUT_MARK = mark(
+    Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, "ANeuralNetworksExecution_setOutput"
+)
+_COMPUTE_MARK = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_compute")
+_FREE_MARK = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_free")
+"""The NDK calls of an execution that a sync execution makes every time (``Tracer.span``,
+``Tracer.enter_call``: one call where ``Runtime.ndk_call`` takes several)."""
 # A driver step's section names: the runtime's (PIO, then PR) and the IPC phase's (PE).
 _EXECUTE = "DriverPreparedModel::execute"
 _EXECUTE_IPC = "DriverPreparedModel::execute::execute"
@@ -94,21 +103,17 @@ class Execution:
     @classmethod
     def create(cls, compilation: Compilation) -> tuple[ResultCode, Execution | None]:
         """ANeuralNetworksExecution_create: the compilation must be finished."""
-        with compilation.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_create"):
-            if not compilation.finished:
-                return ResultCode.BAD_STATE, None
-            return ResultCode.NO_ERROR, cls(compilation)
+        compilation.runtime.tracer.span(_CREATE_MARK, API_CALL_NS)  # (nothing traced inside)
+        if not compilation.finished:
+            return ResultCode.BAD_STATE, None
+        return ResultCode.NO_ERROR, cls(compilation)
 
     def set_io(self) -> ResultCode:
         """ANeuralNetworksExecution_setInput/setOutput for every model input and output."""
-        ndk_call = self.runtime.ndk_call
+        span = self.runtime.tracer.span
         main = self.compilation.model.main
-        for _ in main.input_indexes:
-            with ndk_call(Phase.INPUTS_AND_OUTPUTS, "ANeuralNetworksExecution_setInput"):
-                pass
-        for _ in main.output_indexes:
-            with ndk_call(Phase.INPUTS_AND_OUTPUTS, "ANeuralNetworksExecution_setOutput"):
-                pass
+        span(_SET_INPUT_MARK, API_CALL_NS, len(main.input_indexes))
+        span(_SET_OUTPUT_MARK, API_CALL_NS, len(main.output_indexes))
         return ResultCode.BAD_STATE if self.started else ResultCode.NO_ERROR
 
     def set_timeout(self, duration_ns: int) -> ResultCode:
@@ -161,13 +166,12 @@ class Execution:
 
     def free(self) -> None:
         """ANeuralNetworksExecution_free."""
-        with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_free"):
-            pass
+        self.runtime.tracer.span(_FREE_MARK, API_CALL_NS)
 
     # ------------------------------------------------------------ modes
     async def compute(self) -> ResultCode:
         """ANeuralNetworksExecution_compute: run the plan on the calling thread."""
-        with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_compute"):
+        with self.runtime.tracer.enter_call(_COMPUTE_MARK, API_CALL_NS):  # (``ndk_call``)
             code = self._start()
             if code is not ResultCode.NO_ERROR:
                 return code

@@ -653,7 +653,15 @@ class Tracer:
             return _UNTRACED
         thread = _current_thread.get()
         # (Most begins follow one on the same thread: the lookup is saved.)
-        depth = self._last_depth if thread is self._last_thread else self._depth_of_current(thread)
+        if thread is self._last_thread:
+            depth = self._last_depth
+        else:  # (``_depth_of_current``, inline for a thread seen before)
+            found = self._by_id.get(id(thread))
+            if found is None:
+                depth = self._depth_of_current(thread)
+            else:
+                depth = self._last_depth = found
+                self._last_thread = thread
         level = depth.open
         depth.open = level + 1
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
@@ -674,12 +682,93 @@ class Tracer:
         except IndexError:
             return self._section_at(depth, level)
 
+    def enter_call(self, mark: Mark, work_ns: int) -> Section:
+        """``enter(mark)``, then ``work_ns`` of CPU time charged to the running task (``Kernel.work``,
+        also while tracing is off): an API call's scoped section and its cost in one call."""
+        kernel = self._kernel
+        proc = kernel._running
+        if not self.enabled or proc is None:  # (off, or outside a task: Kernel.work decides)
+            section = self.enter(mark)
+            kernel.work(work_ns)
+            return section
+        thread = _current_thread.get()  # (``enter``, inline)
+        if thread is self._last_thread:
+            depth = self._last_depth
+        else:
+            found = self._by_id.get(id(thread))
+            if found is None:
+                depth = self._depth_of_current(thread)
+            else:
+                depth = self._last_depth = found
+                self._last_thread = thread
+        level = depth.open
+        depth.open = level + 1
+        events = self._events
+        events.append((kernel.clock_ns + proc.lag_ns, depth.thread, mark.name, mark.info))
+        proc.lag_ns += work_ns
+        if len(events) >= self._release_at:
+            self._release()
+        try:
+            return depth.sections[level]
+        except IndexError:
+            return self._section_at(depth, level)
+
+    def span(self, mark: Mark, work_ns: int, count: int = 1) -> None:
+        """``count`` sections ``mark``, one after the other, each charged ``work_ns`` of CPU time.
+
+        One call for what ``with tracer.enter(mark): kernel.work(work_ns)`` writes ``count``
+        times: each section begins at the running task's time, the task works ``work_ns``
+        (``Kernel.work``, also while tracing is off) and the section ends.  For a section
+        with nothing traced or awaited inside, such as an NDK call that only costs the
+        API call's CPU time (the per-execution path, bench/README.md).
+        """
+        kernel = self._kernel
+        proc = kernel._running
+        if not self.enabled or proc is None:  # (off, or outside a task: Kernel.work decides)
+            for _ in range(count):
+                if self.enabled:
+                    with self.enter(mark):
+                        kernel.work(work_ns)
+                else:
+                    kernel.work(work_ns)
+            return
+        thread = _current_thread.get()  # (``enter``, inline)
+        if thread is self._last_thread:
+            depth = self._last_depth
+        else:  # (``_depth_of_current``, inline for a thread seen before)
+            found = self._by_id.get(id(thread))
+            if found is None:
+                depth = self._depth_of_current(thread)
+            else:
+                depth = self._last_depth = found
+                self._last_thread = thread
+        thread = depth.thread
+        name, info = mark.name, mark.info
+        events = self._events
+        ts = kernel.clock_ns + proc.lag_ns
+        for _ in range(count):
+            end = ts + work_ns
+            events.append((ts, thread, name, info))
+            events.append((end, thread, None, None))
+            ts = end
+        proc.lag_ns += work_ns * count
+        if len(events) >= self._release_at:
+            self._release()
+
     def raw_section(self, name: str) -> Section:
         """A scoped section called ``name`` with no NNTRACE tag (a HIDL proxy's or stub's)."""
         if not self.enabled:
             return _UNTRACED
         thread = _current_thread.get()  # (``enter``, inline: per execution)
-        depth = self._last_depth if thread is self._last_thread else self._depth_of_current(thread)
+        if thread is self._last_thread:
+            depth = self._last_depth
+        else:  # (``_depth_of_current``, inline for a thread seen before)
+            found = self._by_id.get(id(thread))
+            if found is None:
+                depth = self._depth_of_current(thread)
+            else:
+                depth = self._last_depth = found
+                self._last_thread = thread
         level = depth.open
         depth.open = level + 1
         kernel = self._kernel  # (Kernel.task_now_ns, inline)

@@ -31,7 +31,11 @@ async def _run_on_a_thread(body) -> RecordingSink:
 
 
 def _shape(sink: RecordingSink) -> list[tuple]:
-    return [(e[0], e[1], e[3] if e[0] == "B" else "") for e in sink.events]
+    return _shape_of(sink.events)
+
+
+def _shape_of(events: list[tuple]) -> list[tuple]:
+    return [(e[0], e[1], e[3] if e[0] == "B" else "") for e in events]
 
 
 async def test_section_with_switches_ends_every_mark_it_opened(autojump_clock):
@@ -198,3 +202,77 @@ async def test_a_section_ended_by_an_outer_end_writes_nothing_more(autojump_cloc
         ("E", 3 * US, ""),
         ("E", 3 * US, ""),
     ]
+
+
+async def _calls(one_call: bool, observed: bool) -> tuple[list[tuple], list[tuple], list[int]]:
+    """Sink events, observer infos and the task's times of NDK-like calls, as one call each or long-hand."""
+    call = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_compute")
+    io = mark(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, "ANeuralNetworksExecution_setInput")
+    observer = _InfoObserver()
+    times: list[int] = []
+
+    async def body(kernel: Kernel, tracer: Tracer) -> None:
+        if observed:
+            tracer.add_observer(observer)
+        if one_call:
+            tracer.span(io, 2 * US, 2)
+            tracer.span(io, 2 * US, 0)
+            section = tracer.enter_call(call, 3 * US)
+        else:
+            for _ in range(2):
+                with tracer.enter(io):
+                    kernel.work(2 * US)
+            section = tracer.enter(call)
+            kernel.work(3 * US)
+        times.append(kernel.task_now_ns())
+        with section:
+            await kernel.sleep(1 * US)
+            if one_call:
+                tracer.span(io, 1 * US)
+            else:
+                with tracer.enter(io):
+                    kernel.work(1 * US)
+        times.append(kernel.task_now_ns())
+
+    sink = await _run_on_a_thread(body)
+    return sink.events, observer.infos, times
+
+
+@pytest.mark.parametrize("observed", [False, True])
+async def test_span_and_enter_call_write_what_enter_and_work_write(autojump_clock, observed):
+    """``span`` and ``enter_call`` give sinks and observers the marks, and the task the CPU
+    time, of ``enter`` blocks with ``Kernel.work`` inside, batched or not."""
+    events, infos, times = await _calls(one_call=True, observed=observed)
+    assert (events, infos, times) == await _calls(one_call=False, observed=observed)
+    assert _shape_of(events) == [
+        ("B", 0, "[NN_LR_PIO]ANeuralNetworksExecution_setInput"),
+        ("E", 2 * US, ""),
+        ("B", 2 * US, "[NN_LR_PIO]ANeuralNetworksExecution_setInput"),
+        ("E", 4 * US, ""),
+        ("B", 4 * US, "[NN_LR_PE]ANeuralNetworksExecution_compute"),
+        ("B", 8 * US, "[NN_LR_PIO]ANeuralNetworksExecution_setInput"),
+        ("E", 9 * US, ""),
+        ("E", 9 * US, ""),
+    ]
+    assert times == [7 * US, 9 * US]
+    assert len(infos) == (8 if observed else 0)
+
+
+async def test_span_and_enter_call_charge_the_time_while_tracing_is_off(autojump_clock):
+    """With tracing off, ``span`` and ``enter_call`` write nothing but still charge the task's CPU time."""
+    kernel = Kernel()
+    tracer = Tracer(kernel, [])
+    thread = ProcessTable().spawn("app", 10001).main_thread
+    times: list[int] = []
+    call = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_free")
+
+    async def task() -> None:
+        tracer.span(call, 2 * US, 3)
+        with tracer.enter_call(call, 5 * US):
+            times.append(kernel.task_now_ns())
+
+    async with trio.open_nursery() as nursery:
+        kernel.spawn(nursery, task, thread=thread)
+        await kernel.run()
+        nursery.cancel_scope.cancel()
+    assert times == [11 * US]
