@@ -201,8 +201,7 @@ class PreparedModel:
                 end = kernel.task_now_ns() + duration_ns
                 bound = end if bound is None else min(bound, end)
             # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
-            section.switch_to(_FENCED_MARKS[1])
-            section.switch_to(_FENCED_MARKS[0])
+            section.switch_through(_FENCED_MARKS[1], _FENCED_MARKS[0])
             status, on_device = await self.compute(bound, loop_timeout_ns)
             timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
             return ErrorStatus.NONE, FencedResult(status, timing, timing)
@@ -351,8 +350,7 @@ class PreparedModel:
             error = self.check_request(request, deadline_ns)
             if error is not None:
                 return error.downgraded(version), (), NO_TIMING
-            section.switch_to(_SYNC_MARKS[1])
-            section.switch_to(_SYNC_MARKS[0])
+            section.switch_through(_SYNC_MARKS[1], _SYNC_MARKS[0])
             status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
             if status is ErrorStatus.NONE:
                 shapes = self._output_shapes or self.output_shapes()

@@ -296,6 +296,22 @@ class Section:
                 )
             )
 
+    def switch_through(self, through: Mark, to: Mark) -> None:
+        """``switch_to(through)`` then ``switch_to(to)`` at one instant (a phase with no
+        time of its own, as the sample driver's inputs-and-outputs): one call for both."""
+        depth = self._depth
+        if depth.open > self._level:  # (switch, inline)
+            depth.open += 2
+            kernel = self._kernel
+            proc = kernel._running
+            ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
+            thread = depth.thread
+            events = self._events
+            events += (
+                (ts, thread, through.switch_name, through.switch_info),
+                (ts, thread, to.switch_name, to.switch_info),
+            )
+
 
 class _PromptSection(Section):
     """A ``Section`` of a tracer that releases every event at once (an observer, a sink
@@ -315,6 +331,10 @@ class _PromptSection(Section):
         tracer = self._tracer
         if len(tracer._events) >= tracer._release_at:
             tracer._release()
+
+    def switch_through(self, through: Mark, to: Mark) -> None:
+        self.switch_to(through)
+        self.switch_to(to)
 
 
 class _UntracedSection(Section):
@@ -336,6 +356,9 @@ class _UntracedSection(Section):
         return None
 
     def switch_to(self, to: Mark) -> None:
+        return None
+
+    def switch_through(self, through: Mark, to: Mark) -> None:
         return None
 
 
@@ -724,12 +747,12 @@ class Tracer:
         """
         kernel = self._kernel
         proc = kernel._running
-        if not self.enabled or proc is None:  # (off, or outside a task: Kernel.work decides)
+        if not self.enabled:
+            kernel.work(work_ns * count)
+            return
+        if proc is None:  # (outside a task: Kernel.work decides what that means)
             for _ in range(count):
-                if self.enabled:
-                    with self.enter(mark):
-                        kernel.work(work_ns)
-                else:
+                with self.enter(mark):
                     kernel.work(work_ns)
             return
         thread = _current_thread.get()  # (``enter``, inline)

@@ -205,7 +205,8 @@ async def test_a_section_ended_by_an_outer_end_writes_nothing_more(autojump_cloc
 
 
 async def _calls(one_call: bool, observed: bool) -> tuple[list[tuple], list[tuple], list[int]]:
-    """Sink events, observer infos and the task's times of NDK-like calls, as one call each or long-hand."""
+    """Sink events, observer infos and the task's times of NDK-like calls and two switches,
+    as one call each or long-hand."""
     call = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_compute")
     io = mark(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, "ANeuralNetworksExecution_setInput")
     observer = _InfoObserver()
@@ -228,8 +229,11 @@ async def _calls(one_call: bool, observed: bool) -> tuple[list[tuple], list[tupl
         with section:
             await kernel.sleep(1 * US)
             if one_call:
+                section.switch_through(io, call)
                 tracer.span(io, 1 * US)
             else:
+                section.switch_to(io)
+                section.switch_to(call)
                 with tracer.enter(io):
                     kernel.work(1 * US)
         times.append(kernel.task_now_ns())
@@ -240,8 +244,9 @@ async def _calls(one_call: bool, observed: bool) -> tuple[list[tuple], list[tupl
 
 @pytest.mark.parametrize("observed", [False, True])
 async def test_span_and_enter_call_write_what_enter_and_work_write(autojump_clock, observed):
-    """``span`` and ``enter_call`` give sinks and observers the marks, and the task the CPU
-    time, of ``enter`` blocks with ``Kernel.work`` inside, batched or not."""
+    """``span``, ``enter_call`` and ``switch_through`` give sinks and observers the marks, and
+    the task the CPU time, of ``enter`` blocks with ``Kernel.work`` inside and of two
+    ``switch_to``, batched or not."""
     events, infos, times = await _calls(one_call=True, observed=observed)
     assert (events, infos, times) == await _calls(one_call=False, observed=observed)
     assert _shape_of(events) == [
@@ -250,12 +255,16 @@ async def test_span_and_enter_call_write_what_enter_and_work_write(autojump_cloc
         ("B", 2 * US, "[NN_LR_PIO]ANeuralNetworksExecution_setInput"),
         ("E", 4 * US, ""),
         ("B", 4 * US, "[NN_LR_PE]ANeuralNetworksExecution_compute"),
+        ("B", 8 * US, "[SW][NN_LR_PIO]ANeuralNetworksExecution_setInput"),
+        ("B", 8 * US, "[SW][NN_LR_PE]ANeuralNetworksExecution_compute"),
         ("B", 8 * US, "[NN_LR_PIO]ANeuralNetworksExecution_setInput"),
+        ("E", 9 * US, ""),
+        ("E", 9 * US, ""),
         ("E", 9 * US, ""),
         ("E", 9 * US, ""),
     ]
     assert times == [7 * US, 9 * US]
-    assert len(infos) == (8 if observed else 0)
+    assert len(infos) == (12 if observed else 0)
 
 
 async def test_span_and_enter_call_charge_the_time_while_tracing_is_off(autojump_clock):
