@@ -766,14 +766,17 @@ class Tracer:
                 depth = self._last_depth = found
                 self._last_thread = thread
         thread = depth.thread
-        name, info = mark.name, mark.info
         events = self._events
         ts = kernel.clock_ns + proc.lag_ns
-        for _ in range(count):
-            end = ts + work_ns
-            events.append((ts, thread, name, info))
-            events.append((end, thread, None, None))
-            ts = end
+        if count == 1:  # (the usual case, without the loop)
+            events += ((ts, thread, mark.name, mark.info), (ts + work_ns, thread, None, None))
+        else:
+            name, info = mark.name, mark.info
+            for _ in range(count):
+                end = ts + work_ns
+                events.append((ts, thread, name, info))
+                events.append((end, thread, None, None))
+                ts = end
         proc.lag_ns += work_ns * count
         if len(events) >= self._release_at:
             self._release()
