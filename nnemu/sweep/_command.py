@@ -85,16 +85,7 @@ def run_sweep_command(
         if len(left) < total:
             stderr.write(f"resuming: {total - len(left)} of {total} variants already done\n")
         crash = frozenset(key for key in os.environ.get(CRASH_HOOK, "").split(",") if key)
-        jobs = [
-            Job(
-                key=variant.key,
-                point=variant.point,
-                replication=variant.replication,
-                seed=variant.seed,
-                overrides=variant.overrides,
-            )
-            for variant in left
-        ]
+        jobs: list[Job] = list(left)
         bar = CountProgress(stderr, label="sweep", total=total, already=total - len(left))
         bar.advance(0)
 

@@ -37,6 +37,7 @@ from nnemu.errors import Problem, ScenarioError
 from nnemu.overrides import OverrideError, apply_overrides
 from nnemu.scenario import Scenario, load_scenario_text
 from nnemu.scenario._yaml import compose_text, file_problem
+from nnemu.sweep._worker import Job
 
 _KEYS: Final = ("scenario", "set", "vary", "replications", "seed", "metrics")
 _MAX_REPLICATIONS: Final = 100_000
@@ -57,21 +58,12 @@ def nnemu_version() -> str:
 
 
 @attrs.frozen(kw_only=True)
-class Variant:
-    """One run of a sweep: a point of the varied keys and a replication (its seed)."""
+class Variant(Job):
+    """One run of a sweep: a point of the varied keys and a replication (its seed), the job a
+    worker runs, with its place in the experiment."""
 
     index: int
     """Position in the experiment's order (points in the order of ``vary``, replications inner)."""
-    key: str
-    """16 lowercase hex characters: a stable hash of (scenario text, overrides, seed)."""
-    point: Mapping[str, Any]
-    """The varied keys and this variant's values."""
-    replication: int
-    """0-based replication number."""
-    seed: int
-    """The run's seed: the experiment's seed + ``replication``."""
-    overrides: tuple[str, ...]
-    """``KEY=VALUE`` assignments (``set`` then ``vary``) for ``apply_overrides``."""
 
 
 @attrs.frozen(kw_only=True)

@@ -28,18 +28,18 @@ _VERSION: dict[str, str] = {}
 
 @attrs.frozen(kw_only=True)
 class Job:
-    """One variant to run, as shipped to a worker."""
+    """One variant to run, as shipped to a worker (``Variant`` is one, with its position)."""
 
     key: str
-    """The variant's key."""
+    """16 lowercase hex characters: a stable hash of (scenario text, overrides, seed)."""
     point: Mapping[str, Any]
-    """The varied keys and values."""
+    """The varied keys and this variant's values."""
     replication: int
-    """Replication number."""
+    """0-based replication number."""
     seed: int
-    """The run's seed."""
+    """The run's seed: the experiment's seed + ``replication``."""
     overrides: tuple[str, ...]
-    """``KEY=VALUE`` assignments."""
+    """``KEY=VALUE`` assignments (``set`` then ``vary``) for ``apply_overrides``."""
 
 
 @attrs.frozen(kw_only=True)
