@@ -148,18 +148,26 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _add_set(parser: argparse.ArgumentParser, text: str) -> None:
+    """``--set KEY=VALUE`` (repeatable), read by ``nnemu.overrides`` in ``run`` and ``replay``."""
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=text)
+
+
+def _add_outputs(parser: argparse.ArgumentParser) -> None:
+    """``--report`` and ``--executions``, the same in ``run`` and ``replay``."""
+    parser.add_argument("--report", help="write the JSON report here")
+    parser.add_argument(
+        "--executions",
+        help="write one row per execution here: .csv, or .parquet (needs pyarrow)",
+    )
+
+
 def _add_run(add: _AddCommand) -> None:
     """The options of ``nnemu run``."""
     run = add("run", help="run a scenario; print a summary, write a trace and a report")
     run.add_argument("scenario", help="scenario YAML file")
     run.add_argument("--seed", type=int, help="override the scenario's seed")
-    run.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="change the scenario, e.g. apps.<app>.priority=high (repeatable)",
-    )
+    _add_set(run, "change the scenario, e.g. apps.<app>.priority=high (repeatable)")
     run.add_argument(
         "--replications",
         type=_positive_int,
@@ -170,11 +178,7 @@ def _add_run(add: _AddCommand) -> None:
         "--trace",
         help="write a trace: .html (systrace), .json (Chrome), .pftrace (Perfetto), else ftrace text",
     )
-    run.add_argument("--report", help="write the JSON report here")
-    run.add_argument(
-        "--executions",
-        help="write one row per execution here: .csv, or .parquet (needs pyarrow)",
-    )
+    _add_outputs(run)
     run.add_argument(
         "--realtime", action="store_true", help="run on the wall clock, not virtual time"
     )
@@ -211,24 +215,14 @@ def _add_replay(add: _AddCommand) -> None:
         "-s", type=float, metavar="TIMESTAMP", help="run to this virtual time (s), then step"
     )
     replay.add_argument("-m", action="store_true", help="start in manual control")
-    replay.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="change the replay scenario, e.g. apps.<app>.priority=high",
-    )
+    _add_set(replay, "change the replay scenario, e.g. apps.<app>.priority=high")
     replay.add_argument("--seed", type=int, help="override the seed")
     replay.add_argument(
         "--trace",
         dest="trace_out",
         help="write the replay's trace (.html, .json, .pftrace, else text)",
     )
-    replay.add_argument("--report", help="write the JSON report here")
-    replay.add_argument(
-        "--executions",
-        help="write one row per execution here: .csv, or .parquet (needs pyarrow)",
-    )
+    _add_outputs(replay)
     replay.add_argument("--save-scenario", help="write the scenario the replay built here")
     replay.add_argument("--realtime", action="store_true", help="run on the wall clock")
 
