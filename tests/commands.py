@@ -1,18 +1,31 @@
 """Running ``nnemu`` in-process, as a user runs it from a shell; import it as ``tests.commands``.
 
 Used by the CLI, replay and pictures tests; ``run_parse`` by the parser's and the golden tests;
-``run_query`` by the query's.
+``run_query`` by the query's; ``start_nnemu`` (a separate process) by the sweep's Ctrl-C and
+the pipe tests.
 """
 
 from __future__ import annotations
 
 import io
+import os
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from nnemu.cli import main
 from nnemu.parser import run_parse_command
 from nnemu.query import run_query_command
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The checkout whose ``nnemu`` the tests run."""
+
+
+def start_nnemu(*argv: str, **popen: Any) -> subprocess.Popen[Any]:
+    """Start ``python -m nnemu.cli ARGV`` on this checkout's code; ``popen`` goes to ``Popen``."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "nnemu.cli", *argv], env=env, **popen)
 
 
 def run_cli(*argv: str, stdin: str = "") -> tuple[int, str, str]:
@@ -49,7 +62,6 @@ def run_parse(
     return code, out.getvalue(), err.getvalue()
 
 
-
 def run_query(
     trace: str | Path,
     sql: str | None = None,
@@ -72,6 +84,7 @@ def run_query(
         stderr=err,
     )
     return code, out.getvalue(), err.getvalue()
+
 
 TRACE_PROCESSOR_BESIDE = Path(__file__).resolve().parents[2] / "shared/tools/trace_processor_shell"
 """Where the team's checkouts (and CI) keep Perfetto's trace processor: ``shared/`` beside the clone."""

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,8 +10,8 @@ import pytest
 from nnemu import run
 from nnemu.scenario import load_scenario
 from nnemu.tracer import open_trace_writer
+from tests.commands import ROOT, start_nnemu
 
-ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
 
 
@@ -27,17 +25,11 @@ def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _head(argv: list[str], cwd: Path, stdin: str = "") -> tuple[int, str]:
     """Run ``nnemu ARGV | head -1``: read one line, close the pipe; (exit code, stderr)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     commands = cwd / "stdin.txt"
     commands.write_text(stdin, encoding="utf-8")
     with commands.open("rb") as source:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "nnemu.cli", *argv],
-            stdin=source,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
+        process = start_nnemu(
+            *argv, stdin=source, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd
         )
     assert process.stdout is not None
     assert process.stderr is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,20 +25,24 @@ def _csv_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
         return list(reader.fieldnames or []), list(reader)
 
 
-def test_csv_has_one_row_per_finished_execution(tmp_path: Path) -> None:
-    """The CSV has the documented columns and one row per completed or failed execution, in
-    arrival order, each with times in order and split parts adding up to its latency."""
+def _with_table(tmp_path: Path, *argv: str) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """Run ``nnemu ARGV --executions x.csv --report r.json``; check the table's header and that
+    it says where it wrote how many rows; the rows and the report's apps."""
     table, report = tmp_path / "x.csv", tmp_path / "r.json"
-    code, out, err = run_cli(
-        "run", str(TWO_APPS), "--executions", str(table), "--report", str(report)
-    )
+    code, out, err = run_cli(*argv, "--executions", str(table), "--report", str(report))
     assert code == 0, err
     header, rows = _csv_rows(table)
     assert header == [column.name for column in COLUMNS]
-    apps = json.loads(report.read_text(encoding="utf-8"))["apps"]
-    finished = sum(app["completed"] + app["failed"] for app in apps.values())
-    assert len(rows) == finished
-    assert f"{finished} executions written to {table}" in out
+    assert f"{len(rows)} executions written to {table}" in out
+    apps: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))["apps"]
+    return rows, apps
+
+
+def test_csv_has_one_row_per_finished_execution(tmp_path: Path) -> None:
+    """The CSV has the documented columns and one row per completed or failed execution, in
+    arrival order, each with times in order and split parts adding up to its latency."""
+    rows, apps = _with_table(tmp_path, "run", str(TWO_APPS))
+    assert len(rows) == sum(app["completed"] + app["failed"] for app in apps.values())
     arrivals = [float(row["arrival_ms"]) for row in rows]
     assert arrivals == sorted(arrivals)
     for app in apps:
@@ -106,18 +111,11 @@ def test_other_suffixes_are_refused_before_the_run(tmp_path: Path, name: str) ->
 
 def test_replay_writes_the_replayed_executions(tmp_path: Path) -> None:
     """``nnemu replay --executions`` writes one row per execution of the replayed run."""
-    trace, table, report = tmp_path / "t.html", tmp_path / "x.csv", tmp_path / "r.json"
+    trace = tmp_path / "t.html"
     assert run_cli("run", str(TWO_APPS), "--trace", str(trace), "-q")[0] == 0
-    code, out, err = run_cli(
-        "replay", str(trace), "--executions", str(table), "--report", str(report)
-    )
-    assert code == 0, err
-    header, rows = _csv_rows(table)
-    assert header == [column.name for column in COLUMNS]
-    apps = json.loads(report.read_text(encoding="utf-8"))["apps"]
+    rows, apps = _with_table(tmp_path, "replay", str(trace))
     assert len(rows) == sum(app["completed"] + app["failed"] for app in apps.values())
     assert {row["app"] for row in rows} == set(apps)
-    assert f"{len(rows)} executions written to {table}" in out
 
 
 def test_replay_refuses_a_bad_executions_path_before_extracting(tmp_path: Path) -> None:

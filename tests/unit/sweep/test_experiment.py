@@ -12,6 +12,14 @@ from tests.commands import run_cli
 from tests.unit.sweep.sweeps import SCENARIO, SMALL, write
 
 
+def _problems(tmp_path: Path, text: str) -> tuple[Path, list[str]]:
+    """Load ``text`` as an experiment that must be refused: its path and its problems' lines."""
+    path = write(tmp_path, text)
+    with pytest.raises(ScenarioError) as caught:
+        load_experiment(path)
+    return path, [str(problem) for problem in caught.value.problems]
+
+
 def test_points_cross_the_varied_keys_in_file_order(tmp_path: Path) -> None:
     """The points are the cross product of the varied values, a range's steps evenly spaced."""
     experiment = load_experiment(write(tmp_path))
@@ -63,10 +71,7 @@ colour: red
 
 def test_every_problem_is_reported_at_its_position(tmp_path: Path) -> None:
     """Unknown keys, bad values, unknown varied keys and metrics each get file:line:col."""
-    path = write(tmp_path, BAD)
-    with pytest.raises(ScenarioError) as caught:
-        load_experiment(path)
-    lines = [str(problem) for problem in caught.value.problems]
+    path, lines = _problems(tmp_path, BAD)
     expected = [
         f"{path}:3:33: vary.devices.npu.scheduler: 'bogus': devices.npu.scheduler: expected one of",
         f"{path}:4:26: vary.apps.nobody.priority: 'high': apps.nobody: expected the name of an app",
@@ -100,10 +105,7 @@ vary:
   apps.indexer.workload.think_ms: [1]
 metrics: [apps.camera.completed]
 """
-    path = write(tmp_path, text)
-    with pytest.raises(ScenarioError) as caught:
-        load_experiment(path)
-    problems = [str(problem) for problem in caught.value.problems]
+    path, problems = _problems(tmp_path, text)
     assert problems == [
         f"{path}:3:3: vary: the point "
         '{"apps.indexer.workload": {"kind": "poisson", "rate_hz": 5}, '
@@ -152,10 +154,7 @@ set:
   apps.camera.priorty: high
 metrics: [apps.camera.completed]
 """
-    path = write(tmp_path, text)
-    with pytest.raises(ScenarioError) as caught:
-        load_experiment(path)
-    problems = [str(problem) for problem in caught.value.problems]
+    path, problems = _problems(tmp_path, text)
     assert problems == [
         f"{path}:3:25: set.apps.nobody.priority: apps.nobody: expected the name of an app "
         "(camera, indexer), got 'nobody'",

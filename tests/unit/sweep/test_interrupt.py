@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.commands import ROOT, start_nnemu
 from tests.unit.sweep.sweeps import SCENARIO, results, write
 
-ROOT = Path(__file__).resolve().parents[3]
 LONGER = f"""\
 scenario: {SCENARIO}
 vary:
@@ -25,15 +25,25 @@ metrics: [apps.camera.latency_ms.p99]
 
 
 def _nnemu(*argv: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "nnemu.cli", *argv],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    """Start ``nnemu ARGV`` in its own process group (as a terminal runs a command)."""
+    return start_nnemu(
+        *argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
+
+
+def _ctrl_c_once(process: subprocess.Popen[str], ready: Callable[[], bool]) -> str:
+    """Wait (60 s at most) until ``ready()``, then SIGINT the process group as Ctrl-C does;
+    the sweep must exit 130 without a traceback.  Its stderr."""
+    deadline = time.monotonic() + 60
+    while not ready():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no result within 60 s"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    return err
 
 
 def test_ctrl_c_leaves_whole_lines_and_resume_finishes(tmp_path: Path) -> None:
@@ -42,15 +52,7 @@ def test_ctrl_c_leaves_whole_lines_and_resume_finishes(tmp_path: Path) -> None:
     out = tmp_path / "out"
     process = _nnemu("sweep", str(experiment), "--out", str(out), "--workers", "2")
     jsonl = out / "results.jsonl"
-    deadline = time.monotonic() + 60
-    while not (jsonl.exists() and jsonl.stat().st_size > 0):
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "no result within 60 s"
-        time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGINT)
-    _, err = process.communicate(timeout=60)
-    assert process.returncode == 130, err
-    assert "Traceback" not in err
+    err = _ctrl_c_once(process, lambda: jsonl.exists() and jsonl.stat().st_size > 0)
     assert "--resume" in err
     done = results(out)
     assert 0 < len(done) < 100
@@ -80,15 +82,7 @@ def test_ctrl_c_stops_a_local_dask_cluster_quietly(tmp_path: Path) -> None:
         "2",
     )
     jsonl = out / "results.jsonl"
-    deadline = time.monotonic() + 60
-    while not (jsonl.exists() and len(jsonl.read_text().splitlines()) > 1):
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "no result within 60 s"
-        time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGINT)
-    _, err = process.communicate(timeout=60)
-    assert process.returncode == 130, err
-    assert "Traceback" not in err
+    _ctrl_c_once(process, lambda: jsonl.exists() and len(jsonl.read_text().splitlines()) > 1)
     assert all(line.startswith("{") for line in jsonl.read_text().splitlines())
 
 
