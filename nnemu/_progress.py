@@ -78,19 +78,55 @@ def _duration(seconds: float) -> str:
     return f"{seconds}s"
 
 
-def render(label: str, done: int, total: int, elapsed_s: float) -> str:
-    """One line of the bar: ``label [####----] 45% 12.0/26.7 MB 8.1 MB/s ETA 2s``."""
+def _bar(label: str, done: int, total: int, rate: float) -> tuple[str, str]:
+    """``label [####----] 45%`` and the ETA at ``rate`` items a second (``--`` when unknown)."""
     fraction = min(1.0, done / total) if total > 0 else 1.0
     filled = int(fraction * _WIDTH)
-    rate = done / elapsed_s if elapsed_s > 0 else 0.0
     eta = _duration((total - done) / rate) if rate > 0 and done < total else "--"
-    return (
-        f"{label} [{'#' * filled}{'-' * (_WIDTH - filled)}] {fraction:4.0%}"
-        f" {_mb(done)}/{_mb(total)} MB {rate / 1e6:,.1f} MB/s ETA {eta}"
-    )
+    return f"{label} [{'#' * filled}{'-' * (_WIDTH - filled)}] {fraction:4.0%}", eta
 
 
-class Progress:
+def render(label: str, done: int, total: int, elapsed_s: float) -> str:
+    """One line of the bar: ``label [####----] 45% 12.0/26.7 MB 8.1 MB/s ETA 2s``."""
+    rate = done / elapsed_s if elapsed_s > 0 else 0.0
+    bar, eta = _bar(label, done, total, rate)
+    return f"{bar} {_mb(done)}/{_mb(total)} MB {rate / 1e6:,.1f} MB/s ETA {eta}"
+
+
+class _Line:
+    """The one terminal line a bar redraws in place (``\\r``, padded over a longer last one);
+    a write that fails (the terminal went away) turns the bar off."""
+
+    def __init__(self, out: TextIO | None, label: str) -> None:
+        self.out = out
+        self.label = label
+        self.enabled = False
+        self._start = time.monotonic()
+        self._last_draw = 0.0
+        self._drawn = 0
+
+    def _draw(self, text: str) -> None:
+        pad = " " * max(0, self._drawn - len(text))
+        self._write(f"\r{text}{pad}")
+        self._drawn = len(text)
+
+    def clear(self) -> None:
+        """Erase the bar (the line is left empty for what is printed next)."""
+        if self._drawn:
+            self._write("\r" + " " * self._drawn + "\r")
+            self._drawn = 0
+
+    def _write(self, text: str) -> None:
+        if self.out is None:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except (OSError, ValueError):
+            self.enabled = False
+
+
+class Progress(_Line):
     """Draws the reading progress of one open file on a terminal (see the module docstring).
 
     Args:
@@ -110,14 +146,9 @@ class Progress:
         label: str,
         min_bytes: int | None = None,
     ) -> None:
-        self.out = out
-        self.label = label
+        super().__init__(out, label)
         self._fd = -1
         self.total = 0
-        self.enabled = False
-        self._start = time.monotonic()
-        self._last_draw = 0.0
-        self._drawn = 0
         if out is None or not _is_tty(out):
             return
         try:
@@ -157,35 +188,14 @@ class Progress:
             done = os.lseek(self._fd, 0, os.SEEK_CUR)
         except OSError:
             return
-        text = render(self.label, done, self.total, now - self._start)
-        pad = " " * max(0, self._drawn - len(text))
-        self._write(f"\r{text}{pad}")
-        self._drawn = len(text)
+        self._draw(render(self.label, done, self.total, now - self._start))
 
     def stage(self, text: str) -> None:
         """Replace the bar by ``label: text`` for a last step whose progress is not measured
         (``building indexes``): the bar would otherwise sit still at its last share."""
         if not self.enabled:
             return
-        line = f"{self.label}: {text}"
-        pad = " " * max(0, self._drawn - len(line))
-        self._write(f"\r{line}{pad}")
-        self._drawn = len(line)
-
-    def clear(self) -> None:
-        """Erase the bar (the line is left empty for what is printed next)."""
-        if self._drawn:
-            self._write("\r" + " " * self._drawn + "\r")
-            self._drawn = 0
-
-    def _write(self, text: str) -> None:
-        if self.out is None:
-            return
-        try:
-            self.out.write(text)
-            self.out.flush()
-        except (OSError, ValueError):
-            self.enabled = False
+        self._draw(f"{self.label}: {text}")
 
 
 def render_count(
@@ -193,32 +203,23 @@ def render_count(
 ) -> str:
     """One line of a count bar: ``label [####----] 45% 540/1200 2 failed ETA 12s``
     (``already`` of the ``done`` were done before the clock started: not in the rate)."""
-    fraction = min(1.0, done / total) if total > 0 else 1.0
-    filled = int(fraction * _WIDTH)
     rate = (done - already) / elapsed_s if elapsed_s > 0 else 0.0
-    eta = _duration((total - done) / rate) if rate > 0 and done < total else "--"
-    return (
-        f"{label} [{'#' * filled}{'-' * (_WIDTH - filled)}] {fraction:4.0%}"
-        f" {done}/{total} {failed} failed ETA {eta}"
-    )
+    bar, eta = _bar(label, done, total, rate)
+    return f"{bar} {done}/{total} {failed} failed ETA {eta}"
 
 
-class CountProgress:
+class CountProgress(_Line):
     """A bar of finished items out of a total (``nnemu sweep``'s variants), drawn on ``out``
     only when it is a terminal; ``advance`` redraws at most every ``_INTERVAL_S``."""
 
     def __init__(self, out: TextIO | None, *, label: str, total: int, already: int = 0) -> None:
-        self.out = out
-        self.label = label
+        super().__init__(out, label)
         self.total = total
         self.already = already
         """Items done before this bar started (a resumed sweep's): counted, not in the rate."""
         self.done = already
         self.failed = 0
         self.enabled = out is not None and _is_tty(out) and total > 0
-        self._start = time.monotonic()
-        self._last_draw = 0.0
-        self._drawn = 0
 
     def advance(self, done: int, failed: int = 0) -> None:
         """Count ``done`` more items, ``failed`` of them failures, and redraw if due."""
@@ -230,23 +231,8 @@ class CountProgress:
         if now - self._last_draw < _INTERVAL_S and self.done < self.total:
             return
         self._last_draw = now
-        text = render_count(
-            self.label, self.done, self.total, self.failed, now - self._start, self.already
+        self._draw(
+            render_count(
+                self.label, self.done, self.total, self.failed, now - self._start, self.already
+            )
         )
-        pad = " " * max(0, self._drawn - len(text))
-        self._write(f"\r{text}{pad}")
-        self._drawn = len(text)
-
-    def clear(self) -> None:
-        """Erase the bar."""
-        if self._drawn:
-            self._write("\r" + " " * self._drawn + "\r")
-            self._drawn = 0
-
-    def _write(self, text: str) -> None:
-        assert self.out is not None
-        try:
-            self.out.write(text)
-            self.out.flush()
-        except (OSError, ValueError):
-            self.enabled = False
