@@ -46,7 +46,8 @@ RATE_HZ = 800.0
 IPC_LATENCY_US = 40.0
 LAUNCH_US = {"dev0": 30.0, "dev1": 50.0}
 APPS = (("cam", "dev0"), ("asr", "dev1"))
-TARGET_RATIO = 0.1
+TARGET_RATIO = 0.33
+"""nnemu (tracing off) / SimPy rate by CPU seconds the issue asks for (issue 12, target 2)."""
 TRACE_TARGET = 0.67
 """Tracing on / off rate by CPU seconds the issue asks for (tracing costs at most 1.5x)."""
 
@@ -303,11 +304,13 @@ def main(argv: list[str] | None = None) -> int:
     def rate(r: dict[str, Any], key: str = "wall_s") -> float:
         return float(r["completed"]) / float(r[key])
 
-    ratio = rate(off) / rate(floor)
-    verdict = "meets" if ratio >= TARGET_RATIO else "MISSES"
+    cpu_ratio = rate(off, "cpu_s") / rate(floor, "cpu_s")
+    verdict = "meets" if cpu_ratio >= TARGET_RATIO else "MISSES"
     print()
-    print(f"nnemu/SimPy rate ratio (trace off): {ratio:.3f} ({verdict} the 1/10 target)")
-    print(f"  same, by CPU seconds:             {rate(off, 'cpu_s') / rate(floor, 'cpu_s'):.3f}")
+    print(f"nnemu/SimPy rate ratio (trace off): {rate(off) / rate(floor):.3f}")
+    print(
+        f"  same, by CPU seconds:             {cpu_ratio:.3f} ({verdict} the {TARGET_RATIO} target)"
+    )
     print(f"nnemu/SimPy rate ratio (trace on):  {rate(trace) / rate(floor):.3f}")
     print(f"tracing on / off rate:              {rate(trace) / rate(off):.3f}")
     on_off_cpu = rate(trace, "cpu_s") / rate(off, "cpu_s")
