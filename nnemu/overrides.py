@@ -34,9 +34,6 @@ class OverrideError(NnemuError):
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
 
-    def __reduce__(self) -> tuple[type[OverrideError], tuple[list[str]]]:
-        return (type(self), (self.problems,))
-
 
 def _parse_value(raw: str) -> Any:
     try:
