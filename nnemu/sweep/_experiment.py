@@ -20,6 +20,7 @@ refuses (each value and each point is applied to the scenario with
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -47,8 +48,10 @@ _SET_PREFIX: Final = re.compile(r"--set ([^:\s]+): ")
 _EXPONENT: Final = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+")
 
 
+@functools.cache
 def nnemu_version() -> str:
-    """The installed nnemu's version (what results.jsonl and experiment.yaml record)."""
+    """The installed nnemu's version (what results.jsonl and experiment.yaml record; looked
+    up once per process)."""
     from importlib import metadata
 
     try:

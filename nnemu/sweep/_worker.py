@@ -22,8 +22,6 @@ _BASES: dict[str, Any] = {}
 _POINTS: dict[tuple[str, tuple[str, ...]], Any] = {}
 """Scenarios with a point's overrides applied, by (base hash, overrides); a few kept."""
 _POINTS_KEPT: Final = 64
-_VERSION: dict[str, str] = {}
-"""This process's nnemu version, looked up once."""
 
 
 @attrs.frozen(kw_only=True)
@@ -133,11 +131,10 @@ def run_chunk(chunk: Chunk) -> list[dict[str, Any]]:
     from nnemu.sweep._experiment import nnemu_version
 
     quiet_logs()
-    if "version" not in _VERSION:
-        _VERSION["version"] = nnemu_version()
-    if _VERSION["version"] != chunk.version:
+    version = nnemu_version()
+    if version != chunk.version:
         error = (
-            f"this worker runs nnemu {_VERSION['version']}, the sweep nnemu {chunk.version}: "
+            f"this worker runs nnemu {version}, the sweep nnemu {chunk.version}: "
             "install the same version on every worker"
         )
         return [row(job, chunk.version, "failed", error=error) for job in chunk.jobs]
