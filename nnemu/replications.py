@@ -8,9 +8,9 @@ the value of each replication, which ``nnemu compare`` reads for Welch's test.
 
 A metric is a numeric leaf of the run report (``apps.camera.latency_ms.p99``), named by its
 dotted path as expectations name it.  An app's latency figures (``latency_ms``,
-``latency_split_ms``) count only in the replications where it completed something (in the others they are not measurements), and
-an error code that never happened in a replication counts 0 there, as
-``nnemu.report.lookup`` reads it.
+``latency_split_ms``) count only in the replications where it completed something (in the
+others they are not measurements), and an error code that never happened in a replication
+counts 0 there, as ``nnemu.report.lookup`` reads it.
 """
 
 from __future__ import annotations
