@@ -1,9 +1,10 @@
-"""A progress bar for reading big input files: bytes read / total, rate and ETA on stderr.
+"""Progress bars on stderr: ``Progress`` for reading big input files (bytes read / total,
+rate and ETA), ``CountProgress`` for items finished out of a total (``nnemu sweep``'s variants).
 
-Shown only when the stream is a terminal and the file is over ``MIN_BYTES``; elsewhere
-(tests, pipes, files) ``Progress`` does nothing and ``lines`` hands back the stream
-itself, so the readers' hot loops pay nothing.  Standard library only: the loaders
-that use it (``nnemu parse``, ``query``, ``replay``) import nothing else heavy.
+Shown only when the stream is a terminal (and, for ``Progress``, the file is over
+``MIN_BYTES``); elsewhere (tests, pipes, files) a bar does nothing and ``lines`` hands
+back the stream itself, so the readers' hot loops pay nothing.  Standard library only:
+the loaders that use it (``nnemu parse``, ``query``, ``replay``) import nothing else heavy.
 
 Usage::
 
