@@ -86,9 +86,10 @@ class Side:
             return "a run report"
         if self.kind == "replications":
             return f"{runs} replications"
-        skipped = f", {self.skipped} variants without a report skipped" if self.skipped else ""
-        points = "1 point" if len(self.points) == 1 else f"{len(self.points)} points"
-        return f"a sweep: {points}, {_runs(runs)}{skipped}"
+        skipped = (
+            f", {_count(self.skipped, 'variant')} without a report skipped" if self.skipped else ""
+        )
+        return f"a sweep: {_count(len(self.points), 'point')}, {_count(runs, 'run')}{skipped}"
 
 
 def _point_key(point: Mapping[str, Any]) -> str:
@@ -141,8 +142,8 @@ def _experiment_order(
     return tuple(place)
 
 
-def _runs(count: int) -> str:
-    return f"{count} run" if count == 1 else f"{count} runs"
+def _count(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _read_json(path: str) -> Any:
@@ -531,13 +532,17 @@ def format_comparison(comparison: Comparison) -> str:
         lines.append("")
         labels = [label for label in (pair.a.label, pair.b.label) if label]
         if labels:
-            lines.append(f"point {labels[0]}  (A {_runs(pair.a.runs)}, B {_runs(pair.b.runs)})")
+            lines.append(
+                f"point {labels[0]}  (A {_count(pair.a.runs, 'run')}, B {_count(pair.b.runs, 'run')})"
+            )
         if pair.rows:
             lines.extend(_table(pair.rows))
         else:
             lines.append("no metric to show")
         if pair.hidden:
-            lines.append(f"({pair.hidden} metrics 0 in every run on both sides not shown)")
+            lines.append(
+                f"({_count(pair.hidden, 'metric')} 0 in every run on both sides not shown)"
+            )
     for name, points in (("A", comparison.only_a), ("B", comparison.only_b)):
         if points:
             lines.append("")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nnemu.compare import load_side, parse_condition
+from nnemu.compare import Point, Side, compare, format_comparison, load_side, parse_condition
 from nnemu.replications import metric_samples, metric_values
 from tests.commands import run_cli
 
@@ -198,3 +198,15 @@ def test_a_side_compared_with_itself_shows_no_difference(side: str) -> None:
     assert len(rows) >= 7
     assert all(row[3:5] == ["+0", "+0.0%"] for row in rows)
     assert all(row[5] in ("-", "1.000") for row in rows)
+
+
+def test_hidden_metrics_are_counted_in_words() -> None:
+    """The line under a table counts the default metrics left out as zero, singular for one."""
+    samples = {"apps.a.error_rate": (0.0,), "apps.a.latency_ms.p99": (5.0,)}
+    side = Side("r.json", "report", {"{}": Point({}, samples, 1)})
+    text = format_comparison(compare(side, side))
+    assert "(1 metric 0 in every run on both sides not shown)" in text
+    samples = {**samples, "devices.d.busy_fraction": (0.0,)}
+    side = Side("r.json", "report", {"{}": Point({}, samples, 1)})
+    text = format_comparison(compare(side, side))
+    assert "(2 metrics 0 in every run on both sides not shown)" in text
