@@ -10,6 +10,7 @@ of a handful of runs can tell apart.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -71,10 +72,13 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t > 0 else tail
 
 
+@functools.lru_cache(maxsize=1024)
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t distribution with ``df`` degrees of freedom.
 
     ``t_quantile(0.975, 9)`` is 2.262..., the factor of a 95% interval from 10 runs.
+    Remembered per (p, df): a bisection costs ~40 CDF evaluations (~1 ms), and a summary asks
+    for the same factor for every metric of every point.
     """
     if not 0.0 < p < 1.0:
         msg = f"expected a probability in (0, 1), got {p}"
