@@ -51,9 +51,7 @@ def write_plots(
             value = lookup(row["report"], path_parts)
             if value is None or not math.isfinite(value):
                 continue
-            label = ", ".join(
-                f"{key.rsplit('.', 1)[-1]}={_text(row['point'][key])}" for key in others
-            )
+            label = _label(row["point"], others)
             lines.setdefault(label, {}).setdefault(float(row["point"][x_key]), []).append(value)
         figure, axes = plt.subplots(figsize=(8, 5))
         try:
@@ -86,6 +84,11 @@ def write_plots(
     return paths
 
 
+def _label(point: Mapping[str, Any], others: Sequence[str]) -> str:
+    """A line's legend: the last part of each other varied key with its value."""
+    return ", ".join(f"{key.rsplit('.', 1)[-1]}={_text(point[key])}" for key in others)
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
@@ -93,7 +96,6 @@ def _text(value: Any) -> str:
 def _order(experiment: Experiment, others: Sequence[str], label: str) -> int:
     """The position of a line's combination in the experiment's order (legend order)."""
     for index, point in enumerate(experiment.points()):
-        text = ", ".join(f"{key.rsplit('.', 1)[-1]}={_text(point[key])}" for key in others)
-        if text == label:
+        if _label(point, others) == label:
             return index
     return 0
