@@ -107,10 +107,7 @@ class Experiment:
 
     def overrides_of(self, point: Mapping[str, Any]) -> tuple[str, ...]:
         """The ``KEY=VALUE`` assignments of ``point`` (the fixed ``set`` first)."""
-        return tuple(
-            f"{key}={json.dumps(value, sort_keys=True)}"
-            for key, value in (*self.fixed, *point.items())
-        )
+        return tuple(assignment(key, value) for key, value in (*self.fixed, *point.items()))
 
     def variants(self) -> list[Variant]:
         """Every variant, in the experiment's order."""
@@ -144,6 +141,12 @@ class Experiment:
             "vary": {key: list(values) for key, values in self.vary},
             "metrics": list(self.metrics),
         }
+
+
+def assignment(key: str, value: Any) -> str:
+    """The ``KEY=VALUE`` override that sets ``key`` to ``value`` (the value as JSON, which
+    ``apply_overrides`` reads back as YAML)."""
+    return f"{key}={json.dumps(value, sort_keys=True)}"
 
 
 def variant_key(scenario_text: str, overrides: Sequence[str], seed: int) -> str:
@@ -421,9 +424,8 @@ def _check_overrides(
         refused: dict[tuple[int, str], tuple[Node, list[Any]]] = {}
         """(value node, problem) -> the values with that problem (a range's share one node)."""
         for value, item in zip(values, items, strict=True):
-            assignment = f"{key}={json.dumps(value, sort_keys=True)}"
             try:
-                apply_overrides(base, [assignment])
+                apply_overrides(base, [assignment(key, value)])
             except OverrideError as err:
                 bad_values = True
                 for text in err.problems:
@@ -437,9 +439,7 @@ def _check_overrides(
         return base
     for point in experiment.points():
         try:
-            apply_overrides(
-                base, [f"{k}={json.dumps(v, sort_keys=True)}" for k, v in point.items()]
-            )
+            apply_overrides(base, [assignment(k, v) for k, v in point.items()])
         except OverrideError as err:
             shown = json.dumps(point, sort_keys=True)
             for text in err.problems:
