@@ -768,7 +768,7 @@ def _cmd_run_replications(
     if replications.interrupted is not None:
         err.write(
             f"interrupted by {replications.interrupted}: the summary covers the "
-            f"{len(replications.reports)} replications finished\n"
+            f"{_replications_count(len(replications.reports))} finished\n"
         )
         return _signal_exit_code(replications.interrupted)
     if not replications.passed:
@@ -776,6 +776,10 @@ def _cmd_run_replications(
         err.write("expectation failed (on the means): " + "; ".join(failed) + "\n")
         return ExitCode.FAILED
     return ExitCode.OK
+
+
+def _replications_count(count: int) -> str:
+    return f"{count} replication" if count == 1 else f"{count} replications"
 
 
 def _signal_exit_code(signal_name: str | None) -> int:
@@ -791,7 +795,7 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
     span = f"seed {seeds[0]}" if count == 1 else f"seeds {seeds[0]}..{seeds[-1]}"
     virtual = intervals.get("virtual_ms")
     out.write(
-        f"scenario {replications.scenario.name}  {span} ({count} replications)"
+        f"scenario {replications.scenario.name}  {span} ({_replications_count(count)})"
         + (f"  virtual {virtual.mean:.3f} ms" if virtual else "")
         + "\n"
     )
@@ -891,7 +895,7 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
         out.write("\n" + "".join(f"{note}\n" for note in notes))
     expectations = replications.expectations()
     if expectations:
-        out.write(f"\nexpectations (on the means over {count} replications)\n")
+        out.write(f"\nexpectations (on the means over {_replications_count(count)})\n")
         for result in expectations:
             mark = "ok  " if result.passed else "FAIL"
             mean = "" if result.actual is None else f"  (mean {result.actual:g})"

@@ -176,6 +176,25 @@ def test_interrupted_replications_summarise_those_finished(
     assert not any(math.isnan(metric["mean"]) for metric in data["metrics"].values())
 
 
+def test_one_replication_is_named_in_the_singular(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A summary of one replication (or one finished before Ctrl-C) says "1 replication"."""
+    real_run = nnemu._emulator.run
+    calls = []
+
+    def run_until_second(*args, **kwargs):
+        calls.append(kwargs["seed"])
+        if len(calls) == 2:
+            raise Interrupted(signal.SIGINT)
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(nnemu._emulator, "run", run_until_second)
+    code, out, err = run_cli("run", TWO_APPS, "--replications", "3")
+    assert code == 130
+    assert "seed 11 (1 replication)  virtual" in out
+    assert "expectations (on the means over 1 replication)" in out
+    assert "interrupted by SIGINT: the summary covers the 1 replication finished" in err
+
+
 def test_replications_of_an_app_that_never_ran() -> None:
     """An app whose compilation fails shows no latency and its compile result; expectations
     on its latency read the report's 0, as on one run."""
