@@ -267,11 +267,13 @@ def summary(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> str:
     for row in rows:
         by_point.setdefault(json.dumps(row["point"], sort_keys=True), []).append(row)
     statuses = [row["status"] for row in rows]
-    total = len(experiment.points()) * experiment.replications
+    points, replications, seed = len(experiment.points()), experiment.replications, experiment.seed
+    seeds = f"seed {seed}" if replications == 1 else f"seeds {seed}..{seed + replications - 1}"
+    total = points * replications
     lines = [
         f"experiment {experiment.source}: scenario {experiment.scenario_path}",
-        f"{len(experiment.points())} points x {experiment.replications} replications "
-        f"(seeds {experiment.seed}..{experiment.seed + experiment.replications - 1}); "
+        f"{points} point{'s' if points != 1 else ''} x {replications} "
+        f"replication{'s' if replications != 1 else ''} ({seeds}); "
         f"{len(rows)} of {total} variants done: {statuses.count('ok')} ok, "
         f"{statuses.count('failed')} failed, {statuses.count('crashed')} crashed",
         "mean ± half-width of the 95% confidence interval (Student t) over the replications",

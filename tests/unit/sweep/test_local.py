@@ -14,9 +14,10 @@ from nnemu.report import lookup
 from nnemu.stats import mean_interval
 from nnemu.sweep import load_experiment
 from nnemu.sweep._experiment import nnemu_version
+from nnemu.sweep._results import summary as summary_text
 from nnemu.sweep._worker import Chunk, Job, run_chunk
 from tests.commands import run_cli
-from tests.unit.sweep.sweeps import results, write
+from tests.unit.sweep.sweeps import SMALL, results, write
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -101,6 +102,14 @@ def test_summary_gives_the_mean_and_interval_of_each_point(tmp_path: Path) -> No
     line = next(line for line in summary.splitlines() if line.startswith("fifo") and " 60 " in line)
     assert f"{interval.mean:.6g} ± {interval.half_width:.6g}" in line
     assert line.split()[2:4] == ["3", "0"]
+
+
+def test_summary_header_counts_in_the_singular(tmp_path: Path) -> None:
+    """A one-point, one-replication sweep's summary says "1 point x 1 replication (seed S)"."""
+    text = SMALL.replace("[fifo, global_priority]", "[fifo]").replace("steps: 2", "steps: 1")
+    experiment = load_experiment(write(tmp_path, text.replace("replications: 3", "seed: 7")))
+    header = summary_text(experiment, []).splitlines()[1]
+    assert header.startswith("1 point x 1 replication (seed 7); 0 of 1 variants done")
 
 
 def test_a_variant_that_fails_is_a_row_and_the_sweep_goes_on() -> None:
