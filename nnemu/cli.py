@@ -509,16 +509,19 @@ def _write_executions(args: argparse.Namespace, out: TextIO, err: TextIO) -> boo
 
 def _load_with_overrides(path: str, sets: Sequence[str], err: TextIO) -> Scenario | None:
     """The scenario at ``path`` with the ``--set`` changes; None (the problems printed) when a
-    change cannot be applied."""
-    from nnemu.overrides import OverrideError, apply_overrides
+    change cannot be applied.  A change that cannot move any number of the run gets a warning
+    that says why (``ineffective_sets``)."""
+    from nnemu.overrides import OverrideError, apply_overrides, ineffective_sets
     from nnemu.scenario import load_scenario
 
     scenario = load_scenario(path)
     try:
-        return apply_overrides(scenario, sets)
+        changed = apply_overrides(scenario, sets)
     except OverrideError as exc:
         err.write("".join(f"{problem}\n" for problem in exc.problems))
         return None
+    err.write("".join(f"{warning}\n" for warning in ineffective_sets(changed, sets)))
+    return changed
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

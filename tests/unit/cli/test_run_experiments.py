@@ -39,6 +39,25 @@ def test_set_changes_the_run(tmp_path: Path) -> None:
     assert (data["seed"], data["virtual_ms"]) == (5, 1000.0)
 
 
+def test_set_that_cannot_change_the_run_is_named() -> None:
+    """A priority change the per-app scheduler never compares is warned about, with the way out,
+    and a change that does matter gets no warning."""
+    code, _, err = run_cli(
+        "run", TWO_APPS, "--set", "expect=[]", "--set", "apps.indexer.priority=high"
+    )
+    assert code == 0
+    assert err.startswith("warning: --set apps.indexer.priority cannot change the result:")
+    assert "set devices.npu.scheduler=global_priority" in err
+    code, _, err = run_cli(
+        "run",
+        TWO_APPS,
+        *("--set", "expect=[]", "--set", "devices.npu.scheduler=global_priority"),
+        *("--set", "apps.indexer.priority=high"),
+    )
+    assert code == 0
+    assert "warning" not in err
+
+
 def test_set_with_a_bad_key_exits_two_with_replays_message() -> None:
     """A misspelt key exits 2 with the message replay --set gives, and nothing runs."""
     code, out, err = run_cli("run", TWO_APPS, "--set", "apps.camera.priorty=high")
