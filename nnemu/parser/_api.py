@@ -89,6 +89,25 @@ def _run(
             )
         found = source.found_ftrace
         last_line_number = source.last_line_number
+    return finish(
+        engine,
+        found=found,
+        last_line_number=last_line_number,
+        include_incomplete=include_incomplete,
+        byte_offsets=perfetto is not None,
+    )
+
+
+def finish(
+    engine: Engine,
+    *,
+    found: bool = True,
+    last_line_number: int,
+    include_incomplete: bool = False,
+    byte_offsets: bool = False,
+) -> _Outcome:
+    """End the parse ``engine`` was fed (``found``: it saw an ftrace block) and say whether
+    the trace is usable, as every reader of a trace does."""
     engine.finish()
     problem: Diagnostic | None = None
     if not found:
@@ -115,7 +134,7 @@ def _run(
         result=ParseResult(runs=runs, diagnostics=diagnostics),
         usable=problem is None,
         problem=problem,
-        byte_offsets=perfetto is not None,
+        byte_offsets=byte_offsets,
     )
 
 

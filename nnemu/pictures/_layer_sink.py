@@ -21,16 +21,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nnemu.parser import ParseResult
-from nnemu.parser._api import engine_class
+from nnemu.parser._api import engine_class, finish
 from nnemu.sim import SimThread
 from nnemu.trace import FtraceLines
 from nnemu.tracer import FtraceWriter
 
 if TYPE_CHECKING:
     from nnemu.tracer import TraceEvent
-
-NO_NNAPI = "no NNAPI trace marks found ([NN_...] tags or NNAPI HIDL server calls)"
-"""The parser's problem when a trace has no NNAPI marks (``parse_lines`` says the same)."""
 
 
 class _Text(io.StringIO):
@@ -116,13 +113,11 @@ class LayerSink:
         tail = self._text.take()
         if not self._line_number:
             self._feed(tail)  # no event at all: the whole document at once
-        engine = self._engine
-        engine.finish()
-        if not engine.saw_nnapi:
-            self._problem = NO_NNAPI
-        diagnostics = sorted(engine.diagnostics, key=lambda d: d.line_number)
-        runs = () if self._problem else tuple(engine.runs)
-        self._result = ParseResult(runs=runs, diagnostics=diagnostics)
+        # The parser's own ending: its problem (no NNAPI marks) and its diagnostics' order.
+        outcome = finish(self._engine, last_line_number=self._line_number)
+        if outcome.problem is not None:
+            self._problem = outcome.problem.message
+        self._result = outcome.result
 
     @property
     def result(self) -> ParseResult:
