@@ -661,7 +661,7 @@ def _run_scenario(
             # The page's per-layer tables: the run's --trace, else its systrace parsed in memory.
             from nnemu.pictures import LayerTrace
 
-            layers = stack.enter_context(LayerTrace(args.trace))
+            layers = LayerTrace(args.trace)
 
             def add_layer_tables() -> None:  # after the run, its trace closed
                 pictures[:] = [layers.attach(data) for data in pictures]

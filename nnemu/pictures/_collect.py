@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import collections
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import attrs
@@ -677,10 +677,15 @@ def with_layer_tables(
     data: RunPictures, path: str | os.PathLike[str], source: str | None = None
 ) -> RunPictures:
     """``data`` with the per-layer tables of the run's trace at ``path`` (``layer_tables``)."""
+    return _with_tables(data, lambda: layer_tables(path, source))
+
+
+def _with_tables(data: RunPictures, tables: Callable[[], LayerTables]) -> RunPictures:
+    """``data`` with the tables ``tables`` builds (only when it has a "Why" section)."""
     why = data.why
     if why is None:
         return data
-    return attrs.evolve(data, why=attrs.evolve(why, layers=layer_tables(path, source)))
+    return attrs.evolve(data, why=attrs.evolve(why, layers=tables()))
 
 
 class LayerTrace:
@@ -709,26 +714,15 @@ class LayerTrace:
         self._sink = LayerSink()
         self.sinks.append(self._sink)
 
-    def __enter__(self) -> LayerTrace:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
     def attach(self, data: RunPictures) -> RunPictures:
         """``data`` with the tables of the finished run's trace."""
+        return _with_tables(data, self._tables)
+
+    def _tables(self) -> LayerTables:
         if self._sink is None:
             assert self.path is not None
-            return with_layer_tables(data, self.path, self.source)
-        why = data.why
-        if why is None:
-            return data
+            return layer_tables(self.path, self.source)
         self._sink.close()  # a no-op if the run closed it
         if self._sink.problem is not None:
-            tables = LayerTables(source=self.source, problem=self._sink.problem)
-        else:
-            tables = tables_of(self._sink.result, self.source)
-        return attrs.evolve(data, why=attrs.evolve(why, layers=tables))
-
-    def close(self) -> None:
-        """Nothing left to clean up (kept for the context manager)."""
+            return LayerTables(source=self.source, problem=self._sink.problem)
+        return tables_of(self._sink.result, self.source)

@@ -420,14 +420,14 @@ def test_without_trace_no_file_is_written(tmp_path: Path, monkeypatch: pytest.Mo
     with --trace it adds no sink and parses that file."""
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)
-    with LayerTrace(None) as layers:
-        (sink,) = layers.sinks
-        assert isinstance(sink, LayerSink)
-        assert layers.path is None
+    layers = LayerTrace(None)
+    (sink,) = layers.sinks
+    assert isinstance(sink, LayerSink)
+    assert layers.path is None
     assert list(tmp_path.iterdir()) == []
-    with LayerTrace(str(tmp_path / "t.html")) as reused:
-        assert reused.sinks == []
-        assert reused.path == str(tmp_path / "t.html")
+    reused = LayerTrace(str(tmp_path / "t.html"))
+    assert reused.sinks == []
+    assert reused.path == str(tmp_path / "t.html")
 
 
 def _feed_both(events: list[tuple[int, SimThread, str | None]], path: Path) -> LayerSink:
