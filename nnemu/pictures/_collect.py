@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from nnemu.scenario import DeviceSpec, RetrySpec, WorkloadKind, WorkloadSpec
+from nnemu.scenario import CPU_DEVICE_NAME, DeviceSpec, RetrySpec, WorkloadKind, WorkloadSpec
 from nnemu.tracer import Layer, Phase
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ def _cpu_picture(
             )
         )
     return DevicePicture(
-        name="nnapi-reference",
+        name=CPU_DEVICE_NAME,
         units=max(1, len(lanes_free_at)),
         preemption="none",
         jobs=tuple(jobs),

@@ -34,9 +34,7 @@ from nnemu.pictures._collect import (
     WhyPicture,
 )
 from nnemu.pictures._common import short_labels
-
-CPU_DEVICE = "nnapi-reference"
-"""The report's name of the runtime's CPU path."""
+from nnemu.scenario import CPU_DEVICE_NAME
 
 SPLIT_PARTS = ("queue_wait", "ipc", "driver_launch", "compute")
 """The latency split's parts, in the order the bars stack them; other keys follow."""
@@ -190,7 +188,7 @@ def _device_table(why: WhyPicture, report: Mapping[str, Any]) -> str:
     ]
     columns.append(
         (
-            CPU_DEVICE,
+            CPU_DEVICE_NAME,
             {
                 "hal_version": "-",
                 "type": "CPU (the runtime's own path)",
@@ -267,7 +265,7 @@ def _app_table(data: RunPictures, why: WhyPicture, report: Mapping[str, Any]) ->
         done = bool(entry.get("completed"))
         ran = [f"{name} {count}" for name, count in where.get(app.name, Counter()).items()]
         if app.cpu_executions:
-            ran.append(f"{CPU_DEVICE} {app.cpu_executions}")
+            ran.append(f"{CPU_DEVICE_NAME} {app.cpu_executions}")
         rows.append(
             f'<tr data-app="{escape(app.name)}"><td class="name">{escape(app.name)}</td>'
             f"<td>{escape(app.priority)}</td><td>{escape(app.execution_mode)}</td>"
@@ -567,7 +565,7 @@ def _wait_sentences(facts: _Facts) -> list[str]:
             plural = "s" if settings.threads != 1 else ""
             sentence = sentence[:-1] + (
                 f"; {settings.cpu_executions} of its executions ran on the CPU path"
-                f" ({CPU_DEVICE}), which computes on the app's own executor thread{plural}"
+                f" ({CPU_DEVICE_NAME}), which computes on the app's own executor thread{plural}"
                 f" ({settings.threads}), so arrivals wait in the app meanwhile."
             )
             facts.explained.add(app.name)
@@ -739,7 +737,7 @@ def _crash_and_cpu_sentences(facts: _Facts) -> list[str]:
             moved = [app for app in fell_back if app.name in users]
             if moved:
                 who = _join([f"{app.name} ({app.cpu_executions})" for app in moved])
-                clauses.append(f"executions of {who} ran on the CPU path ({CPU_DEVICE})")
+                clauses.append(f"executions of {who} ran on the CPU path ({CPU_DEVICE_NAME})")
                 told.update(app.name for app in moved)
             for name in users:
                 errors = facts.apps.get(name, {}).get("errors", {})
@@ -759,7 +757,7 @@ def _crash_and_cpu_sentences(facts: _Facts) -> list[str]:
     rest = [app for app in fell_back if app.name not in told]
     if rest:
         who = ", ".join(f"{app.name} {app.cpu_executions}" for app in rest)
-        sentences.append(f"Executions on the runtime's CPU path ({CPU_DEVICE}): {who}.")
+        sentences.append(f"Executions on the runtime's CPU path ({CPU_DEVICE_NAME}): {who}.")
     return sentences
 
 
