@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 _LOG_LEVELS = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}
 _LOGGING_COMMANDS = frozenset({"run", "replay", "verify", "demo"})
+_TRACE_IN = "systrace .html, ftrace text, Chrome .json or Perfetto protobuf (told by content)"
+"""The help of the trace that replay, parse and query read (every format ``open_trace`` reads)."""
 """Commands that run an emulation, whose layers log; the readers (parse, query) log nothing
 and get structlog (an import of ~50 ms) only when logging is asked for (``-v``, ``-q``,
 ``--log-format json``)."""
@@ -201,7 +203,7 @@ def _add_replay(add: _AddCommand) -> None:
     replay = add(
         "replay", help="re-drive the emulator from a recorded trace (nnemu's or a device's)"
     )
-    replay.add_argument("trace", help="systrace .html, ftrace text, or nnemu .json trace")
+    replay.add_argument("trace", help=_TRACE_IN)
     replay.add_argument("-n", action="store_true", help="ignore the timestamps: run flat out")
     replay.add_argument(
         "-l",
@@ -229,8 +231,8 @@ def _add_replay(add: _AddCommand) -> None:
 
 def _add_parse(add: _AddCommand) -> None:
     """The options of ``nnemu parse``."""
-    parse = add("parse", help="NNAPI timing statistics of a systrace (HTML or text)")
-    parse.add_argument("trace", help="systrace .html or ftrace text file")
+    parse = add("parse", help="NNAPI timing statistics of a trace (as Android's parser)")
+    parse.add_argument("trace", help=_TRACE_IN)
     parse.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parse.add_argument("--per-execution", action="store_true", help="per-execution figures")
     parse.add_argument("--total-times", action="store_true", help="total instead of self times")
@@ -255,7 +257,7 @@ def _add_verify(add: _AddCommand) -> None:
 def _add_query(add: _AddCommand) -> None:
     """The options of ``nnemu query``."""
     query = add("query", help="SQL over a trace (Perfetto-like tables)")
-    query.add_argument("trace", help="systrace .html, ftrace text, or nnemu .json trace")
+    query.add_argument("trace", help=_TRACE_IN)
     query.add_argument("sql", nargs="?", help="the query; omit for an interactive shell")
     query.add_argument("--csv", action="store_true", help="print CSV")
     query.add_argument("--json", action="store_true", help="print JSON")
