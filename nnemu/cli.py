@@ -742,6 +742,7 @@ def _cmd_run_replications(
 ) -> int:
     """``nnemu run --replications N``: run the seeds in turn, print the means with their
     confidence intervals, write the replications report; the exit code."""
+    from nnemu._text import counted
     from nnemu.replications import run_replications
 
     refused = [option for attr, option in _SINGLE_RUN_OPTIONS if getattr(args, attr)]
@@ -773,7 +774,7 @@ def _cmd_run_replications(
     if replications.interrupted is not None:
         err.write(
             f"interrupted by {replications.interrupted}: the summary covers the "
-            f"{_replications_count(len(replications.reports))} finished\n"
+            f"{counted(len(replications.reports), 'replication')} finished\n"
         )
         return _signal_exit_code(replications.interrupted)
     if not replications.passed:
@@ -783,10 +784,6 @@ def _cmd_run_replications(
     return ExitCode.OK
 
 
-def _replications_count(count: int) -> str:
-    return f"{count} replication" if count == 1 else f"{count} replications"
-
-
 def _signal_exit_code(signal_name: str | None) -> int:
     return ExitCode.TERMINATED if signal_name == "SIGTERM" else ExitCode.INTERRUPTED
 
@@ -794,13 +791,15 @@ def _signal_exit_code(signal_name: str | None) -> int:
 def _replications_summary(replications: Replications, out: TextIO) -> None:
     """``nnemu run --replications``'s summary: the tables of ``_summary`` with, per figure,
     the mean over the replications and below it the half-width of its 95% interval."""
+    from nnemu._text import counted, seed_span
+
     intervals = replications.intervals()
     seeds = replications.seeds
     count = len(seeds)
-    span = f"seed {seeds[0]}" if count == 1 else f"seeds {seeds[0]}..{seeds[-1]}"
+    span = seed_span(seeds[0], count)
     virtual = intervals.get("virtual_ms")
     out.write(
-        f"scenario {replications.scenario.name}  {span} ({_replications_count(count)})"
+        f"scenario {replications.scenario.name}  {span} ({counted(count, 'replication')})"
         + (f"  virtual {virtual.mean:.3f} ms" if virtual else "")
         + "\n"
     )
@@ -900,7 +899,7 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
         out.write("\n" + "".join(f"{note}\n" for note in notes))
     expectations = replications.expectations()
     if expectations:
-        out.write(f"\nexpectations (on the means over {_replications_count(count)})\n")
+        out.write(f"\nexpectations (on the means over {counted(count, 'replication')})\n")
         for result in expectations:
             mark = "ok  " if result.passed else "FAIL"
             mean = "" if result.actual is None else f"  (mean {result.actual:g})"

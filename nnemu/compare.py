@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import attrs
 
+from nnemu._text import counted
 from nnemu.errors import ResultsFormatError
 from nnemu.replications import REPLICATIONS_KIND, metric_samples
 from nnemu.stats import welch_test
@@ -87,9 +88,9 @@ class Side:
         if self.kind == "replications":
             return f"{runs} replications"
         skipped = (
-            f", {_count(self.skipped, 'variant')} without a report skipped" if self.skipped else ""
+            f", {counted(self.skipped, 'variant')} without a report skipped" if self.skipped else ""
         )
-        return f"a sweep: {_count(len(self.points), 'point')}, {_count(runs, 'run')}{skipped}"
+        return f"a sweep: {counted(len(self.points), 'point')}, {counted(runs, 'run')}{skipped}"
 
 
 def _point_key(point: Mapping[str, Any]) -> str:
@@ -140,10 +141,6 @@ def _experiment_order(
             return None
         place.append(values.index(point[key]))
     return tuple(place)
-
-
-def _count(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _read_json(path: str) -> Any:
@@ -533,7 +530,7 @@ def format_comparison(comparison: Comparison) -> str:
         labels = [label for label in (pair.a.label, pair.b.label) if label]
         if labels:
             lines.append(
-                f"point {labels[0]}  (A {_count(pair.a.runs, 'run')}, B {_count(pair.b.runs, 'run')})"
+                f"point {labels[0]}  (A {counted(pair.a.runs, 'run')}, B {counted(pair.b.runs, 'run')})"
             )
         if pair.rows:
             lines.extend(_table(pair.rows))
@@ -541,7 +538,7 @@ def format_comparison(comparison: Comparison) -> str:
             lines.append("no metric to show")
         if pair.hidden:
             lines.append(
-                f"({_count(pair.hidden, 'metric')} 0 in every run on both sides not shown)"
+                f"({counted(pair.hidden, 'metric')} 0 in every run on both sides not shown)"
             )
     for name, points in (("A", comparison.only_a), ("B", comparison.only_b)):
         if points:

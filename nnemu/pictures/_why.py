@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from nnemu._text import counted
 from nnemu.pictures._collect import (
     LAYER_COLUMNS,
     AppPicture,
@@ -529,10 +530,6 @@ def _scheduler_reason(device: DeviceConfig, app: str, lower: Sequence[str]) -> s
     return None
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
 def _join(names: Sequence[str]) -> str:
     if len(names) <= 2:
         return " and ".join(names)
@@ -634,7 +631,7 @@ def _device_sentences(facts: _Facts) -> list[str]:
         counters = facts.devices.get(device.name, {})
         busy = counters.get("busy_fraction", 0.0)
         if busy >= 0.85:
-            units = _count(device.compute_units, "unit")
+            units = counted(device.compute_units, "unit")
             sentences.append(
                 f"{device.name} was busy {busy:.0%} of the run ({units}): there is little slack,"
                 " so executions queue for it."
@@ -666,7 +663,7 @@ def _device_sentences(facts: _Facts) -> list[str]:
                 who = ", ".join(f"{name} {count}" for name, count in full.items())
                 sentences.append(
                     f"{device.name}'s queue holds at most"
-                    f" {_count(device.queue_limit, 'waiting execution')}; finally turned away"
+                    f" {counted(device.queue_limit, 'waiting execution')}; finally turned away"
                     f" with {_QUEUE_FULL}: {who}."
                 )
     return sentences
@@ -689,7 +686,7 @@ def _retry_sentences(facts: _Facts) -> list[str]:
                 continue
             if device.queue_limit is not None:
                 causes.append(
-                    f"{device_name} holds at most {_count(device.queue_limit, 'waiting execution')}"
+                    f"{device_name} holds at most {counted(device.queue_limit, 'waiting execution')}"
                 )
             causes += [
                 f"{device_name} is {_fault_text(fault)}"

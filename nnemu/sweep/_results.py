@@ -22,6 +22,7 @@ from typing import IO, Any, Final
 
 import yaml
 
+from nnemu._text import counted, seed_span
 from nnemu.errors import NnemuError
 from nnemu.report import lookup
 from nnemu.stats import mean_interval
@@ -268,12 +269,11 @@ def summary(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> str:
         by_point.setdefault(json.dumps(row["point"], sort_keys=True), []).append(row)
     statuses = [row["status"] for row in rows]
     points, replications, seed = len(experiment.points()), experiment.replications, experiment.seed
-    seeds = f"seed {seed}" if replications == 1 else f"seeds {seed}..{seed + replications - 1}"
     total = points * replications
     lines = [
         f"experiment {experiment.source}: scenario {experiment.scenario_path}",
-        f"{points} point{'s' if points != 1 else ''} x {replications} "
-        f"replication{'s' if replications != 1 else ''} ({seeds}); "
+        f"{counted(points, 'point')} x {counted(replications, 'replication')} "
+        f"({seed_span(seed, replications)}); "
         f"{len(rows)} of {total} variants done: {statuses.count('ok')} ok, "
         f"{statuses.count('failed')} failed, {statuses.count('crashed')} crashed",
         "mean ± half-width of the 95% confidence interval (Student t) over the replications",
