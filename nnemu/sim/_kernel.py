@@ -40,7 +40,7 @@ import heapq
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from contextvars import Context, ContextVar, copy_context
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 import trio
@@ -174,6 +174,20 @@ class _Suspend:
 _SUSPEND = _Suspend()
 
 
+@types.coroutine
+def _finished() -> Generator[_Suspend, object, None]:
+    return
+    yield  # (a generator: awaiting one that has finished returns None at once)
+
+
+_NO_WAIT: Awaitable[None] = _finished()
+"""What ``sync`` hands out when there is nothing to sleep off: a generator-based coroutine
+that has run to its end, so that awaiting it (again and again, unlike a native coroutine)
+returns None at once, without making a coroutine per call."""
+for _ in cast(Generator[_Suspend, object, None], _NO_WAIT):
+    pass
+
+
 class KernelStopped(Exception):
     """Raised inside emulated tasks that try to wait after the kernel has shut down."""
 
@@ -241,11 +255,17 @@ class Kernel:
             raise EmulatorBug("work() outside an emulated task")
         proc.lag_ns += duration_ns
 
-    async def sync(self) -> None:
-        """Sleep off the running task's accumulated work so that its clock equals the kernel's."""
+    def sync(self) -> Awaitable[None]:
+        """Sleep off the running task's accumulated work so that its clock equals the kernel's:
+        ``await kernel.sync()``.
+
+        (A plain method returning what to await: with no work to sleep off, as for most
+        calls, a finished awaitable, without the coroutine an ``async def`` would make.)
+        """
         proc = self._running
         if proc is not None and proc.lag_ns and not self._closing:
-            await self.sleep_until(self.clock_ns + proc.lag_ns)
+            return self.sleep_until(self.clock_ns + proc.lag_ns)
+        return _NO_WAIT
 
     def assert_synced(self) -> None:
         """Raise EmulatorBug if the running task acts on shared state ahead of virtual time."""
@@ -512,7 +532,9 @@ class Kernel:
         proc, token = handle
         if proc.token != token:
             return False
-        self.assert_synced()
+        running = self._running  # (``assert_synced``, checked inline: it is rarely ahead)
+        if running is not None and running.lag_ns:
+            self.assert_synced()
         proc.token += 1
         proc.resume_value = value
         self._ready.append(proc)
@@ -522,12 +544,23 @@ class Kernel:
         """Wake the longest-waiting task of ``handles`` with ``value``, dropping handles of
         tasks woken already; False if no task was waiting."""
         while handles:
-            if self.wake(handles.popleft(), value):
+            proc, token = handles.popleft()  # (``wake``, inline)
+            if proc.token == token:
+                running = self._running
+                if running is not None and running.lag_ns:
+                    self.assert_synced()
+                proc.token += 1
+                proc.resume_value = value
+                self._ready.append(proc)
                 return True
         return False
 
-    async def sleep_until(self, t_ns: int) -> None:
-        """Wait until virtual time ``t_ns`` (at least until the task's own clock)."""
+    @types.coroutine
+    def sleep_until(self, t_ns: int) -> Generator[_Suspend, object, None]:
+        """Wait until virtual time ``t_ns`` (at least until the task's own clock).
+
+        (A generator-based coroutine that parks itself: ``park(t_ns)``, inline.)
+        """
         heap = self._heap
         proc = self._running
         if proc is not None and proc.lag_ns:
@@ -550,13 +583,25 @@ class Kernel:
             if t_ns > self.clock_ns:
                 self.clock_ns = t_ns
             return
-        await self.park(t_ns)
+        # ``park(t_ns)`` without its fast path (just ruled out) and its lag check (synced).
+        if self._closing:
+            raise GeneratorExit  # as ``park``: the run is being torn down
+        if proc is None:
+            raise KernelStopped("the emulation is not running")
+        if t_ns < self.clock_ns:
+            t_ns = self.clock_ns
+        self._seq += 1
+        heapq.heappush(heap, (t_ns, self._seq, proc, proc.token))
+        yield _SUSPEND  # the stepper runs others, then resumes this when its timer fires
 
-    async def sleep(self, duration_ns: int) -> None:
-        """Wait ``duration_ns`` of virtual time from the task's own clock."""
+    def sleep(self, duration_ns: int) -> Awaitable[None]:
+        """Wait ``duration_ns`` of virtual time from the task's own clock: ``await kernel.sleep(d)``.
+
+        (A plain method returning ``sleep_until``'s coroutine: one coroutine fewer.)
+        """
         proc = self._running
         t_ns = self.clock_ns + proc.lag_ns if proc is not None else self.clock_ns
-        await self.sleep_until(t_ns + duration_ns if duration_ns > 0 else t_ns)
+        return self.sleep_until(t_ns + duration_ns if duration_ns > 0 else t_ns)
 
     def call_at(self, t_ns: int, callback: Callable[[], None]) -> None:
         """Run the plain function ``callback`` at virtual time ``t_ns`` (in sequence order)."""
@@ -660,8 +705,12 @@ class SimQueue:
 
     def put_nowait(self, item: object) -> None:
         """Append ``item``, handing it straight to the longest-waiting getter if any."""
-        self._kernel.assert_synced()
-        if not self._kernel.wake_first(self._getters, item):
+        kernel = self._kernel
+        running = kernel._running  # (``assert_synced``, checked inline)
+        if running is not None and running.lag_ns:
+            kernel.assert_synced()
+        getters = self._getters
+        if not getters or not kernel.wake_first(getters, item):
             self._items.append(item)
 
     async def get(self) -> Any:
@@ -717,8 +766,11 @@ class ThreadPool:
 
     def release(self, thread: SimThread) -> None:
         """Return ``thread``, handing it to the oldest waiter if any."""
-        self._kernel.assert_synced()
-        if not self._waiters or not self._kernel.wake_first(self._waiters, thread):
+        kernel = self._kernel
+        running = kernel._running  # (``assert_synced``, checked inline)
+        if running is not None and running.lag_ns:
+            kernel.assert_synced()
+        if not self._waiters or not kernel.wake_first(self._waiters, thread):
             free = self._free
             if not free or free[-1].tid > thread.tid:
                 free.append(thread)  # the lowest free tid (the usual case: it was just lent)
