@@ -38,6 +38,13 @@ class ComputePlan:
     power: float = 1.0
     """The device's powerUsage ratio for this model: each operation's (by its first
     input's type, as ``execTime``), weighted by its duration; energy = busy time x power."""
+    op_us_ns: tuple[int, ...] = attrs.field(init=False, eq=False, repr=False)
+    """``op_ns`` rounded to whole µs (``us``, as every duration is): what an execution at
+    the nominal pace runs, computed once rather than per execution."""
+
+    @op_us_ns.default
+    def _op_us_ns(self) -> tuple[int, ...]:
+        return tuple(map(us, self.op_ns))
 
     def names_of(self, index: int) -> tuple[str, str]:
         """Mark names of operation ``index`` (``op<index>`` when unknown)."""

@@ -9,7 +9,7 @@ return value (``executeSynchronously*``) or an already signalled fence
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -136,23 +136,23 @@ class PreparedModel:
             request, measure, deadline_ns, loop_timeout_ns, callback, HalVersion.V1_3
         )
 
-    async def executeSynchronously(
+    # The synchronous HIDL methods are plain functions returning the helper's coroutine (to
+    # await as an ``async def``'s): one coroutine fewer on every execution's path.
+    def executeSynchronously(
         self, request: Request, measure: MeasureTiming
-    ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
+    ) -> Awaitable[tuple[ErrorStatus, tuple[OutputShape, ...], Timing]]:
         """IPreparedModel::executeSynchronously (1.2)."""
-        return await self._execute_sync(request, measure, None, None, HalVersion.V1_2)
+        return self._execute_sync(request, measure, None, None, HalVersion.V1_2)
 
-    async def executeSynchronously_1_3(
+    def executeSynchronously_1_3(
         self,
         request: Request,
         measure: MeasureTiming,
         deadline_ns: int | None,
         loop_timeout_ns: int | None,
-    ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
+    ) -> Awaitable[tuple[ErrorStatus, tuple[OutputShape, ...], Timing]]:
         """IPreparedModel::executeSynchronously_1_3."""
-        return await self._execute_sync(
-            request, measure, deadline_ns, loop_timeout_ns, HalVersion.V1_3
-        )
+        return self._execute_sync(request, measure, deadline_ns, loop_timeout_ns, HalVersion.V1_3)
 
     async def configureExecutionBurst(
         self, callback: object, preference: int = 1
@@ -232,14 +232,9 @@ class PreparedModel:
         if service.status is not DeviceStatus.AVAILABLE:
             return ErrorStatus.DEVICE_UNAVAILABLE, 0
         launch_ns = self._launch_ns
-        job = Job(
-            uid=self.uid,
-            priority=self.priority,
-            plan=self.plan,
-            scale=device.jitter(),
-            deadline_ns=deadline_ns,
-            loop_timeout_ns=loop_timeout_ns,
-        )
+        # (uid, priority, plan, scale, deadline_ns, loop_timeout_ns): by position, which
+        # costs half what keywords do in an attrs ``__init__`` of 20 fields.
+        job = Job(self.uid, self.priority, self.plan, device.jitter(), deadline_ns, loop_timeout_ns)
         await kernel.sync()
         now = kernel.clock_ns
         if deadline_ns is not None and spec.deadline_policy is DeadlinePolicy.ABORT:
@@ -261,7 +256,11 @@ class PreparedModel:
         ):
             return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, 0
         status = await device.execute(job, launch_ns=launch_ns)
-        if status is ErrorStatus.NONE and service.injected_failure():
+        if (
+            status is ErrorStatus.NONE
+            and service.failure_probability
+            and service.injected_failure()
+        ):
             status = ErrorStatus.GENERAL_FAILURE
         return status, kernel.clock_ns - now
 

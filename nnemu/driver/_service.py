@@ -116,7 +116,8 @@ class DriverService:
         ]
         self.prepared_models = 0
         self.log = logger.bind(device=spec.name)
-        self._failure_probability = 0.0
+        self.failure_probability = 0.0
+        """The chance that the scenario's transient failure hits an execution (0: none)."""
         self.bursts = 0
         self._fault_rng = random.Random(f"{seed}:faults:{spec.name}")
 
@@ -133,7 +134,7 @@ class DriverService:
         kernel = self.kernel
         for fault in self.spec.faults:
             if fault.kind is FaultKind.TRANSIENT_FAILURE:
-                self._failure_probability = fault.probability or 0.0
+                self.failure_probability = fault.probability or 0.0
                 continue
             at = us((fault.at_ms or 0.0) * 1e6)
             until = us(fault.until_ms * 1e6) if fault.until_ms is not None else None
@@ -151,8 +152,8 @@ class DriverService:
 
     def injected_failure(self) -> bool:
         """Whether the scenario's transient failure hits this execution (one draw of the fault RNG)."""
-        return bool(self._failure_probability) and (
-            self._fault_rng.random() < self._failure_probability
+        return bool(self.failure_probability) and (
+            self._fault_rng.random() < self.failure_probability
         )
 
     def _set_status(self, status: DeviceStatus) -> None:
