@@ -300,7 +300,11 @@ class Application:
             self.stats.energy += split.energy
             if self.tracer.flows:
                 self.tracer.counter_add(self.process.pid, "executions in flight", -1)
-            if not code.is_transient or attempt >= retry.max_attempts:
+            if (
+                code is ResultCode.NO_ERROR  # (the usual case, before the property's call)
+                or not code.is_transient
+                or attempt >= retry.max_attempts
+            ):
                 break
             attempt += 1
             self.stats.retries += 1

@@ -713,11 +713,28 @@ class SimQueue:
         if not getters or not kernel.wake_first(getters, item):
             self._items.append(item)
 
-    async def get(self) -> Any:
-        """Take the oldest item, waiting for one if the queue is empty."""
-        proc = self._kernel._running
-        if proc is not None and proc.lag_ns:
-            await self._kernel.sync()
+    @types.coroutine
+    def get(self) -> Generator[_Suspend, object, Any]:
+        """Take the oldest item, waiting for one if the queue is empty.
+
+        (A generator-based coroutine: in a running task it syncs with ``sleep_until``, then
+        takes its wait handle and parks itself, ``wait_handle`` and ``park`` inline.)
+        """
+        kernel = self._kernel
+        proc = kernel._running
+        if proc is None or kernel._closing:
+            return (yield from self._get())
+        if proc.lag_ns:
+            yield from kernel.sleep_until(kernel.clock_ns + proc.lag_ns)  # (``sync``)
+        if self._items:
+            return self._items.popleft()
+        self._getters.append((proc, proc.token))
+        return (yield _SUSPEND)
+
+    async def _get(self) -> Any:
+        """``get``, step by step: sync first, then the kernel's own checks (outside a task,
+        while the run is torn down)."""
+        await self._kernel.sync()
         if self._items:
             return self._items.popleft()
         self._getters.append(self._kernel.wait_handle())
