@@ -146,14 +146,14 @@ class CallLog:
             callee: Endpoint,
             iface: str,
             method: str,
-            serve: Callable[[], Awaitable[Any]],
-            *,
+            serve: Callable[..., Awaitable[Any]],
+            *args: Any,
             payload_bytes: int = 0,
             launches: object = None,
         ) -> Any:
             thread = current_thread()
             result = await original_call(
-                callee, iface, method, serve, payload_bytes=payload_bytes, launches=launches
+                callee, iface, method, serve, *args, payload_bytes=payload_bytes, launches=launches
             )
             text = describe(result)
             if text:

@@ -150,16 +150,26 @@ class VersionedIPreparedModel:
         prepared, version = self.prepared, self.version
         if not self._synchronous:  # 1.0 and 1.1 have no executeSynchronously
             return await self._execute_with_callback(request), None
-        serve: Callable[[], Awaitable[Any]]
         if version is HalVersion.V1_3:
-            serve = partial(
-                prepared.executeSynchronously_1_3, request, measure, deadline_ns, loop_timeout_ns
+            answer = await self._binder.call(
+                self.endpoint,
+                "IPreparedModel",
+                self._execute_synchronously,
+                prepared.executeSynchronously_1_3,
+                request,
+                measure,
+                deadline_ns,
+                loop_timeout_ns,
             )
         else:
-            serve = partial(prepared.executeSynchronously, request, measure)
-        answer = await self._binder.call(
-            self.endpoint, "IPreparedModel", self._execute_synchronously, serve
-        )
+            answer = await self._binder.call(
+                self.endpoint,
+                "IPreparedModel",
+                self._execute_synchronously,
+                prepared.executeSynchronously,
+                request,
+                measure,
+            )
         if isinstance(answer, DeadObject):
             return DEAD, None
         status, _, timing = answer

@@ -11,6 +11,8 @@ from nnemu.sim._kernel import (
     WakeHandle,
     as_thread,
     current_thread,
+    enter_thread,
+    leave_thread,
     us,
     virtual_time_ms,
 )
@@ -30,6 +32,8 @@ __all__ = [
     "WakeHandle",
     "as_thread",
     "current_thread",
+    "enter_thread",
+    "leave_thread",
     "us",
     "virtual_time_ms",
 ]
