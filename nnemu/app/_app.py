@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
+from typing import Final
 
 import structlog
 import trio
@@ -36,6 +37,13 @@ logger = structlog.get_logger(layer="app")
 
 _EXECUTE_MARK = mark(Layer.APPLICATION, Phase.EXECUTION, "execute")
 """An NDK execution's mark, built once (``Tracer.enter``)."""
+
+
+# Enum members the per-execution path compares with or returns, as module constants: on
+# Python 3.11 ``Enum.MEMBER`` goes through ``EnumType.__getattr__``'s lookup hook (~60 ns;
+# a global ~10), bench/README.md.
+_NO_ERROR: Final = ResultCode.NO_ERROR
+_SYNC: Final = ExecutionMode.SYNC
 
 
 class Application:
@@ -211,13 +219,17 @@ class Application:
             return
         start = kernel.task_now_ns()
         count = 0
+        kind = workload.kind  # (the kind's tests, once: enum lookups cost, bench/README.md)
+        periodic = kind is WorkloadKind.PERIODIC
+        trace = kind is WorkloadKind.TRACE
+        poisson = kind is WorkloadKind.POISSON
         while self._remaining is None or count < self._remaining:
-            if workload.kind is WorkloadKind.PERIODIC:
+            if periodic:
                 assert workload.period_ms is not None
                 arrivals = [start + us(count * workload.period_ms * 1e6)]
-            elif workload.kind is WorkloadKind.TRACE:
+            elif trace:
                 arrivals = [start + us(workload.arrivals_ms[count] * 1e6)]
-            elif workload.kind is WorkloadKind.POISSON:
+            elif poisson:
                 assert workload.rate_hz is not None
                 gap = self._rng.expovariate(workload.rate_hz) * 1e9
                 arrivals = [max(kernel.task_now_ns(), start) + us(gap)]
@@ -301,7 +313,7 @@ class Application:
             if self.tracer.flows:
                 self.tracer.counter_add(self.process.pid, "executions in flight", -1)
             if (
-                code is ResultCode.NO_ERROR  # (the usual case, before the property's call)
+                code is _NO_ERROR  # (the usual case, before the property's call)
                 or not code.is_transient
                 or attempt >= retry.max_attempts
             ):
@@ -376,7 +388,7 @@ class Application:
                 execution.set_loop_timeout(us(spec.loop_timeout_ms * 1e6))
             if spec.measure_timing:
                 execution.set_measure_timing(True)
-            if spec.execution_mode is ExecutionMode.SYNC:
+            if spec.execution_mode is _SYNC:
                 code = await execution.compute()
             elif spec.execution_mode is ExecutionMode.BURST:
                 code = await execution.burst_compute(await self._burst(compilation))
@@ -389,9 +401,7 @@ class Application:
                     code = await event.wait()
             deadline = execution.deadline_ns
             late = (
-                code is ResultCode.NO_ERROR
-                and deadline is not None
-                and self.kernel.task_now_ns() > deadline
+                code is _NO_ERROR and deadline is not None and self.kernel.task_now_ns() > deadline
             )
             execution.free()
             return code, late

@@ -56,6 +56,14 @@ _ASYNC_MARKS: Final = _marks("SampleDriver::asyncExecute")
 _EXECUTE_BASE_MARK: Final = mark(Layer.DRIVER, Phase.EXECUTION, "SampleDriver::executeBase")
 
 
+# Enum members the per-execution path compares with or returns, as module constants: on
+# Python 3.11 ``Enum.MEMBER`` goes through ``EnumType.__getattr__``'s lookup hook (~60 ns;
+# a global ~10), bench/README.md.
+_AVAILABLE: Final = DeviceStatus.AVAILABLE
+_NONE: Final = ErrorStatus.NONE
+_V1_3: Final = HalVersion.V1_3
+
+
 @attrs.frozen
 class FencedResult:
     """What executeFenced hands back: the (already signalled) fence and the callback's answers."""
@@ -152,7 +160,7 @@ class PreparedModel:
         loop_timeout_ns: int | None,
     ) -> Awaitable[tuple[ErrorStatus, tuple[OutputShape, ...], Timing]]:
         """IPreparedModel::executeSynchronously_1_3."""
-        return self._execute_sync(request, measure, deadline_ns, loop_timeout_ns, HalVersion.V1_3)
+        return self._execute_sync(request, measure, deadline_ns, loop_timeout_ns, _V1_3)
 
     async def configureExecutionBurst(
         self, callback: object, preference: int = 1
@@ -229,7 +237,7 @@ class PreparedModel:
         """Run on the device; returns status and time on device (ns)."""
         service = self.service
         kernel, device, spec = service.kernel, service.device, service.spec
-        if service.status is not DeviceStatus.AVAILABLE:
+        if service.status is not _AVAILABLE:
             return ErrorStatus.DEVICE_UNAVAILABLE, 0
         launch_ns = self._launch_ns
         # (uid, priority, plan, scale, deadline_ns, loop_timeout_ns): by position, which
@@ -256,11 +264,7 @@ class PreparedModel:
         ):
             return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, 0
         status = await device.execute(job, launch_ns=launch_ns)
-        if (
-            status is ErrorStatus.NONE
-            and service.failure_probability
-            and service.injected_failure()
-        ):
+        if status is _NONE and service.failure_probability and service.injected_failure():
             status = ErrorStatus.GENERAL_FAILURE
         return status, kernel.clock_ns - now
 
@@ -351,9 +355,7 @@ class PreparedModel:
                 return error.downgraded(version), (), NO_TIMING
             section.switch_through(_SYNC_MARKS[1], _SYNC_MARKS[0])
             status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
-            if status is ErrorStatus.NONE:
-                shapes = self._output_shapes or self.output_shapes()
-            else:
-                shapes = ()
             timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
-            return status.downgraded(version), shapes, timing
+            if status is _NONE:  # (nothing to downgrade)
+                return status, self._output_shapes or self.output_shapes(), timing
+            return status.downgraded(version), (), timing

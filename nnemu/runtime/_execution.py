@@ -10,6 +10,7 @@ and §5).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from nnemu.driver import FMQ_TRANSFER_NS, BurstContext, us
 from nnemu.hal import (
@@ -47,6 +48,13 @@ _EXECUTE = "DriverPreparedModel::execute"
 _EXECUTE_IPC = "DriverPreparedModel::execute::execute"
 _EXECUTE_FENCED = "DriverPreparedModel::executeFenced"
 # The marks of one driver step, built once (Tracer.enter, Section.switch_to).
+# Enum members the per-execution path compares with or returns, as module constants: on
+# Python 3.11 ``Enum.MEMBER`` goes through ``EnumType.__getattr__``'s lookup hook (~60 ns;
+# a global ~10), bench/README.md.
+_NO_ERROR: Final = ResultCode.NO_ERROR
+_MEASURE_YES: Final = MeasureTiming.YES
+_MEASURE_NO: Final = MeasureTiming.NO
+
 _IO_MARK = {
     False: mark(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, _EXECUTE),
     True: mark(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, _EXECUTE_FENCED),
@@ -106,7 +114,7 @@ class Execution:
         compilation.runtime.tracer.span(_CREATE_MARK, API_CALL_NS)  # (nothing traced inside)
         if not compilation.finished:
             return ResultCode.BAD_STATE, None
-        return ResultCode.NO_ERROR, cls(compilation)
+        return _NO_ERROR, cls(compilation)
 
     def set_io(self) -> ResultCode:
         """ANeuralNetworksExecution_setInput/setOutput for every model input and output."""
@@ -114,7 +122,7 @@ class Execution:
         main = self.compilation.model.main
         span(_SET_INPUT_MARK, API_CALL_NS, len(main.input_indexes))
         span(_SET_OUTPUT_MARK, API_CALL_NS, len(main.output_indexes))
-        return ResultCode.BAD_STATE if self.started else ResultCode.NO_ERROR
+        return ResultCode.BAD_STATE if self.started else _NO_ERROR
 
     def set_timeout(self, duration_ns: int) -> ResultCode:
         """ANeuralNetworksExecution_setTimeout: single-device compilations; BAD_STATE once started."""
@@ -162,7 +170,7 @@ class Execution:
             split = self.runtime.kernel.split
             if split is not None:
                 split.deadline_ns = self.deadline_ns
-        return ResultCode.NO_ERROR
+        return _NO_ERROR
 
     def free(self) -> None:
         """ANeuralNetworksExecution_free."""
@@ -173,7 +181,7 @@ class Execution:
         """ANeuralNetworksExecution_compute: run the plan on the calling thread."""
         with self.runtime.tracer.enter_call(_COMPUTE_MARK, API_CALL_NS):  # (``ndk_call``)
             code = self._start()
-            if code is not ResultCode.NO_ERROR:
+            if code is not _NO_ERROR:
                 return code
             code = await self._run_plan()
             self.finished_code = code
@@ -270,7 +278,7 @@ class Execution:
                 code = await self._run_on_driver(
                     compilation.prepared[index], step.device, fenced, duration_ns
                 )
-            if code is ResultCode.NO_ERROR:
+            if code is _NO_ERROR:
                 continue
             if code is ResultCode.OUTPUT_INSUFFICIENT_SIZE or not compilation.fallback_allowed:
                 return _app_visible(code)
@@ -396,7 +404,7 @@ class Execution:
         runtime = self.runtime
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
-        measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
+        measure = _MEASURE_YES if self.measure else _MEASURE_NO
         status: ErrorStatus | DeadObject
         with runtime.tracer.enter(_IO_MARK[fenced]) as section:
             kernel.work(PER_OP_NS * (len(request.inputs) + len(request.outputs)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 from nnemu.driver import CACHE_TOKEN_BYTES, BurstContext, CallbackRef, DriverService, PreparedModel
 from nnemu.hal import (
@@ -35,6 +35,11 @@ CacheHandles = tuple[tuple[FileHandle, ...], tuple[FileHandle, ...], bytes]
 
 NO_CACHE: CacheHandles = ((), (), b"")
 """No cache files and no token."""
+
+
+_V1_3: Final = HalVersion.V1_3
+"""``HalVersion.V1_3`` as a module constant: ``execute`` compares with it once an execution, and
+on Python 3.11 an enum member's lookup on its class costs ~60 ns (bench/README.md)."""
 
 
 class PreparedModelCallback:
@@ -150,7 +155,7 @@ class VersionedIPreparedModel:
         prepared, version = self.prepared, self.version
         if not self._synchronous:  # 1.0 and 1.1 have no executeSynchronously
             return await self._execute_with_callback(request), None
-        if version is HalVersion.V1_3:
+        if version is _V1_3:
             answer = await self._binder.call(
                 self.endpoint,
                 "IPreparedModel",
