@@ -74,6 +74,14 @@ TARGETS: Final[tuple[Target, ...]] = (
         ),
         legacy_env="NNEMU_PURE_PARSER",
     ),
+    Target(
+        name="tracer",
+        modules=(
+            ("nnemu.tracer._tracer", "nnemu.tracer._ctracer"),
+            ("nnemu.tracer._writers", "nnemu.tracer._cwriters"),
+        ),
+        depends=("tracer/_events.py", "tracer/_vocab.py", "sim/_kernel.py"),
+    ),
 )
 """Every compiled group.  The build compiles them; ``compiled`` finds their modules."""
 

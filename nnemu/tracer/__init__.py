@@ -3,7 +3,9 @@
 The vocabulary (``Layer``, ``Phase``, ...) is imported at once; the tracer, the
 writers and the ground truth on first use (a module ``__getattr__``), so that the
 trace readers (``nnemu parse``, ``nnemu query``) get the vocabulary without the
-emulator's kernel (trio) behind the tracer.
+emulator's kernel (trio) behind the tracer.  The tracer and the writers are those
+``_family`` picks: compiled by mypyc when built (``python -m nnemu._build tracer``),
+else the pure-Python source.
 """
 
 from __future__ import annotations
@@ -22,46 +24,44 @@ from nnemu.tracer._vocab import (
 )
 
 if TYPE_CHECKING:
-    from nnemu.tracer._tracer import (
-        BATCH_EVENTS,
+    from nnemu.tracer._events import (
         BatchSink,
         FlowSink,
-        Mark,
-        Section,
         SectionInfo,
         SectionKind,
         TraceEvent,
         TraceObserver,
-        Tracer,
         TraceSink,
-        mark,
     )
+    from nnemu.tracer._tracer import BATCH_EVENTS, Mark, Section, Tracer, mark
     from nnemu.tracer._truth import GroundTruth
     from nnemu.tracer._truth_records import CELL_LAYERS, CELL_PHASES, ProcessTruth, RunTruth
     from nnemu.tracer._writers import ChromeJsonWriter, FtraceWriter, open_trace_writer
 
 _HOMES = {
-    "BATCH_EVENTS": "nnemu.tracer._tracer",
-    "BatchSink": "nnemu.tracer._tracer",
-    "FlowSink": "nnemu.tracer._tracer",
-    "Mark": "nnemu.tracer._tracer",
-    "mark": "nnemu.tracer._tracer",
-    "TraceEvent": "nnemu.tracer._tracer",
-    "Section": "nnemu.tracer._tracer",
-    "SectionInfo": "nnemu.tracer._tracer",
-    "SectionKind": "nnemu.tracer._tracer",
-    "TraceObserver": "nnemu.tracer._tracer",
-    "Tracer": "nnemu.tracer._tracer",
-    "TraceSink": "nnemu.tracer._tracer",
+    "BATCH_EVENTS": "nnemu.tracer._family",
+    "BatchSink": "nnemu.tracer._events",
+    "FlowSink": "nnemu.tracer._events",
+    "Mark": "nnemu.tracer._family",
+    "mark": "nnemu.tracer._family",
+    "TraceEvent": "nnemu.tracer._events",
+    "Section": "nnemu.tracer._family",
+    "SectionInfo": "nnemu.tracer._events",
+    "SectionKind": "nnemu.tracer._events",
+    "TraceObserver": "nnemu.tracer._events",
+    "Tracer": "nnemu.tracer._family",
+    "TraceSink": "nnemu.tracer._events",
     "GroundTruth": "nnemu.tracer._truth",
     "CELL_LAYERS": "nnemu.tracer._truth_records",
     "CELL_PHASES": "nnemu.tracer._truth_records",
     "ProcessTruth": "nnemu.tracer._truth_records",
     "RunTruth": "nnemu.tracer._truth_records",
-    "ChromeJsonWriter": "nnemu.tracer._writers",
-    "FtraceWriter": "nnemu.tracer._writers",
-    "open_trace_writer": "nnemu.tracer._writers",
+    "ChromeJsonWriter": "nnemu.tracer._family",
+    "FtraceWriter": "nnemu.tracer._family",
+    "open_trace_writer": "nnemu.tracer._family",
 }
+"""Where each lazily imported name lives: the tracer's and the writers' classes come from
+``_family``, which picks the mypyc-compiled ones when they are built (``nnemu._native``)."""
 
 __all__ = [
     "BATCH_EVENTS",

@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
-from nnemu.tracer._tracer import FlowBatchReceiver
+from nnemu.tracer._events import FlowBatchReceiver
 
 SEQUENCE_ID = 1
 """The trusted packet sequence id of every packet nnemu writes (one writer, one sequence)."""

@@ -16,114 +16,32 @@ the clock passes them, one call per event, as the ``TraceSink`` protocol says.
 
 from __future__ import annotations
 
-import enum
 from bisect import bisect_right
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from operator import itemgetter
-from typing import Final, Protocol, TypeGuard, runtime_checkable
+from typing import Final
 
 from nnemu.sim import Kernel, SimThread, current_thread
 from nnemu.sim._kernel import _current_thread
+from nnemu.tracer._events import (
+    BatchSink,
+    FlowSink,
+    SectionInfo,
+    SectionKind,
+    TraceEvent,
+    TraceObserver,
+    TraceSink,
+    _CounterMark,
+    _FlowMark,
+    takes_batches,
+)
 from nnemu.tracer._vocab import Layer, Phase
-
-
-class TraceSink(Protocol):
-    """Receives trace events in run order."""
-
-    def process(self, pid: int, name: str) -> None:
-        """A process exists (called once per process, before its first event)."""
-
-    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
-        """A section starts on ``thread``."""
-
-    def end(self, ts_ns: int, thread: SimThread) -> None:
-        """The innermost open section of ``thread`` ends."""
-
-    def close(self) -> None:
-        """No more events."""
-
-
-@runtime_checkable
-class FlowSink(TraceSink, Protocol):
-    """A sink that also takes flows (arrows between sections) and counter values.
-
-    The tracer builds these events only when a sink of this kind is attached: the
-    systrace writer is not one, so it costs nothing there.
-    """
-
-    def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
-        """The section just begun on ``thread`` starts (or, ``terminating``, ends) flow ``flow_id``."""
-
-    def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
-        """Counter ``name`` of process ``pid`` has ``value`` from ``ts_ns`` on."""
-
-
-class _FlowMark:
-    """A flow event in the tracer's buffer (delivered right after its section's begin)."""
-
-    __slots__ = ("flow_id", "terminating")
-
-    def __init__(self, flow_id: int, terminating: bool) -> None:
-        self.flow_id = flow_id
-        self.terminating = terminating
-
-
-class _CounterMark:
-    """A counter value in the tracer's buffer."""
-
-    __slots__ = ("name", "pid", "value")
-
-    def __init__(self, pid: int, name: str, value: int) -> None:
-        self.pid = pid
-        self.name = name
-        self.value = value
-
-
-class FlowBatchReceiver:
-    """Mixin: the ``receive`` of a ``FlowSink`` that takes batches (the Chrome JSON and Perfetto writers).
-
-    It hands each event of a batch to the sink's own ``begin``, ``end``, ``flow`` or ``counter``.
-    """
-
-    __slots__ = ()
-
-    def receive(self: FlowSink, events: Sequence[TraceEvent]) -> None:
-        """Take a batch of events in run order: marks, and the flows and counters among them."""
-        begin, end, flow, counter = self.begin, self.end, self.flow, self.counter
-        for ts, thread, name, info in events:
-            if name is not None:
-                begin(ts, thread, name)
-            elif info is None:
-                end(ts, thread)
-            elif isinstance(info, _FlowMark):
-                flow(ts, thread, info.flow_id, info.terminating)
-            elif isinstance(info, _CounterMark):
-                counter(ts, info.pid, info.name, info.value)
-
 
 _NO_THREAD: Final = SimThread(0, 0, "")
 """The thread slot of a counter event written outside any emulated thread."""
 
 _NOBODY: Final = object()
 """What the tracer's last-thread memo holds when it holds no thread."""
-
-
-class SectionKind(enum.Enum):
-    """How a section was begun (what an observer needs to apply the contract's rules)."""
-
-    PLAIN = "plain"
-    """``begin``: an NNTRACE_FULL scope."""
-    SWITCH = "switch"
-    """``switch``: ends the innermost section's phase and starts another (``[SW]``)."""
-    SUBTRACT = "subtract"
-    """``subtract``: work deducted from the enclosing section (``[SUB]``)."""
-    RAW = "raw"
-    """``raw_begin``: a section with no NNTRACE tag (the HIDL proxies' and stubs' marks)."""
-
-
-SectionInfo = tuple[SectionKind, Layer | None, Phase | None, str]
-"""(kind, layer, phase, detail) of a section; for ``RAW`` the layer and phase are None and
-the detail is the whole name."""
 
 
 class Mark:
@@ -156,49 +74,6 @@ def mark(layer: Layer, phase: Phase, detail: str) -> Mark:
     if found is None:
         found = _MARKS[key] = Mark(layer, phase, detail)
     return found
-
-
-TraceEvent = tuple[int, SimThread, str | None, SectionInfo | None]
-"""(ts_ns, thread, name, info): a begin when ``name`` is set, else an end (``info`` None);
-a begin's ``info`` is the section's structured information, which a prebuilt ``Mark``
-always carries and the other begins build only while an observer is attached.
-(With a ``FlowSink`` attached the buffer also holds flow and counter events: ``name`` None
-and ``info`` a ``_FlowMark`` or ``_CounterMark``; batch sinks never see them.)"""
-
-
-class BatchSink(TraceSink, Protocol):
-    """A sink that also takes a run of events at once (what the tracer prefers).
-
-    ``receive`` gets the events in run order, exactly those ``begin``/``end``
-    would have received one by one; the tracer then sends it no ``begin``/``end``.
-    ``process`` is still called one by one, after every event earlier than it.
-    A new kind of event added to the tracer must go through the same buffer (so
-    it keeps its place in the order) and reach such sinks inside ``receive``.
-    """
-
-    def receive(self, events: Sequence[TraceEvent]) -> None:
-        """Take ``events`` (sorted by time, then emission order)."""
-
-
-def takes_batches(sink: TraceSink) -> TypeGuard[BatchSink]:
-    """Whether ``sink`` has a ``receive`` method (a ``BatchSink``)."""
-    return callable(getattr(sink, "receive", None))
-
-
-class TraceObserver(Protocol):
-    """Receives the same events as the sinks, in the same order, with structured information."""
-
-    def process(self, pid: int, name: str) -> None:
-        """A process exists."""
-
-    def begin(self, ts_ns: int, thread: SimThread, info: SectionInfo) -> None:
-        """A section starts on ``thread``."""
-
-    def end(self, ts_ns: int, thread: SimThread) -> None:
-        """The innermost open section of ``thread`` ends."""
-
-    def close(self) -> None:
-        """No more events."""
 
 
 BATCH_EVENTS: Final = 1024
@@ -463,7 +338,7 @@ class Tracer:
             else:
                 for sink in sinks:
                     sink.begin(ts, thread, name)
-                if info is not None:
+                if isinstance(info, tuple):  # (a begin's info: a SectionInfo)
                     for observer in observers:
                         observer.begin(ts, thread, info)
 
@@ -477,7 +352,7 @@ class Tracer:
 
     def _extra(self, thread: SimThread, mark: _FlowMark | _CounterMark) -> None:
         events = self._events
-        events.append((self._now(), thread, None, mark))  # type: ignore[arg-type]
+        events.append((self._now(), thread, None, mark))
         if len(events) >= self._release_at:
             self._release()
 

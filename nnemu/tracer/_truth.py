@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections import deque
 
 from nnemu.sim import SimThread
-from nnemu.tracer._tracer import SectionInfo, SectionKind
+from nnemu.tracer._events import SectionInfo, SectionKind
 from nnemu.tracer._truth_records import (
     DEVICE,
     EVENT_WAIT,

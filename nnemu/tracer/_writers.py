@@ -11,16 +11,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
-from nnemu.tracer._tracer import FlowBatchReceiver, TraceEvent
+from nnemu.tracer._events import FlowBatchReceiver, TraceEvent
 
 if TYPE_CHECKING:
     from nnemu.tracer._perfetto_writer import PerfettoWriter
 
-PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace")
+PERFETTO_SUFFIXES: Final = (".pftrace", ".perfetto-trace")
 """File name endings that select the Perfetto protobuf writer."""
 
 FTRACE_HEADER = """\
@@ -58,7 +58,7 @@ HTML_TAIL = """\
 </html>
 """
 
-CPUS = 8
+CPUS: Final = 8
 """Number of CPUs the ftrace header claims; threads are spread over them by tid."""
 
 PROCESS_DUMP_HEADER = (
@@ -67,10 +67,10 @@ PROCESS_DUMP_HEADER = (
 )
 """The start of the ``ps`` listing systrace puts in its own trace-data block."""
 
-_DIGITS3 = tuple("%03d" % n for n in range(1000))  # noqa: UP031 - as the stamps are written
+_DIGITS3: Final = tuple("%03d" % n for n in range(1000))  # noqa: UP031 - as the stamps are written
 """``000`` to ``999``: a timestamp's six decimals are two of these."""
 
-_NEXT_TRACE_DATA = '  </script>\n  <script class="trace-data" type="application/text">\n'
+_NEXT_TRACE_DATA: Final = '  </script>\n  <script class="trace-data" type="application/text">\n'
 
 
 def _process_dump_line(pid: int, name: str) -> str:

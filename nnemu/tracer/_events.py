@@ -1,0 +1,150 @@
+"""What the tracer hands its sinks and observers: the sink protocols, section kinds, events.
+
+Pure Python, never compiled: the tracer and the writers (``_tracer``, ``_writers``) may run
+compiled by mypyc (``nnemu._native``), and both families share these, so an observer's
+``kind is SectionKind.RAW`` and a sink's ``isinstance`` checks hold for either.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import Protocol, TypeGuard, runtime_checkable
+
+from nnemu.sim import SimThread
+from nnemu.tracer._vocab import Layer, Phase
+
+
+class TraceSink(Protocol):
+    """Receives trace events in run order."""
+
+    def process(self, pid: int, name: str) -> None:
+        """A process exists (called once per process, before its first event)."""
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        """A section starts on ``thread``."""
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        """The innermost open section of ``thread`` ends."""
+
+    def close(self) -> None:
+        """No more events."""
+
+
+@runtime_checkable
+class FlowSink(TraceSink, Protocol):
+    """A sink that also takes flows (arrows between sections) and counter values.
+
+    The tracer builds these events only when a sink of this kind is attached: the
+    systrace writer is not one, so it costs nothing there.
+    """
+
+    def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
+        """The section just begun on ``thread`` starts (or, ``terminating``, ends) flow ``flow_id``."""
+
+    def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
+        """Counter ``name`` of process ``pid`` has ``value`` from ``ts_ns`` on."""
+
+
+class _FlowMark:
+    """A flow event in the tracer's buffer (delivered right after its section's begin)."""
+
+    __slots__ = ("flow_id", "terminating")
+
+    def __init__(self, flow_id: int, terminating: bool) -> None:
+        self.flow_id = flow_id
+        self.terminating = terminating
+
+
+class _CounterMark:
+    """A counter value in the tracer's buffer."""
+
+    __slots__ = ("name", "pid", "value")
+
+    def __init__(self, pid: int, name: str, value: int) -> None:
+        self.pid = pid
+        self.name = name
+        self.value = value
+
+
+class FlowBatchReceiver:
+    """Mixin: the ``receive`` of a ``FlowSink`` that takes batches (the Chrome JSON and Perfetto writers).
+
+    It hands each event of a batch to the sink's own ``begin``, ``end``, ``flow`` or ``counter``.
+    """
+
+    __slots__ = ()
+
+    def receive(self: FlowSink, events: Sequence[TraceEvent]) -> None:
+        """Take a batch of events in run order: marks, and the flows and counters among them."""
+        begin, end, flow, counter = self.begin, self.end, self.flow, self.counter
+        for ts, thread, name, info in events:
+            if name is not None:
+                begin(ts, thread, name)
+            elif info is None:
+                end(ts, thread)
+            elif isinstance(info, _FlowMark):
+                flow(ts, thread, info.flow_id, info.terminating)
+            elif isinstance(info, _CounterMark):
+                counter(ts, info.pid, info.name, info.value)
+
+
+class SectionKind(enum.Enum):
+    """How a section was begun (what an observer needs to apply the contract's rules)."""
+
+    PLAIN = "plain"
+    """``begin``: an NNTRACE_FULL scope."""
+    SWITCH = "switch"
+    """``switch``: ends the innermost section's phase and starts another (``[SW]``)."""
+    SUBTRACT = "subtract"
+    """``subtract``: work deducted from the enclosing section (``[SUB]``)."""
+    RAW = "raw"
+    """``raw_begin``: a section with no NNTRACE tag (the HIDL proxies' and stubs' marks)."""
+
+
+SectionInfo = tuple[SectionKind, Layer | None, Phase | None, str]
+"""(kind, layer, phase, detail) of a section; for ``RAW`` the layer and phase are None and
+the detail is the whole name."""
+
+
+TraceEvent = tuple[int, SimThread, str | None, "SectionInfo | _FlowMark | _CounterMark | None"]
+"""(ts_ns, thread, name, info): a begin when ``name`` is set, else an end (``info`` None);
+a begin's ``info`` is the section's structured information, which a prebuilt ``Mark``
+always carries and the other begins build only while an observer is attached.
+(With a ``FlowSink`` attached the buffer also holds flow and counter events: ``name`` None
+and ``info`` a ``_FlowMark`` or ``_CounterMark``; only the sinks that take flows see them.)"""
+
+
+class BatchSink(TraceSink, Protocol):
+    """A sink that also takes a run of events at once (what the tracer prefers).
+
+    ``receive`` gets the events in run order, exactly those ``begin``/``end``
+    would have received one by one; the tracer then sends it no ``begin``/``end``.
+    ``process`` is still called one by one, after every event earlier than it.
+    A new kind of event added to the tracer must go through the same buffer (so
+    it keeps its place in the order) and reach such sinks inside ``receive``.
+    """
+
+    def receive(self, events: Sequence[TraceEvent]) -> None:
+        """Take ``events`` (sorted by time, then emission order)."""
+
+
+def takes_batches(sink: TraceSink) -> TypeGuard[BatchSink]:
+    """Whether ``sink`` has a ``receive`` method (a ``BatchSink``)."""
+    return callable(getattr(sink, "receive", None))
+
+
+class TraceObserver(Protocol):
+    """Receives the same events as the sinks, in the same order, with structured information."""
+
+    def process(self, pid: int, name: str) -> None:
+        """A process exists."""
+
+    def begin(self, ts_ns: int, thread: SimThread, info: SectionInfo) -> None:
+        """A section starts on ``thread``."""
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        """The innermost open section of ``thread`` ends."""
+
+    def close(self) -> None:
+        """No more events."""
