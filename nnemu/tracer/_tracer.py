@@ -37,6 +37,10 @@ from nnemu.tracer._events import (
 )
 from nnemu.tracer._vocab import Layer, Phase
 
+_thread_now: Final = _current_thread.get
+"""The current emulated thread, or None (the context variable's bound ``get``, looked up once:
+compiled, a method call on a Python object is a lookup and a bound method each time)."""
+
 _NO_THREAD: Final = SimThread(0, 0, "")
 """The thread slot of a counter event written outside any emulated thread."""
 
@@ -381,7 +385,7 @@ class Tracer:
             key = (pid, name)
             if self._counters.get(key) != value:
                 self._counters[key] = value
-                self._extra(_current_thread.get() or _NO_THREAD, _CounterMark(pid, name, value))
+                self._extra(_thread_now() or _NO_THREAD, _CounterMark(pid, name, value))
 
     def counter_add(self, pid: int, name: str, delta: int) -> None:
         """Add ``delta`` to counter ``name`` of process ``pid`` (which starts at 0)."""
@@ -440,7 +444,7 @@ class Tracer:
         inline (the per-execution path, bench/README.md).
         """
         if depth is None:
-            thread = _current_thread.get() or current_thread()
+            thread = _thread_now() or current_thread()
             depth = self._by_id.get(id(thread)) or self._new_depth(thread)
         depth.open += 1
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
@@ -549,7 +553,7 @@ class Tracer:
         """``section`` with a prebuilt name: ``with tracer.enter(MARK) as s:``."""
         if not self.enabled:
             return _UNTRACED
-        thread = _current_thread.get()
+        thread = _thread_now()
         # (Most begins follow one on the same thread: the lookup is saved.)
         if thread is self._last_thread:
             depth = self._last_depth
@@ -589,7 +593,7 @@ class Tracer:
             section = self.enter(mark)
             kernel.work(work_ns)
             return section
-        thread = _current_thread.get()  # (``enter``, inline)
+        thread = _thread_now()  # (``enter``, inline)
         if thread is self._last_thread:
             depth = self._last_depth
         else:
@@ -630,7 +634,7 @@ class Tracer:
                 with self.enter(mark):
                     kernel.work(work_ns)
             return
-        thread = _current_thread.get()  # (``enter``, inline)
+        thread = _thread_now()  # (``enter``, inline)
         if thread is self._last_thread:
             depth = self._last_depth
         else:  # (``_depth_of_current``, inline for a thread seen before)
@@ -660,7 +664,7 @@ class Tracer:
         """A scoped section called ``name`` with no NNTRACE tag (a HIDL proxy's or stub's)."""
         if not self.enabled:
             return _UNTRACED
-        thread = _current_thread.get()  # (``enter``, inline: per execution)
+        thread = _thread_now()  # (``enter``, inline: per execution)
         if thread is self._last_thread:
             depth = self._last_depth
         else:  # (``_depth_of_current``, inline for a thread seen before)
@@ -703,7 +707,7 @@ class Tracer:
     def end(self, count: int = 1) -> None:
         """End the ``count`` innermost sections of the current thread (a scope with switches ends several)."""
         if self.enabled:
-            thread = _current_thread.get() or current_thread()
+            thread = _thread_now() or current_thread()
             depth = self._by_id.get(id(thread))
             if count == 1 and depth is not None and depth.open:  # (``_end``, inline)
                 depth.open -= 1
