@@ -11,6 +11,7 @@ from unittest import mock
 import pytest
 from hypothesis import given, settings
 
+from nnemu import _native
 from nnemu.parser import _api, _compile, _engine, parse_lines
 from nnemu.parser._format import format_json, format_text
 from tests.unit.parser.test_fast_path import _outcome
@@ -40,6 +41,7 @@ def test_compiled_engine_is_used_when_built_from_this_source(
 ) -> None:
     """A compiled module recording the current source's CRC-32 is the engine chosen."""
     monkeypatch.delenv(_compile.PURE_ENV, raising=False)
+    monkeypatch.delenv(_native.PURE_ENV, raising=False)  # (a suite run with NNEMU_PURE=1)
     with mock.patch.dict(sys.modules, {_MODULE: _fake_compiled(_compile.source_crc())}):
         assert _compile.compiled_engine() is _Engine
 
