@@ -23,11 +23,22 @@ command line installs its signal handlers before the emulator (trio) is loaded.
 
 from __future__ import annotations
 
+import sys
+
+if sys.argv[:1] == ["-m"]:  # ``python -m`` imports the package of its module first
+    from nnemu._startup import quiet_start, running_cli_module
+
+    if running_cli_module():  # ``python -m nnemu.cli``: a Ctrl-C during its imports is quiet
+        quiet_start()
+
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
+# Not ``typing`` (~2 ms of the CLI's start-up, before it can make a Ctrl-C quiet: nnemu._startup).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from nnemu._emulator import Emulator, open_emulator, run, run_virtual
     from nnemu.report import Report
     from nnemu.scenario import Scenario, load_scenario, load_scenario_text

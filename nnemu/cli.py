@@ -1129,7 +1129,16 @@ def _terminate(signum: int, frame: object) -> None:
 def console_main() -> None:
     """The console script: exit with main()'s code (SIGTERM ends it like Ctrl-C, exit 143)."""
     signal.signal(signal.SIGTERM, _terminate)
-    code = main()
+    startup = sys.modules.get("nnemu._startup")
+    try:
+        if startup is not None and signal.getsignal(signal.SIGINT) is startup.exit_interrupted:
+            # Loaded (nnemu._startup): from here a Ctrl-C is a KeyboardInterrupt main() reports.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        code = main()
+    except KeyboardInterrupt:  # in the instant main() was ending (writing a message, returning)
+        code = ExitCode.INTERRUPTED
+    except Terminated:
+        code = ExitCode.TERMINATED
     # Done: a Ctrl-C now must not turn the exit status into 130 with nothing said.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(code)

@@ -1,0 +1,21 @@
+"""``python -m nnemu`` and the ``nnemu`` console script: the command line (``nnemu.cli``).
+
+SIGINT is made quiet first (``nnemu._startup``), so a Ctrl-C while the CLI's modules are
+still being imported ends with ``interrupted`` and exit status 130, not a traceback.
+"""
+
+from __future__ import annotations
+
+from nnemu._startup import quiet_start
+
+
+def main() -> None:
+    """The console script: SIGINT quiet first, then the CLI's imports and ``console_main``."""
+    quiet_start()
+    from nnemu.cli import console_main
+
+    console_main()
+
+
+if __name__ == "__main__":
+    main()
