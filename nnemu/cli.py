@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from nnemu.errors import ExitCode, Interrupted, NnemuError, ScenarioError
+from nnemu.errors import ExitCode, Interrupted, NnemuError, ScenarioError, TraceFormatError
 
 if TYPE_CHECKING:
     from nnemu.replay import Stepper
@@ -1107,6 +1107,9 @@ def main(
         err.write(f"{where}: cannot write: {exc.strerror or exc}\n")
         if where == "standard output":
             _quiet_stdout()
+        return ExitCode.BAD_INPUT
+    except TraceFormatError as exc:  # replay's and verify's; parse and query say it alike
+        err.write(f"{exc.where}: error: {exc.message}\n")
         return ExitCode.BAD_INPUT
     except NnemuError as exc:
         err.write(f"{exc}\n")

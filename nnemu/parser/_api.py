@@ -15,6 +15,7 @@ from nnemu.parser._engine import Engine
 from nnemu.parser._format import Printout
 from nnemu.parser._model import Diagnostic, ParseResult, RunStats
 from nnemu.trace import (
+    TRUNCATED_HTML,
     ChromeRows,
     DumpProcess,
     DumpThread,
@@ -82,11 +83,7 @@ def _run(
         source = FtraceLines(lines or (), on_ftrace=engine.set_process_names)
         engine.feed(source)
         if source.truncated:
-            engine.warn(
-                "the trace data block has no closing </script>: the file looks truncated",
-                source.last_line_number,
-                "",
-            )
+            engine.warn(TRUNCATED_HTML, source.last_line_number, "")
         found = source.found_ftrace
         last_line_number = source.last_line_number
     return finish(

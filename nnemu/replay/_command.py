@@ -142,6 +142,8 @@ def _prepare(
     """Extract the plan, build the scenario with the ``--set`` changes, print both (and save
     the scenario); the exit code instead when a change or the saving fails."""
     plan = extract_plan(trace_path, progress=stderr)
+    for warning in plan.warnings:
+        stderr.write(warning + "\n")
     problem = loop_problem(plan, fast=fast, loops=loop or 1)
     if problem:
         stderr.write(problem + "\n")

@@ -36,7 +36,9 @@ from nnemu.hal import HalVersion
 from nnemu.scenario import ExecutionMode
 from nnemu.trace import (
     MAX_ID,
+    NOT_CHROME_TRACE,
     ROW_RE,
+    TRUNCATED_HTML,
     DumpProcess,
     DumpThread,
     FtraceLines,
@@ -45,6 +47,7 @@ from nnemu.trace import (
     classify,
     file_format,
     json_line_events,
+    json_problem,
     json_time_ns,
     pid_of,
     refuse_unreadable,
@@ -169,6 +172,9 @@ class TracePlan:
     """Observed delays from a ``::client`` begin to its ``::server`` begin."""
     notes: tuple[str, ...] = ()
     """Things left out (processes with compilations but no execution, say)."""
+    warnings: tuple[str, ...] = ()
+    """``FILE:LINE: warning: ...`` lines of what is wrong with the file (a cut systrace HTML
+    file), as ``nnemu parse`` and ``query`` print them."""
 
 
 # ---------------------------------------------------------------------- reading
@@ -467,6 +473,8 @@ class _Collector:
         self._serial = 0
         self.problems: list[str] = []
         """What reading the file ran into (a Perfetto trace's bad packet), for the plan's notes."""
+        self.warnings: list[str] = []
+        """What is wrong with the file itself (``TracePlan.warnings``)."""
 
     def _app(self, pid: int) -> _AppTally:
         app = self.apps.get(pid)
@@ -627,7 +635,7 @@ class _Collector:
         """Read a JSON trace parsed as one document (``{"traceEvents": [...]}`` or a list)."""
         events = document.get("traceEvents") if isinstance(document, dict) else document
         if not isinstance(events, list):
-            raise TraceFormatError(source, 1, "", "expected a JSON trace with a traceEvents list")
+            raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
         self.read_json_events(events)
 
     def read_json_events(self, events: Iterable[object]) -> None:
@@ -706,12 +714,9 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
                 handle.seek(0)
             try:
                 document = json.load(handle)
-            except json.JSONDecodeError as err:
-                raise TraceFormatError(path, err.lineno, "", f"invalid JSON: {err.msg}") from err
-            except ValueError as err:  # e.g. an integer of more than 4300 digits
-                raise TraceFormatError(path, 1, "", f"invalid JSON: {err}") from err
-            except RecursionError as err:
-                raise TraceFormatError(path, 1, "", "invalid JSON: nested too deeply") from err
+            except (ValueError, RecursionError) as err:  # also an int of > 4300 digits
+                line, message = json_problem(err)
+                raise TraceFormatError(path, line, "", message) from err
             collector.read_json(document, path)
             fmt = "json"
         else:
@@ -726,6 +731,10 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
                     "no ftrace data found (expected systrace HTML or ftrace text)",
                 )
             fmt = "systrace" if lines.is_html else "ftrace"
+            if lines.truncated:
+                collector.warnings.append(
+                    f"{path}:{lines.last_line_number}: warning: {TRUNCATED_HTML}"
+                )
     collector.finish()
     return collector, fmt
 
@@ -851,6 +860,7 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
         drivers=tuple(drivers),
         ipc_latency_ns=ipc_latency,
         notes=tuple(notes),
+        warnings=tuple(reader.warnings),
     )
 
 

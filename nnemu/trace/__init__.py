@@ -4,9 +4,11 @@
   ``timestamp_ns`` / ``exact_timestamp_ns`` (any number of fraction digits);
 * HTML blocks: ``FtraceLines`` (the ftrace block of systrace HTML, or plain
   ftrace text) and its ``PROCESS DUMP`` (``ProcessDump``: process and thread rows);
+  ``TRUNCATED_HTML``, the warning for an ftrace block with no end;
   a text stream's lines are read with ``bounded_lines`` (none longer than ``MAX_LINE``);
 * Chrome trace-event JSON: ``read_chrome_json`` (events as ftrace rows),
-  ``json_time_ns``, ``json_line_events`` (a file of one event per line, streamed);
+  ``json_time_ns``, ``json_line_events`` (a file of one event per line, streamed),
+  ``json_problem`` (what every reader says of JSON it cannot read);
 * Perfetto protobuf traces: ``read_perfetto`` (typed records, streamed packet
   by packet) and ``PerfettoLines`` (the same as ftrace rows); imported on first
   use (telling a file's format, or reading systrace, does not load them);
@@ -18,10 +20,12 @@
 from typing import TYPE_CHECKING, Final
 
 from nnemu.trace._chrome import (
+    NOT_CHROME_TRACE,
     ChromeJsonError,
     ChromeRows,
     NotLineJson,
     json_line_events,
+    json_problem,
     json_time_ns,
     read_chrome_json,
 )
@@ -39,6 +43,7 @@ from nnemu.trace._html import (
     MAX_LINE,
     PROCESS_DUMP,
     TRACE_DATA_OPEN,
+    TRUNCATED_HTML,
     DumpProcess,
     DumpThread,
     FtraceLines,
@@ -110,11 +115,13 @@ __all__ = [
     "MAX_ID",
     "MAX_LINE",
     "MAX_SECONDS_DIGITS",
+    "NOT_CHROME_TRACE",
     "OPAQUE",
     "PROCESS_DUMP",
     "ROW_RE",
     "ROW_SEPARATOR",
     "TRACE_DATA_OPEN",
+    "TRUNCATED_HTML",
     "UNKNOWN_TGID",
     "ChromeJsonError",
     "ChromeRows",
@@ -142,6 +149,7 @@ __all__ = [
     "is_mark_row",
     "is_perfetto_lines",
     "json_line_events",
+    "json_problem",
     "json_time_ns",
     "open_trace",
     "pid_of",

@@ -35,6 +35,21 @@ class ChromeJsonError(ValueError):
         super().__init__(message)
 
 
+NOT_CHROME_TRACE: Final = 'not a Chrome trace: expected {"traceEvents": [...]} or a list of events'
+"""What parse and replay say of a JSON document that holds no list of trace events."""
+
+
+def json_problem(err: ValueError | RecursionError) -> tuple[int, str]:
+    """(line, message) of a JSON document that ``json`` could not read, as every reader says
+    it (``FILE:LINE: error: not a JSON trace: ...``; line 0 when the error has no place).
+
+    A file cut short ends in one (``Expecting value``, ``Unterminated string``), at its last line.
+    """
+    if isinstance(err, RecursionError):
+        return 1, "not a JSON trace: nested too deeply"
+    return getattr(err, "lineno", 0), f"not a JSON trace: {getattr(err, 'msg', str(err))}"
+
+
 class NotLineJson(Exception):
     """A JSON file does not hold one event per line; it must be read as one document."""
 
@@ -53,6 +68,9 @@ def json_line_events(
     With ``strict``, the file must be exactly that: a first line ``[`` or an object
     opening ``"traceEvents": [`` last, the events, and the matching last line (a file cut short, or
     with other keys, raises ``NotLineJson``, so the caller's document parse reports it).
+    Without, the frame lines are skipped wherever they are, but a file whose first line opens
+    the events (``... [``) and that ends before a closing ``]`` was cut short: ``NotLineJson``
+    too, so that it is refused as the document parse refuses it, not read as if whole.
 
     Raises:
         NotLineJson: A line is not a whole event (an object with ``ph``), or (``strict``)
@@ -62,10 +80,13 @@ def json_line_events(
     scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__
     closing: str | None = None
     closed = False
+    opened: bool | None = None  # whether the first line opens the events (``... [``)
     for line_number, line in enumerate(lines, 1):
         text = line.strip()
         if not text:
             continue
+        if opened is None:
+            opened = text.endswith("[")
         if strict:
             if closed:
                 raise NotLineJson
@@ -78,6 +99,7 @@ def json_line_events(
                 closed = True
                 continue
         elif text.endswith("[") or text in _LINE_JSON_FRAME:
+            closed = closed or text.startswith("]")
             continue  # the {"traceEvents": [ header and the ]} tail
         # What json.loads does, less its per-call overhead (half the time of a line).
         try:
@@ -89,7 +111,7 @@ def json_line_events(
         if not isinstance(event, dict) or "ph" not in event:
             raise NotLineJson
         yield line_number, event
-    if strict and not closed:
+    if (strict or opened) and not closed:
         raise NotLineJson
 
 
@@ -182,17 +204,11 @@ def read_chrome_json(text: str) -> ChromeRows:
     """
     try:
         document = json.loads(text, parse_float=decimal.Decimal, parse_constant=decimal.Decimal)
-    except json.JSONDecodeError as err:
-        raise ChromeJsonError(err.lineno, f"invalid JSON: {err.msg} (column {err.colno})") from None
-    except RecursionError:
-        raise ChromeJsonError(0, "JSON nested too deeply to be a trace") from None
-    except ValueError as err:  # an integer of more than 4300 digits
-        raise ChromeJsonError(1, f"invalid JSON: {err}") from None
+    except (ValueError, RecursionError) as err:  # ValueError: also an int of > 4300 digits
+        raise ChromeJsonError(*json_problem(err)) from None
     events = document.get("traceEvents") if isinstance(document, dict) else document
     if not isinstance(events, list):
-        raise ChromeJsonError(
-            1, 'not a Chrome trace: expected {"traceEvents": [...]} or a list of events'
-        )
+        raise ChromeJsonError(1, NOT_CHROME_TRACE)
     lines = _event_lines(text, len(events))
     threads: dict[str, str] = {}
     names: dict[str, str] = {}

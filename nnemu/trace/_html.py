@@ -27,6 +27,8 @@ from nnemu.errors import TraceFormatError
 from nnemu.trace._rows import pid_of
 
 TRACE_DATA_OPEN: Final = '<script class="trace-data" type="application/text">'
+TRUNCATED_HTML: Final = "the trace data block has no closing </script>: the file looks truncated"
+"""The warning of every reader (parse, query, replay) at the last line of a cut systrace HTML file."""
 """The tag that opens a systrace trace-data block."""
 SCRIPT_CLOSE: Final = "</script>"
 PROCESS_DUMP: Final = "PROCESS DUMP"

@@ -294,7 +294,7 @@ def test_exception_groups_from_a_command_are_unwrapped(monkeypatch) -> None:
     monkeypatch.setitem(cli._COMMANDS, "demo", interrupted)
     assert run_cli("demo", "prepare") == (130, "", "interrupted\n")
     monkeypatch.setitem(cli._COMMANDS, "demo", bad_trace)
-    assert run_cli("demo", "prepare") == (2, "", "t.html:3: what is wrong\n")
+    assert run_cli("demo", "prepare") == (2, "", "t.html:3: error: what is wrong\n")
 
 
 def test_summary_shows_where_each_apps_mean_latency_went() -> None:

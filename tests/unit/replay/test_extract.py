@@ -194,5 +194,5 @@ def test_json_trace_is_streamed_and_reads_as_the_whole_document(tmp_path: Path, 
     assert attrs.evolve(streamed, source=from_document.source) == from_document
     cut = tmp_path / "cut.json"
     cut.write_text(lined.read_text().rsplit("\n", 2)[0] + "\n", encoding="utf-8")
-    with pytest.raises(TraceFormatError, match="invalid JSON"):
+    with pytest.raises(TraceFormatError, match="not a JSON trace"):
         extract_plan(str(cut))

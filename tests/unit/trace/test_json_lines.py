@@ -48,6 +48,21 @@ def test_other_layouts_are_refused(lines: list[str]):
 @pytest.mark.parametrize(
     "lines",
     [
+        _lines('{"traceEvents": [', _EVENTS, "]}")[:-1],  # cut short after a whole event
+        _lines("[", _EVENTS, "]")[:-1],
+    ],
+)
+def test_a_file_cut_short_is_refused_also_when_not_strict(lines: list[str]):
+    """A file that opens its events and ends before a closing ``]`` raises NotLineJson in either
+    mode, so the caller's document parse reports the cut rather than reading it as whole."""
+    for strict in (False, True):
+        with pytest.raises(NotLineJson):
+            list(json_line_events(lines, strict=strict))
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
         _lines('{"traceEvents": [', _EVENTS, "]}")[:-1],  # cut short: no closing line
         _lines("[", _EVENTS, "]}"),  # the wrong closing line
         [*_lines("[", _EVENTS, "]"), '{"ph": "B"}\n'],  # something after the end

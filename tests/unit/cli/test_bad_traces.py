@@ -1,0 +1,96 @@
+"""A cut or malformed trace is reported alike by ``nnemu parse``, ``query`` and ``replay``:
+``FILE:LINE: error: what is wrong`` and exit 2, or, for a cut systrace HTML file that can
+still be read, the same ``FILE:LINE: warning:`` line."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from nnemu.trace import TRUNCATED_HTML
+from tests.commands import run_cli
+
+REPO = Path(__file__).resolve().parents[3]
+QUICKSTART = str(REPO / "scenarios/quickstart.yaml")
+COMMANDS = (("parse",), ("query",), ("replay", "-n"))
+
+
+@pytest.fixture(name="traces", scope="module")
+def _traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """quickstart's trace as Chrome JSON and as systrace HTML."""
+    where = tmp_path_factory.mktemp("traces")
+    texts = {}
+    for suffix in ("json", "html"):
+        path = where / f"quickstart.{suffix}"
+        code, _out, err = run_cli("run", QUICKSTART, "--trace", str(path))
+        assert code == 0, err
+        texts[suffix] = path.read_text(encoding="utf-8")
+    return texts
+
+
+def _all_say(path: Path) -> list[tuple[int, str]]:
+    """(exit code, stderr) of each command on ``path``."""
+    said = []
+    for command in COMMANDS:
+        code, _out, err = run_cli(*command, str(path))
+        said.append((int(code), err))
+    return said
+
+
+@pytest.mark.parametrize(
+    ("cut", "line", "message"),
+    [
+        # Half the file: the cut falls inside an event.
+        (lambda text: text[: len(text) // 2], None, "not a JSON trace: "),
+        # After a whole event line: nothing closes the event list.
+        (lambda text: "".join(text.splitlines(True)[:100]), 101, "Expecting value"),
+        # An event spoilt in the middle of the file.
+        (lambda text: text.replace('"ph"', '"ph":', 1), 2, "Expecting value"),
+    ],
+    ids=["mid-event", "at-a-line-end", "malformed"],
+)
+def test_a_bad_json_trace_is_one_error_line_from_every_reader(
+    traces: dict[str, str], tmp_path: Path, cut, line: int | None, message: str
+) -> None:
+    """parse, query and replay refuse a cut or malformed JSON trace with the same
+    ``FILE:LINE: error: not a JSON trace: ...`` line and exit 2."""
+    path = tmp_path / "bad.json"
+    path.write_text(cut(traces["json"]), encoding="utf-8")
+    said = _all_say(path)
+    assert said[0] == said[1] == said[2], said
+    code, err = said[0]
+    assert code == 2
+    assert err.count("\n") == 1
+    where, what = err.rstrip("\n").split(": error: ")
+    assert where.startswith(f"{path}:")
+    if line is not None:
+        assert where == f"{path}:{line}"
+    assert what.startswith("not a JSON trace: ")
+    assert message in what
+
+
+def test_a_cut_systrace_file_is_the_same_warning_from_every_reader(
+    traces: dict[str, str], tmp_path: Path
+) -> None:
+    """A systrace HTML file cut in its trace data is read up to the cut by parse, query and
+    replay, each warning with the same ``FILE:LINE: warning:`` line."""
+    text = traces["html"]
+    path = tmp_path / "cut.html"
+    path.write_text(text[: len(text) // 2], encoding="utf-8")
+    lines = len(text[: len(text) // 2].splitlines())
+    for code, err in _all_say(path):
+        assert code == 0
+        assert f"{path}:{lines}: warning: {TRUNCATED_HTML}\n" in err
+
+
+def test_a_cut_gzip_file_is_the_same_error_from_every_reader(
+    traces: dict[str, str], tmp_path: Path
+) -> None:
+    """A gzip file (cut or whole) is refused alike by parse, query and replay: decompress it first."""
+    packed = gzip.compress(traces["json"].encode())
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    expected = f"{path}: error: the file is gzip-compressed; decompress it first (gunzip -k)\n"
+    assert _all_say(path) == [(2, expected)] * 3
