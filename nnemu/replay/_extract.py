@@ -33,7 +33,7 @@ import attrs
 from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
 from nnemu.hal import HalVersion
-from nnemu.scenario import ExecutionMode
+from nnemu.scenario import CPU_DEVICE_NAME, ExecutionMode
 from nnemu.trace import (
     MAX_ID,
     NOT_CHROME_TRACE,
@@ -770,8 +770,9 @@ def _process_name(reader: _Collector, pid: int) -> str | None:
     return None
 
 
-def _unique(name: str, pid: int, taken: set[str]) -> str:
-    if not name or name in taken or name == "nnapi-reference":
+def _unique(name: str, pid: int, taken: set[str], reserved: str = "") -> str:
+    """``name``, or ``name-PID`` when another process took it or it is ``reserved``."""
+    if not name or name in taken or name == reserved:
         name = f"{name}-{pid}" if name else str(pid)
     taken.add(name)
     return name
@@ -887,7 +888,9 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         name = f"driver-{pid}"
     return TraceDriver(
         pid=pid,
-        name=_unique(name, pid, taken),
+        # The runtime's own CPU device has that name in every scenario: a driver service
+        # called so (``...-service-nnapi-reference``) gets its pid added.
+        name=_unique(name, pid, taken, reserved=CPU_DEVICE_NAME),
         process_name=process_name,
         hal_version=tally.version,
         hal_evidence=tally.evidence,

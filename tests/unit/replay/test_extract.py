@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from nnemu import run
 from nnemu.errors import TraceFormatError
 from nnemu.hal import HalVersion
 from nnemu.replay import ARRIVALS_LA, build_replay, choose_model, extract_plan
 from nnemu.replay._build import MAX_UNFINISHED_THREADS
-from nnemu.scenario import ExecutionMode, WorkloadKind
+from nnemu.scenario import CPU_DEVICE_NAME, ExecutionMode, WorkloadKind
 from tests.unit.replay.helpers import OMR1, QUICKSTART, record
 
 
@@ -196,3 +197,45 @@ def test_json_trace_is_streamed_and_reads_as_the_whole_document(tmp_path: Path, 
     cut.write_text(lined.read_text().rsplit("\n", 2)[0] + "\n", encoding="utf-8")
     with pytest.raises(TraceFormatError, match="not a JSON trace"):
         extract_plan(str(cut))
+
+
+@pytest.mark.parametrize(
+    ("service", "device"),
+    [
+        ("qti-dsp", "qti-dsp"),
+        ("google.edgetpu", "google_edgetpu"),
+        ("nnapi-reference", "nnapi-reference-700"),
+    ],
+)
+def test_a_driver_is_named_after_its_service_whatever_it_is_called(
+    tmp_path: Path, service: str, device: str
+):
+    """A driver service of any name becomes a device of that name (made safe; the runtime's
+    CPU device name gets the pid added), and the replay runs the executions on it."""
+    trace = tmp_path / "npu.html"
+    record(QUICKSTART, trace)
+    renamed = tmp_path / "renamed.html"
+    renamed.write_text(
+        trace.read_text(encoding="utf-8").replace("1.3-service-npu", f"1.3-service-{service}"),
+        encoding="utf-8",
+    )
+    plan = extract_plan(str(renamed))
+    assert [driver.name for driver in plan.drivers] == [device]
+    scenario = build_replay(plan).scenario
+    assert [spec.name for spec in scenario.devices] == [device]
+    assert scenario.apps[0].devices == (device,)
+    report = run(scenario)
+    assert report.data["devices"][device]["executions"] == 30
+    assert report.data["devices"][CPU_DEVICE_NAME]["executions"] == 0
+
+
+def test_an_app_may_be_called_like_the_cpu_device(tmp_path: Path):
+    """Only device names are reserved: an app process named ``nnapi-reference`` keeps its name."""
+    trace = tmp_path / "app.html"
+    record(QUICKSTART, trace)
+    renamed = tmp_path / "renamed.html"
+    renamed.write_text(
+        trace.read_text(encoding="utf-8").replace("camera", CPU_DEVICE_NAME), encoding="utf-8"
+    )
+    (app,) = extract_plan(str(renamed)).apps
+    assert app.name == CPU_DEVICE_NAME
