@@ -2,10 +2,11 @@
 
 ``nnemu parse`` reads systrace HTML or ftrace text, follows the NNAPI tracing
 contract (see ``docs/parser.md``) and prints the tables and JSON of Android's
-own ``systrace_parser``.
+own ``systrace_parser``. ``parse_file`` / ``parse_lines`` parse a trace there is;
+``StreamingParser`` one fed as it is made (``nnemu run --html``'s per-layer tables).
 """
 
-from nnemu.parser._api import parse_file, parse_lines, run_parse_command
+from nnemu.parser._api import StreamingParser, parse_file, parse_lines, run_parse_command
 from nnemu.parser._format import format_json, format_text, template_inputs
 from nnemu.parser._model import (
     LAYER_TOTAL,
@@ -22,6 +23,7 @@ __all__ = [
     "Diagnostic",
     "ParseResult",
     "RunStats",
+    "StreamingParser",
     "ThreadDetail",
     "format_json",
     "format_text",

@@ -153,6 +153,50 @@ def _where(path: str, outcome: _Outcome, diagnostic: Diagnostic) -> str:
     return f"{path}:{diagnostic.line_number}" if diagnostic.line_number else path
 
 
+class StreamingParser:
+    """A parse fed piece by piece while the trace is being made, with no file to read.
+
+    ``parse_lines`` for a systrace that does not exist yet (``nnemu run --html`` parses its
+    run's trace as the run writes it: ``nnemu.pictures.LayerSink``): read the HTML head and
+    ``PROCESS DUMP`` with ``FtraceLines(lines, on_ftrace=parser.set_process_names)`` and give
+    them to ``feed`` as ``parse_file`` would, then ``feed`` the later lines numbered on from
+    there, then ``finish``. The same engine as ``parse_file`` (compiled when built), so the
+    result, diagnostics and line numbers are those of ``nnemu parse`` on the same text.
+    """
+
+    def __init__(self, *, keep_detail: bool = False, include_incomplete: bool = False) -> None:
+        self._engine = engine_class()(keep_detail=keep_detail)
+        self._include_incomplete = include_incomplete
+        self._outcome: _Outcome | None = None
+
+    def set_process_names(self, names: dict[str, str]) -> None:
+        """Process names by tgid (a systrace's process dump: ``FtraceLines``' ``on_ftrace``)."""
+        self._engine.set_process_names(names)
+
+    def feed(self, numbered_lines: Iterable[tuple[int, str]]) -> None:
+        """Parse the next lines, each with its line number in the (imagined) file, in order."""
+        self._engine.feed(numbered_lines)
+
+    def finish(self, *, last_line_number: int) -> ParseResult:
+        """End the parse (once; later calls return the same) and return what ``parse_lines``
+        returns; ``problem`` then says why the trace is not usable (no runs in the result)."""
+        if self._outcome is None:
+            self._outcome = finish(
+                self._engine,
+                last_line_number=last_line_number,
+                include_incomplete=self._include_incomplete,
+            )
+        return self._outcome.result
+
+    @property
+    def problem(self) -> str | None:
+        """After ``finish``: what ``parse_lines`` would raise (``TraceFormatError``'s message:
+        no NNAPI marks), or None for a usable trace."""
+        if self._outcome is None or self._outcome.problem is None:
+            return None
+        return self._outcome.problem.message
+
+
 def parse_lines(
     lines: Iterable[str],
     source: str = "<string>",

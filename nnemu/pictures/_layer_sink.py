@@ -4,12 +4,12 @@
 trace.  Writing a systrace to a temporary file and parsing it afterwards also costs the
 writing, reading and decoding of that file (212 MB for a 600 s run).  ``LayerSink`` is a
 ``BatchSink`` that formats each batch of events with the systrace writer (``FtraceWriter``,
-the text ``--trace x.html`` would write) in memory and hands its lines to the parser's
-engine at once, so no file is written or read and one batch's text is all that is held.
+the text ``--trace x.html`` would write) in memory and hands its lines to the parser
+(``nnemu.parser.StreamingParser``) at once, so no file is written or read and one batch's text is all that is held.
 
-The engine gets exactly the numbered lines ``nnemu parse`` would read from that file:
+The parser gets exactly the numbered lines ``nnemu parse`` would read from that file:
 the HTML and ``PROCESS DUMP`` preamble goes through the same reader (``FtraceLines``, which
-gives the engine the process names), later lines are numbered on from there, and the
+gives the parser the process names), later lines are numbered on from there, and the
 closing ``</script>`` is not fed (the reader stops there).  So the tables, and the
 warnings' line numbers, are those of ``nnemu parse`` on the systrace of the run.
 """
@@ -20,8 +20,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nnemu.parser import ParseResult
-from nnemu.parser._api import engine_class, finish
+from nnemu.parser import ParseResult, StreamingParser
 from nnemu.sim import SimThread
 from nnemu.trace import FtraceLines
 from nnemu.tracer import FtraceWriter
@@ -65,7 +64,7 @@ class LayerSink:
     def __init__(self) -> None:
         self._text = _Text()
         self._writer = FtraceWriter(self._text, html=True)
-        self._engine = engine_class()()
+        self._parser = StreamingParser()
         self._line_number = 0
         """Number of the last line fed (0: the ftrace block has not started)."""
         self._result: ParseResult | None = None
@@ -94,15 +93,15 @@ class LayerSink:
         if not text:
             return
         lines = _lines(text)
-        engine = self._engine
+        parser = self._parser
         if self._line_number:
-            engine.feed(enumerate(lines, self._line_number + 1))
+            parser.feed(enumerate(lines, self._line_number + 1))
             self._line_number += len(lines)
             return
         # The first lines: the HTML head and the process dump, read as ``nnemu parse``
         # reads them, up to the ftrace block's first lines.
-        source = FtraceLines(lines, on_ftrace=engine.set_process_names)
-        engine.feed(source)
+        source = FtraceLines(lines, on_ftrace=parser.set_process_names)
+        parser.feed(source)
         self._line_number = source.last_line_number
 
     def close(self) -> None:
@@ -114,10 +113,8 @@ class LayerSink:
         if not self._line_number:
             self._feed(tail)  # no event at all: the whole document at once
         # The parser's own ending: its problem (no NNAPI marks) and its diagnostics' order.
-        outcome = finish(self._engine, last_line_number=self._line_number)
-        if outcome.problem is not None:
-            self._problem = outcome.problem.message
-        self._result = outcome.result
+        self._result = self._parser.finish(last_line_number=self._line_number)
+        self._problem = self._parser.problem
 
     @property
     def result(self) -> ParseResult:
