@@ -311,7 +311,15 @@ def _add_sweep(add: _AddCommand) -> None:
     sweep.add_argument("--workers", type=int, help="worker processes (default: the CPU count)")
     sweep.add_argument("--address", help="with --engine dask: a running scheduler, tcp://HOST:PORT")
     sweep.add_argument(
-        "--resume", action="store_true", help="skip the variants already in the directory"
+        "--resume",
+        action="store_true",
+        help="keep the results already in the directory and run the rest, and again the "
+        "variants that crashed (their worker died); failed ones (the scenario raised) are kept",
+    )
+    sweep.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="with --resume (implied): also run again the variants that failed",
     )
     sweep.add_argument(
         "--plot", action="store_true", help="one PNG per metric against the first numeric key"
@@ -1027,6 +1035,7 @@ def _cmd_sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         workers=args.workers,
         address=args.address,
         resume=args.resume,
+        retry_failed=args.retry_failed,
         plot=args.plot,
         stdout=out,
         stderr=err,

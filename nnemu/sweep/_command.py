@@ -49,10 +49,16 @@ def run_sweep_command(
     address: str | None,
     resume: bool,
     plot: bool,
+    retry_failed: bool = False,
     stdout: TextIO,
     stderr: TextIO,
 ) -> int:
-    """Run ``nnemu sweep``; the exit code (0 done, 2 bad input, 130 interrupted)."""
+    """Run ``nnemu sweep``; the exit code (0 done, 2 bad input, 130 interrupted).
+
+    ``resume`` keeps the results already in the directory, but runs again the variants that
+    crashed (a worker died); ``retry_failed`` (which implies ``resume``) also those that failed.
+    """
+    resume = resume or retry_failed
     if engine == "dask" and not dask_available():
         stderr.write(MISSING_DASK + "\n")
         return ExitCode.BAD_INPUT
@@ -80,10 +86,10 @@ def run_sweep_command(
         stderr.write(f"{err}\n")
         return ExitCode.BAD_INPUT
     try:
-        left = variants_left(experiment, sweep.done())
+        left = variants_left(experiment, sweep.done(retry_failed=retry_failed))
         total = len(experiment.points()) * experiment.replications
-        if len(left) < total:
-            stderr.write(f"resuming: {total - len(left)} of {total} variants already done\n")
+        if sweep.rows:
+            stderr.write(_resuming(sweep, total - len(left), total, retry_failed))
         crash = frozenset(key for key in os.environ.get(CRASH_HOOK, "").split(",") if key)
         jobs: list[Job] = list(left)
         bar = CountProgress(stderr, label="sweep", total=total, already=total - len(left))
@@ -124,6 +130,22 @@ def run_sweep_command(
     finally:
         sweep.close()
     return _finish(sweep, directory, plot, stdout, stderr)
+
+
+def _resuming(sweep: SweepDir, kept: int, total: int, retry_failed: bool) -> str:
+    """The line that says what a resumed sweep keeps and runs again."""
+    keys = {variant.key for variant in sweep.experiment.variants()}
+    statuses = [status for key, status in sweep.statuses().items() if key in keys]
+    again = [f"{statuses.count('crashed')} crashed"] if "crashed" in statuses else []
+    failed = statuses.count("failed")
+    if failed and retry_failed:
+        again.append(f"{failed} failed")
+    line = f"resuming: {kept} of {total} variants already done"
+    if again:
+        line += f"; running again {' and '.join(again)}"
+    if failed and not retry_failed:
+        line += f" ({failed} failed kept: --retry-failed runs them again)"
+    return line + "\n"
 
 
 def _run(

@@ -133,9 +133,18 @@ class SweepDir:
             rows.append(row)
         return rows
 
-    def done(self) -> set[str]:
-        """The variant keys already in results.jsonl."""
-        return {row["variant"] for row in self.rows}
+    def done(self, *, retry_failed: bool = False) -> set[str]:
+        """The variant keys whose result is kept on resume: the last row of each variant in
+        results.jsonl says ``ok`` or ``failed`` (the scenario raised: it would again; not
+        with ``retry_failed``). A ``crashed`` variant (its worker process died twice on it: an
+        OOM kill, a signal to the worker) is not done: resuming runs it again."""
+        kept = ("ok",) if retry_failed else ("ok", "failed")
+        latest = {row["variant"]: row["status"] for row in self.rows}
+        return {key for key, status in latest.items() if status in kept}
+
+    def statuses(self) -> dict[str, str]:
+        """The status of each variant's last row in results.jsonl."""
+        return {row["variant"]: row["status"] for row in self.rows}
 
     def append(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Append rows to results.jsonl, each one whole line, flushed and fsync'd."""

@@ -149,6 +149,52 @@ def test_a_worker_that_dies_is_replaced_and_its_variant_marked_crashed(
     assert "11 ok, 0 failed, 1 crashed" in out
 
 
+def test_resume_runs_a_crashed_variant_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A variant whose worker died is run again by --resume (the crash was not the variant's
+    result); the table then has it ok, and results.jsonl keeps the crashed row before it."""
+    victim = load_experiment(write(tmp_path)).variants()[4].key
+    monkeypatch.setenv("NNEMU_SWEEP_TEST_CRASH", victim)
+    assert _sweep(tmp_path, "out", "--workers", "2")[0] == 0
+    monkeypatch.delenv("NNEMU_SWEEP_TEST_CRASH")
+    code, out, err = _sweep(tmp_path, "out", "--workers", "2", "--resume")
+    assert code == 0
+    assert "resuming: 11 of 12 variants already done; running again 1 crashed\n" in err
+    assert "12 ok, 0 failed, 0 crashed" in out
+    rows = results(tmp_path / "out")
+    assert [row["status"] for row in rows if row["variant"] == victim] == ["crashed", "ok"]
+    assert len(rows) == 13
+    table = pq.read_table(tmp_path / "out" / "results.parquet").to_pydict()
+    assert set(table["status"]) == {"ok"}
+
+
+def test_resume_keeps_a_failed_variant_unless_asked(tmp_path: Path) -> None:
+    """A failed variant (its scenario raised: it would again) is kept by --resume and run
+    again with --retry-failed, which implies --resume."""
+    assert _sweep(tmp_path, "out", "--workers", "2")[0] == 0
+    jsonl = tmp_path / "out" / "results.jsonl"
+    rows = results(tmp_path / "out")
+    failed = {**rows[3], "status": "failed", "error": "ValueError: made up", "report": None}
+    jsonl.write_text("".join(json.dumps(row) + "\n" for row in [*rows[:3], failed, *rows[4:]]))
+    code, out, err = _sweep(tmp_path, "out", "--resume")
+    assert code == 0
+    assert (
+        "resuming: 12 of 12 variants already done (1 failed kept: --retry-failed runs them again)"
+        in err
+    )
+    assert "11 ok, 1 failed, 0 crashed" in out
+    assert len(results(tmp_path / "out")) == 12
+    code, out, err = _sweep(tmp_path, "out", "--retry-failed")
+    assert code == 0
+    assert "resuming: 11 of 12 variants already done; running again 1 failed\n" in err
+    assert "12 ok, 0 failed, 0 crashed" in out
+    again = results(tmp_path / "out")
+    assert [row["status"] for row in again if row["variant"] == failed["variant"]] == [
+        "failed",
+        "ok",
+    ]
+    assert again[-1]["report"] == rows[3]["report"]  # the same seed: the same result
+
+
 def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
     """After an interruption (a cut last line too), --resume runs the rest and gives the same table."""
     assert _sweep(tmp_path, "full", "--workers", "2")[0] == 0
