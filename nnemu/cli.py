@@ -1072,7 +1072,13 @@ def main(
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        args = _parser().parse_args(argv)
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit:
+            # --help, --version: their text is still in stdout's buffer; a reader that has
+            # gone is a broken pipe (141) here too, not Python's "Exception ignored" at exit.
+            sys.stdout.flush()
+            raise
         log_format = getattr(args, "log_format", "console")
         verbosity = getattr(args, "verbosity", 0)
         if args.command in _LOGGING_COMMANDS or log_format != "console" or verbosity:
