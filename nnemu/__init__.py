@@ -31,12 +31,11 @@ if sys.argv[:1] == ["-m"]:  # ``python -m`` imports the package of its module fi
     if running_cli_module():  # ``python -m nnemu.cli``: a Ctrl-C during its imports is quiet
         quiet_start()
 
-import importlib
-from collections.abc import Callable, Mapping, Sequence
-
-# Not ``typing`` (~2 ms of the CLI's start-up, before it can make a Ctrl-C quiet: nnemu._startup).
+# Nothing more at run time (not ``typing``, ``collections.abc``, ``importlib``): the console
+# script imports this package before it can make a Ctrl-C quiet (nnemu._startup).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
     from nnemu._emulator import Emulator, open_emulator, run, run_virtual
@@ -79,7 +78,9 @@ def _lazy_names(
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(home), name)
+        from importlib import import_module
+
+        value = getattr(import_module(home), name)
         namespace[name] = value
         return value
 
