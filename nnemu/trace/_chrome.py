@@ -68,25 +68,23 @@ def json_line_events(
     With ``strict``, the file must be exactly that: a first line ``[`` or an object
     opening ``"traceEvents": [`` last, the events, and the matching last line (a file cut short, or
     with other keys, raises ``NotLineJson``, so the caller's document parse reports it).
-    Without, the frame lines are skipped wherever they are, but a file whose first line opens
-    the events (``... [``) and that ends before a closing ``]`` was cut short: ``NotLineJson``
-    too, so that it is refused as the document parse refuses it, not read as if whole.
+    Without, the frame lines are skipped wherever they are, but a file that opens the events
+    (a ``... [`` line) and ends before a closing ``]`` line was cut short: ``NotLineJson`` too,
+    so that it is refused as the document parse refuses it, not read as if whole.
 
     Raises:
-        NotLineJson: A line is not a whole event (an object with ``ph``), or (``strict``)
-            the frame is not as above; the caller reads the file as one document instead.
+        NotLineJson: A line is not a whole event (an object with ``ph``), the events
+            opened are never closed, or (``strict``) the frame is not as above; the caller reads the file as one document instead.
     """
     scan: Callable[[str, int], tuple[object, int]]
     scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__
     closing: str | None = None
     closed = False
-    opened: bool | None = None  # whether the first line opens the events (``... [``)
+    opened = False  # (not strict) a header line opened the events: ``... [``
     for line_number, line in enumerate(lines, 1):
         text = line.strip()
         if not text:
             continue
-        if opened is None:
-            opened = text.endswith("[")
         if strict:
             if closed:
                 raise NotLineJson
@@ -99,8 +97,12 @@ def json_line_events(
                 closed = True
                 continue
         elif text.endswith("[") or text in _LINE_JSON_FRAME:
-            closed = closed or text.startswith("]")
-            continue  # the {"traceEvents": [ header and the ]} tail
+            # The {"traceEvents": [ header and the ]} tail (frame lines only: no cost per event).
+            if text.endswith("["):
+                opened = True
+            elif text.startswith("]"):
+                closed = True
+            continue
         # What json.loads does, less its per-call overhead (half the time of a line).
         try:
             event, end = scan(text, 0)
