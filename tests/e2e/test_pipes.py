@@ -19,7 +19,7 @@ SCENARIOS = ROOT / "scenarios"
 
 @pytest.fixture(scope="module")
 def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A trace whose query, parse and replay output fills more than a pipe's buffer."""
+    """A trace whose query output fills more than a pipe's buffer."""
     path = tmp_path_factory.mktemp("pipes") / "big.html"
     run(load_scenario(SCENARIOS / "lstm_bursts.yaml"), sinks=[open_trace_writer(path)])
     return path
@@ -53,11 +53,13 @@ def _head(argv: list[str], cwd: Path, stdin: str = "") -> tuple[int, str]:
     [
         (["query", "{trace}", "SELECT name FROM slice"], ""),
         (["query", "{trace}", "SELECT name FROM slice", "--csv"], ""),
-        (["replay", "-n", "{trace}"], ""),
         (["run", str(SCENARIOS / "quickstart.yaml"), "--step"], "ni\n" * 5000),
         (["demo", "deadlines", "--out", "{tmp}"], ""),
     ],
-    ids=["query", "query-csv", "replay", "run-step", "demo"],
+    # Not replay: its output (the plan, a summary) is a few KB, written whole into the pipe
+    # before ``head`` reads when stdout is buffered (exit 0, as ``seq 3 | head -1``);
+    # test_a_reader_gone_before_the_first_write_is_141_too checks it.
+    ids=["query", "query-csv", "run-step", "demo"],
 )
 def test_closed_pipe_ends_quietly(
     big_trace: Path, tmp_path: Path, argv: list[str], stdin: str
