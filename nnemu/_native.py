@@ -14,6 +14,11 @@ still have that CRC, so an edit never runs stale compiled code.  ``NNEMU_PURE`` 
 (``parser,tracer``) turns those off; ``NNEMU_PURE_PARSER=1`` is the older spelling for
 the parser alone.
 
+Each build leaves a stamp file (``STAMP_FILE``) beside the package's ``__init__.py``: per
+target, the CRC and extension suffix it was built for and the files written, or why it
+was not built (the package build's fallback).  ``status`` and ``describe`` read it to say
+what runs compiled (``nnemu --version``).
+
 Standard library only: the package build imports this file by its path, before any of
 nnemu's dependencies are installed.
 """
@@ -21,8 +26,10 @@ nnemu's dependencies are installed.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import os
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Final, NamedTuple
@@ -32,6 +39,73 @@ PACKAGE_DIR: Final = Path(__file__).resolve().parent
 
 PURE_ENV: Final = "NNEMU_PURE"
 """Environment variable: ``1``/``all``, or comma-separated target names, to run pure Python."""
+
+STAMP_FILE: Final = ".nnemu-native.json"
+"""Beside the package's ``__init__.py`` of a built tree: target -> ``Stamp`` as JSON."""
+
+
+class Stamp(NamedTuple):
+    """What the last build of one target left in a package directory."""
+
+    crc: int
+    """CRC-32 of the target's sources at that build (``source_crc``)."""
+    suffix: str = ""
+    """The extension-module suffix it was compiled for (``extension_suffix``)."""
+    files: tuple[str, ...] = ()
+    """The extension modules written, relative to the package directory (POSIX form)."""
+    unbuilt: str = ""
+    """Why nothing was compiled (the package build's fallback); empty after a build."""
+
+    def to_json(self) -> dict[str, object]:
+        """The stamp as a JSON object (empty fields left out)."""
+        data: dict[str, object] = {"crc": self.crc}
+        if self.suffix:
+            data["suffix"] = self.suffix
+        if self.files:
+            data["files"] = list(self.files)
+        if self.unbuilt:
+            data["unbuilt"] = self.unbuilt
+        return data
+
+    @classmethod
+    def from_json(cls, data: object) -> Stamp | None:
+        """The stamp a JSON value records, or None for anything else (an older format)."""
+        if not isinstance(data, Mapping):
+            return None
+        crc, suffix, files, unbuilt = (
+            data.get("crc"),
+            data.get("suffix", ""),
+            data.get("files", []),
+            data.get("unbuilt", ""),
+        )
+        if (
+            not isinstance(crc, int)
+            or not isinstance(suffix, str)
+            or not isinstance(unbuilt, str)
+            or not isinstance(files, list)
+            or not all(isinstance(name, str) for name in files)
+        ):
+            return None
+        return cls(crc=crc, suffix=suffix, files=tuple(files), unbuilt=unbuilt)
+
+
+def extension_suffix() -> str:
+    """The file suffix of this interpreter's extension modules (``.cpython-311-...so``)."""
+    return importlib.machinery.EXTENSION_SUFFIXES[0]
+
+
+def read_stamps(package_dir: Path = PACKAGE_DIR) -> dict[str, Stamp]:
+    """The stamps of ``package_dir`` (a built tree): empty if there is none or it is unreadable."""
+    import json
+
+    try:
+        data = json.loads((package_dir / STAMP_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    stamps = {str(name): Stamp.from_json(value) for name, value in data.items()}
+    return {name: stamp for name, stamp in stamps.items() if stamp is not None}
 
 
 class Target(NamedTuple):
@@ -179,3 +253,32 @@ def status() -> list[tuple[str, str]]:
                 state = "stale"
         rows.append((group.name, state))
     return rows
+
+
+def describe() -> str:
+    """What runs compiled and what pure Python, and why: ``nnemu --version``'s note.
+
+    ``compiled: parser, tracer; pure Python: query (not built: mypyc failed: ...)``, with
+    ``none`` for an empty side.  The reason of a target not built comes from the stamp
+    the package build left (its fallback), if any.
+    """
+    stamps = read_stamps()
+    compiled_names: list[str] = []
+    pure: list[str] = []
+    for name, state in status():
+        if state == "compiled":
+            compiled_names.append(name)
+            continue
+        group = target(name)
+        if state == "off":
+            legacy = group.legacy_env
+            why = f"off: {legacy}" if legacy and os.environ.get(legacy) else f"off: {PURE_ENV}"
+        elif state == "stale":
+            why = "stale: sources edited since the build"
+        else:
+            stamp = stamps.get(name)
+            why = f"not built: {stamp.unbuilt}" if stamp and stamp.unbuilt else "not built"
+        pure.append(f"{name} ({why})")
+    return (
+        f"compiled: {', '.join(compiled_names) or 'none'}; pure Python: {', '.join(pure) or 'none'}"
+    )

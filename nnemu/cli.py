@@ -89,14 +89,17 @@ def configure_logging(log_format: str, stream: TextIO, level: int = logging.INFO
 
 
 class _VersionAction(argparse.Action):
-    """``--version``: the installed version, looked up only when asked for (it costs an import)."""
+    """``--version``: the installed version and what runs compiled (``nnemu._native.describe``),
+    looked up only when asked for (it costs imports)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         kwargs.update(nargs=0, default=argparse.SUPPRESS)
         super().__init__(option_strings, dest, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_args: Any, **_kwargs: Any) -> None:
-        sys.stdout.write(f"nnemu {_version()}\n")
+        from nnemu import _native
+
+        sys.stdout.write(f"nnemu {_version()} ({_native.describe()})\n")
         parser.exit()
 
 
