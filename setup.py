@@ -6,8 +6,9 @@ source tree for an editable install (where setuptools' editable mode looks for e
 modules; targets already up to date there are kept), into the build directory for a wheel
 (which then carries a platform tag; a build the source tree already holds for this Python
 is copied).  A target that does not compile stays pure Python and the install goes on,
-with one warning line (pip shows it; ``nnemu --version`` tells what runs compiled).
-``NNEMU_BUILD_PURE=1`` compiles nothing.
+with one warning line (pip shows it; ``nnemu --version`` tells what runs compiled); a
+wheel keeps its platform tag then.  ``NNEMU_BUILD_PURE=1`` compiles nothing, removes the
+compiled modules an earlier build left in the destination, and makes a py3-none-any wheel.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
+from typing import ClassVar
 
 from setuptools import Distribution, setup
+from setuptools.command.build import build
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
@@ -26,10 +29,19 @@ from nnemu import _build, _native  # noqa: E402
 
 
 class NativeDistribution(Distribution):
-    """Has extension modules: the build runs ``build_ext`` and a wheel is platform-specific."""
+    """Has extension modules (a wheel is platform-specific) unless NNEMU_BUILD_PURE is set."""
 
     def has_ext_modules(self) -> bool:
-        return True
+        return not _build.build_pure()
+
+
+class Build(build):
+    """``build`` that always runs ``build_ext``: a pure build still clears older compiled modules."""
+
+    sub_commands: ClassVar = [
+        (name, (lambda _self: True) if name == "build_ext" else predicate)
+        for name, predicate in build.sub_commands
+    ]
 
 
 class BuildNative(build_ext):
@@ -66,10 +78,6 @@ class BuildNative(build_ext):
             warnings.warn(line, stacklevel=1)
         else:
             sys.stderr.write(line + "\n")
-        if not any(outcome.files for outcome in outcomes):
-            wheel = self.distribution.get_command_obj("bdist_wheel", create=False)
-            if wheel is not None:
-                wheel.root_is_pure = True
 
     def get_outputs(self) -> list[str]:
         return list(self._outputs)
@@ -78,4 +86,4 @@ class BuildNative(build_ext):
         return dict(self._mapping)
 
 
-setup(distclass=NativeDistribution, cmdclass={"build_ext": BuildNative})
+setup(distclass=NativeDistribution, cmdclass={"build": Build, "build_ext": BuildNative})

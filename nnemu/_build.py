@@ -229,12 +229,18 @@ class Outcome(NamedTuple):
 
 
 def _short_reason(error: str) -> str:
-    """One line from a failed build's output saying what went wrong."""
+    """One line from a failed build's output saying what went wrong.
+
+    The first type error mypy found, else the last line naming an error (the C
+    compiler's command cut to its program), else the last line.
+    """
     if re.search(r"No module named '?mypyc", error):
         return "mypyc is not installed (it comes with mypy)"
-    lines = [line.strip() for line in error.splitlines() if line.strip()]
-    errors = [line for line in lines[1:] if re.search(r"\berror\b", line, re.IGNORECASE)]
-    chosen = errors[-1] if errors else lines[-1] if lines else "no output"
+    lines = [line.strip() for line in error.splitlines()[1:] if line.strip()]
+    typed = [line for line in lines if re.search(r"\.py:\d+: error:", line)]
+    errors = [line for line in lines if re.search(r"\berror\b", line, re.IGNORECASE)]
+    chosen = typed[0] if typed else errors[-1] if errors else lines[-1] if lines else error
+    chosen = re.sub(r"Command '\['([^']*)'.*\]' (returned .*)", r"command \1 \2", chosen)
     return chosen if len(chosen) <= 160 else chosen[:157] + "..."
 
 
@@ -266,6 +272,12 @@ def _copy_build(group: Target, source_dir: Path, destination: Path) -> tuple[Pat
     return tuple(written)
 
 
+def build_pure(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``NNEMU_BUILD_PURE`` asks the package build to compile nothing."""
+    env = os.environ if environ is None else environ
+    return env.get(BUILD_PURE_ENV, "").strip() not in ("", "0")
+
+
 def package_build(
     destination: Path,
     *,
@@ -283,9 +295,8 @@ def package_build(
     """
     env = os.environ if environ is None else environ
     destination.mkdir(parents=True, exist_ok=True)
-    pure = env.get(BUILD_PURE_ENV, "").strip()
-    if pure not in ("", "0"):
-        reason = f"{BUILD_PURE_ENV}={pure} at install"
+    if build_pure(env):
+        reason = f"{BUILD_PURE_ENV}={env[BUILD_PURE_ENV].strip()} at install"
         for group in TARGETS:
             _remove_built(group, destination)
             _record_stamp(destination, group.name, Stamp(crc=source_crc(group), unbuilt=reason))
@@ -341,12 +352,15 @@ def summary(outcomes: Sequence[Outcome]) -> str:
     )
 
 
-def check(out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def check(out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Print each target's state and compiled module; 1 unless every target runs compiled."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
     missing = []
     for group, (name, state) in zip(TARGETS, status(), strict=True):
         module = compiled(group.modules[0][0])
-        where = f" ({module.__file__})" if module is not None else ""
+        file = getattr(module, "__file__", None)
+        where = f" ({file})" if file else ""
         out.write(f"{name}: {state}{where}\n")
         if state != "compiled":
             missing.append(name)

@@ -255,14 +255,14 @@ def status() -> list[tuple[str, str]]:
     return rows
 
 
-def describe() -> str:
+def describe(package_dir: Path | None = None) -> str:
     """What runs compiled and what pure Python, and why: ``nnemu --version``'s note.
 
-    ``compiled: parser, tracer; pure Python: query (not built: mypyc failed: ...)``, with
-    ``none`` for an empty side.  The reason of a target not built comes from the stamp
-    the package build left (its fallback), if any.
+    ``compiled: parser, tracer; pure Python: query (not built: the build failed: ...)``,
+    with ``none`` for an empty side.  The reason a target is not built comes from the
+    stamp the package build left in ``package_dir`` (this package's), if any.
     """
-    stamps = read_stamps()
+    stamps = read_stamps(PACKAGE_DIR if package_dir is None else package_dir)
     compiled_names: list[str] = []
     pure: list[str] = []
     for name, state in status():

@@ -1,0 +1,345 @@
+"""The compiled modules: when they are used, when a build is up to date, and the install's fallback."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import sys
+import tomllib
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from nnemu import _build, _native
+from nnemu._native import Stamp, Target
+from nnemu.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+_GROUP = _native.TARGETS[0]
+_SOURCE, _COMPILED = _GROUP.modules[0]
+
+
+@pytest.fixture(autouse=True)
+def _no_pure_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no NNEMU_PURE / NNEMU_BUILD_PURE of the caller's shell."""
+    monkeypatch.delenv(_native.PURE_ENV, raising=False)
+    monkeypatch.delenv(_build.BUILD_PURE_ENV, raising=False)
+    for group in _native.TARGETS:
+        if group.legacy_env:
+            monkeypatch.delenv(group.legacy_env, raising=False)
+
+
+def _fake_twin(crc: int) -> types.ModuleType:
+    """A stand-in for a compiled module, built from sources with CRC ``crc``."""
+    module = types.ModuleType(_COMPILED)
+    module.SOURCE_CRC = crc  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.fixture(name="twin")
+def _twin() -> Iterator[types.ModuleType]:
+    """The first target's compiled module, as if built from today's sources."""
+    module = _fake_twin(_native.source_crc(_GROUP))
+    with mock.patch.dict(sys.modules, {_COMPILED: module}):
+        yield module
+
+
+def test_compiled_twin_built_from_current_sources_is_used(twin: types.ModuleType) -> None:
+    """A compiled module recording its sources' current CRC-32 is the one ``compiled`` returns."""
+    assert _native.compiled(_SOURCE) is twin
+
+
+def test_compiled_twin_of_edited_sources_is_ignored() -> None:
+    """After a source of the target is edited (another CRC), its compiled module is not used."""
+    stale = _fake_twin(_native.source_crc(_GROUP) ^ 1)
+    with mock.patch.dict(sys.modules, {_COMPILED: stale}):
+        assert _native.compiled(_SOURCE) is None
+        assert dict(_native.status())[_GROUP.name] == "stale"
+
+
+def test_module_no_target_compiles_runs_its_source() -> None:
+    """A module that no target compiles (or no module at all) has no compiled twin."""
+    assert _native.compiled("nnemu.stats") is None
+    assert _native.compiled("nnemu.no_such_module") is None
+
+
+@pytest.mark.parametrize(
+    ("value", "off"),
+    [
+        ("1", True),
+        ("all", True),
+        (_GROUP.name, True),
+        (f"someother, {_GROUP.name}", True),
+        ("someother", False),
+        ("0", False),
+        ("", False),
+    ],
+)
+def test_nnemu_pure_turns_targets_off(
+    monkeypatch: pytest.MonkeyPatch, twin: types.ModuleType, value: str, off: bool
+) -> None:
+    """NNEMU_PURE=1, =all or a list naming the target turns its compiled module off; 0, empty or other names do not."""
+    monkeypatch.setenv(_native.PURE_ENV, value)
+    assert (_native.compiled(_SOURCE) is None) is off
+    assert (dict(_native.status())[_GROUP.name] == "off") is off
+
+
+def test_legacy_parser_variable_still_turns_the_parser_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """NNEMU_PURE_PARSER=1, the older spelling, turns the parser's compiled engine off."""
+    parser = _native.target("parser")
+    assert parser.legacy_env == "NNEMU_PURE_PARSER"
+    source, name = parser.modules[0]
+    module = _fake_twin(_native.source_crc(parser))
+    monkeypatch.setenv("NNEMU_PURE_PARSER", "1")
+    with mock.patch.dict(sys.modules, {name: module}):
+        assert _native.compiled(source) is None
+        assert "parser (off: NNEMU_PURE_PARSER)" in _native.describe()
+
+
+def test_version_says_what_runs_compiled(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``nnemu --version`` prints the version, then which targets run compiled and which pure, and why."""
+    monkeypatch.setenv(_native.PURE_ENV, "1")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    off = ", ".join(f"{group.name} (off: NNEMU_PURE)" for group in _native.TARGETS)
+    assert re.fullmatch(
+        rf"nnemu \S+( \(not installed\))? \(compiled: none; pure Python: {re.escape(off)}\)\n",
+        capsys.readouterr().out,
+    )
+
+
+def test_version_note_names_compiled_targets(twin: types.ModuleType) -> None:
+    """A target whose compiled module is in use is listed as compiled."""
+    note = _native.describe()
+    assert note.startswith("compiled: ")
+    assert _GROUP.name in note.split(";")[0]
+
+
+def test_version_note_gives_the_install_fallback_reason(tmp_path: Path) -> None:
+    """A target the install left pure Python is 'not built' with the reason its stamp records."""
+    stamp = Stamp(crc=1, unbuilt="the build failed: error: command 'gcc' failed")
+    _build._record_stamp(tmp_path, _GROUP.name, stamp)
+    with mock.patch.dict(sys.modules, {_COMPILED: None}):  # None: the import fails
+        note = _native.describe(tmp_path)
+    assert f"{_GROUP.name} (not built: the build failed: error: command 'gcc' failed)" in note
+
+
+# --- the stamp file and up_to_date -------------------------------------------------------
+
+_ALPHA = Target(name="alpha", modules=(("nnemu.stats", "nnemu._calpha"),), depends=())
+_BETA = Target(
+    name="beta",
+    modules=(("nnemu.errors", "nnemu._cbeta"), ("nnemu.compare", "nnemu.sub._cbeta2")),
+    depends=("_text.py",),
+)
+"""Two targets over real sources (their CRCs are real); beta is a group of two modules."""
+
+
+def _fake_build(group: Target, destination: Path) -> list[Path]:
+    """What ``build_target`` does, without mypyc: writes each module's extension file."""
+    suffix = _native.extension_suffix()
+    written = []
+    for index, (_, compiled_name) in enumerate(group.modules):
+        *package, leaf = compiled_name.split(".")
+        folder = destination.joinpath(*package[1:])
+        folder.mkdir(parents=True, exist_ok=True)
+        names = [leaf + suffix] + ([f"{leaf}__mypyc{suffix}"] if index == 0 else [])
+        for name in names:
+            (folder / name).write_bytes(b"\x7fELF")
+            written.append(folder / name)
+    _build._record_stamp(
+        destination, group.name, _build._stamp_of(_native.source_crc(group), destination, written)
+    )
+    return written
+
+
+def test_fresh_build_is_up_to_date(tmp_path: Path) -> None:
+    """A build recorded in the stamp file, with every file present, is up to date."""
+    _fake_build(_BETA, tmp_path)
+    assert _build.up_to_date(_BETA, tmp_path)
+    stamp = _native.read_stamps(tmp_path)["beta"]
+    assert stamp.suffix == _native.extension_suffix()
+    assert sorted(stamp.files) == sorted(
+        [
+            f"_cbeta{stamp.suffix}",
+            f"_cbeta__mypyc{stamp.suffix}",
+            f"sub/_cbeta2{stamp.suffix}",
+        ]
+    )
+
+
+def test_build_is_out_of_date_when_sources_files_or_python_differ(tmp_path: Path) -> None:
+    """Another CRC, a deleted file, another interpreter's suffix or no stamp all mean a rebuild."""
+    assert not _build.up_to_date(_ALPHA, tmp_path)  # nothing built
+    files = _fake_build(_ALPHA, tmp_path)
+    stamp = _native.read_stamps(tmp_path)["alpha"]
+    _build._record_stamp(tmp_path, "alpha", stamp._replace(crc=stamp.crc ^ 1))
+    assert not _build.up_to_date(_ALPHA, tmp_path)
+    _build._record_stamp(tmp_path, "alpha", stamp._replace(suffix=".cpython-399-other.so"))
+    assert not _build.up_to_date(_ALPHA, tmp_path)
+    _build._record_stamp(tmp_path, "alpha", stamp)
+    assert _build.up_to_date(_ALPHA, tmp_path)
+    files[-1].unlink()
+    assert not _build.up_to_date(_ALPHA, tmp_path)
+
+
+def test_older_or_damaged_stamp_files_mean_not_built(tmp_path: Path) -> None:
+    """A stamp in the older format (target -> CRC) or unreadable JSON is ignored, not an error."""
+    _fake_build(_ALPHA, tmp_path)
+    stamp_file = tmp_path / _native.STAMP_FILE
+    stamp_file.write_text(f'{{"alpha": {_native.source_crc(_ALPHA)}}}\n', encoding="utf-8")
+    assert _native.read_stamps(tmp_path) == {}
+    assert not _build.up_to_date(_ALPHA, tmp_path)
+    stamp_file.write_text("{not json", encoding="utf-8")
+    assert _native.read_stamps(tmp_path) == {}
+
+
+# --- the package build's fallback ---------------------------------------------------------
+
+
+class _Builder:
+    """Stands for ``build_target``: alpha builds, beta's compile fails as mypyc's would."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, group: Target, destination: Path) -> list[Path]:
+        self.calls.append(group.name)
+        if group.name == "beta":
+            raise RuntimeError(
+                "mypyc failed for beta:\nnnemu/_cbeta.py:12: error: Name 'x' is not defined\n"
+                "nnemu/_cbeta.py:14: error: another\nerror: command 'gcc' failed"
+            )
+        return _fake_build(group, destination)
+
+
+@pytest.fixture(name="builder")
+def _builder(monkeypatch: pytest.MonkeyPatch) -> _Builder:
+    """Two targets, alpha and beta, and a builder that fails on beta."""
+    builder = _Builder()
+    monkeypatch.setattr(_build, "TARGETS", (_ALPHA, _BETA))
+    monkeypatch.setattr(_build, "build_target", builder)
+    return builder
+
+
+def test_failed_compile_leaves_the_target_pure_and_says_why(
+    builder: _Builder, tmp_path: Path
+) -> None:
+    """A target that does not compile is reported and stamped, the others are built, nothing is raised."""
+    _fake_build(_BETA, tmp_path)  # an older build of beta, now to be replaced
+    old_stamp = _native.read_stamps(tmp_path)["beta"]
+    _build._record_stamp(tmp_path, "beta", old_stamp._replace(crc=old_stamp.crc ^ 1))
+    outcomes = _build.package_build(tmp_path)
+    assert [(o.name, o.action) for o in outcomes] == [("alpha", "compiled"), ("beta", "failed")]
+    beta = outcomes[1]
+    assert beta.reason == "the build failed: nnemu/_cbeta.py:12: error: Name 'x' is not defined"
+    assert "error: another" in beta.error
+    assert beta.files == ()
+    assert not list(tmp_path.rglob("_cbeta*")), "the stale build of beta is removed"
+    assert _native.read_stamps(tmp_path)["beta"].unbuilt == beta.reason
+    line = _build.summary(outcomes)
+    assert "\n" not in line
+    assert line.startswith("nnemu: warning: not compiled, pure Python runs instead: beta (")
+    assert "compiled: alpha (compiled)" in line
+
+
+def test_repeated_install_rebuilds_only_what_is_not_up_to_date(
+    builder: _Builder, tmp_path: Path
+) -> None:
+    """A second package build keeps the up-to-date target and tries the failed one again."""
+    _build.package_build(tmp_path)
+    builder.calls.clear()
+    outcomes = _build.package_build(tmp_path)
+    assert [(o.name, o.action) for o in outcomes] == [("alpha", "up to date"), ("beta", "failed")]
+    assert builder.calls == ["beta"]
+    assert outcomes[0].files == tuple(
+        tmp_path / name for name in _native.read_stamps(tmp_path)["alpha"].files
+    )
+
+
+def test_wheel_copies_an_up_to_date_build_from_the_source_tree(
+    builder: _Builder, tmp_path: Path
+) -> None:
+    """A wheel's build takes the source tree's up-to-date build instead of compiling again."""
+    source, wheel = tmp_path / "src", tmp_path / "wheel"
+    _build.package_build(source)
+    builder.calls.clear()
+    outcomes = _build.package_build(wheel, copy_from=source)
+    assert [(o.name, o.action) for o in outcomes] == [("alpha", "copied"), ("beta", "failed")]
+    assert builder.calls == ["beta"]
+    assert _build.up_to_date(_ALPHA, wheel)
+    assert [p.read_bytes() for p in outcomes[0].files] == [b"\x7fELF", b"\x7fELF"]
+
+
+def test_build_pure_variable_compiles_nothing_and_removes_builds(
+    builder: _Builder, tmp_path: Path
+) -> None:
+    """NNEMU_BUILD_PURE=1 compiles nothing, removes earlier builds and stamps why."""
+    _build.package_build(tmp_path)
+    outcomes = _build.package_build(tmp_path, environ={"NNEMU_BUILD_PURE": "1"})
+    assert [(o.name, o.action) for o in outcomes] == [("alpha", "skipped"), ("beta", "skipped")]
+    assert not [p for p in tmp_path.rglob("*") if p.suffix in (".so", ".pyd")]
+    assert _native.read_stamps(tmp_path)["alpha"].unbuilt == "NNEMU_BUILD_PURE=1 at install"
+    assert _build.summary(outcomes) == (
+        "nnemu: NNEMU_BUILD_PURE=1 at install: nothing compiled, pure Python runs"
+    )
+
+
+def test_unexpected_error_in_the_build_does_not_fail_the_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Even a bug in the build step (an unexpected exception) leaves pure Python and no exception."""
+
+    def broken(names: object, destination: Path) -> None:
+        raise ValueError("unexpected")
+
+    monkeypatch.setattr(_build, "TARGETS", (_ALPHA,))
+    monkeypatch.setattr(_build, "build", broken)
+    [outcome] = _build.package_build(tmp_path)
+    assert (outcome.action, outcome.reason) == ("failed", "the build failed: unexpected")
+
+
+def test_check_fails_unless_every_target_runs_compiled(
+    monkeypatch: pytest.MonkeyPatch, twin: types.ModuleType
+) -> None:
+    """``python -m nnemu._build --check`` (CI's check) exits 1 when a target runs pure Python."""
+    out, err = io.StringIO(), io.StringIO()
+    monkeypatch.setenv(_native.PURE_ENV, _GROUP.name)
+    assert _build.check(out, err) == 1
+    assert f"{_GROUP.name}: off\n" in out.getvalue()
+    assert err.getvalue().startswith("nnemu: error: not every compiled module is in use (")
+    monkeypatch.delenv(_native.PURE_ENV)
+    if all(state == "compiled" for _, state in _native.status()):
+        assert _build.check(io.StringIO(), io.StringIO()) == 0
+
+
+def test_build_requirements_cover_the_compiled_modules_imports() -> None:
+    """Every third-party package a compiled module imports is in [build-system] requires (mypyc must see its types)."""
+    requires = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["build-system"][
+        "requires"
+    ]
+    required = {re.split(r"[<>=!~ \[]", item)[0].lower() for item in requires}
+    for group in _native.TARGETS:
+        for path in group.sources:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.split(".")[0]
+                    if top in sys.stdlib_module_names or top in ("nnemu", "__future__"):
+                        continue
+                    assert top.lower() in required, f"{path.name} imports {top}"
