@@ -23,8 +23,9 @@ compiled bytecode (a first, untimed run of each writes it under a private
 ``PYTHONPYCACHEPREFIX``), as an installed nnemu does.
 
 The first line printed says which engine is measured: the mypyc-compiled one when
-``python -m nnemu.parser._build`` built it from the current source (set
-``NNEMU_PURE_PARSER=1`` to measure the pure-Python one), else pure Python.
+the install (``pip install -e .``) or ``python -m nnemu._build`` built it from the
+current source (set ``NNEMU_PURE=parser``, or ``NNEMU_PURE=1``, to measure the
+pure-Python one), else pure Python.
 
 Usage: python bench/bench_parser.py [--lines N ...] [--repeat R] [--process N ...]
 """
