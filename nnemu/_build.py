@@ -50,7 +50,19 @@ from nnemu._native import (
     status,
 )
 
-__all__ = ["STAMP_FILE", "build", "build_target", "main", "package_build", "up_to_date"]
+__all__ = [
+    "BUILD_PURE_ENV",
+    "STAMP_FILE",
+    "Outcome",
+    "build",
+    "build_pure",
+    "build_target",
+    "check",
+    "main",
+    "package_build",
+    "summary",
+    "up_to_date",
+]
 
 BUILD_PURE_ENV: Final = "NNEMU_BUILD_PURE"
 """Environment variable: set (not ``0``) to make the package build compile nothing."""
