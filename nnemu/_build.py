@@ -83,7 +83,8 @@ def _compiled_copy(group: Target, source: str, crc: int) -> str:
     for other, compiled_name in group.modules:
         text = re.sub(rf"\b{re.escape(other)}\b", compiled_name, text)
     return (
-        text + f"\n\nSOURCE_CRC: Final = {crc}\n"
+        # Not annotated Final: the module need not import it.
+        text + f"\n\nSOURCE_CRC = {crc}\n"
         '"""CRC-32 of the sources this module was compiled from (nnemu._native)."""\n'
     )
 
