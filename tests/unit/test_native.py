@@ -8,9 +8,7 @@ import re
 import sys
 import tomllib
 import types
-from collections.abc import Iterator
 from pathlib import Path
-from unittest import mock
 
 import pytest
 
@@ -41,11 +39,16 @@ def _fake_twin(crc: int) -> types.ModuleType:
 
 
 @pytest.fixture(name="twin")
-def _twin() -> Iterator[types.ModuleType]:
-    """The first target's compiled module, as if built from today's sources."""
+def _twin(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """The first target's compiled module, as if built from today's sources.
+
+    Only that key of ``sys.modules`` is patched: restoring the whole of it would drop the
+    modules ``status`` imports meanwhile (another target's), and their reimports would not
+    be the objects already in use.
+    """
     module = _fake_twin(_native.source_crc(_GROUP))
-    with mock.patch.dict(sys.modules, {_COMPILED: module}):
-        yield module
+    monkeypatch.setitem(sys.modules, _COMPILED, module)
+    return module
 
 
 def test_compiled_twin_built_from_current_sources_is_used(twin: types.ModuleType) -> None:
@@ -53,12 +56,11 @@ def test_compiled_twin_built_from_current_sources_is_used(twin: types.ModuleType
     assert _native.compiled(_SOURCE) is twin
 
 
-def test_compiled_twin_of_edited_sources_is_ignored() -> None:
+def test_compiled_twin_of_edited_sources_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
     """After a source of the target is edited (another CRC), its compiled module is not used."""
-    stale = _fake_twin(_native.source_crc(_GROUP) ^ 1)
-    with mock.patch.dict(sys.modules, {_COMPILED: stale}):
-        assert _native.compiled(_SOURCE) is None
-        assert dict(_native.status())[_GROUP.name] == "stale"
+    monkeypatch.setitem(sys.modules, _COMPILED, _fake_twin(_native.source_crc(_GROUP) ^ 1))
+    assert _native.compiled(_SOURCE) is None
+    assert dict(_native.status())[_GROUP.name] == "stale"
 
 
 def test_module_no_target_compiles_runs_its_source() -> None:
@@ -97,9 +99,9 @@ def test_legacy_parser_variable_still_turns_the_parser_off(
     source, name = parser.modules[0]
     module = _fake_twin(_native.source_crc(parser))
     monkeypatch.setenv("NNEMU_PURE_PARSER", "1")
-    with mock.patch.dict(sys.modules, {name: module}):
-        assert _native.compiled(source) is None
-        assert "parser (off: NNEMU_PURE_PARSER)" in _native.describe()
+    monkeypatch.setitem(sys.modules, name, module)
+    assert _native.compiled(source) is None
+    assert "parser (off: NNEMU_PURE_PARSER)" in _native.describe()
 
 
 def test_version_says_what_runs_compiled(
@@ -124,12 +126,14 @@ def test_version_note_names_compiled_targets(twin: types.ModuleType) -> None:
     assert _GROUP.name in note.split(";")[0]
 
 
-def test_version_note_gives_the_install_fallback_reason(tmp_path: Path) -> None:
+def test_version_note_gives_the_install_fallback_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """A target the install left pure Python is 'not built' with the reason its stamp records."""
     stamp = Stamp(crc=1, unbuilt="the build failed: error: command 'gcc' failed")
     _build._record_stamp(tmp_path, _GROUP.name, stamp)
-    with mock.patch.dict(sys.modules, {_COMPILED: None}):  # None: the import fails
-        note = _native.describe(tmp_path)
+    monkeypatch.setitem(sys.modules, _COMPILED, None)  # None: the import fails
+    note = _native.describe(tmp_path)
     assert f"{_GROUP.name} (not built: the build failed: error: command 'gcc' failed)" in note
 
 
