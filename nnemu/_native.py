@@ -156,6 +156,24 @@ TARGETS: Final[tuple[Target, ...]] = (
         ),
         depends=("tracer/_events.py", "tracer/_vocab.py", "sim/_kernel.py"),
     ),
+    Target(
+        name="query",
+        modules=(("nnemu.query._loader", "nnemu.query._cloader"),),
+        depends=(
+            "query/_marks.py",
+            "query/_perfetto_tables.py",
+            "query/_schema.py",
+            "query/_summary.py",
+            "trace/__init__.py",
+            "trace/_chrome.py",
+            "trace/_detect.py",
+            "trace/_html.py",
+            "trace/_perfetto.py",
+            "trace/_rows.py",
+            "_progress.py",
+            "errors.py",
+        ),
+    ),
 )
 """Every compiled group.  The build compiles them; ``compiled`` finds their modules."""
 

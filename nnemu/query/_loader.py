@@ -20,13 +20,12 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final, TextIO
 
-import attrs
-
 from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
 from nnemu.query._marks import PLAIN, MarkInfo, describe
 from nnemu.query._perfetto_tables import RESET_TABLES, PerfettoRows, flow_id
 from nnemu.query._schema import create_tables, finish_schema
+from nnemu.query._summary import LoadSummary
 from nnemu.trace import (
     HEAD_RE,
     MALFORMED_ROW,
@@ -107,26 +106,6 @@ def _insert_rows(conn: sqlite3.Connection, table: str, width: int, flat: Sequenc
 _Open = list[object]
 _END: Final = 2
 """Index of ``dur`` in an open section: its end (None unless known in advance)."""
-
-
-@attrs.frozen(kw_only=True)
-class LoadSummary:
-    """What a load put into the database."""
-
-    source: str
-    """File name as given."""
-    format: str
-    """``ftrace``, ``systrace`` or ``json``."""
-    slices: int
-    """Rows in ``slice``."""
-    open_slices: int
-    """Slices still open at the end (``dur = -1``)."""
-    unmatched_ends: int
-    """End marks with nothing open, skipped."""
-    threads: int
-    """Rows in ``thread``."""
-    processes: int
-    """Rows in ``process``."""
 
 
 class _Thread:
