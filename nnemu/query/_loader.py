@@ -12,7 +12,6 @@ slices of its track with ids in ``(id, subtree_end_id]``.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import re
@@ -58,7 +57,7 @@ _BULK_LOAD_PRAGMAS: Final = (
 """A fresh database being filled: 16 KiB pages (a load is ~5% cheaper than with the default
 4 KiB: fewer page splits), no rollback journal, no fsync, a 32 MB page cache."""
 BATCH_ROWS: Final = 10_000
-"""Rows buffered before an ``executemany``."""
+"""Rows (of one set of None columns) buffered before they are written."""
 _MAX_CACHED_NAMES: Final = 20_000
 _UNKNOWN_TASK: Final = "<...>"
 _JSON_SLICE_PHASES: Final = frozenset({"B", "E", "X", "i", "I", "n"})
@@ -66,10 +65,11 @@ _FAST_STAMP: Final = 16
 """Longest ``SECONDS.FFFFFF`` timestamp the fast path reads: 15 digits (< ``MAX_ABS_NS``)."""
 _LEADING_SPACE: Final = re.compile(r"\s*")
 _BAD_HEAD: Final[tuple[str, str, str | None]] = ("", "", None)
-_Tail = tuple[str, str, str, bool, MarkInfo]
-"""A row's text after ``tracing_mark_write: `` read: (kind, name, payload, malformed, meaning)."""
+_Tail = tuple[str, str, str, bool, MarkInfo, int, tuple[str, ...]]
+"""A row's text after ``tracing_mark_write: `` read: (kind, name, payload, malformed, meaning,
+the ``_NULLS`` of its slice but for ``_NO_PARENT``, its layer, phase and kind but None)."""
 _NOT_A_MARK: Final = MarkInfo(None, None, PLAIN)
-_BAD_TAIL: Final[_Tail] = ("", "", "", False, _NOT_A_MARK)
+_BAD_TAIL: Final[_Tail] = ("", "", "", False, _NOT_A_MARK, 0, ())
 _MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>"
 _JSON_FLOW_PHASES: Final = frozenset({"s", "t", "f"})
 
@@ -98,14 +98,91 @@ def _insert_rows(conn: sqlite3.Connection, table: str, width: int, flat: Sequenc
         )
 
 
-# A section is a list laid out as its ``slice`` row: (id, ts, dur, name, depth,
-# parent_id, track_id, category, layer, phase, kind, arg_set_id, subtree_end_id).
-# While it is open, ``dur`` holds its end (None but for JSON X (complete) and instant
-# events) and ``subtree_end_id`` is 0; its end fills both in and the same list is
-# the row written.
+_SLICE_COLUMNS: Final = (
+    "id",
+    "ts",
+    "dur",
+    "name",
+    "depth",
+    "parent_id",
+    "track_id",
+    "category",
+    "layer",
+    "phase",
+    "kind",
+    "arg_set_id",
+    "subtree_end_id",
+)
+"""The ``slice`` table's columns, in the order of a section's list."""
+_NO_PARENT: Final = 1
+"""Bit of a section's ``_NULLS``: its ``parent_id`` is None."""
+_NO_CATEGORY: Final = 2
+"""Bit: its ``category`` is None."""
+_NO_LAYER: Final = 4
+"""Bit: its ``layer`` is None."""
+_NO_PHASE: Final = 8
+"""Bit: its ``phase`` is None."""
+_NO_ARGS: Final = 16
+"""Bit: its ``arg_set_id`` is None."""
+_NULLABLE: Final = (
+    (_NO_PARENT, 5),
+    (_NO_CATEGORY, 7),
+    (_NO_LAYER, 8),
+    (_NO_PHASE, 9),
+    (_NO_ARGS, 11),
+)
+"""(bit, column index) of each column that may be None."""
+_ALL_NULLS: Final = _NO_PARENT | _NO_CATEGORY | _NO_LAYER | _NO_PHASE | _NO_ARGS
+
+
+class _SliceInsert:
+    """How the slice rows whose None columns are one set are written: those columns are left
+    out of the ``INSERT`` (SQLite stores NULL), so no None is bound (Python's sqlite3 looks
+    an adapter up for each None it binds: ~0.3 µs, a quarter of a row's insert)."""
+
+    __slots__ = ("one", "statement", "width")
+
+    def __init__(self, nulls: int) -> None:
+        left_out = {index for bit, index in _NULLABLE if nulls & bit}
+        names = ", ".join(name for i, name in enumerate(_SLICE_COLUMNS) if i not in left_out)
+        self.width = len(_SLICE_COLUMNS) - len(left_out)
+        values = "(" + ", ".join("?" * self.width) + ")"
+        self.one = f"INSERT INTO slice ({names}) VALUES {values}"
+        self.statement = f"INSERT INTO slice ({names}) VALUES " + ", ".join(
+            [values] * _ROWS_PER_INSERT
+        )
+
+    def write(self, conn: sqlite3.Connection, flat: list[object], final: bool) -> int:
+        """Insert the rows laid end to end in ``flat`` (and remove them from it) in
+        ``_ROWS_PER_INSERT``-row statements; the last rows short of one are left in ``flat``
+        for a later batch unless ``final``.  Returns the number of rows written."""
+        width = self.width
+        step = _ROWS_PER_INSERT * width
+        whole = len(flat) - len(flat) % step
+        execute = conn.execute
+        statement = self.statement
+        for start in range(0, whole, step):
+            execute(statement, flat[start : start + step])
+        if final and whole < len(flat):
+            conn.executemany(
+                self.one, [flat[start : start + width] for start in range(whole, len(flat), width)]
+            )
+            whole = len(flat)
+        del flat[:whole]
+        return whole // width
+
+
+# A section is a list laid out as its ``slice`` row without the columns that are None:
+# (id, ts, dur, name, depth, [parent_id], track_id, [category], [layer], [phase], kind,
+# [arg_set_id], subtree_end_id), and last its ``_NULLS``: which columns are left out
+# (bits ``_NO_PARENT``...).  While it is open, ``dur`` holds its end (None but for JSON X
+# (complete) and instant events) and ``subtree_end_id`` is 0; its end takes the bits off,
+# fills both in and adds the row to the rows of its bits (``Loader._flats``).
 _Open = list[object]
 _END: Final = 2
 """Index of ``dur`` in an open section: its end (None unless known in advance)."""
+_FLUSH_VALUES: Final = BATCH_ROWS * len(_SLICE_COLUMNS)
+"""Values buffered for one set of None columns before the rows are written."""
 
 
 class _Thread:
@@ -181,7 +258,10 @@ class Loader:
         self._next_track = 0
         self._threads: dict[int, _Thread] = {}
         self._all_threads: list[_Thread] = []
-        self._slice_rows: list[_Open] = []
+        self._flats: list[list[object]] = [[] for _ in range(_ALL_NULLS + 1)]
+        """The finished slices' rows to write, by their ``_NULLS``, laid end to end."""
+        self._inserts: dict[int, _SliceInsert] = {}
+        """How slice rows are written, by their ``_NULLS``."""
         self._arg_rows: list[object] = []
         """The ``args`` rows to write: (arg_set_id, key, value) laid end to end."""
         self._cache: dict[str, MarkInfo] = {}
@@ -226,22 +306,26 @@ class Loader:
             info = self._cache[name] = describe(name)
         return info
 
-    def _flush(self) -> None:
-        if self._slice_rows:
-            self.slices += len(self._slice_rows)
-            _insert_rows(
-                self.conn, "slice", 13, list(itertools.chain.from_iterable(self._slice_rows))
-            )
-            self._slice_rows.clear()
+    def _flush(self, *, final: bool = False) -> None:
+        """Write the finished slices (each set of None columns' last rows short of a whole
+        statement wait for the next batch unless ``final``) and the ``args`` rows."""
+        for nulls, flat in enumerate(self._flats):
+            if flat:
+                insert = self._inserts.get(nulls)
+                if insert is None:
+                    insert = self._inserts[nulls] = _SliceInsert(nulls)
+                self.slices += insert.write(self.conn, flat, final)
         if self._arg_rows:
             _insert_rows(self.conn, "args", 3, self._arg_rows)
             self._arg_rows.clear()
 
     def _emit(self, record: _Open, dur: int) -> None:
+        nulls = record.pop()
         record[_END] = dur
-        record[12] = self._next_id - 1
-        self._slice_rows.append(record)
-        if len(self._slice_rows) >= BATCH_ROWS:
+        record[-1] = self._next_id - 1
+        flat = self._flats[nulls]  # type: ignore[call-overload]
+        flat += record
+        if len(flat) >= _FLUSH_VALUES:
             self._flush()
 
     def _expire(self, thread: _Thread, ts: int) -> None:
@@ -284,24 +368,29 @@ class Loader:
         for key, value in info.args:
             arg_set_id = ident
             add_args((ident, key, value))
-        parent = stack[-1][0] if stack else None
-        stack.append(
-            [
-                ident,
-                ts,
-                end,
-                name,
-                len(stack),
-                parent,
-                thread.track_id,
-                category,
-                info.layer,
-                info.phase,
-                info.kind,
-                arg_set_id,
-                0,
-            ]
-        )
+        record: _Open = [ident, ts, end, name, len(stack)]
+        nulls = 0
+        if stack:
+            record.append(stack[-1][0])
+        else:
+            nulls = _NO_PARENT
+        record.append(thread.track_id)
+        for bit, value in (
+            (_NO_CATEGORY, category),
+            (_NO_LAYER, info.layer),
+            (_NO_PHASE, info.phase),
+        ):
+            if value is None:
+                nulls |= bit
+            else:
+                record.append(value)
+        record.append(info.kind)
+        if arg_set_id is None:
+            nulls |= _NO_ARGS
+        else:
+            record.append(arg_set_id)
+        record += (0, nulls)
+        stack.append(record)
 
     def end(self, thread: _Thread, ts: int, line_number: int) -> None:
         """Close the innermost open B section of ``thread`` (warn when there is none)."""
@@ -334,7 +423,7 @@ class Loader:
         heads = self._heads
         tails = self._tails
         known = self._known
-        rows = self._slice_rows
+        flats = self._flats
         add_args = self._arg_rows.extend
         # Rows of ftrace text are B/E marks only (no complete events: every open
         # record's end is None), so begin() and end() are inlined for them here; a
@@ -392,29 +481,44 @@ class Loader:
                 add_args((ident, "line", line_number))
                 for key, value in info.args:
                     add_args((ident, key, value))
-                stack.append(
-                    [
-                        ident,
-                        ts,
-                        None,
-                        name,
-                        len(stack),
-                        stack[-1][0] if stack else None,
-                        thread.track_id,
-                        None,
-                        info.layer,
-                        info.phase,
-                        info.kind,
-                        ident,
-                        0,
-                    ]
-                )
+                if stack:
+                    stack.append(
+                        [
+                            ident,
+                            ts,
+                            None,
+                            name,
+                            len(stack),
+                            stack[-1][0],
+                            thread.track_id,
+                            *tail_info[6],
+                            ident,
+                            0,
+                            tail_info[5],
+                        ]
+                    )
+                else:
+                    stack.append(
+                        [
+                            ident,
+                            ts,
+                            None,
+                            name,
+                            0,
+                            thread.track_id,
+                            *tail_info[6],
+                            ident,
+                            0,
+                            tail_info[5] | _NO_PARENT,
+                        ]
+                    )
             elif stack:
                 record = stack.pop()
+                flat = flats[record.pop()]  # type: ignore[call-overload]
                 record[2] = ts - record[1]  # type: ignore[operator]
-                record[12] = next_id - 1
-                rows.append(record)
-                if len(rows) >= BATCH_ROWS:
+                record[-1] = next_id - 1
+                flat += record
+                if len(flat) >= _FLUSH_VALUES:
                     self._flush()
             else:
                 self._next_id = next_id
@@ -456,12 +560,21 @@ class Loader:
         rest = tail[1:].partition("\n")[0]
         info = _BAD_TAIL
         if kind == "E":
-            info = ("E", "", rest, False, _NOT_A_MARK)
+            info = ("E", "", rest, False, _NOT_A_MARK, 0, ())
         elif kind == "B":
             parts = rest.split("|", 2)
             malformed = not (len(parts) == 3 and not parts[0] and parts[1].isdigit())
             name = (rest.lstrip("|") if malformed else parts[2]).rstrip("\r")
-            info = ("B", name, rest, malformed, self._describe(name))
+            meaning = self._describe(name)
+            nulls = (
+                _NO_CATEGORY  # ftrace rows have none; every slice has its "line" arg
+                | (_NO_LAYER if meaning.layer is None else 0)
+                | (_NO_PHASE if meaning.phase is None else 0)
+            )
+            present = tuple(
+                v for v in (meaning.layer, meaning.phase, meaning.kind) if v is not None
+            )
+            info = ("B", name, rest, malformed, meaning, nulls, present)
         tails[tail] = info
         return info
 
@@ -633,7 +746,7 @@ class Loader:
                 if end is None:
                     self.open_slices += 1
                 self._emit(record, -1 if end is None else end - record[1])  # type: ignore[operator]
-        self._flush()
+        self._flush(final=True)
         threads = [
             (thread.utid, thread.tid, thread.tgid, self._thread_name(thread), thread.track_id)
             for thread in self._all_threads
