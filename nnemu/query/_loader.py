@@ -431,98 +431,101 @@ class Loader:
         # (perfetto.slice_begun).  C| counter rows go to _slow_row, which hands them
         # to perfetto.ftrace_counter.
         next_id = self._next_id
-        for line_number, line in source:
-            # Fast path for the usual layout: the row's head (up to the timestamp) and
-            # its text after "tracing_mark_write: " are looked up per distinct text; a
-            # row the fast path does not accept exactly as ROW_RE would goes to _slow_row.
-            head_stamp, separator, tail = line.partition(ROW_SEPARATOR)
-            if not separator:
-                continue
-            head, _, stamp = head_stamp.rpartition(" ")
-            tail_info = tails.get(tail) or self._tail(tail)
-            known_head = known.get(head)
-            # SECONDS.FFFFFF: non-empty seconds, six fraction digits, nothing else.
-            if not (
-                tail_info[0]
-                and (known_head is not None or (heads.get(head) or self._head(head))[1])
-                and 7 < len(stamp) <= _FAST_STAMP
-                and stamp[-7] == "."
-                and (digits := stamp.replace(".", "", 1)).isdecimal()
-            ):
-                self._next_id = next_id
-                self._slow_row(line_number, line)
-                next_id = self._next_id
-                continue
-            ts = int(digits) * 1000
-            if known_head is None:
-                head_info = heads[head]
-                thread_or_none = self._row_thread(head_info, head, tail_info[2], line_number)
-                if thread_or_none is None:
+        for first, block in source.blocks():
+            line_number = first - 1
+            for line in block:
+                line_number += 1
+                # Fast path for the usual layout: the row's head (up to the timestamp) and
+                # its text after "tracing_mark_write: " are looked up per distinct text; a
+                # row the fast path does not accept exactly as ROW_RE would goes to _slow_row.
+                head_stamp, separator, tail = line.partition(ROW_SEPARATOR)
+                if not separator:
                     continue
-                thread = thread_or_none
-                task: str | None = head_info[0]
-                if task == _UNKNOWN_TASK:
-                    task = None
-            else:
-                thread, task = known_head
-            if task is not None:
-                thread.name = task
-            stack = thread.stack
-            if tail_info[0] == "B":
-                if tail_info[3]:
-                    self.warn(line_number, _MALFORMED_BEGIN)
-                name = tail_info[1]
-                info = tail_info[4]
-                if thread.track_id is None:
-                    thread.track_id = self._next_track
-                    self._next_track += 1
-                ident = next_id
-                next_id += 1
-                add_args((ident, "line", line_number))
-                for key, value in info.args:
-                    add_args((ident, key, value))
-                if stack:
-                    stack.append(
-                        [
-                            ident,
-                            ts,
-                            None,
-                            name,
-                            len(stack),
-                            stack[-1][0],
-                            thread.track_id,
-                            *tail_info[6],
-                            ident,
-                            0,
-                            tail_info[5],
-                        ]
-                    )
+                head, _, stamp = head_stamp.rpartition(" ")
+                tail_info = tails.get(tail) or self._tail(tail)
+                known_head = known.get(head)
+                # SECONDS.FFFFFF: non-empty seconds, six fraction digits, nothing else.
+                if not (
+                    tail_info[0]
+                    and (known_head is not None or (heads.get(head) or self._head(head))[1])
+                    and 7 < len(stamp) <= _FAST_STAMP
+                    and stamp[-7] == "."
+                    and (digits := stamp.replace(".", "", 1)).isdecimal()
+                ):
+                    self._next_id = next_id
+                    self._slow_row(line_number, line)
+                    next_id = self._next_id
+                    continue
+                ts = int(digits) * 1000
+                if known_head is None:
+                    head_info = heads[head]
+                    thread_or_none = self._row_thread(head_info, head, tail_info[2], line_number)
+                    if thread_or_none is None:
+                        continue
+                    thread = thread_or_none
+                    task: str | None = head_info[0]
+                    if task == _UNKNOWN_TASK:
+                        task = None
                 else:
-                    stack.append(
-                        [
-                            ident,
-                            ts,
-                            None,
-                            name,
-                            0,
-                            thread.track_id,
-                            *tail_info[6],
-                            ident,
-                            0,
-                            tail_info[5] | _NO_PARENT,
-                        ]
-                    )
-            elif stack:
-                record = stack.pop()
-                flat = flats[record.pop()]  # type: ignore[call-overload]
-                record[2] = ts - record[1]  # type: ignore[operator]
-                record[-1] = next_id - 1
-                flat += record
-                if len(flat) >= _FLUSH_VALUES:
-                    self._flush()
-            else:
-                self._next_id = next_id
-                self.end(thread, ts, line_number)
+                    thread, task = known_head
+                if task is not None:
+                    thread.name = task
+                stack = thread.stack
+                if tail_info[0] == "B":
+                    if tail_info[3]:
+                        self.warn(line_number, _MALFORMED_BEGIN)
+                    name = tail_info[1]
+                    info = tail_info[4]
+                    if thread.track_id is None:
+                        thread.track_id = self._next_track
+                        self._next_track += 1
+                    ident = next_id
+                    next_id += 1
+                    add_args((ident, "line", line_number))
+                    for key, value in info.args:
+                        add_args((ident, key, value))
+                    if stack:
+                        stack.append(
+                            [
+                                ident,
+                                ts,
+                                None,
+                                name,
+                                len(stack),
+                                stack[-1][0],
+                                thread.track_id,
+                                *tail_info[6],
+                                ident,
+                                0,
+                                tail_info[5],
+                            ]
+                        )
+                    else:
+                        stack.append(
+                            [
+                                ident,
+                                ts,
+                                None,
+                                name,
+                                0,
+                                thread.track_id,
+                                *tail_info[6],
+                                ident,
+                                0,
+                                tail_info[5] | _NO_PARENT,
+                            ]
+                        )
+                elif stack:
+                    record = stack.pop()
+                    flat = flats[record.pop()]  # type: ignore[call-overload]
+                    record[2] = ts - record[1]  # type: ignore[operator]
+                    record[-1] = next_id - 1
+                    flat += record
+                    if len(flat) >= _FLUSH_VALUES:
+                        self._flush()
+                else:
+                    self._next_id = next_id
+                    self.end(thread, ts, line_number)
         self._next_id = next_id
         if source.truncated:
             self.warn(

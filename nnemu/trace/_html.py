@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import re
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Final, TextIO
@@ -37,6 +38,8 @@ _MAX_PROCESSES: Final = 100_000
 
 MAX_LINE: Final = 1 << 20
 """The longest line a text trace may have, in characters (so at least as many bytes): 1 MiB."""
+BLOCK_LINES: Final = 4096
+"""Lines per list of ``FtraceLines.blocks`` (~400 KB of a usual trace)."""
 
 
 def _line_too_long(source: str, line_number: int) -> TraceFormatError:
@@ -177,30 +180,11 @@ class FtraceLines:
     def __iter__(self) -> Iterator[tuple[int, str]]:
         # Plain text, the common case, is yielded from this frame itself (no
         # ``yield from`` through a second generator per line).
-        line_number = 0
-        line = ""
-        lines: Iterator[str]
-        if isinstance(self.lines, io.TextIOBase):
-            lines = _pieces(self.lines)
-            self._source = _source_of(self.lines)
-            self._limit = MAX_LINE + 1
-        else:
-            lines = iter(self.lines)
-        limit = self._limit
-        for line in lines:
-            line_number += 1
-            stripped = line.lstrip()
-            if not stripped:
-                if self._too_long(line):
-                    _skip_rest(lines)
-                continue
-            head = stripped[:15].lower()
-            if head.startswith(("<!doctype", "<html")):
-                self.is_html = True
-                line_number, line = yield from self._html_block(lines, line_number, line)
-                break
-            # Plain ftrace text from this line on.
-            self.found_ftrace = True
+        lines, line_number, line, found = self._start()
+        if found and self.is_html:
+            line_number, line = yield from self._html_block(lines, line_number, line)
+        elif found:
+            limit = self._limit
             item = (line_number, line)
             if limit:
                 if self._too_long(line):
@@ -215,7 +199,90 @@ class FtraceLines:
                 for item in enumerate(lines, line_number + 1):
                     yield item
             line_number, line = item
-            break
+        self._end(line_number, line)
+
+    def blocks(self, size: int = BLOCK_LINES) -> Iterator[tuple[int, list[str]]]:
+        """The same numbered lines as iterating gives, in lists of consecutive lines:
+        ``(number of the first, lines)``.
+
+        Plain text read from a text stream or a list comes ``size`` lines at a time,
+        with no Python code run per line (what the query loader's loop reads); the
+        ftrace block of HTML comes in lists of up to ``size`` lines too.  Other
+        iterables (whose lines may come with callbacks, as ``PerfettoLines``' do) come
+        a line at a time, so nothing is read ahead of the rows handled.
+
+        Raises:
+            TraceFormatError: A line is longer than ``MAX_LINE``.
+        """
+        batched = isinstance(self.lines, io.TextIOBase | list)
+        lines, line_number, line, found = self._start()
+        if found and self.is_html:
+            block = self._html_block(lines, line_number, line)
+            first = line_number
+            chunk: list[str] = []
+            while True:
+                try:
+                    number, text = next(block)
+                except StopIteration as stop:
+                    line_number, line = stop.value
+                    break
+                if not chunk:
+                    first = number
+                chunk.append(text)
+                if len(chunk) >= size or not batched:
+                    yield first, chunk
+                    chunk = []
+            if chunk:
+                yield first, chunk
+        elif found:
+            if self._limit and self._too_long(line):
+                raise _line_too_long(self._source, line_number)
+            yield line_number, [line]
+            limit = self._limit
+            step = size if batched else 1
+            while chunk := list(itertools.islice(lines, step)):
+                if limit and max(map(len, chunk)) == limit:
+                    for number, text in enumerate(chunk, line_number + 1):
+                        if len(text) == limit and text[-1] != "\n":
+                            raise _line_too_long(self._source, number)
+                yield line_number + 1, chunk
+                line_number += len(chunk)
+                line = chunk[-1]
+        self._end(line_number, line)
+
+    def _start(self) -> tuple[Iterator[str], int, str, bool]:
+        """Start reading: skip blank lines and tell HTML (``is_html``) from plain text.
+
+        Returns:
+            The lines still to read, the number of the last line read and that line, and
+            whether it is the first line with text (else the input had none).
+        """
+        line_number = 0
+        line = ""
+        lines: Iterator[str]
+        if isinstance(self.lines, io.TextIOBase):
+            lines = _pieces(self.lines)
+            self._source = _source_of(self.lines)
+            self._limit = MAX_LINE + 1
+        else:
+            lines = iter(self.lines)
+        for line in lines:
+            line_number += 1
+            stripped = line.lstrip()
+            if not stripped:
+                if self._too_long(line):
+                    _skip_rest(lines)
+                continue
+            head = stripped[:15].lower()
+            if head.startswith(("<!doctype", "<html")):
+                self.is_html = True
+            else:
+                self.found_ftrace = True  # plain ftrace text from this line on
+            return lines, line_number, line, True
+        return lines, line_number, line, False
+
+    def _end(self, line_number: int, line: str) -> None:
+        """Remember the last line read."""
         self.last_line_number = line_number
         self.last_line_unterminated = bool(line) and not line.endswith("\n")
 
