@@ -12,6 +12,7 @@ slices of its track with ids in ``(id, subtree_end_id]``.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -65,11 +66,7 @@ _FAST_STAMP: Final = 16
 """Longest ``SECONDS.FFFFFF`` timestamp the fast path reads: 15 digits (< ``MAX_ABS_NS``)."""
 _LEADING_SPACE: Final = re.compile(r"\s*")
 _BAD_HEAD: Final[tuple[str, str, str | None]] = ("", "", None)
-_Tail = tuple[str, str, str, bool, MarkInfo, int, tuple[str, ...]]
-"""A row's text after ``tracing_mark_write: `` read: (kind, name, payload, malformed, meaning,
-the ``_NULLS`` of its slice but for ``_NO_PARENT``, its layer, phase and kind but None)."""
 _NOT_A_MARK: Final = MarkInfo(None, None, PLAIN)
-_BAD_TAIL: Final[_Tail] = ("", "", "", False, _NOT_A_MARK, 0, ())
 _MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>"
 _JSON_FLOW_PHASES: Final = frozenset({"s", "t", "f"})
 
@@ -133,6 +130,37 @@ _NULLABLE: Final = (
 )
 """(bit, column index) of each column that may be None."""
 _ALL_NULLS: Final = _NO_PARENT | _NO_CATEGORY | _NO_LAYER | _NO_PHASE | _NO_ARGS
+
+
+class _Tail:
+    """A row's text after ``tracing_mark_write: `` read (cached per distinct text)."""
+
+    __slots__ = ("args", "kind", "malformed", "name", "nulls", "payload", "values")
+
+    def __init__(self, kind: str, name: str, payload: str, malformed: bool, info: MarkInfo) -> None:
+        self.kind = kind
+        """``B``, ``E`` or empty (neither)."""
+        self.name = name
+        """A begin's slice name."""
+        self.payload = payload
+        """The text after the kind (``|tgid|name``)."""
+        self.malformed = malformed
+        """A begin that is not ``B|<tgid>|<name>``."""
+        self.nulls = (
+            _NO_CATEGORY  # ftrace rows have none; every slice has its "line" arg
+            | (_NO_LAYER if info.layer is None else 0)
+            | (_NO_PHASE if info.phase is None else 0)
+        )
+        """A begin's slice's ``_NULLS`` but for ``_NO_PARENT``."""
+        self.values: tuple[str, ...] = tuple(
+            value for value in (info.layer, info.phase, info.kind) if value is not None
+        )
+        """Its slice's layer, phase and kind, but those that are None."""
+        self.args: tuple[str, ...] = tuple(itertools.chain.from_iterable(info.args))
+        """Its slice's ``args`` but ``line``: key, value, key, value..."""
+
+
+_BAD_TAIL: Final = _Tail("", "", "", False, _NOT_A_MARK)
 
 
 class _SliceInsert:
@@ -446,7 +474,7 @@ class Loader:
                 known_head = known.get(head)
                 # SECONDS.FFFFFF: non-empty seconds, six fraction digits, nothing else.
                 if not (
-                    tail_info[0]
+                    tail_info.kind
                     and (known_head is not None or (heads.get(head) or self._head(head))[1])
                     and 7 < len(stamp) <= _FAST_STAMP
                     and stamp[-7] == "."
@@ -459,7 +487,9 @@ class Loader:
                 ts = int(digits) * 1000
                 if known_head is None:
                     head_info = heads[head]
-                    thread_or_none = self._row_thread(head_info, head, tail_info[2], line_number)
+                    thread_or_none = self._row_thread(
+                        head_info, head, tail_info.payload, line_number
+                    )
                     if thread_or_none is None:
                         continue
                     thread = thread_or_none
@@ -471,19 +501,24 @@ class Loader:
                 if task is not None:
                     thread.name = task
                 stack = thread.stack
-                if tail_info[0] == "B":
-                    if tail_info[3]:
+                if tail_info.kind == "B":
+                    if tail_info.malformed:
                         self.warn(line_number, _MALFORMED_BEGIN)
-                    name = tail_info[1]
-                    info = tail_info[4]
+                    name = tail_info.name
                     if thread.track_id is None:
                         thread.track_id = self._next_track
                         self._next_track += 1
                     ident = next_id
                     next_id += 1
-                    add_args((ident, "line", line_number))
-                    for key, value in info.args:
-                        add_args((ident, key, value))
+                    extra = tail_info.args
+                    if not extra:
+                        add_args((ident, "line", line_number))
+                    elif len(extra) == 2:
+                        add_args((ident, "line", line_number, ident, extra[0], extra[1]))
+                    else:
+                        add_args((ident, "line", line_number))
+                        for at in range(0, len(extra), 2):
+                            add_args((ident, extra[at], extra[at + 1]))
                     if stack:
                         stack.append(
                             [
@@ -494,10 +529,10 @@ class Loader:
                                 len(stack),
                                 stack[-1][0],
                                 thread.track_id,
-                                *tail_info[6],
+                                *tail_info.values,
                                 ident,
                                 0,
-                                tail_info[5],
+                                tail_info.nulls,
                             ]
                         )
                     else:
@@ -509,10 +544,10 @@ class Loader:
                                 name,
                                 0,
                                 thread.track_id,
-                                *tail_info[6],
+                                *tail_info.values,
                                 ident,
                                 0,
-                                tail_info[5] | _NO_PARENT,
+                                tail_info.nulls | _NO_PARENT,
                             ]
                         )
                 elif stack:
@@ -554,8 +589,7 @@ class Loader:
         return info
 
     def _tail(self, tail: str) -> _Tail:
-        """``(kind, name, payload, malformed, what the name means)`` of a row's text after
-        ``tracing_mark_write: ``, cached; ``kind`` is ``B``, ``E`` or empty (neither)."""
+        """What a row's text after ``tracing_mark_write: `` says (``_Tail``), cached."""
         tails = self._tails
         if len(tails) >= _MAX_CACHED_NAMES:
             tails.clear()
@@ -563,21 +597,12 @@ class Loader:
         rest = tail[1:].partition("\n")[0]
         info = _BAD_TAIL
         if kind == "E":
-            info = ("E", "", rest, False, _NOT_A_MARK, 0, ())
+            info = _Tail("E", "", rest, False, _NOT_A_MARK)
         elif kind == "B":
             parts = rest.split("|", 2)
             malformed = not (len(parts) == 3 and not parts[0] and parts[1].isdigit())
             name = (rest.lstrip("|") if malformed else parts[2]).rstrip("\r")
-            meaning = self._describe(name)
-            nulls = (
-                _NO_CATEGORY  # ftrace rows have none; every slice has its "line" arg
-                | (_NO_LAYER if meaning.layer is None else 0)
-                | (_NO_PHASE if meaning.phase is None else 0)
-            )
-            present = tuple(
-                v for v in (meaning.layer, meaning.phase, meaning.kind) if v is not None
-            )
-            info = ("B", name, rest, malformed, meaning, nulls, present)
+            info = _Tail("B", name, rest, malformed, self._describe(name))
         tails[tail] = info
         return info
 
