@@ -2,7 +2,8 @@
 
 Three inputs: ftrace text, systrace HTML (its ftrace block and process dump) and
 Chrome trace-event JSON.  Only the open sections of each thread are held in
-Python; finished slices go to SQLite in ``executemany`` batches.
+Python; finished slices go to SQLite in batches of multi-row ``INSERT`` statements.
+``nnemu.query._compile.load_trace`` runs this module compiled by mypyc when it is built.
 
 Slice ids are given in begin order.  A slice's row is written when it ends, with
 ``subtree_end_id``: the last id given by then, so its descendants are the
