@@ -180,10 +180,10 @@ class FtraceLines:
     def __iter__(self) -> Iterator[tuple[int, str]]:
         # Plain text, the common case, is yielded from this frame itself (no
         # ``yield from`` through a second generator per line).
-        lines, line_number, line, found = self._start()
-        if found and self.is_html:
+        lines, line_number, line, html = self._start()
+        if html:
             line_number, line = yield from self._html_block(lines, line_number, line)
-        elif found:
+        elif html is not None:
             limit = self._limit
             item = (line_number, line)
             if limit:
@@ -215,8 +215,8 @@ class FtraceLines:
             TraceFormatError: A line is longer than ``MAX_LINE``.
         """
         batched = isinstance(self.lines, io.TextIOBase | list)
-        lines, line_number, line, found = self._start()
-        if found and self.is_html:
+        lines, line_number, line, html = self._start()
+        if html:
             block = self._html_block(lines, line_number, line)
             first = line_number
             chunk: list[str] = []
@@ -234,7 +234,7 @@ class FtraceLines:
                     chunk = []
             if chunk:
                 yield first, chunk
-        elif found:
+        elif html is not None:
             if self._limit and self._too_long(line):
                 raise _line_too_long(self._source, line_number)
             yield line_number, [line]
@@ -250,12 +250,12 @@ class FtraceLines:
                 line = chunk[-1]
         self._end(line_number, line)
 
-    def _start(self) -> tuple[Iterator[str], int, str, bool]:
+    def _start(self) -> tuple[Iterator[str], int, str, bool | None]:
         """Start reading: skip blank lines and tell HTML (``is_html``) from plain text.
 
         Returns:
             The lines still to read, the number of the last line read and that line, and
-            whether it is the first line with text (else the input had none).
+            whether that first line with text opens HTML (None: the input had no text).
         """
         line_number = 0
         line = ""
@@ -276,10 +276,10 @@ class FtraceLines:
             head = stripped[:15].lower()
             if head.startswith(("<!doctype", "<html")):
                 self.is_html = True
-            else:
-                self.found_ftrace = True  # plain ftrace text from this line on
-            return lines, line_number, line, True
-        return lines, line_number, line, False
+                return lines, line_number, line, True
+            self.found_ftrace = True  # plain ftrace text from this line on
+            return lines, line_number, line, False
+        return lines, line_number, line, None
 
     def _end(self, line_number: int, line: str) -> None:
         """Remember the last line read."""
