@@ -168,7 +168,6 @@ TARGETS: Final[tuple[Target, ...]] = (
             "trace/_chrome.py",
             "trace/_detect.py",
             "trace/_html.py",
-            "trace/_perfetto.py",
             "trace/_rows.py",
             "_progress.py",
             "errors.py",

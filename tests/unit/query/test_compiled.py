@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnemu import _native, run
+from nnemu import _native, run, trace
 from nnemu.query import _compile, _loader
 from nnemu.query._schema import create_tables
 from nnemu.scenario import load_scenario
@@ -83,7 +83,8 @@ def _top_level_names(path: Path) -> set[str]:
 
 
 def test_compiled_loader_sources_cover_its_nnemu_imports() -> None:
-    """Every name the loader imports from nnemu is in a file whose edits make it stale."""
+    """Every name the loader imports from nnemu is in a file whose edits make it stale (but the
+    Perfetto reader's classes, which ``nnemu.trace`` imports on first use: looked up at run time)."""
     defined = set().union(*(_top_level_names(path) for path in _TARGET.sources[1:]))
     tree = ast.parse(_native.module_path(_compile.LOADER_MODULE).read_text(encoding="utf-8"))
     imported = {
@@ -93,7 +94,7 @@ def test_compiled_loader_sources_cover_its_nnemu_imports() -> None:
         for alias in node.names
     }
     assert imported, "the loader imports from nnemu"
-    assert imported - defined == set()
+    assert imported - defined - trace._PERFETTO_NAMES == set()
 
 
 def _tables(path: Path, module: types.ModuleType) -> tuple[object, ...]:
