@@ -140,6 +140,12 @@ class TraceDriver:
     """The method name that decided the version (empty: none had a version, 1.0)."""
     execution_ns: array[int] = attrs.field(converter=_column)
     """Observed driver time of each execution it served."""
+    execution_clients: array[int] = attrs.field(converter=_column, factory=tuple)
+    """The pid of the client process whose call each of ``execution_ns`` answered (0: no
+    client call seen); empty when not known at all."""
+    service_ns: array[int] = attrs.field(converter=_column, factory=tuple)
+    """How long the device worked on each of ``execution_ns``: the driver time less the
+    wait behind the execution that ended before it (the device serves one at a time)."""
     prepare_ns: tuple[int, ...]
     """Observed driver time of each preparation (server begin -> notify)."""
 
@@ -147,6 +153,17 @@ class TraceDriver:
     def median_execution_ns(self) -> int | None:
         """Median observed execution time, if it served any."""
         return int(statistics.median(self.execution_ns)) if self.execution_ns else None
+
+    def service_of(self, client_pid: int) -> array[int]:
+        """The device times (``service_ns``) of the executions it served for ``client_pid``."""
+        return array(
+            "q",
+            (
+                ns
+                for ns, pid in zip(self.service_ns, self.execution_clients, strict=True)
+                if pid == client_pid
+            ),
+        )
 
     @property
     def median_prepare_ns(self) -> int | None:
@@ -346,7 +363,8 @@ class _Calls:
     def __init__(self) -> None:
         self._now: int | None = None
         self._begins: list[tuple[int, int, int]] = []  # (pid, tid, serial)
-        self._servers: list[tuple[int, int, bool]] = []  # (driver pid, tid, execute)
+        # (driver pid, tid, execute, slot in the driver's execute clients or -1)
+        self._servers: list[tuple[int, int, bool, int]] = []
         self._ends: list[int] = []  # serials
         self.waiting: dict[int, tuple[int, int]] = {}  # serial -> (begin, pid), in begin order
 
@@ -359,9 +377,11 @@ class _Calls:
         self._at(ts, c)
         self._begins.append((pid, tid, serial))
 
-    def server_begin(self, ts: int, pid: int, tid: int, execute: bool, c: _Collector) -> None:
+    def server_begin(
+        self, ts: int, pid: int, tid: int, execute: bool, slot: int, c: _Collector
+    ) -> None:
         self._at(ts, c)
-        self._servers.append((pid, tid, execute))
+        self._servers.append((pid, tid, execute, slot))
 
     def client_end(self, ts: int, serial: int, c: _Collector) -> None:
         self._at(ts, c)
@@ -380,11 +400,11 @@ class _Calls:
             self._begins.clear()
         if self._servers:
             self._servers.sort()
-            for driver_pid, _, execute in self._servers:
+            for driver_pid, _, execute, slot in self._servers:
                 if waiting:
                     first = next(iter(waiting))
                     client_begin, client_pid = waiting.pop(first)
-                    collector.paired(driver_pid, client_pid, ts - client_begin, execute)
+                    collector.paired(driver_pid, client_pid, ts - client_begin, execute, slot)
             self._servers.clear()
         for serial in self._ends:
             waiting.pop(serial, None)
@@ -433,7 +453,17 @@ class _AppTally:
 class _DriverTally:
     """What one driver process served."""
 
-    __slots__ = ("async_begins", "evidence", "ipc", "prep_begins", "sync_closed", "version")
+    __slots__ = (
+        "async_begins",
+        "async_slots",
+        "clients",
+        "evidence",
+        "ipc",
+        "prep_begins",
+        "sync_closed",
+        "sync_slots",
+        "version",
+    )
 
     def __init__(self) -> None:
         self.version = HalVersion.V1_0
@@ -442,6 +472,12 @@ class _DriverTally:
         """Begins of asynchronous execute server calls (each ends at the next notify)."""
         self.sync_closed = array("q")
         """(begin, tid, duration) of closed synchronous/fenced execute server calls, flat."""
+        self.clients = array("q")
+        """The client pid of each execute server call, in begin order (0 until paired)."""
+        self.async_slots = array("q")
+        """The ``clients`` slot of each of ``async_begins``."""
+        self.sync_slots = array("q")
+        """The ``clients`` slot of each row of ``sync_closed``."""
         self.prep_begins = array("q")
         """Begins of prepareModel server calls."""
         self.ipc = array("q")
@@ -467,7 +503,7 @@ class _Collector:
         self.notify_prep: dict[int, array[int]] = {}
         self.served: dict[tuple[int, int], int] = {}
         self._calls: dict[str, _Calls] = {}
-        # tid -> stack of (begin, pid, role, client call serial)
+        # tid -> stack of (begin, pid, role, client call serial / execute server's clients slot)
         self._stacks: dict[int, list[tuple[int, int, _Role, int]]] = {}
         self._roles: dict[str, _Role] = {}
         self._serial = 0
@@ -488,10 +524,15 @@ class _Collector:
             calls = self._calls[key] = _Calls()
         return calls
 
-    def paired(self, driver_pid: int, client_pid: int, ipc_ns: int, execute: bool) -> None:
-        """A server call of ``driver_pid`` answered a client call of ``client_pid``."""
-        self.drivers[driver_pid].ipc.append(ipc_ns)
+    def paired(
+        self, driver_pid: int, client_pid: int, ipc_ns: int, execute: bool, slot: int
+    ) -> None:
+        """A server call of ``driver_pid`` answered a client call of ``client_pid`` (an
+        execute call: the ``slot`` of its driver's ``clients``)."""
+        driver = self.drivers[driver_pid]
+        driver.ipc.append(ipc_ns)
         if execute:
+            driver.clients[slot] = client_pid
             pair = (client_pid, driver_pid)
             self.served[pair] = self.served.get(pair, 0) + 1
 
@@ -512,9 +553,14 @@ class _Collector:
                 driver = self.drivers[pid] = _DriverTally()
             if _VERSIONS.index(role.version) > _VERSIONS.index(driver.version):
                 driver.version, driver.evidence = role.version, role.text
-            self._calls_of(role.text).server_begin(ts, pid, tid, role.execute, self)
+            slot = -1
+            if role.execute:
+                slot = serial = len(driver.clients)
+                driver.clients.append(0)
+            self._calls_of(role.text).server_begin(ts, pid, tid, role.execute, slot, self)
             if role.async_server:
                 driver.async_begins.append(ts)
+                driver.async_slots.append(slot)
             elif role.prepare:
                 driver.prep_begins.append(ts)
         elif kind == _NOTIFY_EXEC:
@@ -573,7 +619,9 @@ class _Collector:
                 app.hal_closed.extend((begin, tid, ts - begin))
                 app.flight[_HAL].end(ts, tid)
         elif kind == _SERVER and role.execute and not role.async_server:
-            self.drivers[pid].sync_closed.extend((begin, tid, ts - begin))
+            driver = self.drivers[pid]
+            driver.sync_closed.extend((begin, tid, ts - begin))
+            driver.sync_slots.append(serial)
 
     def finish(self) -> None:
         """Apply what the sweeps still hold; the sections still open stay as they are."""
@@ -785,32 +833,65 @@ def _ascending(values: array[int]) -> array[int]:
     return array("q", sorted(values))
 
 
-def _answered(begins: array[int], notifies: array[int]) -> tuple[array[int], array[int]]:
-    """(begins, times to the notify) of the calls a notify answered: in begin order, each
-    call takes the first notify at or after its begin that no earlier call took."""
+def _answered(
+    begins: array[int], notifies: array[int], tags: array[int] | None = None
+) -> tuple[array[int], array[int], array[int]]:
+    """(begins, times to the notify, tags) of the calls a notify answered: in begin order,
+    each call takes the first notify at or after its begin that no earlier call took.
+    ``tags`` (one per begin, e.g. its client pid) follow their calls; zeros without."""
     times = _ascending(notifies)
-    kept, durations = array("q"), array("q")
+    if tags is None:
+        tags = array("q", bytes(8 * len(begins)))
+    if not all(a <= b for a, b in itertools.pairwise(begins)):
+        order = sorted(range(len(begins)), key=begins.__getitem__)
+        begins = array("q", (begins[i] for i in order))
+        tags = array("q", (tags[i] for i in order))
+    kept, durations, kept_tags = array("q"), array("q"), array("q")
     j = 0
-    for begin in _ascending(begins):
+    for begin, tag in zip(begins, tags, strict=True):
         while j < len(times) and times[j] < begin:
             j += 1
         if j == len(times):
             break
         kept.append(begin)
         durations.append(times[j] - begin)
+        kept_tags.append(tag)
         j += 1
-    return kept, durations
+    return kept, durations, kept_tags
+
+
+def _order(flat: array[int]) -> list[int] | None:
+    """The order that sorts a flat (begin, tid, duration) array by begin and thread (the
+    order a sort of sections by begin, pid and tid gives); None when already sorted."""
+    begins, tids = flat[::3], flat[1::3]
+    keys = zip(begins, tids, strict=True)
+    if all(a <= b for a, b in itertools.pairwise(keys)):
+        return None
+    return sorted(range(len(begins)), key=lambda i: (begins[i], tids[i]))
 
 
 def _durations(flat: array[int]) -> array[int]:
-    """The durations of a flat (begin, tid, duration) array, sorted by begin and thread (the
-    order a sort of sections by begin, pid and tid gives)."""
-    begins, tids, durations = flat[::3], flat[1::3], flat[2::3]
-    keys = zip(begins, tids, strict=True)
-    if all(a <= b for a, b in itertools.pairwise(keys)):
+    """The durations of a flat (begin, tid, duration) array, sorted by begin and thread."""
+    durations = flat[2::3]
+    order = _order(flat)
+    if order is None:
         return durations
-    order = sorted(range(len(begins)), key=lambda i: (begins[i], tids[i]))
     return array("q", (durations[i] for i in order))
+
+
+def _service(begins: array[int], durations: array[int]) -> array[int]:
+    """How long the device worked on each execution (begin order), one at a time: from its
+    begin, or from the end of the execution that finished before it if that is later, to
+    its own end (a driver call that waited behind another app's execution is timed from
+    when the device was free)."""
+    ends = array("q", (b + d for b, d in zip(begins, durations, strict=True)))
+    service = array("q", bytes(8 * len(ends)))
+    previous = None
+    for i in sorted(range(len(ends)), key=lambda i: (ends[i], begins[i])):
+        start = begins[i] if previous is None else max(begins[i], previous)
+        service[i] = ends[i] - start
+        previous = ends[i]
+    return service
 
 
 def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
@@ -868,17 +949,26 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
 def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
     """A driver process: its HAL version, execution and preparation times."""
     tally = reader.drivers[pid]
-    begins, executions = _answered(tally.async_begins, reader.notify_exec.get(pid, _NONE))
+    clients = tally.clients
+    async_clients = array("q", (clients[slot] for slot in tally.async_slots))
+    begins, executions, served = _answered(
+        tally.async_begins, reader.notify_exec.get(pid, _NONE), async_clients
+    )
     sync = tally.sync_closed
     if sync:
         # Synchronous (ended by their own end) and asynchronous calls: all in begin order.
+        order = _order(sync) or range(len(tally.sync_slots))
+        sync_begins = sync[::3]
+        sync_durations = sync[2::3]
         timed = [
-            *zip(begins, executions, strict=True),
-            *zip(_ascending(sync[::3]), _durations(sync), strict=True),
+            *zip(begins, executions, served, strict=True),
+            *((sync_begins[i], sync_durations[i], clients[tally.sync_slots[i]]) for i in order),
         ]
-        timed.sort(key=lambda pair: pair[0])
-        executions = array("q", (duration for _, duration in timed))
-    _, preparations = _answered(tally.prep_begins, reader.notify_prep.get(pid, _NONE))
+        timed.sort(key=lambda row: row[0])
+        begins = array("q", (row[0] for row in timed))
+        executions = array("q", (row[1] for row in timed))
+        served = array("q", (row[2] for row in timed))
+    _, preparations, _ = _answered(tally.prep_begins, reader.notify_prep.get(pid, _NONE))
     process_name = _process_name(reader, pid)
     name = ""
     if process_name:
@@ -895,6 +985,8 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         hal_version=tally.version,
         hal_evidence=tally.evidence,
         execution_ns=executions,
+        execution_clients=served,
+        service_ns=_service(begins, executions),
         prepare_ns=tuple(preparations),
     )
 
