@@ -195,7 +195,10 @@ def build_replay(
     period_ns = _loop_period_ns(plan)
     models = [_app_model(app, notes) for app in plan.apps]
     model_of_app = {app.pid: model for app, model in zip(plan.apps, models, strict=True)}
-    devices = [_device(driver, plan, model_of_app, notes) for driver in plan.drivers]
+    setters: set[int] = set()
+    devices = [_device(driver, plan, model_of_app, setters, notes) for driver in plan.drivers]
+    _fit_models(plan, devices, model_of_app, setters, notes)
+    models = [model_of_app[app.pid] for app in plan.apps]
     ipc = _ipc(plan, notes)
     driver_by_pid = {d.pid: d for d in plan.drivers}
     apps = [
@@ -246,11 +249,28 @@ def _app_model(app: TraceApp, notes: _Notes) -> ModelSpec:
     return spec
 
 
+def _device_time_ns(driver: TraceDriver, app: TraceApp | None) -> tuple[int, int, str] | None:
+    """(median device time, count, what it is) of ``app``'s executions on ``driver``, or of
+    all of them when the trace does not say which app sent which (None: none seen)."""
+    if app is not None:
+        mine = driver.service_of(app.pid)
+        if mine:
+            return int(statistics.median(mine)), len(mine), f"{app.name}'s executions"
+    if driver.service_ns:
+        return int(statistics.median(driver.service_ns)), len(driver.service_ns), "executions"
+    return None
+
+
 def _device(
-    driver: TraceDriver, plan: TracePlan, model_of_app: dict[int, ModelSpec], notes: _Notes
+    driver: TraceDriver,
+    plan: TracePlan,
+    model_of_app: dict[int, ModelSpec],
+    setters: set[int],
+    notes: _Notes,
 ) -> DeviceSpec:
-    """The device of one driver process, timed like the model of the app that sent it the
-    most executions."""
+    """The device of one driver process.  Its speed for each dtype is set so that the model of
+    the app that sent it the most executions of that dtype computes in that app's median
+    device time (the pids of those apps are added to ``setters``)."""
     cost = DeviceCostSpec()
     performance = PerformanceSpec()
     where = f"devices.{driver.name}"
@@ -262,19 +282,31 @@ def _device(
         for pid, count in zip(app.driver_pids, app.driver_executions, strict=True)
         if pid == driver.pid
     ]
-    top_app = max(users, key=lambda u: u[0])[1] if users else None
-    median_exec = driver.median_execution_ns
-    if top_app is not None and median_exec is not None:
-        spec = model_of_app[top_app.pid]
-        ratio, got = derive_exec_ratio(spec, median_exec, cost, CpuSpec())
-        performance = _with_ratio(performance, spec.dtype, ratio)
+    users.sort(key=lambda u: (-u[0], u[1].arrivals_ns[0], u[1].pid))
+    top_app = users[0][1] if users else None
+    by_dtype: dict[str, TraceApp] = {}
+    for _, app in users:
+        by_dtype.setdefault(model_of_app[app.pid].dtype, app)
+    if not by_dtype and top_app is None and driver.service_ns and plan.apps:
+        by_dtype[model_of_app[plan.apps[0].pid].dtype] = plan.apps[0]
+    timed = False
+    for dtype, app in sorted(by_dtype.items()):
+        found = _device_time_ns(driver, app)
+        if found is None:
+            continue
+        median_ns, count, what = found
+        spec = model_of_app[app.pid]
+        ratio, got = derive_exec_ratio(spec, median_ns, cost, CpuSpec())
+        performance = _with_ratio(performance, dtype, ratio)
+        setters.add(app.pid)
+        timed = True
         notes.derived.append(
-            f"{where}.performance.{spec.dtype}.exec_time: {ratio:g} "
-            f"(median of {len(driver.execution_ns)} driver executions "
-            f"{_ms(median_exec):.3f} ms = {spec.preset} {spec.dtype} {_ms(got):.3f} ms "
+            f"{where}.performance.{dtype}.exec_time: {ratio:g} "
+            f"(median device time of {count} {what} "
+            f"{_ms(median_ns):.3f} ms = {spec.preset} {spec.dtype} {_ms(got):.3f} ms "
             f"+ launch {cost.launch_us:g} us)"
         )
-    else:
+    if not timed:
         notes.assumed.append(f"{where}.performance: defaults (no execution observed)")
     median_prep = driver.median_prepare_ns
     if top_app is not None and median_prep is not None:
@@ -296,6 +328,81 @@ def _device(
         performance=performance,
         cost=cost,
     )
+
+
+_WIDTHS: Final = (0.05, 4.0)
+"""The range of a mobilenet ``width`` a replay fits to an app's device time."""
+_FIT_TOLERANCE: Final = 0.01
+"""A model is refitted when the device's speed misses the app's time by more than this."""
+
+
+def _with_width(spec: ModelSpec, width: float) -> ModelSpec:
+    params = dict(spec.params)
+    params["width"] = width
+    return attrs.evolve(spec, params=tuple(sorted(params.items())))
+
+
+def _fit_width(spec: ModelSpec, target_ns: int, device: DeviceSpec) -> tuple[float, int]:
+    """The mobilenet ``width`` whose compute on ``device`` plus the launch is closest to
+    ``target_ns`` (bisection: compute grows with the width); (width, compute ns)."""
+    goal = target_ns - round(device.cost.launch_us * 1000)
+    low, high = _WIDTHS
+    best = (1.0, _compute_ns(spec, device.performance, CpuSpec()))
+    for _ in range(24):
+        middle = (low * high) ** 0.5
+        width = float(f"{middle:.4g}")
+        got = _compute_ns(_with_width(spec, width), device.performance, CpuSpec())
+        if abs(got - goal) < abs(best[1] - goal):
+            best = (width, got)
+        if got < goal:
+            low = middle
+        elif got > goal:
+            high = middle
+        else:
+            break
+    return best
+
+
+def _fit_models(
+    plan: TracePlan,
+    devices: Sequence[DeviceSpec],
+    model_of_app: dict[int, ModelSpec],
+    setters: set[int],
+    notes: _Notes,
+) -> None:
+    """Give each app that did not set its device's speed a model that takes its own median
+    device time there: a device's time per execution belongs to the (device, model) pair,
+    and the trace does not say which model an app ran, only how long the device took."""
+    device_of = {d.pid: dev for d, dev in zip(plan.drivers, devices, strict=True)}
+    driver_of = {d.pid: d for d in plan.drivers}
+    for app in plan.apps:
+        if app.pid in setters or not app.driver_pids or app.driver_pids[0] not in device_of:
+            continue
+        driver, device = driver_of[app.driver_pids[0]], device_of[app.driver_pids[0]]
+        mine = driver.service_of(app.pid)
+        if not mine:
+            continue
+        spec = model_of_app[app.pid]
+        target = int(statistics.median(mine))
+        now = _compute_ns(spec, device.performance, CpuSpec()) + round(device.cost.launch_us * 1000)
+        if abs(now - target) <= _FIT_TOLERANCE * target:
+            continue
+        where = f"models.{spec.name}"
+        if spec.preset not in ("mobilenet_v1", "mobilenet_v2"):
+            notes.assumed.append(
+                f"{where}: {spec.preset} as is, {_ms(now):.3f} ms on {device.name} against "
+                f"{app.name}'s median device time {_ms(target):.3f} ms (only a mobilenet's "
+                "width is fitted)"
+            )
+            continue
+        width, got = _fit_width(spec, target, device)
+        model_of_app[app.pid] = _with_width(spec, width)
+        notes.derived.append(
+            f"{where}.params.width: {width:g} (median device time of {len(mine)} "
+            f"{app.name}'s executions on {device.name} {_ms(target):.3f} ms = "
+            f"{spec.preset} {spec.dtype} width {width:g} {_ms(got):.3f} ms + launch "
+            f"{device.cost.launch_us:g} us)"
+        )
 
 
 def _ipc(plan: TracePlan, notes: _Notes) -> IpcSpec:
