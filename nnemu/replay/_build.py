@@ -8,6 +8,7 @@ lists the same rules.
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections.abc import Sequence
 from typing import Final
@@ -318,9 +319,18 @@ def _device(
             f"{len(driver.prepare_ns)} preparations {_ms(median_prep):.3f} ms "
             f"- {cost.prepare_ms_per_op:g} ms x {ops} operations)"
         )
+    jitter = _jitter(driver, [app for _, app in users])
+    if jitter is not None:
+        sigma, count = jitter
+        cost = attrs.evolve(cost, jitter=sigma)
+        notes.derived.append(
+            f"{where}.cost.jitter: {sigma:g} (spread of ln device time around each app's "
+            f"median, {count} executions: 1.4826 x median absolute deviation)"
+        )
     notes.assumed.append(
         f"{where}: type accelerator, 1 compute unit, launch {cost.launch_us:g} us, "
-        "no jitter, per_app_priority scheduler (defaults)"
+        + ("" if jitter is not None else "no jitter, ")
+        + "per_app_priority scheduler (defaults)"
     )
     return DeviceSpec(
         name=driver.name,
@@ -328,6 +338,30 @@ def _device(
         performance=performance,
         cost=cost,
     )
+
+
+MIN_JITTER_EXECUTIONS: Final = 20
+"""Fewest device times from which a replay derives a device's jitter."""
+
+
+def _jitter(driver: TraceDriver, users: Sequence[TraceApp]) -> tuple[float, int] | None:
+    """(sigma, executions) of the device's log-normal jitter: the robust spread (1.4826 x the
+    median absolute deviation) of ln device time around each app's own median, pooled; None
+    with fewer than ``MIN_JITTER_EXECUTIONS`` times."""
+    groups = [driver.service_of(app.pid) for app in users] or [driver.service_ns]
+    if sum(len(g) for g in groups) < MIN_JITTER_EXECUTIONS:
+        groups = [driver.service_ns]
+    deviations: list[float] = []
+    for group in groups:
+        logs = [math.log(ns) for ns in group if ns > 0]
+        if len(logs) < 2:
+            continue
+        centre = statistics.median(logs)
+        deviations.extend(abs(x - centre) for x in logs)
+    if len(deviations) < MIN_JITTER_EXECUTIONS:
+        return None
+    sigma = round(1.4826 * statistics.median(deviations), 3)
+    return (sigma, len(deviations)) if sigma > 0 else None
 
 
 _WIDTHS: Final = (0.05, 4.0)
