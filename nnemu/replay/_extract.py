@@ -122,6 +122,10 @@ class TraceApp:
     """Duration of each closed section that gave an arrival (the recorded latencies)."""
     never_ended: int = 0
     """Sections that gave an arrival but are still open at the end of the trace."""
+    compile_inside_ns: array[int] = attrs.field(converter=_column, factory=tuple)
+    """Time spent compiling inside each of ``latencies_ns`` (a ``prepareModel`` call, a
+    ``[NN_LA_PC]`` or ``Compilation_finish`` section nested in the ``[NN_LA_PE]`` section, as
+    Android's benchmark app compiles before each run); empty when none was."""
 
 
 @attrs.frozen(kw_only=True)
@@ -422,6 +426,7 @@ class _AppTally:
         "la_begins",
         "la_closed",
         "la_compiles",
+        "la_inside",
         "lr_begins",
         "lr_closed",
         "modes",
@@ -438,6 +443,8 @@ class _AppTally:
         self.lr_begins = array("q")
         self.hal_begins = array("q")
         self.la_closed = array("q")
+        self.la_inside: array[int] | None = None
+        """Compile time inside each row of ``la_closed`` (None until one held a compile)."""
         self.lr_closed = array("q")
         self.hal_closed = array("q")
         self.flight = (_InFlight(), _InFlight(), _InFlight())
@@ -507,6 +514,8 @@ class _Collector:
         self._stacks: dict[int, list[tuple[int, int, _Role, int]]] = {}
         self._roles: dict[str, _Role] = {}
         self._serial = 0
+        # (tid, stack depth) of an open [NN_LA_PE] -> compile time nested in it so far
+        self._inside: dict[tuple[int, int], int] = {}
         self.problems: list[str] = []
         """What reading the file ran into (a Perfetto trace's bad packet), for the plan's notes."""
         self.warnings: list[str] = []
@@ -608,6 +617,13 @@ class _Collector:
             app = self.apps[pid]
             app.la_closed.extend((begin, tid, ts - begin))
             app.flight[_LA].end(ts, tid)
+            inside = self._inside.pop((tid, len(stack)), 0) if self._inside else 0
+            if inside and app.la_inside is None:
+                app.la_inside = array("q", bytes(8 * (len(app.la_closed) // 3 - 1)))
+            if app.la_inside is not None:
+                app.la_inside.append(inside)
+        elif kind in (_LA_COMPILE, _LR_FINISH) or (kind == _CLIENT and role.prepare):
+            self._compiled_inside(stack, tid, ts - begin)
         elif kind == _LR_EXEC:
             app = self.apps[pid]
             app.lr_closed.extend((begin, tid, ts - begin))
@@ -622,6 +638,21 @@ class _Collector:
             driver = self.drivers[pid]
             driver.sync_closed.extend((begin, tid, ts - begin))
             driver.sync_slots.append(serial)
+
+    def _compiled_inside(
+        self, stack: list[tuple[int, int, _Role, int]], tid: int, duration: int
+    ) -> None:
+        """A compilation of ``duration`` ended on ``tid``: add it to the ``[NN_LA_PE]`` it is
+        nested in, unless it is itself inside an outer compilation (counted there)."""
+        for depth in range(len(stack) - 1, -1, -1):
+            role = stack[depth][2]
+            kind = role.kind
+            if kind in (_LA_COMPILE, _LR_FINISH) or (kind == _CLIENT and role.prepare):
+                return
+            if kind == _LA_EXEC:
+                key = (tid, depth)
+                self._inside[key] = self._inside.get(key, 0) + duration
+                return
 
     def finish(self) -> None:
         """Apply what the sweeps still hold; the sections still open stay as they are."""
@@ -1010,6 +1041,12 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
     process_name = _process_name(reader, pid)
     base = safe_name(process_name) if process_name else f"app-{pid}"
     latencies = _durations(closed)
+    inside = _NONE
+    if which == _LA and tally.la_inside is not None:
+        order = _order(closed)
+        inside = tally.la_inside
+        if order is not None:
+            inside = array("q", (inside[i] for i in order))
     return TraceApp(
         pid=pid,
         name=base,
@@ -1026,4 +1063,5 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         timeout_calls=tally.timeout_calls,
         latencies_ns=latencies,
         never_ended=len(begins) - len(latencies),
+        compile_inside_ns=inside,
     )

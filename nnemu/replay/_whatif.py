@@ -29,14 +29,24 @@ def fidelity_lines(plan: TracePlan, data: Mapping[str, Any]) -> list[str]:
         f"{'app':16} {'':9} {'n':>5} {'p50':>9} {'p95':>9} {'max':>9}",
     ]
     apps = data.get("apps", {})
+    notes = []
     for app in plan.apps:
         recorded = sorted(app.latencies_ns)
-        if recorded:
-            values = (_quantile(recorded, 0.5), _quantile(recorded, 0.95), recorded[-1])
-            cells = " ".join(f"{v / 1e6:9.3f}" for v in values)
-        else:
-            cells = " ".join(f"{'-':>9}" for _ in range(3))
-        lines.append(f"{app.name[:16]:16} {'recorded':9} {len(recorded):5} {cells}")
+        lines.append(f"{app.name[:16]:16} {'recorded':9} {len(recorded):5} {_cells(recorded)}")
+        compiling = sum(1 for ns in app.compile_inside_ns if ns)
+        if compiling:
+            less = sorted(
+                lat - inside
+                for lat, inside in zip(app.latencies_ns, app.compile_inside_ns, strict=True)
+            )
+            lines.append(f"{'':16} {'- compile':9} {len(less):5} {_cells(less)}")
+            median = _quantile(sorted(ns for ns in app.compile_inside_ns if ns), 0.5)
+            notes.append(
+                f"{app.name}: {compiling} of {len(recorded)} recorded sections hold a "
+                f"compilation (median {median / 1e6:.3f} ms): the app compiled before each "
+                "execution, the replay compiles once before its arrivals; '- compile' is "
+                "the recorded latency without it"
+            )
         replayed = apps.get(app.name)
         if replayed is None:
             continue
@@ -46,7 +56,16 @@ def fidelity_lines(plan: TracePlan, data: Mapping[str, Any]) -> list[str]:
         else:
             cells = " ".join(f"{'-':>9}" for _ in range(3))
         lines.append(f"{'':16} {'replayed':9} {replayed['completed']:5} {cells}")
+    lines.extend(notes)
     return lines
+
+
+def _cells(sorted_ns: Sequence[int]) -> str:
+    """p50, p95 and max of ``sorted_ns`` in ms, or dashes when empty."""
+    if not sorted_ns:
+        return " ".join(f"{'-':>9}" for _ in range(3))
+    values = (_quantile(sorted_ns, 0.5), _quantile(sorted_ns, 0.95), sorted_ns[-1])
+    return " ".join(f"{v / 1e6:9.3f}" for v in values)
 
 
 __all__ = ["fidelity_lines", "ineffective_sets"]

@@ -120,3 +120,30 @@ def test_replay_names_the_driver_from_the_process_dump(two_trace: Path, tmp_path
     assert code == 0, err
     assert f"  driver npu: pid {pid} ({service})" in out
     assert "set devices.npu.scheduler=global_priority" in err
+
+
+def test_compilations_inside_recorded_executions_are_shown_apart() -> None:
+    """omr1's [NN_LA_PE] sections each hold a prepareModel: the table adds the recorded latency without it and says why."""
+    code, out, err = run_cli("replay", str(OMR1))
+    assert code == 0, err
+    lines = out[out.index("recorded vs replayed latency") :].splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:2] == ["app-27005", "recorded"])
+    recorded, less, replayed = lines[at].split()[2:], lines[at + 1].split(), lines[at + 2].split()
+    assert less[:2] == ["-", "compile"]
+    assert replayed[0] == "replayed"
+    # 665.661 ms recorded for the median section, 544.885 ms of it in prepareModel::client.
+    assert recorded[1] == "665.661"
+    assert float(less[3]) < 0.1 * float(recorded[1])
+    assert float(less[3]) > float(replayed[2])
+    assert (
+        "app-27005: 5 of 5 recorded sections hold a compilation (median 544.885 ms): "
+        "the app compiled before each execution, the replay compiles once" in out
+    )
+
+
+def test_nnemu_traces_show_no_compile_inside_executions(two_trace: Path) -> None:
+    """An nnemu trace compiles before its executions, so no '- compile' row is printed."""
+    code, out, err = run_cli("replay", str(two_trace))
+    assert code == 0, err
+    assert "- compile" not in out
+    assert "hold a compilation" not in out
