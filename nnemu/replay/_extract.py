@@ -918,7 +918,12 @@ def _service(begins: array[int], durations: array[int]) -> array[int]:
     ends = array("q", (b + d for b, d in zip(begins, durations, strict=True)))
     service = array("q", bytes(8 * len(ends)))
     previous = None
-    for i in sorted(range(len(ends)), key=lambda i: (ends[i], begins[i])):
+    keys = zip(ends, begins, strict=True)
+    if all(a <= b for a, b in itertools.pairwise(keys)):
+        by_end: Iterable[int] = range(len(ends))  # as a serial device gives them
+    else:
+        by_end = sorted(range(len(ends)), key=lambda i: (ends[i], begins[i]))
+    for i in by_end:
         start = begins[i] if previous is None else max(begins[i], previous)
         service[i] = ends[i] - start
         previous = ends[i]
@@ -991,14 +996,19 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         order = _order(sync) or range(len(tally.sync_slots))
         sync_begins = sync[::3]
         sync_durations = sync[2::3]
-        timed = [
-            *zip(begins, executions, served, strict=True),
-            *((sync_begins[i], sync_durations[i], clients[tally.sync_slots[i]]) for i in order),
-        ]
-        timed.sort(key=lambda row: row[0])
-        begins = array("q", (row[0] for row in timed))
-        executions = array("q", (row[1] for row in timed))
-        served = array("q", (row[2] for row in timed))
+        if not executions:
+            begins = array("q", (sync_begins[i] for i in order))
+            executions = array("q", (sync_durations[i] for i in order))
+            served = array("q", (clients[tally.sync_slots[i]] for i in order))
+        else:
+            timed = [
+                *zip(begins, executions, served, strict=True),
+                *((sync_begins[i], sync_durations[i], clients[tally.sync_slots[i]]) for i in order),
+            ]
+            timed.sort(key=lambda row: row[0])
+            begins = array("q", (row[0] for row in timed))
+            executions = array("q", (row[1] for row in timed))
+            served = array("q", (row[2] for row in timed))
     _, preparations, _ = _answered(tally.prep_begins, reader.notify_prep.get(pid, _NONE))
     process_name = _process_name(reader, pid)
     name = ""
