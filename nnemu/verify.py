@@ -16,6 +16,7 @@ from typing import Final, TextIO
 
 import attrs
 
+from nnemu._text import counted
 from nnemu.errors import ExitCode, Interrupted, NnemuError
 from nnemu.parser import Diagnostic, ParseResult, RunStats, parse_file
 from nnemu.scenario import Scenario
@@ -53,7 +54,8 @@ class CellResult:
     """One layer x phase cell of one run."""
 
     run: int
-    """0-based run index."""
+    """0-based position of the run in the ground truth (``run_labels`` names it as
+    ``nnemu parse`` does, from 1)."""
     layer: Layer
     """Layer of the cell."""
     phase: Phase
@@ -163,22 +165,23 @@ def compare(
     explained by that and are not contract breaks.
     """
     problems = []
+    labels = run_labels(truth)
     if len(parsed.runs) != len(truth):
         problems.append(
             f"the parser found {len(parsed.runs)} runs, the ground truth has {len(truth)}"
         )
     cells = []
     for index, (run, true_run) in enumerate(zip(parsed.runs, truth, strict=False)):
-        name = true_run.starting_app or "(before any [NN_LA_PO])"
+        label = labels[index]
         if true_run.pid is not None and run.pid != str(true_run.pid):
             problems.append(
-                f"run {index}: the parser's run is of process {run.pid or '(none)'},"
-                f" the ground truth's of {name} (pid {true_run.pid})"
+                f"{label}: the parser's run is of process {run.pid or '(none)'},"
+                f" the ground truth's of pid {true_run.pid}"
             )
         parsed_executions = sum(run.execution_counts.values())
         if parsed_executions != true_run.executions:
             problems.append(
-                f"run {index} ({name}): the parser counts {parsed_executions} executions,"
+                f"{label}: the parser counts {parsed_executions} executions,"
                 f" the ground truth {true_run.executions}"
             )
         run_cells = _run_cells(index, run, true_run)
@@ -186,7 +189,7 @@ def compare(
             c.parsed_ns for c in run_cells if not c.reasons and not c.self_time
         ):
             problems.append(
-                f"run {index} ({name}): no data in the trace for an app that executed"
+                f"{label}: no data in the trace for an app that executed"
                 f" {true_run.executions} times"
             )
         cells.extend(run_cells)
@@ -218,36 +221,58 @@ def _us(value_ns: int) -> str:
     return f"{value_ns / 1000:.3f}"
 
 
+def run_labels(truth: tuple[RunTruth, ...]) -> list[str]:
+    """Each run's name as ``nnemu parse`` titles it: ``camera (pid 707), run 1 of 2``.
+
+    Runs are numbered from 1 within their process, as the parser numbers them; runs
+    before any ``[NN_LA_PO]`` mark are "sections outside any run".
+    """
+    counts: dict[int | None, int] = {}
+    for true_run in truth:
+        counts[true_run.pid] = counts.get(true_run.pid, 0) + 1
+    seen: dict[int | None, int] = {}
+    labels = []
+    for true_run in truth:
+        seen[true_run.pid] = seen.get(true_run.pid, 0) + 1
+        if true_run.pid is None:
+            who = "sections outside any run"
+        else:
+            app = f"{true_run.starting_app} " if true_run.starting_app else ""
+            who = f"{app}(pid {true_run.pid})"
+        labels.append(f"{who}, run {seen[true_run.pid]} of {counts[true_run.pid]}")
+    return labels
+
+
 def format_verification(result: Verification, truth: tuple[RunTruth, ...], out: TextIO) -> None:
     """Write the per-run summary and the table of differences."""
-    for true_run in truth:
-        cells = [c for c in result.cells if c.run == true_run.index]
+    labels = run_labels(truth)
+    for index, true_run in enumerate(truth):
+        cells = [c for c in result.cells if c.run == index]
         if not cells:
             continue
         agree = [c for c in cells if c.agrees and not c.reasons]
         nonzero = sum(1 for c in agree if c.truth_ns)
         differ = [c for c in cells if not c.agrees and not c.reasons]
         unknown = [c for c in cells if c.reasons]
-        app = true_run.starting_app or "(before any [NN_LA_PO])"
-        pid = f", pid {true_run.pid}" if true_run.pid is not None else ""
         out.write(
-            f"run {true_run.index} ({app}{pid}, {true_run.executions} executions):"
+            f"{labels[index]}: {counted(true_run.executions, 'execution')},"
             f" {len(agree)} cells agree ({nonzero} non-zero), {len(differ)} differ,"
             f" {len(unknown)} not reconstructable\n"
         )
     shown = [c for c in result.cells if not c.agrees or c.reasons]
     if shown:
+        width = max(len(labels[c.run]) for c in shown)
         out.write(
-            f"\n{'run':>3}  {'cell':<11}{'trace us':>15}{'truth us':>15}{'diff us':>15}  status\n"
+            f"\n{'run':<{width}}  {'cell':<11}{'trace us':>15}{'truth us':>15}{'diff us':>15}  status\n"
         )
         for c in shown:
             status = "not reconstructable" if c.reasons else "DIFFERS"
             out.write(
-                f"{c.run:>3}  {c.label:<11}{_us(c.parsed_ns):>15}"
+                f"{labels[c.run]:<{width}}  {c.label:<11}{_us(c.parsed_ns):>15}"
                 f"{_us(c.truth_ns):>15}{_us(c.parsed_ns - c.truth_ns):>15}  {status}\n"
             )
             for reason in c.reasons:
-                out.write(f"{'':>16}because {reason}\n")
+                out.write(f"{'':>{width + 13}}because {reason}\n")
     if result.run_count_problem:
         out.write(f"\n{result.run_count_problem}\n")
     if result.contract_diagnostics:

@@ -8,10 +8,16 @@ from pathlib import Path
 import attrs
 import pytest
 
-from nnemu.parser import ParseResult, parse_file
+from nnemu.parser import ParseResult, format_text, parse_file
 from nnemu.scenario import load_scenario, load_scenario_text
 from nnemu.tracer import GroundTruth, Layer, Phase
-from nnemu.verify import compare, run_verify_command, run_with_truth
+from nnemu.verify import (
+    compare,
+    format_verification,
+    run_labels,
+    run_verify_command,
+    run_with_truth,
+)
 from tests.unit.tracer.helpers import scenario_text
 
 _ROOT = Path(__file__).resolve().parents[3]
@@ -85,8 +91,8 @@ def test_verify_reads_back_a_chrome_json_trace(tmp_path: Path):
     trace = tmp_path / "trace.json"
     code = run_verify_command(str(scenario), seed=None, trace=str(trace), stdout=out, stderr=err)
     assert code == 0, out.getvalue() + err.getvalue()
-    assert out.getvalue().startswith("run 0 (camera, pid 707, ")
-    assert "run 1 (indexer, pid 713, " in out.getvalue()
+    assert out.getvalue().startswith("camera (pid 707), run 1 of 1: 89 executions, ")
+    assert "\nindexer (pid 713), run 1 of 1: 226 executions, " in out.getvalue()
 
 
 def test_verify_checks_the_application_total_self_time(tmp_path: Path):
@@ -111,3 +117,31 @@ def test_verify_checks_the_application_total_self_time(tmp_path: Path):
     assert differs.self_time
     assert differs.label == "LA_PO self"
     assert differs.parsed_ns < 0
+    out = io.StringIO()
+    format_verification(result, truth.runs, out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("mlbench (pid 707), run 1 of 1: 40 executions, ")
+    assert lines[2].split() == ["run", "cell", "trace", "us", "truth", "us", "diff", "us", "status"]
+    assert lines[3].startswith("mlbench (pid 707), run 1 of 1  LA_PO self ")
+    assert lines[3].endswith("DIFFERS")
+
+
+def test_verify_names_runs_as_the_parser_titles_them(tmp_path: Path):
+    """Verify's runs carry the parser's per-process 1-based "run N of M", as ``nnemu parse`` prints."""
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "two_apps_one_npu.yaml"
+    trace = tmp_path / "trace.html"
+    truth = GroundTruth()
+    run_with_truth(load_scenario(scenario), truth, trace=str(trace))
+    titles = [
+        line.removeprefix("=== process ")
+        for line in format_text(parse_file(trace)).splitlines()
+        if line.startswith("=== process ")
+    ]
+    assert (
+        run_labels(truth.runs)
+        == titles
+        == [
+            "camera (pid 707), run 1 of 1",
+            "indexer (pid 713), run 1 of 1",
+        ]
+    )
