@@ -537,8 +537,9 @@ def format_comparison(comparison: Comparison) -> str:
         else:
             lines.append("no metric to show")
         if pair.hidden:
+            verb = "is" if pair.hidden == 1 else "are"
             lines.append(
-                f"({counted(pair.hidden, 'metric')} 0 in every run on both sides not shown)"
+                f"{counted(pair.hidden, 'metric')} {verb} 0 in every run on both sides: not shown"
             )
     for name, points in (("A", comparison.only_a), ("B", comparison.only_b)):
         if points:

@@ -205,8 +205,8 @@ def test_hidden_metrics_are_counted_in_words() -> None:
     samples = {"apps.a.error_rate": (0.0,), "apps.a.latency_ms.p99": (5.0,)}
     side = Side("r.json", "report", {"{}": Point({}, samples, 1)})
     text = format_comparison(compare(side, side))
-    assert "(1 metric 0 in every run on both sides not shown)" in text
+    assert "\n1 metric is 0 in every run on both sides: not shown\n" in text
     samples = {**samples, "devices.d.busy_fraction": (0.0,)}
     side = Side("r.json", "report", {"{}": Point({}, samples, 1)})
     text = format_comparison(compare(side, side))
-    assert "(2 metrics 0 in every run on both sides not shown)" in text
+    assert "\n2 metrics are 0 in every run on both sides: not shown\n" in text
