@@ -32,6 +32,7 @@ from nnemu.trace import (
     MALFORMED_ROW,
     MAX_ABS_NS,
     MAX_ID,
+    NOT_CHROME_TRACE,
     ROW_RE,
     ROW_SEPARATOR,
     UNKNOWN_TGID,
@@ -45,6 +46,7 @@ from nnemu.trace import (
     file_format,
     is_mark_row,
     json_line_events,
+    json_problem,
     json_time_ns,
     refuse_unreadable,
     timestamp_ns,
@@ -948,25 +950,29 @@ def load_trace(
 def _load_json_document(
     source: str, stream: TextIO, conn: sqlite3.Connection, warn: Warn
 ) -> Loader:
-    """Read a JSON trace as one document (an event array or ``{"traceEvents": [...]}``)."""
+    """Read a JSON trace as one document (an event array or ``{"traceEvents": [...]}``).
+
+    Raises:
+        TraceFormatError: Not JSON, or no list of events, as parse and replay say it.
+    """
     try:
         document = json.load(stream)
-    except ValueError as err:
-        line = getattr(err, "lineno", 0)
-        message = getattr(err, "msg", str(err))
-        raise TraceFormatError(source, line, "", f"not a JSON trace: {message}") from err
-    except RecursionError as err:
-        raise TraceFormatError(source, 1, "", "not a JSON trace: nested too deeply") from err
+    except (ValueError, RecursionError) as err:  # ValueError: also an int of > 4300 digits
+        line, message = json_problem(err)
+        raise TraceFormatError(source, line, "", message) from None
     loader = Loader(conn, warn)
     if isinstance(document, Mapping):
-        events = document.get("traceEvents", [])
+        events = document.get("traceEvents")
         system = document.get("systemTraceEvents")
         if isinstance(system, str):
             # Chrome JSON can carry the systrace text of the same capture.
             loader.load_ftrace(system.splitlines(keepends=True))
+            if events is None:
+                events = []
     else:
         events = document
-    if isinstance(events, list):
-        for event in events:
-            loader.json_event(event, None)
+    if not isinstance(events, list):
+        raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
+    for event in events:
+        loader.json_event(event, None)
     return loader

@@ -7,6 +7,8 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 from nnemu.cli import main
 
 HEADER = "# tracer: nop\n#\n"
@@ -94,3 +96,41 @@ def test_gzip_compressed_trace_is_named_as_such(tmp_path: Path):
         assert main(argv, out=out, err=err) == 2
         assert f"{path}: " in err.getvalue()
         assert "the file is gzip-compressed; decompress it first (gunzip -k)" in err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        (
+            '{"a": 1}\n',
+            1,
+            'not a Chrome trace: expected {"traceEvents": [...]} or a list of events',
+        ),
+        ('{"traceEvents": 5}\n', 1, 'not a Chrome trace: expected {"traceEvents": [...]}'),
+        (
+            '{"traceEvents": [\n{"ph": "B", "pid": 1, "tid": 1, "ts": 1, "name": "x"},\n',
+            3,
+            "not a JSON trace: Expecting value",
+        ),
+        ("[" * 100_000 + "]" * 100_000, 1, "not a JSON trace: nested too deeply"),
+    ],
+    ids=["object", "events-not-a-list", "cut-short", "too-deep"],
+)
+def test_parse_query_and_replay_refuse_a_bad_json_trace_with_one_line(
+    tmp_path: Path, text: str, where: int, message: str
+):
+    """A JSON file that is not a trace gets the same ``FILE:LINE: error: ...`` and exit 2 from the three readers."""
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    errors = []
+    for argv in (
+        ["parse", str(path)],
+        ["query", str(path), "SELECT 1"],
+        ["replay", "-n", str(path)],
+    ):
+        out, err = io.StringIO(), io.StringIO()
+        assert main(argv, out=out, err=err) == 2, argv
+        errors.append(err.getvalue())
+    assert errors[0] == errors[1] == errors[2]
+    assert errors[0].startswith(f"{path}:{where}: error: {message}")
+    assert errors[0].count("\n") == 1
