@@ -99,10 +99,34 @@ _PER_EXECUTION_KEYS: Final = tuple(
 _TOTAL_PE: Final = _key(LAYER_TOTAL, "PE")
 
 
+def exact_ms(value_ms: float) -> float:
+    """``value_ms``, a whole number of ns in ms reached by float sums and differences, as
+    that number of ns divided by 10**6 once (``0.21999999999999886`` -> ``0.22``).
+
+    Every time in the tables is a sum or difference of integer ns totals, so it is a
+    multiple of 1 ns; the float arithmetic that makes the text table (as Android's parser
+    does) is off by far less than 0.5 ns, and ``round`` (correctly rounded) returns the
+    float nearest the exact decimal, which is ``ns / 1_000_000``.  NaN stays NaN.
+    """
+    return round(value_ms, 6)
+
+
+def _exact_table(table: Mapping[Phase, Mapping[LayerKey, float]]) -> dict[str, object]:
+    return {
+        phase.value: {layer: exact_ms(value) for layer, value in row.items()}
+        for phase, row in table.items()
+    }
+
+
 def template_inputs(
-    run: RunStats, *, per_execution: bool = False, total_times: bool = False
+    run: RunStats, *, per_execution: bool = False, total_times: bool = False, exact: bool = False
 ) -> dict[str, float]:
-    """Return the 59 ``<layer>_<column>`` values the tables are filled from."""
+    """Return the 59 ``<layer>_<column>`` values the tables are filled from.
+
+    With ``exact``, times are whole ns (``exact_ms``) before the percentages and the
+    per-execution means are taken from them (``nnemu parse --json``); without, they are
+    the float arithmetic of Android's parser, which its text table prints.
+    """
     chosen: Mapping[Phase, Mapping[LayerKey, float]] = run.times if total_times else run.self_times
     if run.has_warmup_and_benchmark and per_execution:
         benchmark: Table = (run.app_phase_times if total_times else run.app_phase_self_times)[
@@ -114,6 +138,8 @@ def template_inputs(
     for row, pe, pio, pr, peo, po in _DERIVED:
         values[peo] = values[pe] - values[pio] - values[pr]
         values[po] = overall[row]
+    if exact:
+        values = {key: exact_ms(value) for key, value in values.items()}
     total_pe = values[_TOTAL_PE]
     for pe, pep in _PERCENT:
         values[pep] = values[pe] * 100.0 / total_pe if total_pe > 0.0 else math.nan
@@ -213,18 +239,20 @@ def _jsonable(value: object) -> object:
 def run_json(
     run: RunStats, *, per_execution: bool = False, total_times: bool = False, titled: bool = False
 ) -> object:
-    """Return one run as the JSON object Android's parser prints (NaN -> None).
+    """Return one run as the JSON object Android's parser prints (NaN -> None), its times
+    whole ns in ms (``exact_ms``: ``0.22``, not the ``0.21999999999999886`` of float
+    differences; the text table shows the same numbers to 2 places).
 
     With ``titled`` (a trace of several client processes) or for an incomplete
     run, the object also names its ``process`` (``pid``, ``name``); an
     incomplete run has ``"incomplete": true``.
     """
-    times: dict[str, object] = {phase.value: row for phase, row in run.times.items()}
-    self_times: dict[str, object] = {phase.value: row for phase, row in run.self_times.items()}
+    times = _exact_table(run.times)
+    self_times = _exact_table(run.self_times)
     for app, table in run.app_phase_times.items():
-        times[app.value] = table
+        times[app.value] = _exact_table(table)
     for app, table in run.app_phase_self_times.items():
-        self_times[app.value] = table
+        self_times[app.value] = _exact_table(table)
     extra: dict[str, object] = {}
     if titled or run.incomplete:
         extra["process"] = {"pid": run.pid, "name": run.process_name}
@@ -237,7 +265,7 @@ def run_json(
             "self_times": self_times,
             "starting_mark": run.starting_mark,
             "template_inputs": template_inputs(
-                run, per_execution=per_execution, total_times=total_times
+                run, per_execution=per_execution, total_times=total_times, exact=True
             ),
             "times": times,
             "version": 1,
