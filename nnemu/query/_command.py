@@ -8,6 +8,7 @@ import sqlite3
 import urllib.parse
 from typing import Final, TextIO
 
+from nnemu._text import counted
 from nnemu.errors import ExitCode, TraceFormatError
 from nnemu.query._compile import load_trace
 from nnemu.query._output import MODES, Database, write_result
@@ -55,7 +56,7 @@ class _Warnings:
     def close(self) -> None:
         hidden = self.count - MAX_WARNINGS
         if hidden > 0:
-            self.err.write(f"{self.source}: warning: {hidden} more warning(s) not shown\n")
+            self.err.write(f"{self.source}: warning: {counted(hidden, 'more warning')} not shown\n")
 
 
 def split_statements(text: str) -> tuple[list[str], str]:

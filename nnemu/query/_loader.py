@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final, TextIO
 
 from nnemu._progress import Progress
+from nnemu._text import counted
 from nnemu.errors import TraceFormatError
 from nnemu.query._marks import PLAIN, MarkInfo, describe
 from nnemu.query._perfetto_tables import RESET_TABLES, PerfettoRows, flow_id
@@ -934,7 +935,7 @@ def load_trace(
     if loader.open_slices:
         warn(
             last_line,
-            f"{loader.open_slices} section(s) still open at the end of the trace (dur = -1)",
+            f"{counted(loader.open_slices, 'section')} still open at the end of the trace (dur = -1)",
         )
     return LoadSummary(
         source=source,

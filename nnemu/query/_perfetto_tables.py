@@ -33,6 +33,7 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from nnemu._text import counted
 from nnemu.trace import HEAD_RE, ROW_SEPARATOR, timestamp_ns
 
 TABLES: Final = """
@@ -295,7 +296,7 @@ class PerfettoRows:
         self._flush()
         if self.pending:
             waiting = sum(len(keys) for keys in self.pending.values())
-            self.warn(0, f"{waiting} flow end(s) (f) with no slice after them; skipped")
+            self.warn(0, f"{counted(waiting, 'flow end')} (f) with no slice after them; skipped")
             self.pending.clear()
         self.conn.executemany(
             "INSERT INTO process_counter_track VALUES (?, ?, ?, NULL, NULL, NULL, ?)",

@@ -176,4 +176,4 @@ def test_warnings_are_capped(write_trace):
     assert lines[0].endswith(
         "t.txt:3: warning: end mark (E) with no open section on this thread; skipped"
     )
-    assert lines[-1].endswith("t.txt: warning: 5 more warning(s) not shown")
+    assert lines[-1].endswith("t.txt: warning: 5 more warnings not shown")

@@ -75,7 +75,7 @@ def test_reuse_keeps_the_count_of_hidden_warnings(write_trace, tmp_path, monkeyp
     extra = [(30 + i, "app", 100, 100, "E") for i in range(25)]
     trace, db = write_trace([*ROWS, *extra]), tmp_path / "t.db"
     first = _query(trace, db)
-    assert first[2].endswith(f"{trace}: warning: 5 more warning(s) not shown\n")
+    assert first[2].endswith(f"{trace}: warning: 5 more warnings not shown\n")
     _no_loading(monkeypatch)
     assert _query(trace, db) == first
 

@@ -140,7 +140,7 @@ def test_sections_open_at_the_end_have_dur_minus_one(write_trace):
         ("outer", -1, 0),
         ("inner", -1, 1),
     ]
-    assert warnings == ["2 section(s) still open at the end of the trace (dur = -1)"]
+    assert warnings == ["2 sections still open at the end of the trace (dur = -1)"]
 
 
 def test_systrace_html_process_dump_names_processes(tmp_path):
