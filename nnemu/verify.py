@@ -168,7 +168,8 @@ def compare(
     labels = run_labels(truth)
     if len(parsed.runs) != len(truth):
         problems.append(
-            f"the parser found {len(parsed.runs)} runs, the ground truth has {len(truth)}"
+            f"the parser found {counted(len(parsed.runs), 'run')},"
+            f" the ground truth has {len(truth)}"
         )
     cells = []
     for index, (run, true_run) in enumerate(zip(parsed.runs, truth, strict=False)):

@@ -84,6 +84,17 @@ def test_verify_fails_a_run_with_no_data_for_an_app_that_executed():
     assert "no data in the trace for an app that executed 2 times" in result.run_count_problem
 
 
+def test_verify_counts_missing_runs_in_words(tmp_path: Path):
+    """A parse with fewer runs than the truth says how many in words ("1 run", not "1 runs")."""
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "two_apps_one_npu.yaml"
+    trace = tmp_path / "trace.html"
+    truth = GroundTruth()
+    run_with_truth(load_scenario(scenario), truth, trace=str(trace))
+    first = ParseResult(runs=parse_file(trace).runs[:1], diagnostics=[])
+    result = compare(first, truth.runs)
+    assert result.run_count_problem == "the parser found 1 run, the ground truth has 2"
+
+
 def test_verify_reads_back_a_chrome_json_trace(tmp_path: Path):
     """``verify --trace x.json`` writes the Chrome JSON trace and reads it back."""
     out, err = io.StringIO(), io.StringIO()
