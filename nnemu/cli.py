@@ -1068,6 +1068,26 @@ def _quiet_stdout() -> None:
         os.close(devnull)
 
 
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line, parsed; ``nnemu query TRACE --json SQL`` reads SQL as the query.
+
+    argparse gives an optional positional its (empty) value as soon as it passes it, so an
+    option between ``TRACE`` and ``SQL`` would leave ``SQL`` unrecognised.
+    """
+    parser = _parser()
+    args, extras = parser.parse_known_args(argv)
+    if (
+        getattr(args, "command", None) == "query"
+        and args.sql is None
+        and extras
+        and not extras[0].startswith("-")
+    ):
+        args.sql = extras.pop(0)
+    if extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -1076,7 +1096,7 @@ def main(
     err = err or sys.stderr
     try:
         try:
-            args = _parser().parse_args(argv)
+            args = _parse_args(argv)
         except SystemExit:
             # --help, --version: their text is still in stdout's buffer; a reader that has
             # gone is a broken pipe (141) here too, not Python's "Exception ignored" at exit.

@@ -16,6 +16,7 @@ from typing import Final
 import attrs
 
 from nnemu._emulator import build_model
+from nnemu._text import counted
 from nnemu.driver import capabilities_from, compute_plan
 from nnemu.replay._extract import TraceApp, TraceDriver, TracePlan
 from nnemu.scenario import (
@@ -547,8 +548,8 @@ def _unrecorded_settings(app: TraceApp, where: str) -> list[str]:
 def describe_plan(plan: TracePlan) -> list[str]:
     """The extracted plan, one line per item (what the command prints first)."""
     lines = [
-        f"replay of {plan.source} ({plan.format}): {len(plan.apps)} app(s), "
-        f"{len(plan.drivers)} driver(s); time 0 = first execution at "
+        f"replay of {plan.source} ({plan.format}): {counted(len(plan.apps), 'app')}, "
+        f"{counted(len(plan.drivers), 'driver')}; time 0 = first execution at "
         f"{plan.t0_ns / 1e9:.6f} s"
     ]
     drivers = {d.pid: d for d in plan.drivers}
@@ -567,7 +568,7 @@ def describe_plan(plan: TracePlan) -> list[str]:
         lines.append(
             f"    model {app.model_name or '?'}; mode "
             f"{app.execution_mode.value if app.execution_mode else 'unknown'}; "
-            f"{app.compilations} compilation(s); at most {app.max_in_flight} in flight"
+            f"{counted(app.compilations, 'compilation')}; at most {app.max_in_flight} in flight"
         )
         used = ", ".join(
             f"{drivers[p].name if p in drivers else p} x{n}"

@@ -177,3 +177,15 @@ def test_warnings_are_capped(write_trace):
         "t.txt:3: warning: end mark (E) with no open section on this thread; skipped"
     )
     assert lines[-1].endswith("t.txt: warning: 5 more warnings not shown")
+
+
+def test_cli_reads_the_query_after_an_option(write_trace, capsys):
+    """``nnemu query TRACE --csv SQL`` runs SQL (an option may sit between the trace and the query)."""
+    trace = str(write_trace(ROWS))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["query", trace, "--csv", "SELECT count(*) AS n FROM slice"], out=out, err=err) == 0
+    assert out.getvalue() == "n\n2\n"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["query", trace, "--csv", "SELECT 1", "extra"], out=io.StringIO(), err=io.StringIO())
+    assert exit_info.value.code == 2
+    assert "unrecognized arguments: extra" in capsys.readouterr().err

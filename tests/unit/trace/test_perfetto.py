@@ -351,7 +351,7 @@ def test_replay_plans_the_same_run_from_the_protobuf_trace(omr1_traces: dict[str
     _, html_plan, _ = run_cli("replay", "-n", str(OMR1))
     code, plan, err = run_cli("replay", "-n", str(omr1_traces["compact"]))
     assert code == 0, err
-    assert plan.split("\n", 1)[0].endswith("(perfetto): 1 app(s), 1 driver(s);"
+    assert plan.split("\n", 1)[0].endswith("(perfetto): 1 app, 1 driver;"
                                            " time 0 = first execution at 1034718.370141 s")  # fmt: skip
     body = [line for line in plan.splitlines()[1:] if not line.startswith("scenario ")]
     expected = [line for line in html_plan.splitlines()[1:] if not line.startswith("scenario ")]
