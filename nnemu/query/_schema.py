@@ -80,7 +80,7 @@ join on it gets SQLite's automatic index)."""
 # Descendants of P are the slices begun on P's track while P was open: ids are
 # given in begin order, so they are exactly the ids in (P.id, P.subtree_end_id]
 # on P.track_id.  Unlike a recursive CTE, these plain joins are flattened by
-# SQLite, so a WHERE on id uses the (track_id, id) index.
+# SQLite, so a WHERE on id uses the track_id index (its rowid is id).
 VIEWS: Final = """
 CREATE VIEW slice_descendant AS
 SELECT p.id AS id, c.id AS descendant_id, c.depth - p.depth AS distance
