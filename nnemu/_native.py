@@ -154,7 +154,7 @@ TARGETS: Final[tuple[Target, ...]] = (
             ("nnemu.tracer._tracer", "nnemu.tracer._ctracer"),
             ("nnemu.tracer._writers", "nnemu.tracer._cwriters"),
         ),
-        depends=("tracer/_events.py", "tracer/_vocab.py", "sim/_kernel.py"),
+        depends=("tracer/_events.py", "tracer/_vocab.py", "sim/_kernel.py", "errors.py"),
     ),
     Target(
         name="query",
@@ -170,6 +170,7 @@ TARGETS: Final[tuple[Target, ...]] = (
             "trace/_html.py",
             "trace/_rows.py",
             "_progress.py",
+            "_text.py",
             "errors.py",
         ),
     ),

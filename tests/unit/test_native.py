@@ -347,3 +347,55 @@ def test_build_requirements_cover_the_compiled_modules_imports() -> None:
                     if top in sys.stdlib_module_names or top in ("nnemu", "__future__"):
                         continue
                     assert top.lower() in required, f"{path.name} imports {top}"
+
+
+
+def _file_of(module: str) -> Path:
+    path = _native.module_path(module)
+    return path if path.exists() else path.with_suffix("") / "__init__.py"
+
+
+def _definer(module: str, name: str) -> Path:
+    """The file that defines what ``from module import name`` gives, through re-exports."""
+    path = _file_of(module)
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("nnemu"):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    return _definer(node.module, alias.name)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("group", "source"),
+    [(group, source) for group in _native.TARGETS for source, _ in group.modules],
+    ids=lambda value: value if isinstance(value, str) else value.name,
+)
+def test_group_sources_cover_what_its_modules_import_from_nnemu(group: Target, source: str) -> None:
+    """What a compiled module imports from nnemu is defined in a file whose edits make it stale.
+
+    mypyc compiles against the imported names' definitions (``Final`` constants are copied in,
+    calls assume the signatures), wherever a package re-exports them from.
+    The exceptions import ``perfetto`` (not a build requirement) and are looked up at run
+    time, on first use: the Perfetto reader's classes (through ``nnemu.trace``) and writer.
+    """
+    from nnemu import trace
+
+    sources = set(group.sources)
+    tree = ast.parse(_native.module_path(source).read_text(encoding="utf-8"))
+    imports = [
+        (node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith("nnemu")
+        and node.module != "nnemu.tracer._perfetto_writer"
+        for alias in node.names
+    ]
+    assert imports, f"{source} imports from nnemu"
+    uncovered = {
+        (module, name, path.relative_to(_native.PACKAGE_DIR).as_posix())
+        for module, name in imports
+        if not (module == "nnemu.trace" and name in trace._PERFETTO_NAMES)
+        if (path := _definer(module, name)) not in sources
+    }
+    assert uncovered == set()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import sys
 import types
 from pathlib import Path
@@ -59,32 +58,6 @@ def test_pure_engine_can_be_forced(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(_compile.PURE_ENV, "1")
     with mock.patch.dict(sys.modules, {_MODULE: _fake_compiled(_compile.source_crc())}):
         assert _compile.compiled_engine() is None
-
-
-def _top_level_names(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.ClassDef | ast.FunctionDef):
-            names.add(node.name)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    return names
-
-
-def test_compiled_engine_sources_cover_its_nnemu_imports() -> None:
-    """Every name the engine imports from nnemu is defined in a file whose edits make it stale."""
-    defined = set().union(*(_top_level_names(path) for path in _compile.SOURCES))
-    tree = ast.parse(_compile.SOURCE.read_text(encoding="utf-8"))
-    imported = {
-        alias.name
-        for node in tree.body
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("nnemu")
-        for alias in node.names
-    }
-    assert imported, "the engine imports from nnemu"
-    assert imported - defined == set()
 
 
 def _parsed(path: Path, engine: type) -> tuple[str, str, list[str]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import sqlite3
 import sys
 import types
@@ -13,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnemu import _native, run, trace
+from nnemu import _native, run
 from nnemu.query import _compile, _loader
 from nnemu.query._schema import create_tables
 from nnemu.scenario import load_scenario
@@ -66,35 +65,6 @@ def test_pure_loader_can_be_forced(monkeypatch: pytest.MonkeyPatch, value: str) 
     monkeypatch.setenv(_native.PURE_ENV, value)
     with mock.patch.dict(sys.modules, {_MODULE: _fake_compiled(_native.source_crc(_TARGET))}):
         assert _compile.compiled_loader() is None
-
-
-def _top_level_names(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.ClassDef | ast.FunctionDef):
-            names.add(node.name)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.ImportFrom):
-            names.update(alias.asname or alias.name for alias in node.names)
-    return names
-
-
-def test_compiled_loader_sources_cover_its_nnemu_imports() -> None:
-    """Every name the loader imports from nnemu is in a file whose edits make it stale (but the
-    Perfetto reader's classes, which ``nnemu.trace`` imports on first use: looked up at run time)."""
-    defined = set().union(*(_top_level_names(path) for path in _TARGET.sources[1:]))
-    tree = ast.parse(_native.module_path(_compile.LOADER_MODULE).read_text(encoding="utf-8"))
-    imported = {
-        alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("nnemu")
-        for alias in node.names
-    }
-    assert imported, "the loader imports from nnemu"
-    assert imported - defined - trace._PERFETTO_NAMES == set()
 
 
 def _tables(path: Path, module: types.ModuleType) -> tuple[object, ...]:
