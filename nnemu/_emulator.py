@@ -311,7 +311,10 @@ def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
         "devices": devices,
     }
     results = tuple(evaluate(data, expectation) for expectation in scenario.expect)
-    data["expectations"] = [{"text": r.text, "passed": r.passed} for r in results]
+    data["expectations"] = [
+        {"text": r.text, "passed": r.passed} | ({} if r.why is None else {"why": r.why})
+        for r in results
+    ]
     return Report(data, results)
 
 

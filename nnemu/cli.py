@@ -397,7 +397,8 @@ def _summary(data: dict[str, Any], out: TextIO) -> None:
         out.write("\nexpectations\n")
         for result in data["expectations"]:
             mark = "ok  " if result["passed"] else "FAIL"
-            out.write(f"  {mark} {result['text']}\n")
+            why = f"  ({result['why']})" if "why" in result else ""
+            out.write(f"  {mark} {result['text']}{why}\n")
 
 
 _SPLIT_HEADS = {
@@ -731,7 +732,7 @@ def _finish_run(
         err.write(f"interrupted by {interrupted.signal_name}{so_far}\n")
         return _exit_code_of(interrupted)
     if not report.passed:
-        failed = [r.text for r in report.expectations if not r.passed]
+        failed = [r.describe() for r in report.expectations if not r.passed]
         err.write("expectation failed: " + "; ".join(failed) + "\n")
         return ExitCode.FAILED
     return ExitCode.OK
@@ -789,7 +790,7 @@ def _cmd_run_replications(
         )
         return _signal_exit_code(replications.interrupted)
     if not replications.passed:
-        failed = [r.text for r in replications.expectations() if not r.passed]
+        failed = [r.describe() for r in replications.expectations() if not r.passed]
         err.write("expectation failed (on the means): " + "; ".join(failed) + "\n")
         return ExitCode.FAILED
     return ExitCode.OK
@@ -913,7 +914,10 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
         out.write(f"\nexpectations (on the means over {counted(count, 'replication')})\n")
         for result in expectations:
             mark = "ok  " if result.passed else "FAIL"
-            mean = "" if result.actual is None else f"  (mean {result.actual:g})"
+            if result.why is not None:
+                mean = f"  ({result.why})"
+            else:
+                mean = "" if result.actual is None else f"  (mean {result.actual:g})"
             out.write(f"  {mark} {result.text}{mean}\n")
 
 

@@ -131,7 +131,8 @@ class Replications:
         """A report-shaped document of the metrics' means.
 
         The latency of an app that completed nothing in every replication is the mean of the
-        report's own figures for it (0), so an expectation reads it as on one run.
+        report's own figures for it (0); its mean ``completed`` is 0, so an expectation on it
+        fails as on one run (``nnemu.report.evaluate``).
         """
         means = {path: interval.mean for path, interval in self.intervals().items()}
         reports = [report.data for report in self.reports]
@@ -179,6 +180,7 @@ class Replications:
             "metrics": metrics,
             "expectations": [
                 {"text": result.text, "passed": result.passed, "mean": result.actual}
+                | ({} if result.why is None else {"why": result.why})
                 for result in self.expectations()
             ],
         }

@@ -37,6 +37,13 @@ class ExpectationResult:
     """Whether it held."""
     actual: float | None
     """The value the report had (None if the path names nothing)."""
+    why: str | None = None
+    """Why the figure does not exist (``"pinned completed no execution"``), which fails the
+    expectation whatever it compares; None when the figure exists (or the path names nothing)."""
+
+    def describe(self) -> str:
+        """The expectation as written, followed by ``(why)`` when its figure does not exist."""
+        return self.text if self.why is None else f"{self.text} ({self.why})"
 
 
 @attrs.frozen
@@ -73,8 +80,28 @@ def lookup(data: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
     return float(node)
 
 
+def _undefined(data: Mapping[str, Any], path: tuple[str, ...]) -> str | None:
+    """Why the figure at ``path`` does not exist: the latency of an app that completed nothing.
+
+    The report writes such an app's ``latency_ms`` as 0 (the JSON keeps one shape), but it
+    measured nothing: ``latency_ms.p99 < 8`` must not hold for an app that never finished.
+    """
+    if len(path) != 4 or path[0] != "apps" or path[2] != "latency_ms":
+        return None
+    apps = data.get("apps")
+    app = apps.get(path[1]) if isinstance(apps, Mapping) else None
+    if isinstance(app, Mapping) and app.get("completed") == 0:
+        return f"{path[1]} completed no execution"
+    return None
+
+
 def evaluate(data: Mapping[str, Any], expectation: Expectation) -> ExpectationResult:
-    """Check one expectation against the report data."""
+    """Check one expectation against the report data.
+
+    An expectation on a figure that does not exist fails (``ExpectationResult.why`` says
+    why): the latency of an app with no completed execution compares with nothing.
+    """
     actual = lookup(data, expectation.path)
-    passed = actual is not None and _OPS[expectation.op](actual, expectation.value)
-    return ExpectationResult(expectation.text, passed, actual)
+    why = _undefined(data, expectation.path)
+    passed = why is None and actual is not None and _OPS[expectation.op](actual, expectation.value)
+    return ExpectationResult(expectation.text, passed, actual, why)

@@ -142,8 +142,9 @@ def _summary(page: _Page, report: Mapping[str, Any]) -> None:
         page.add('<table id="expectations"><tr><th class="name">expectation</th><th>held</th></tr>')
         for result in expectations:
             state = "pass" if result["passed"] else "fail"
+            text = result["text"] + (f" ({result['why']})" if "why" in result else "")
             page.add(
-                f'<tr class="{state}"><td class="name">{escape(result["text"])}</td>'
+                f'<tr class="{state}"><td class="name">{escape(text)}</td>'
                 f'<td class="mark">{"yes" if result["passed"] else "NO"}</td></tr>'
             )
         page.add("</table>")

@@ -123,7 +123,7 @@ def _ending(
     if trace:
         stdout.write(f"\ntrace written to {trace}\n")
     if not result.passed:
-        failed = [r.text for r in result.expectations if not r.passed]
+        failed = [r.describe() for r in result.expectations if not r.passed]
         stderr.write("expectation failed: " + "; ".join(failed) + "\n")
         return ExitCode.FAILED
     return ExitCode.OK

@@ -62,6 +62,33 @@ def test_failed_expectation_exits_one(tmp_path: Path) -> None:
     assert "apps.camera.completed == 31" in err
 
 
+def test_latency_expectation_of_an_app_that_completed_nothing_fails(tmp_path: Path) -> None:
+    """A latency bound on an app with no completed execution fails and says why, not ok on 0."""
+    report = tmp_path / "r.json"
+    code, out, err = run_cli(
+        "run",
+        str(REPO / "scenarios/qos_model_too_large.yaml"),
+        "--set",
+        'expect=["apps.pinned.latency_ms.p99 < 8", "apps.flexible.latency_ms.p99 < 100"]',
+        "--report",
+        str(report),
+    )
+    assert json.loads(report.read_text())["expectations"] == [
+        {
+            "text": "apps.pinned.latency_ms.p99 < 8",
+            "passed": False,
+            "why": "pinned completed no execution",
+        },
+        {"text": "apps.flexible.latency_ms.p99 < 100", "passed": True},
+    ]
+    assert code == 1
+    assert "  FAIL apps.pinned.latency_ms.p99 < 8  (pinned completed no execution)\n" in out
+    assert "  ok   apps.flexible.latency_ms.p99 < 100\n" in out
+    assert err.endswith(
+        "expectation failed: apps.pinned.latency_ms.p99 < 8 (pinned completed no execution)\n"
+    )
+
+
 def test_trace_round_trips_through_parse(tmp_path: Path) -> None:
     """A trace written by run is read back by parse, with the app's run header."""
     trace = tmp_path / "t.html"

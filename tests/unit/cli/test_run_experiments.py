@@ -215,9 +215,9 @@ def test_one_replication_is_named_in_the_singular(monkeypatch: pytest.MonkeyPatc
 
 
 def test_replications_of_an_app_that_never_ran() -> None:
-    """An app whose compilation fails shows no latency and its compile result; expectations
-    on its latency read the report's 0, as on one run."""
-    code, out, _ = run_cli(
+    """An app whose compilation fails shows no latency and its compile result; an expectation
+    on its latency fails and says why, as on one run (the report's 0 is no measurement)."""
+    code, out, err = run_cli(
         "run",
         str(REPO / "scenarios/qos_model_too_large.yaml"),
         "--replications",
@@ -225,10 +225,14 @@ def test_replications_of_an_app_that_never_ran() -> None:
         "--set",
         'expect=["apps.pinned.latency_ms.p99 == 0"]',
     )
-    assert code == 0
+    assert code == 1
     pinned = next(line for line in out.splitlines() if line.startswith("pinned"))
     assert pinned.split()[6:] == ["-", "-", "-", "compilation", "RESOURCE_EXHAUSTED_PERSISTENT"]
-    assert "  ok   apps.pinned.latency_ms.p99 == 0  (mean 0)" in out
+    assert "  FAIL apps.pinned.latency_ms.p99 == 0  (pinned completed no execution)\n" in out
+    assert err.endswith(
+        "expectation failed (on the means): apps.pinned.latency_ms.p99 == 0 "
+        "(pinned completed no execution)\n"
+    )
 
 
 def test_replications_show_the_latency_split_and_energy_of_the_runs(tmp_path: Path) -> None:
