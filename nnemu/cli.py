@@ -534,7 +534,8 @@ def _load_with_overrides(path: str, sets: Sequence[str], err: TextIO) -> Scenari
     except OverrideError as exc:
         err.write("".join(f"{problem}\n" for problem in exc.problems))
         return None
-    err.write("".join(f"{warning}\n" for warning in ineffective_sets(changed, sets)))
+    warnings = ineffective_sets(changed, sets, before=scenario)
+    err.write("".join(f"{warning}\n" for warning in warnings))
     return changed
 
 

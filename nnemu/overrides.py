@@ -237,21 +237,53 @@ def _device_note(scenario: Scenario, device: DeviceSpec, field: str) -> str | No
     return None
 
 
-def ineffective_sets(scenario: Scenario, sets: Sequence[str]) -> list[str]:
-    """A warning for each ``--set`` that cannot change the run of ``scenario`` (after the sets)."""
+def _drop_note(scenario: Scenario, app: AppSpec) -> str | None:
+    if app.execution_timeout_ms is not None:
+        return None
+    devices = ",".join(d.name for d in _devices_of(scenario, app)[:1]) or "nnapi-reference"
+    return (
+        "cannot change the result: a frame is dropped only when it is older than its "
+        f"execution timeout, and {app.name} has none; add "
+        f"apps.{app.name}.execution_timeout_ms=<ms> (with apps.{app.name}.devices=[{devices}])"
+    )
+
+
+def _unchanged(before: Scenario, text: str) -> bool:
+    """Whether the one assignment ``text`` leaves ``before`` as it is."""
+    try:
+        return apply_overrides(before, [text]) == before
+    except OverrideError:  # valid only together with another --set
+        return False
+
+
+def ineffective_sets(
+    scenario: Scenario, sets: Sequence[str], *, before: Scenario | None = None
+) -> list[str]:
+    """A warning for each ``--set`` that cannot change the run of ``scenario`` (after the sets).
+
+    With ``before`` (the scenario the sets were applied to), a set that gives a key the value
+    ``before`` already has is named as changing nothing.
+    """
     apps = {app.name: app for app in scenario.apps}
     devices = {device.name: device for device in scenario.devices}
     warnings: list[str] = []
     for text in sets:
-        key = text.partition("=")[0].strip()
+        key, _, value = (part.strip() for part in text.partition("="))
         parts = key.split(".")
         note: str | None = None
+        if before is not None and _unchanged(before, text):
+            warnings.append(
+                f"warning: --set {key} changes nothing: the scenario already has {key} = {value}"
+            )
+            continue
         if len(parts) == 3 and parts[0] == "apps" and parts[1] in apps:
             app = apps[parts[1]]
             if parts[2] == "priority":
                 note = _priority_note(scenario, app)
             elif parts[2] in ("execution_timeout_ms", "compile_timeout_ms"):
                 note = _timeout_note(scenario, app)
+            elif parts[2] == "drop_late_frames":
+                note = _drop_note(scenario, app)
         elif len(parts) == 3 and parts[0] == "devices" and parts[1] in devices:
             note = _device_note(scenario, devices[parts[1]], parts[2])
         if note is not None:

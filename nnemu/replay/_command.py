@@ -158,7 +158,7 @@ def _prepare(
         return ExitCode.BAD_INPUT
     for warning in built.warnings:
         stderr.write(f"warning: {warning}\n")
-    for warning in ineffective_sets(scenario, sets):
+    for warning in ineffective_sets(scenario, sets, before=built.scenario):
         stderr.write(warning + "\n")
     lines = describe_plan(plan) + describe_build(built, sets)
     if loop == 0:

@@ -58,6 +58,40 @@ def test_set_that_cannot_change_the_run_is_named() -> None:
     assert "warning" not in err
 
 
+@pytest.mark.parametrize(
+    ("assignment", "shown"),
+    [("seed=11", "11"), ("ipc.jitter=0", "0"), ("apps.camera.priority=high", "high")],
+)
+def test_set_to_the_value_the_scenario_has_is_named(assignment: str, shown: str) -> None:
+    """A --set that gives a key the value the scenario already has is named, not silently run."""
+    key = assignment.partition("=")[0]
+    code, _, err = run_cli("run", TWO_APPS, "--set", assignment)
+    assert code == 0
+    assert err == (
+        f"warning: --set {key} changes nothing: the scenario already has {key} = {shown}\n"
+    )
+
+
+def test_drop_late_frames_without_a_timeout_is_named() -> None:
+    """drop_late_frames on an app without an execution timeout is warned about, with the way
+    out; with a timeout it is not."""
+    code, _, err = run_cli("run", TWO_APPS, "--set", "apps.camera.drop_late_frames=true")
+    assert code == 0
+    assert err == (
+        "warning: --set apps.camera.drop_late_frames cannot change the result: a frame is "
+        "dropped only when it is older than its execution timeout, and camera has none; add "
+        "apps.camera.execution_timeout_ms=<ms> (with apps.camera.devices=[npu])\n"
+    )
+    code, _, err = run_cli(
+        "run",
+        TWO_APPS,
+        *("--set", "apps.camera.devices=[npu]", "--set", "apps.camera.execution_timeout_ms=8"),
+        *("--set", "apps.camera.drop_late_frames=true", "--set", "expect=[]"),
+    )
+    assert code == 0
+    assert "warning" not in err
+
+
 def test_set_with_a_bad_key_exits_two_with_replays_message() -> None:
     """A misspelt key exits 2 with the message replay --set gives, and nothing runs."""
     code, out, err = run_cli("run", TWO_APPS, "--set", "apps.camera.priorty=high")
