@@ -521,10 +521,12 @@ def _write_executions(args: argparse.Namespace, out: TextIO, err: TextIO) -> boo
     return True
 
 
-def _load_with_overrides(path: str, sets: Sequence[str], err: TextIO) -> Scenario | None:
+def _load_with_overrides(
+    path: str, sets: Sequence[str], err: TextIO, warned: list[str] | None = None
+) -> Scenario | None:
     """The scenario at ``path`` with the ``--set`` changes; None (the problems printed) when a
     change cannot be applied.  A change that cannot move any number of the run gets a warning
-    that says why (``ineffective_sets``)."""
+    that says why (``ineffective_sets``); ``warned`` collects those keys."""
     from nnemu.overrides import OverrideError, apply_overrides, ineffective_sets
     from nnemu.scenario import load_scenario
 
@@ -536,6 +538,8 @@ def _load_with_overrides(path: str, sets: Sequence[str], err: TextIO) -> Scenari
         return None
     warnings = ineffective_sets(changed, sets, before=scenario)
     err.write("".join(f"{warning}\n" for warning in warnings))
+    if warned is not None:
+        warned.extend(warning.split()[2] for warning in warnings)
     return changed
 
 
@@ -551,7 +555,8 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _executions_problem(args.executions),
     ):
         return ExitCode.BAD_INPUT
-    scenario = _load_with_overrides(args.scenario, args.set, err)
+    warned: list[str] = []
+    scenario = _load_with_overrides(args.scenario, args.set, err, warned)
     if scenario is None:
         return ExitCode.BAD_INPUT
     if args.replications is not None:
@@ -591,6 +596,11 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if progress is not None:
             err.write("\r" + " " * 60 + "\r")
         _summary(dict(report.data), out)
+        if interrupted is None and args.device_choices is not None:
+            from nnemu.overrides import unchosen_sets
+
+            for warning in unchosen_sets(scenario, args.set, args.device_choices, skip=warned):
+                err.write(warning + "\n")
         code = _finish_run(args, report, interrupted, stepper, pictures, out, err)
     if deferred.signum is not None and code in (ExitCode.OK, ExitCode.FAILED):
         name = signal.Signals(deferred.signum).name
@@ -641,6 +651,13 @@ class _SignalsDeferred:
         self._restore()
 
 
+def _sets_order(sets: Sequence[str] | None) -> bool:
+    """Whether a ``--set`` changes a scheduler or a priority (``unchosen_sets`` checks them)."""
+    return any(
+        text.partition("=")[0].strip().endswith((".scheduler", ".priority")) for text in sets or ()
+    )
+
+
 def _run_scenario(
     scenario: Scenario,
     args: argparse.Namespace,
@@ -653,9 +670,14 @@ def _run_scenario(
     from nnemu._emulator import run
 
     inspect: Callable[[Any], None] | None = None
-    if args.html or args.plots or args.executions:
+    args.device_choices = None
+    if args.html or args.plots or args.executions or _sets_order(args.set):
 
         def keep_figures(emulator: Any) -> None:
+            if _sets_order(args.set):
+                args.device_choices = {
+                    service.name: service.device.stats.choices for service in emulator.services
+                }
             if args.html or args.plots:
                 from nnemu.pictures import collect
 

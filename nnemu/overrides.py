@@ -14,7 +14,7 @@ reported against the ``--set`` key that caused them.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -289,3 +289,52 @@ def ineffective_sets(
         if note is not None:
             warnings.append(f"warning: --set {key} {note}")
     return warnings
+
+
+def unchosen_sets(
+    scenario: Scenario, sets: Sequence[str], choices: Mapping[str, int], *, skip: Sequence[str] = ()
+) -> list[str]:
+    """A warning for each ``--set`` of a device's scheduler or an app's priority that the run
+    shows changed nothing.
+
+    ``choices`` is, per device, how often a freed unit had two or more waiting executions to
+    choose from (``DeviceStats.choices``).  A device that never had that choice, does not
+    preempt and serves no app with an execution deadline (the deadline estimate follows the
+    scheduler) gives the same run under every scheduler and every priorities.  ``skip`` lists
+    keys already warned about (``ineffective_sets``).
+    """
+    apps = {app.name: app for app in scenario.apps}
+    devices = {device.name: device for device in scenario.devices}
+    warnings: list[str] = []
+    for text in sets:
+        key = text.partition("=")[0].strip()
+        parts = key.split(".")
+        if key in skip or len(parts) != 3:
+            continue
+        if parts[0] == "devices" and parts[1] in devices and parts[2] == "scheduler":
+            concerned, what = [devices[parts[1]]], "its scheduler never chose"
+        elif parts[0] == "apps" and parts[1] in apps and parts[2] == "priority":
+            concerned = _devices_of(scenario, apps[parts[1]])
+            what = "no scheduler compared priorities"
+        else:
+            continue
+        if not concerned or not all(_never_chose(scenario, d, choices) for d in concerned):
+            continue
+        names = ", ".join(d.name for d in concerned)
+        warnings.append(
+            f"warning: --set {key} changed nothing in this run: {names} never had two "
+            f"executions waiting for a unit at once, so {what}; with preemption "
+            f"(devices.{concerned[0].name}.preemption=checkpoint) a higher-priority arrival "
+            "takes a running execution's unit"
+        )
+    return warnings
+
+
+def _never_chose(scenario: Scenario, device: DeviceSpec, choices: Mapping[str, int]) -> bool:
+    """Whether ``device``'s scheduler and the priorities on it decided nothing in the run."""
+    users = [app for app in scenario.apps if device in _devices_of(scenario, app)]
+    return (
+        choices.get(device.name, 1) == 0
+        and device.preemption is PreemptionKind.NONE
+        and all(app.execution_timeout_ms is None for app in users)
+    )

@@ -105,6 +105,9 @@ class DeviceStats:
     energy: float = 0.0
     """Unit time of the stretches that ended, each times its model's power ratio (ns)."""
     preemptions: int = 0
+    choices: int = 0
+    """Times a freed unit went to one of two or more waiting executions: the only times the
+    scheduler's order decides anything (besides preemption and the deadline estimates)."""
     deadline_aborts: int = 0
     rejected_persistent: int = 0
     rejected_transient: int = 0
@@ -325,6 +328,8 @@ class Device:
         self._account()
         unit = self._vacate(job)
         if self._waiting and self.alive:
+            if len(self._waiting) > 1:
+                self.stats.choices += 1
             index = self.pick_index(self._waiting)
             nxt = self._waiting.pop(index)
             self._swap_slot(nxt, self._waiting)

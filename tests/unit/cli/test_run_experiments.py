@@ -48,14 +48,15 @@ def test_set_that_cannot_change_the_run_is_named() -> None:
     assert code == 0
     assert err.startswith("warning: --set apps.indexer.priority cannot change the result:")
     assert "set devices.npu.scheduler=global_priority" in err
-    code, _, err = run_cli(
-        "run",
-        TWO_APPS,
+    contended = (
         *("--set", "expect=[]", "--set", "devices.npu.scheduler=global_priority"),
-        *("--set", "apps.indexer.priority=high"),
+        *("--set", "apps.indexer.workload={kind: poisson, rate_hz: 40}"),
+        *("--set", "apps.indexer.threads=4"),
     )
+    code, high, err = run_cli("run", TWO_APPS, *contended, "--set", "apps.indexer.priority=high")
     assert code == 0
     assert "warning" not in err
+    assert high != run_cli("run", TWO_APPS, *contended)[1]
 
 
 @pytest.mark.parametrize(
@@ -90,6 +91,47 @@ def test_drop_late_frames_without_a_timeout_is_named() -> None:
     )
     assert code == 0
     assert "warning" not in err
+
+
+def test_scheduler_set_that_never_had_a_choice_is_named() -> None:
+    """A scheduler the run never used (never two executions waiting at once, no preemption, no
+    deadlines) is named after the run; under contention it is not."""
+    code, out, err = run_cli("run", TWO_APPS, "--set", "devices.npu.scheduler=global_priority")
+    assert code == 0
+    assert err == (
+        "warning: --set devices.npu.scheduler changed nothing in this run: npu never had two "
+        "executions waiting for a unit at once, so its scheduler never chose; with preemption "
+        "(devices.npu.preemption=checkpoint) a higher-priority arrival takes a running "
+        "execution's unit\n"
+    )
+    _, baseline, _ = run_cli("run", TWO_APPS)
+    assert out == baseline
+    code, _, err = run_cli(
+        "run",
+        TWO_APPS,
+        *("--set", "devices.npu.scheduler=global_priority", "--set", "expect=[]"),
+        *("--set", "apps.indexer.workload={kind: poisson, rate_hz: 40}"),
+        *("--set", "apps.indexer.threads=4"),
+    )
+    assert code == 0
+    assert "warning" not in err
+
+
+def test_priority_set_that_never_had_a_choice_is_named() -> None:
+    """Under global_priority without preemption, an app's priority that no pick compared is
+    named after the run."""
+    code, _, err = run_cli(
+        "run",
+        TWO_APPS,
+        *("--set", "devices.npu.scheduler=global_priority", "--set", "apps.indexer.priority=high"),
+    )
+    assert code == 0
+    assert err.endswith(
+        "warning: --set apps.indexer.priority changed nothing in this run: npu never had two "
+        "executions waiting for a unit at once, so no scheduler compared priorities; with "
+        "preemption (devices.npu.preemption=checkpoint) a higher-priority arrival takes a "
+        "running execution's unit\n"
+    )
 
 
 def test_set_with_a_bad_key_exits_two_with_replays_message() -> None:
