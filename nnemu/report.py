@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -80,19 +80,30 @@ def lookup(data: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
     return float(node)
 
 
+PER_COMPLETION: Final = ("latency_ms", "latency_split_ms")
+"""An app's figures over its completed executions: placeholders (0) when it completed none."""
+
+
 def _undefined(data: Mapping[str, Any], path: tuple[str, ...]) -> str | None:
     """Why the figure at ``path`` does not exist: the latency of an app that completed nothing.
 
-    The report writes such an app's ``latency_ms`` as 0 (the JSON keeps one shape), but it
-    measured nothing: ``latency_ms.p99 < 8`` must not hold for an app that never finished.
+    The report writes such an app's ``latency_ms`` and ``latency_split_ms`` as 0 (the JSON
+    keeps one shape), but it measured nothing: ``latency_ms.p99 < 8`` must not hold for an
+    app that never finished, nor its 0 count as a sample in a mean.
     """
-    if len(path) != 4 or path[0] != "apps" or path[2] != "latency_ms":
+    if len(path) != 4 or path[0] != "apps" or path[2] not in PER_COMPLETION:
         return None
     apps = data.get("apps")
     app = apps.get(path[1]) if isinstance(apps, Mapping) else None
     if isinstance(app, Mapping) and app.get("completed") == 0:
         return f"{path[1]} completed no execution"
     return None
+
+
+def measured(data: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
+    """The number at ``path`` (``lookup``), or None when the report holds only a placeholder
+    there: the latency figures of an app that completed nothing."""
+    return None if _undefined(data, path) is not None else lookup(data, path)
 
 
 def evaluate(data: Mapping[str, Any], expectation: Expectation) -> ExpectationResult:

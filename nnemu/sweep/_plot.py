@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from nnemu.report import lookup
+from nnemu.report import measured
 from nnemu.stats import mean_interval
 from nnemu.sweep._experiment import Experiment
 
@@ -48,7 +48,7 @@ def write_plots(
         path_parts = tuple(metric.split("."))
         lines: dict[str, dict[float, list[float]]] = {}
         for row in ok:
-            value = lookup(row["report"], path_parts)
+            value = measured(row["report"], path_parts)
             if value is None or not math.isfinite(value):
                 continue
             label = _label(row["point"], others)

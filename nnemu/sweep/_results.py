@@ -24,7 +24,7 @@ import yaml
 
 from nnemu._text import counted, seed_span
 from nnemu.errors import NnemuError
-from nnemu.report import lookup
+from nnemu.report import PER_COMPLETION, measured
 from nnemu.stats import mean_interval
 from nnemu.sweep._experiment import Experiment, Variant
 
@@ -197,7 +197,8 @@ def table(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> dict[str
 
     Columns: variant, the varied keys, replication, seed, status, error, app, virtual_ms,
     each app metric flattened (``latency_ms.p99``; ``errors.<CODE>`` 0 where it never
-    happened), then every device metric (``devices.<dev>.<metric>``).  A failed or
+    happened; ``latency_ms.*`` and ``latency_split_ms.*`` null for an app that completed
+    nothing), then every device metric (``devices.<dev>.<metric>``).  A failed or
     crashed variant has one row with no app.
     """
     records: list[dict[str, Any]] = []
@@ -222,6 +223,10 @@ def table(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> dict[str
         for app, data in report.get("apps", {}).items():
             metrics: dict[str, Any] = {}
             _flatten("", data, metrics)
+            if data.get("completed") == 0:  # its latency figures are placeholders, not samples
+                for column in metrics:
+                    if column.startswith(tuple(f"{figures}." for figures in PER_COMPLETION)):
+                        metrics[column] = None
             app_columns.update(metrics)
             records.append(
                 {**base, "app": app, "virtual_ms": report.get("virtual_ms"), **metrics, **devices}
@@ -297,7 +302,7 @@ def summary(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> str:
         cells += [str(len(ok)), str(len(found) - len(ok))]
         for metric in experiment.metrics:
             path = tuple(metric.split("."))
-            values = [v for row in ok if (v := lookup(row["report"], path)) is not None]
+            values = [v for row in ok if (v := measured(row["report"], path)) is not None]
             values = [v for v in values if math.isfinite(v)]
             if not values:
                 cells.append("-")

@@ -104,6 +104,29 @@ def test_summary_gives_the_mean_and_interval_of_each_point(tmp_path: Path) -> No
     assert line.split()[2:4] == ["3", "0"]
 
 
+def test_latency_of_an_app_that_completed_nothing_is_missing_not_zero(tmp_path: Path) -> None:
+    """An app with no completion has no latency in summary.txt ("-") nor in the table (null),
+    where the report's placeholder 0 would pass for the fastest result."""
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "qos_model_too_large.yaml"
+    text = (
+        f"scenario: {scenario}\n"
+        "vary:\n  devices.tiny-npu.memory_mb: [1, 4096]\n"
+        "metrics: [apps.pinned.latency_ms.p99, apps.pinned.completed]\n"
+    )
+    assert _sweep(tmp_path, "out", text=text)[0] == 0
+    lines = (tmp_path / "out" / "summary.txt").read_text().splitlines()
+    starved = next(line for line in lines if line.startswith("1 "))
+    assert starved.split()[1:] == ["1", "0", "-", "0", "±", "0"]
+    fitted = next(line for line in lines if line.startswith("4096 "))
+    assert fitted.split()[3] != "-"
+    table = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
+    pinned = {r["devices.tiny-npu.memory_mb"]: r for r in table if r["app"] == "pinned"}
+    assert pinned[1]["completed"] == 0
+    assert pinned[1]["latency_ms.p99"] is None
+    assert pinned[1]["latency_split_ms.compute"] is None
+    assert pinned[4096]["latency_ms.p99"] > 0
+
+
 def test_summary_header_counts_in_the_singular(tmp_path: Path) -> None:
     """A one-point, one-replication sweep's summary says "1 point x 1 replication (seed S)"."""
     text = SMALL.replace("[fifo, global_priority]", "[fifo]").replace("steps: 2", "steps: 1")
