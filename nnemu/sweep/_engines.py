@@ -12,6 +12,7 @@ that kills its worker a second time is recorded as ``crashed``.
 from __future__ import annotations
 
 import collections
+import contextlib
 import importlib
 import logging
 import math
@@ -19,7 +20,7 @@ import multiprocessing
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Final
@@ -45,6 +46,33 @@ class EngineError(NnemuError):
 
 def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Hold a Ctrl-C back while the pool starts worker processes, and take it at the end.
+
+    A KeyboardInterrupt in the middle of ``ProcessPoolExecutor`` starting a worker leaves a
+    child the pool does not know of: it goes on reading its start-up data after the pool's
+    semaphores are gone and prints a traceback of its own.  (The handler is swapped rather
+    than the signal masked: a mask holds only this thread's signals, and the pool's own
+    thread would take it.)
+    """
+    held: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    except ValueError:  # not the main thread, where Python runs signal handlers: none come here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            if callable(previous):
+                previous(signal.SIGINT, None)  # Python's own raises KeyboardInterrupt
+            elif previous == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
 
 
 def _crashed(chunk: Chunk, job: Job) -> dict[str, Any]:
@@ -87,14 +115,15 @@ def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
         while pending or suspects or in_flight:
             broken = False
             try:  # a chunk leaves its queue once submitted: a pool broken meanwhile keeps it
-                if suspects:
-                    if not in_flight:
-                        in_flight[pool.submit(run_chunk, suspects[0])] = suspects[0]
-                        suspects.popleft()
-                else:
-                    while pending and len(in_flight) < 2 * workers:
-                        in_flight[pool.submit(run_chunk, pending[0])] = pending[0]
-                        pending.popleft()
+                with _sigint_held():  # submit starts the workers
+                    if suspects:
+                        if not in_flight:
+                            in_flight[pool.submit(run_chunk, suspects[0])] = suspects[0]
+                            suspects.popleft()
+                    else:
+                        while pending and len(in_flight) < 2 * workers:
+                            in_flight[pool.submit(run_chunk, pending[0])] = pending[0]
+                            pending.popleft()
             except BrokenProcessPool:
                 broken = True
             done = set() if broken else wait(in_flight, return_when=FIRST_COMPLETED)[0]

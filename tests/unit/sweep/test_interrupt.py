@@ -8,6 +8,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,3 +97,35 @@ def test_the_runs_diagnostics_stay_off_the_output(tmp_path: Path) -> None:
     assert process.returncode == 0, err
     assert out.startswith("experiment ")
     assert "driver_died" not in out + err
+
+
+def test_ctrl_c_while_the_pool_starts_a_worker_is_taken_once_it_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Ctrl-C that lands while the pool starts its workers is taken once they are started,
+    never in the middle: a half-started worker, unknown to the pool, outlived it and printed a
+    traceback of its own."""
+    import nnemu.sweep._engines as engines
+    from nnemu.sweep._experiment import nnemu_version
+    from nnemu.sweep._worker import Chunk, Job
+
+    started: list[bool] = []
+
+    class Pool(engines.ProcessPoolExecutor):
+        def submit(self, *args: Any, **kwargs: Any) -> Any:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as the workers start
+            future = super().submit(*args, **kwargs)
+            started.append(True)
+            return future
+
+    monkeypatch.setattr(engines, "ProcessPoolExecutor", Pool)
+    job = Job(key="a" * 16, point={}, replication=0, seed=1, overrides=("duration_ms=100",))
+    chunk = Chunk(
+        scenario_text=SCENARIO.read_text(),
+        scenario_path=str(SCENARIO),
+        version=nnemu_version(),
+        jobs=(job,),
+    )
+    with pytest.raises(KeyboardInterrupt):
+        engines.run_local([chunk], 1, lambda rows: None)
+    assert started == [True]
