@@ -90,6 +90,8 @@ def run_sweep_command(
         total = len(experiment.points()) * experiment.replications
         if sweep.rows:
             stderr.write(_resuming(sweep, total - len(left), total, retry_failed))
+        if left:
+            stderr.write("".join(f"{warning}\n" for warning in experiment.ineffective_keys()))
         crash = frozenset(key for key in os.environ.get(CRASH_HOOK, "").split(",") if key)
         jobs: list[Job] = list(left)
         bar = CountProgress(stderr, label="sweep", total=total, already=total - len(left))

@@ -35,7 +35,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from nnemu.errors import Problem, ScenarioError
-from nnemu.overrides import OverrideError, apply_overrides
+from nnemu.overrides import OverrideError, apply_overrides, ineffective_sets
 from nnemu.scenario import Scenario, load_scenario_text
 from nnemu.scenario._yaml import compose_text, file_problem
 from nnemu.sweep._worker import Job
@@ -108,6 +108,30 @@ class Experiment:
     def overrides_of(self, point: Mapping[str, Any]) -> tuple[str, ...]:
         """The ``KEY=VALUE`` assignments of ``point`` (the fixed ``set`` first)."""
         return tuple(assignment(key, value) for key, value in (*self.fixed, *point.items()))
+
+    def ineffective_keys(self) -> list[str]:
+        """A warning for each varied key that cannot change the result at any point
+        (``nnemu.overrides.ineffective_sets`` on each point's scenario), with the first
+        point's reason."""
+        reasons: dict[str, str] = {}
+        effective: set[str] = set()
+        for point in self.points():
+            scenario = apply_overrides(self.scenario, self.overrides_of(point))
+            sets = [assignment(key, value) for key, value in point.items()]
+            warned = {}
+            for warning in ineffective_sets(scenario, sets):
+                _, _, key, reason = warning.split(" ", 3)
+                warned[key] = reason
+            for key in point:
+                if key in warned:
+                    reasons.setdefault(key, warned[key])
+                else:
+                    effective.add(key)
+        return [
+            f"warning: vary {key} {reasons[key].replace(': ', ' at any point: ', 1)}"
+            for key in self.varied_keys
+            if key not in effective and key in reasons
+        ]
 
     def variants(self) -> list[Variant]:
         """Every variant, in the experiment's order."""

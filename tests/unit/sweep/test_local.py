@@ -127,6 +127,31 @@ def test_latency_of_an_app_that_completed_nothing_is_missing_not_zero(tmp_path: 
     assert pinned[4096]["latency_ms.p99"] > 0
 
 
+def test_a_varied_key_that_cannot_change_any_run_is_named(tmp_path: Path) -> None:
+    """A varied key that no point lets change the result (a priority under the per-app
+    scheduler) gets one warning that says why; one that matters at some point gets none."""
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "two_apps_one_npu.yaml"
+    text = (
+        f"scenario: {scenario}\nset: {{duration_ms: 200}}\n"
+        "vary:\n  apps.camera.priority: [low, high]\n"
+        "  devices.npu.scheduler: [per_app_priority, fifo]\n"
+        "metrics: [apps.camera.latency_ms.p99]\n"
+    )
+    code, _, err = _sweep(tmp_path, "out", text=text)
+    assert code == 0
+    assert err == (
+        "warning: vary apps.camera.priority cannot change the result at any point: "
+        "priority only orders an app's own executions under per_app_priority (npu), and no "
+        "other app of uid 10050 there has another priority; set "
+        "devices.npu.scheduler=global_priority to compare across apps\n"
+    )
+    code, _, err = _sweep(
+        tmp_path, "out2", text=text.replace("per_app_priority, fifo", "global_priority")
+    )
+    assert code == 0
+    assert "warning" not in err
+
+
 def test_summary_header_counts_in_the_singular(tmp_path: Path) -> None:
     """A one-point, one-replication sweep's summary says "1 point x 1 replication (seed S)"."""
     text = SMALL.replace("[fifo, global_priority]", "[fifo]").replace("steps: 2", "steps: 1")
