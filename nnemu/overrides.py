@@ -81,6 +81,16 @@ def apply_overrides(scenario: Scenario, assignments: Sequence[str]) -> Scenario:
         parts = key.split(".")
         target: dict[str, Any] = data
         rest = parts
+        if numbered := _INDEXED.fullmatch(parts[0]):
+            entries = data.get(numbered.group(1)) or []
+            name = entries[0]["name"] if entries else "name"
+            tail = ".".join(parts[1:]) or "<key>"
+            problems.append(
+                f"--set {key}: list entries are named, not numbered: "
+                f"{numbered.group(1)}.<{numbered.group(1)[:-1]}>.{tail}, e.g. "
+                f"{numbered.group(1)}.{name}.{tail}"
+            )
+            continue
         if parts[0] in _NAMED_LISTS:
             kind = _NAMED_LISTS[parts[0]]
             entries = data.get(parts[0]) or []

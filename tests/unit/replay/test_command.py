@@ -158,6 +158,11 @@ def test_set_faster_device_lowers_latency(quick_trace: Path, tmp_path: Path):
         ),
         ("seeed=3", "--set seeed: unknown key 'seeed'; did you mean 'seed'?"),
         ("priority", "--set priority: expected KEY=VALUE"),
+        (
+            "apps[0].priority=high",
+            "--set apps[0].priority: list entries are named, not numbered: "
+            "apps.<app>.priority, e.g. apps.camera.priority",
+        ),
     ],
 )
 def test_bad_set_exits_two_with_the_key(quick_trace: Path, assignment: str, message: str):
