@@ -122,9 +122,10 @@ _SLICE_COLUMNS: Final = (
     "phase",
     "kind",
     "arg_set_id",
+    "line",
     "subtree_end_id",
 )
-"""The ``slice`` table's columns, in the order of a section's list."""
+"""The ``slice`` table's columns, in the order of a section's list (``INSERT`` names them)."""
 _NO_PARENT: Final = 1
 """Bit of a section's ``_NULLS``: its ``parent_id`` is None."""
 _NO_CATEGORY: Final = 2
@@ -135,15 +136,18 @@ _NO_PHASE: Final = 8
 """Bit: its ``phase`` is None."""
 _NO_ARGS: Final = 16
 """Bit: its ``arg_set_id`` is None."""
+_NO_LINE: Final = 32
+"""Bit: its ``line`` is None (the input has no lines: Perfetto protobuf, a JSON document)."""
 _NULLABLE: Final = (
     (_NO_PARENT, 5),
     (_NO_CATEGORY, 7),
     (_NO_LAYER, 8),
     (_NO_PHASE, 9),
     (_NO_ARGS, 11),
+    (_NO_LINE, 12),
 )
 """(bit, column index) of each column that may be None."""
-_ALL_NULLS: Final = _NO_PARENT | _NO_CATEGORY | _NO_LAYER | _NO_PHASE | _NO_ARGS
+_ALL_NULLS: Final = _NO_PARENT | _NO_CATEGORY | _NO_LAYER | _NO_PHASE | _NO_ARGS | _NO_LINE
 
 
 class _Tail:
@@ -161,17 +165,18 @@ class _Tail:
         self.malformed = malformed
         """A begin that is not ``B|<tgid>|<name>``."""
         self.nulls = (
-            _NO_CATEGORY  # ftrace rows have none; every slice has its "line" arg
+            _NO_CATEGORY  # ftrace rows have none
             | (_NO_LAYER if info.layer is None else 0)
             | (_NO_PHASE if info.phase is None else 0)
+            | (0 if info.args else _NO_ARGS)
         )
-        """A begin's slice's ``_NULLS`` but for ``_NO_PARENT``."""
+        """A begin's slice's ``_NULLS`` but for ``_NO_PARENT`` and ``_NO_LINE``."""
         self.values: tuple[str, ...] = tuple(
             value for value in (info.layer, info.phase, info.kind) if value is not None
         )
         """Its slice's layer, phase and kind, but those that are None."""
         self.args: tuple[str, ...] = tuple(itertools.chain.from_iterable(info.args))
-        """Its slice's ``args`` but ``line``: key, value, key, value..."""
+        """Its slice's ``args``: key, value, key, value..."""
 
 
 _BAD_TAIL: Final = _Tail("", "", "", False, _NOT_A_MARK)
@@ -216,7 +221,7 @@ class _SliceInsert:
 
 # A section is a list laid out as its ``slice`` row without the columns that are None:
 # (id, ts, dur, name, depth, [parent_id], track_id, [category], [layer], [phase], kind,
-# [arg_set_id], subtree_end_id), and last its ``_NULLS``: which columns are left out
+# [arg_set_id], [line], subtree_end_id), and last its ``_NULLS``: which columns are left out
 # (bits ``_NO_PARENT``...).  While it is open, ``dur`` holds its end (None but for JSON X
 # (complete) and instant events) and ``subtree_end_id`` is 0; its end takes the bits off,
 # fills both in and adds the row to the rows of its bits (``Loader._flats``).
@@ -317,6 +322,8 @@ class Loader:
         self._heads: dict[str, tuple[str, str, str | None]] = {}
         self._tails: dict[str, _Tail] = {}
         self._known: dict[str, tuple[_Thread, str | None]] = {}
+        self._file_lines = True
+        """Whether the rows ``load_ftrace`` reads are the lines of the file (``slice.line``)."""
         self.perfetto = PerfettoRows(conn, warn)
         self.slices = 0
         self.open_slices = 0
@@ -389,8 +396,10 @@ class Loader:
         category: str | None = None,
         args: Iterable[tuple[str, object]] = (),
         end: int | None = None,
+        line: int | None = None,
     ) -> None:
-        """Open a slice (``end`` given: a complete event that closes itself at ``end``)."""
+        """Open a slice (``end`` given: a complete event that closes itself at ``end``) that
+        began on the file's line ``line`` (None: unknown)."""
         stack = thread.stack
         if stack and stack[-1][_END] is not None:
             self._expire(thread, ts)
@@ -431,6 +440,10 @@ class Loader:
             nulls |= _NO_ARGS
         else:
             record.append(arg_set_id)
+        if line is None:
+            nulls |= _NO_LINE
+        else:
+            record.append(line)
         record += (0, nulls)
         stack.append(record)
 
@@ -459,8 +472,10 @@ class Loader:
         else:
             self._dump_threads[row.tid] = (row.pid, row.name)
 
-    def load_ftrace(self, lines: Iterable[str]) -> FtraceLines:
-        """Load the ``tracing_mark_write`` B/E rows of systrace HTML or ftrace text."""
+    def load_ftrace(self, lines: Iterable[str], *, file_lines: bool = True) -> FtraceLines:
+        """Load the ``tracing_mark_write`` B/E rows of systrace HTML or ftrace text (the
+        lines of the file unless not ``file_lines``: then ``slice.line`` is NULL)."""
+        self._file_lines = file_lines
         source = FtraceLines(lines, on_dump=self._dump_row)
         heads = self._heads
         tails = self._tails
@@ -473,6 +488,7 @@ class Loader:
         # (perfetto.slice_begun).  C| counter rows go to _slow_row, which hands them
         # to perfetto.ftrace_counter.
         next_id = self._next_id
+        record: _Open
         for first, block in source.blocks():
             line_number = first - 1
             for line in block:
@@ -524,46 +540,34 @@ class Loader:
                         self._next_track += 1
                     ident = next_id
                     next_id += 1
-                    extra = tail_info.args
-                    if not extra:
-                        add_args((ident, "line", line_number))
-                    elif len(extra) == 2:
-                        add_args((ident, "line", line_number, ident, extra[0], extra[1]))
-                    else:
-                        add_args((ident, "line", line_number))
-                        for at in range(0, len(extra), 2):
-                            add_args((ident, extra[at], extra[at + 1]))
                     if stack:
-                        stack.append(
-                            [
-                                ident,
-                                ts,
-                                None,
-                                name,
-                                len(stack),
-                                stack[-1][0],
-                                thread.track_id,
-                                *tail_info.values,
-                                ident,
-                                0,
-                                tail_info.nulls,
-                            ]
-                        )
+                        record = [
+                            ident,
+                            ts,
+                            None,
+                            name,
+                            len(stack),
+                            stack[-1][0],
+                            thread.track_id,
+                            *tail_info.values,
+                        ]
+                        nulls = tail_info.nulls
                     else:
-                        stack.append(
-                            [
-                                ident,
-                                ts,
-                                None,
-                                name,
-                                0,
-                                thread.track_id,
-                                *tail_info.values,
-                                ident,
-                                0,
-                                tail_info.nulls | _NO_PARENT,
-                            ]
-                        )
+                        record = [ident, ts, None, name, 0, thread.track_id, *tail_info.values]
+                        nulls = tail_info.nulls | _NO_PARENT
+                    extra = tail_info.args
+                    if extra:
+                        record.append(ident)
+                        if len(extra) == 2:
+                            add_args((ident, extra[0], extra[1]))
+                        else:
+                            for at in range(0, len(extra), 2):
+                                add_args((ident, extra[at], extra[at + 1]))
+                    if file_lines:
+                        record += (line_number, 0, nulls)
+                    else:
+                        record += (0, nulls | _NO_LINE)
+                    stack.append(record)
                 elif stack:
                     record = stack.pop()
                     flat = flats[record.pop()]  # type: ignore[call-overload]
@@ -667,7 +671,7 @@ class Loader:
         else:
             self.warn(line_number, _MALFORMED_BEGIN)
             name = rest.lstrip("|").rstrip("\r")
-        self.begin(thread, ts, name, args=(("line", line_number),))
+        self.begin(thread, ts, name, line=line_number if self._file_lines else None)
 
     # -- JSON --------------------------------------------------------------
 
@@ -701,8 +705,6 @@ class Loader:
         elif ph != "B":
             end = ts
         args: list[tuple[str, object]] = []
-        if line_number is not None:
-            args.append(("line", line_number))
         event_args = event.get("args")
         if isinstance(event_args, Mapping):
             for key, value in event_args.items():
@@ -715,6 +717,7 @@ class Loader:
             category=category if isinstance(category, str) else None,
             args=args,
             end=end,
+            line=line_number,
         )
 
     def _json_flow_or_counter(self, event: Mapping[str, object], ph: str, where: int) -> None:
@@ -917,7 +920,7 @@ def load_trace(
             loader = Loader(conn, warn_at_packet)
             pftrace.on_dump = loader._dump_row
             pftrace.on_track_event = loader.track_event
-            loader.load_ftrace(pftrace)
+            loader.load_ftrace(pftrace, file_lines=False)
         else:
             stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
             bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
@@ -977,7 +980,8 @@ def _load_json_document(
         system = document.get("systemTraceEvents")
         if isinstance(system, str):
             # Chrome JSON can carry the systrace text of the same capture.
-            loader.load_ftrace(system.splitlines(keepends=True))
+            # Its rows' lines are those of a JSON string, not of the file.
+            loader.load_ftrace(system.splitlines(keepends=True), file_lines=False)
             if events is None:
                 events = []
     else:

@@ -8,10 +8,11 @@ from typing import Final
 from nnemu.query import _perfetto_tables
 from nnemu.tracer import Layer, Phase
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """Version of the tables below; a ``--db`` file loaded by another version is reloaded.
 Raise it with any change to what a load writes (tables, columns, values).  2: Perfetto's
-``flow``, ``counter`` and ``process_counter_track`` tables."""
+``flow``, ``counter`` and ``process_counter_track`` tables.  3: a slice's begin line is
+``slice.line`` (and ``nnapi_slice.line``), no longer a ``line`` row of ``args``."""
 
 TABLES: Final = """
 CREATE TABLE process (
@@ -43,7 +44,8 @@ CREATE TABLE slice (
     phase TEXT,
     kind TEXT NOT NULL,
     arg_set_id INTEGER,
-    subtree_end_id INTEGER NOT NULL
+    subtree_end_id INTEGER NOT NULL,
+    line INTEGER
 );
 CREATE TABLE args (
     arg_set_id INTEGER NOT NULL,
@@ -96,6 +98,7 @@ CREATE VIEW nnapi_slice AS
 SELECT
     slice.id, slice.ts, slice.dur, slice.name, slice.depth, slice.parent_id,
     slice.track_id, slice.category, slice.layer, slice.phase, slice.kind, slice.arg_set_id,
+    slice.line,
     thread.utid, thread.tid, thread.name AS thread_name,
     process.upid, process.pid, process.name AS process_name
 FROM slice

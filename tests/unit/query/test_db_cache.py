@@ -36,7 +36,7 @@ def test_second_query_reuses_the_database(write_trace, tmp_path, monkeypatch):
     trace, db = write_trace(ROWS), tmp_path / "t.db"
     assert _query(trace, db) == (0, "n\n2\n", "")
     _no_loading(monkeypatch)
-    sql = "SELECT extract_arg(arg_set_id, 'line') AS line FROM slice WHERE id = 1"
+    sql = "SELECT line FROM slice WHERE id = 1"
     assert _query(trace, db, sql) == (0, "line\n4\n", "")
 
 
@@ -107,7 +107,7 @@ def test_failed_load_leaves_the_older_database(write_trace, tmp_path):
 def test_big_trace_without_db_gives_the_same_answers(write_trace, monkeypatch):
     """A trace over the in-memory bound loads into a temporary file and answers alike."""
     trace = write_trace(ROWS)
-    sql = "SELECT id, name, dur, extract_arg(arg_set_id, 'line') AS line FROM slice ORDER BY id"
+    sql = "SELECT id, name, dur, line FROM slice ORDER BY id"
     small = run_query(trace, sql, as_csv=True)
     monkeypatch.setattr(_command, "IN_MEMORY_MAX_BYTES", 0)
     assert run_query(trace, sql, as_csv=True) == small
@@ -126,3 +126,19 @@ def test_a_file_of_schema_1_is_loaded_again_with_the_flow_and_counter_tables(
         conn.execute("UPDATE nnemu_load SET value = 1 WHERE key = 'schema_version'")
     assert _command.SCHEMA_VERSION >= 2
     assert _query(trace, db, "SELECT count(*) AS n FROM flow, counter") == (0, "n\n0\n", "")
+
+
+def test_a_file_of_schema_2_is_loaded_again_with_slice_line(write_trace, tmp_path):
+    """A --db file from when the begin line was a ``line`` arg (schema 2) is reloaded, not reused."""
+    trace, db = write_trace(ROWS), tmp_path / "t.db"
+    _query(trace, db)
+    with sqlite3.connect(db) as conn:
+        # The file as schema 2 wrote it: no slice.line, the lines as args rows.
+        conn.execute("DROP VIEW nnapi_slice")
+        conn.execute("ALTER TABLE slice DROP COLUMN line")
+        conn.execute("INSERT INTO args SELECT id, 'line', 3 + id FROM slice")
+        conn.execute("UPDATE nnemu_load SET value = 2 WHERE key = 'schema_version'")
+    assert _command.SCHEMA_VERSION >= 3
+    sql = "SELECT s.id, s.line, (SELECT count(*) FROM args a WHERE a.key = 'line') AS line_args"
+    sql += " FROM slice s ORDER BY s.id"
+    assert _query(trace, db, sql) == (0, "id,line,line_args\n0,3,0\n1,4,0\n", "")

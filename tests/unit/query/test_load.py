@@ -30,6 +30,7 @@ COLUMNS = {
         "kind",
         "arg_set_id",
         "subtree_end_id",
+        "line",
     ],
     "args": ["arg_set_id", "key", "value"],
     "slice_ancestor": ["id", "ancestor_id", "distance"],
@@ -93,11 +94,48 @@ def test_threads_and_processes_come_from_the_task_column(write_trace):
     ]
 
 
-def test_line_numbers_are_kept_in_args(write_trace):
-    """Each ftrace slice's begin line is in args under 'line', reachable with extract_arg."""
+def test_slice_line_is_the_line_each_ftrace_slice_began_on(write_trace):
+    """Each ftrace slice's ``line`` (and ``nnapi_slice.line``) is the file line of its begin row."""
     conn = open_trace(str(write_trace(ROWS)))
-    lines = conn.execute("SELECT extract_arg(arg_set_id, 'line') FROM slice ORDER BY id").fetchall()
+    lines = conn.execute("SELECT line FROM slice ORDER BY id").fetchall()
     assert [line for (line,) in lines] == [3, 4, 5, 6, 7, 10]
+    assert conn.execute("SELECT id, line FROM nnapi_slice ORDER BY id").fetchall() == [
+        (0, 3),
+        (1, 4),
+        (3, 6),
+        (4, 7),
+        (5, 10),
+    ]
+
+
+def test_line_is_no_arg_and_slices_without_args_have_no_arg_set(write_trace):
+    """``args`` holds no ``line`` rows; a slice with no args (``other``) has arg_set_id NULL."""
+    conn = open_trace(str(write_trace(ROWS)))
+    assert conn.execute("SELECT count(*) FROM args WHERE key = 'line'").fetchone() == (0,)
+    assert conn.execute("SELECT id, name FROM slice WHERE arg_set_id IS NULL").fetchall() == [
+        (2, "other")
+    ]
+    assert conn.execute(
+        "SELECT extract_arg(arg_set_id, 'nnapi.function') FROM slice WHERE id = 1"
+    ).fetchone() == ("ANeuralNetworksExecution_compute",)
+
+
+def test_rows_off_the_fast_path_keep_their_line(tmp_path):
+    """A row the fast path leaves to ``ROW_RE`` (a timestamp of 9 digits) gets its line too."""
+    path = tmp_path / "t.txt"
+    path.write_text(
+        "# tracer: nop\n"
+        "#\n"
+        "  app-100   (  100) [001] ...1 1000.000000: tracing_mark_write: B|100|a\n"
+        "  app-100   (  100) [001] ...1 1000.000001000: tracing_mark_write: B|100|b\n"
+        "  app-100   (  100) [001] ...1 1000.000002: tracing_mark_write: E|100\n"
+        "  app-100   (  100) [001] ...1 1000.000003: tracing_mark_write: E|100\n"
+    )
+    conn = open_trace(str(path))
+    assert conn.execute("SELECT name, line FROM slice ORDER BY id").fetchall() == [
+        ("a", 3),
+        ("b", 4),
+    ]
 
 
 def test_descendant_and_ancestor_views_follow_parent_ids(write_trace):
@@ -199,6 +237,47 @@ def test_chrome_json_events_and_metadata(tmp_path):
     assert conn.execute(
         "SELECT thread.name, process.name FROM thread JOIN process USING (upid)"
     ).fetchall() == [("worker", "proc")]
+    # A JSON document has no line per event.
+    assert conn.execute("SELECT count(*), count(line) FROM slice").fetchone() == (3, 0)
+
+
+def test_line_per_event_json_slices_have_their_event_line(tmp_path):
+    """Written one event per line, a JSON event's slice has the line of that event."""
+    events = [
+        {"ph": "B", "name": "[NN_LR_PE]outer", "pid": 1, "tid": 2, "ts": 1},
+        {"ph": "C", "name": "counter", "pid": 1, "tid": 2, "ts": 2, "args": {"v": 1}},
+        {"ph": "X", "name": "child", "pid": 1, "tid": 2, "ts": 2, "dur": 3, "args": {"n": 7}},
+        {"ph": "E", "pid": 1, "tid": 2, "ts": 10},
+        {"ph": "i", "name": "mark", "pid": 1, "tid": 2, "ts": 11},
+    ]
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [\n' + ",\n".join(map(json.dumps, events)) + "\n]}\n")
+    conn = open_trace(str(path))
+    assert conn.execute(
+        "SELECT name, line, arg_set_id IS NULL FROM slice ORDER BY id"
+    ).fetchall() == [
+        ("[NN_LR_PE]outer", 2, 0),
+        ("child", 4, 0),
+        ("mark", 6, 1),
+    ]
+    assert conn.execute("SELECT DISTINCT key FROM args ORDER BY key").fetchall() == [
+        ("args.n",),
+        ("nnapi.function",),
+    ]
+
+
+def test_perfetto_slices_have_no_line(write_trace, tmp_path):
+    """A Perfetto protobuf trace has no lines: the same slices as its ftrace text, ``line`` NULL."""
+    from tests.perfetto_traces import systrace_to_perfetto
+
+    text = write_trace(ROWS)
+    pftrace = systrace_to_perfetto(text, tmp_path / "t.pftrace")
+    sql = "SELECT ts, dur, name, depth, parent_id, layer, kind, arg_set_id, line FROM slice"
+    from_text = open_trace(str(text)).execute(sql + " ORDER BY id").fetchall()
+    from_perfetto = open_trace(str(pftrace)).execute(sql + " ORDER BY id").fetchall()
+    assert [row[:-1] for row in from_perfetto] == [row[:-1] for row in from_text]
+    assert [row[-1] for row in from_perfetto] == [None] * len(from_text)
+    assert [row[-1] for row in from_text] == [3, 4, 5, 6, 7, 10]
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,11 @@ SELECT t.name, p.pid, count(*) AS n, sum(c.value) AS total, min(c.ts) AS first, 
 FROM counter c JOIN process_counter_track t ON t.id = c.track_id JOIN process p USING (upid)
 GROUP BY 1, 2 ORDER BY 1, 2
 """
+ARGS_QUERY = """
+SELECT count(*) AS slices, count(arg_set_id) AS with_args
+FROM slice WHERE name NOT LIKE '[NN_%' AND name NOT LIKE 'HIDL::%'
+"""
+"""Systrace slices that are no NNAPI mark have no arg set (their begin line is ``slice.line``)."""
 WORKED_QUERY = """\
 SELECT root.name AS caller_root, i.name AS callee, count(*) AS calls,
        round(avg(i.dur) / 1e6, 3) AS avg_callee_ms
@@ -151,7 +156,9 @@ def test_two_apps_trace_gives_perfetto_rows(two_apps, tmp_path, sql):
         assert expected  # the ancestors of every HIDL client call are found
 
 
-@pytest.mark.parametrize("sql", [ANCESTOR_QUERY, DESCENDANT_QUERY, CONNECTED_QUERY, COUNTER_QUERY])
+@pytest.mark.parametrize(
+    "sql", [ANCESTOR_QUERY, DESCENDANT_QUERY, CONNECTED_QUERY, COUNTER_QUERY, ARGS_QUERY]
+)
 def test_device_trace_gives_perfetto_rows(tmp_path, sql):
     """On the OMR1 phone's systrace (its atrace C| counters included) the rows are trace processor's."""
     shell = _shell()
