@@ -540,33 +540,80 @@ class Loader:
                         self._next_track += 1
                     ident = next_id
                     next_id += 1
+                    # The row in one list display (no tuple or append per value): its
+                    # arg_set_id (its id) only when it has args, its line, then as open.
+                    values = tail_info.values
+                    extra = tail_info.args
                     if stack:
+                        depth = len(stack)
+                        parent = stack[-1][0]
+                        if extra:
+                            record = [
+                                ident,
+                                ts,
+                                None,
+                                name,
+                                depth,
+                                parent,
+                                thread.track_id,
+                                *values,
+                                ident,
+                                line_number,
+                                0,
+                                tail_info.nulls,
+                            ]
+                        else:
+                            record = [
+                                ident,
+                                ts,
+                                None,
+                                name,
+                                depth,
+                                parent,
+                                thread.track_id,
+                                *values,
+                                line_number,
+                                0,
+                                tail_info.nulls,
+                            ]
+                    elif extra:
                         record = [
                             ident,
                             ts,
                             None,
                             name,
-                            len(stack),
-                            stack[-1][0],
+                            0,
                             thread.track_id,
-                            *tail_info.values,
+                            *values,
+                            ident,
+                            line_number,
+                            0,
+                            tail_info.nulls | _NO_PARENT,
                         ]
-                        nulls = tail_info.nulls
                     else:
-                        record = [ident, ts, None, name, 0, thread.track_id, *tail_info.values]
-                        nulls = tail_info.nulls | _NO_PARENT
-                    extra = tail_info.args
+                        record = [
+                            ident,
+                            ts,
+                            None,
+                            name,
+                            0,
+                            thread.track_id,
+                            *values,
+                            line_number,
+                            0,
+                            tail_info.nulls | _NO_PARENT,
+                        ]
                     if extra:
-                        record.append(ident)
                         if len(extra) == 2:
                             add_args((ident, extra[0], extra[1]))
+                        elif len(extra) == 4:
+                            add_args((ident, extra[0], extra[1], ident, extra[2], extra[3]))
                         else:
                             for at in range(0, len(extra), 2):
                                 add_args((ident, extra[at], extra[at + 1]))
-                    if file_lines:
-                        record += (line_number, 0, nulls)
-                    else:
-                        record += (0, nulls | _NO_LINE)
+                    if not file_lines:
+                        del record[-3]
+                        record[-1] |= _NO_LINE  # type: ignore[operator]
                     stack.append(record)
                 elif stack:
                     record = stack.pop()
