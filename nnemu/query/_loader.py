@@ -61,8 +61,6 @@ _BULK_LOAD_PRAGMAS: Final = (
 )
 """A fresh database being filled: 16 KiB pages (a load is ~5% cheaper than with the default
 4 KiB: fewer page splits), no rollback journal, no fsync, a 32 MB page cache."""
-BATCH_ROWS: Final = 10_000
-"""Rows (of one set of None columns) buffered before they are written."""
 _MAX_CACHED_NAMES: Final = 20_000
 _UNKNOWN_TASK: Final = "<...>"
 _JSON_SLICE_PHASES: Final = frozenset({"B", "E", "X", "i", "I", "n"})
@@ -83,6 +81,9 @@ one ``executemany`` row at a time; 200 x 13 parameters is within SQLite's limit)
 _ARGS_PER_INSERT: Final = 1000
 """``args`` rows per ``INSERT`` (3 values each; ~7% less insert time than 200 rows in
 isolation, within noise in a whole load; 500 slice rows were no better than 200)."""
+_ARG_VALUES: Final = 3 * _ARGS_PER_INSERT
+"""Values of one ``args`` statement: buffered rows are written once there are this many."""
+_ARGS_STATEMENT: Final = "INSERT INTO args VALUES " + ", ".join(["(?, ?, ?)"] * _ARGS_PER_INSERT)
 
 
 def _insert_rows(
@@ -148,6 +149,12 @@ _NULLABLE: Final = (
 )
 """(bit, column index) of each column that may be None."""
 _ALL_NULLS: Final = _NO_PARENT | _NO_CATEGORY | _NO_LAYER | _NO_PHASE | _NO_ARGS | _NO_LINE
+_SLICE_STEPS: Final = tuple(
+    (len(_SLICE_COLUMNS) - bin(nulls).count("1")) * _ROWS_PER_INSERT
+    for nulls in range(_ALL_NULLS + 1)
+)
+"""Values of one slice statement, by ``_NULLS`` (each bit leaves one column out): a set of
+None columns' rows are written once there are this many."""
 
 
 class _Tail:
@@ -189,6 +196,13 @@ class _SliceInsert:
 
     __slots__ = ("one", "statement", "width")
 
+    one: str
+    """The one-row ``INSERT``."""
+    statement: str
+    """The ``_ROWS_PER_INSERT``-row ``INSERT``."""
+    width: int
+    """Values per row."""
+
     def __init__(self, nulls: int) -> None:
         left_out = {index for bit, index in _NULLABLE if nulls & bit}
         names = ", ".join(name for i, name in enumerate(_SLICE_COLUMNS) if i not in left_out)
@@ -199,37 +213,17 @@ class _SliceInsert:
             [values] * _ROWS_PER_INSERT
         )
 
-    def write(self, conn: sqlite3.Connection, flat: list[object], final: bool) -> int:
-        """Insert the rows laid end to end in ``flat`` (and remove them from it) in
-        ``_ROWS_PER_INSERT``-row statements; the last rows short of one are left in ``flat``
-        for a later batch unless ``final``.  Returns the number of rows written."""
-        width = self.width
-        step = _ROWS_PER_INSERT * width
-        whole = len(flat) - len(flat) % step
-        execute = conn.execute
-        statement = self.statement
-        for start in range(0, whole, step):
-            execute(statement, flat[start : start + step])
-        if final and whole < len(flat):
-            conn.executemany(
-                self.one, [flat[start : start + width] for start in range(whole, len(flat), width)]
-            )
-            whole = len(flat)
-        del flat[:whole]
-        return whole // width
-
 
 # A section is a list laid out as its ``slice`` row without the columns that are None:
 # (id, ts, dur, name, depth, [parent_id], track_id, [category], [layer], [phase], kind,
 # [arg_set_id], [line], subtree_end_id), and last its ``_NULLS``: which columns are left out
 # (bits ``_NO_PARENT``...).  While it is open, ``dur`` holds its end (None but for JSON X
 # (complete) and instant events) and ``subtree_end_id`` is 0; its end takes the bits off,
-# fills both in and adds the row to the rows of its bits (``Loader._flats``).
+# fills both in and adds the row to the rows of its bits (``Loader._flats``), which are
+# written as soon as they fill one statement (``_SLICE_STEPS``).
 _Open = list[object]
 _END: Final = 2
 """Index of ``dur`` in an open section: its end (None unless known in advance)."""
-_FLUSH_VALUES: Final = BATCH_ROWS * len(_SLICE_COLUMNS)
-"""Values buffered for one set of None columns before the rows are written."""
 
 
 class _Thread:
@@ -306,7 +300,8 @@ class Loader:
         self._threads: dict[int, _Thread] = {}
         self._all_threads: list[_Thread] = []
         self._flats: list[list[object]] = [[] for _ in range(_ALL_NULLS + 1)]
-        """The finished slices' rows to write, by their ``_NULLS``, laid end to end."""
+        """The finished slices' rows to write, by their ``_NULLS``, laid end to end (fewer
+        than one statement's: a full statement's are written at once)."""
         self._inserts: dict[int, _SliceInsert] = {}
         """How slice rows are written, by their ``_NULLS``."""
         self._arg_rows: list[object] = []
@@ -355,27 +350,58 @@ class Loader:
             info = self._cache[name] = describe(name)
         return info
 
-    def _flush(self, *, final: bool = False) -> None:
-        """Write the finished slices (each set of None columns' last rows short of a whole
-        statement wait for the next batch unless ``final``) and the ``args`` rows."""
+    def _insert(self, nulls: int) -> _SliceInsert:
+        """How the rows of ``nulls`` are written (made on first use)."""
+        insert = self._inserts.get(nulls)
+        if insert is None:
+            insert = self._inserts[nulls] = _SliceInsert(nulls)
+        return insert
+
+    def _write_slices(self, nulls: int) -> None:
+        """Insert the rows of ``nulls``, one statement's worth (``_SLICE_STEPS``), and empty
+        their list (kept: no slice of it is copied)."""
+        flat = self._flats[nulls]
+        self.conn.execute(self._insert(nulls).statement, flat)
+        flat.clear()
+        self.slices += _ROWS_PER_INSERT
+
+    def _write_args(self) -> None:
+        """Insert the ``args`` rows of the whole statements buffered; keep the rest."""
+        rows = self._arg_rows
+        if len(rows) == _ARG_VALUES:
+            self.conn.execute(_ARGS_STATEMENT, rows)
+            rows.clear()
+            return
+        whole = len(rows) - len(rows) % _ARG_VALUES
+        for start in range(0, whole, _ARG_VALUES):
+            self.conn.execute(_ARGS_STATEMENT, rows[start : start + _ARG_VALUES])
+        del rows[:whole]
+
+    def _flush(self) -> None:
+        """Write the rows still buffered (each set of None columns' last rows, fewer than a
+        statement's) and the last ``args`` rows."""
         for nulls, flat in enumerate(self._flats):
             if flat:
-                insert = self._inserts.get(nulls)
-                if insert is None:
-                    insert = self._inserts[nulls] = _SliceInsert(nulls)
-                self.slices += insert.write(self.conn, flat, final)
+                width = self._insert(nulls).width
+                self.conn.executemany(
+                    self._insert(nulls).one,
+                    [flat[start : start + width] for start in range(0, len(flat), width)],
+                )
+                self.slices += len(flat) // width
+                flat.clear()
         if self._arg_rows:
             _insert_rows(self.conn, "args", 3, self._arg_rows, _ARGS_PER_INSERT)
             self._arg_rows.clear()
 
     def _emit(self, record: _Open, dur: int) -> None:
         nulls = record.pop()
+        assert isinstance(nulls, int)
         record[_END] = dur
         record[-1] = self._next_id - 1
-        flat = self._flats[nulls]  # type: ignore[call-overload]
+        flat = self._flats[nulls]
         flat += record
-        if len(flat) >= _FLUSH_VALUES:
-            self._flush()
+        if len(flat) >= _SLICE_STEPS[nulls]:
+            self._write_slices(nulls)
 
     def _expire(self, thread: _Thread, ts: int) -> None:
         """Close the complete/instant events on top of the stack that ended by ``ts``."""
@@ -412,13 +438,15 @@ class Loader:
         if self.perfetto.pending:
             self.perfetto.slice_begun(thread.utid, ident, ts)
         arg_set_id = None
-        add_args = self._arg_rows.extend
+        arg_rows = self._arg_rows
         for key, value in args:
             arg_set_id = ident
-            add_args((ident, key, value))
+            arg_rows += (ident, key, value)
         for key, value in info.args:
             arg_set_id = ident
-            add_args((ident, key, value))
+            arg_rows += (ident, key, value)
+        if len(arg_rows) >= _ARG_VALUES:
+            self._write_args()
         record: _Open = [ident, ts, end, name, len(stack)]
         nulls = 0
         if stack:
@@ -481,7 +509,8 @@ class Loader:
         tails = self._tails
         known = self._known
         flats = self._flats
-        add_args = self._arg_rows.extend
+        arg_rows = self._arg_rows
+        add_args = arg_rows.extend
         # Rows of ftrace text are B/E marks only (no complete events: every open
         # record's end is None), so begin() and end() are inlined for them here; a
         # systrace has no flows either, so no flow waits for a slice to begin
@@ -611,18 +640,22 @@ class Loader:
                         else:
                             for at in range(0, len(extra), 2):
                                 add_args((ident, extra[at], extra[at + 1]))
+                        if len(arg_rows) >= _ARG_VALUES:
+                            self._write_args()
                     if not file_lines:
                         del record[-3]
                         record[-1] |= _NO_LINE  # type: ignore[operator]
                     stack.append(record)
                 elif stack:
                     record = stack.pop()
-                    flat = flats[record.pop()]  # type: ignore[call-overload]
+                    nulls = record.pop()
+                    assert isinstance(nulls, int)
+                    flat = flats[nulls]
                     record[2] = ts - record[1]  # type: ignore[operator]
                     record[-1] = next_id - 1
                     flat += record
-                    if len(flat) >= _FLUSH_VALUES:
-                        self._flush()
+                    if len(flat) >= _SLICE_STEPS[nulls]:
+                        self._write_slices(nulls)
                 else:
                     self._next_id = next_id
                     self.end(thread, ts, line_number)
@@ -838,7 +871,7 @@ class Loader:
                 if end is None:
                     self.open_slices += 1
                 self._emit(record, -1 if end is None else end - record[1])  # type: ignore[operator]
-        self._flush(final=True)
+        self._flush()
         threads = [
             (thread.utid, thread.tid, thread.tgid, self._thread_name(thread), thread.track_id)
             for thread in self._all_threads
