@@ -66,6 +66,7 @@ _UNKNOWN_TASK: Final = "<...>"
 _JSON_SLICE_PHASES: Final = frozenset({"B", "E", "X", "i", "I", "n"})
 _FAST_STAMP: Final = 16
 """Longest ``SECONDS.FFFFFF`` timestamp the fast path reads: 15 digits (< ``MAX_ABS_NS``)."""
+_SEPARATOR_LENGTH: Final = len(ROW_SEPARATOR)
 _LEADING_SPACE: Final = re.compile(r"\s*")
 _BAD_HEAD: Final[tuple[str, str, str | None]] = ("", "", None)
 _NOT_A_MARK: Final = MarkInfo(None, None, PLAIN)
@@ -525,10 +526,20 @@ class Loader:
                 # Fast path for the usual layout: the row's head (up to the timestamp) and
                 # its text after "tracing_mark_write: " are looked up per distinct text; a
                 # row the fast path does not accept exactly as ROW_RE would goes to _slow_row.
-                head_stamp, separator, tail = line.partition(ROW_SEPARATOR)
-                if not separator:
+                # (Found with find/rfind and sliced: no partition tuples, no string of the
+                # head and timestamp together.)
+                at = line.find(ROW_SEPARATOR)
+                if at < 0:
                     continue
-                head, _, stamp = head_stamp.rpartition(" ")
+                space = line.rfind(" ", 0, at)
+                if space < 0:  # no head: not a row ROW_RE reads
+                    self._next_id = next_id
+                    self._slow_row(line_number, line)
+                    next_id = self._next_id
+                    continue
+                head = line[:space]
+                stamp = line[space + 1 : at]
+                tail = line[at + _SEPARATOR_LENGTH :]
                 tail_info = tails.get(tail) or self._tail(tail)
                 known_head = known.get(head)
                 # SECONDS.FFFFFF: non-empty seconds, six fraction digits, nothing else.
