@@ -1,8 +1,10 @@
-"""Loading a trace into the query tables, streamed in batches.
+"""Loading a trace into the query tables, streamed.
 
-Three inputs: ftrace text, systrace HTML (its ftrace block and process dump) and
-Chrome trace-event JSON.  Only the open sections of each thread are held in
-Python; finished slices go to SQLite in batches of multi-row ``INSERT`` statements.
+Four inputs: ftrace text, systrace HTML (its ftrace block and process dump),
+Chrome trace-event JSON and Perfetto protobuf (as ftrace rows).  Only the open
+sections of each thread are held in Python; finished slices go to SQLite in
+multi-row ``INSERT`` statements, each as soon as its rows have ended.  A slice's
+``line`` is the file line it began on (NULL when the input has no lines).
 ``nnemu.query._compile.load_trace`` runs this module compiled by mypyc when it is built.
 
 Slice ids are given in begin order.  A slice's row is written when it ends, with
