@@ -295,3 +295,13 @@ def test_nothing_to_load_raises(tmp_path: Path, text, message):
     path.write_text(text)
     with pytest.raises(TraceFormatError, match=message):
         open_trace(str(path))
+
+
+def test_system_trace_events_of_a_json_document_have_no_line(tmp_path):
+    """A Chrome JSON's ``systemTraceEvents`` rows load as ftrace, but ``line`` is NULL (no file line)."""
+    from tests.unit.query.conftest import ftrace_text
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [], "systemTraceEvents": ftrace_text(ROWS)}))
+    conn = open_trace(str(path))
+    assert conn.execute("SELECT count(*), count(line) FROM slice").fetchone() == (6, 0)
