@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -83,13 +84,27 @@ def test_a_signal_stops_the_run_between_kernel_steps(tmp_path: Path, signum: int
 def test_a_signal_cuts_a_realtime_wait_short():
     """Under --realtime a signal ends the run at once, not after the wall-clock wait in progress."""
     scenario = nnemu.load_scenario(QUICKSTART)  # ~1 s of virtual (here: wall) time
-    timer = threading.Timer(0.2, lambda: signal.raise_signal(signal.SIGTERM))
+    before = signal.getsignal(signal.SIGTERM)
+    finished = threading.Event()
+
+    def terminate_once_handled() -> None:
+        # A fixed 0.2 s timer raced the run's start on a loaded machine: a SIGTERM before
+        # nnemu's handler is installed (or after it is removed) kills pytest itself.
+        deadline = time.monotonic() + 60
+        while signal.getsignal(signal.SIGTERM) is before:
+            if finished.wait(0.01) or time.monotonic() > deadline:
+                return
+        if not finished.wait(0.2) and signal.getsignal(signal.SIGTERM) is not before:
+            signal.raise_signal(signal.SIGTERM)
+
+    timer = threading.Thread(target=terminate_once_handled)
     timer.start()
     try:
         with pytest.raises(Interrupted) as info:
             nnemu.run(scenario, realtime=True, handle_signals=True)
     finally:
-        timer.cancel()
+        finished.set()
+        timer.join()
     assert info.value.report is not None
     assert info.value.report.data["virtual_ms"] < 600
 
