@@ -7,8 +7,9 @@ modules; targets already up to date there are kept), into the build directory fo
 (which then carries a platform tag; a build the source tree already holds for this Python
 is copied).  A target that does not compile stays pure Python and the install goes on,
 with one warning line (pip shows it; ``nnemu --version`` tells what runs compiled); a
-wheel keeps its platform tag then.  ``NNEMU_BUILD_PURE=1`` compiles nothing, removes the
-compiled modules an earlier build left in the destination, and makes a py3-none-any wheel.
+wheel that ends up holding no compiled module at all (no target compiled) is a
+py3-none-any wheel.  ``NNEMU_BUILD_PURE=1`` compiles nothing, removes the compiled
+modules an earlier build left in the destination, and makes a py3-none-any wheel.
 """
 
 from __future__ import annotations
@@ -29,10 +30,14 @@ from nnemu import _build, _native  # noqa: E402
 
 
 class NativeDistribution(Distribution):
-    """Has extension modules (a wheel is platform-specific) unless NNEMU_BUILD_PURE is set."""
+    """Has extension modules (a wheel is platform-specific) unless NNEMU_BUILD_PURE is set
+    or the build compiled nothing."""
+
+    compiled_nothing = False
+    """Set by ``build_ext`` when no target was compiled (or copied): pure Python only."""
 
     def has_ext_modules(self) -> bool:
-        return not _build.build_pure()
+        return not (_build.build_pure() or self.compiled_nothing)
 
 
 class Build(build):
@@ -60,6 +65,7 @@ class BuildNative(build_ext):
                 f"nnemu: warning: nothing compiled: imported {_native.PACKAGE_DIR}, not {package}",
                 stacklevel=1,
             )
+            self._pure_after_all()
             return
         built = Path(self.build_lib) / "nnemu"
         destination = package if editable else built
@@ -72,12 +78,26 @@ class BuildNative(build_ext):
                 self._outputs.append(str(output))
                 if editable:
                     self._mapping[str(output)] = str(path)
+        if not any(outcome.files for outcome in outcomes):
+            self._pure_after_all()
         line = _build.summary(outcomes)
         if any(outcome.action == "failed" for outcome in outcomes):
             # pip shows a build backend's warnings (its output only with -v).
             warnings.warn(line, stacklevel=1)
         else:
             sys.stderr.write(line + "\n")
+
+    def _pure_after_all(self) -> None:
+        """No compiled module to ship: the wheel is pure (py3-none-any), as with
+        NNEMU_BUILD_PURE=1.  bdist_wheel decided it was not before the build ran (from
+        ``has_ext_modules``); it runs ``build`` before it installs into the wheel, tags and
+        describes it, so telling it now makes all three pure."""
+        distribution = self.distribution
+        assert isinstance(distribution, NativeDistribution)
+        distribution.compiled_nothing = True
+        wheel = distribution.command_obj.get("bdist_wheel")
+        if wheel is not None:
+            wheel.root_is_pure = True
 
     def get_outputs(self) -> list[str]:
         return list(self._outputs)

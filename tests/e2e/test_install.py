@@ -87,6 +87,26 @@ def test_pure_wheel_is_for_any_platform(wheel: Path) -> None:
     assert not [n for n in names if n.endswith((".so", ".pyd"))]
 
 
+def test_wheel_whose_compile_failed_is_for_any_platform(
+    source: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A wheel built where no target compiles (no working C compiler) holds no extension module, so it is tagged py3-none-any and pure, as with NNEMU_BUILD_PURE=1."""
+    bare = tmp_path_factory.mktemp("bare") / "source"
+    shutil.copytree(
+        source,
+        bare,
+        ignore=lambda folder, names: {
+            n for n in names if n.endswith((".so", ".pyd")) or n == _native.STAMP_FILE
+        },
+    )
+    built = _pip_wheel(bare, tmp_path_factory.mktemp("failed-wheel"), CC="/bin/false")
+    archive = zipfile.ZipFile(built)
+    assert not [n for n in archive.namelist() if n.endswith((".so", ".pyd"))]
+    assert built.name.endswith("-py3-none-any.whl"), built.name
+    (wheel_file,) = [n for n in archive.namelist() if n.endswith(".dist-info/WHEEL")]
+    assert "Root-Is-Purelib: true" in archive.read(wheel_file).decode()
+
+
 def test_compiled_wheel_runs_its_compiled_modules_from_where_it_is_installed(
     source: Path, tmp_path: Path
 ) -> None:
