@@ -12,8 +12,9 @@
 * Perfetto protobuf traces: ``read_perfetto`` (typed records, streamed packet
   by packet) and ``PerfettoLines`` (the same as ftrace rows); imported on first
   use (telling a file's format, or reading systrace, does not load them);
-* formats: ``detect_format`` (gzip, archives, Perfetto, binary, JSON, text) and
-  ``open_trace``, the one function that opens a path by its format;
+* formats: ``detect_format`` (gzip, archives, Perfetto, binary, JSON, text, or no trace
+  at all: ``NO_TRACE_EVENTS``) and ``open_trace``, the one function that opens a path by
+  its format;
 * marks: ``classify`` (NNTRACE layer/phase tags, HIDL calls).
 """
 
@@ -32,6 +33,7 @@ from nnemu.trace._chrome import (
 from nnemu.trace._detect import (
     GZIP_MAGIC,
     HEAD_BYTES,
+    NO_TRACE_EVENTS,
     TraceFormat,
     detect_format,
     file_format,
@@ -116,6 +118,7 @@ __all__ = [
     "MAX_LINE",
     "MAX_SECONDS_DIGITS",
     "NOT_CHROME_TRACE",
+    "NO_TRACE_EVENTS",
     "OPAQUE",
     "PROCESS_DUMP",
     "ROW_RE",

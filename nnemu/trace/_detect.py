@@ -5,13 +5,17 @@ opens a path and gives its rows, dispatching on that format.  A new format
 gets a ``TraceFormat`` member, a test in ``detect_format`` and a branch in
 ``open_trace`` that turns it into rows.  A Perfetto protobuf trace (plain or
 gzip-compressed) is told by its content: binary bytes that walk as
-``Trace.packet`` records (``looks_like_perfetto``).
+``Trace.packet`` records (``looks_like_perfetto``).  A file short enough to be read whole
+by ``detect_format`` is also told by what it holds: nothing (blank, or a JSON trace whose
+list of events is empty: ``EMPTY``), or a bare JSON value (``JSON``, so that every reader
+says it is not a Chrome trace).
 """
 
 from __future__ import annotations
 
 import contextlib
 import enum
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -43,12 +47,23 @@ class TraceFormat(enum.Enum):
     BINARY = "binary"
     """Not text, and not a Perfetto protobuf trace."""
     JSON = "json"
-    """Chrome trace-event JSON (first non-blank character ``{`` or ``[``)."""
+    """Chrome trace-event JSON (first non-blank character ``{`` or ``[``), or a short file
+    that is one bare JSON value (a number, a string, ``null``, ``true``: not a trace)."""
+    EMPTY = "empty"
+    """No trace in it: a short file that is blank, or a JSON trace with no events."""
     TEXT = "text"
     """Systrace HTML or ftrace text."""
 
 
+NO_TRACE_EVENTS: Final = (
+    "no trace events: the file is blank, or a JSON trace whose list of events is empty"
+)
+"""What every reader says of an ``EMPTY`` file (``FILE: error: ...``)."""
+_BLANK: Final = b"\xef\xbb\xbf \t\r\n"
+"""A BOM and the whitespace around a JSON document or text."""
+
 _UNREADABLE: Final = {
+    TraceFormat.EMPTY: NO_TRACE_EVENTS,
     TraceFormat.GZIP: "the file is gzip-compressed; decompress it first (gunzip -k)",
     TraceFormat.ARCHIVE: "the file is a compressed archive; extract the trace from it first",
     TraceFormat.BINARY: "the file is binary and not a Perfetto protobuf trace, systrace HTML,"
@@ -70,9 +85,37 @@ def detect_format(head: bytes) -> TraceFormat:
         return TraceFormat.PERFETTO
     if binary:
         return TraceFormat.BINARY
-    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"["):
+    if len(head) < HEAD_BYTES:  # the whole file
+        whole = _whole_document(head)
+        if whole is not None:
+            return whole
+    if head.lstrip(_BLANK)[:1] in (b"{", b"["):
         return TraceFormat.JSON
     return TraceFormat.TEXT
+
+
+def _whole_document(text: bytes) -> TraceFormat | None:
+    """``EMPTY`` or ``JSON`` for a whole (short) file that holds no trace: blank, a JSON
+    trace with no events (``[]``, ``{"traceEvents": []}`` without ``systemTraceEvents``),
+    or a bare JSON value; None otherwise (the first bytes tell)."""
+    stripped = text.strip(_BLANK)
+    if not stripped:
+        return TraceFormat.EMPTY
+    if stripped[:1] not in b'{["-0123456789tfn' or stripped[-1:] not in b'}]"el0123456789':
+        return None  # not one JSON value (text, HTML)
+    try:
+        document = json.loads(stripped)
+    except (ValueError, RecursionError):  # also an int of > 4300 digits
+        return None
+    if document == [] or (
+        isinstance(document, dict)
+        and document.get("traceEvents") == []
+        and "systemTraceEvents" not in document
+    ):
+        return TraceFormat.EMPTY
+    if isinstance(document, dict | list):
+        return None
+    return TraceFormat.JSON
 
 
 def _binary(head: bytes) -> bool:
@@ -109,10 +152,11 @@ def file_format(path: str) -> TraceFormat:
 
 
 def refuse_unreadable(path: str, kind: TraceFormat) -> None:
-    """Raise ``TraceFormatError`` (line 0) for a format no reader reads: compressed or binary.
+    """Raise ``TraceFormatError`` (line 0) for a format no reader reads (compressed or
+    binary) or a file with nothing to read (``EMPTY``).
 
     Raises:
-        TraceFormatError: ``kind`` is gzip, an archive or binary.
+        TraceFormatError: ``kind`` is gzip, an archive, binary or empty.
     """
     message = _UNREADABLE.get(kind)
     if message is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nnemu.trace import TRUNCATED_HTML
+from nnemu.trace import NO_TRACE_EVENTS, NOT_CHROME_TRACE, TRUNCATED_HTML
 from tests.commands import run_cli
 
 REPO = Path(__file__).resolve().parents[3]
@@ -93,4 +93,35 @@ def test_a_cut_gzip_file_is_the_same_error_from_every_reader(
     path = tmp_path / "cut.json.gz"
     path.write_bytes(packed[: len(packed) // 2])
     expected = f"{path}: error: the file is gzip-compressed; decompress it first (gunzip -k)\n"
+    assert _all_say(path) == [(2, expected)] * 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["42\n", "-1.5", '"a trace"\n', "null", "true\n"],
+    ids=["number", "negative", "string", "null", "bool"],
+)
+def test_a_bare_json_value_is_not_a_chrome_trace_to_every_reader(
+    tmp_path: Path, text: str
+) -> None:
+    """A JSON document that is a bare number, string, null or boolean is refused alike by
+    parse, query and replay as not a Chrome trace, at line 1, exit 2."""
+    path = tmp_path / "value.json"
+    path.write_text(text, encoding="utf-8")
+    expected = f"{path}:1: error: {NOT_CHROME_TRACE}\n"
+    assert _all_say(path) == [(2, expected)] * 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[]", "[\n]\n", '{"traceEvents": []}', '{"traceEvents": [\n]}\n', "", "\n \r\n\t\n"],
+    ids=["empty-list", "empty-list-lines", "no-events", "no-events-lines", "empty", "blank"],
+)
+def test_a_trace_with_no_events_is_one_error_from_every_reader(tmp_path: Path, text: str) -> None:
+    """An empty or blank file, or a JSON trace whose list of events is empty, gets the same
+    one error line from parse, query and replay (not three readers' own "nothing found"),
+    exit 2."""
+    path = tmp_path / "nothing.json"
+    path.write_text(text, encoding="utf-8")
+    expected = f"{path}: error: {NO_TRACE_EVENTS}\n"
     assert _all_say(path) == [(2, expected)] * 3

@@ -139,7 +139,7 @@ def test_sql_error_exits_2_with_one_line(write_trace):
     ("text", "expected"),
     [
         (None, ": error: cannot read the trace: No such file or directory\n"),
-        ("", ":0: error: no ftrace data found"),
+        ("", ":0: error: no trace events: the file is blank"),
         ("# tracer: nop\n", ":1: error: no slices found"),
     ],
 )

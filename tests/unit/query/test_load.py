@@ -283,7 +283,7 @@ def test_perfetto_slices_have_no_line(write_trace, tmp_path):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("", "no ftrace data found"),
+        ("", "no trace events: the file is blank"),
         ("<!DOCTYPE html>\n<html></html>\n", "no ftrace data found"),
         ("# tracer: nop\n#\n", "no slices found"),
         ('{"traceEvents": [}', "not a JSON trace"),

@@ -29,15 +29,26 @@ from nnemu.trace import (
         (b"\x28\xb5\x2f\xfdzstd", TraceFormat.ARCHIVE),
         (b"\n\x85\x02\x00\x01", TraceFormat.BINARY),
         (b"\xff\xfe\xfa garbage" * 10, TraceFormat.BINARY),
-        (b'\xef\xbb\xbf  {"traceEvents": []}', TraceFormat.JSON),
+        (b'\xef\xbb\xbf  {"traceEvents": [{}]}', TraceFormat.JSON),
         (b"\n [{}]", TraceFormat.JSON),
+        (b"42\n", TraceFormat.JSON),
+        (b'"x"', TraceFormat.JSON),
         (b"<!DOCTYPE html>", TraceFormat.TEXT),
         (b"# tracer: nop\n" + "é".encode() * 2047 + "é".encode()[:1], TraceFormat.TEXT),
-        (b"", TraceFormat.TEXT),
+        (b"1 2\n", TraceFormat.TEXT),
+        (b"", TraceFormat.EMPTY),
+        (b"\xef\xbb\xbf \r\n\t", TraceFormat.EMPTY),
+        (b"[ ]", TraceFormat.EMPTY),
+        (b'{"displayTimeUnit": "ns", "traceEvents": [\n]}\n', TraceFormat.EMPTY),
+        (b'{"traceEvents": [], "systemTraceEvents": "# tracer: nop"}', TraceFormat.JSON),
+        (b" " * 8192, TraceFormat.TEXT),
+        (b"[]" + b" " * 8190, TraceFormat.JSON),
     ],
 )
 def test_detect_format_by_first_bytes(head: bytes, kind: TraceFormat):
-    """Compressed, binary, JSON and text files are told apart by their first bytes."""
+    """Compressed, binary, JSON and text files are told apart by their first bytes; a file
+    short enough to be read whole with no trace in it (blank, no events) is EMPTY, and a
+    bare JSON value is JSON (which no reader takes for a trace)."""
     assert detect_format(head) is kind
 
 
