@@ -141,7 +141,11 @@ def _prepare(
 ) -> tuple[TracePlan, Scenario] | int:
     """Extract the plan, build the scenario with the ``--set`` changes, print both (and save
     the scenario); the exit code instead when a change or the saving fails."""
-    plan = extract_plan(trace_path, progress=stderr)
+    try:
+        plan = extract_plan(trace_path, progress=stderr)
+    except OSError as err:  # as parse and query say it
+        stderr.write(f"{trace_path}: error: cannot read the trace: {err.strerror or err}\n")
+        return ExitCode.BAD_INPUT
     for warning in plan.warnings:
         stderr.write(warning + "\n")
     problem = loop_problem(plan, fast=fast, loops=loop or 1)

@@ -125,3 +125,13 @@ def test_a_trace_with_no_events_is_one_error_from_every_reader(tmp_path: Path, t
     path.write_text(text, encoding="utf-8")
     expected = f"{path}: error: {NO_TRACE_EVENTS}\n"
     assert _all_say(path) == [(2, expected)] * 3
+
+
+def test_a_missing_trace_or_a_directory_is_one_error_from_every_reader(tmp_path: Path) -> None:
+    """A trace path that does not exist, or is a directory, gets the same
+    ``FILE: error: cannot read the trace: ...`` line from parse, query and replay, exit 2."""
+    missing = tmp_path / "missing.html"
+    expected = f"{missing}: error: cannot read the trace: No such file or directory\n"
+    assert _all_say(missing) == [(2, expected)] * 3
+    expected = f"{tmp_path}: error: cannot read the trace: Is a directory\n"
+    assert _all_say(tmp_path) == [(2, expected)] * 3

@@ -244,10 +244,13 @@ def test_run_step_gives_run_a_prompt(tmp_path: Path):
 
 
 def test_missing_trace_exits_two(tmp_path: Path):
-    """A trace that does not exist is bad input."""
+    """A trace that does not exist is bad input, said as parse and query say it."""
     code, _, err = run_cli("replay", str(tmp_path / "nope.html"))
     assert code == 2
-    assert "no such file" in err
+    assert (
+        err
+        == f"{tmp_path / 'nope.html'}: error: cannot read the trace: No such file or directory\n"
+    )
 
 
 def test_loop_count_past_an_hour_is_refused_naming_l():
