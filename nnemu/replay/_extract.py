@@ -195,7 +195,8 @@ class TracePlan:
     """Things left out (processes with compilations but no execution, say)."""
     warnings: tuple[str, ...] = ()
     """``FILE:LINE: warning: ...`` lines of what is wrong with the file (a cut systrace HTML
-    file), as ``nnemu parse`` and ``query`` print them."""
+    file; ``FILE: byte OFFSET: warning: ...``, a Perfetto trace's bad packet), as ``nnemu
+    parse`` prints them."""
 
 
 # ---------------------------------------------------------------------- reading
@@ -516,8 +517,6 @@ class _Collector:
         self._serial = 0
         # (tid, stack depth) of an open [NN_LA_PE] -> compile time nested in it so far
         self._inside: dict[tuple[int, int], int] = {}
-        self.problems: list[str] = []
-        """What reading the file ran into (a Perfetto trace's bad packet), for the plan's notes."""
         self.warnings: list[str] = []
         """What is wrong with the file itself (``TracePlan.warnings``)."""
 
@@ -769,7 +768,8 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
         from nnemu.trace import PerfettoLines
 
         def problem(offset: int, message: str) -> None:
-            collector.problems.append(f"byte {offset}: {message}")
+            # A bad packet is wrong with the file: a warning, placed as parse places it.
+            collector.warnings.append(f"{path}: byte {offset}: warning: {message}")
 
         pftrace = PerfettoLines(path, on_dump=collector._dump_row, on_problem=problem)
         collector.read_ftrace(pftrace)
@@ -949,7 +949,7 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
     for pid in sorted(driver_pids):
         drivers.append(_driver(reader, pid, taken))
         ipc_latency.extend(reader.drivers[pid].ipc)
-    notes: list[str] = list(reader.problems)
+    notes: list[str] = []
     tallies = {pid: app for pid, app in reader.apps.items() if pid not in driver_pids}
     app_pids = {
         pid for pid, app in tallies.items() if app.la_begins or app.lr_begins or app.hal_begins
