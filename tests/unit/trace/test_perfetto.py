@@ -399,15 +399,17 @@ def test_trace_processor_reads_the_fixture_like_the_html(
     assert answer(omr1_traces[variant]) == answer(OMR1) == "6100,3,93"
 
 
-def test_replay_notes_a_truncated_protobuf_trace(omr1_traces: dict[str, Path], tmp_path: Path):
-    """``nnemu replay -n`` on a cut protobuf trace plans from what was read and says where it stopped."""
+def test_replay_warns_of_a_truncated_protobuf_trace(omr1_traces: dict[str, Path], tmp_path: Path):
+    """``nnemu replay -n`` on a cut protobuf trace plans from what was read and warns on stderr
+    where it stopped (``FILE: byte N: warning: truncated packet ...``)."""
     data = omr1_traces["ftrace"].read_bytes()
     cut = tmp_path / "cut.perfetto-trace"
     cut.write_bytes(data[:-1000])
     code, plan, err = run_cli("replay", "-n", str(cut))
     assert code == 0, err
-    assert "note: byte " in plan
-    assert "truncated packet" in plan
+    assert f"{cut}: byte " in err
+    assert ": warning: truncated packet" in err
+    assert "truncated packet" not in plan
 
 
 def test_verify_keeps_and_reads_back_a_pftrace(tmp_path: Path):
