@@ -710,8 +710,14 @@ class _Collector:
     # -- Chrome JSON
 
     def read_json(self, document: object, source: str) -> None:
-        """Read a JSON trace parsed as one document (``{"traceEvents": [...]}`` or a list)."""
+        """Read a JSON trace parsed as one document (``{"traceEvents": [...]}`` or a list);
+        its ``systemTraceEvents`` text (ftrace), if any, first."""
         events = document.get("traceEvents") if isinstance(document, dict) else document
+        system = document.get("systemTraceEvents") if isinstance(document, dict) else None
+        if isinstance(system, str):
+            self.read_ftrace(system.splitlines(keepends=True))
+            if events is None:
+                events = []
         if not isinstance(events, list):
             raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
         self.read_json_events(events)

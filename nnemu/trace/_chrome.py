@@ -2,7 +2,10 @@
 
 The document is ``{"traceEvents": [...]}`` or a bare list of events.  ``B``
 and ``E`` events become the ``tracing_mark_write`` rows the engine reads;
-``M`` events give process and thread names.  Timestamps are µs; they are read
+``M`` events give process and thread names.  A document's ``systemTraceEvents``
+text (the capture's ftrace, as catapult's systrace writes it beside the events)
+gives its rows too, before the events' rows, each numbered with the file line the
+text is on (a JSON string is one line).  Timestamps are µs; they are read
 as decimals, so nnemu's own ``ts_ns / 1000`` values come back as exact ns
 (other values are rounded to the nearest ns).  An event's "line" is the file
 line it starts on when the events are one per line (as nnemu writes them),
@@ -19,6 +22,7 @@ from typing import Final
 
 import attrs
 
+from nnemu.trace._html import FtraceLines
 from nnemu.trace._rows import MAX_ABS_NS
 
 _MAX_TS_US: Final = decimal.Decimal(10) ** 17
@@ -209,12 +213,19 @@ def read_chrome_json(text: str) -> ChromeRows:
     except (ValueError, RecursionError) as err:  # ValueError: also an int of > 4300 digits
         raise ChromeJsonError(*json_problem(err)) from None
     events = document.get("traceEvents") if isinstance(document, dict) else document
+    system = document.get("systemTraceEvents") if isinstance(document, dict) else None
+    if events is None and isinstance(system, str):
+        events = []
     if not isinstance(events, list):
         raise ChromeJsonError(1, NOT_CHROME_TRACE)
     lines = _event_lines(text, len(events))
     threads: dict[str, str] = {}
     names: dict[str, str] = {}
     rows: list[tuple[int, str]] = []
+    if isinstance(system, str):
+        at = text.count("\n", 0, max(text.find('"systemTraceEvents"'), 0)) + 1
+        ftrace = FtraceLines(system.splitlines(keepends=True), on_ftrace=names.update)
+        rows.extend((at, line) for _, line in ftrace)
     problems: list[tuple[int, str, str]] = []
     number = 0
     for index, event in enumerate(events):
