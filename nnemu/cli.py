@@ -261,7 +261,11 @@ def _add_query(add: _AddCommand) -> None:
     """The options of ``nnemu query``."""
     query = add("query", help="SQL over a trace (Perfetto-like tables)")
     query.add_argument("trace", help=_TRACE_IN)
-    query.add_argument("sql", nargs="?", help="the query; omit for an interactive shell")
+    query.add_argument(
+        "sql",
+        nargs="?",
+        help="the query (or a shell command: .tables, .schema NAME); omit for an interactive shell",
+    )
     query.add_argument("--csv", action="store_true", help="print CSV")
     query.add_argument("--json", action="store_true", help="print JSON")
     query.add_argument("--db", help="keep the SQLite database at this path")

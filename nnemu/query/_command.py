@@ -154,6 +154,12 @@ class Shell:
             self.stderr.write(f"query: {explain_error(err)}\n")
         self.stdout.flush()
 
+    def command(self, text: str) -> int:
+        """Run one dot command on its own (``nnemu query TRACE .tables``): its exit code,
+        2 when it failed."""
+        self._command(text.strip())
+        return ExitCode.BAD_INPUT if self.errors else ExitCode.OK
+
     def _command(self, text: str) -> bool:
         """Run a dot command; False means quit."""
         name, _, argument = text.partition(" ")
@@ -348,7 +354,8 @@ def run_query_command(
     stdout: TextIO,
     stderr: TextIO,
 ) -> int:
-    """Run ``nnemu query``: load ``trace``, then run ``sql`` or the shell.
+    """Run ``nnemu query``: load ``trace``, then run ``sql`` (SQL, or one of the shell's
+    dot commands) or the shell.
 
     Returns:
         0 on success; 2 when the trace cannot be loaded, the database cannot be
@@ -379,6 +386,8 @@ def run_query_command(
         try:
             if sql is None:
                 return Shell(database, stdin, stdout, stderr, mode).run()
+            if sql.lstrip().startswith("."):
+                return Shell(database, stdin, stdout, stderr, mode).command(sql)
             try:
                 run_sql(database, sql, mode, stdout)
             except query_errors() as err:

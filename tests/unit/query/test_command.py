@@ -92,6 +92,20 @@ def test_shell_reads_statements_from_stdin(write_trace):
     )
 
 
+def test_dot_command_as_the_query_runs_as_in_the_shell(write_trace):
+    """A dot command given as the SQL argument (``nnemu query T .tables``) runs as the shell
+    runs it, instead of failing as SQL; an unknown one exits 2 with the shell's message."""
+    trace = write_trace(ROWS)
+    code, out, err = run_query(trace, ".schema thread_track")
+    assert (code, err) == (0, "")
+    assert out.startswith("CREATE TABLE thread_track (\n")
+    code, out, err = run_query(trace, " .tables")
+    assert (code, err) == (0, "")
+    assert "slice\n" in out.splitlines(keepends=True)
+    code, out, err = run_query(trace, ".bogus")
+    assert (code, out, err) == (2, "", "query: unknown command .bogus (try .help)\n")
+
+
 def test_shell_reports_errors_and_continues(write_trace):
     """A failing statement in the shell prints query: <message>, the rest still run, exit is 2."""
     code, out, err = run_query(write_trace(ROWS), stdin="SELECT nope;\n.bogus\nSELECT 1 AS x;\n")
