@@ -8,8 +8,8 @@ gives its rows too, before the events' rows, each numbered with the file line th
 text is on (a JSON string is one line).  Timestamps are µs; they are read
 as decimals, so nnemu's own ``ts_ns / 1000`` values come back as exact ns
 (other values are rounded to the nearest ns).  An event's "line" is the file
-line it starts on when the events are one per line (as nnemu writes them),
-else its 1-based position in the event list.
+line it starts on, however the document is laid out (one event a line, as nnemu
+writes it, one line, or pretty-printed).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import decimal
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
@@ -188,13 +189,55 @@ def _short(event: object) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def _event_lines(text: str, count: int) -> list[int] | None:
-    """Line of each event when the events are one per line after a one-line header."""
+_SPACE: Final = re.compile(r"[ \t\r\n]*")
+
+
+def _event_lines(text: str, document: object, count: int) -> list[int] | None:
+    """The file line each of the ``count`` events of ``document`` (read from ``text``)
+    starts on; None if the event list cannot be found in the text again."""
     lines = text.split("\n")
     starts = [number for number, line in enumerate(lines, 1) if line.lstrip().startswith("{")]
     if lines and lines[0].lstrip().startswith("{"):
         starts = starts[1:]  # the document's own opening brace
-    return starts if len(starts) == count else None
+    if len(starts) == count:
+        return starts  # one object a line (nnemu's own files)
+    if len(lines) - lines.count("") == 1:
+        return [1] * count  # one line (a compact document)
+    # Any other layout: find each event's start by decoding the list again.
+    start = _events_start(text, document)
+    if start is None:
+        return None
+    decoder = json.JSONDecoder()
+    starts = []
+    line, counted, at = 1, 0, start + 1
+    try:
+        for _ in range(count):
+            at = _SPACE.match(text, at).end()  # type: ignore[union-attr]  # always matches
+            line += text.count("\n", counted, at)
+            counted = at
+            starts.append(line)
+            at = _SPACE.match(text, decoder.raw_decode(text, at)[1]).end()  # type: ignore[union-attr]
+            if text[at : at + 1] not in (",", "]"):
+                return None
+            at += 1
+    except (ValueError, RecursionError):
+        return None
+    return starts
+
+
+def _events_start(text: str, document: object) -> int | None:
+    """Where the ``[`` of ``document``'s event list is in ``text`` (None: not found)."""
+    if isinstance(document, list):
+        at = len(text) - len(text.lstrip("\ufeff \t\r\n"))
+    else:
+        key = text.find('"traceEvents"')
+        if key < 0:
+            return None
+        at = _SPACE.match(text, key + len('"traceEvents"')).end()  # type: ignore[union-attr]
+        if text[at : at + 1] != ":":
+            return None
+        at = _SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+    return at if text[at : at + 1] == "[" else None
 
 
 def _clean(name: str) -> str:
@@ -218,7 +261,7 @@ def read_chrome_json(text: str) -> ChromeRows:
         events = []
     if not isinstance(events, list):
         raise ChromeJsonError(1, NOT_CHROME_TRACE)
-    lines = _event_lines(text, len(events))
+    lines = _event_lines(text, document, len(events))
     threads: dict[str, str] = {}
     names: dict[str, str] = {}
     rows: list[tuple[int, str]] = []

@@ -123,3 +123,28 @@ def test_chrome_json_that_is_not_json_names_its_line():
 def test_json_time_ns_rounds_finite_numbers_in_range(value: object, ns: int | None):
     """Query and replay read JSON µs as rounded ns; booleans, text and NaN are not times."""
     assert json_time_ns(value) == ns
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"),
+    [
+        # One event a line, with a non-object among them: still each event's own line.
+        (
+            '{"traceEvents": [\n{"ph": "M", "pid": 1},\n42,\n"x",\n{"ph": "M", "pid": 1}\n]}\n',
+            [3, 4],
+        ),
+        # One line: every event is on line 1.
+        ('[{"ph": "M", "pid": 1}, 1, {"ph": "M", "pid": 1}, 2]', [1, 1]),
+        # Pretty-printed (an event over several lines): the line each event starts on.
+        (
+            '{\n "traceEvents": [\n  {\n   "ph": "M",\n   "pid": 1\n  },\n  7,\n  {"a": "[x,"}, 8\n ]\n}',
+            [7, 8],
+        ),
+    ],
+    ids=["per-line", "one-line", "pretty"],
+)
+def test_chrome_json_problems_name_the_line_the_event_is_on(text: str, lines: list[int]):
+    """A skipped event's diagnostic names the file line the event starts on, however the
+    JSON is laid out (not its position in the event list, which is no line of the file)."""
+    read = read_chrome_json(text)
+    assert [line for line, _message, _event in read.problems] == lines
