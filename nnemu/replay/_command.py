@@ -10,7 +10,7 @@ from nnemu._emulator import run
 from nnemu._files import write_text
 from nnemu.errors import ExitCode, Interrupted, OutputError
 from nnemu.executions import execution_rows, write_executions
-from nnemu.overrides import OverrideError, apply_overrides
+from nnemu.overrides import OverrideError, apply_overrides, unchosen_sets
 from nnemu.replay._build import build_replay, describe_build, describe_plan, loop_problem
 from nnemu.replay._extract import TracePlan, extract_plan
 from nnemu.replay._stepper import Stepper
@@ -82,7 +82,7 @@ def run_replay_command(
         )
         if isinstance(prepared, int):
             return prepared
-        plan, scenario = prepared
+        plan, scenario, warned = prepared
         stepper = Stepper(stdin, stdout, manual=manual, stop_at_s=stop_at_s)
         round_number = 0
         while True:
@@ -98,6 +98,8 @@ def run_replay_command(
                 report=report,
                 realtime=realtime,
                 executions=executions,
+                sets=sets,
+                warned=warned,
                 stdout=stdout,
                 stderr=stderr,
                 summary=summary,
@@ -138,9 +140,10 @@ def _prepare(
     save_scenario: str | None,
     stdout: TextIO,
     stderr: TextIO,
-) -> tuple[TracePlan, Scenario] | int:
+) -> tuple[TracePlan, Scenario, list[str]] | int:
     """Extract the plan, build the scenario with the ``--set`` changes, print both (and save
-    the scenario); the exit code instead when a change or the saving fails."""
+    the scenario), with the ``--set`` keys warned of as unable to change the result; the
+    exit code instead when a change or the saving fails."""
     try:
         plan = extract_plan(trace_path, progress=stderr)
     except OSError as err:  # as parse and query say it
@@ -162,7 +165,8 @@ def _prepare(
         return ExitCode.BAD_INPUT
     for warning in built.warnings:
         stderr.write(f"warning: {warning}\n")
-    for warning in ineffective_sets(scenario, sets, before=built.scenario):
+    ineffective = ineffective_sets(scenario, sets, before=built.scenario)
+    for warning in ineffective:
         stderr.write(warning + "\n")
     lines = describe_plan(plan) + describe_build(built, sets)
     if loop == 0:
@@ -173,7 +177,7 @@ def _prepare(
         if not _write_file(save_scenario, header + dump_scenario(scenario), "scenario", stderr):
             return ExitCode.BAD_INPUT
         stdout.write(f"scenario written to {save_scenario}\n\n")
-    return plan, scenario
+    return plan, scenario, [warning.split()[2] for warning in ineffective]
 
 
 def _play(
@@ -186,13 +190,19 @@ def _play(
     report: str | None,
     realtime: bool,
     executions: str | None,
+    sets: Sequence[str],
+    warned: list[str],
     stdout: TextIO,
     stderr: TextIO,
     summary: Summary,
 ) -> Report | int:
     """One run of the replay scenario under the stepper: its summary, recorded vs replayed
     latency and report; the exit code instead when the trace or report cannot be written or
-    a signal stopped the run (its summary printed)."""
+    a signal stopped the run (its summary printed).
+
+    A ``--set`` of a scheduler or a priority that the run shows changed nothing (no device
+    it concerns ever had two executions waiting at once: ``unchosen_sets``, as ``nnemu run``
+    says it) is warned of after the summary, once (its key then joins ``warned``)."""
     sinks: list[TraceSink] = [stepper.new_sink()]
     if trace:
         try:
@@ -202,10 +212,20 @@ def _play(
             return ExitCode.BAD_INPUT
     rows: list[tuple[Any, ...]] = []
 
-    def keep_rows(emulator: Any) -> None:
-        rows[:] = execution_rows(
-            (app.spec.name, app.spec.uid, app.records or ()) for app in emulator.apps
-        )
+    choices: dict[str, int] = {}
+    orders = any(
+        text.partition("=")[0].strip().endswith((".scheduler", ".priority")) for text in sets
+    )
+
+    def keep_figures(emulator: Any) -> None:
+        if executions is not None:
+            rows[:] = execution_rows(
+                (app.spec.name, app.spec.uid, app.records or ()) for app in emulator.apps
+            )
+        if orders:
+            choices.update(
+                {service.name: service.device.stats.choices for service in emulator.services}
+            )
 
     try:
         with stepper.handling_sigint():
@@ -218,7 +238,7 @@ def _play(
                 attach=stepper.attach,
                 handle_signals=True,
                 keep_executions=executions is not None,
-                inspect=keep_rows if executions is not None else None,
+                inspect=keep_figures if executions is not None or orders else None,
             )
     except Interrupted as exc:
         if exc.report is not None:
@@ -229,6 +249,9 @@ def _play(
         stderr.write(f"interrupted by {exc.signal_name}{so_far}\n")
         return ExitCode.TERMINATED if exc.signal_name == "SIGTERM" else ExitCode.INTERRUPTED
     summary(dict(result.data), stdout)
+    for warning in unchosen_sets(scenario, sets, choices, skip=warned) if orders else ():
+        stderr.write(warning + "\n")
+        warned.append(warning.split()[2])
     stdout.write("\n" + "\n".join(fidelity_lines(plan, result.data)) + "\n")
     if report and not _write_file(report, result.to_json(), "report", stderr):
         return ExitCode.BAD_INPUT

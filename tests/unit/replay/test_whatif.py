@@ -147,3 +147,15 @@ def test_nnemu_traces_show_no_compile_inside_executions(two_trace: Path) -> None
     assert code == 0, err
     assert "- compile" not in out
     assert "hold a compilation" not in out
+
+
+def test_scheduler_set_the_replay_shows_changed_nothing_warns() -> None:
+    """A scheduler what-if on a replay whose device never had two executions waiting at once
+    is named after the summary as changing nothing (as nnemu run names it), and indeed the
+    table is the baseline's."""
+    sets = ("--set", "devices.hvx.scheduler=global_priority")
+    code, out, err = run_cli("replay", "-n", str(OMR1), *sets)
+    assert code == 0, err
+    assert err.startswith("warning: --set devices.hvx.scheduler changed nothing in this run: ")
+    _, baseline, _ = run_cli("replay", "-n", str(OMR1))
+    assert _table(out) == _table(baseline)
