@@ -60,6 +60,7 @@ __all__ = [
     "check",
     "main",
     "package_build",
+    "probe_toolchain",
     "summary",
     "up_to_date",
 ]
@@ -76,6 +77,45 @@ setup(
     ext_modules=mypycify({args!r}, opt_level="3", group_name={group!r}),
 )
 """
+
+_PROBE_SETUP: Final = """\
+import mypyc.build  # noqa: F401  (missing mypyc fails here, before any C)
+from setuptools import Extension, setup
+
+setup(name="nnemu-native-probe", ext_modules=[Extension("nnemu_probe", ["nnemu_probe.c"])])
+"""
+_PROBE_C: Final = """\
+#include <Python.h>
+static struct PyModuleDef probe = {PyModuleDef_HEAD_INIT, "nnemu_probe", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit_nnemu_probe(void) { return PyModule_Create(&probe); }
+"""
+
+
+def probe_toolchain() -> None:
+    """Check, in about a second, that mypyc imports and the C compiler builds an extension.
+
+    A target's compile type-checks and generates C for 15-20 s before it runs the
+    compiler; without this, an install on a machine with no C compiler or no Python
+    headers spent that on every target before failing.
+
+    Raises:
+        RuntimeError: mypyc is missing or no extension module can be compiled (the
+            output of the failed step is in the message).
+    """
+    with tempfile.TemporaryDirectory(prefix="nnemu-mypyc-probe-") as tmp:
+        Path(tmp, "nnemu_probe.c").write_text(_PROBE_C, encoding="utf-8")
+        Path(tmp, "nnemu_probe_setup.py").write_text(_PROBE_SETUP, encoding="utf-8")
+        result = subprocess.run(
+            [sys.executable, "nnemu_probe_setup.py", "build_ext", "--inplace"],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"no compiled module can be built here:\n{result.stdout[-4000:]}{result.stderr[-4000:]}"
+        )
 
 
 def _compiled_copy(group: Target, source: str, crc: int) -> str:
@@ -213,6 +253,11 @@ def build(
         groups = [g for g in groups if not up_to_date(g, destination)]
     workers = jobs or min(len(groups), os.cpu_count() or 1) or 1
     outcomes: dict[str, list[Path] | RuntimeError | OSError] = {}
+    if groups:
+        try:
+            probe_toolchain()
+        except (RuntimeError, OSError) as err:
+            return {g.name: err for g in groups}
 
     def one(group: Target) -> None:
         try:

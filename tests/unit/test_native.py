@@ -232,7 +232,35 @@ def _builder(monkeypatch: pytest.MonkeyPatch) -> _Builder:
     builder = _Builder()
     monkeypatch.setattr(_build, "TARGETS", (_ALPHA, _BETA))
     monkeypatch.setattr(_build, "build_target", builder)
+    monkeypatch.setattr(_build, "probe_toolchain", lambda: None)
     return builder
+
+
+def test_no_working_compiler_fails_every_target_before_any_compile(
+    builder: _Builder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """When the toolchain probe fails, no target is type-checked and compiled: each is left pure with the probe's reason."""
+
+    def no_compiler() -> None:
+        raise RuntimeError(
+            "no compiled module can be built here:\nerror: command '/bin/false' failed with exit code 1"
+        )
+
+    monkeypatch.setattr(_build, "probe_toolchain", no_compiler)
+    outcomes = _build.package_build(tmp_path)
+    assert builder.calls == []
+    assert [(o.name, o.action) for o in outcomes] == [("alpha", "failed"), ("beta", "failed")]
+    assert {o.reason for o in outcomes} == {
+        "the build failed: error: command '/bin/false' failed with exit code 1"
+    }
+
+
+def test_toolchain_probe_finds_a_broken_c_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe builds a real extension module, so a C compiler that fails is caught by it."""
+    pytest.importorskip("mypyc")
+    monkeypatch.setenv("CC", "/bin/false")
+    with pytest.raises(RuntimeError, match="/bin/false"):
+        _build.probe_toolchain()
 
 
 def test_failed_compile_leaves_the_target_pure_and_says_why(
