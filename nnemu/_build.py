@@ -105,17 +105,24 @@ def probe_toolchain() -> None:
     with tempfile.TemporaryDirectory(prefix="nnemu-mypyc-probe-") as tmp:
         Path(tmp, "nnemu_probe.c").write_text(_PROBE_C, encoding="utf-8")
         Path(tmp, "nnemu_probe_setup.py").write_text(_PROBE_SETUP, encoding="utf-8")
-        result = subprocess.run(
-            [sys.executable, "nnemu_probe_setup.py", "build_ext", "--inplace"],
-            cwd=tmp,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        _build_ext(tmp, "nnemu_probe_setup.py", "no compiled module can be built here")
+
+
+def _build_ext(folder: str, script: str, failure: str) -> None:
+    """Run ``python SCRIPT build_ext --inplace`` in ``folder``.
+
+    Raises:
+        RuntimeError: it failed; ``failure``, then the ends of its output.
+    """
+    result = subprocess.run(
+        [sys.executable, script, "build_ext", "--inplace"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if result.returncode != 0:
-        raise RuntimeError(
-            f"no compiled module can be built here:\n{result.stdout[-4000:]}{result.stderr[-4000:]}"
-        )
+        raise RuntimeError(f"{failure}:\n{result.stdout[-4000:]}{result.stderr[-4000:]}")
 
 
 def _compiled_copy(group: Target, source: str, crc: int) -> str:
@@ -177,17 +184,7 @@ def build_target(group: Target, destination: Path = PACKAGE_DIR) -> list[Path]:
             _SETUP.format(name=group.name, args=args, group=group.modules[0][1]),
             encoding="utf-8",
         )
-        result = subprocess.run(
-            [sys.executable, setup.name, "build_ext", "--inplace"],
-            cwd=tmp,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(
-                f"mypyc failed for {group.name}:\n{result.stdout[-4000:]}{result.stderr[-4000:]}"
-            )
+        _build_ext(tmp, setup.name, f"mypyc failed for {group.name}")
         built = _built_files(tree)
         if not built:
             raise RuntimeError(f"mypyc wrote no extension module for {group.name}")
