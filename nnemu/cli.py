@@ -1032,6 +1032,7 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         pause=args.pause and sys.stdin.isatty(),
         stdin=sys.stdin,
         stdout=out,
+        stderr=err,
     )
 
 

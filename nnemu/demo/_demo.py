@@ -368,6 +368,7 @@ def run_demo_command(
     pause: bool,
     stdin: TextIO,
     stdout: TextIO,
+    stderr: TextIO | None = None,
 ) -> int:
     """The ``nnemu demo`` command; returns the exit code.
 
@@ -377,6 +378,8 @@ def run_demo_command(
         pause: Wait for Enter on ``stdin`` between steps (stops waiting at end of input).
         stdin: Where Enter is read.
         stdout: Where the narration is printed (with colour only on a terminal).
+        stderr: Where an unknown topic (with the list) or an output directory that cannot be
+            made is reported (default: ``stdout``).
 
     Raises:
         Interrupted: SIGINT or SIGTERM stopped the run (the trace is closed well formed;
@@ -386,14 +389,19 @@ def run_demo_command(
     if topic is None:
         _list_topics(console)
         return ExitCode.OK
+    errors = console if stderr is None else _Console(file=stderr, highlight=False, emoji=False)
     chosen = TOPICS.get(topic)
     if chosen is None:
-        console.print(f"unknown demo topic {escape(repr(topic))}")
-        _list_topics(console)
+        errors.print(f"unknown demo topic {escape(repr(topic))}")
+        _list_topics(errors)
         return ExitCode.BAD_INPUT
     directory = Path(out_dir) if out_dir is not None else Path.cwd()
-    if not directory.is_dir():
-        console.print(f"{escape(str(directory))}: not a directory")
+    try:  # made if missing, as --plots and sweep --out are
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        errors.print(
+            f"{escape(str(directory))}: cannot write the trace: {escape(str(exc.strerror))}"
+        )
         return ExitCode.BAD_INPUT
     run, trace = run_topic(chosen, directory, handle_signals=True)
     _narrate(console, chosen, run, trace, pause=pause, stdin=stdin)

@@ -142,6 +142,26 @@ def test_cli_demo_subcommand(tmp_path: Path) -> None:
     out = io.StringIO()
     assert main(["demo", "--list"], out=out, err=err) == 0
     assert "deadlines" in out.getvalue()
-    out = io.StringIO()
+    err = io.StringIO()
     assert main(["demo", "bogus"], out=out, err=err) == 2
-    assert "driver-death" in out.getvalue()
+    assert "driver-death" in err.getvalue()
+
+
+def test_out_directory_is_created(tmp_path: Path) -> None:
+    """--out names a directory that need not exist yet: it is created, as --plots and
+    sweep --out do, and the trace is written there."""
+    out, err = io.StringIO(), io.StringIO()
+    target = tmp_path / "traces" / "demo"
+    code = main(["demo", "deadlines", "--out", str(target)], out=out, err=err)
+    assert (code, err.getvalue()) == (0, "")
+    assert (target / "nnemu-demo-deadlines.html").is_file()
+
+
+def test_unknown_topic_is_reported_on_stderr(tmp_path: Path) -> None:
+    """An unknown topic is a usage error: its line and the topics go to stderr, not stdout."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["demo", "nope", "--out", str(tmp_path)], out=out, err=err)
+    assert code == 2
+    assert out.getvalue() == ""
+    assert err.getvalue().startswith("unknown demo topic 'nope'\n")
+    assert all(name in err.getvalue() for name in TOPICS)
