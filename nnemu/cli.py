@@ -865,7 +865,10 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
             scale = 100.0 if path.endswith("busy_fraction") else 1.0
             unit = "%" if scale != 1.0 else ""
             means += f"{interval.mean * scale:>{width - len(unit)}.{places}f}{unit}"
-            halves += f"{interval.half_width * scale:>{width - len(unit)}.{places}f}{unit}"
+            if interval.n < 2:  # one value has no spread to estimate: no interval, not 0
+                halves += f"{'-':>{width}}"
+            else:
+                halves += f"{interval.half_width * scale:>{width - len(unit)}.{places}f}{unit}"
         return means, halves
 
     apps = sorted({path.split(".")[1] for path in intervals if path.startswith("apps.")})

@@ -200,6 +200,16 @@ def test_replications_summary_prints_means_and_intervals() -> None:
     assert "expectations (on the means over 4 replications)" in out
 
 
+def test_one_replication_has_no_interval() -> None:
+    """With one replication the '± 95% CI' row shows '-' (one value has no spread to estimate),
+    not an interval of 0 that reads as certainty."""
+    code, out, _ = run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--replications", "1")
+    assert code == 0
+    lines = out.splitlines()
+    camera = next(i for i, line in enumerate(lines) if line.startswith("camera"))
+    assert lines[camera + 1].split() == ["±", "95%", "CI", *["-"] * 8]
+
+
 def test_replications_are_deterministic(tmp_path: Path) -> None:
     """The same scenario and replications give the same summary and report bytes."""
     outputs = []
