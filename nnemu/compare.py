@@ -86,7 +86,7 @@ class Side:
         if self.kind == "report":
             return "a run report"
         if self.kind == "replications":
-            return f"{runs} replications"
+            return counted(runs, "replication")
         skipped = (
             f", {counted(self.skipped, 'variant')} without a report skipped" if self.skipped else ""
         )

@@ -210,3 +210,12 @@ def test_hidden_metrics_are_counted_in_words() -> None:
     side = Side("r.json", "report", {"{}": Point({}, samples, 1)})
     text = format_comparison(compare(side, side))
     assert "\n2 metrics are 0 in every run on both sides: not shown\n" in text
+
+
+def test_a_replications_side_counts_its_runs_in_words() -> None:
+    """The header names a replications side by its count, singular for one."""
+    samples = {"apps.a.latency_ms.p99": (5.0,)}
+    one = Side("r1.json", "replications", {"{}": Point({}, samples, 1)})
+    assert one.description == "1 replication"
+    two = Side("r2.json", "replications", {"{}": Point({}, {"x": (1.0, 2.0)}, 2)})
+    assert two.description == "2 replications"
