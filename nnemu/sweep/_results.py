@@ -308,7 +308,8 @@ def summary(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> str:
                 cells.append("-")
                 continue
             interval = mean_interval(values)
-            cell = f"{_number(interval.mean)} ± {_number(interval.half_width)}"
+            half = _number(interval.half_width) if interval.n > 1 else "-"  # one value: none
+            cell = f"{_number(interval.mean)} ± {half}"
             if len(values) != len(ok):
                 cell += f" (n={len(values)})"
             cells.append(cell)
