@@ -399,6 +399,10 @@ class Pair:
     """The metrics shown, in path order."""
     hidden: int
     """Default metrics left out because they are 0 in every run of both sides."""
+    only_a: tuple[str, ...] = ()
+    """Default metrics only A's point has (B's app completed nothing there, say): not compared."""
+    only_b: tuple[str, ...] = ()
+    """Default metrics only B's point has."""
 
 
 @attrs.frozen
@@ -462,7 +466,7 @@ def compare(
         for side, index in ((a, 0), (b, 1)):
             if not any(path in pair[index].samples for pair in matched):
                 option = "--metrics" if path in metrics else "--fail-if"
-                msg = f"{option} {path}: no such metric in {side.source}"
+                msg = f"{option} {path}: {_missing(side, path, [p[index] for p in matched])}"
                 raise ValueError(msg)
     pairs = []
     for point_a, point_b in matched:
@@ -479,8 +483,32 @@ def compare(
                 hidden += 1
                 continue
             rows.append(row)
-        pairs.append(Pair(point_a, point_b, tuple(rows), hidden))
+        one_sided = (
+            tuple(sorted(p for p in set(mine) - set(theirs) if _default_metric(p)))
+            if not metrics
+            else ()
+            for mine, theirs in (
+                (point_a.samples, point_b.samples),
+                (point_b.samples, point_a.samples),
+            )
+        )
+        pairs.append(Pair(point_a, point_b, tuple(rows), hidden, *one_sided))
     return Comparison(a, b, tuple(pairs), tuple(only_a), tuple(only_b), tuple(conditions))
+
+
+def _missing(side: Side, path: str, points: Sequence[Point]) -> str:
+    """Why ``side``'s matched ``points`` have no ``path``: an app's latency it never measured
+    (the app completed nothing), or no such metric."""
+    parts = path.split(".")
+    if (
+        len(parts) == 4
+        and parts[0] == "apps"
+        and parts[2] in ("latency_ms", "latency_split_ms")
+        and any(f"apps.{parts[1]}.completed" in point.samples for point in points)
+        and not any(any(point.samples.get(f"apps.{parts[1]}.completed", ())) for point in points)
+    ):
+        return f"not measured in {side.source}: {parts[1]} completed no execution"
+    return f"no such metric in {side.source}"
 
 
 def _p_text(p_value: float) -> str:
@@ -541,6 +569,9 @@ def format_comparison(comparison: Comparison) -> str:
             lines.append(
                 f"{counted(pair.hidden, 'metric')} {verb} 0 in every run on both sides: not shown"
             )
+        for name, paths in (("A", pair.only_a), ("B", pair.only_b)):
+            if paths:
+                lines.append(f"only {name} measures (not compared): {', '.join(paths)}")
     for name, points in (("A", comparison.only_a), ("B", comparison.only_b)):
         if points:
             lines.append("")

@@ -219,3 +219,15 @@ def test_a_replications_side_counts_its_runs_in_words() -> None:
     assert one.description == "1 replication"
     two = Side("r2.json", "replications", {"{}": Point({}, {"x": (1.0, 2.0)}, 2)})
     assert two.description == "2 replications"
+
+
+def test_default_metrics_one_side_lacks_are_named() -> None:
+    """A latency only B measured (A's app completed nothing) is named under the table, not
+    dropped without a word; naming it with --metrics says why A has none."""
+    a = Side("a.json", "report", {"{}": Point({}, {"apps.p.completed": (0.0,)}, 1)})
+    b_samples = {"apps.p.completed": (10.0,), "apps.p.latency_ms.p99": (23.0,)}
+    b = Side("b.json", "report", {"{}": Point({}, b_samples, 1)})
+    text = format_comparison(compare(a, b))
+    assert "\nonly B measures (not compared): apps.p.latency_ms.p99\n" in text
+    with pytest.raises(ValueError, match=r"not measured in a\.json: p completed no execution"):
+        compare(a, b, metrics=["apps.p.latency_ms.p99"])
