@@ -19,7 +19,14 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from nnemu.errors import ExitCode, Interrupted, NnemuError, ScenarioError, TraceFormatError
+from nnemu.errors import (
+    ExitCode,
+    Interrupted,
+    NnemuError,
+    ScenarioError,
+    Terminated,
+    TraceFormatError,
+)
 
 if TYPE_CHECKING:
     from nnemu.replay import Stepper
@@ -35,10 +42,6 @@ _TRACE_IN = "systrace .html, ftrace text, Chrome .json or Perfetto protobuf (tol
 """Commands that run an emulation, whose layers log; the readers (parse, query) log nothing
 and get structlog (an import of ~50 ms) only when logging is asked for (``-v``, ``-q``,
 ``--log-format json``)."""
-
-
-class Terminated(BaseException):
-    """Raised by the CLI's SIGTERM handler (outside a run, which stops cleanly instead)."""
 
 
 def _exit_code_of(exc: Interrupted) -> int:

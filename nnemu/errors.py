@@ -163,6 +163,11 @@ class Interrupted(NnemuError):
         super().__init__(f"interrupted by {self.signal_name}")
 
 
+class Terminated(BaseException):
+    """Raised by the CLI's SIGTERM handler (outside a run, which stops cleanly instead); like
+    KeyboardInterrupt, not an ``Exception``, so only code that acts on it catches it."""
+
+
 class OutputError(NnemuError):
     """An output file (trace, report, pictures) could not be written."""
 

@@ -6,7 +6,7 @@ import os
 from typing import Any, Final, TextIO
 
 from nnemu._progress import CountProgress
-from nnemu.errors import ExitCode
+from nnemu.errors import ExitCode, Terminated
 from nnemu.sweep._engines import (
     MISSING_DASK,
     EngineError,
@@ -115,15 +115,16 @@ def run_sweep_command(
                     address,
                     on_rows,
                 )
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Terminated) as stop:
             bar.clear()
             done = len(sweep.done() & {variant.key for variant in experiment.variants()})
+            word = "terminated" if isinstance(stop, Terminated) else "interrupted"
             stderr.write(
-                f"\ninterrupted: {done} of {total} variants are in "
+                f"\n{word}: {done} of {total} variants are in "
                 f"{os.path.join(directory, RESULTS)}; finish with: nnemu sweep "
                 f"{experiment_path} --out {directory} --resume\n"
             )
-            return ExitCode.INTERRUPTED
+            return ExitCode.TERMINATED if isinstance(stop, Terminated) else ExitCode.INTERRUPTED
         except EngineError as err:
             bar.clear()
             stderr.write(f"{err}\n")

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import attrs
 
-from nnemu.errors import NnemuError
+from nnemu.errors import NnemuError, Terminated
 from nnemu.sweep._worker import Chunk, Job, row, run_chunk, run_job
 
 OnRows = Callable[[list[dict[str, Any]]], None]
@@ -49,30 +49,35 @@ def _ignore_sigint() -> None:
 
 
 @contextlib.contextmanager
-def _sigint_held() -> Iterator[None]:
-    """Hold a Ctrl-C back while the pool starts worker processes, and take it at the end.
+def _signals_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM back while the pool starts worker processes, and take the
+    first that came at the end.
 
-    A KeyboardInterrupt in the middle of ``ProcessPoolExecutor`` starting a worker leaves a
-    child the pool does not know of: it goes on reading its start-up data after the pool's
-    semaphores are gone and prints a traceback of its own.  (The handler is swapped rather
-    than the signal masked: a mask holds only this thread's signals, and the pool's own
-    thread would take it.)
+    A KeyboardInterrupt (or the CLI's ``Terminated``) in the middle of
+    ``ProcessPoolExecutor`` starting a worker leaves a child the pool does not know of: it
+    goes on reading its start-up data after the pool's semaphores are gone and prints a
+    traceback of its own.  (The handlers are swapped rather than the signals masked: a mask
+    holds only this thread's signals, and the pool's own thread would take them.)
     """
     held: list[int] = []
+    previous: dict[int, Any] = {}
     try:
-        previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+        for number in (signal.SIGINT, signal.SIGTERM):
+            previous[number] = signal.signal(number, lambda got, _frame: held.append(got))
     except ValueError:  # not the main thread, where Python runs signal handlers: none come here
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for held_number, restored in previous.items():
+            signal.signal(held_number, restored)
         if held:
-            if callable(previous):
-                previous(signal.SIGINT, None)  # Python's own raises KeyboardInterrupt
-            elif previous == signal.SIG_DFL:
-                signal.raise_signal(signal.SIGINT)
+            first = previous[held[0]]
+            if callable(first):
+                first(held[0], None)  # Python's raises KeyboardInterrupt, the CLI's Terminated
+            elif first == signal.SIG_DFL:
+                signal.raise_signal(held[0])
 
 
 def _crashed(chunk: Chunk, job: Job) -> dict[str, Any]:
@@ -88,8 +93,9 @@ def local_chunk_size(variants: int, workers: int) -> int:
 def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
     """Run ``chunks`` on a local pool of ``workers`` processes (see the module docstring).
 
-    On KeyboardInterrupt nothing more is submitted, what is queued is cancelled, the chunks
-    already running finish and are handed over, and the interrupt is raised again.
+    On KeyboardInterrupt (or ``Terminated``: SIGTERM) nothing more is submitted, what is
+    queued is cancelled, the chunks already running finish and are handed over, and the
+    interrupt is raised again.
     """
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["nnemu.sweep._worker", "nnemu._emulator", "nnemu.overrides"])
@@ -115,7 +121,7 @@ def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
         while pending or suspects or in_flight:
             broken = False
             try:  # a chunk leaves its queue once submitted: a pool broken meanwhile keeps it
-                with _sigint_held():  # submit starts the workers
+                with _signals_held():  # submit starts the workers
                     if suspects:
                         if not in_flight:
                             in_flight[pool.submit(run_chunk, suspects[0])] = suspects[0]
@@ -155,7 +161,7 @@ def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
                 in_flight.clear()
                 pool.shutdown(wait=True, cancel_futures=True)
                 pool = new_pool()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated):  # Ctrl-C, or SIGTERM through the CLI's handler
         for future in in_flight:
             future.cancel()
         try:
@@ -163,7 +169,7 @@ def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
             for future, _chunk in in_flight.items():
                 if future.done() and not future.cancelled() and future.exception() is None:
                     on_rows(future.result())
-        except KeyboardInterrupt:  # a second Ctrl-C: do not wait for the running chunks
+        except (KeyboardInterrupt, Terminated):  # a second signal: do not wait for the chunks
             _terminate(pool)
         raise
     finally:

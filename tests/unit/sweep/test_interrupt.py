@@ -68,6 +68,30 @@ def test_ctrl_c_leaves_whole_lines_and_resume_finishes(tmp_path: Path) -> None:
     assert rows[: len(done)] == done
 
 
+def test_sigterm_stops_like_ctrl_c_and_says_how_to_resume(tmp_path: Path) -> None:
+    """SIGTERM (what a job scheduler sends) stops the sweep as Ctrl-C does: exit 143, whole
+    lines, and the --resume line to finish it, not a bare 'terminated'."""
+    experiment = write(tmp_path, LONGER)
+    out = tmp_path / "out"
+    process = _nnemu("sweep", str(experiment), "--out", str(out), "--workers", "2")
+    jsonl = out / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while not (jsonl.exists() and jsonl.stat().st_size > 0):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no result within 60 s"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 143, err
+    assert "Traceback" not in err
+    done = results(out)
+    assert err.endswith(
+        f"terminated: {len(done)} of 100 variants are in {jsonl}; finish with: nnemu sweep "
+        f"{experiment} --out {out} --resume\n"
+    )
+    assert jsonl.read_text().endswith("\n")
+
+
 def test_ctrl_c_stops_a_local_dask_cluster_quietly(tmp_path: Path) -> None:
     """With --engine dask, SIGINT to the process group closes the LocalCluster: 130, no traceback."""
     pytest.importorskip("distributed")
