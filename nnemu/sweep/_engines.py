@@ -12,7 +12,6 @@ that kills its worker a second time is recorded as ``crashed``.
 from __future__ import annotations
 
 import collections
-import contextlib
 import importlib
 import logging
 import math
@@ -20,7 +19,7 @@ import multiprocessing
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Final
@@ -28,6 +27,7 @@ from typing import Any, Final
 import attrs
 
 from nnemu.errors import NnemuError, Terminated
+from nnemu.sweep._signals import signals_held
 from nnemu.sweep._worker import Chunk, Job, row, run_chunk, run_job
 
 OnRows = Callable[[list[dict[str, Any]]], None]
@@ -46,38 +46,6 @@ class EngineError(NnemuError):
 
 def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM back while the pool starts worker processes, and take the
-    first that came at the end.
-
-    A KeyboardInterrupt (or the CLI's ``Terminated``) in the middle of
-    ``ProcessPoolExecutor`` starting a worker leaves a child the pool does not know of: it
-    goes on reading its start-up data after the pool's semaphores are gone and prints a
-    traceback of its own.  (The handlers are swapped rather than the signals masked: a mask
-    holds only this thread's signals, and the pool's own thread would take them.)
-    """
-    held: list[int] = []
-    previous: dict[int, Any] = {}
-    try:
-        for number in (signal.SIGINT, signal.SIGTERM):
-            previous[number] = signal.signal(number, lambda got, _frame: held.append(got))
-    except ValueError:  # not the main thread, where Python runs signal handlers: none come here
-        yield
-        return
-    try:
-        yield
-    finally:
-        for held_number, restored in previous.items():
-            signal.signal(held_number, restored)
-        if held:
-            first = previous[held[0]]
-            if callable(first):
-                first(held[0], None)  # Python's raises KeyboardInterrupt, the CLI's Terminated
-            elif first == signal.SIG_DFL:
-                signal.raise_signal(held[0])
 
 
 def _crashed(chunk: Chunk, job: Job) -> dict[str, Any]:
@@ -121,7 +89,7 @@ def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
         while pending or suspects or in_flight:
             broken = False
             try:  # a chunk leaves its queue once submitted: a pool broken meanwhile keeps it
-                with _signals_held():  # submit starts the workers
+                with signals_held():  # submit starts the workers: never cut one short
                     if suspects:
                         if not in_flight:
                             in_flight[pool.submit(run_chunk, suspects[0])] = suspects[0]

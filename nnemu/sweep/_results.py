@@ -15,8 +15,6 @@ import importlib
 import json
 import math
 import os
-import signal
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any, Final
 
@@ -27,6 +25,7 @@ from nnemu.errors import NnemuError
 from nnemu.report import PER_COMPLETION, measured
 from nnemu.stats import mean_interval
 from nnemu.sweep._experiment import Experiment, Variant
+from nnemu.sweep._signals import signals_held
 
 EXPERIMENT: Final = "experiment.yaml"
 RESULTS: Final = "results.jsonl"
@@ -152,16 +151,13 @@ class SweepDir:
         text = "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)
         if not text:
             return
-        # Ctrl-C waits until the lines are on disk: an interrupt never cuts one.
-        blocked = _block_sigint()
-        try:
+        # Ctrl-C and SIGTERM wait until the lines are on disk and counted: an interrupt never
+        # cuts one, and its message counts what the file holds.
+        with signals_held():
             self._file.write(text)
             self._file.flush()
             os.fsync(self._file.fileno())
-        finally:
-            if blocked:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        self.rows.extend(json.loads(line) for line in text.splitlines())
+            self.rows.extend(json.loads(line) for line in text.splitlines())
 
     def close(self) -> None:
         """Close results.jsonl."""
@@ -174,14 +170,6 @@ class SweepDir:
         order = {variant.key: variant.index for variant in self.experiment.variants()}
         latest = {row["variant"]: row for row in self.rows if row["variant"] in order}
         return sorted(latest.values(), key=lambda row: order[row["variant"]])
-
-
-def _block_sigint() -> bool:
-    """Block SIGINT in this thread (the main one; elsewhere it is not delivered anyway)."""
-    if threading.current_thread() is not threading.main_thread():
-        return False
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    return True
 
 
 def _flatten(prefix: str, node: Any, into: dict[str, Any]) -> None:

@@ -153,3 +153,39 @@ def test_ctrl_c_while_the_pool_starts_a_worker_is_taken_once_it_started(
     with pytest.raises(KeyboardInterrupt):
         engines.run_local([chunk], 1, lambda rows: None)
     assert started == [True]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_rows_are_appended_counts_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signum: int
+) -> None:
+    """A signal that lands while a chunk's rows are written is taken once they are on disk
+    and counted, so the interrupt message's count is the file's (it said 9 of a file of 12)."""
+    import nnemu.sweep._results as results_module
+    from nnemu.errors import Terminated
+    from nnemu.sweep import load_experiment
+    from nnemu.sweep._experiment import nnemu_version
+
+    def terminate(_signum: int, _frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        experiment = load_experiment(write(tmp_path, LONGER))
+        sweep = results_module.SweepDir(str(tmp_path / "out"), experiment, nnemu_version())
+        sweep.open(resume=False)
+        real_fsync = os.fsync
+
+        def fsync_then_signal(fd: int) -> None:
+            real_fsync(fd)
+            os.kill(os.getpid(), signum)  # lands between the write and the count
+
+        monkeypatch.setattr(results_module.os, "fsync", fsync_then_signal)
+        row = {"variant": "a" * 16, "status": "ok"}
+        with pytest.raises((KeyboardInterrupt, Terminated)):
+            sweep.append([row])
+        sweep.close()
+        assert sweep.rows == [row]
+        assert len((tmp_path / "out" / "results.jsonl").read_text().splitlines()) == 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
