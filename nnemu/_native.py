@@ -153,8 +153,17 @@ TARGETS: Final[tuple[Target, ...]] = (
         modules=(
             ("nnemu.tracer._tracer", "nnemu.tracer._ctracer"),
             ("nnemu.tracer._writers", "nnemu.tracer._cwriters"),
+            ("nnemu.sim._kernel", "nnemu.sim._ckernel"),
         ),
-        depends=("tracer/_events.py", "tracer/_vocab.py", "sim/_kernel.py", "errors.py"),
+        depends=(
+            "tracer/_events.py",
+            "tracer/_vocab.py",
+            "sim/__init__.py",
+            "sim/_threads.py",
+            "sim/_waits.py",
+            "ipc/_split.py",
+            "errors.py",
+        ),
     ),
     Target(
         name="query",

@@ -11,7 +11,7 @@ with.  A switch between emulated threads therefore costs no trip through trio's
 scheduler, and trio's (randomised) choice among ready tasks never decides
 anything: the same scenario and seed give the same interleaving on any machine.
 
-Each thread also has a trio task in the nursery it was spawned in (``_shell``),
+Each thread also has a trio task in the nursery it was spawned in (``_waits.shell``),
 which keeps the thread's place there: it ends when the thread's code ends, and if
 the nursery is cancelled first (the end of a run) it closes the code, whose
 cleanup (``finally`` blocks) then runs in trio's order, as a cancelled task's
@@ -37,20 +37,53 @@ from __future__ import annotations
 import bisect
 import collections
 import heapq
-import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator
-from contextvars import Context, ContextVar, Token, copy_context
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Awaitable, Callable, Coroutine
+from contextvars import Context, copy_context
+from typing import Any, Final
 
-import attrs
 import trio
 import trio.testing
-from trio.lowlevel import Abort, current_task, reschedule, wait_task_rescheduled
+from trio.lowlevel import Abort, current_task, reschedule
 
 from nnemu.errors import EmulatorBug
+from nnemu.sim._threads import (
+    KernelStopped,
+    SimThread,
+    _active_kernel,
+    _current_thread,
+    as_thread,
+    current_thread,
+    enter_thread,
+    leave_thread,
+    virtual_time_ms,
+)
+from nnemu.sim._waits import (
+    NO_WAIT,
+    SUSPEND,
+    asleep,
+    done,
+    event_wait,
+    pool_acquire,
+    queue_get,
+    shell,
+    suspended,
+)
 
-if TYPE_CHECKING:  # the split's type only: the transport above owns it
-    from nnemu.ipc import ExecutionSplit
+__all__ = [
+    "Kernel",
+    "KernelStopped",
+    "SimEvent",
+    "SimQueue",
+    "SimThread",
+    "ThreadPool",
+    "WakeHandle",
+    "as_thread",
+    "current_thread",
+    "enter_thread",
+    "leave_thread",
+    "us",
+    "virtual_time_ms",
+]
 
 
 def us(ns: float) -> int:
@@ -61,71 +94,6 @@ def us(ns: float) -> int:
     """
     rounded = round(ns / 1000.0)
     return rounded * 1000 if rounded > 0 else 0
-
-
-@attrs.frozen
-class SimThread:
-    """An emulated thread: the identity the tracer writes on every mark."""
-
-    pid: int
-    """Process id (the tgid in traces)."""
-    tid: int
-    """Thread id."""
-    name: str
-    """Thread name (the TASK column of ftrace, at most 15 characters shown)."""
-
-
-_current_thread: ContextVar[SimThread | None] = ContextVar("nnemu_thread", default=None)
-
-
-_active_kernel: ContextVar[Kernel | None] = ContextVar("nnemu_kernel", default=None)
-
-
-def virtual_time_ms() -> float | None:
-    """Virtual time of the emulation the caller runs in, in ms (None outside one).
-
-    Logs carry it (the ``vt`` field), so a log line can be matched to the trace.
-    """
-    kernel = _active_kernel.get()
-    return None if kernel is None else kernel.task_now_ns() / 1e6
-
-
-def current_thread() -> SimThread:
-    """The emulated thread the calling code runs on."""
-    thread = _current_thread.get()
-    if thread is None:
-        raise EmulatorBug("no emulated thread is bound to this task")
-    return thread
-
-
-class _AsThread:
-    """The block of ``as_thread``: the code inside runs as ``thread``."""
-
-    __slots__ = ("_thread", "_token")
-
-    def __init__(self, thread: SimThread) -> None:
-        self._thread = thread
-
-    def __enter__(self) -> SimThread:
-        self._token = _current_thread.set(self._thread)
-        return self._thread
-
-    def __exit__(self, *exc_info: object) -> None:
-        _current_thread.reset(self._token)
-
-
-def as_thread(thread: SimThread) -> _AsThread:
-    """Run the enclosed code as ``thread`` (a binder thread serving a transaction, say):
-    ``with as_thread(thread):``."""
-    return _AsThread(thread)
-
-
-enter_thread: Callable[[SimThread], Token[SimThread | None]] = _current_thread.set
-"""``as_thread`` in two calls without a block object, for a hot path: ``token =
-enter_thread(thread)``, then ``leave_thread(token)`` in a ``finally``."""
-
-leave_thread: Callable[[Token[SimThread | None]], None] = _current_thread.reset
-"""Undo ``enter_thread(thread)``: the calling code runs as the thread it ran as before."""
 
 
 class _Proc:
@@ -154,12 +122,12 @@ class _Proc:
         self.coro: Coroutine[Any, Any, object] | None = None
         self.context: Context | None = None
         self.done = False  # its code returned, raised, or was closed
-        # The trio task that owns the thread's lifetime in its nursery (``Kernel._shell``).
+        # The trio task that owns the thread's lifetime in its nursery (``_waits.shell``).
         self.task: trio.lowlevel.Task | None = None
         self.shell_waiting = False
         self.resume_value: object = None
         # Its ``Kernel.split`` while another task runs (saved and loaded at switches).
-        self.split: ExecutionSplit | None = None
+        self.split: Any = None  # (an ExecutionSplit or None: Kernel.split says why Any)
         # Incremented whenever the proc is woken: a wake-up source holding an older
         # token (a timer that lost the race against an event, say) is stale.
         self.token = 0
@@ -169,37 +137,6 @@ WakeHandle = tuple[_Proc, int]
 """Who to wake and which wait of theirs: ``(proc, token)``."""
 
 
-class _Suspend:
-    """What a parking thread yields (``Kernel.park``): control goes back to the kernel's
-    stepper, which resumes it (``coroutine.send``) with the value it is woken with."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<kernel park>"
-
-
-_SUSPEND = _Suspend()
-
-
-@types.coroutine
-def _finished() -> Generator[_Suspend, object, None]:
-    return
-    yield  # (a generator: awaiting one that has finished returns None at once)
-
-
-_NO_WAIT: Awaitable[None] = _finished()
-"""What ``sync`` hands out when there is nothing to sleep off: a generator-based coroutine
-that has run to its end, so that awaiting it (again and again, unlike a native coroutine)
-returns None at once, without making a coroutine per call."""
-for _ in cast(Generator[_Suspend, object, None], _NO_WAIT):
-    pass
-
-
-class KernelStopped(Exception):
-    """Raised inside emulated tasks that try to wait after the kernel has shut down."""
-
-
 class Kernel:
     """Deterministic scheduler of emulated threads in virtual time."""
 
@@ -207,8 +144,10 @@ class Kernel:
         self.clock_ns = 0
         """The kernel's clock (ns): the time of the step being run, the same for every task.
         A task that has done ``work`` since it last waited is ahead of it (``task_now_ns``)."""
-        self.split: ExecutionSplit | None = None
-        """The split of the execution attempt the running task works for (None outside one):
+        self.split: Any = None
+        """The split (``nnemu.ipc.ExecutionSplit``; typed ``Any``: the kernel cannot import the
+        transport above it, and a type imported for type checking only is one mypyc checks
+        wrongly) of the execution attempt the running task works for (None outside one):
         a register of the running task, saved to it and loaded from the next one at each
         switch, so that the execution's path reads and sets it as an attribute (cheaper there
         than a context variable's set, reset and lookups; bench/README.md).  The app sets
@@ -226,6 +165,8 @@ class Kernel:
         self._stop_ns: int | None = None
         self._closing = False
         self._wall_base = 0.0
+        # Virtual time up to which a realtime run has waited on the wall clock.
+        self._wall_ns = -1
         self._clock: trio.testing.MockClock | None = None
         self._trio_ns = 0  # the virtual time trio's MockClock was last jumped to
         self.switches = 0
@@ -273,7 +214,7 @@ class Kernel:
         proc = self._running
         if proc is not None and proc.lag_ns and not self._closing:
             return self.sleep_until(self.clock_ns + proc.lag_ns)
-        return _NO_WAIT
+        return NO_WAIT
 
     def assert_synced(self) -> None:
         """Raise EmulatorBug if the running task acts on shared state ahead of virtual time."""
@@ -315,7 +256,15 @@ class Kernel:
         ready = self._ready
         try:
             while True:
-                nxt = ready.popleft() if ready else await self._next()
+                if ready:
+                    nxt = ready.popleft()
+                else:
+                    picked = self._pick()
+                    if picked is None:  # realtime: wait for the next timer's wall time
+                        if await self._sleep_wall_until(self._heap[0][0]):
+                            self._wall_ns = self._heap[0][0]
+                        continue
+                    nxt = picked
                 if nxt is root:
                     break
                 self._step(nxt)
@@ -393,29 +342,28 @@ class Kernel:
         self._closing = True
         return Abort.SUCCEEDED
 
-    async def _next(self) -> _Proc:
-        """Pick the proc that runs next, running due callbacks and advancing time."""
-        ready, heap = self._ready, self._heap
+    def _pick(self) -> _Proc | None:
+        """The proc that runs next, running due callbacks and advancing time; None when the
+        next timer's wall time has not come yet (``realtime``: ``run`` waits for it first)."""
+        ready, heap, root = self._ready, self._heap, self._root
+        assert root is not None
         while True:
             if ready:
                 return ready.popleft()
             if not heap or self._closing:
-                assert self._root is not None
-                return self._root
+                return root
             t_ns, _, proc_or_none, payload = heap[0]
             if self._stop_ns is not None and t_ns > self._stop_ns:
-                assert self._root is not None
-                return self._root
+                return root
             if self.observer is not None:
                 self._observe(t_ns, proc_or_none, payload)
                 if self._stop_ns is not None and t_ns > self._stop_ns:
-                    assert self._root is not None
-                    return self._root
+                    return root
             if proc_or_none is not None and proc_or_none.token != payload:
                 heapq.heappop(heap)
                 continue  # stale timer: the proc was woken by something else
-            if self.realtime and not await self._sleep_wall_until(t_ns):
-                continue  # interrupted: the stop check above ends the run
+            if self.realtime and t_ns > self._wall_ns:
+                return None  # (interrupted meanwhile: the stop check above ends the run)
             heapq.heappop(heap)
             if t_ns > self.clock_ns:
                 self.clock_ns = t_ns
@@ -465,7 +413,7 @@ class Kernel:
         except BaseException:
             self._finished(proc)
             raise
-        if waited is not _SUSPEND:
+        if waited is not SUSPEND:
             self._finished(proc)
             context.run(coro.close)
             raise EmulatorBug(
@@ -487,12 +435,13 @@ class Kernel:
         # Its trio task ends once trio runs it (one that had not started yet returns at once).
         self._shells_to_end += 1
 
-    @types.coroutine
-    def park(self, until_ns: int | None = None) -> Generator[_Suspend, object, object]:
-        """Give up the baton until woken through ``wait_handle()`` or until ``until_ns``.
+    def park(self, until_ns: int | None = None) -> Awaitable[object]:
+        """Give up the baton until woken through ``wait_handle()`` or until ``until_ns``:
+        ``await kernel.park()``.
 
-        Returns the value passed to ``wake``, or None when the timer fired.  (A
-        generator-based coroutine: it hands ``_SUSPEND`` to the stepper itself.)
+        Its value is the one passed to ``wake``, or None when the timer fired.  (A plain
+        method returning what to await, ``_waits.suspended()`` or ``NO_WAIT``: its checks
+        and timer are done at the call, and the await hands the stepper the baton.)
         """
         proc = self._running
         if self._closing:
@@ -516,15 +465,15 @@ class Kernel:
                 and self.observer is None
             ):
                 # Nothing else can happen before until_ns, so nothing can wake the task
-                # first: its timer fires, as ``_next`` would take it, without a heap entry.
+                # first: its timer fires, as ``_pick`` would take it, without a heap entry.
                 proc.token += 1
                 proc.resume_value = None
                 if until_ns > self.clock_ns:
                     self.clock_ns = until_ns
-                return None
+                return NO_WAIT
             self._seq += 1
             heapq.heappush(heap, (until_ns, self._seq, proc, proc.token))
-        return (yield _SUSPEND)  # the stepper runs others, then resumes this with the wake value
+        return suspended()  # the stepper runs others, then resumes this with the wake value
 
     def wait_handle(self) -> WakeHandle:
         """A handle that ``wake`` uses to resume the calling task's next ``park`` (sync first)."""
@@ -563,11 +512,12 @@ class Kernel:
                 return True
         return False
 
-    @types.coroutine
-    def sleep_until(self, t_ns: int) -> Generator[_Suspend, object, None]:
-        """Wait until virtual time ``t_ns`` (at least until the task's own clock).
+    def sleep_until(self, t_ns: int) -> Awaitable[None]:
+        """Wait until virtual time ``t_ns`` (at least until the task's own clock):
+        ``await kernel.sleep_until(t)``.
 
-        (A generator-based coroutine that parks itself: ``park(t_ns)``, inline.)
+        (``park(t_ns)``, inline: a plain method returning what to await, ``NO_WAIT`` when
+        time simply moves on, ``_waits.asleep()`` when the task must give up the baton.)
         """
         heap = self._heap
         proc = self._running
@@ -590,7 +540,7 @@ class Kernel:
             # Nothing else can happen before t_ns: move time on without a task switch.
             if t_ns > self.clock_ns:
                 self.clock_ns = t_ns
-            return
+            return NO_WAIT
         # ``park(t_ns)`` without its fast path (just ruled out) and its lag check (synced).
         if self._closing:
             raise GeneratorExit  # as ``park``: the run is being torn down
@@ -600,7 +550,7 @@ class Kernel:
             t_ns = self.clock_ns
         self._seq += 1
         heapq.heappush(heap, (t_ns, self._seq, proc, proc.token))
-        yield _SUSPEND  # the stepper runs others, then resumes this when its timer fires
+        return asleep()  # the stepper runs others, then resumes this when its timer fires
 
     def sleep(self, duration_ns: int) -> Awaitable[None]:
         """Wait ``duration_ns`` of virtual time from the task's own clock: ``await kernel.sleep(d)``.
@@ -641,26 +591,7 @@ class Kernel:
         proc.context = context
         proc.coro = fn(*args)  # type: ignore[assignment]
         self._ready.append(proc)
-        nursery.start_soon(self._shell, proc, name=f"nnemu:{thread.name}")
-
-    async def _shell(self, proc: _Proc) -> None:
-        """The trio task of an emulated thread: it waits until the thread's code ends."""
-        if proc.done:
-            return
-        proc.task = current_task()
-        proc.shell_waiting = True
-        try:
-            await wait_task_rescheduled(self._abort)
-        except BaseException:
-            proc.shell_waiting = False
-            if not proc.done:
-                # Cancelled first (the end of a run): the code's cleanup runs now.
-                proc.done = True
-                if proc.context is not None and proc.coro is not None:
-                    proc.context.run(proc.coro.close)
-                self._reached_ns = max(self._reached_ns, self.clock_ns + proc.lag_ns)
-                proc.lag_ns = 0
-            raise
+        nursery.start_soon(shell, self, proc, name=f"nnemu:{thread.name}")
 
 
 class SimEvent:
@@ -687,15 +618,20 @@ class SimEvent:
         self._waiters.clear()
         return True
 
-    async def wait(self) -> Any:
-        """Wait until set; return the latched value."""
-        proc = self._kernel._running
+    def wait(self) -> Awaitable[Any]:
+        """Wait until set; the latched value: ``await event.wait()``.
+
+        (A plain method returning what to await: a task ahead of the clock syncs first,
+        step by step, in ``_waits.event_wait``.)
+        """
+        kernel = self._kernel
+        proc = kernel._running
         if proc is not None and proc.lag_ns:
-            await self._kernel.sync()
+            return event_wait(self)
         if self.is_set:
-            return self.value
-        self._waiters.append(self._kernel.wait_handle())
-        return await self._kernel.park()
+            return done(self.value)
+        self._waiters.append(kernel.wait_handle())
+        return kernel.park()
 
 
 class SimQueue:
@@ -721,35 +657,25 @@ class SimQueue:
         if not getters or not kernel.wake_first(getters, item):
             self._items.append(item)
 
-    @types.coroutine
-    def get(self) -> Generator[_Suspend, object, Any]:
-        """Take the oldest item, waiting for one if the queue is empty.
+    def get(self) -> Awaitable[Any]:
+        """Take the oldest item, waiting for one if the queue is empty: ``await queue.get()``.
 
-        (A generator-based coroutine: in a running task it syncs with ``sleep_until``, then
-        takes its wait handle and parks itself, ``wait_handle`` and ``park`` inline.)
+        (A plain method returning what to await: in a running task that is not ahead of
+        the clock it takes the item, or its wait handle and parks, ``wait_handle`` and
+        ``park`` inline; otherwise step by step, in ``_waits.queue_get``, with the
+        kernel's own checks.)
         """
         kernel = self._kernel
         proc = kernel._running
-        if proc is None or kernel._closing:
-            return (yield from self._get())
-        if proc.lag_ns:
-            yield from kernel.sleep_until(kernel.clock_ns + proc.lag_ns)  # (``sync``)
+        if proc is None or proc.lag_ns or kernel._closing:
+            return queue_get(self)
         if self._items:
-            return self._items.popleft()
+            return done(self._items.popleft())
         self._getters.append((proc, proc.token))
-        return (yield _SUSPEND)
-
-    async def _get(self) -> Any:
-        """``get``, step by step: sync first, then the kernel's own checks (outside a task,
-        while the run is torn down)."""
-        await self._kernel.sync()
-        if self._items:
-            return self._items.popleft()
-        self._getters.append(self._kernel.wait_handle())
-        return await self._kernel.park()
+        return suspended()
 
 
-_SHELL_BATCH = 64
+_SHELL_BATCH: Final = 64
 """Threads that may end before the stepper lets trio end their tasks."""
 
 
@@ -772,22 +698,26 @@ class ThreadPool:
         """Threads currently lent out."""
         return len(self.threads) - len(self._free)
 
-    async def acquire(self) -> SimThread:
-        """Borrow a thread (the lowest-numbered free one), waiting FIFO if all are busy."""
-        kernel = self._kernel
-        proc = kernel._running
-        if proc is not None and proc.lag_ns:
-            await kernel.sync()
+    def acquire(self) -> Awaitable[SimThread]:
+        """Borrow a thread (the lowest-numbered free one), waiting FIFO if all are busy:
+        ``await pool.acquire()``.
+
+        (A plain method returning what to await: a free thread at once when the task is not
+        ahead of the clock, else step by step, in ``_waits.pool_acquire``.)
+        """
+        proc = self._kernel._running
         free = self._free
-        if free and not self._waiters:
+        if (proc is None or not proc.lag_ns) and free and not self._waiters:
             thread = free.pop()
-        else:
-            self._waiters.append(kernel.wait_handle())
-            thread = await kernel.park()  # type: ignore[assignment]
-        in_use = len(self.threads) - len(free)
+            self.count_in_use()
+            return done(thread)
+        return pool_acquire(self)
+
+    def count_in_use(self) -> None:
+        """Note the threads lent out now in ``peak_in_use`` (after a thread is lent)."""
+        in_use = len(self.threads) - len(self._free)
         if in_use > self.peak_in_use:
             self.peak_in_use = in_use
-        return thread
 
     def release(self, thread: SimThread) -> None:
         """Return ``thread``, handing it to the oldest waiter if any."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from nnemu.sim._kernel import SimThread
+from nnemu.sim._threads import SimThread
 
 
 @attrs.define

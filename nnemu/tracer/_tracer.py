@@ -21,8 +21,8 @@ from collections.abc import Hashable
 from operator import itemgetter
 from typing import Final
 
-from nnemu.sim import Kernel, SimThread, current_thread
-from nnemu.sim._kernel import _current_thread
+from nnemu.sim._kernel import Kernel
+from nnemu.sim._threads import SimThread, _current_thread, current_thread
 from nnemu.tracer._events import (
     BatchSink,
     FlowSink,

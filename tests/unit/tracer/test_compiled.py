@@ -43,6 +43,7 @@ def test_compiled_family_is_picked_when_built_from_these_sources(
 ) -> None:
     """Both compiled modules recording the sources' CRC-32 are the tracer and writers used."""
     monkeypatch.delenv(_native.PURE_ENV, raising=False)
+    monkeypatch.setattr(_family.sim, "COMPILED", True)
     crc = _native.source_crc(_TARGET)
     fakes = _fakes(crc, crc)
     with mock.patch.dict(sys.modules, fakes):
@@ -66,6 +67,17 @@ def test_pure_family_is_picked_unless_both_compiled_modules_are_usable(
     crc = _native.source_crc(_TARGET)
     fakes = _fakes(crc, None if writers_offset is None else crc ^ writers_offset)
     with mock.patch.dict(sys.modules, fakes):
+        assert _family._pick() == (_tracer, _writers)
+
+
+def test_compiled_tracer_is_not_picked_beside_the_pure_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A compiled tracer reads the compiled kernel natively: with the pure kernel, both families are pure."""
+    monkeypatch.delenv(_native.PURE_ENV, raising=False)
+    monkeypatch.setattr(_family.sim, "COMPILED", False)
+    crc = _native.source_crc(_TARGET)
+    with mock.patch.dict(sys.modules, _fakes(crc, crc)):
         assert _family._pick() == (_tracer, _writers)
 
 
