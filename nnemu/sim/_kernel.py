@@ -63,6 +63,7 @@ from nnemu.sim._waits import (
     asleep,
     done,
     event_wait,
+    get_after,
     pool_acquire,
     queue_get,
     shell,
@@ -555,11 +556,39 @@ class Kernel:
     def sleep(self, duration_ns: int) -> Awaitable[None]:
         """Wait ``duration_ns`` of virtual time from the task's own clock: ``await kernel.sleep(d)``.
 
-        (A plain method returning ``sleep_until``'s coroutine: one coroutine fewer.)
+        (``sleep_until(own time + duration_ns)``, inline in a running task: one call fewer.)
         """
         proc = self._running
-        t_ns = self.clock_ns + proc.lag_ns if proc is not None else self.clock_ns
-        return self.sleep_until(t_ns + duration_ns if duration_ns > 0 else t_ns)
+        if proc is None:
+            return self.sleep_until(
+                self.clock_ns + duration_ns if duration_ns > 0 else self.clock_ns
+            )
+        heap = self._heap
+        t_ns = self.clock_ns + proc.lag_ns
+        if proc.lag_ns:
+            if t_ns > self._reached_ns:
+                self._reached_ns = t_ns
+            proc.lag_ns = 0
+        if duration_ns > 0:
+            t_ns += duration_ns
+        if (
+            not self._ready
+            and (not heap or heap[0][0] > t_ns)
+            and (self._stop_ns is None or t_ns <= self._stop_ns)
+            and not self.realtime
+            and not self._closing
+            and self.observer is None
+        ):
+            if t_ns > self.clock_ns:
+                self.clock_ns = t_ns
+            return NO_WAIT
+        if self._closing:
+            raise GeneratorExit
+        if t_ns < self.clock_ns:
+            t_ns = self.clock_ns
+        self._seq += 1
+        heapq.heappush(heap, (t_ns, self._seq, proc, proc.token))
+        return asleep()
 
     def call_at(self, t_ns: int, callback: Callable[[], None]) -> None:
         """Run the plain function ``callback`` at virtual time ``t_ns`` (in sequence order)."""
@@ -660,15 +689,20 @@ class SimQueue:
     def get(self) -> Awaitable[Any]:
         """Take the oldest item, waiting for one if the queue is empty: ``await queue.get()``.
 
-        (A plain method returning what to await: in a running task that is not ahead of
-        the clock it takes the item, or its wait handle and parks, ``wait_handle`` and
-        ``park`` inline; otherwise step by step, in ``_waits.queue_get``, with the
-        kernel's own checks.)
+        (A plain method returning what to await: in a running task it syncs, then takes
+        the item, or its wait handle and parks, ``wait_handle`` and ``park`` inline; when
+        the sync gives up the baton, the rest follows in ``_waits.get_after``; outside a
+        task and while the run is torn down, step by step in ``_waits.queue_get``, with
+        the kernel's own checks.)
         """
         kernel = self._kernel
         proc = kernel._running
-        if proc is None or proc.lag_ns or kernel._closing:
+        if proc is None or kernel._closing:
             return queue_get(self)
+        if proc.lag_ns:
+            synced = kernel.sleep_until(kernel.clock_ns + proc.lag_ns)  # (``sync``)
+            if synced is not NO_WAIT:
+                return get_after(synced, self)
         if self._items:
             return done(self._items.popleft())
         self._getters.append((proc, proc.token))
@@ -709,7 +743,9 @@ class ThreadPool:
         free = self._free
         if (proc is None or not proc.lag_ns) and free and not self._waiters:
             thread = free.pop()
-            self.count_in_use()
+            in_use = len(self.threads) - len(free)  # (``count_in_use``, inline)
+            if in_use > self.peak_in_use:
+                self.peak_in_use = in_use
             return done(thread)
         return pool_acquire(self)
 

@@ -75,6 +75,14 @@ def done(value: object) -> Generator[_Suspend, object, Any]:
     yield  # (a generator that never suspends)
 
 
+@types.coroutine
+def get_after(synced: Awaitable[None], queue: Any) -> Generator[_Suspend, object, Any]:
+    """``SimQueue.get`` once the task has given up the baton to sync (``synced``): then the
+    oldest item, or a park (``get`` again, now that the task is not ahead of the clock)."""
+    yield from cast(Generator[_Suspend, object, None], synced)
+    return (yield from cast(Generator[_Suspend, object, Any], queue.get()))
+
+
 async def shell(kernel: Any, proc: Any) -> None:
     """The trio task of an emulated thread (``Kernel.spawn``): it waits until the thread's
     code ends, and closes the code if the nursery is cancelled first."""
