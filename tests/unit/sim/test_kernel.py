@@ -263,6 +263,43 @@ async def test_work_lag_is_slept_off_at_next_wait(autojump_clock):
     ]
 
 
+async def test_waits_of_a_task_ahead_of_its_clock_sync_first(autojump_clock):
+    """A get, an event wait and a pool acquire by a task ahead of its clock sleep its work off
+    first (letting others run meanwhile), then take what is there or wait for it."""
+    kernel = Kernel()
+    queue = SimQueue(kernel)
+    event = SimEvent(kernel)
+    pool = ThreadPool(kernel, [_thread(9)])
+    log: list[tuple[str, object, int]] = []
+
+    async def ahead():
+        kernel.work(2 * MS)
+        log.append(("item", await queue.get(), kernel.clock_ns))  # put at 1 ms, taken at 2
+        kernel.work(MS)
+        log.append(("value", await event.wait(), kernel.clock_ns))  # synced at 3 ms, set at 5
+        kernel.work(MS)
+        log.append(("thread", (await pool.acquire()).tid, kernel.clock_ns))  # free at 6 ms
+        kernel.work(MS)
+        log.append(("item", await queue.get(), kernel.clock_ns))  # synced at 7 ms, put at 10
+
+    async def other():
+        await kernel.sleep(MS)
+        queue.put_nowait("a")
+        await kernel.sleep(4 * MS)
+        event.set("v")
+        await kernel.sleep(5 * MS)
+        queue.put_nowait("b")
+
+    await _run(kernel, (_thread(1), ahead), (_thread(2), other))
+    assert log == [
+        ("item", "a", 2 * MS),
+        ("value", "v", 5 * MS),
+        ("thread", 9, 6 * MS),
+        ("item", "b", 10 * MS),
+    ]
+    assert pool.peak_in_use == 1
+
+
 async def test_wait_handle_with_lag_is_a_bug(autojump_clock):
     """Taking a wait handle with unsynchronised work raises EmulatorBug."""
     kernel = Kernel()
