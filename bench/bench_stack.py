@@ -109,6 +109,7 @@ def _rss_mb() -> float:
 def _child_nnemu(executions: int, trace: bool) -> dict[str, Any]:
     import time
 
+    from nnemu import _native
     from nnemu._emulator import run
     from nnemu.scenario import load_scenario_text
     from nnemu.tracer import open_trace_writer
@@ -148,6 +149,7 @@ def _child_nnemu(executions: int, trace: bool) -> dict[str, Any]:
         "virtual_ms": data["virtual_ms"],
         "service_us": service_us,
         "mean_latency_ms": {name: data["apps"][name]["latency_ms"]["mean"] for name, _ in APPS},
+        "native": _native.describe(),
     }
 
 
@@ -332,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{per_exec_us / max(1.0, marks) * 1000:.0f} ns per mark ({marks:.1f} marks per execution)"
     )
     print(f"systrace file size:                 {trace['trace_mb']:.1f} MB")
+    print(f"what ran (nnemu --version):         {off['native']}")
     print(
         f"peak RSS trace off: {small['peak_mb']:.1f} MB at {small['completed']}, "
         f"{off['peak_mb']:.1f} MB at {off['completed']} "
