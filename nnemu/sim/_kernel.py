@@ -166,8 +166,10 @@ class Kernel:
         self._stop_ns: int | None = None
         self._closing = False
         self._wall_base = 0.0
-        # Virtual time up to which a realtime run has waited on the wall clock.
+        # Virtual time up to which a realtime run has waited on the wall clock, and the
+        # sequence number of the timer it waited for (told to the observer before the wait).
         self._wall_ns = -1
+        self._walled_seq = -1
         self._clock: trio.testing.MockClock | None = None
         self._trio_ns = 0  # the virtual time trio's MockClock was last jumped to
         self.switches = 0
@@ -353,10 +355,10 @@ class Kernel:
                 return ready.popleft()
             if not heap or self._closing:
                 return root
-            t_ns, _, proc_or_none, payload = heap[0]
+            t_ns, seq, proc_or_none, payload = heap[0]
             if self._stop_ns is not None and t_ns > self._stop_ns:
                 return root
-            if self.observer is not None:
+            if self.observer is not None and seq != self._walled_seq:
                 self._observe(t_ns, proc_or_none, payload)
                 if self._stop_ns is not None and t_ns > self._stop_ns:
                     return root
@@ -364,7 +366,10 @@ class Kernel:
                 heapq.heappop(heap)
                 continue  # stale timer: the proc was woken by something else
             if self.realtime and t_ns > self._wall_ns:
-                return None  # (interrupted meanwhile: the stop check above ends the run)
+                # (Interrupted meanwhile: the stop check above ends the run.  Else this
+                # timer comes back here once waited for, observed already.)
+                self._walled_seq = seq
+                return None
             heapq.heappop(heap)
             if t_ns > self.clock_ns:
                 self.clock_ns = t_ns
@@ -383,7 +388,7 @@ class Kernel:
             return proc
 
     def _observe(self, t_ns: int, proc: _Proc | None, payload: Any) -> None:
-        """Tell the observer about the timer or callback ``_next`` is about to take."""
+        """Tell the observer about the timer or callback ``_pick`` is about to take."""
         assert self.observer is not None
         if proc is None:
             self.observer(t_ns, f"call {getattr(payload, '__name__', 'callback')}()")

@@ -501,3 +501,18 @@ async def test_each_task_keeps_its_own_split(autojump_clock):
         ("b", b_split),
     ]
     assert kernel.split is None
+
+
+async def test_realtime_observer_hears_of_each_timer_once(autojump_clock):
+    """A realtime run (each timer waited for on the wall clock) tells the observer of each timer once."""
+    kernel = Kernel(realtime=True)
+    heard: list[tuple[int, str]] = []
+    kernel.observer = lambda t_ns, what: heard.append((t_ns, what))
+
+    async def sleeper():
+        await kernel.sleep(MS)
+        await kernel.sleep(2 * MS)
+
+    await _run(kernel, (_thread(1, "sleeper"), sleeper))
+    assert heard == [(MS, "wake sleeper"), (3 * MS, "wake sleeper")]
+    assert kernel.clock_ns == 3 * MS
