@@ -1,17 +1,19 @@
 """``python -m nnemu`` and the ``nnemu`` console script: the command line (``nnemu.cli``).
 
-SIGINT is made quiet first (``nnemu._startup``), so a Ctrl-C while the CLI's modules are
-still being imported ends with ``interrupted`` and exit status 130, not a traceback.
+Importing the package has made SIGINT quiet already (``nnemu/__init__.py``), so a Ctrl-C while
+the CLI's modules are still being imported ends with ``interrupted`` and exit status 130, not a
+traceback; ``main`` makes sure of it when the package could not tell that the command line
+imported it (a launcher whose ``__main__`` is not the script's file).
 """
 
 from __future__ import annotations
 
-from nnemu._startup import quiet_start
+from nnemu import _quiet_start
 
 
 def main() -> None:
-    """The console script: SIGINT quiet first, then the CLI's imports and ``console_main``."""
-    quiet_start()
+    """The console script: SIGINT quiet, then the CLI's imports and ``console_main``."""
+    _quiet_start()
     from nnemu.cli import console_main
 
     console_main()

@@ -1208,10 +1208,11 @@ def _terminate(signum: int, frame: object) -> None:
 def console_main() -> None:
     """The console script: exit with main()'s code (SIGTERM ends it like Ctrl-C, exit 143)."""
     signal.signal(signal.SIGTERM, _terminate)
-    startup = sys.modules.get("nnemu._startup")
+    import nnemu
+
     try:
-        if startup is not None and signal.getsignal(signal.SIGINT) is startup.exit_interrupted:
-            # Loaded (nnemu._startup): from here a Ctrl-C is a KeyboardInterrupt main() reports.
+        if signal.getsignal(signal.SIGINT) is nnemu._exit_interrupted:
+            # Loaded (nnemu/__init__.py): from here a Ctrl-C is a KeyboardInterrupt main() reports.
             signal.signal(signal.SIGINT, signal.default_int_handler)
         code = main()
     except KeyboardInterrupt:  # in the instant main() was ending (writing a message, returning)
@@ -1220,7 +1221,19 @@ def console_main() -> None:
         code = ExitCode.TERMINATED
     # Done: a Ctrl-C now must not turn the exit status into 130 with nothing said.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _forget_unhandled_interrupt()
     sys.exit(code)
+
+
+def _forget_unhandled_interrupt() -> None:
+    """Clear CPython's note that a KeyboardInterrupt left an ``exec`` or ``eval`` of source text.
+
+    A Ctrl-C while a class is built from source text (``dataclasses``, ``namedtuple``, during an
+    import) leaves that note even though ``main`` caught the KeyboardInterrupt and said
+    ``interrupted``; ``python -m nnemu`` would then end by SIGINT at exit (a parent sees -2, not
+    130). Each exec of source text clears the note before it runs, so an empty one forgets it.
+    """
+    exec("")
 
 
 if __name__ == "__main__":
