@@ -455,31 +455,79 @@ def _progress_printer(stream: TextIO) -> Any:
 
 
 def _output_problem(option: str, path: str | None, what: str, *, directory: bool = False) -> str:
-    """Why ``path`` cannot take the output of ``option`` ("" when it can), checked before a run."""
+    """Why ``path`` cannot take the output of ``option`` ("" when it can), checked before a run.
+
+    The check writes as the output will (permission bits say nothing for root, or on /proc or a
+    read-only mount): a file or directory it has to create for that is removed again at once,
+    and one already there is opened to write without being changed.
+    """
     if path is None:
         return ""
     if not path.strip():
         return f"{option}: expected a path to write the {what} to, got {path!r}"
     if directory:
-        # write_plots creates the directory (and its parents): find the first that exists.
-        existing = os.path.abspath(path)
-        while not os.path.exists(existing):
-            existing = os.path.dirname(existing)
-        if not os.path.isdir(existing):
-            return f"{path}: cannot write the {what}: {existing} is not a directory"
-        if not os.access(existing, os.W_OK | os.X_OK):
-            return f"{path}: cannot write the {what}: permission denied"
-        return ""
-    if os.path.isdir(path):
-        return f"{path}: cannot write the {what}: is a directory"
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        return f"{path}: cannot write the {what}: no such directory {parent}"
-    if os.path.exists(path):
-        if not os.access(path, os.W_OK):
-            return f"{path}: cannot write the {what}: permission denied"
-    elif not os.access(parent, os.W_OK | os.X_OK):
-        return f"{path}: cannot write the {what}: permission denied"
+        reason = _directory_problem(path)
+    elif os.path.isdir(path):
+        reason = "is a directory"
+    else:
+        parent = os.path.dirname(os.path.abspath(path))
+        reason = f"no such directory {parent}" if not os.path.isdir(parent) else _file_problem(path)
+    return f"{path}: cannot write the {what}: {reason}" if reason else ""
+
+
+def _write_problem(exc: OSError) -> str:
+    """The reason an output could not be written, as the pre-run checks say it."""
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return exc.strerror or str(exc)
+
+
+def _file_problem(path: str) -> str:
+    """Why the file ``path`` (its directory exists) cannot be written ("" when it can)."""
+    try:
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        return _existing_file_problem(path)
+    except OSError as exc:
+        return _write_problem(exc)
+    os.close(handle)
+    os.unlink(path)
+    return ""
+
+
+def _existing_file_problem(path: str) -> str:
+    """Why ``path``, which exists, cannot be written: a regular file is opened to write (not
+    truncated); a pipe or device only asks for permission (opening it could block or act)."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return "" if os.access(path, os.W_OK) else "permission denied"
+        handle = os.open(path, os.O_WRONLY)
+    except OSError as exc:
+        return _write_problem(exc)
+    os.close(handle)
+    return ""
+
+
+def _directory_problem(path: str) -> str:
+    """Why the directory ``path`` (created with its parents when missing) cannot take files."""
+    existing = os.path.abspath(path)
+    missing = ""
+    while not os.path.exists(existing):
+        existing, missing = os.path.dirname(existing), existing
+    if not os.path.isdir(existing):
+        return f"{existing} is not a directory"
+    try:
+        if missing:
+            os.mkdir(missing)  # the first directory that the output will create
+            os.rmdir(missing)
+        else:
+            probe = os.path.join(existing, f".nnemu-write-check-{os.getpid()}")
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.unlink(probe)
+    except OSError as exc:
+        return _write_problem(exc)
     return ""
 
 
@@ -568,6 +616,12 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return ExitCode.BAD_INPUT
     if args.replications is not None:
         return _cmd_run_replications(args, scenario, out, err)
+    if args.plots:  # before the trace is opened: a refused run leaves no file
+        from nnemu.pictures import MISSING_MATPLOTLIB, plots_available
+
+        if not plots_available():
+            err.write(MISSING_MATPLOTLIB + "\n")
+            return ExitCode.BAD_INPUT
     sinks: list[TraceSink] = []
     if args.trace is not None:
         try:
@@ -584,12 +638,6 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     progress = (
         _progress_printer(err) if err.isatty() and not args.realtime and not stepper else None
     )
-    if args.plots:
-        from nnemu.pictures import MISSING_MATPLOTLIB, plots_available
-
-        if not plots_available():
-            err.write(MISSING_MATPLOTLIB + "\n")
-            return ExitCode.BAD_INPUT
     pictures: list[Any] = []
     interrupted: Interrupted | None = None
     try:

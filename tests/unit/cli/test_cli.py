@@ -127,6 +127,78 @@ def test_unwritable_outputs_are_refused_before_the_run(tmp_path: Path) -> None:
     ]
 
 
+_PROC = Path("/proc/self")
+_NO_FILES_IN_PROC = pytest.mark.skipif(
+    not _PROC.is_dir(), reason="needs /proc, where no one (root included) may create a file"
+)
+
+
+@_NO_FILES_IN_PROC
+@pytest.mark.parametrize(
+    ("option", "path", "what"),
+    [
+        ("--report", "/proc/nnemu-report.json", "report"),
+        ("--trace", "/proc/nnemu-trace.html", "trace"),
+        ("--html", "/proc/nnemu-page.html", "pictures"),
+        ("--plots", "/proc/nnemu-plots/figures", "pictures"),
+        ("--executions", "/proc/nnemu-rows.csv", "executions"),
+    ],
+)
+def test_an_output_the_system_refuses_is_named_before_the_run(
+    option: str, path: str, what: str
+) -> None:
+    """An output path whose directory takes no new file, whatever its permission bits say (/proc,
+    also for root), is refused with its reason before anything runs."""
+    code, out, err = run_cli("run", str(REPO / "scenarios/quickstart.yaml"), option, path)
+    assert (code, out) == (2, "")
+    assert err == f"{path}: cannot write the {what}: No such file or directory\n"
+
+
+@_NO_FILES_IN_PROC
+def test_replications_refuse_an_unwritable_report_before_running() -> None:
+    """``run --replications`` checks its ``--report`` before the first replication."""
+    code, out, err = run_cli(
+        "run",
+        str(REPO / "scenarios/quickstart.yaml"),
+        "--replications",
+        "3",
+        "--report",
+        "/proc/nnemu-report.json",
+    )
+    assert (code, out) == (2, "")
+    assert err == "/proc/nnemu-report.json: cannot write the report: No such file or directory\n"
+
+
+def test_the_output_check_leaves_no_file_behind(tmp_path: Path) -> None:
+    """Checking the outputs writes nothing that stays: a scenario refused after the check leaves
+    the output directory as it was, and an existing report is not changed by it."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nseed: seven\napps: []\n")
+    kept = tmp_path / "old.json"
+    kept.write_text("an earlier report\n")
+    outputs = tmp_path / "out"
+    outputs.mkdir()
+    code, _, err = run_cli(
+        "run",
+        str(bad),
+        "--report",
+        str(kept),
+        "--trace",
+        str(outputs / "t.html"),
+        "--html",
+        str(outputs / "p.html"),
+        "--plots",
+        str(outputs / "plots" / "png"),
+        "--executions",
+        str(outputs / "e.csv"),
+    )
+    assert code == 2
+    assert "seed: expected an integer" in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bad.yaml", "old.json", "out"]
+    assert list(outputs.iterdir()) == []
+    assert kept.read_text() == "an earlier report\n"
+
+
 def test_empty_trace_path_is_refused() -> None:
     """``--trace ''`` is an error (exit 2), not a run that silently writes nothing."""
     code, out, err = run_cli("run", str(REPO / "scenarios/quickstart.yaml"), "--trace", "")

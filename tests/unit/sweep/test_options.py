@@ -42,3 +42,11 @@ def test_an_out_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
     code, _, err = run_cli("sweep", str(write(tmp_path)), "--out", str(tmp_path / "file"))
     assert code == 2
     assert "cannot write the results" in err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_an_out_directory_the_system_refuses_is_named_first(tmp_path: Path) -> None:
+    """--out where no directory can be made (/proc, also for root) is one line, exit 2, no run."""
+    code, out, err = run_cli("sweep", str(write(tmp_path)), "--out", "/proc/nnemu-sweep")
+    assert (code, out) == (2, "")
+    assert err == "/proc/nnemu-sweep: cannot write the results: No such file or directory\n"
