@@ -577,15 +577,22 @@ def _write_executions(args: argparse.Namespace, out: TextIO, err: TextIO) -> boo
 
 
 def _load_with_overrides(
-    path: str, sets: Sequence[str], err: TextIO, warned: list[str] | None = None
+    path: str,
+    sets: Sequence[str],
+    err: TextIO,
+    warned: list[str] | None = None,
+    loaded: list[Scenario] | None = None,
 ) -> Scenario | None:
     """The scenario at ``path`` with the ``--set`` changes; None (the problems printed) when a
     change cannot be applied.  A change that cannot move any number of the run gets a warning
-    that says why (``ineffective_sets``); ``warned`` collects those keys."""
+    that says why (``ineffective_sets``); ``warned`` collects those keys, ``loaded`` the
+    scenario as the file has it."""
     from nnemu.overrides import OverrideError, apply_overrides, ineffective_sets
     from nnemu.scenario import load_scenario
 
     scenario = load_scenario(path)
+    if loaded is not None:
+        loaded.append(scenario)
     try:
         changed = apply_overrides(scenario, sets)
     except OverrideError as exc:
@@ -611,9 +618,11 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     ):
         return ExitCode.BAD_INPUT
     warned: list[str] = []
-    scenario = _load_with_overrides(args.scenario, args.set, err, warned)
+    loaded: list[Scenario] = []
+    scenario = _load_with_overrides(args.scenario, args.set, err, warned, loaded)
     if scenario is None:
         return ExitCode.BAD_INPUT
+    args.unused_sets = _UnusedSets(args.set, loaded[0], warned)
     if args.replications is not None:
         return _cmd_run_replications(args, scenario, out, err)
     if args.plots:  # before the trace is opened: a refused run leaves no file
@@ -651,11 +660,8 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if progress is not None:
             err.write("\r" + " " * 60 + "\r")
         _summary(dict(report.data), out)
-        if interrupted is None and args.device_choices is not None:
-            from nnemu.overrides import unchosen_sets
-
-            for warning in unchosen_sets(scenario, args.set, args.device_choices, skip=warned):
-                err.write(warning + "\n")
+        if interrupted is None:
+            args.unused_sets.warn(scenario, err)
         code = _finish_run(args, report, interrupted, stepper, pictures, out, err)
     if deferred.signum is not None and code in (ExitCode.OK, ExitCode.FAILED):
         name = signal.Signals(deferred.signum).name
@@ -706,11 +712,30 @@ class _SignalsDeferred:
         self._restore()
 
 
-def _sets_order(sets: Sequence[str] | None) -> bool:
-    """Whether a ``--set`` changes a scheduler or a priority (``unchosen_sets`` checks them)."""
-    return any(
-        text.partition("=")[0].strip().endswith((".scheduler", ".priority")) for text in sets or ()
-    )
+class _UnusedSets:
+    """``nnemu run --set``'s warnings after the run(s): each change the runs never came to
+    (``nnemu.overrides.unexercised_sets``), said once for all the replications."""
+
+    def __init__(self, sets: Sequence[str], before: Scenario, warned: Sequence[str]) -> None:
+        self.sets = list(sets)
+        self.before = before
+        self.warned = list(warned)
+        self.uses: list[Any] = []
+
+    def keep(self, emulator: Any) -> None:
+        """Note what the finished run of ``emulator`` used (an ``inspect`` hook)."""
+        from nnemu.overrides import run_use
+
+        self.uses.append(run_use(emulator))
+
+    def warn(self, scenario: Scenario, err: TextIO) -> None:
+        """Print the warnings that hold for every run kept."""
+        from nnemu.overrides import unexercised_sets
+
+        warnings = unexercised_sets(
+            scenario, self.sets, self.uses, before=self.before, skip=self.warned
+        )
+        err.write("".join(f"{warning}\n" for warning in warnings))
 
 
 def _run_scenario(
@@ -725,14 +750,11 @@ def _run_scenario(
     from nnemu._emulator import run
 
     inspect: Callable[[Any], None] | None = None
-    args.device_choices = None
-    if args.html or args.plots or args.executions or _sets_order(args.set):
+    if args.html or args.plots or args.executions or args.set:
 
         def keep_figures(emulator: Any) -> None:
-            if _sets_order(args.set):
-                args.device_choices = {
-                    service.name: service.device.stats.choices for service in emulator.services
-                }
+            if args.set:
+                args.unused_sets.keep(emulator)
             if args.html or args.plots:
                 from nnemu.pictures import collect
 
@@ -850,8 +872,14 @@ def _cmd_run_replications(
             err.write(f"\rreplication {index + 1}/{args.replications}  seed {seed}  ")
             err.flush()
 
+    unused: _UnusedSets = args.unused_sets
     replications = run_replications(
-        scenario, args.replications, seed=args.seed, wall_time=args.wall_time, started=started
+        scenario,
+        args.replications,
+        seed=args.seed,
+        wall_time=args.wall_time,
+        started=started,
+        inspect=unused.keep if args.set else None,
     )
     if started is not None:
         err.write("\r" + " " * 60 + "\r")
@@ -859,6 +887,8 @@ def _cmd_run_replications(
         err.write(f"interrupted by {replications.interrupted} before a replication finished\n")
         return _signal_exit_code(replications.interrupted)
     _replications_summary(replications, out)
+    if replications.interrupted is None:
+        unused.warn(scenario, err)
     if args.report and not _write_report(args.report, replications.to_json(), out, err):
         return ExitCode.BAD_INPUT
     if replications.interrupted is not None:

@@ -313,31 +313,157 @@ def unchosen_sets(
     scheduler) gives the same run under every scheduler and every priorities.  ``skip`` lists
     keys already warned about (``ineffective_sets``).
     """
-    apps = {app.name: app for app in scenario.apps}
-    devices = {device.name: device for device in scenario.devices}
+    uses = [RunUse(choices=choices)]
+    return [
+        warning
+        for text in sets
+        if (warning := _unchosen(scenario, text.partition("=")[0].strip(), uses, skip))
+    ]
+
+
+@attrs.frozen
+class RunUse:
+    """What one run showed of the parts of a scenario a ``--set`` may change, for
+    ``unexercised_sets`` (``run_use`` reads it off the emulator once the run is over)."""
+
+    choices: Mapping[str, int] = attrs.field(factory=dict)
+    """Per device: how often a freed unit had two or more waiting executions to choose from."""
+    queue_met: Mapping[str, int] = attrs.field(factory=dict)
+    """Per device: the most executions an arriving one found waiting with every unit busy
+    (-1: no arrival found every unit busy; ``DeviceStats.longest_queue_met``)."""
+    transient: Mapping[str, int] = attrs.field(factory=dict)
+    """Per app: attempts (compilations included) that ended in a TRANSIENT error, the only
+    results its retry policy is asked about."""
+
+
+def run_use(emulator: Any) -> RunUse:
+    """What the finished run of ``emulator`` (an ``nnemu.Emulator``) showed, as ``RunUse``."""
+    from nnemu.hal import ResultCode
+
+    transient_names = [code.name for code in ResultCode if code.is_transient]
+    transient: dict[str, int] = {}
+    for app in emulator.apps:
+        stats = app.stats
+        # A retried attempt, a final TRANSIENT result (no retry left), a TRANSIENT compilation.
+        transient[app.spec.name] = (
+            stats.retries
+            + sum(stats.errors[name] for name in transient_names)
+            + stats.compile_result.is_transient
+        )
+    devices = [service.device for service in emulator.services]
+    return RunUse(
+        choices={device.spec.name: device.stats.choices for device in devices},
+        queue_met={device.spec.name: device.stats.longest_queue_met for device in devices},
+        transient=transient,
+    )
+
+
+def unexercised_sets(
+    scenario: Scenario,
+    sets: Sequence[str],
+    uses: Sequence[RunUse],
+    *,
+    before: Scenario,
+    skip: Sequence[str] = (),
+) -> list[str]:
+    """A warning for each ``--set`` that the runs (``uses``, one per run: a run, or each
+    replication) show changed nothing, because the run never came to the part it changes.
+
+    A scheduler or a priority: no unit ever had two executions to choose from (``unchosen_sets``).
+    An app's ``retry`` (or a key in it): no attempt of the app ended in a TRANSIENT error, so its
+    retry policy was never asked.  A device's ``queue_limit``: no arrival met, with every unit
+    busy, as many waiting executions as the lower of the scenario's limit (``before``) and the
+    new one, so neither turned one away.  The warning is given only when it holds for every run.
+    ``skip`` lists keys already warned about (``ineffective_sets``).
+    """
+    if not uses:
+        return []
     warnings: list[str] = []
     for text in sets:
         key = text.partition("=")[0].strip()
-        parts = key.split(".")
-        if key in skip or len(parts) != 3:
-            continue
-        if parts[0] == "devices" and parts[1] in devices and parts[2] == "scheduler":
-            concerned, what = [devices[parts[1]]], "its scheduler never chose"
-        elif parts[0] == "apps" and parts[1] in apps and parts[2] == "priority":
-            concerned = _devices_of(scenario, apps[parts[1]])
-            what = "no scheduler compared priorities"
-        else:
-            continue
-        if not concerned or not all(_never_chose(scenario, d, choices) for d in concerned):
-            continue
-        names = ", ".join(d.name for d in concerned)
-        warnings.append(
-            f"warning: --set {key} changed nothing in this run: {names} never had two "
-            f"executions waiting for a unit at once, so {what}; with preemption "
-            f"(devices.{concerned[0].name}.preemption=checkpoint) a higher-priority arrival "
-            "takes a running execution's unit"
+        warning = _unchosen(scenario, key, uses, skip) or _unexercised(
+            scenario, before, key, uses, skip
         )
+        if warning:
+            warnings.append(warning)
     return warnings
+
+
+def _in_the_runs(uses: Sequence[RunUse]) -> str:
+    return "in this run" if len(uses) == 1 else f"in any of the {len(uses)} replications"
+
+
+def _unchosen(
+    scenario: Scenario, key: str, uses: Sequence[RunUse], skip: Sequence[str]
+) -> str | None:
+    """``unchosen_sets``' warning for ``key`` (a scheduler or a priority), or None."""
+    apps = {app.name: app for app in scenario.apps}
+    devices = {device.name: device for device in scenario.devices}
+    parts = key.split(".")
+    if key in skip or len(parts) != 3:
+        return None
+    if parts[0] == "devices" and parts[1] in devices and parts[2] == "scheduler":
+        concerned, what = [devices[parts[1]]], "its scheduler never chose"
+    elif parts[0] == "apps" and parts[1] in apps and parts[2] == "priority":
+        concerned = _devices_of(scenario, apps[parts[1]])
+        what = "no scheduler compared priorities"
+    else:
+        return None
+    if not concerned or not all(
+        _never_chose(scenario, device, use.choices) for device in concerned for use in uses
+    ):
+        return None
+    names = ", ".join(d.name for d in concerned)
+    return (
+        f"warning: --set {key} changed nothing {_in_the_runs(uses)}: {names} never had two "
+        f"executions waiting for a unit at once, so {what}; with preemption "
+        f"(devices.{concerned[0].name}.preemption=checkpoint) a higher-priority arrival "
+        "takes a running execution's unit"
+    )
+
+
+def _unexercised(
+    scenario: Scenario, before: Scenario, key: str, uses: Sequence[RunUse], skip: Sequence[str]
+) -> str | None:
+    """The warning for ``key`` (an app's retry, a device's queue limit) when no run used it."""
+    parts = key.split(".")
+    if key in skip or len(parts) < 3:
+        return None
+    where = _in_the_runs(uses)
+    if parts[0] == "apps" and parts[2] == "retry":
+        name = parts[1]
+        if any(name not in use.transient or use.transient[name] for use in uses):
+            return None
+        return (
+            f"warning: --set {key} changed nothing {where}: no attempt of {name} ended in a "
+            "TRANSIENT error (RESOURCE_EXHAUSTED_TRANSIENT, MISSED_DEADLINE_TRANSIENT), so "
+            "its retry policy was never asked"
+        )
+    if parts[0] == "devices" and parts[2:] == ["queue_limit"] and len(parts) == 3:
+        name = parts[1]
+        old = next((d.queue_limit for d in before.devices if d.name == name), None)
+        new = next((d.queue_limit for d in scenario.devices if d.name == name), None)
+        limits = [limit for limit in (old, new) if limit is not None]
+        if not limits or any(name not in use.queue_met for use in uses):
+            return None
+        most = max(use.queue_met[name] for use in uses)
+        if most >= min(limits):
+            return None
+        limits_text = f"the scenario's limit ({_limit(old)}) and this one ({_limit(new)})"
+        if most < 0:
+            nor = limits_text.replace(" and ", " nor ", 1)
+            found = f"no execution arrived to find every unit of {name} busy, so neither {nor}"
+        else:
+            found = (
+                f"executions that arrived with every unit of {name} busy found at most {most} "
+                f"waiting, below both {limits_text}, so neither"
+            )
+        return f"warning: --set {key} changed nothing {where}: {found} turned one away"
+    return None
+
+
+def _limit(value: int | None) -> str:
+    return "unbounded" if value is None else str(value)
 
 
 def _never_chose(scenario: Scenario, device: DeviceSpec, choices: Mapping[str, int]) -> bool:

@@ -197,12 +197,14 @@ def run_replications(
     seed: int | None = None,
     wall_time: bool = False,
     started: Callable[[int, int], None] | None = None,
+    inspect: Callable[[Any], None] | None = None,
 ) -> Replications:
     """Run ``scenario`` ``count`` times with seeds ``seed``, ``seed + 1``, ... in turn.
 
     ``seed`` defaults to the scenario's; ``wall_time`` records each run's ``wall_s`` (then a
     metric like the others).  ``started(index, seed)`` is called before each
-    replication (a progress line).  Ctrl-C or SIGTERM stops the current replication; the
+    replication (a progress line); ``inspect`` is called with each finished emulator
+    (``nnemu.run``'s).  Ctrl-C or SIGTERM stops the current replication; the
     ones finished before it are returned with ``interrupted`` set (the cut one is left out:
     it would bias every mean towards a shorter run).
 
@@ -222,7 +224,13 @@ def run_replications(
         if started is not None:
             started(index, first + index)
         try:
-            report = run(scenario, seed=first + index, wall_time=wall_time, handle_signals=True)
+            report = run(
+                scenario,
+                seed=first + index,
+                wall_time=wall_time,
+                inspect=inspect,
+                handle_signals=True,
+            )
         except Interrupted as exc:
             interrupted = exc.signal_name
             break

@@ -108,6 +108,9 @@ class DeviceStats:
     choices: int = 0
     """Times a freed unit went to one of two or more waiting executions: the only times the
     scheduler's order decides anything (besides preemption and the deadline estimates)."""
+    longest_queue_met: int = -1
+    """The most executions an arriving one found waiting while every unit was busy (-1: none
+    found every unit busy): ``queue_limit`` turns an arrival away only then, at that length."""
     deadline_aborts: int = 0
     rejected_persistent: int = 0
     rejected_transient: int = 0

@@ -257,12 +257,13 @@ class PreparedModel:
                 device.stats.rejected_transient += 1
                 device.stats.refused_by_uid[self.uid] += 1
                 return ErrorStatus.MISSED_DEADLINE_TRANSIENT, 0
-        if (
-            spec.queue_limit is not None
-            and device.all_units_busy
-            and device.queue_length >= spec.queue_limit
-        ):
-            return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, 0
+        if device.all_units_busy:
+            waiting = device.queue_length
+            stats = device.stats
+            if waiting > stats.longest_queue_met:
+                stats.longest_queue_met = waiting
+            if spec.queue_limit is not None and waiting >= spec.queue_limit:
+                return ErrorStatus.RESOURCE_EXHAUSTED_TRANSIENT, 0
         status = await device.execute(job, launch_ns=launch_ns)
         if status is _NONE and service.failure_probability and service.injected_failure():
             status = ErrorStatus.GENERAL_FAILURE

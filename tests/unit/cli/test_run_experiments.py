@@ -134,6 +134,90 @@ def test_priority_set_that_never_had_a_choice_is_named() -> None:
     )
 
 
+QUICKSTART = str(REPO / "scenarios/quickstart.yaml")
+BUSY_RETRIES = str(REPO / "scenarios/qos_busy_retries.yaml")
+
+
+def test_retry_set_of_an_app_that_never_failed_transiently_is_named() -> None:
+    """A retry policy changed for an app none of whose attempts ended in a TRANSIENT error is
+    named after the run, and the run is the same; where attempts were retried it is not."""
+    code, out, err = run_cli("run", QUICKSTART, "--set", "apps.camera.retry.max_attempts=3")
+    assert code == 0
+    assert err == (
+        "warning: --set apps.camera.retry.max_attempts changed nothing in this run: no attempt "
+        "of camera ended in a TRANSIENT error (RESOURCE_EXHAUSTED_TRANSIENT, "
+        "MISSED_DEADLINE_TRANSIENT), so its retry policy was never asked\n"
+    )
+    assert out == run_cli("run", QUICKSTART)[1]
+    code, out, err = run_cli(
+        "run", BUSY_RETRIES, "--set", "apps.batcher.retry.max_attempts=0", "--set", "expect=[]"
+    )
+    assert code == 0
+    assert "warning" not in err
+    assert out != run_cli("run", BUSY_RETRIES, "--set", "expect=[]")[1]
+
+
+def test_queue_limit_no_arrival_reached_is_named() -> None:
+    """A queue limit above the longest queue an arrival at a busy device met (and the scenario's
+    own limit) is named after the run, with that length; one that turned executions away (to
+    the CPU) is not."""
+    code, out, err = run_cli("run", TWO_APPS, "--set", "devices.npu.queue_limit=1")
+    assert code == 0
+    assert err == (
+        "warning: --set devices.npu.queue_limit changed nothing in this run: executions that "
+        "arrived with every unit of npu busy found at most 0 waiting, below both the "
+        "scenario's limit (unbounded) and this one (1), so neither turned one away\n"
+    )
+    assert out == run_cli("run", TWO_APPS)[1]
+    code, out, err = run_cli(
+        "run", TWO_APPS, "--set", "devices.npu.queue_limit=0", "--set", "expect=[]"
+    )
+    assert code == 0
+    assert "warning" not in err
+    assert out != run_cli("run", TWO_APPS, "--set", "expect=[]")[1]
+
+
+def test_raising_a_queue_limit_the_run_reached_is_not_named() -> None:
+    """Raising a device's queue limit that the scenario's run filled is not named: with the
+    scenario's lower limit the run would have turned executions away."""
+    code, _, err = run_cli(
+        "run", BUSY_RETRIES, "--set", "devices.npu.queue_limit=100", "--set", "expect=[]"
+    )
+    assert code == 0
+    assert "warning" not in err
+
+
+def test_unused_sets_are_named_once_for_all_replications() -> None:
+    """With --replications, a --set that changed nothing in every replication is named once,
+    after the summary; one a replication used is not."""
+    code, out, err = run_cli(
+        "run",
+        QUICKSTART,
+        *("--replications", "3", "--set", "apps.camera.retry.max_attempts=3"),
+        *("--set", "devices.npu.scheduler=global_priority"),
+    )
+    assert code == 0
+    assert out.startswith("scenario quickstart  seeds 7..9 (3 replications)")
+    assert err.splitlines() == [
+        "warning: --set apps.camera.retry.max_attempts changed nothing in any of the 3 "
+        "replications: no attempt of camera ended in a TRANSIENT error "
+        "(RESOURCE_EXHAUSTED_TRANSIENT, MISSED_DEADLINE_TRANSIENT), so its retry policy was "
+        "never asked",
+        "warning: --set devices.npu.scheduler changed nothing in any of the 3 replications: npu "
+        "never had two executions waiting for a unit at once, so its scheduler never chose; "
+        "with preemption (devices.npu.preemption=checkpoint) a higher-priority arrival takes a "
+        "running execution's unit",
+    ]
+    code, _, err = run_cli(
+        "run",
+        BUSY_RETRIES,
+        *("--replications", "2", "--set", "apps.batcher.retry.max_attempts=3"),
+        *("--set", "expect=[]"),
+    )
+    assert code == 0
+    assert "warning" not in err
+
+
 def test_set_with_a_bad_key_exits_two_with_replays_message() -> None:
     """A misspelt key exits 2 with the message replay --set gives, and nothing runs."""
     code, out, err = run_cli("run", TWO_APPS, "--set", "apps.camera.priorty=high")
