@@ -86,9 +86,11 @@ def nice_step(span: float, target: int = 8) -> float:
     return 10.0 * power  # pragma: no cover - the loop always returns
 
 
-def ticks(low: float, high: float, target: int = 8) -> list[float]:
-    """Nice tick values covering [low, high]."""
+def ticks(low: float, high: float, target: int = 8, *, whole: bool = False) -> list[float]:
+    """Nice tick values covering [low, high]; with ``whole``, whole numbers only (counts)."""
     step = nice_step(high - low, target)
+    if whole:
+        step = max(1.0, step)
     first = math.ceil(low / step) * step
     values = []
     value = first

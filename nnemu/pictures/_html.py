@@ -220,8 +220,12 @@ def _plot_frame(
     y_label: str,
     title: str,
     x_min: float = 0.0,
+    y_counts: bool = False,
 ) -> tuple[float, float, float, float]:
-    """Open an SVG with axes over [x_min, x_max]; returns (x of 0, bottom, px per x unit, px per y unit)."""
+    """Open an SVG with axes over [x_min, x_max]; returns (x of 0, bottom, px per x unit, px per y unit).
+
+    ``y_counts``: the y axis counts things, so its ticks are whole numbers.
+    """
     left, right, top, bottom = 56, 16, 26, height - 38
     page.add(
         f'<svg id="{svg_id}" class="{cls}"'
@@ -238,7 +242,7 @@ def _plot_frame(
             f'<line class="grid" x1="{_num(px)}" x2="{_num(px)}" y1="{top}" y2="{bottom}"/>'
             f'<text x="{_num(px)}" y="{bottom + 15}" text-anchor="middle">{fmt_ms(value)}</text>'
         )
-    for value in ticks(0, y_max, 4):
+    for value in ticks(0, y_max, 4, whole=y_counts):
         py = bottom - value * sy
         label = fmt_ms(value)
         page.add(
@@ -293,6 +297,7 @@ def _histogram(page: _Page, app: AppPicture, summary: Mapping[str, Any] | None) 
         x_label="latency, arrival to result (ms)",
         y_label="executions",
         title=title,
+        y_counts=True,
     )
     cls = page.class_of(app.name)
     for index, count in enumerate(counts):

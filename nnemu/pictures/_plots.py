@@ -149,6 +149,7 @@ def _latency(plt: Any, data: RunPictures, index: int, app: AppPicture, path: Pat
         hist.text(0.5, 0.5, "no completed executions", ha="center", transform=hist.transAxes)
     hist.set_xlabel("latency, arrival to result (ms)")
     hist.set_ylabel("executions")
+    hist.yaxis.get_major_locator().set_params(integer=True)  # counts: no 0.5 ticks
     cdf.set_xlabel("latency (ms)")
     cdf.set_ylabel("fraction")
     cdf.set_ylim(0, 1.02)

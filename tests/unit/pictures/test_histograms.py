@@ -82,6 +82,13 @@ def test_histogram_of_one_value_has_a_range() -> None:
     assert min(tick_values) <= 5 <= max(tick_values)
 
 
+def test_histogram_counts_are_whole_numbers() -> None:
+    """A histogram of three executions counts them 0, 1 on its y axis, never 0.5."""
+    svg = _svg(_page(_app("camera", [5_000_000, 6_000_000, 6_500_000])), "latency-camera")
+    counts = re.findall(r'text-anchor="end">([\d.]+)</text>', svg)
+    assert counts == ["0", "1"]
+
+
 @given(
     st.lists(st.integers(min_value=1, max_value=2_000_000_000), min_size=1, max_size=300),
 )
