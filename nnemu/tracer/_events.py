@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import Protocol, TypeGuard, runtime_checkable
+from typing import Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 from nnemu.sim import SimThread
 from nnemu.tracer._vocab import Layer, Phase
@@ -107,7 +107,10 @@ SectionInfo = tuple[SectionKind, Layer | None, Phase | None, str]
 the detail is the whole name."""
 
 
-TraceEvent = tuple[int, SimThread, str | None, "SectionInfo | _FlowMark | _CounterMark | None"]
+EventInfo: TypeAlias = "SectionInfo | _FlowMark | _CounterMark | None"
+"""What an event's info slot holds (``TraceEvent``)."""
+
+TraceEvent = tuple[int, SimThread, str | None, EventInfo]
 """(ts_ns, thread, name, info): a begin when ``name`` is set, else an end (``info`` None);
 a begin's ``info`` is the section's structured information, which a prebuilt ``Mark``
 always carries and the other begins build only while an observer is attached.

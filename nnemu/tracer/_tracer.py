@@ -25,6 +25,7 @@ from nnemu.sim._kernel import Kernel
 from nnemu.sim._threads import SimThread, _current_thread, current_thread
 from nnemu.tracer._events import (
     BatchSink,
+    EventInfo,
     FlowSink,
     SectionInfo,
     SectionKind,
@@ -56,13 +57,18 @@ class Mark:
     ``Section.switch_to``, so a mark costs no string formatting.
     """
 
-    __slots__ = ("info", "name", "switch_info", "switch_name")
+    __slots__ = ("event_info", "info", "name", "switch_event_info", "switch_info", "switch_name")
 
     def __init__(self, layer: Layer, phase: Phase, detail: str) -> None:
         self.name: Final = f"[NN_{layer._value_}_{phase._value_}]{detail}"
         self.switch_name: Final = "[SW]" + self.name
         self.info: Final[SectionInfo] = (SectionKind.PLAIN, layer, phase, detail)
         self.switch_info: Final[SectionInfo] = (SectionKind.SWITCH, layer, phase, detail)
+        # What the events carry: the same infos, as one tuple object each.  (Compiled, an
+        # attribute typed as a fixed tuple is kept unpacked, so each event that read ``info``
+        # would pack a new tuple: one more allocation per mark, bench/README.md.)
+        self.event_info: Final[EventInfo] = self.info
+        self.switch_event_info: Final[EventInfo] = self.switch_info
 
     def __repr__(self) -> str:
         return f"Mark({self.name!r})"
@@ -143,10 +149,11 @@ class Section:
                 None,
                 None,
             )
-            if count == 1:
-                self._events.append(event)
-            else:
-                self._events.extend([event] * count)
+            events = self._events
+            events.append(event)
+            while count > 1:  # (its switches' ends: appended, no list to extend by)
+                events.append(event)
+                count -= 1
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Switch phase inside this section: begin ``[SW][NN_<layer>_<phase>]detail``."""
@@ -171,7 +178,7 @@ class Section:
                     kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
                     depth.thread,
                     to.switch_name,
-                    to.switch_info,
+                    to.switch_event_info,
                 )
             )
 
@@ -186,10 +193,8 @@ class Section:
             ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
             thread = depth.thread
             events = self._events
-            events += (
-                (ts, thread, through.switch_name, through.switch_info),
-                (ts, thread, to.switch_name, to.switch_info),
-            )
+            events.append((ts, thread, through.switch_name, through.switch_event_info))
+            events.append((ts, thread, to.switch_name, to.switch_event_info))
 
 
 class _PromptSection(Section):
@@ -574,7 +579,7 @@ class Tracer:
                 kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
                 depth.thread,
                 mark.name,
-                mark.info,
+                mark.event_info,
             )
         )
         if len(events) >= self._release_at:
@@ -606,7 +611,7 @@ class Tracer:
         level = depth.open
         depth.open = level + 1
         events = self._events
-        events.append((kernel.clock_ns + proc.lag_ns, depth.thread, mark.name, mark.info))
+        events.append((kernel.clock_ns + proc.lag_ns, depth.thread, mark.name, mark.event_info))
         proc.lag_ns += work_ns
         if len(events) >= self._release_at:
             self._release()
@@ -648,9 +653,10 @@ class Tracer:
         events = self._events
         ts = kernel.clock_ns + proc.lag_ns
         if count == 1:  # (the usual case, without the loop)
-            events += ((ts, thread, mark.name, mark.info), (ts + work_ns, thread, None, None))
+            events.append((ts, thread, mark.name, mark.event_info))
+            events.append((ts + work_ns, thread, None, None))
         else:
-            name, info = mark.name, mark.info
+            name, info = mark.name, mark.event_info
             for _ in range(count):
                 end = ts + work_ns
                 events.append((ts, thread, name, info))
