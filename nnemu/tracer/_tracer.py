@@ -143,17 +143,18 @@ class Section:
             depth.open = self._level
             kernel = self._kernel  # (Kernel.task_now_ns, inline)
             proc = kernel._running
-            event = (
-                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
-                depth.thread,
-                None,
-                None,
-            )
-            events = self._events
-            events.append(event)
-            while count > 1:  # (its switches' ends: appended, no list to extend by)
+            ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
+            event = (ts, depth.thread, None, None)
+            tracer = self._tracer
+            if ts >= tracer._last_ts:  # (in order, as nearly every event: appended)
+                tracer._last_ts = ts
+                events = self._events
                 events.append(event)
-                count -= 1
+                while count > 1:  # (its switches' ends: appended, no list to extend by)
+                    events.append(event)
+                    count -= 1
+            else:
+                tracer._insert(event, count)
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Switch phase inside this section: begin ``[SW][NN_<layer>_<phase>]detail``."""
@@ -173,14 +174,14 @@ class Section:
             depth.open += 1
             kernel = self._kernel  # (Kernel.task_now_ns, inline)
             proc = kernel._running
-            self._events.append(
-                (
-                    kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
-                    depth.thread,
-                    to.switch_name,
-                    to.switch_event_info,
-                )
-            )
+            ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
+            event = (ts, depth.thread, to.switch_name, to.switch_event_info)
+            tracer = self._tracer
+            if ts >= tracer._last_ts:  # (in order: appended)
+                tracer._last_ts = ts
+                self._events.append(event)
+            else:
+                tracer._insert(event)
 
     def switch_through(self, through: Mark, to: Mark) -> None:
         """``switch_to(through)`` then ``switch_to(to)`` at one instant (a phase with no
@@ -192,9 +193,17 @@ class Section:
             proc = kernel._running
             ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
             thread = depth.thread
-            events = self._events
-            events.append((ts, thread, through.switch_name, through.switch_event_info))
-            events.append((ts, thread, to.switch_name, to.switch_event_info))
+            first = (ts, thread, through.switch_name, through.switch_event_info)
+            second = (ts, thread, to.switch_name, to.switch_event_info)
+            tracer = self._tracer
+            if ts >= tracer._last_ts:  # (in order: appended)
+                tracer._last_ts = ts
+                events = self._events
+                events.append(first)
+                events.append(second)
+            else:
+                tracer._insert(first)
+                tracer._insert(second)
 
 
 class _PromptSection(Section):
@@ -261,8 +270,11 @@ class Tracer:
         self._closed = False
         self._observers: list[TraceObserver] = []
         self._events: list[TraceEvent] = []
-        """Events not yet released: what the last release kept back (sorted), then the
-        events emitted since, in emission order."""
+        """Events not yet released, in order (by time, then emission): nearly every event
+        comes at or after the last one and is appended; an earlier one is inserted."""
+        self._last_ts = -1
+        """The time of the buffer's last event (of the last one released when it is empty):
+        an event at or after it is appended."""
         self._release_at = 1
         """Release when the buffer holds this many events."""
         self._by_id: dict[int, _Depth] = {}
@@ -310,9 +322,7 @@ class Tracer:
 
     def _release(self, *, everything: bool = False) -> None:
         """Send the buffered events the kernel's clock has passed (or all) to the sinks, in order."""
-        events = self._events
-        if len(events) > 1:
-            events.sort(key=_TS)  # stable: equal times keep their emission order
+        events = self._events  # (in order already: ``_insert``)
         horizon = self._kernel.clock_ns
         if everything or not events or events[-1][0] <= horizon:
             ready = events.copy()
@@ -360,8 +370,8 @@ class Tracer:
                 sink.counter(ts, info.pid, info.name, info.value)
 
     def _extra(self, thread: SimThread, mark: _FlowMark | _CounterMark) -> None:
+        self._insert((self._now(), thread, None, mark))
         events = self._events
-        events.append((self._now(), thread, None, mark))
         if len(events) >= self._release_at:
             self._release()
 
@@ -454,8 +464,7 @@ class Tracer:
         depth.open += 1
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
         proc = kernel._running
-        events = self._events
-        events.append(
+        self._insert(
             (
                 kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
                 depth.thread,
@@ -463,20 +472,33 @@ class Tracer:
                 info,
             )
         )
-        if len(events) >= self._release_at:
+        if len(self._events) >= self._release_at:
             self._release()
         return depth
+
+    def _insert(self, event: TraceEvent, count: int = 1) -> None:
+        """Put ``event`` into the buffer ``count`` times, after every event at or before its time.
+
+        Nearly every event comes in order (appended); one earlier than the buffer's last
+        goes before the later ones: a task that works without a task switch writes marks
+        ahead of the kernel's clock (``Kernel.work``), and another task may then write at
+        the clock's time.  So the buffer is always in run order and a release sorts nothing.
+        """
+        ts = event[0]
+        events = self._events
+        if ts >= self._last_ts:
+            self._last_ts = ts
+            events.extend([event] * count)
+        else:
+            at = bisect_right(events, ts, key=_TS)
+            events[at:at] = [event] * count
 
     def _end(self, depth: _Depth, count: int) -> None:
         count = min(count, depth.open)
         if count > 0:
             depth.open -= count
-            event = (self._now(), depth.thread, None, None)
+            self._insert((self._now(), depth.thread, None, None), count)
             events = self._events
-            if count == 1:
-                events.append(event)
-            else:
-                events.extend([event] * count)
             if len(events) >= self._release_at:
                 self._release()
 
@@ -573,15 +595,14 @@ class Tracer:
         depth.open = level + 1
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
         proc = kernel._running
+        ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
+        event = (ts, depth.thread, mark.name, mark.event_info)
         events = self._events
-        events.append(
-            (
-                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
-                depth.thread,
-                mark.name,
-                mark.event_info,
-            )
-        )
+        if ts >= self._last_ts:  # (``_insert``, inline: in order, appended)
+            self._last_ts = ts
+            events.append(event)
+        else:
+            self._insert(event)
         if len(events) >= self._release_at:
             self._release()
         try:
@@ -610,8 +631,14 @@ class Tracer:
                 self._last_thread = thread
         level = depth.open
         depth.open = level + 1
+        ts = kernel.clock_ns + proc.lag_ns
+        event = (ts, depth.thread, mark.name, mark.event_info)
         events = self._events
-        events.append((kernel.clock_ns + proc.lag_ns, depth.thread, mark.name, mark.event_info))
+        if ts >= self._last_ts:  # (``_insert``, inline)
+            self._last_ts = ts
+            events.append(event)
+        else:
+            self._insert(event)
         proc.lag_ns += work_ns
         if len(events) >= self._release_at:
             self._release()
@@ -652,15 +679,17 @@ class Tracer:
         thread = depth.thread
         events = self._events
         ts = kernel.clock_ns + proc.lag_ns
-        if count == 1:  # (the usual case, without the loop)
+        if count == 1 and ts >= self._last_ts:  # (the usual case: in order, no loop)
+            end = ts + work_ns
+            self._last_ts = end
             events.append((ts, thread, mark.name, mark.event_info))
-            events.append((ts + work_ns, thread, None, None))
+            events.append((end, thread, None, None))
         else:
             name, info = mark.name, mark.event_info
             for _ in range(count):
                 end = ts + work_ns
-                events.append((ts, thread, name, info))
-                events.append((end, thread, None, None))
+                self._insert((ts, thread, name, info))
+                self._insert((end, thread, None, None))
                 ts = end
         proc.lag_ns += work_ns * count
         if len(events) >= self._release_at:
@@ -684,15 +713,19 @@ class Tracer:
         depth.open = level + 1
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
         proc = kernel._running
-        events = self._events
-        events.append(
-            (
-                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
-                depth.thread,
-                name,
-                (SectionKind.RAW, None, None, name) if self._observers else None,
-            )
+        ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
+        event = (
+            ts,
+            depth.thread,
+            name,
+            (SectionKind.RAW, None, None, name) if self._observers else None,
         )
+        events = self._events
+        if ts >= self._last_ts:  # (``_insert``, inline)
+            self._last_ts = ts
+            events.append(event)
+        else:
+            self._insert(event)
         if len(events) >= self._release_at:
             self._release()
         try:
@@ -720,8 +753,8 @@ class Tracer:
                 kernel = self._kernel  # (Kernel.task_now_ns, inline)
                 proc = kernel._running
                 ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
+                self._insert((ts, depth.thread, None, None))
                 events = self._events
-                events.append((ts, depth.thread, None, None))
                 if len(events) >= self._release_at:
                     self._release()
             else:
@@ -744,6 +777,7 @@ class Tracer:
         for thread, depth in sorted(self._depths.items(), key=lambda i: (i[0].pid, i[0].tid)):
             events.extend([(ts, thread, None, None)] * depth.open)
             depth.open = 0
+        self._last_ts = ts
         self._flows.clear()
         self._release(everything=True)
         failure: BaseException | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 import trio
 
 from nnemu import run
@@ -146,4 +147,52 @@ async def test_an_event_sink_gets_a_blocks_end_as_soon_as_the_block_exits(autoju
         (2_000, "[SW][NN_LR_PR]a"),
         (5_000, None),
         (5_000, None),
+    ]
+
+
+@pytest.mark.parametrize("sink_type", [_BatchSink, _EventSink])
+async def test_a_mark_earlier_than_those_held_reaches_the_sink_before_them(
+    autojump_clock, sink_type: type[_EventSink]
+):
+    """Marks a task wrote ahead of the clock come after the earlier ones another task writes
+    next, and marks at one time keep the order they were written in (begins, switches, ends)."""
+    kernel = Kernel()
+    sink = sink_type()
+    tracer = Tracer(kernel, [sink])
+    table = ProcessTable()
+    ahead = table.spawn("ahead", 10001).main_thread
+    behind = table.spawn("behind", 10002).main_thread
+    a, b = mark(Layer.RUNTIME, Phase.EXECUTION, "a"), mark(Layer.DRIVER, Phase.EXECUTION, "b")
+
+    async def run_ahead() -> None:
+        kernel.work(5_000)  # this task's marks are 5 µs ahead of the kernel's clock
+        with tracer.enter(a) as section:
+            section.switch_through(b, a)
+        tracer.span(b, 1_000)
+        await kernel.sleep(1_000)
+
+    async def run_behind() -> None:
+        with tracer.enter(b) as section:
+            section.switch_to(a)
+            kernel.work(5_000)
+
+    async with trio.open_nursery() as nursery:
+        kernel.spawn(nursery, run_ahead, thread=ahead)
+        kernel.spawn(nursery, run_behind, thread=behind)
+        await kernel.run()
+        nursery.cancel_scope.cancel()
+    tracer.close()
+    assert [(ts, tid, name) for ts, _, tid, name in sink.seen] == [
+        (0, behind.tid, "[NN_LD_PE]b"),
+        (0, behind.tid, "[SW][NN_LR_PE]a"),
+        (5_000, ahead.tid, "[NN_LR_PE]a"),
+        (5_000, ahead.tid, "[SW][NN_LD_PE]b"),
+        (5_000, ahead.tid, "[SW][NN_LR_PE]a"),
+        (5_000, ahead.tid, None),
+        (5_000, ahead.tid, None),
+        (5_000, ahead.tid, None),
+        (5_000, ahead.tid, "[NN_LD_PE]b"),
+        (5_000, behind.tid, None),
+        (5_000, behind.tid, None),
+        (6_000, ahead.tid, None),
     ]
