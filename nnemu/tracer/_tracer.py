@@ -3,10 +3,11 @@
 Every layer calls ``begin``/``switch``/``end`` exactly where the AOSP code has an
 ``NNTRACE_*`` scope (docs/hal-semantics.md §6); HIDL proxies and stubs call
 ``begin``/``end`` with ``HIDL::<Iface>::<method>::client|server`` names.  Events
-go to sinks sorted by (virtual time, emission order).  A task that accounts CPU
+go to sinks in order of (virtual time, emission order).  A task that accounts CPU
 work without a task switch writes marks ahead of the kernel's clock, so events
-wait in a buffer and are released, sorted, once the kernel's time has passed
-them: no later event can be earlier.
+wait in a buffer, kept in that order as they come (an event earlier than the
+buffer's last is inserted before the later ones), and are released once the
+kernel's time has passed them: no later event can be earlier.
 
 Sinks that take events in batches (``BatchSink``: the ftrace/systrace writer)
 get them up to ``BATCH_EVENTS`` at a time, so a mark costs the hot path one tuple;
@@ -146,9 +147,9 @@ class Section:
             ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
             event = (ts, depth.thread, None, None)
             tracer = self._tracer
-            if ts >= tracer._last_ts:  # (in order, as nearly every event: appended)
-                tracer._last_ts = ts
-                events = self._events
+            events = self._events
+            if proc is tracer._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
+                tracer._last_proc = proc
                 events.append(event)
                 while count > 1:  # (its switches' ends: appended, no list to extend by)
                     events.append(event)
@@ -177,9 +178,10 @@ class Section:
             ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
             event = (ts, depth.thread, to.switch_name, to.switch_event_info)
             tracer = self._tracer
-            if ts >= tracer._last_ts:  # (in order: appended)
-                tracer._last_ts = ts
-                self._events.append(event)
+            events = self._events
+            if proc is tracer._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
+                tracer._last_proc = proc
+                events.append(event)
             else:
                 tracer._insert(event)
 
@@ -196,9 +198,9 @@ class Section:
             first = (ts, thread, through.switch_name, through.switch_event_info)
             second = (ts, thread, to.switch_name, to.switch_event_info)
             tracer = self._tracer
-            if ts >= tracer._last_ts:  # (in order: appended)
-                tracer._last_ts = ts
-                events = self._events
+            events = self._events
+            if proc is tracer._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
+                tracer._last_proc = proc
                 events.append(first)
                 events.append(second)
             else:
@@ -272,9 +274,11 @@ class Tracer:
         self._events: list[TraceEvent] = []
         """Events not yet released, in order (by time, then emission): nearly every event
         comes at or after the last one and is appended; an earlier one is inserted."""
-        self._last_ts = -1
-        """The time of the buffer's last event (of the last one released when it is empty):
-        an event at or after it is appended."""
+        self._last_proc: object = _NOBODY
+        """The kernel task that wrote the buffer's last event (None: outside any task;
+        ``_NOBODY``: not known).  A task's marks never go back in time, so its next one is
+        appended without a look at the times (in pure Python, comparing two large ints
+        costs about what the sort did)."""
         self._release_at = 1
         """Release when the buffer holds this many events."""
         self._by_id: dict[int, _Depth] = {}
@@ -486,8 +490,8 @@ class Tracer:
         """
         ts = event[0]
         events = self._events
-        if ts >= self._last_ts:
-            self._last_ts = ts
+        if not events or ts >= events[-1][0]:
+            self._last_proc = _NOBODY
             events.extend([event] * count)
         else:
             at = bisect_right(events, ts, key=_TS)
@@ -598,8 +602,10 @@ class Tracer:
         ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
         event = (ts, depth.thread, mark.name, mark.event_info)
         events = self._events
-        if ts >= self._last_ts:  # (``_insert``, inline: in order, appended)
-            self._last_ts = ts
+        # (``_insert``, inline: in order, appended.  A task's marks never go back in time, so
+        # one after the last event's, by the same task, is in order without a compare.)
+        if proc is self._last_proc or not events or ts >= events[-1][0]:
+            self._last_proc = proc
             events.append(event)
         else:
             self._insert(event)
@@ -634,8 +640,8 @@ class Tracer:
         ts = kernel.clock_ns + proc.lag_ns
         event = (ts, depth.thread, mark.name, mark.event_info)
         events = self._events
-        if ts >= self._last_ts:  # (``_insert``, inline)
-            self._last_ts = ts
+        if proc is self._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
+            self._last_proc = proc
             events.append(event)
         else:
             self._insert(event)
@@ -679,18 +685,25 @@ class Tracer:
         thread = depth.thread
         events = self._events
         ts = kernel.clock_ns + proc.lag_ns
-        if count == 1 and ts >= self._last_ts:  # (the usual case: in order, no loop)
-            end = ts + work_ns
-            self._last_ts = end
-            events.append((ts, thread, mark.name, mark.event_info))
-            events.append((end, thread, None, None))
-        else:
+        if proc is not self._last_proc and events and ts < events[-1][0]:  # (rare: ``enter``)
             name, info = mark.name, mark.event_info
             for _ in range(count):
                 end = ts + work_ns
                 self._insert((ts, thread, name, info))
                 self._insert((end, thread, None, None))
                 ts = end
+        elif count == 1:  # (the usual case, without the loop)
+            self._last_proc = proc
+            events.append((ts, thread, mark.name, mark.event_info))
+            events.append((ts + work_ns, thread, None, None))
+        else:
+            name, info = mark.name, mark.event_info
+            for _ in range(count):
+                end = ts + work_ns
+                events.append((ts, thread, name, info))
+                events.append((end, thread, None, None))
+                ts = end
+            self._last_proc = proc
         proc.lag_ns += work_ns * count
         if len(events) >= self._release_at:
             self._release()
@@ -721,8 +734,8 @@ class Tracer:
             (SectionKind.RAW, None, None, name) if self._observers else None,
         )
         events = self._events
-        if ts >= self._last_ts:  # (``_insert``, inline)
-            self._last_ts = ts
+        if proc is self._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
+            self._last_proc = proc
             events.append(event)
         else:
             self._insert(event)
@@ -777,7 +790,7 @@ class Tracer:
         for thread, depth in sorted(self._depths.items(), key=lambda i: (i[0].pid, i[0].tid)):
             events.extend([(ts, thread, None, None)] * depth.open)
             depth.open = 0
-        self._last_ts = ts
+        self._last_proc = _NOBODY
         self._flows.clear()
         self._release(everything=True)
         failure: BaseException | None = None

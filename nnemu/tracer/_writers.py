@@ -185,22 +185,22 @@ class FtraceWriter:
         # Runs of lines on one thread at one time share their head and stamp (and an E line
         # whole); a B line is built in one step (cheaper than keeping the run's prefix).
         last_ts = -1
-        last_thread: object = None
+        last_thread: SimThread | None = None
         head = ("", "", "", events[0][1])
         stamp = end_line = ""
         # The stamp is whole seconds, then µs (ftrace's resolution, which virtual time
         # keeps): the seconds' text is kept while they last, the µs are two table entries.
         second_us, second = self._second
-        # (Read as plain 4-tuples: compiled, a ``TraceEvent`` is checked item by item, its
-        # info's union and nested tuple too, which this loop never reads.)
+        # (Compiled, a ``TraceEvent`` read from the list is checked item by item, the info's
+        # union and nested tuple too, which this loop never reads: read without them.)
         rows = cast(
-            "list[tuple[int, object, object, object]]",
+            "list[tuple[int, SimThread, str | None, object]]",
             events if isinstance(events, list) else list(events),
         )
         for ts, thread, name, _ in rows:
             if thread is not last_thread or ts != last_ts:
                 if thread is not last_thread:
-                    head = heads.get(id(thread)) or self._head(cast(SimThread, thread))
+                    head = heads.get(id(thread)) or self._head(thread)
                     last_thread = thread
                 if ts != last_ts:
                     last_ts = ts
@@ -212,7 +212,7 @@ class FtraceWriter:
                     stamp = f"{second}{digits[us // 1000]}{digits[us % 1000]}"
                 end_line = ""
             if name is not None:
-                append(f"{head[0]}{stamp}{head[1]}{cast(str, name)}\n")
+                append(f"{head[0]}{stamp}{head[1]}{name}\n")
             else:
                 if not end_line:
                     end_line = f"{head[0]}{stamp}{head[2]}"
