@@ -11,6 +11,7 @@ from typing import Final, TextIO
 from nnemu._text import counted
 from nnemu.errors import ExitCode, TraceFormatError
 from nnemu.query._compile import load_trace
+from nnemu.query._loader import placed_bytes
 from nnemu.query._output import MODES, Database, write_result
 from nnemu.query._schema import SCHEMA_VERSION, register_functions
 from nnemu.query._table_functions import QueryDatabase, explain_error, query_errors
@@ -38,7 +39,8 @@ Statements end with ';'.  Commands:
 
 
 class _Warnings:
-    """Prints ``FILE:LINE: warning: ...`` lines, the first ``MAX_WARNINGS`` of them."""
+    """Prints ``FILE:LINE: warning: ...`` lines (``FILE: byte N: warning: ...`` for binary
+    input, as ``nnemu parse`` says them), the first ``MAX_WARNINGS`` of them."""
 
     def __init__(self, source: str, err: TextIO) -> None:
         self.source = source
@@ -50,7 +52,13 @@ class _Warnings:
         self.count += 1
         if self.count <= MAX_WARNINGS:
             self.shown.append((line_number, message))
-            where = f"{self.source}:{line_number}" if line_number else self.source
+            offset = placed_bytes(line_number)
+            if offset is not None:
+                where = f"{self.source}: byte {offset}"
+            elif line_number:
+                where = f"{self.source}:{line_number}"
+            else:
+                where = self.source
             self.err.write(f"{where}: warning: {message}\n")
 
     def close(self) -> None:

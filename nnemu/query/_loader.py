@@ -76,7 +76,20 @@ _MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>"
 _JSON_FLOW_PHASES: Final = frozenset({"s", "t", "f"})
 
 Warn = Callable[[int, str], None]
-"""Receives (line number, message) for each recoverable problem."""
+"""Receives (where, message) for each recoverable problem: ``where`` is the file's line
+number (0: the whole file), or for binary input (a Perfetto trace) ``byte_place(offset)``,
+a negative number (``placed_bytes`` reads it back)."""
+
+
+def byte_place(offset: int) -> int:
+    """The ``where`` of a ``Warn`` for a problem at byte ``offset`` of binary input."""
+    return -1 - offset
+
+
+def placed_bytes(where: int) -> int | None:
+    """The byte offset a ``Warn``'s ``where`` names, or None for a line number (or 0)."""
+    return -1 - where if where < 0 else None
+
 
 _ROWS_PER_INSERT: Final = 200
 """Rows per multi-row ``INSERT ... VALUES (...), (...)`` (far fewer statement steps than
@@ -1003,12 +1016,12 @@ def load_trace(
 
             # Rows made from packets: a problem is placed by the packet's byte offset.
             pftrace = PerfettoLines(
-                source, on_problem=lambda offset, message: warn(0, f"byte {offset}: {message}")
+                source, on_problem=lambda offset, message: warn(byte_place(offset), message)
             )
 
             def warn_at_packet(line_number: int, message: str) -> None:
                 del line_number  # of the rows made from the packets
-                warn(0, f"byte {pftrace.last_offset}: {message}")
+                warn(byte_place(pftrace.last_offset), message)
 
             loader = Loader(conn, warn_at_packet)
             pftrace.on_dump = loader._dump_row

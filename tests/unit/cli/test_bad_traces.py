@@ -137,10 +137,13 @@ def test_a_missing_trace_or_a_directory_is_one_error_from_every_reader(tmp_path:
     assert _all_say(tmp_path) == [(2, expected)] * 3
 
 
-def test_a_cut_perfetto_trace_is_the_same_warning_from_parse_and_replay(tmp_path: Path) -> None:
-    """A Perfetto trace cut inside a packet is read up to the cut by parse and replay, each
-    warning on stderr with the same ``FILE: byte OFFSET: warning: truncated packet ...`` line
-    (replay used to hide it among its plan's notes on stdout)."""
+def test_a_cut_perfetto_trace_is_the_same_warning_from_parse_query_and_replay(
+    tmp_path: Path,
+) -> None:
+    """A Perfetto trace cut inside a packet is read up to the cut by parse, query and replay,
+    each warning on stderr with the same ``FILE: byte OFFSET: warning: truncated packet ...``
+    line (replay used to hide it among its plan's notes on stdout; query said
+    ``FILE: warning: byte OFFSET: ...``)."""
     whole = tmp_path / "whole.pftrace"
     code, _out, err = run_cli("run", QUICKSTART, "--trace", str(whole))
     assert code == 0, err
@@ -148,12 +151,12 @@ def test_a_cut_perfetto_trace_is_the_same_warning_from_parse_and_replay(tmp_path
     path = tmp_path / "cut.pftrace"
     path.write_bytes(data[: len(data) * 2 // 3])
     lines = []
-    for command in (("parse",), ("replay", "-n")):
-        code, out, err = run_cli(*command, str(path))
+    for command, after in ((("parse",), ()), (("replay", "-n"), ()), (("query",), ("select 1",))):
+        code, out, err = run_cli(*command, str(path), *after)
         assert code == 0, err
         (line,) = [x for x in err.splitlines() if "truncated packet" in x]
         assert "truncated packet" not in out
         lines.append(line)
-    assert lines[0] == lines[1]
+    assert lines[0] == lines[1] == lines[2]
     assert lines[0].startswith(f"{path}: byte ")
     assert ": warning: truncated packet: " in lines[0]
