@@ -52,6 +52,7 @@ from nnemu.trace import (
     UNKNOWN_TGID,
     Mark,
     classify,
+    early_ends_warning,
     exact_timestamp_ns,
     is_mark_row,
 )
@@ -741,6 +742,9 @@ class Engine:
         self._names: dict[str, str] = {}
         self._line_number = 0
         self._line = ""
+        self.early_ends = 0
+        """End marks earlier than the begin of the section they would close, skipped."""
+        self._first_early_end: tuple[int, str] = (0, "")
 
     def set_process_names(self, names: dict[str, str]) -> None:
         """Names of processes by pid (a trace's process metadata), before ``feed``."""
@@ -774,6 +778,13 @@ class Engine:
                 line=(self._line if line is None else line).rstrip("\r\n"),
             )
         )
+
+    def _early_end(self, line_number: int, line: str) -> None:
+        """An end mark earlier than its section's begin was skipped (one warning per file,
+        at the first: ``finish``)."""
+        self.early_ends += 1
+        if self.early_ends == 1:
+            self._first_early_end = (line_number, line)
 
     # -- input -------------------------------------------------------------
 
@@ -841,6 +852,12 @@ class Engine:
                     continue
                 frame = thread.stack.pop()
                 if frame is None:
+                    continue
+                if ts < frame.start:
+                    # Rows out of time order: in time order (Perfetto's) this E comes
+                    # before the section's B and ends nothing; the section stays open.
+                    thread.stack.append(frame)
+                    self._early_end(line_number, line)
                     continue
                 closing = frame.kind
                 if not closing.plain_close:
@@ -1535,6 +1552,9 @@ class Engine:
                     run.line_number,
                     run.line,
                 )
+        if self.early_ends:
+            line_number, line = self._first_early_end
+            self.warn(early_ends_warning(self.early_ends), line_number, line)
         self._finished.sort(key=lambda item: item[0])
         self.all_runs = [stats for _, stats in self._finished]
         self.runs = [stats for stats in self.all_runs if not stats.incomplete]

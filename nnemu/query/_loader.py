@@ -46,6 +46,7 @@ from nnemu.trace import (
     FtraceLines,
     NotLineJson,
     TraceFormat,
+    early_ends_warning,
     file_format,
     is_mark_row,
     json_line_events,
@@ -339,6 +340,10 @@ class Loader:
         self.slices = 0
         self.open_slices = 0
         self.unmatched_ends = 0
+        self.early_ends = 0
+        """End marks earlier than the begin of the section they would close, skipped."""
+        self.first_early_end = 0
+        """The line of the first of them (0: none, or not a line of the file)."""
 
     # -- threads -----------------------------------------------------------
 
@@ -504,6 +509,14 @@ class Loader:
         if not stack:
             self.unmatched_ends += 1
             self.warn(line_number, "end mark (E) with no open section on this thread; skipped")
+            return
+        if ts < stack[-1][1]:  # type: ignore[operator]
+            # Rows out of time order: Perfetto sorts by time, so this E comes before the
+            # section's B and ends nothing; the section stays open (dur = -1 if nothing
+            # later ends it).  One warning per file (load_trace), not a negative dur.
+            self.early_ends += 1
+            if self.early_ends == 1:
+                self.first_early_end = line_number
             return
         record = stack.pop()
         self._emit(record, ts - record[1])  # type: ignore[operator]
@@ -672,7 +685,7 @@ class Loader:
                         del record[-3]
                         record[-1] |= _NO_LINE  # type: ignore[operator]
                     stack.append(record)
-                elif stack:
+                elif stack and ts >= stack[-1][1]:  # type: ignore[operator]
                     record = stack.pop()
                     nulls = record.pop()
                     assert isinstance(nulls, int)
@@ -1051,6 +1064,8 @@ def load_trace(
             "",
             "no slices found (tracing_mark_write B/E rows, or JSON B/E/X events)",
         )
+    if loader.early_ends:
+        warn(loader.first_early_end, early_ends_warning(loader.early_ends))
     if loader.open_slices:
         warn(
             last_line,
@@ -1062,6 +1077,7 @@ def load_trace(
         slices=loader.slices,
         open_slices=loader.open_slices,
         unmatched_ends=loader.unmatched_ends,
+        early_ends=loader.early_ends,
         threads=threads,
         processes=processes,
     )

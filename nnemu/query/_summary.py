@@ -19,6 +19,9 @@ class LoadSummary:
     """Slices still open at the end (``dur = -1``)."""
     unmatched_ends: int
     """End marks with nothing open, skipped."""
+    early_ends: int = 0
+    """End marks earlier than the begin of the section they would close (rows out of time
+    order), skipped: the section stays open."""
     threads: int
     """Rows in ``thread``."""
     processes: int

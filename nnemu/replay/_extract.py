@@ -45,6 +45,7 @@ from nnemu.trace import (
     NotLineJson,
     TraceFormat,
     classify,
+    early_ends_warning,
     file_format,
     json_line_events,
     json_problem,
@@ -519,6 +520,10 @@ class _Collector:
         self._inside: dict[tuple[int, int], int] = {}
         self.warnings: list[str] = []
         """What is wrong with the file itself (``TracePlan.warnings``)."""
+        self.early_ends = 0
+        """End marks earlier than the begin of the section they would close, skipped."""
+        self.first_early_end = 0
+        """The file line of the first of them (0: not a line of the file)."""
 
     def _app(self, pid: int) -> _AppTally:
         app = self.apps.get(pid)
@@ -606,10 +611,17 @@ class _Collector:
                 app.timeout_calls += 1
         self._stacks.setdefault(tid, []).append((ts, pid, role, serial))
 
-    def end(self, ts: int, tid: int) -> None:
+    def end(self, ts: int, tid: int, line_number: int = 0) -> None:
         stack = self._stacks.get(tid)
         if not stack:
             return  # an end whose begin was before the trace started
+        if ts < stack[-1][0]:
+            # Rows out of time order: in time order (Perfetto's) this E comes before the
+            # section's B and ends nothing; the section stays open.
+            self.early_ends += 1
+            if self.early_ends == 1:
+                self.first_early_end = line_number
+            return
         begin, pid, role, serial = stack.pop()
         kind = role.kind
         if kind == _LA_EXEC:
@@ -678,7 +690,7 @@ class _Collector:
         thread_names = self.thread_names
         begin = self.begin
         end = self.end
-        for _, line in source:
+        for line_number, line in source:
             if "tracing_mark_write" not in line:
                 continue
             m = match(line)
@@ -704,7 +716,7 @@ class _Collector:
                     continue
                 begin(ts, pid, tid, parts[2].rstrip("\n"))
             else:
-                end(ts, tid)
+                end(ts, tid, line_number)
         return source
 
     # -- Chrome JSON
@@ -780,6 +792,10 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
         pftrace = PerfettoLines(path, on_dump=collector._dump_row, on_problem=problem)
         collector.read_ftrace(pftrace)
         collector.finish()
+        if collector.early_ends:  # its rows' numbers are not the file's: the whole file
+            collector.warnings.append(
+                f"{path}: warning: {early_ends_warning(collector.early_ends)}"
+            )
         return collector, "perfetto"
     with open(path, encoding="utf-8", errors="replace") as handle:
         if kind is TraceFormat.JSON:
@@ -820,6 +836,14 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
                 collector.warnings.append(
                     f"{path}:{lines.last_line_number}: warning: {TRUNCATED_HTML}"
                 )
+    if collector.early_ends:
+        # Before a cut HTML file's warning (at its last line); rows of a JSON document's
+        # systemTraceEvents are not lines of the file: the whole file.
+        line = collector.first_early_end if fmt != "json" else 0
+        where = f"{path}:{line}" if line else path
+        collector.warnings.insert(
+            0, f"{where}: warning: {early_ends_warning(collector.early_ends)}"
+        )
     collector.finish()
     return collector, fmt
 

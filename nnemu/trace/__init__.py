@@ -1,7 +1,8 @@
 """Reading traces: what parser, query, replay and verify share.
 
 * rows: ``ROW_RE`` (the one ``tracing_mark_write`` row pattern), ``HEAD_RE``,
-  ``timestamp_ns`` / ``exact_timestamp_ns`` (any number of fraction digits);
+  ``timestamp_ns`` / ``exact_timestamp_ns`` (any number of fraction digits),
+  ``early_ends_warning`` (every reader's words for ends earlier than their begins);
 * HTML blocks: ``FtraceLines`` (the ftrace block of systrace HTML, or plain
   ftrace text) and its ``PROCESS DUMP`` (``ProcessDump``: process and thread rows);
   ``TRUNCATED_HTML``, the warning for an ftrace block with no end;
@@ -63,6 +64,7 @@ from nnemu.trace._rows import (
     ROW_RE,
     ROW_SEPARATOR,
     UNKNOWN_TGID,
+    early_ends_warning,
     exact_timestamp_ns,
     is_mark_row,
     pid_of,
@@ -147,6 +149,7 @@ __all__ = [
     "bounded_lines",
     "classify",
     "detect_format",
+    "early_ends_warning",
     "exact_timestamp_ns",
     "file_format",
     "is_mark_row",

@@ -27,6 +27,18 @@ HEAD_RE: Final = re.compile(_HEAD)
 MALFORMED_ROW: Final = "malformed trace row: expected TASK-TID [CPU] FLAGS TIMESTAMP: ..."
 """The warning for a line that ``is_mark_row`` but ``ROW_RE`` does not match."""
 
+
+def early_ends_warning(count: int) -> str:
+    """The one warning per file about ``count`` end marks (E) earlier than the begin of the
+    section they would close, placed at the first: parse, query and replay skip them."""
+    marks = "1 end mark (E) is" if count == 1 else f"{count} end marks (E) are"
+    return (
+        f"{marks} earlier than the begin of the section it would close (rows out of time"
+        " order; the first is here): skipped, the section left open, never a negative"
+        " duration (docs/parser.md: rows out of time order)"
+    )
+
+
 UNKNOWN_TGID: Final = "-----"
 """The TGID column of a thread whose process ftrace did not know."""
 
