@@ -35,6 +35,9 @@ from nnemu.trace import (
     MALFORMED_ROW,
     MAX_ABS_NS,
     MAX_ID,
+    NO_PHASE,
+    NO_PID_TID,
+    NOT_AN_EVENT,
     NOT_CHROME_TRACE,
     ROW_RE,
     ROW_SEPARATOR,
@@ -47,11 +50,15 @@ from nnemu.trace import (
     NotLineJson,
     TraceFormat,
     early_ends_warning,
+    event_lines,
     file_format,
+    is_json_number,
     is_mark_row,
     json_line_events,
     json_problem,
     json_time_ns,
+    not_a_number_ts,
+    pid_tid_problem,
     refuse_unreadable,
     timestamp_ns,
 )
@@ -794,24 +801,42 @@ class Loader:
 
     # -- JSON --------------------------------------------------------------
 
-    def json_event(self, event: object, line_number: int | None) -> None:
-        """Load one Chrome trace event (B, E, X, instants and name metadata)."""
+    def json_event(
+        self, event: object, line_number: int | None, *, store_line: bool = True
+    ) -> None:
+        """Load one Chrome trace event (B, E, X, instants and name metadata); warn of one that
+        is not an object, has no ``ph``, or a pid, tid or ts of the wrong type, as parse does.
+        ``line_number`` places warnings, and is the slice's ``line`` if ``store_line``."""
+        where = line_number or 0
         if not isinstance(event, Mapping):
+            self.warn(where, NOT_AN_EVENT)
             return
         ph = event.get("ph")
         if ph == "M":
-            self._json_metadata(event)
+            self._json_metadata(event, where)
             return
         if ph not in _JSON_SLICE_PHASES:
             if ph in _JSON_FLOW_PHASES or ph == "C":
-                self._json_flow_or_counter(event, ph, line_number or 0)
+                self._json_flow_or_counter(event, ph, where)
+            elif "ph" not in event:
+                self.warn(where, NO_PHASE)
             return  # async events have no thread slice
-        pid = _int(event.get("pid"))
-        tid = _int(event.get("tid", pid))
-        ts = json_time_ns(event.get("ts"))
-        where = line_number or 0
-        if tid is None or ts is None:
-            self.warn(where, f"{ph!s} event without a tid and a finite ts in range; skipped")
+        raw_pid = event.get("pid")
+        raw_tid = event.get("tid", raw_pid)
+        pid = _int(raw_pid)
+        tid = _int(raw_tid)
+        if pid is None or tid is None:
+            self.warn(where, pid_tid_problem(ph, raw_pid, raw_tid))
+            return
+        raw_ts = event.get("ts")
+        ts = json_time_ns(raw_ts)
+        if ts is None:
+            if not is_json_number(raw_ts):
+                self.warn(where, not_a_number_ts(raw_ts))
+            else:
+                self.warn(
+                    where, f"{ph!s} event's ts {raw_ts!r} is not finite or out of range; skipped"
+                )
             return
         thread = self._thread(tid, pid)
         if ph == "E":
@@ -836,7 +861,7 @@ class Loader:
             category=category if isinstance(category, str) else None,
             args=args,
             end=end,
-            line=line_number,
+            line=line_number if store_line else None,
         )
 
     def _json_flow_or_counter(self, event: Mapping[str, object], ph: str, where: int) -> None:
@@ -872,10 +897,14 @@ class Loader:
         top = thread.top()
         self.perfetto.track_event_flow(event.flow_id, top, terminating=event.terminating, where=0)
 
-    def _json_metadata(self, event: Mapping[str, object]) -> None:
+    def _json_metadata(self, event: Mapping[str, object], where: int) -> None:
         args = event.get("args")
         name = args.get("name") if isinstance(args, Mapping) else None
-        pid = _int(event.get("pid"))
+        raw_pid = event.get("pid")
+        pid = _int(raw_pid)
+        if not is_json_number(raw_pid) or not is_json_number(event.get("tid", raw_pid)):
+            self.warn(where, NO_PID_TID)  # as parse says it; out of range: no name, silently
+            return
         if not isinstance(name, str):
             return
         if event.get("name") == "process_name" and pid is not None:
@@ -1018,12 +1047,18 @@ def load_trace(
         if kind == "json":
             stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
             bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
+            counting = _CountedWarn(warn)
+            loader = Loader(conn, counting)
             try:
                 loader.load_json_lines(bar.lines(stream))
             except NotLineJson:
                 _reset(conn)
                 stream.seek(0)
-                loader = _load_json_document(source, stream, conn, warn)
+                # The document's events are the same, in the same order, on the same lines:
+                # the warnings the line pass gave already are not given again.
+                loader = _load_json_document(
+                    source, stream, conn, _CountedWarn(warn, skip=counting.count)
+                )
         elif kind == "perfetto":
             from nnemu.trace import PerfettoLines
 
@@ -1091,8 +1126,9 @@ def _load_json_document(
     Raises:
         TraceFormatError: Not JSON, or no list of events, as parse and replay say it.
     """
+    text = stream.read()
     try:
-        document = json.load(stream)
+        document = json.loads(text)
     except (ValueError, RecursionError) as err:  # ValueError: also an int of > 4300 digits
         line, message = json_problem(err)
         raise TraceFormatError(source, line, "", message) from None
@@ -1110,6 +1146,24 @@ def _load_json_document(
         events = document
     if not isinstance(events, list):
         raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
-    for event in events:
-        loader.json_event(event, None)
+    # Each event's file line places its warnings (as parse places them); a document's
+    # slices keep line NULL (its lines are not one event each).
+    lines = event_lines(text, document, len(events))
+    del text
+    for index, event in enumerate(events):
+        loader.json_event(event, None if lines is None else lines[index], store_line=False)
     return loader
+
+
+class _CountedWarn:
+    """A ``Warn`` that counts the warnings and passes them on, but for the first ``skip``."""
+
+    def __init__(self, warn: Warn, *, skip: int = 0) -> None:
+        self.warn = warn
+        self.skip = skip
+        self.count = 0
+
+    def __call__(self, where: int, message: str) -> None:
+        self.count += 1
+        if self.count > self.skip:
+            self.warn(where, message)

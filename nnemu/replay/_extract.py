@@ -36,6 +36,8 @@ from nnemu.hal import HalVersion
 from nnemu.scenario import CPU_DEVICE_NAME, ExecutionMode
 from nnemu.trace import (
     MAX_ID,
+    NO_PHASE,
+    NOT_AN_EVENT,
     NOT_CHROME_TRACE,
     ROW_RE,
     TRUNCATED_HTML,
@@ -46,11 +48,15 @@ from nnemu.trace import (
     TraceFormat,
     classify,
     early_ends_warning,
+    event_lines,
     file_format,
+    is_json_number,
     json_line_events,
     json_problem,
     json_time_ns,
+    not_a_number_ts,
     pid_of,
+    pid_tid_problem,
     refuse_unreadable,
     timestamp_ns,
 )
@@ -494,6 +500,9 @@ class _DriverTally:
 
 
 # Indexes into _AppTally.flight and the matching arrays.
+MAX_EVENT_WARNINGS: Final = 20
+"""JSON events skipped that get a warning line each (as ``nnemu query`` prints 20)."""
+
 _LA: Final = 0
 _LR: Final = 1
 _HAL: Final = 2
@@ -520,10 +529,21 @@ class _Collector:
         self._inside: dict[tuple[int, int], int] = {}
         self.warnings: list[str] = []
         """What is wrong with the file itself (``TracePlan.warnings``)."""
+        self.event_problems: list[tuple[int, str]] = []
+        """(file line or 0, message) of the first JSON events skipped (see ``_event_problem``)."""
+        self.event_problem_count = 0
+        """JSON events skipped for a wrong type (not an object, no ph, pid, tid or ts)."""
         self.early_ends = 0
         """End marks earlier than the begin of the section they would close, skipped."""
         self.first_early_end = 0
         """The file line of the first of them (0: not a line of the file)."""
+
+    def _event_problem(self, line_number: int, message: str) -> None:
+        """A JSON event was skipped: kept for a warning (the first ``MAX_EVENT_WARNINGS``),
+        counted."""
+        self.event_problem_count += 1
+        if len(self.event_problems) < MAX_EVENT_WARNINGS:
+            self.event_problems.append((line_number, message))
 
     def _app(self, pid: int) -> _AppTally:
         app = self.apps.get(pid)
@@ -721,9 +741,10 @@ class _Collector:
 
     # -- Chrome JSON
 
-    def read_json(self, document: object, source: str) -> None:
-        """Read a JSON trace parsed as one document (``{"traceEvents": [...]}`` or a list);
-        its ``systemTraceEvents`` text (ftrace), if any, first."""
+    def read_json(self, document: object, source: str, text: str | None = None) -> None:
+        """Read a JSON trace parsed as one document (``{"traceEvents": [...]}`` or a list)
+        from ``text`` (which places its events' warnings); its ``systemTraceEvents`` text
+        (ftrace), if any, first."""
         events = document.get("traceEvents") if isinstance(document, dict) else document
         system = document.get("systemTraceEvents") if isinstance(document, dict) else None
         if isinstance(system, str):
@@ -732,19 +753,30 @@ class _Collector:
                 events = []
         if not isinstance(events, list):
             raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
-        self.read_json_events(events)
+        lines = event_lines(text, document, len(events)) if text is not None else None
+        self.read_json_events(
+            (0 if lines is None else lines[index], event) for index, event in enumerate(events)
+        )
 
-    def read_json_events(self, events: Iterable[object]) -> None:
+    def read_json_events(self, events: Iterable[tuple[int, object]]) -> None:
         """Read trace events in file order (a document's list, or ``json_line_events``
-        streaming a file of one event per line)."""
+        streaming a file of one event per line), each with the file line it starts on
+        (0: unknown), which places the warning for an event skipped (``event_problems``)."""
         ordered: list[tuple[int, int, int, int, str]] = []
-        for index, event in enumerate(events):
+        for index, (line_number, event) in enumerate(events):
             if not isinstance(event, dict):
+                self._event_problem(line_number, NOT_AN_EVENT)
                 continue
-            ph, pid, tid = event.get("ph"), event.get("pid"), event.get("tid")
-            if not isinstance(pid, int) or not isinstance(tid, int):
+            ph = event.get("ph")
+            if ph not in ("B", "E", "X", "M"):
+                if "ph" not in event:
+                    self._event_problem(line_number, NO_PHASE)
                 continue
-            if isinstance(pid, bool) or isinstance(tid, bool) or max(abs(pid), abs(tid)) > MAX_ID:
+            raw_pid = event.get("pid")
+            raw_tid = event.get("tid", raw_pid)
+            pid, tid = _json_id(raw_pid), _json_id(raw_tid)
+            if pid is None or tid is None:
+                self._event_problem(line_number, pid_tid_problem(ph, raw_pid, raw_tid))
                 continue
             if ph == "M":
                 name = (event.get("args") or {}).get("name")
@@ -754,8 +786,15 @@ class _Collector:
                     elif event.get("name") == "thread_name":
                         self.thread_names[tid] = name
                 continue
-            ts_ns = json_time_ns(event.get("ts"))
-            if ph not in ("B", "E", "X") or ts_ns is None:
+            raw_ts = event.get("ts")
+            ts_ns = json_time_ns(raw_ts)
+            if ts_ns is None:
+                problem = (
+                    f"{ph!s} event's ts {raw_ts!r} is not finite or out of range; skipped"
+                    if is_json_number(raw_ts)
+                    else not_a_number_ts(raw_ts)
+                )
+                self._event_problem(line_number, problem)
                 continue
             if ph == "X":
                 dur_ns = json_time_ns(event.get("dur"))
@@ -776,6 +815,30 @@ class _Collector:
                 self.begin(ts_ns, self.thread_pid[tid], tid, name)
             else:
                 self.end(ts_ns, tid)
+
+
+def _json_id(value: object) -> int | None:
+    """A JSON pid or tid as an int (a number, or a string of digits, as parse reads it), or
+    None: not one, or beyond Linux's ``pid_t``."""
+    if isinstance(value, str) and is_json_number(value):
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_ID:
+        return value
+    return None
+
+
+def _warn_of_events(collector: _Collector, path: str) -> None:
+    """The warnings for the JSON events skipped (as parse and query say them), the first
+    ``MAX_EVENT_WARNINGS``, then how many more."""
+    for line_number, message in collector.event_problems:
+        where = f"{path}:{line_number}" if line_number else path
+        collector.warnings.append(f"{where}: warning: {message}")
+    hidden = collector.event_problem_count - len(collector.event_problems)
+    if hidden:
+        more = "1 more event" if hidden == 1 else f"{hidden} more events"
+        collector.warnings.append(f"{path}: warning: {more} skipped (not shown)")
 
 
 def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
@@ -805,20 +868,22 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
                 with Progress(
                     path, handle, progress, label=f"reading {os.path.basename(path)}"
                 ) as bar:
-                    collector.read_json_events(
-                        event for _, event in json_line_events(bar.lines(handle), strict=True)
-                    )
+                    collector.read_json_events(json_line_events(bar.lines(handle), strict=True))
                 collector.finish()
+                _warn_of_events(collector, path)
                 return collector, "json"
             except NotLineJson:
                 collector = _Collector()
                 handle.seek(0)
+            text = handle.read()
             try:
-                document = json.load(handle)
+                document = json.loads(text)
             except (ValueError, RecursionError) as err:  # also an int of > 4300 digits
                 line, message = json_problem(err)
                 raise TraceFormatError(path, line, "", message) from err
-            collector.read_json(document, path)
+            collector.read_json(document, path, text)
+            del text
+            _warn_of_events(collector, path)
             fmt = "json"
         else:
             label = f"reading {os.path.basename(path)}"

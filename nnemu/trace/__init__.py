@@ -9,7 +9,10 @@
   a text stream's lines are read with ``bounded_lines`` (none longer than ``MAX_LINE``);
 * Chrome trace-event JSON: ``read_chrome_json`` (events as ftrace rows),
   ``json_time_ns``, ``json_line_events`` (a file of one event per line, streamed),
-  ``json_problem`` (what every reader says of JSON it cannot read);
+  ``json_problem`` (what every reader says of JSON it cannot read), ``event_lines`` (the
+  file line each event of a document starts on) and what every reader says of an event it
+  skips (``NOT_AN_EVENT``, ``NO_PHASE``, ``NO_PID_TID``, ``not_a_number_ts``,
+  ``pid_tid_problem``; ``is_json_number``);
 * Perfetto protobuf traces: ``read_perfetto`` (typed records, streamed packet
   by packet) and ``PerfettoLines`` (the same as ftrace rows); imported on first
   use (telling a file's format, or reading systrace, does not load them);
@@ -22,13 +25,20 @@
 from typing import TYPE_CHECKING, Final
 
 from nnemu.trace._chrome import (
+    NO_PHASE,
+    NO_PID_TID,
+    NOT_AN_EVENT,
     NOT_CHROME_TRACE,
     ChromeJsonError,
     ChromeRows,
     NotLineJson,
+    event_lines,
+    is_json_number,
     json_line_events,
     json_problem,
     json_time_ns,
+    not_a_number_ts,
+    pid_tid_problem,
     read_chrome_json,
 )
 from nnemu.trace._detect import (
@@ -119,7 +129,10 @@ __all__ = [
     "MAX_ID",
     "MAX_LINE",
     "MAX_SECONDS_DIGITS",
+    "NOT_AN_EVENT",
     "NOT_CHROME_TRACE",
+    "NO_PHASE",
+    "NO_PID_TID",
     "NO_TRACE_EVENTS",
     "OPAQUE",
     "PROCESS_DUMP",
@@ -150,15 +163,19 @@ __all__ = [
     "classify",
     "detect_format",
     "early_ends_warning",
+    "event_lines",
     "exact_timestamp_ns",
     "file_format",
+    "is_json_number",
     "is_mark_row",
     "is_perfetto_lines",
     "json_line_events",
     "json_problem",
     "json_time_ns",
+    "not_a_number_ts",
     "open_trace",
     "pid_of",
+    "pid_tid_problem",
     "process_name",
     "read_chrome_json",
     "read_perfetto",

@@ -24,7 +24,7 @@ from typing import Final
 import attrs
 
 from nnemu.trace._html import FtraceLines
-from nnemu.trace._rows import MAX_ABS_NS
+from nnemu.trace._rows import MAX_ABS_NS, MAX_ID
 
 _MAX_TS_US: Final = decimal.Decimal(10) ** 17
 """Largest timestamp accepted, in µs (about 3,000 years, as for ftrace rows)."""
@@ -38,6 +38,36 @@ class ChromeJsonError(ValueError):
         self.line_number = line_number
         self.message = message
         super().__init__(message)
+
+
+NOT_AN_EVENT: Final = "trace event is not a JSON object: skipped"
+"""What parse, query and replay say of an event that is not an object (a warning)."""
+NO_PHASE: Final = "trace event without a phase (ph): skipped"
+"""... of an event object with no ``ph`` (a warning; Perfetto counts it as a tokenizer
+failure)."""
+NO_PID_TID: Final = "trace event without a numeric pid/tid: skipped"
+"""... of a ``B``/``E``/``X``/metadata event whose pid or tid is not a number (a warning)."""
+
+
+def not_a_number_ts(value: object) -> str:
+    """What parse, query and replay say of an event whose ``ts`` is not a number."""
+    return f"timestamp {value!r} is not a number: event skipped"
+
+
+def is_json_number(value: object) -> bool:
+    """``value`` is a JSON number, or a string of digits (as a pid or tid may be written)."""
+    if isinstance(value, str):
+        digits = value.strip().removeprefix("-")
+        return digits.isascii() and digits.isdigit()
+    return isinstance(value, int | float | decimal.Decimal) and not isinstance(value, bool)
+
+
+def pid_tid_problem(ph: object, pid: object, tid: object) -> str:
+    """What query and replay say of a slice event whose pid or tid they cannot use:
+    ``NO_PID_TID`` unless both are numbers (then: out of range, or not whole)."""
+    if is_json_number(pid) and is_json_number(tid):
+        return f"{ph!s} event's pid/tid out of range (> {MAX_ID}) or not whole; skipped"
+    return NO_PID_TID
 
 
 NOT_CHROME_TRACE: Final = 'not a Chrome trace: expected {"traceEvents": [...]} or a list of events'
@@ -165,7 +195,7 @@ def json_time_ns(value: object) -> int | None:
 
 def _ts_ns(value: object) -> int | str:
     if isinstance(value, bool) or not isinstance(value, (int, decimal.Decimal)):
-        return f"timestamp {value!r} is not a number"
+        return not_a_number_ts(value).removesuffix(": event skipped")
     ts = decimal.Decimal(value)
     if not ts.is_finite():
         return f"timestamp {value} is not a finite number"
@@ -192,7 +222,7 @@ def _short(event: object) -> str:
 _SPACE: Final = re.compile(r"[ \t\r\n]*")
 
 
-def _event_lines(text: str, document: object, count: int) -> list[int] | None:
+def event_lines(text: str, document: object, count: int) -> list[int] | None:
     """The file line each of the ``count`` events of ``document`` (read from ``text``)
     starts on; None if the event list cannot be found in the text again."""
     lines = text.split("\n")
@@ -261,7 +291,7 @@ def read_chrome_json(text: str) -> ChromeRows:
         events = []
     if not isinstance(events, list):
         raise ChromeJsonError(1, NOT_CHROME_TRACE)
-    lines = _event_lines(text, document, len(events))
+    lines = event_lines(text, document, len(events))
     threads: dict[str, str] = {}
     names: dict[str, str] = {}
     rows: list[tuple[int, str]] = []
@@ -274,16 +304,16 @@ def read_chrome_json(text: str) -> ChromeRows:
     for index, event in enumerate(events):
         number = lines[index] if lines is not None else index + 1
         if not isinstance(event, dict):
-            problems.append((number, "trace event is not a JSON object: skipped", _short(event)))
+            problems.append((number, NOT_AN_EVENT, _short(event)))
             continue
         phase = event.get("ph")
         if phase not in ("B", "E", "M"):
+            if "ph" not in event:
+                problems.append((number, NO_PHASE, _short(event)))
             continue
         pid, tid = _id(event.get("pid")), _id(event.get("tid", event.get("pid")))
         if pid is None or tid is None:
-            problems.append(
-                (number, "trace event without a numeric pid/tid: skipped", _short(event))
-            )
+            problems.append((number, NO_PID_TID, _short(event)))
             continue
         if phase == "M":
             args = event.get("args")

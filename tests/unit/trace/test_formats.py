@@ -135,10 +135,11 @@ def test_json_time_ns_rounds_finite_numbers_in_range(value: object, ns: int | No
         ),
         # One line: every event is on line 1.
         ('[{"ph": "M", "pid": 1}, 1, {"ph": "M", "pid": 1}, 2]', [1, 1]),
-        # Pretty-printed (an event over several lines): the line each event starts on.
+        # Pretty-printed (an event over several lines): the line each event starts on (the
+        # object without a ph is skipped with a warning too).
         (
             '{\n "traceEvents": [\n  {\n   "ph": "M",\n   "pid": 1\n  },\n  7,\n  {"a": "[x,"}, 8\n ]\n}',
-            [7, 8],
+            [7, 8, 8],
         ),
     ],
     ids=["per-line", "one-line", "pretty"],
