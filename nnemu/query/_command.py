@@ -15,6 +15,7 @@ from nnemu.query._loader import placed_bytes
 from nnemu.query._output import MODES, Database, write_result
 from nnemu.query._schema import SCHEMA_VERSION, register_functions
 from nnemu.query._table_functions import QueryDatabase, explain_error, query_errors
+from nnemu.trace import refuse_stdin
 
 MAX_WARNINGS: Final = 20
 """Warnings printed per load; the rest are counted in one closing line."""
@@ -291,9 +292,10 @@ def _load(trace: str, db: str | None, warnings: _Warnings, stderr: TextIO) -> sq
     so an interrupted load leaves the older file (or none).
 
     Raises:
-        OSError, TraceFormatError: The trace cannot be loaded.
+        OSError, TraceFormatError: The trace cannot be loaded (or is ``-``).
         _DbError: The ``--db`` file cannot be written.
     """
+    refuse_stdin(trace)  # before its size is read: '-' is not "no such file"
     if db is None:
         # SQLite's private temporary database ("") lives on disk behind a bounded page
         # cache and is deleted on close: a big trace loads without growing the process.

@@ -45,11 +45,13 @@ from nnemu.trace._detect import (
     GZIP_MAGIC,
     HEAD_BYTES,
     NO_TRACE_EVENTS,
+    STDIN_UNSUPPORTED,
     TraceFormat,
     detect_format,
     file_format,
     is_perfetto_lines,
     open_trace,
+    refuse_stdin,
     refuse_unreadable,
 )
 from nnemu.trace._html import (
@@ -138,6 +140,7 @@ __all__ = [
     "PROCESS_DUMP",
     "ROW_RE",
     "ROW_SEPARATOR",
+    "STDIN_UNSUPPORTED",
     "TRACE_DATA_OPEN",
     "TRUNCATED_HTML",
     "UNKNOWN_TGID",
@@ -179,6 +182,7 @@ __all__ = [
     "process_name",
     "read_chrome_json",
     "read_perfetto",
+    "refuse_stdin",
     "refuse_unreadable",
     "timestamp_ns",
 ]

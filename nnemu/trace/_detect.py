@@ -132,12 +132,30 @@ def _binary(head: bytes) -> bool:
     return False
 
 
+STDIN_UNSUPPORTED: Final = "reading standard input is not supported; give a file"
+"""What parse, query and replay say of the path ``-`` (exit 2)."""
+
+
+def refuse_stdin(path: str) -> None:
+    """Refuse the path ``-``, which reads as standard input to a user: the readers read a
+    file (they need its size for a progress bar, seek a JSON file, read it more than once).
+
+    Raises:
+        TraceFormatError: ``path`` is ``-`` (``-: error: reading standard input is not
+            supported; give a file``; ``./-`` names a file called ``-``).
+    """
+    if path == "-":
+        raise TraceFormatError(path, 0, "", STDIN_UNSUPPORTED)
+
+
 def file_format(path: str) -> TraceFormat:
     """``detect_format`` of the file at ``path`` (a Perfetto trace is also told by its name).
 
     Raises:
+        TraceFormatError: ``path`` is ``-`` (``refuse_stdin``).
         OSError: The file cannot be read.
     """
+    refuse_stdin(path)
     with open(path, "rb") as raw:
         head = raw.read(HEAD_BYTES)
     kind = detect_format(head)

@@ -137,6 +137,22 @@ def test_a_missing_trace_or_a_directory_is_one_error_from_every_reader(tmp_path:
     assert _all_say(tmp_path) == [(2, expected)] * 3
 
 
+def test_the_path_dash_is_one_error_from_every_reader(tmp_path: Path, monkeypatch) -> None:
+    """``-`` (standard input to a user) is refused by parse, query and replay with one line
+    saying so, exit 2 (they said ``cannot read the trace: No such file or directory``), also
+    where a file named ``-`` exists (``./-`` reads it)."""
+    expected = "-: error: reading standard input is not supported; give a file\n"
+    monkeypatch.chdir(tmp_path)
+    assert _all_say(Path("-")) == [(2, expected)] * 3
+    code, _out, err = run_cli("query", "--db", str(tmp_path / "t.db"), "-", "select 1")
+    assert (code, err) == (2, expected)
+    (tmp_path / "-").write_text("not a trace\n")
+    assert _all_say(Path("-")) == [(2, expected)] * 3
+    for command in COMMANDS:
+        _code, _out, err = run_cli(*command, "./-")
+        assert err.startswith("./-:"), err  # read as a file (not a trace: refused as such)
+
+
 def test_a_cut_perfetto_trace_is_the_same_warning_from_parse_query_and_replay(
     tmp_path: Path,
 ) -> None:
