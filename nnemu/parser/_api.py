@@ -15,6 +15,7 @@ from nnemu.parser._engine import Engine
 from nnemu.parser._format import Printout
 from nnemu.parser._model import Diagnostic, ParseResult, RunStats
 from nnemu.trace import (
+    MAX_SORTED_BYTES,
     TRUNCATED_HTML,
     ChromeRows,
     DumpProcess,
@@ -22,6 +23,7 @@ from nnemu.trace import (
     FtraceLines,
     is_perfetto_lines,
     open_trace,
+    time_ordered,
 )
 
 if TYPE_CHECKING:
@@ -46,6 +48,10 @@ class _Outcome:
     problem: Diagnostic | None
     byte_offsets: bool = False
     """Diagnostics are placed by byte offset (a Perfetto protobuf trace), not line."""
+    early_ends: int = 0
+    """End marks earlier than their sections' begins (rows out of time order)."""
+    first_early_end: tuple[int, str] = (0, "")
+    """(line number, line) of the first."""
 
 
 def _run(
@@ -56,8 +62,14 @@ def _run(
     chrome: ChromeRows | None = None,
     on_run: Callable[[int, RunStats], None] | None = None,
     perfetto: PerfettoLines | None = None,
+    early_ends: tuple[int, int, str] | None = None,
 ) -> _Outcome:
+    """Parse one of ``lines`` (text), ``chrome`` or ``perfetto``; with ``early_ends``
+    (count, line number, line: what reading them in file order found), their rows in time
+    order (``time_ordered``)."""
     engine = engine_class()(keep_detail=keep_detail, on_run=on_run)
+    if early_ends is not None:
+        engine.read_in_time_order(*early_ends)
     found = True
     if perfetto is not None:
 
@@ -76,23 +88,28 @@ def _run(
         engine.set_process_names(chrome.process_names)
         for line_number, message, text in chrome.problems:
             engine.warn(message, line_number, text)
-        engine.feed(chrome.rows)
+        engine.feed(chrome.rows if early_ends is None else time_ordered(chrome.rows))
         last_line_number = chrome.last_line_number
     else:
         # systrace writes its process dump before the ftrace block.
         source = FtraceLines(lines or (), on_ftrace=engine.set_process_names)
-        engine.feed(source)
+        engine.feed(source if early_ends is None else time_ordered(source))
         if source.truncated:
             engine.warn(TRUNCATED_HTML, source.last_line_number, "")
         found = source.found_ftrace
         last_line_number = source.last_line_number
-    return finish(
+    outcome = finish(
         engine,
         found=found,
         last_line_number=last_line_number,
         include_incomplete=include_incomplete,
         byte_offsets=perfetto is not None,
     )
+    if engine.early_ends and early_ends is None:
+        outcome = attrs.evolve(
+            outcome, early_ends=engine.early_ends, first_early_end=engine.first_early_end
+        )
+    return outcome
 
 
 def finish(
@@ -229,12 +246,17 @@ def _read(
     keep_detail: bool,
     include_incomplete: bool,
     on_run: Callable[[int, RunStats], None] | None = None,
+    on_restart: Callable[[], None] | None = None,
     progress: TextIO | None = None,
 ) -> _Outcome:
     """Parse a file of any format nnemu reads (the format is told by its first bytes);
     a progress bar goes to ``progress`` if it is a terminal and the text trace is big.
 
     With ``on_run``, each run goes there as it finishes (the outcome then has no runs).
+    A text or JSON trace whose rows are out of time order (an end before its section's
+    begin) is parsed again with its rows in time order, as Perfetto matches them, when
+    it is at most ``MAX_SORTED_BYTES``: ``on_restart`` is called first (the runs given
+    to ``on_run`` so far are void).
 
     Raises:
         TraceFormatError: A format it cannot read (compressed, binary, not a trace).
@@ -250,22 +272,46 @@ def _read(
                 perfetto=source,
             )
         if isinstance(source, ChromeRows):
-            return _run(
+            outcome = _run(
                 None,
                 keep_detail=keep_detail,
                 include_incomplete=include_incomplete,
                 chrome=source,
                 on_run=on_run,
             )
+            if not outcome.early_ends:
+                return outcome
+            if on_restart is not None:
+                on_restart()
+            return _run(
+                None,
+                keep_detail=keep_detail,
+                include_incomplete=include_incomplete,
+                chrome=source,
+                on_run=on_run,
+                early_ends=(outcome.early_ends, *outcome.first_early_end),
+            )
         text = cast("TextIO", source)  # neither Perfetto nor JSON: the text stream
         label = f"parsing {os.path.basename(path)}"
         with Progress(path, text, progress, label=label) as bar:
-            return _run(
+            outcome = _run(
                 bar.lines(text),
                 keep_detail=keep_detail,
                 include_incomplete=include_incomplete,
                 on_run=on_run,
             )
+        if not outcome.early_ends or os.path.getsize(path) > MAX_SORTED_BYTES:
+            return outcome
+        if on_restart is not None:
+            on_restart()
+        text.seek(0)
+        return _run(
+            text,
+            keep_detail=keep_detail,
+            include_incomplete=include_incomplete,
+            on_run=on_run,
+            early_ends=(outcome.early_ends, *outcome.first_early_end),
+        )
 
 
 def parse_file(
@@ -315,6 +361,7 @@ def run_parse_command(
                 keep_detail=print_detail and not as_json,
                 include_incomplete=include_incomplete,
                 on_run=printout.add,
+                on_restart=printout.clear,
                 progress=stderr,
             )
         except TraceFormatError as err:

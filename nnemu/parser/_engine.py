@@ -745,6 +745,7 @@ class Engine:
         self.early_ends = 0
         """End marks earlier than the begin of the section they would close, skipped."""
         self._first_early_end: tuple[int, str] = (0, "")
+        self._time_sorted = False
 
     def set_process_names(self, names: dict[str, str]) -> None:
         """Names of processes by pid (a trace's process metadata), before ``feed``."""
@@ -778,6 +779,19 @@ class Engine:
                 line=(self._line if line is None else line).rstrip("\r\n"),
             )
         )
+
+    def read_in_time_order(self, early_ends: int, line_number: int, line: str) -> None:
+        """This engine is fed the rows of a trace in time order (``time_ordered``) because
+        reading it in file order found ``early_ends`` ends before their begins, the first at
+        ``line_number``: ``finish`` says so (once) in their place."""
+        self.early_ends = early_ends
+        self._first_early_end = (line_number, line)
+        self._time_sorted = True
+
+    @property
+    def first_early_end(self) -> tuple[int, str]:
+        """(line number, line) of the first end mark earlier than its section's begin."""
+        return self._first_early_end
 
     def _early_end(self, line_number: int, line: str) -> None:
         """An end mark earlier than its section's begin was skipped (one warning per file,
@@ -1554,7 +1568,11 @@ class Engine:
                 )
         if self.early_ends:
             line_number, line = self._first_early_end
-            self.warn(early_ends_warning(self.early_ends), line_number, line)
+            self.warn(
+                early_ends_warning(self.early_ends, sorted_again=self._time_sorted),
+                line_number,
+                line,
+            )
         self._finished.sort(key=lambda item: item[0])
         self.all_runs = [stats for _, stats in self._finished]
         self.runs = [stats for stats in self.all_runs if not stats.incomplete]

@@ -338,6 +338,11 @@ class Printout:
         self._size = 0
         self._entries: list[_Entry] = []
 
+    def clear(self) -> None:
+        """Forget the runs added so far (the trace is read again: ``nnemu parse`` of rows
+        out of time order)."""
+        self._entries.clear()
+
     def __enter__(self) -> Printout:
         return self
 

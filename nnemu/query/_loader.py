@@ -35,6 +35,7 @@ from nnemu.trace import (
     MALFORMED_ROW,
     MAX_ABS_NS,
     MAX_ID,
+    MAX_SORTED_BYTES,
     NO_PHASE,
     NO_PID_TID,
     NOT_AN_EVENT,
@@ -60,6 +61,7 @@ from nnemu.trace import (
     not_a_number_ts,
     pid_tid_problem,
     refuse_unreadable,
+    time_ordered,
     timestamp_ns,
 )
 
@@ -351,6 +353,9 @@ class Loader:
         """End marks earlier than the begin of the section they would close, skipped."""
         self.first_early_end = 0
         """The line of the first of them (0: none, or not a line of the file)."""
+        self.time_sorted = False
+        """The rows were read in time order (``load_in_time_order``) after reading them in
+        file order found ``early_ends``."""
 
     # -- threads -----------------------------------------------------------
 
@@ -713,6 +718,19 @@ class Loader:
             )
         return source
 
+    def load_in_time_order(self, lines: Iterable[str]) -> None:
+        """Load the ``tracing_mark_write`` rows of systrace HTML or ftrace text in time
+        order (``time_ordered``: as Perfetto matches them), each as the file line it is."""
+        self._file_lines = True
+        source = FtraceLines(lines, on_dump=self._dump_row)
+        for line_number, line in time_ordered(source):
+            self._slow_row(line_number, line)
+        if source.truncated:
+            self.warn(
+                source.last_line_number,
+                "the trace data block has no closing </script>: the file looks truncated",
+            )
+
     def _head(self, head: str) -> tuple[str, str, str | None]:
         """``(task, tid, TGID column)`` of a row head ending before the timestamp, cached;
         empty when the fast path cannot tell exactly what ``ROW_RE`` would match."""
@@ -914,6 +932,24 @@ class Loader:
             if tid is not None:
                 self._json_thread_names[(pid, tid)] = name
 
+    def load_json_in_time_order(
+        self, events: Iterable[tuple[int | None, object]], *, store_line: bool
+    ) -> None:
+        """Load (file line, event) pairs sorted by ``ts``, ties in file order (as Perfetto
+        matches them); an event without a usable ``ts`` keeps its place after the one before
+        it.  ``store_line``: as ``json_event``'s."""
+        keyed: list[tuple[int, int, int | None, object]] = []
+        last = -MAX_ABS_NS - 1
+        for line_number, event in events:
+            if isinstance(event, Mapping):
+                ts = json_time_ns(event.get("ts"))
+                if ts is not None:
+                    last = ts
+            keyed.append((last, len(keyed), line_number, event))
+        keyed.sort(key=_by_time_then_place)
+        for _, _, line_number, event in keyed:
+            self.json_event(event, line_number, store_line=store_line)
+
     def load_json_lines(self, stream: Iterable[str]) -> None:
         """Load a JSON trace written one event per line (as nnemu and Chrome write it).
 
@@ -1047,18 +1083,37 @@ def load_trace(
         if kind == "json":
             stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
             bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
-            counting = _CountedWarn(warn)
+            # A trace small enough to be read again in time order (an end before its
+            # begin) holds its warnings until it is known whether it will be.
+            held = _HeldWarn(warn) if os.path.getsize(source) <= MAX_SORTED_BYTES else None
+            first: Warn = warn if held is None else held
+            counting = _CountedWarn(first)
             loader = Loader(conn, counting)
+            one_a_line = True
             try:
                 loader.load_json_lines(bar.lines(stream))
             except NotLineJson:
                 _reset(conn)
                 stream.seek(0)
+                one_a_line = False
                 # The document's events are the same, in the same order, on the same lines:
                 # the warnings the line pass gave already are not given again.
                 loader = _load_json_document(
-                    source, stream, conn, _CountedWarn(warn, skip=counting.count)
+                    source, stream, conn, _CountedWarn(first, skip=counting.count)
                 )
+            if held is not None and loader.early_ends:
+                _reset(conn)
+                early = (loader.early_ends, loader.first_early_end)
+                stream.seek(0)
+                if one_a_line:
+                    loader = Loader(conn, warn)
+                    loader.load_json_in_time_order(json_line_events(stream), store_line=True)
+                else:
+                    loader = _load_json_document(source, stream, conn, warn, in_time_order=True)
+                loader.early_ends, loader.first_early_end = early
+                loader.time_sorted = True
+            elif held is not None:
+                held.release()
         elif kind == "perfetto":
             from nnemu.trace import PerfettoLines
 
@@ -1075,7 +1130,12 @@ def load_trace(
             pftrace.on_dump = loader._dump_row
             pftrace.on_track_event = loader.track_event
             loader.load_ftrace(pftrace, file_lines=False)
+            loader.first_early_end = 0  # its rows' numbers are no place in the file
         else:
+            # A trace small enough to be read again in time order (rows out of time order)
+            # holds its warnings until it is known whether it will be.
+            held = _HeldWarn(warn) if os.path.getsize(source) <= MAX_SORTED_BYTES else None
+            loader = Loader(conn, warn if held is None else held)
             stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
             bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
             lines = loader.load_ftrace(bar.lines(stream))
@@ -1089,6 +1149,18 @@ def load_trace(
                     " starting with '# tracer:', ftrace text, or a JSON trace)",
                 )
             kind = "systrace" if lines.is_html else "ftrace"
+            if held is not None and loader.early_ends:
+                # Matched again in time order, as Perfetto matches them; the warnings are
+                # those of that reading.
+                _reset(conn)
+                early = (loader.early_ends, loader.first_early_end)
+                loader = Loader(conn, warn)
+                stream.seek(0)
+                loader.load_in_time_order(stream)
+                loader.early_ends, loader.first_early_end = early
+                loader.time_sorted = True
+            elif held is not None:
+                held.release()
         if bar is not None:
             bar.stage("file read; building indexes")
         threads, processes = loader.finish()
@@ -1100,7 +1172,8 @@ def load_trace(
             "no slices found (tracing_mark_write B/E rows, or JSON B/E/X events)",
         )
     if loader.early_ends:
-        warn(loader.first_early_end, early_ends_warning(loader.early_ends))
+        warning = early_ends_warning(loader.early_ends, sorted_again=loader.time_sorted)
+        warn(loader.first_early_end, warning)
     if loader.open_slices:
         warn(
             last_line,
@@ -1119,9 +1192,15 @@ def load_trace(
 
 
 def _load_json_document(
-    source: str, stream: TextIO, conn: sqlite3.Connection, warn: Warn
+    source: str,
+    stream: TextIO,
+    conn: sqlite3.Connection,
+    warn: Warn,
+    *,
+    in_time_order: bool = False,
 ) -> Loader:
-    """Read a JSON trace as one document (an event array or ``{"traceEvents": [...]}``).
+    """Read a JSON trace as one document (an event array or ``{"traceEvents": [...]}``),
+    its events in file order or ``in_time_order`` (``Loader.load_json_in_time_order``).
 
     Raises:
         TraceFormatError: Not JSON, or no list of events, as parse and replay say it.
@@ -1150,9 +1229,39 @@ def _load_json_document(
     # slices keep line NULL (its lines are not one event each).
     lines = event_lines(text, document, len(events))
     del text
+    if in_time_order:
+        loader.load_json_in_time_order(
+            (
+                (None if lines is None else lines[index], event)
+                for index, event in enumerate(events)
+            ),
+            store_line=False,
+        )
+        return loader
     for index, event in enumerate(events):
         loader.json_event(event, None if lines is None else lines[index], store_line=False)
     return loader
+
+
+def _by_time_then_place(item: tuple[int, int, int | None, object]) -> tuple[int, int]:
+    return item[0], item[1]
+
+
+class _HeldWarn:
+    """A ``Warn`` that keeps the warnings until ``release`` passes them on, in order."""
+
+    def __init__(self, warn: Warn) -> None:
+        self.warn = warn
+        self.held: list[tuple[int, str]] = []
+
+    def __call__(self, where: int, message: str) -> None:
+        self.held.append((where, message))
+
+    def release(self) -> None:
+        """Pass the warnings held on to the ``Warn`` given."""
+        for where, message in self.held:
+            self.warn(where, message)
+        self.held.clear()
 
 
 class _CountedWarn:

@@ -36,6 +36,7 @@ from nnemu.hal import HalVersion
 from nnemu.scenario import CPU_DEVICE_NAME, ExecutionMode
 from nnemu.trace import (
     MAX_ID,
+    MAX_SORTED_BYTES,
     NO_PHASE,
     NOT_AN_EVENT,
     NOT_CHROME_TRACE,
@@ -58,6 +59,7 @@ from nnemu.trace import (
     pid_of,
     pid_tid_problem,
     refuse_unreadable,
+    time_ordered,
     timestamp_ns,
 )
 from nnemu.tracer import NNAPI_HIDL_INTERFACES, Layer, Phase
@@ -537,6 +539,8 @@ class _Collector:
         """End marks earlier than the begin of the section they would close, skipped."""
         self.first_early_end = 0
         """The file line of the first of them (0: not a line of the file)."""
+        self.time_sorted = False
+        """The rows were read again in time order because of ``early_ends``."""
 
     def _event_problem(self, line_number: int, message: str) -> None:
         """A JSON event was skipped: kept for a warning (the first ``MAX_EVENT_WARNINGS``),
@@ -704,13 +708,19 @@ class _Collector:
             self.thread_pid.setdefault(row.tid, row.pid)
             self.thread_names.setdefault(row.tid, row.name)
 
-    def read_ftrace(self, lines: Iterable[str]) -> FtraceLines:
+    def read_ftrace(self, lines: Iterable[str], *, in_time_order: bool = False) -> FtraceLines:
+        """Read the rows of systrace HTML or ftrace text (``in_time_order``: sorted by time,
+        ``time_ordered``, as Perfetto matches them)."""
         source = FtraceLines(lines, on_dump=self._dump_row)
+        self._read_rows(time_ordered(source) if in_time_order else source)
+        return source
+
+    def _read_rows(self, rows: Iterable[tuple[int, str]]) -> None:
         match = ROW_RE.match
         thread_names = self.thread_names
         begin = self.begin
         end = self.end
-        for line_number, line in source:
+        for line_number, line in rows:
             if "tracing_mark_write" not in line:
                 continue
             m = match(line)
@@ -737,7 +747,6 @@ class _Collector:
                 begin(ts, pid, tid, parts[2].rstrip("\n"))
             else:
                 end(ts, tid, line_number)
-        return source
 
     # -- Chrome JSON
 
@@ -763,6 +772,7 @@ class _Collector:
         streaming a file of one event per line), each with the file line it starts on
         (0: unknown), which places the warning for an event skipped (``event_problems``)."""
         ordered: list[tuple[int, int, int, int, str]] = []
+        in_file_order: dict[int, list[int]] = {}  # tid -> its open B's ts, in file order
         for index, (line_number, event) in enumerate(events):
             if not isinstance(event, dict):
                 self._event_problem(line_number, NOT_AN_EVENT)
@@ -806,8 +816,20 @@ class _Collector:
             elif ph == "B":
                 self.thread_pid.setdefault(tid, pid)
                 ordered.append((ts_ns, index, 0, tid, str(event.get("name", ""))))
+                in_file_order.setdefault(tid, []).append(ts_ns)
             else:
                 ordered.append((ts_ns, index, 1, tid, ""))
+                begins = in_file_order.get(tid)
+                if begins and ts_ns < begins[-1]:
+                    # An end before its begin in file order: said as parse and query say it
+                    # (they read the events again in time order, as this always does).
+                    self.early_ends += 1
+                    if self.early_ends == 1:
+                        self.first_early_end = line_number
+                elif begins:
+                    begins.pop()
+        if self.early_ends:
+            self.time_sorted = True
         # JSON events may come in any order; B/E of one thread are in file order.
         ordered.sort(key=lambda e: (e[0], e[1], e[2]))
         for ts_ns, _, kind, tid, name in ordered:
@@ -856,9 +878,8 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
         collector.read_ftrace(pftrace)
         collector.finish()
         if collector.early_ends:  # its rows' numbers are not the file's: the whole file
-            collector.warnings.append(
-                f"{path}: warning: {early_ends_warning(collector.early_ends)}"
-            )
+            warning = early_ends_warning(collector.early_ends, sorted_again=False)
+            collector.warnings.append(f"{path}: warning: {warning}")
         return collector, "perfetto"
     with open(path, encoding="utf-8", errors="replace") as handle:
         if kind is TraceFormat.JSON:
@@ -871,6 +892,7 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
                     collector.read_json_events(json_line_events(bar.lines(handle), strict=True))
                 collector.finish()
                 _warn_of_events(collector, path)
+                _warn_of_early_ends(collector, path)
                 return collector, "json"
             except NotLineJson:
                 collector = _Collector()
@@ -889,6 +911,14 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
             label = f"reading {os.path.basename(path)}"
             with Progress(path, handle, progress, label=label) as bar:
                 lines = collector.read_ftrace(bar.lines(handle))
+            if collector.early_ends and os.path.getsize(path) <= MAX_SORTED_BYTES:
+                # Read again in time order, as Perfetto matches the rows.
+                early = (collector.early_ends, collector.first_early_end)
+                collector = _Collector()
+                handle.seek(0)
+                lines = collector.read_ftrace(handle, in_time_order=True)
+                collector.early_ends, collector.first_early_end = early
+                collector.time_sorted = True
             if not lines.found_ftrace:
                 raise TraceFormatError(
                     path,
@@ -901,16 +931,19 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
                 collector.warnings.append(
                     f"{path}:{lines.last_line_number}: warning: {TRUNCATED_HTML}"
                 )
-    if collector.early_ends:
-        # Before a cut HTML file's warning (at its last line); rows of a JSON document's
-        # systemTraceEvents are not lines of the file: the whole file.
-        line = collector.first_early_end if fmt != "json" else 0
-        where = f"{path}:{line}" if line else path
-        collector.warnings.insert(
-            0, f"{where}: warning: {early_ends_warning(collector.early_ends)}"
-        )
+    _warn_of_early_ends(collector, path)
     collector.finish()
     return collector, fmt
+
+
+def _warn_of_early_ends(collector: _Collector, path: str) -> None:
+    """The one warning of the end marks before their begins, at the first (before a cut
+    HTML file's warning, at its last line)."""
+    if collector.early_ends:
+        line = collector.first_early_end
+        where = f"{path}:{line}" if line else path
+        warning = early_ends_warning(collector.early_ends, sorted_again=collector.time_sorted)
+        collector.warnings.insert(0, f"{where}: warning: {warning}")
 
 
 # ---------------------------------------------------------------------- analysis

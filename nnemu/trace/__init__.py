@@ -2,7 +2,8 @@
 
 * rows: ``ROW_RE`` (the one ``tracing_mark_write`` row pattern), ``HEAD_RE``,
   ``timestamp_ns`` / ``exact_timestamp_ns`` (any number of fraction digits),
-  ``early_ends_warning`` (every reader's words for ends earlier than their begins);
+  ``early_ends_warning`` (every reader's words for ends earlier than their begins) and
+  ``time_ordered`` (rows in time order, as Perfetto matches them, to read them again);
 * HTML blocks: ``FtraceLines`` (the ftrace block of systrace HTML, or plain
   ftrace text) and its ``PROCESS DUMP`` (``ProcessDump``: process and thread rows);
   ``TRUNCATED_HTML``, the warning for an ftrace block with no end;
@@ -73,6 +74,7 @@ from nnemu.trace._rows import (
     MAX_ABS_NS,
     MAX_ID,
     MAX_SECONDS_DIGITS,
+    MAX_SORTED_BYTES,
     ROW_RE,
     ROW_SEPARATOR,
     UNKNOWN_TGID,
@@ -80,6 +82,7 @@ from nnemu.trace._rows import (
     exact_timestamp_ns,
     is_mark_row,
     pid_of,
+    time_ordered,
     timestamp_ns,
 )
 
@@ -131,6 +134,7 @@ __all__ = [
     "MAX_ID",
     "MAX_LINE",
     "MAX_SECONDS_DIGITS",
+    "MAX_SORTED_BYTES",
     "NOT_AN_EVENT",
     "NOT_CHROME_TRACE",
     "NO_PHASE",
@@ -184,5 +188,6 @@ __all__ = [
     "read_perfetto",
     "refuse_stdin",
     "refuse_unreadable",
+    "time_ordered",
     "timestamp_ns",
 ]

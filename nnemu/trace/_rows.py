@@ -8,6 +8,7 @@ systrace) and may be ``(-----)`` (unknown: the payload's pid is the process).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Final
 
 _HEAD: Final = r"\s*(.+?)-(\d+)\s+(?:\(\s*(-----|\d+)\)\s+)?\[\d+\](?:\s+\S+)?\s+"
@@ -28,15 +29,49 @@ MALFORMED_ROW: Final = "malformed trace row: expected TASK-TID [CPU] FLAGS TIMES
 """The warning for a line that ``is_mark_row`` but ``ROW_RE`` does not match."""
 
 
-def early_ends_warning(count: int) -> str:
+MAX_SORTED_BYTES: Final = 64 * 1024 * 1024
+"""A text trace with rows out of time order is read again in time order (its rows held in
+memory) when it is at most this big (as ``nnemu query`` keeps a trace this big in memory)."""
+
+
+def early_ends_warning(count: int, *, sorted_again: bool) -> str:
     """The one warning per file about ``count`` end marks (E) earlier than the begin of the
-    section they would close, placed at the first: parse, query and replay skip them."""
+    section they would close, placed at the first: parse, query and replay read the rows
+    again in time order (``sorted_again``: ``time_ordered``), else skip those ends."""
     marks = "1 end mark (E) is" if count == 1 else f"{count} end marks (E) are"
+    if sorted_again:
+        done = "the rows were matched in time order, as Perfetto matches them"
+    else:
+        done = "skipped, the section left open, never a negative duration"
     return (
         f"{marks} earlier than the begin of the section it would close (rows out of time"
-        " order; the first is here): skipped, the section left open, never a negative"
-        " duration (docs/parser.md: rows out of time order)"
+        f" order; the first is here): {done} (docs/parser.md: rows out of time order)"
     )
+
+
+def time_ordered(numbered: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The ``tracing_mark_write`` lines of ``numbered`` ((line number, line), as
+    ``FtraceLines`` gives them) sorted by timestamp, ties in file order: the order in which
+    Perfetto's trace processor matches them.  A line without a timestamp ``ROW_RE`` reads
+    (a malformed row) keeps its place after the row before it; other lines are dropped
+    (no reader uses them)."""
+    keyed: list[tuple[int, int, str]] = []
+    last = -MAX_ABS_NS - 1
+    for number, line in numbered:
+        if "tracing_mark_write" not in line:
+            continue
+        m = ROW_RE.match(line)
+        if m is not None:
+            ts = timestamp_ns(m.group(4), m.group(5))
+            if ts is not None:
+                last = ts
+        keyed.append((last, number, line))
+    keyed.sort(key=_time_then_line)
+    return [(number, line) for _, number, line in keyed]
+
+
+def _time_then_line(item: tuple[int, int, str]) -> tuple[int, int]:
+    return item[0], item[1]
 
 
 UNKNOWN_TGID: Final = "-----"

@@ -1,17 +1,25 @@
-"""Rows out of time order: an end mark (E) earlier than the begin of the section it would
-close is skipped by ``nnemu parse``, ``query`` and ``replay`` alike, with one
-``FILE:LINE: warning:`` per file, and never gives a negative duration (docs/parser.md)."""
+"""Rows out of time order: when an end mark (E) is earlier than the begin of the section it
+would close, ``nnemu parse``, ``query`` and ``replay`` read the rows again in time order, as
+Perfetto matches them, with one ``FILE:LINE: warning:`` per file; a trace too big to sort in
+memory has such ends skipped instead.  Never a negative duration (docs/parser.md)."""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from nnemu.parser import _api as parser_api
 from nnemu.parser import format_text, parse_file
+from nnemu.query import _loader as pure_loader
 from nnemu.query import open_trace
+from nnemu.query._compile import loader_module
+from nnemu.replay import _extract as extract
 from nnemu.trace import early_ends_warning
 from tests.commands import run_cli, trace_processor_shell
 
@@ -48,9 +56,9 @@ def _slices(path: Path) -> list[tuple[int, int, str, int]]:
         conn.close()
 
 
-def test_query_skips_an_end_before_its_begin_and_leaves_the_section_open(tmp_path):
-    """query stores no negative dur: the early E ends nothing, so its section stays open
-    (dur -1) and the next section nests in it, as in Perfetto's slice table."""
+def test_query_matches_an_end_before_every_begin_with_nothing(tmp_path):
+    """query stores no negative dur: in time order the early E ends nothing, so its section
+    stays open (dur -1) and the next section nests in it, as in Perfetto's slice table."""
     assert _slices(_trace(tmp_path, EDITED)) == [
         (1_500_000_000, -1, "[NN_LA_PE]first", 0),
         (1_750_000_000, 250_000_000, "[NN_LA_PE]second", 1),
@@ -62,12 +70,65 @@ def test_every_reader_says_it_once_at_the_first_early_end(tmp_path):
     """parse, query and replay each print the same one warning, at the first early E's line,
     counting both; before this it was silent and printed negative times."""
     path = _trace(tmp_path, EDITED)
-    expected = f"{path}:6: warning: {early_ends_warning(2)}"
+    expected = f"{path}:6: warning: {early_ends_warning(2, sorted_again=True)}"
     for command, after in ((("parse",), ()), (("query",), ("select 1",)), (("replay", "-n"), ())):
         code, out, err = run_cli(*command, str(path), *after)
         assert code == 0, err
         assert [line for line in err.splitlines() if "earlier than" in line] == [expected]
         assert "earlier than" not in out
+
+
+NESTED = [
+    ("1.000000", "B|100|[NN_LA_PE]outer"),
+    ("1.500000", "B|100|[NN_LR_PC]inner"),
+    ("1.250000", "E|100"),  # line 7: in time order it ends outer, before inner begins
+    ("2.000000", "E|100"),
+]
+
+
+def test_query_matches_the_rows_in_time_order(tmp_path):
+    """An early E inside an enclosing section ends that section at its time (the rows in
+    time order), and the section begun later is its sibling, as in Perfetto."""
+    assert _slices(_trace(tmp_path, NESTED)) == [
+        (1_000_000_000, 250_000_000, "[NN_LA_PE]outer", 0),
+        (1_500_000_000, 500_000_000, "[NN_LR_PC]inner", 0),
+    ]
+
+
+def test_parse_and_replay_read_the_rows_in_time_order(tmp_path):
+    """parse counts inner's 500 ms as compilation (not outer's 1000 ms less it) and replay's
+    recorded execution is outer's 250 ms, the rows read in time order."""
+    path = _trace(tmp_path, NESTED)
+    code, out, err = run_cli("parse", str(path))
+    assert code == 0, err
+    runtime = next(line for line in out.splitlines() if line.startswith("Runtime"))
+    assert runtime.split()[3] == "500.00"
+    code, out, err = run_cli("replay", "-n", str(path))
+    assert code == 0, err
+    recorded = next(line for line in out.splitlines() if line.split()[1:2] == ["recorded"])
+    assert recorded.split()[2:] == ["1", "250.000", "250.000", "250.000"]
+
+
+def test_a_trace_too_big_to_sort_has_its_early_ends_skipped(tmp_path, monkeypatch):
+    """Past MAX_SORTED_BYTES the rows stay in file order: the early E is skipped, its
+    section left open (no negative time), and the warning says that instead."""
+    monkeypatch.setattr(parser_api, "MAX_SORTED_BYTES", 10)
+    monkeypatch.setattr(extract, "MAX_SORTED_BYTES", 10)
+    path = _trace(tmp_path, NESTED)
+    expected = f"{path}:7: warning: {early_ends_warning(1, sorted_again=False)}"
+    commands = [(("parse",), ()), (("replay", "-n"), ())]
+    if loader_module() is pure_loader:  # the compiled loader has the constant built in
+        monkeypatch.setattr(pure_loader, "MAX_SORTED_BYTES", 10)
+        commands.append((("query",), ("select 1",)))
+        assert _slices(path) == [
+            (1_000_000_000, -1, "[NN_LA_PE]outer", 0),
+            (1_500_000_000, 500_000_000, "[NN_LR_PC]inner", 1),
+        ]
+    for command, after in commands:
+        code, out, err = run_cli(*command, str(path), *after)
+        assert code == 0, err
+        assert expected in err.splitlines(), command
+        assert not re.search(r"\s-\d", out)
 
 
 def test_parse_and_replay_print_no_negative_time(tmp_path):
@@ -99,10 +160,27 @@ def test_rows_in_time_order_give_no_warning(tmp_path):
         assert "earlier than" not in err
 
 
-def test_query_gives_trace_processors_slices(tmp_path):
-    """On the edited trace, query's slices are those of Perfetto's trace processor."""
+def _json_trace(tmp_path: Path, rows: list[tuple[str, str]]) -> Path:
+    """``rows`` as Chrome JSON events, one a line (ts in µs)."""
+    events = []
+    for ts, mark in rows:
+        seconds, fraction = ts.split(".")
+        event = {"ph": mark[0], "pid": 100, "tid": 100, "ts": int(seconds + fraction)}
+        if mark[0] == "B":
+            event["name"] = mark.split("|", 2)[2]
+        events.append(json.dumps(event))
+    path = tmp_path / "edited.json"
+    path.write_text('{"traceEvents": [\n' + ",\n".join(events) + "\n]}\n")
+    return path
+
+
+@pytest.mark.parametrize("rows", [EDITED, NESTED], ids=["before-every-begin", "nested"])
+@pytest.mark.parametrize("kind", ["ftrace", "json"])
+def test_query_gives_trace_processors_slices(tmp_path, rows, kind):
+    """On edited traces (ftrace text and JSON), query's slices are those of Perfetto's trace
+    processor, which sorts the rows by time before matching them."""
     shell = trace_processor_shell()
-    path = _trace(tmp_path, EDITED)
+    path = _trace(tmp_path, rows) if kind == "ftrace" else _json_trace(tmp_path, rows)
     sql = tmp_path / "q.sql"
     sql.write_text("SELECT ts, dur, name, depth FROM slice ORDER BY ts")
     done = subprocess.run(
