@@ -48,9 +48,9 @@ class _Outcome:
     problem: Diagnostic | None
     byte_offsets: bool = False
     """Diagnostics are placed by byte offset (a Perfetto protobuf trace), not line."""
-    early_ends: int = 0
+    out_of_order: int = 0
     """End marks earlier than their sections' begins (rows out of time order)."""
-    first_early_end: tuple[int, str] = (0, "")
+    first_out_of_order: tuple[int, str] = (0, "")
     """(line number, line) of the first."""
 
 
@@ -62,14 +62,14 @@ def _run(
     chrome: ChromeRows | None = None,
     on_run: Callable[[int, RunStats], None] | None = None,
     perfetto: PerfettoLines | None = None,
-    early_ends: tuple[int, int, str] | None = None,
+    out_of_order: tuple[int, int, str] | None = None,
 ) -> _Outcome:
-    """Parse one of ``lines`` (text), ``chrome`` or ``perfetto``; with ``early_ends``
+    """Parse one of ``lines`` (text), ``chrome`` or ``perfetto``; with ``out_of_order``
     (count, line number, line: what reading them in file order found), their rows in time
     order (``time_ordered``)."""
     engine = engine_class()(keep_detail=keep_detail, on_run=on_run)
-    if early_ends is not None:
-        engine.read_in_time_order(*early_ends)
+    if out_of_order is not None:
+        engine.read_in_time_order(*out_of_order)
     found = True
     if perfetto is not None:
 
@@ -88,12 +88,12 @@ def _run(
         engine.set_process_names(chrome.process_names)
         for line_number, message, text in chrome.problems:
             engine.warn(message, line_number, text)
-        engine.feed(chrome.rows if early_ends is None else time_ordered(chrome.rows))
+        engine.feed(chrome.rows if out_of_order is None else time_ordered(chrome.rows))
         last_line_number = chrome.last_line_number
     else:
         # systrace writes its process dump before the ftrace block.
         source = FtraceLines(lines or (), on_ftrace=engine.set_process_names)
-        engine.feed(source if early_ends is None else time_ordered(source))
+        engine.feed(source if out_of_order is None else time_ordered(source))
         if source.truncated:
             engine.warn(TRUNCATED_HTML, source.last_line_number, "")
         found = source.found_ftrace
@@ -105,9 +105,9 @@ def _run(
         include_incomplete=include_incomplete,
         byte_offsets=perfetto is not None,
     )
-    if engine.early_ends and early_ends is None:
+    if engine.out_of_order and out_of_order is None:
         outcome = attrs.evolve(
-            outcome, early_ends=engine.early_ends, first_early_end=engine.first_early_end
+            outcome, out_of_order=engine.out_of_order, first_out_of_order=engine.first_out_of_order
         )
     return outcome
 
@@ -279,7 +279,7 @@ def _read(
                 chrome=source,
                 on_run=on_run,
             )
-            if not outcome.early_ends:
+            if not outcome.out_of_order:
                 return outcome
             if on_restart is not None:
                 on_restart()
@@ -289,7 +289,7 @@ def _read(
                 include_incomplete=include_incomplete,
                 chrome=source,
                 on_run=on_run,
-                early_ends=(outcome.early_ends, *outcome.first_early_end),
+                out_of_order=(outcome.out_of_order, *outcome.first_out_of_order),
             )
         text = cast("TextIO", source)  # neither Perfetto nor JSON: the text stream
         label = f"parsing {os.path.basename(path)}"
@@ -300,7 +300,7 @@ def _read(
                 include_incomplete=include_incomplete,
                 on_run=on_run,
             )
-        if not outcome.early_ends or os.path.getsize(path) > MAX_SORTED_BYTES:
+        if not outcome.out_of_order or os.path.getsize(path) > MAX_SORTED_BYTES:
             return outcome
         if on_restart is not None:
             on_restart()
@@ -310,7 +310,7 @@ def _read(
             keep_detail=keep_detail,
             include_incomplete=include_incomplete,
             on_run=on_run,
-            early_ends=(outcome.early_ends, *outcome.first_early_end),
+            out_of_order=(outcome.out_of_order, *outcome.first_out_of_order),
         )
 
 

@@ -52,9 +52,9 @@ from nnemu.trace import (
     UNKNOWN_TGID,
     Mark,
     classify,
-    early_ends_warning,
     exact_timestamp_ns,
     is_mark_row,
+    out_of_order_warning,
 )
 from nnemu.tracer import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer, Phase
 
@@ -644,6 +644,7 @@ class _Thread:
     __slots__ = (
         "binder",
         "claim",
+        "last_ts",
         "launch",
         "proc",
         "sc_queue",
@@ -663,6 +664,8 @@ class _Thread:
         self.task = ""
         self.tracked = False
         self.binder = False
+        self.last_ts = -1
+        """The latest timestamp of its rows so far, in file order (-1: none yet)."""
         self.stack: list[_Frame | None] = []
         self.top: _Frame | None = None
         # startCompute ends waiting for their Event_wait.
@@ -742,9 +745,9 @@ class Engine:
         self._names: dict[str, str] = {}
         self._line_number = 0
         self._line = ""
-        self.early_ends = 0
-        """End marks earlier than the begin of the section they would close, skipped."""
-        self._first_early_end: tuple[int, str] = (0, "")
+        self.out_of_order = 0
+        """Rows earlier than the row before them on their thread."""
+        self._first_out_of_order: tuple[int, str] = (0, "")
         self._time_sorted = False
 
     def set_process_names(self, names: dict[str, str]) -> None:
@@ -780,25 +783,25 @@ class Engine:
             )
         )
 
-    def read_in_time_order(self, early_ends: int, line_number: int, line: str) -> None:
+    def read_in_time_order(self, out_of_order: int, line_number: int, line: str) -> None:
         """This engine is fed the rows of a trace in time order (``time_ordered``) because
-        reading it in file order found ``early_ends`` ends before their begins, the first at
-        ``line_number``: ``finish`` says so (once) in their place."""
-        self.early_ends = early_ends
-        self._first_early_end = (line_number, line)
+        reading it in file order found ``out_of_order`` rows earlier than the row before them
+        on their thread, the first at ``line_number``: ``finish`` says so (once)."""
+        self.out_of_order = out_of_order
+        self._first_out_of_order = (line_number, line)
         self._time_sorted = True
 
     @property
-    def first_early_end(self) -> tuple[int, str]:
-        """(line number, line) of the first end mark earlier than its section's begin."""
-        return self._first_early_end
+    def first_out_of_order(self) -> tuple[int, str]:
+        """(line number, line) of the first row earlier than the row before it on its thread."""
+        return self._first_out_of_order
 
-    def _early_end(self, line_number: int, line: str) -> None:
-        """An end mark earlier than its section's begin was skipped (one warning per file,
-        at the first: ``finish``)."""
-        self.early_ends += 1
-        if self.early_ends == 1:
-            self._first_early_end = (line_number, line)
+    def _out_of_order(self, line_number: int, line: str) -> None:
+        """A row earlier than the row before it on its thread (one warning per file, at the
+        first: ``finish``)."""
+        self.out_of_order += 1
+        if self.out_of_order == 1:
+            self._first_out_of_order = (line_number, line)
 
     # -- input -------------------------------------------------------------
 
@@ -858,6 +861,11 @@ class Engine:
             saw_rows = True
             if entry[0] == "E":
                 thread = threads.get(tid)
+                if thread is not None:
+                    if ts < thread.last_ts:
+                        self._out_of_order(line_number, line)
+                    else:
+                        thread.last_ts = ts
                 if thread is None or not thread.stack:
                     if thread is not None and thread.tracked:
                         self.warn(
@@ -868,10 +876,10 @@ class Engine:
                 if frame is None:
                     continue
                 if ts < frame.start:
-                    # Rows out of time order: in time order (Perfetto's) this E comes
-                    # before the section's B and ends nothing; the section stays open.
+                    # Rows out of time order (counted above) in a trace not read again in
+                    # time order: this E ends nothing (in time order it comes before the
+                    # section's B); the section stays open, never a negative time.
                     thread.stack.append(frame)
-                    self._early_end(line_number, line)
                     continue
                 closing = frame.kind
                 if not closing.plain_close:
@@ -923,6 +931,10 @@ class Engine:
                 thread = threads.get(tid)
                 if thread is None or thread.proc.tgid != tgid:
                     thread = self._thread(tid, tgid)
+                if ts < thread.last_ts:
+                    self._out_of_order(line_number, line)
+                else:
+                    thread.last_ts = ts
                 thread.tracked = True
                 run_has_marks = True
                 proc = thread.proc
@@ -930,6 +942,10 @@ class Engine:
             else:
                 if not payload_tgid:
                     thread = self._thread(tid, tgid)
+                    if ts < thread.last_ts:
+                        self._out_of_order(line_number, line)
+                    else:
+                        thread.last_ts = ts
                     if thread.tracked:
                         self.warn(
                             "malformed begin mark: expected B|<tgid>|<name>", line_number, line
@@ -941,6 +957,10 @@ class Engine:
                 thread = threads.get(tid)
                 if thread is None or thread.proc.tgid != tgid:
                     thread = self._thread(tid, tgid)
+                if ts < thread.last_ts:
+                    self._out_of_order(line_number, line)
+                else:
+                    thread.last_ts = ts
                 if mark.tracks_thread:
                     thread.tracked = True
                     run_has_marks = True
@@ -1566,10 +1586,10 @@ class Engine:
                     run.line_number,
                     run.line,
                 )
-        if self.early_ends:
-            line_number, line = self._first_early_end
+        if self.out_of_order:
+            line_number, line = self._first_out_of_order
             self.warn(
-                early_ends_warning(self.early_ends, sorted_again=self._time_sorted),
+                out_of_order_warning(self.out_of_order, sorted_again=self._time_sorted),
                 line_number,
                 line,
             )

@@ -50,7 +50,6 @@ from nnemu.trace import (
     FtraceLines,
     NotLineJson,
     TraceFormat,
-    early_ends_warning,
     event_lines,
     file_format,
     is_json_number,
@@ -59,6 +58,7 @@ from nnemu.trace import (
     json_problem,
     json_time_ns,
     not_a_number_ts,
+    out_of_order_warning,
     pid_tid_problem,
     refuse_unreadable,
     time_ordered,
@@ -253,9 +253,11 @@ _END: Final = 2
 
 
 class _Thread:
-    __slots__ = ("name", "stack", "tgid", "tid", "track_id", "utid")
+    __slots__ = ("last_ts", "name", "stack", "tgid", "tid", "track_id", "utid")
 
     def __init__(self, utid: int, tid: int, tgid: int | None) -> None:
+        self.last_ts = -MAX_ABS_NS - 1
+        """The latest timestamp of its rows so far (file order)."""
         self.utid = utid
         self.tid = tid
         self.tgid = tgid
@@ -349,13 +351,13 @@ class Loader:
         self.slices = 0
         self.open_slices = 0
         self.unmatched_ends = 0
-        self.early_ends = 0
-        """End marks earlier than the begin of the section they would close, skipped."""
-        self.first_early_end = 0
+        self.out_of_order = 0
+        """Rows earlier than the row before them on their thread."""
+        self.first_out_of_order = 0
         """The line of the first of them (0: none, or not a line of the file)."""
         self.time_sorted = False
         """The rows were read in time order (``load_in_time_order``) after reading them in
-        file order found ``early_ends``."""
+        file order found ``out_of_order``."""
 
     # -- threads -----------------------------------------------------------
 
@@ -508,6 +510,19 @@ class Loader:
         record += (0, nulls)
         stack.append(record)
 
+    def _out_of_order(self, line_number: int) -> None:
+        """A row earlier than the row before it on its thread (see ``load_trace``)."""
+        self.out_of_order += 1
+        if self.out_of_order == 1:
+            self.first_out_of_order = line_number
+
+    def _check_order(self, thread: _Thread, ts: int, line_number: int) -> None:
+        """Count a row of ``thread`` at ``ts`` that is earlier than its row before."""
+        if ts < thread.last_ts:
+            self._out_of_order(line_number)
+        else:
+            thread.last_ts = ts
+
     def end(self, thread: _Thread, ts: int, line_number: int) -> None:
         """Close the innermost open B section of ``thread`` (warn when there is none)."""
         stack = thread.stack
@@ -523,12 +538,9 @@ class Loader:
             self.warn(line_number, "end mark (E) with no open section on this thread; skipped")
             return
         if ts < stack[-1][1]:  # type: ignore[operator]
-            # Rows out of time order: Perfetto sorts by time, so this E comes before the
-            # section's B and ends nothing; the section stays open (dur = -1 if nothing
-            # later ends it).  One warning per file (load_trace), not a negative dur.
-            self.early_ends += 1
-            if self.early_ends == 1:
-                self.first_early_end = line_number
+            # Rows out of time order (counted by _check_order) in a trace not read again
+            # in time order: this E ends nothing (in time order it comes before the
+            # section's B); the section stays open, never a negative dur.
             return
         record = stack.pop()
         self._emit(record, ts - record[1])  # type: ignore[operator]
@@ -610,6 +622,10 @@ class Loader:
                     thread, task = known_head
                 if task is not None:
                     thread.name = task
+                if ts < thread.last_ts:
+                    self._out_of_order(line_number)
+                else:
+                    thread.last_ts = ts
                 stack = thread.stack
                 if tail_info.kind == "B":
                     if tail_info.malformed:
@@ -806,6 +822,7 @@ class Loader:
             return
         if task != _UNKNOWN_TASK:
             thread.name = task
+        self._check_order(thread, ts, line_number)
         if kind == "E":
             self.end(thread, ts, line_number)
             return
@@ -857,6 +874,7 @@ class Loader:
                 )
             return
         thread = self._thread(tid, pid)
+        self._check_order(thread, ts, where)
         if ph == "E":
             self.end(thread, ts, where)
             return
@@ -1101,16 +1119,16 @@ def load_trace(
                 loader = _load_json_document(
                     source, stream, conn, _CountedWarn(first, skip=counting.count)
                 )
-            if held is not None and loader.early_ends:
+            if held is not None and loader.out_of_order:
                 _reset(conn)
-                early = (loader.early_ends, loader.first_early_end)
+                early = (loader.out_of_order, loader.first_out_of_order)
                 stream.seek(0)
                 if one_a_line:
                     loader = Loader(conn, warn)
                     loader.load_json_in_time_order(json_line_events(stream), store_line=True)
                 else:
                     loader = _load_json_document(source, stream, conn, warn, in_time_order=True)
-                loader.early_ends, loader.first_early_end = early
+                loader.out_of_order, loader.first_out_of_order = early
                 loader.time_sorted = True
             elif held is not None:
                 held.release()
@@ -1130,7 +1148,7 @@ def load_trace(
             pftrace.on_dump = loader._dump_row
             pftrace.on_track_event = loader.track_event
             loader.load_ftrace(pftrace, file_lines=False)
-            loader.first_early_end = 0  # its rows' numbers are no place in the file
+            loader.first_out_of_order = 0  # its rows' numbers are no place in the file
         else:
             # A trace small enough to be read again in time order (rows out of time order)
             # holds its warnings until it is known whether it will be.
@@ -1149,15 +1167,15 @@ def load_trace(
                     " starting with '# tracer:', ftrace text, or a JSON trace)",
                 )
             kind = "systrace" if lines.is_html else "ftrace"
-            if held is not None and loader.early_ends:
+            if held is not None and loader.out_of_order:
                 # Matched again in time order, as Perfetto matches them; the warnings are
                 # those of that reading.
                 _reset(conn)
-                early = (loader.early_ends, loader.first_early_end)
+                early = (loader.out_of_order, loader.first_out_of_order)
                 loader = Loader(conn, warn)
                 stream.seek(0)
                 loader.load_in_time_order(stream)
-                loader.early_ends, loader.first_early_end = early
+                loader.out_of_order, loader.first_out_of_order = early
                 loader.time_sorted = True
             elif held is not None:
                 held.release()
@@ -1171,9 +1189,9 @@ def load_trace(
             "",
             "no slices found (tracing_mark_write B/E rows, or JSON B/E/X events)",
         )
-    if loader.early_ends:
-        warning = early_ends_warning(loader.early_ends, sorted_again=loader.time_sorted)
-        warn(loader.first_early_end, warning)
+    if loader.out_of_order:
+        warning = out_of_order_warning(loader.out_of_order, sorted_again=loader.time_sorted)
+        warn(loader.first_out_of_order, warning)
     if loader.open_slices:
         warn(
             last_line,
@@ -1185,7 +1203,7 @@ def load_trace(
         slices=loader.slices,
         open_slices=loader.open_slices,
         unmatched_ends=loader.unmatched_ends,
-        early_ends=loader.early_ends,
+        out_of_order=loader.out_of_order,
         threads=threads,
         processes=processes,
     )

@@ -19,9 +19,9 @@ class LoadSummary:
     """Slices still open at the end (``dur = -1``)."""
     unmatched_ends: int
     """End marks with nothing open, skipped."""
-    early_ends: int = 0
-    """End marks earlier than the begin of the section they would close (rows out of time
-    order), skipped: the section stays open."""
+    out_of_order: int = 0
+    """Rows earlier than the row before them on their thread (then read again in time
+    order, as Perfetto matches them, unless the trace is too big to)."""
     threads: int
     """Rows in ``thread``."""
     processes: int

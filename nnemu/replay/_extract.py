@@ -48,7 +48,6 @@ from nnemu.trace import (
     NotLineJson,
     TraceFormat,
     classify,
-    early_ends_warning,
     event_lines,
     file_format,
     is_json_number,
@@ -56,6 +55,7 @@ from nnemu.trace import (
     json_problem,
     json_time_ns,
     not_a_number_ts,
+    out_of_order_warning,
     pid_of,
     pid_tid_problem,
     refuse_unreadable,
@@ -535,12 +535,14 @@ class _Collector:
         """(file line or 0, message) of the first JSON events skipped (see ``_event_problem``)."""
         self.event_problem_count = 0
         """JSON events skipped for a wrong type (not an object, no ph, pid, tid or ts)."""
-        self.early_ends = 0
-        """End marks earlier than the begin of the section they would close, skipped."""
-        self.first_early_end = 0
+        self.out_of_order = 0
+        """Rows (JSON: B/E events) earlier than the row before them on their thread."""
+        self.first_out_of_order = 0
         """The file line of the first of them (0: not a line of the file)."""
         self.time_sorted = False
-        """The rows were read again in time order because of ``early_ends``."""
+        """The rows were read again in time order because of ``out_of_order``."""
+        self._last_ts: dict[int, int] = {}
+        """tid -> the latest timestamp of its rows so far, in file order."""
 
     def _event_problem(self, line_number: int, message: str) -> None:
         """A JSON event was skipped: kept for a warning (the first ``MAX_EVENT_WARNINGS``),
@@ -548,6 +550,16 @@ class _Collector:
         self.event_problem_count += 1
         if len(self.event_problems) < MAX_EVENT_WARNINGS:
             self.event_problems.append((line_number, message))
+
+    def _check_order(self, tid: int, ts: int, line_number: int) -> None:
+        """Count a row of ``tid`` at ``ts`` earlier than its row before (in file order)."""
+        last = self._last_ts.get(tid)
+        if last is not None and ts < last:
+            self.out_of_order += 1
+            if self.out_of_order == 1:
+                self.first_out_of_order = line_number
+        else:
+            self._last_ts[tid] = ts
 
     def _app(self, pid: int) -> _AppTally:
         app = self.apps.get(pid)
@@ -640,11 +652,9 @@ class _Collector:
         if not stack:
             return  # an end whose begin was before the trace started
         if ts < stack[-1][0]:
-            # Rows out of time order: in time order (Perfetto's) this E comes before the
-            # section's B and ends nothing; the section stays open.
-            self.early_ends += 1
-            if self.early_ends == 1:
-                self.first_early_end = line_number
+            # Rows out of time order (counted by the reader) in a trace not read again in
+            # time order: this E ends nothing (in time order it comes before the section's
+            # B); the section stays open, never a negative latency.
             return
         begin, pid, role, serial = stack.pop()
         kind = role.kind
@@ -720,6 +730,7 @@ class _Collector:
         thread_names = self.thread_names
         begin = self.begin
         end = self.end
+        check_order = self._check_order
         for line_number, line in rows:
             if "tracing_mark_write" not in line:
                 continue
@@ -733,6 +744,7 @@ class _Collector:
                 continue  # out of range: not a row a kernel writes
             if tid not in thread_names:
                 thread_names[tid] = task.strip()
+            check_order(tid, ts, line_number)
             if kind == "B":
                 parts = rest.split("|", 2)
                 if len(parts) < 3:
@@ -772,7 +784,6 @@ class _Collector:
         streaming a file of one event per line), each with the file line it starts on
         (0: unknown), which places the warning for an event skipped (``event_problems``)."""
         ordered: list[tuple[int, int, int, int, str]] = []
-        in_file_order: dict[int, list[int]] = {}  # tid -> its open B's ts, in file order
         for index, (line_number, event) in enumerate(events):
             if not isinstance(event, dict):
                 self._event_problem(line_number, NOT_AN_EVENT)
@@ -816,19 +827,12 @@ class _Collector:
             elif ph == "B":
                 self.thread_pid.setdefault(tid, pid)
                 ordered.append((ts_ns, index, 0, tid, str(event.get("name", ""))))
-                in_file_order.setdefault(tid, []).append(ts_ns)
             else:
                 ordered.append((ts_ns, index, 1, tid, ""))
-                begins = in_file_order.get(tid)
-                if begins and ts_ns < begins[-1]:
-                    # An end before its begin in file order: said as parse and query say it
-                    # (they read the events again in time order, as this always does).
-                    self.early_ends += 1
-                    if self.early_ends == 1:
-                        self.first_early_end = line_number
-                elif begins:
-                    begins.pop()
-        if self.early_ends:
+            # Said as parse and query say it (they read such a trace again in time order,
+            # as this always reads JSON).
+            self._check_order(tid, ts_ns, line_number)
+        if self.out_of_order:
             self.time_sorted = True
         # JSON events may come in any order; B/E of one thread are in file order.
         ordered.sort(key=lambda e: (e[0], e[1], e[2]))
@@ -877,8 +881,8 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
         pftrace = PerfettoLines(path, on_dump=collector._dump_row, on_problem=problem)
         collector.read_ftrace(pftrace)
         collector.finish()
-        if collector.early_ends:  # its rows' numbers are not the file's: the whole file
-            warning = early_ends_warning(collector.early_ends, sorted_again=False)
+        if collector.out_of_order:  # its rows' numbers are not the file's: the whole file
+            warning = out_of_order_warning(collector.out_of_order, sorted_again=False)
             collector.warnings.append(f"{path}: warning: {warning}")
         return collector, "perfetto"
     with open(path, encoding="utf-8", errors="replace") as handle:
@@ -892,7 +896,7 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
                     collector.read_json_events(json_line_events(bar.lines(handle), strict=True))
                 collector.finish()
                 _warn_of_events(collector, path)
-                _warn_of_early_ends(collector, path)
+                _warn_of_out_of_order(collector, path)
                 return collector, "json"
             except NotLineJson:
                 collector = _Collector()
@@ -911,13 +915,13 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
             label = f"reading {os.path.basename(path)}"
             with Progress(path, handle, progress, label=label) as bar:
                 lines = collector.read_ftrace(bar.lines(handle))
-            if collector.early_ends and os.path.getsize(path) <= MAX_SORTED_BYTES:
+            if collector.out_of_order and os.path.getsize(path) <= MAX_SORTED_BYTES:
                 # Read again in time order, as Perfetto matches the rows.
-                early = (collector.early_ends, collector.first_early_end)
+                early = (collector.out_of_order, collector.first_out_of_order)
                 collector = _Collector()
                 handle.seek(0)
                 lines = collector.read_ftrace(handle, in_time_order=True)
-                collector.early_ends, collector.first_early_end = early
+                collector.out_of_order, collector.first_out_of_order = early
                 collector.time_sorted = True
             if not lines.found_ftrace:
                 raise TraceFormatError(
@@ -931,18 +935,18 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
                 collector.warnings.append(
                     f"{path}:{lines.last_line_number}: warning: {TRUNCATED_HTML}"
                 )
-    _warn_of_early_ends(collector, path)
+    _warn_of_out_of_order(collector, path)
     collector.finish()
     return collector, fmt
 
 
-def _warn_of_early_ends(collector: _Collector, path: str) -> None:
+def _warn_of_out_of_order(collector: _Collector, path: str) -> None:
     """The one warning of the end marks before their begins, at the first (before a cut
     HTML file's warning, at its last line)."""
-    if collector.early_ends:
-        line = collector.first_early_end
+    if collector.out_of_order:
+        line = collector.first_out_of_order
         where = f"{path}:{line}" if line else path
-        warning = early_ends_warning(collector.early_ends, sorted_again=collector.time_sorted)
+        warning = out_of_order_warning(collector.out_of_order, sorted_again=collector.time_sorted)
         collector.warnings.insert(0, f"{where}: warning: {warning}")
 
 

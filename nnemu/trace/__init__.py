@@ -2,7 +2,7 @@
 
 * rows: ``ROW_RE`` (the one ``tracing_mark_write`` row pattern), ``HEAD_RE``,
   ``timestamp_ns`` / ``exact_timestamp_ns`` (any number of fraction digits),
-  ``early_ends_warning`` (every reader's words for ends earlier than their begins) and
+  ``out_of_order_warning`` (every reader's words for ends earlier than their begins) and
   ``time_ordered`` (rows in time order, as Perfetto matches them, to read them again);
 * HTML blocks: ``FtraceLines`` (the ftrace block of systrace HTML, or plain
   ftrace text) and its ``PROCESS DUMP`` (``ProcessDump``: process and thread rows);
@@ -78,9 +78,9 @@ from nnemu.trace._rows import (
     ROW_RE,
     ROW_SEPARATOR,
     UNKNOWN_TGID,
-    early_ends_warning,
     exact_timestamp_ns,
     is_mark_row,
+    out_of_order_warning,
     pid_of,
     time_ordered,
     timestamp_ns,
@@ -169,7 +169,6 @@ __all__ = [
     "bounded_lines",
     "classify",
     "detect_format",
-    "early_ends_warning",
     "event_lines",
     "exact_timestamp_ns",
     "file_format",
@@ -181,6 +180,7 @@ __all__ = [
     "json_time_ns",
     "not_a_number_ts",
     "open_trace",
+    "out_of_order_warning",
     "pid_of",
     "pid_tid_problem",
     "process_name",

@@ -34,17 +34,22 @@ MAX_SORTED_BYTES: Final = 64 * 1024 * 1024
 memory) when it is at most this big (as ``nnemu query`` keeps a trace this big in memory)."""
 
 
-def early_ends_warning(count: int, *, sorted_again: bool) -> str:
-    """The one warning per file about ``count`` end marks (E) earlier than the begin of the
-    section they would close, placed at the first: parse, query and replay read the rows
-    again in time order (``sorted_again``: ``time_ordered``), else skip those ends."""
-    marks = "1 end mark (E) is" if count == 1 else f"{count} end marks (E) are"
+def out_of_order_warning(count: int, *, sorted_again: bool) -> str:
+    """The one warning per file about ``count`` rows earlier than the row before them on
+    their thread, placed at the first: parse, query and replay read the rows again in time
+    order (``sorted_again``: ``time_ordered``), else (too big) keep file order, where an end
+    mark before its section's begin is skipped."""
+    rows = "1 row is" if count == 1 else f"{count} rows are"
     if sorted_again:
         done = "the rows were matched in time order, as Perfetto matches them"
     else:
-        done = "skipped, the section left open, never a negative duration"
+        done = (
+            "matched in file order (too big to sort in memory), so sections may nest"
+            " otherwise than in Perfetto; an end mark (E) before its section's begin is"
+            " skipped, the section left open"
+        )
     return (
-        f"{marks} earlier than the begin of the section it would close (rows out of time"
+        f"{rows} earlier than the row before them on their thread (rows out of time"
         f" order; the first is here): {done} (docs/parser.md: rows out of time order)"
     )
 

@@ -1,7 +1,8 @@
-"""Rows out of time order: when an end mark (E) is earlier than the begin of the section it
-would close, ``nnemu parse``, ``query`` and ``replay`` read the rows again in time order, as
-Perfetto matches them, with one ``FILE:LINE: warning:`` per file; a trace too big to sort in
-memory has such ends skipped instead.  Never a negative duration (docs/parser.md)."""
+"""Rows out of time order: when a row is earlier than the row before it on its thread (an end
+mark before its section's begin, say), ``nnemu parse``, ``query`` and ``replay`` read the rows
+again in time order, as Perfetto matches them, with one ``FILE:LINE: warning:`` per file; a
+trace too big to sort in memory keeps file order, where such an end is skipped.  Never a
+negative duration (docs/parser.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from nnemu.query import _loader as pure_loader
 from nnemu.query import open_trace
 from nnemu.query._compile import loader_module
 from nnemu.replay import _extract as extract
-from nnemu.trace import early_ends_warning
+from nnemu.trace import out_of_order_warning
 from tests.commands import run_cli, trace_processor_shell
 
 HEAD = """\
@@ -66,11 +67,11 @@ def test_query_matches_an_end_before_every_begin_with_nothing(tmp_path):
     ]
 
 
-def test_every_reader_says_it_once_at_the_first_early_end(tmp_path):
+def test_every_reader_says_it_once_at_the_first_row_out_of_order(tmp_path):
     """parse, query and replay each print the same one warning, at the first early E's line,
     counting both; before this it was silent and printed negative times."""
     path = _trace(tmp_path, EDITED)
-    expected = f"{path}:6: warning: {early_ends_warning(2, sorted_again=True)}"
+    expected = f"{path}:6: warning: {out_of_order_warning(2, sorted_again=True)}"
     for command, after in ((("parse",), ()), (("query",), ("select 1",)), (("replay", "-n"), ())):
         code, out, err = run_cli(*command, str(path), *after)
         assert code == 0, err
@@ -95,6 +96,27 @@ def test_query_matches_the_rows_in_time_order(tmp_path):
     ]
 
 
+MOVED = [
+    ("1.000000", "B|100|[NN_LA_PE]outer"),
+    ("1.500000", "B|100|[NN_LR_PC]child"),
+    ("1.750000", "E|100"),
+    ("1.250000", "E|100"),  # line 8: after its begin, but before the child's rows
+]
+
+
+def test_an_end_moved_before_a_childs_rows_is_matched_in_time_order(tmp_path):
+    """An E earlier than the rows before it but not than its own B gives no negative time in
+    file order, yet Perfetto ends outer before child begins: so does query, with the warning."""
+    path = _trace(tmp_path, MOVED)
+    assert _slices(path) == [
+        (1_000_000_000, 250_000_000, "[NN_LA_PE]outer", 0),
+        (1_500_000_000, 250_000_000, "[NN_LR_PC]child", 0),
+    ]
+    code, _out, err = run_cli("query", str(path), "select 1")
+    assert code == 0, err
+    assert err.splitlines() == [f"{path}:8: warning: {out_of_order_warning(1, sorted_again=True)}"]
+
+
 def test_parse_and_replay_read_the_rows_in_time_order(tmp_path):
     """parse counts inner's 500 ms as compilation (not outer's 1000 ms less it) and replay's
     recorded execution is outer's 250 ms, the rows read in time order."""
@@ -109,13 +131,13 @@ def test_parse_and_replay_read_the_rows_in_time_order(tmp_path):
     assert recorded.split()[2:] == ["1", "250.000", "250.000", "250.000"]
 
 
-def test_a_trace_too_big_to_sort_has_its_early_ends_skipped(tmp_path, monkeypatch):
+def test_a_trace_too_big_to_sort_has_its_out_of_order_skipped(tmp_path, monkeypatch):
     """Past MAX_SORTED_BYTES the rows stay in file order: the early E is skipped, its
     section left open (no negative time), and the warning says that instead."""
     monkeypatch.setattr(parser_api, "MAX_SORTED_BYTES", 10)
     monkeypatch.setattr(extract, "MAX_SORTED_BYTES", 10)
     path = _trace(tmp_path, NESTED)
-    expected = f"{path}:7: warning: {early_ends_warning(1, sorted_again=False)}"
+    expected = f"{path}:7: warning: {out_of_order_warning(1, sorted_again=False)}"
     commands = [(("parse",), ()), (("replay", "-n"), ())]
     if loader_module() is pure_loader:  # the compiled loader has the constant built in
         monkeypatch.setattr(pure_loader, "MAX_SORTED_BYTES", 10)
@@ -174,7 +196,9 @@ def _json_trace(tmp_path: Path, rows: list[tuple[str, str]]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("rows", [EDITED, NESTED], ids=["before-every-begin", "nested"])
+@pytest.mark.parametrize(
+    "rows", [EDITED, NESTED, MOVED], ids=["before-every-begin", "nested", "moved"]
+)
 @pytest.mark.parametrize("kind", ["ftrace", "json"])
 def test_query_gives_trace_processors_slices(tmp_path, rows, kind):
     """On edited traces (ftrace text and JSON), query's slices are those of Perfetto's trace
