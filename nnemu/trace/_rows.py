@@ -39,7 +39,11 @@ def out_of_order_warning(count: int, *, sorted_again: bool) -> str:
     their thread, placed at the first: parse, query and replay read the rows again in time
     order (``sorted_again``: ``time_ordered``), else (too big) keep file order, where an end
     mark before its section's begin is skipped."""
-    rows = "1 row is" if count == 1 else f"{count} rows are"
+    rows = (
+        "1 row is earlier than the row before it on its thread"
+        if count == 1
+        else f"{count} rows are earlier than the row before them on their thread"
+    )
     if sorted_again:
         done = "the rows were matched in time order, as Perfetto matches them"
     else:
@@ -49,8 +53,8 @@ def out_of_order_warning(count: int, *, sorted_again: bool) -> str:
             " skipped, the section left open"
         )
     return (
-        f"{rows} earlier than the row before them on their thread (rows out of time"
-        f" order; the first is here): {done} (docs/parser.md: rows out of time order)"
+        f"{rows} (rows out of time order; the first is here): {done} (docs/parser.md:"
+        " rows out of time order)"
     )
 
 
