@@ -48,9 +48,10 @@ def out_of_order_warning(count: int, *, sorted_again: bool) -> str:
         done = "the rows were matched in time order, as Perfetto matches them"
     else:
         done = (
-            "matched in file order (too big to sort in memory), so sections may nest"
-            " otherwise than in Perfetto; an end mark (E) before its section's begin is"
-            " skipped, the section left open"
+            f"matched in file order (a trace over {MAX_SORTED_BYTES // 2**20} MiB, or a"
+            " Perfetto protobuf one, is not read again in time order), so sections may nest"
+            " otherwise than in Perfetto;"
+            " an end mark (E) before its section's begin is skipped, the section left open"
         )
     return (
         f"{rows} (rows out of time order; the first is here): {done} (docs/parser.md:"
