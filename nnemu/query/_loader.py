@@ -57,6 +57,7 @@ from nnemu.trace import (
     json_line_events,
     json_problem,
     json_time_ns,
+    not_a_number_dur,
     not_a_number_ts,
     out_of_order_warning,
     pid_tid_problem,
@@ -873,6 +874,10 @@ class Loader:
                     where, f"{ph!s} event's ts {raw_ts!r} is not finite or out of range; skipped"
                 )
             return
+        raw_dur = event.get("dur", 0)
+        if ph == "X" and not is_json_number(raw_dur):
+            self.warn(where, not_a_number_dur(raw_dur))
+            return
         thread = self._thread(tid, pid)
         self._check_order(thread, ts, where)
         if ph == "E":
@@ -880,7 +885,7 @@ class Loader:
             return
         end: int | None = None
         if ph == "X":
-            dur = json_time_ns(event.get("dur", 0)) or 0
+            dur = json_time_ns(raw_dur) or 0
             end = min(MAX_ABS_NS, max(-MAX_ABS_NS, ts + dur))
         elif ph != "B":
             end = ts

@@ -54,6 +54,7 @@ from nnemu.trace import (
     json_line_events,
     json_problem,
     json_time_ns,
+    not_a_number_dur,
     not_a_number_ts,
     out_of_order_warning,
     pid_of,
@@ -818,8 +819,11 @@ class _Collector:
                 self._event_problem(line_number, problem)
                 continue
             if ph == "X":
-                dur_ns = json_time_ns(event.get("dur"))
+                raw_dur = event.get("dur")
+                dur_ns = json_time_ns(raw_dur)
                 if dur_ns is None:
+                    if raw_dur is not None and not is_json_number(raw_dur):
+                        self._event_problem(line_number, not_a_number_dur(raw_dur))
                     continue
                 ordered.append((ts_ns, index, 0, tid, str(event.get("name", ""))))
                 ordered.append((ts_ns + dur_ns, index, 1, tid, ""))

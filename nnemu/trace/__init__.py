@@ -13,7 +13,7 @@
   ``json_problem`` (what every reader says of JSON it cannot read), ``event_lines`` (the
   file line each event of a document starts on) and what every reader says of an event it
   skips (``NOT_AN_EVENT``, ``NO_PHASE``, ``NO_PID_TID``, ``not_a_number_ts``,
-  ``pid_tid_problem``; ``is_json_number``);
+  ``not_a_number_dur``, ``pid_tid_problem``; ``is_json_number``);
 * Perfetto protobuf traces: ``read_perfetto`` (typed records, streamed packet
   by packet) and ``PerfettoLines`` (the same as ftrace rows); imported on first
   use (telling a file's format, or reading systrace, does not load them);
@@ -38,6 +38,7 @@ from nnemu.trace._chrome import (
     json_line_events,
     json_problem,
     json_time_ns,
+    not_a_number_dur,
     not_a_number_ts,
     pid_tid_problem,
     read_chrome_json,
@@ -178,6 +179,7 @@ __all__ = [
     "json_line_events",
     "json_problem",
     "json_time_ns",
+    "not_a_number_dur",
     "not_a_number_ts",
     "open_trace",
     "out_of_order_warning",

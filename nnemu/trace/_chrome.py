@@ -54,6 +54,11 @@ def not_a_number_ts(value: object) -> str:
     return f"timestamp {value!r} is not a number: event skipped"
 
 
+def not_a_number_dur(value: object) -> str:
+    """What query and replay say of an ``X`` event whose ``dur`` is there but no number."""
+    return f"duration {value!r} is not a number: event skipped"
+
+
 def is_json_number(value: object) -> bool:
     """``value`` is a JSON number, or a string of digits (as a pid or tid may be written)."""
     if isinstance(value, str):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nnemu.query import open_trace
-from nnemu.trace import NO_PHASE, NO_PID_TID, NOT_AN_EVENT, not_a_number_ts
+from nnemu.trace import NO_PHASE, NO_PID_TID, NOT_AN_EVENT, not_a_number_dur, not_a_number_ts
 from tests.commands import run_cli
 
 COMMANDS = ((("parse",), ()), (("query",), ("select 1",)), (("replay", "-n"), ()))
@@ -90,3 +90,23 @@ def test_replay_counts_what_it_does_not_show(tmp_path):
     warnings = _warnings(err)
     assert warnings[:20] == [f"{path}:{line}: warning: {NO_PID_TID}" for line in range(3, 23)]
     assert warnings[20:] == [f"{path}: warning: 5 more events skipped (not shown)"]
+
+
+def test_a_complete_event_with_a_text_dur_is_skipped_with_a_warning(tmp_path):
+    """An X event whose dur is no number is skipped by query (it loaded as 0 long) and
+    replay, both saying so at its line; parse reads no X events and says nothing."""
+    bad = {"ph": "X", "pid": 1, "tid": 6, "ts": 60, "dur": "abc", "name": "[NN_LA_PE]x"}
+    path = _write(tmp_path / "t.json", [*GOOD, bad])
+    expected = [f"{path}:4: warning: {not_a_number_dur('abc')}"]
+    for command, after in COMMANDS[1:]:
+        code, _out, err = run_cli(*command, str(path), *after)
+        assert code == 0, err
+        assert _warnings(err) == expected, command
+    code, _out, err = run_cli("parse", str(path))
+    assert code == 0, err
+    assert _warnings(err) == []
+    conn = open_trace(str(path))
+    try:
+        assert conn.execute("SELECT name FROM slice").fetchall() == [("[NN_LA_PE]good",)]
+    finally:
+        conn.close()
