@@ -21,6 +21,8 @@ Commands (Enter repeats the last one; end of input means ``c``):
 Ctrl-C while the run goes on switches to manual control at the next kernel event;
 Ctrl-C at the prompt (or a second one before the prompt shows) ends the run
 cleanly: the kernel stops at the current virtual time and the trace is closed.
+With no input to take control from (standard input at its end: ``< /dev/null``, a
+script whose commands ran out), the first Ctrl-C ends the run so.
 """
 
 from __future__ import annotations
@@ -159,7 +161,9 @@ class Stepper:
         """The SIGINT handler: first Ctrl-C -> manual control; at the prompt or again -> end."""
         if self._prompting:
             raise _Abort
-        if self._interrupt_pending or self.aborted:
+        if self._interrupt_pending or self.aborted or self._eof:
+            # (At the end of input no prompt can take control: end the run, as a second
+            # Ctrl-C does, rather than prompt, read nothing and go on.)
             self.aborted = True
             return
         self._interrupt_pending = True
@@ -221,6 +225,7 @@ class Stepper:
         self.out.flush()
 
     def _prompt(self, where: str) -> None:
+        interrupted = self._interrupt_pending
         self._next_event = self._next_hal = self._interrupt_pending = False
         self._until_ns = None
         self.stops += 1
@@ -240,6 +245,10 @@ class Stepper:
                 self._prompting = False
             if not line:
                 self._eof = True
+                if interrupted:  # a Ctrl-C with no one to take control: it ends the run
+                    self._write("end of input: ending the run\n")
+                    self.aborted = True
+                    return
                 self._write("c (end of input)\n")
                 return
             if not self._is_tty():

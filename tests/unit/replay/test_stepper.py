@@ -139,11 +139,12 @@ def _interrupted_run(
     stdin: io.StringIO,
     at_ticks: dict[int, int],
     holder: list[Stepper] | None = None,
+    **kwargs: object,
 ):
     """Run the quickstart under a stepper reading ``stdin``, with ``at_ticks[n]`` Ctrl-Cs at
     the n-th progress tick (100 ms of virtual time each); the trace must stay balanced."""
     out = io.StringIO()
-    stepper = Stepper(stdin, out)
+    stepper = Stepper(stdin, out, **kwargs)  # type: ignore[arg-type]
     if holder is not None:
         holder.append(stepper)
     trace = tmp_path / "t.html"
@@ -185,6 +186,27 @@ def test_two_interrupts_while_running_end_the_run(tmp_path: Path):
     assert PROMPT not in out
     assert 200 <= data["virtual_ms"] < 300
     assert data["apps"]["camera"]["completed"] < 30
+
+
+def test_an_interrupt_with_no_input_ends_the_run(tmp_path: Path):
+    """Ctrl-C with standard input at its end (``< /dev/null``) ends the run at the next event:
+    there is no one to take control, so it is not swallowed by a prompt that reads nothing."""
+    stepper, out, data = _interrupted_run(tmp_path, io.StringIO(""), {2: 1})
+    assert "interrupted; next kernel event" in out
+    assert "end of input: ending the run" in out
+    assert "c (end of input)" not in out
+    assert stepper.aborted
+    assert 200 <= data["virtual_ms"] < 300
+    assert data["apps"]["camera"]["completed"] < 30
+
+
+def test_an_interrupt_after_the_script_ran_out_ends_the_run(tmp_path: Path):
+    """Once scripted input has ended (``c`` at its end), a Ctrl-C ends the run without a prompt."""
+    stepper, out, data = _interrupted_run(tmp_path, io.StringIO(""), {2: 1}, manual=True)
+    assert out.count(PROMPT) == 1  # the start's prompt, which read the end of input
+    assert "c (end of input)" in out
+    assert stepper.aborted
+    assert 200 <= data["virtual_ms"] < 300
 
 
 def test_handler_is_installed_only_inside_the_block():
