@@ -36,6 +36,7 @@ from nnemu.trace import (
     MAX_ABS_NS,
     MAX_ID,
     MAX_SORTED_BYTES,
+    NO_DUR,
     NO_PHASE,
     NO_PID_TID,
     NOT_AN_EVENT,
@@ -57,6 +58,8 @@ from nnemu.trace import (
     json_line_events,
     json_problem,
     json_time_ns,
+    negative_dur,
+    negative_ts,
     not_a_number_dur,
     not_a_number_ts,
     out_of_order_warning,
@@ -874,10 +877,22 @@ class Loader:
                     where, f"{ph!s} event's ts {raw_ts!r} is not finite or out of range; skipped"
                 )
             return
-        raw_dur = event.get("dur", 0)
-        if ph == "X" and not is_json_number(raw_dur):
-            self.warn(where, not_a_number_dur(raw_dur))
+        if ts < 0:  # (parse refuses it, and Perfetto drops it)
+            self.warn(where, negative_ts(raw_ts))
             return
+        raw_dur = event.get("dur")
+        dur = 0
+        if ph == "X":
+            if raw_dur is None:
+                self.warn(where, NO_DUR)
+                return
+            if not is_json_number(raw_dur):
+                self.warn(where, not_a_number_dur(raw_dur))
+                return
+            dur = json_time_ns(raw_dur) or 0
+            if dur < 0:
+                self.warn(where, negative_dur(raw_dur))
+                return
         thread = self._thread(tid, pid)
         self._check_order(thread, ts, where)
         if ph == "E":
@@ -885,8 +900,7 @@ class Loader:
             return
         end: int | None = None
         if ph == "X":
-            dur = json_time_ns(raw_dur) or 0
-            end = min(MAX_ABS_NS, max(-MAX_ABS_NS, ts + dur))
+            end = min(MAX_ABS_NS, ts + dur)
         elif ph != "B":
             end = ts
         args: list[tuple[str, object]] = []
@@ -909,6 +923,8 @@ class Loader:
         """A JSON flow (``s``, ``t``, ``f``) or counter (``C``) event."""
         pid = _int(event.get("pid"))
         ts = json_time_ns(event.get("ts"))
+        if ts is not None and ts < 0:
+            ts = None  # (out of range, as for the other events)
         name = str(event.get("name", ""))
         if ph == "C":
             args = event.get("args")

@@ -37,6 +37,7 @@ from nnemu.scenario import CPU_DEVICE_NAME, ExecutionMode
 from nnemu.trace import (
     MAX_ID,
     MAX_SORTED_BYTES,
+    NO_DUR,
     NO_PHASE,
     NOT_AN_EVENT,
     NOT_CHROME_TRACE,
@@ -54,6 +55,8 @@ from nnemu.trace import (
     json_line_events,
     json_problem,
     json_time_ns,
+    negative_dur,
+    negative_ts,
     not_a_number_dur,
     not_a_number_ts,
     out_of_order_warning,
@@ -818,12 +821,24 @@ class _Collector:
                 )
                 self._event_problem(line_number, problem)
                 continue
+            if ts_ns < 0:  # (parse and query refuse it, and Perfetto drops it)
+                self._event_problem(line_number, negative_ts(raw_ts))
+                continue
             if ph == "X":
                 raw_dur = event.get("dur")
                 dur_ns = json_time_ns(raw_dur)
-                if dur_ns is None:
-                    if raw_dur is not None and not is_json_number(raw_dur):
-                        self._event_problem(line_number, not_a_number_dur(raw_dur))
+                if dur_ns is None or dur_ns < 0:
+                    if raw_dur is None:
+                        problem = NO_DUR
+                    elif dur_ns is not None:
+                        problem = negative_dur(raw_dur)
+                    elif is_json_number(raw_dur):
+                        problem = (
+                            f"X event's dur {raw_dur!r} is not finite or out of range; skipped"
+                        )
+                    else:
+                        problem = not_a_number_dur(raw_dur)
+                    self._event_problem(line_number, problem)
                     continue
                 ordered.append((ts_ns, index, 0, tid, str(event.get("name", ""))))
                 ordered.append((ts_ns + dur_ns, index, 1, tid, ""))

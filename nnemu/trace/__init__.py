@@ -13,7 +13,8 @@
   ``json_problem`` (what every reader says of JSON it cannot read), ``event_lines`` (the
   file line each event of a document starts on) and what every reader says of an event it
   skips (``NOT_AN_EVENT``, ``NO_PHASE``, ``NO_PID_TID``, ``not_a_number_ts``,
-  ``not_a_number_dur``, ``pid_tid_problem``; ``is_json_number``);
+  ``negative_ts``, ``not_a_number_dur``, ``NO_DUR``, ``negative_dur``, ``pid_tid_problem``;
+  ``is_json_number``);
 * Perfetto protobuf traces: ``read_perfetto`` (typed records, streamed packet
   by packet) and ``PerfettoLines`` (the same as ftrace rows); imported on first
   use (telling a file's format, or reading systrace, does not load them);
@@ -26,6 +27,7 @@
 from typing import TYPE_CHECKING, Final
 
 from nnemu.trace._chrome import (
+    NO_DUR,
     NO_PHASE,
     NO_PID_TID,
     NOT_AN_EVENT,
@@ -38,6 +40,8 @@ from nnemu.trace._chrome import (
     json_line_events,
     json_problem,
     json_time_ns,
+    negative_dur,
+    negative_ts,
     not_a_number_dur,
     not_a_number_ts,
     pid_tid_problem,
@@ -138,6 +142,7 @@ __all__ = [
     "MAX_SORTED_BYTES",
     "NOT_AN_EVENT",
     "NOT_CHROME_TRACE",
+    "NO_DUR",
     "NO_PHASE",
     "NO_PID_TID",
     "NO_TRACE_EVENTS",
@@ -179,6 +184,8 @@ __all__ = [
     "json_line_events",
     "json_problem",
     "json_time_ns",
+    "negative_dur",
+    "negative_ts",
     "not_a_number_dur",
     "not_a_number_ts",
     "open_trace",

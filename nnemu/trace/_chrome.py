@@ -59,6 +59,23 @@ def not_a_number_dur(value: object) -> str:
     return f"duration {value!r} is not a number: event skipped"
 
 
+def negative_ts(value: object) -> str:
+    """What parse, query and replay say of an event whose ``ts`` is below 0 (Perfetto's trace
+    processor drops it too: ``trace_sorter_negative_timestamp_dropped``)."""
+    return f"timestamp {value} µs is out of range (0 to {_MAX_TS_US:.0e} µs): event skipped"
+
+
+NO_DUR: Final = "X event without a duration (dur): event skipped"
+"""What query and replay say of an ``X`` (complete) event with no ``dur`` (Perfetto's trace
+processor cannot read it either: ``json_parser_failure``)."""
+
+
+def negative_dur(value: object) -> str:
+    """What query and replay say of an ``X`` event whose ``dur`` is below 0 (Perfetto drops
+    the slice: ``slice_negative_duration``)."""
+    return f"duration {value} µs is negative: event skipped"
+
+
 def is_json_number(value: object) -> bool:
     """``value`` is a JSON number, or a string of digits (as a pid or tid may be written)."""
     if isinstance(value, str):
@@ -205,7 +222,7 @@ def _ts_ns(value: object) -> int | str:
     if not ts.is_finite():
         return f"timestamp {value} is not a finite number"
     if ts < 0 or ts >= _MAX_TS_US:
-        return f"timestamp {value} µs is out of range (0 to {_MAX_TS_US:.0e} µs)"
+        return negative_ts(value).removesuffix(": event skipped")
     return int((ts * _NS_PER_US).to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
 
 

@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 
 from nnemu.query import open_trace
-from nnemu.trace import NO_PHASE, NO_PID_TID, NOT_AN_EVENT, not_a_number_dur, not_a_number_ts
+from nnemu.trace import (
+    NO_DUR,
+    NO_PHASE,
+    NO_PID_TID,
+    NOT_AN_EVENT,
+    negative_dur,
+    negative_ts,
+    not_a_number_dur,
+    not_a_number_ts,
+)
 from tests.commands import run_cli
 
 COMMANDS = ((("parse",), ()), (("query",), ("select 1",)), (("replay", "-n"), ()))
@@ -38,10 +47,11 @@ def _warnings(err: str) -> list[str]:
         ({"ph": "B", "pid": 1, "tid": [5], "ts": 10, "name": "a"}, NO_PID_TID),
         ({"ph": "B", "pid": 1, "tid": 5, "ts": "abc", "name": "a"}, not_a_number_ts("abc")),
         ({"ph": "E", "pid": 1, "tid": 5, "ts": None}, not_a_number_ts(None)),
+        ({"ph": "B", "pid": 1, "tid": 5, "ts": -5, "name": "a"}, negative_ts(-5)),
         ({"pid": 1, "tid": 5, "ts": 10, "name": "a"}, NO_PHASE),
         ([1, 2], NOT_AN_EVENT),
     ],
-    ids=["pid-text", "tid-list", "ts-text", "ts-null", "no-ph", "not-object"],
+    ids=["pid-text", "tid-list", "ts-text", "ts-null", "ts-negative", "no-ph", "not-object"],
 )
 def test_every_reader_warns_of_the_event_at_its_line(tmp_path, bad, message):
     """parse, query and replay each skip the event with the same warning at its file line
@@ -92,12 +102,20 @@ def test_replay_counts_what_it_does_not_show(tmp_path):
     assert warnings[20:] == [f"{path}: warning: 5 more events skipped (not shown)"]
 
 
-def test_a_complete_event_with_a_text_dur_is_skipped_with_a_warning(tmp_path):
-    """An X event whose dur is no number is skipped by query (it loaded as 0 long) and
-    replay, both saying so at its line; parse reads no X events and says nothing."""
-    bad = {"ph": "X", "pid": 1, "tid": 6, "ts": 60, "dur": "abc", "name": "[NN_LA_PE]x"}
+@pytest.mark.parametrize(
+    ("dur", "message"),
+    [("abc", not_a_number_dur("abc")), (None, NO_DUR), (-3, negative_dur(-3))],
+    ids=["text", "missing", "negative"],
+)
+def test_a_complete_event_without_a_good_dur_is_skipped_with_a_warning(tmp_path, dur, message):
+    """An X event whose dur is no number, missing or negative is skipped by query (it loaded
+    as 0 long, or ending before it began) and replay, both saying so at its line, as
+    Perfetto's trace processor drops it; parse reads no X events and says nothing."""
+    bad: dict[str, object] = {"ph": "X", "pid": 1, "tid": 6, "ts": 60, "name": "[NN_LA_PE]x"}
+    if dur is not None:
+        bad["dur"] = dur
     path = _write(tmp_path / "t.json", [*GOOD, bad])
-    expected = [f"{path}:4: warning: {not_a_number_dur('abc')}"]
+    expected = [f"{path}:4: warning: {message}"]
     for command, after in COMMANDS[1:]:
         code, _out, err = run_cli(*command, str(path), *after)
         assert code == 0, err
