@@ -333,6 +333,11 @@ def _device(
         + ("" if jitter is not None else "no jitter, ")
         + "per_app_priority scheduler (defaults)"
     )
+    notes.assumed.append(
+        f"{where}.performance.float32/quant8.power_usage: {performance.float32.power_usage:g}, "
+        f"{performance.quant8.power_usage:g} (defaults: traces carry no power use, so the "
+        "energy printed assumes them)"
+    )
     return DeviceSpec(
         name=driver.name,
         hal_version=driver.hal_version,
