@@ -52,6 +52,24 @@ def test_replay_omr1_prints_the_plan_and_runs(tmp_path: Path):
     ]
 
 
+def test_power_use_is_named_as_assumed_and_set_moves_the_energy(quick_trace: Path):
+    """No trace carries power use: the replay says which power_usage its energy column
+    assumes, and --set of the recorded scenario's value brings the energy down with it."""
+    code, out, err = run_cli("replay", str(quick_trace), "-n")
+    assert code == 0, err
+    assumed = out.split("assumed (not in the trace):")[1].split("\n\n")[0]
+    assert "devices.npu.performance.float32/quant8.power_usage: 1, 1 (defaults" in assumed
+
+    def energy(text: str) -> float:
+        return float(re.search(r"^npu +\d+ +[\d.]+% +\d+ +([\d.]+)$", text, re.M).group(1))  # type: ignore[union-attr]
+
+    code, lower, err = run_cli(
+        "replay", str(quick_trace), "-n", "--set", "devices.npu.performance.float32.power_usage=0.4"
+    )
+    assert code == 0, err
+    assert energy(lower) == pytest.approx(energy(out) * 0.4, rel=0.02)
+
+
 def test_fast_mode_runs_back_to_back(quick_trace: Path, tmp_path: Path):
     """-n keeps the execution count but ignores the 33.3 ms gaps (a closed loop)."""
     trace = tmp_path / "fast.html"
