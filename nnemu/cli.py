@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from nnemu.errors import (
@@ -366,7 +366,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _summary(data: dict[str, Any], out: TextIO) -> None:
     """The run's summary tables: per app (submitted = completed + failed + dropped + in flight)
-    and per device.  Latency percentiles are "-" for an app with no completion."""
+    and per device.  Latency percentiles are "-" for an app with no completion; a p95 or p99
+    that is only the slowest execution is marked, with a footnote (``nnemu._tails``)."""
+    from nnemu._tails import footnote, marked_cells, slowest_only
+
     out.write(
         f"scenario {data['scenario']}  seed {data['seed']}  virtual {data['virtual_ms']:.3f} ms\n"
     )
@@ -378,18 +381,24 @@ def _summary(data: dict[str, Any], out: TextIO) -> None:
         f"{'app':<{width}}{'submitted':>10}{'completed':>11}{'failed':>8}{'dropped':>9}"
         f"{'in flight':>11}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}  errors\n"
     )
+    marked: set[str] = set()
     for name, app in data["apps"].items():
         lat = app["latency_ms"]
         errors = ", ".join(f"{code}:{count}" for code, count in app["errors"].items()) or "-"
         if app["compile_result"] != "NO_ERROR":
             errors = f"compilation {app['compile_result']}"
-        quantiles = "".join(
-            f"{lat[q]:>10.3f}" if app["completed"] else f"{'-':>10}" for q in ("p50", "p95", "p99")
+        done = app["completed"]
+        slowest = {q for q in ("p95", "p99") if slowest_only(q, done)}
+        marked |= slowest
+        quantiles, carry = marked_cells(
+            [(f"{lat[q]:.3f}" if done else "-", 10, q in slowest) for q in ("p50", "p95", "p99")]
         )
         out.write(
             f"{name:<{width}}{app['submitted']:>10}{app['completed']:>11}{app['failed']:>8}"
-            f"{app['dropped']:>9}{app['in_flight']:>11}{quantiles}  {errors}\n"
+            f"{app['dropped']:>9}{app['in_flight']:>11}{quantiles}{' ' * (2 - carry)}{errors}\n"
         )
+    if marked:
+        out.write(footnote(marked) + "\n")
     _split_summary(data["apps"], out)
     width = max([6, *(len(name) for name in data["devices"])]) + 2
     out.write(
@@ -911,6 +920,7 @@ def _signal_exit_code(signal_name: str | None) -> int:
 def _replications_summary(replications: Replications, out: TextIO) -> None:
     """``nnemu run --replications``'s summary: the tables of ``_summary`` with, per figure,
     the mean over the replications and below it the half-width of its 95% interval."""
+    from nnemu._tails import MARK, footnote, marked_cells, slowest_only
     from nnemu._text import counted, seed_span
 
     intervals = replications.intervals()
@@ -934,23 +944,28 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
     )
 
     def cells(
-        paths: Sequence[str], widths: Sequence[int], digits: Sequence[int]
+        paths: Sequence[str],
+        widths: Sequence[int],
+        digits: Sequence[int],
+        marked: Collection[str] = (),
     ) -> tuple[str, str]:
-        means, halves = "", ""
+        """The row of means (those of ``marked`` paths followed by ``*``) and of half-widths."""
+        means: list[tuple[str, int, bool]] = []
+        halves = ""
         for path, width, places in zip(paths, widths, digits, strict=True):
             interval = intervals.get(path)
             if interval is None:
-                means += f"{'-':>{width}}"
+                means.append(("-", width, False))
                 halves += f"{'':>{width}}"
                 continue
             scale = 100.0 if path.endswith("busy_fraction") else 1.0
             unit = "%" if scale != 1.0 else ""
-            means += f"{interval.mean * scale:>{width - len(unit)}.{places}f}{unit}"
+            means.append((f"{interval.mean * scale:.{places}f}{unit}", width, path in marked))
             if interval.n < 2:  # one value has no spread to estimate: no interval, not 0
                 halves += f"{'-':>{width}}"
             else:
                 halves += f"{interval.half_width * scale:>{width - len(unit)}.{places}f}{unit}"
-        return means, halves
+        return marked_cells(means)[0], halves
 
     apps = sorted({path.split(".")[1] for path in intervals if path.startswith("apps.")})
     names = [str(name) for name in replications.reports[0].data.get("apps", {})]
@@ -963,11 +978,25 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
         f"{'in flight':>11}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}  errors\n"
     )
     notes: list[str] = []
+    marked: set[str] = set()
     for name in apps:
         paths = [f"apps.{name}.{c}" for c in columns] + [
             f"apps.{name}.latency_ms.{q}" for q in quantiles
         ]
-        means, halves = cells(paths, (10, 11, 8, 9, 11, 10, 10, 10), (1,) * 5 + (3,) * 3)
+        completed = [
+            report.data["apps"][name].get("completed", 0)
+            for report in replications.reports
+            if name in report.data.get("apps", {})
+        ]
+        # A quantile's mean is marked when it was the slowest execution in any replication.
+        slowest = {q for q in quantiles if any(slowest_only(q, n) for n in completed)}
+        marked |= slowest
+        means, halves = cells(
+            paths,
+            (10, 11, 8, 9, 11, 10, 10, 10),
+            (1,) * 5 + (3,) * 3,
+            marked={f"apps.{name}.latency_ms.{q}" for q in slowest},
+        )
         prefix = f"apps.{name}.errors."
         errors = ", ".join(
             f"{path.removeprefix(prefix)}:{interval.mean:.1f}"
@@ -985,7 +1014,8 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
             errors = f"compilation {'/'.join(failed)}" + (
                 f" in {times} of {count}" if times < count else ""
             )
-        out.write(f"{name:<{width}}{means}  {errors or '-'}\n")
+        gap = " " if means.endswith(MARK) else "  "  # a mark takes a column of the gap
+        out.write(f"{name:<{width}}{means}{gap}{errors or '-'}\n")
         out.write(f"{'  ± 95% CI':<{width}}{halves}".rstrip() + "\n")
         latency = intervals.get(f"apps.{name}.latency_ms.p50")
         if latency is not None and latency.n < count:
@@ -993,6 +1023,8 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
                 f"{name}: latency over the {latency.n} of {count} replications "
                 f"where it completed something"
             )
+    if marked:
+        out.write(footnote(marked, " in at least one replication") + "\n")
     split = [name for name in apps if f"apps.{name}.latency_split_ms.compute" in intervals]
     if split:
         heads = "".join(f"{head:>9}" for head in _SPLIT_HEADS.values())

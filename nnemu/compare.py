@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import attrs
 
+from nnemu._tails import TAIL_MIN, slowest_only
 from nnemu._text import counted
 from nnemu.errors import ResultsFormatError
 from nnemu.replications import REPLICATIONS_KIND, metric_samples
@@ -542,6 +543,34 @@ def _table(rows: Sequence[Row]) -> list[str]:
     return lines
 
 
+def _tail_note(pair: Pair) -> list[str]:
+    """The line under a table naming its p95 and p99 rows that are, in some run of a side,
+    only the slowest execution (over fewer than ``TAIL_MIN`` executions: ``nnemu._tails``)."""
+    found = []
+    for row in pair.rows:
+        parts = row.metric.split(".")
+        if len(parts) != 4 or parts[0] != "apps" or parts[2] != "latency_ms":
+            continue
+        least = TAIL_MIN.get(parts[3])
+        if least is None:
+            continue
+        sides = []
+        for name, point, values in (("A", pair.a, row.a), ("B", pair.b, row.b)):
+            completed = point.samples.get(f"apps.{parts[1]}.completed", ())
+            few = sum(slowest_only(parts[3], round(n)) for n in completed)
+            if few == len(values) == 1:
+                sides.append(name)
+            elif few == len(values):
+                sides.append(f"{'both' if few == 2 else f'all {few}'} runs of {name}")
+            elif few:
+                sides.append(f"{few} of {len(values)} runs of {name}")
+        if sides:
+            found.append(f"{row.metric} (fewer than {least} executions in {' and '.join(sides)})")
+    if not found:
+        return []
+    return [f"the slowest execution, not a tail estimate: {'; '.join(found)}"]
+
+
 def format_comparison(comparison: Comparison) -> str:
     """The comparison as text: the sides, a table per matched point, the ``--fail-if`` results."""
     lines = [
@@ -562,6 +591,7 @@ def format_comparison(comparison: Comparison) -> str:
             )
         if pair.rows:
             lines.extend(_table(pair.rows))
+            lines.extend(_tail_note(pair))
         else:
             lines.append("no metric to show")
         if pair.hidden:

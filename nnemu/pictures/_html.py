@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from nnemu._tails import MARK, footnote, slowest_only
 from nnemu.pictures import _timeline
 from nnemu.pictures._collect import AppPicture, RunPictures
 from nnemu.pictures._common import (
@@ -110,10 +111,18 @@ def _summary(page: _Page, report: Mapping[str, Any]) -> None:
         '<th class="name">compilation</th></tr>'
     )
     priorities = {app.name: app.priority for app in page.data.apps}
+    marked: set[str] = set()
     for name, app in report["apps"].items():
         lat = app["latency_ms"]
-        # No completion, no latency: "-" rather than a 0.000 that reads like a fast app.
-        cells = [f"{lat[q]:.3f}" if app["completed"] else "-" for q in ("p50", "p95", "p99", "max")]
+        done = app["completed"]
+        slowest = {q for q in ("p95", "p99") if slowest_only(q, done)}
+        marked |= slowest
+        # No completion, no latency: "-" rather than a 0.000 that reads like a fast app; a
+        # tail quantile that is only the slowest execution is marked (nnemu._tails).
+        cells = [
+            f"{lat[q]:.3f}{MARK if q in slowest else ''}" if done else "-"
+            for q in ("p50", "p95", "p99", "max")
+        ]
         in_flight = app.get(
             "in_flight", app["submitted"] - app["completed"] - app["failed"] - app["dropped"]
         )
@@ -127,6 +136,8 @@ def _summary(page: _Page, report: Mapping[str, Any]) -> None:
             + f'<td class="name">{escape(app["compile_result"])}</td></tr>'
         )
     page.add("</table>")
+    if marked:
+        page.add(f'<p class="note" id="summary-tails">{escape(footnote(marked))}</p>')
     page.add(
         '<table id="summary-devices"><tr><th class="name">device</th><th>executions</th>'
         "<th>busy</th><th>preemptions</th></tr>"

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from nnemu._tails import MARK, footnote, slowest_only
 from nnemu._text import counted
 from nnemu.pictures._collect import (
     LAYER_COLUMNS,
@@ -260,10 +261,13 @@ def _app_table(data: RunPictures, why: WhyPicture, report: Mapping[str, Any]) ->
         '<th class="name">ran on (executions)</th><th>mean ms</th><th>p95 ms</th>'
         "<th>deadline refused</th><th>deadline aborted</th></tr>"
     ]
+    marked = False
     for app in why.apps:
         entry = apps.get(app.name, {})
         latency = entry.get("latency_ms", {})
         done = bool(entry.get("completed"))
+        slowest = slowest_only("p95", entry.get("completed", 0))
+        marked |= slowest
         ran = [f"{name} {count}" for name, count in where.get(app.name, Counter()).items()]
         if app.cpu_executions:
             ran.append(f"{CPU_DEVICE_NAME} {app.cpu_executions}")
@@ -275,11 +279,13 @@ def _app_table(data: RunPictures, why: WhyPicture, report: Mapping[str, Any]) ->
             f"<td>{'-' if app.timeout_ms is None else _fmt(app.timeout_ms)}</td>"
             f'<td class="name">{escape(", ".join(ran) or "nowhere")}</td>'
             f"<td>{_quantile_cell(latency, 'mean', done)}</td>"
-            f"<td>{_quantile_cell(latency, 'p95', done)}</td>"
+            f"<td>{_quantile_cell(latency, 'p95', done)}{MARK if slowest else ''}</td>"
             f"<td>{entry.get('deadline_refused', '-')}</td>"
             f"<td>{entry.get('deadline_aborted', '-')}</td></tr>"
         )
     rows.append("</table>")
+    if marked:
+        rows.append(f'<p class="note" id="why-apps-tails">{escape(footnote(["p95"]))}</p>')
     return "".join(rows)
 
 

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nnemu._tails import footnote, marked_cells, slowest_only
 from nnemu.overrides import ineffective_sets
 from nnemu.replay._extract import TracePlan
 
@@ -30,8 +31,10 @@ def fidelity_lines(plan: TracePlan, data: Mapping[str, Any]) -> list[str]:
     ]
     apps = data.get("apps", {})
     notes = []
+    marked = False
     for app in plan.apps:
         recorded = sorted(app.latencies_ns)
+        marked |= slowest_only("p95", len(recorded))
         lines.append(f"{app.name[:16]:16} {'recorded':9} {len(recorded):5} {_cells(recorded)}")
         compiling = sum(1 for ns in app.compile_inside_ns if ns)
         if compiling:
@@ -39,6 +42,7 @@ def fidelity_lines(plan: TracePlan, data: Mapping[str, Any]) -> list[str]:
                 lat - inside
                 for lat, inside in zip(app.latencies_ns, app.compile_inside_ns, strict=True)
             )
+            marked |= slowest_only("p95", len(less))
             lines.append(f"{'':16} {'- compile':9} {len(less):5} {_cells(less)}")
             median = _quantile(sorted(ns for ns in app.compile_inside_ns if ns), 0.5)
             notes.append(
@@ -51,21 +55,33 @@ def fidelity_lines(plan: TracePlan, data: Mapping[str, Any]) -> list[str]:
         if replayed is None:
             continue
         latency = replayed["latency_ms"]
-        if replayed["completed"]:
-            cells = " ".join(f"{latency[k]:9.3f}" for k in ("p50", "p95", "max"))
-        else:
-            cells = " ".join(f"{'-':>9}" for _ in range(3))
-        lines.append(f"{'':16} {'replayed':9} {replayed['completed']:5} {cells}")
+        done = replayed["completed"]
+        marked |= slowest_only("p95", done)
+        values = [latency[k] for k in ("p50", "p95", "max")] if done else []
+        lines.append(f"{'':16} {'replayed':9} {done:5} {_row(values, done)}")
+    if marked:
+        lines.append(footnote(["p95"]))
     lines.extend(notes)
     return lines
+
+
+def _row(values_ms: Sequence[float], count: int) -> str:
+    """The p50, p95 and max cells of ``count`` latencies (dashes when there are none), the
+    p95 marked when it is only the slowest (``nnemu._tails``)."""
+    if not values_ms:
+        return " ".join(f"{'-':>9}" for _ in range(3))
+    cells = [f"{v:.3f}" for v in values_ms]
+    marks = (False, slowest_only("p95", count), False)
+    # widths 9, then 10: the one space between the cells is the first column of the next
+    return marked_cells(list(zip(cells, (9, 10, 10), marks, strict=True)))[0]
 
 
 def _cells(sorted_ns: Sequence[int]) -> str:
     """p50, p95 and max of ``sorted_ns`` in ms, or dashes when empty."""
     if not sorted_ns:
-        return " ".join(f"{'-':>9}" for _ in range(3))
+        return _row([], 0)
     values = (_quantile(sorted_ns, 0.5), _quantile(sorted_ns, 0.95), sorted_ns[-1])
-    return " ".join(f"{v / 1e6:9.3f}" for v in values)
+    return _row([v / 1e6 for v in values], len(sorted_ns))
 
 
 __all__ = ["fidelity_lines", "ineffective_sets"]
