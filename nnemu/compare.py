@@ -558,12 +558,15 @@ def _tail_note(pair: Pair) -> list[str]:
         for name, point, values in (("A", pair.a, row.a), ("B", pair.b, row.b)):
             completed = point.samples.get(f"apps.{parts[1]}.completed", ())
             few = sum(slowest_only(parts[3], round(n)) for n in completed)
-            if few == len(values) == 1:
+            # the runs with a latency figure: those where the app completed something
+            if few == len(values) == point.runs == 1:
                 sides.append(name)
-            elif few == len(values):
+            elif few == len(values) == point.runs:
                 sides.append(f"{'both' if few == 2 else f'all {few}'} runs of {name}")
             elif few:
-                sides.append(f"{few} of {len(values)} runs of {name}")
+                runs = "run" if len(values) == 1 else "runs"
+                some = " with a completion" if len(values) < point.runs else ""
+                sides.append(f"{few} of {len(values)} {runs} of {name}{some}")
         if sides:
             found.append(f"{row.metric} (fewer than {least} executions in {' and '.join(sides)})")
     if not found:

@@ -231,3 +231,48 @@ def test_default_metrics_one_side_lacks_are_named() -> None:
     assert "\nonly B measures (not compared): apps.p.latency_ms.p99\n" in text
     with pytest.raises(ValueError, match=r"not measured in a\.json: p completed no execution"):
         compare(a, b, metrics=["apps.p.latency_ms.p99"])
+
+
+def _tail_side(completed: tuple[float, ...]) -> Side:
+    """A side whose camera completed ``completed`` executions in its runs (latency where > 0)."""
+    latency = tuple(5.0 + i for i, n in enumerate(completed) if n)
+    samples = {
+        "apps.camera.completed": completed,
+        **{f"apps.camera.latency_ms.{q}": latency for q in ("p50", "p95", "p99")},
+    }
+    kind = "report" if len(completed) == 1 else "replications"
+    return Side(f"{kind}.json", kind, {"{}": Point({}, samples, len(completed))})
+
+
+def _tail_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "not a tail estimate" in line]
+
+
+def test_tail_quantiles_over_too_few_executions_are_named_under_the_table() -> None:
+    """A p99 over 99 executions in some runs is named with its runs, a p99 over 100 is not."""
+    text = format_comparison(compare(_tail_side((99.0,)), _tail_side((100.0, 99.0, 0.0, 99.0))))
+    assert _tail_lines(text) == [
+        "the slowest execution, not a tail estimate: apps.camera.latency_ms.p99 "
+        "(fewer than 100 executions in A and 2 of 3 runs of B with a completion)"
+    ]
+    table = text.splitlines()
+    assert (
+        table.index(_tail_lines(text)[0])
+        == table.index(
+            next(line for line in table if line.startswith("apps.camera.latency_ms.p99"))
+        )
+        + 1
+    )  # right under the table
+    text = format_comparison(compare(_tail_side((19.0, 19.0)), _tail_side((20.0, 20.0))))
+    assert _tail_lines(text) == [
+        "the slowest execution, not a tail estimate: apps.camera.latency_ms.p95 "
+        "(fewer than 20 executions in both runs of A); apps.camera.latency_ms.p99 "
+        "(fewer than 100 executions in both runs of A and both runs of B)"
+    ]
+    text = format_comparison(compare(_tail_side((50.0, 120.0, 50.0)), _tail_side((100.0,))))
+    assert _tail_lines(text) == [
+        "the slowest execution, not a tail estimate: apps.camera.latency_ms.p99 "
+        "(fewer than 100 executions in 2 of 3 runs of A)"
+    ]
+    text = format_comparison(compare(_tail_side((100.0,)), _tail_side((100.0, 250.0))))
+    assert _tail_lines(text) == []
