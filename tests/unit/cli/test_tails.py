@@ -179,11 +179,14 @@ def test_replay_marks_a_p95_over_fewer_than_20(
     assert _row(out, "camera").split()[7].endswith("*") == marked
 
 
-@pytest.mark.parametrize(("executions", "marked"), [(99, True), (100, False)])
-def test_html_summary_marks_like_the_printed_one(
-    tmp_path: Path, executions: int, marked: bool
+@pytest.mark.parametrize(
+    ("executions", "p95", "p99"), [(19, True, True), (20, False, True), (100, False, False)]
+)
+def test_html_tables_mark_like_the_printed_summary(
+    tmp_path: Path, executions: int, p95: bool, p99: bool
 ) -> None:
-    """The page's app table marks the same cells as the printed summary, with its footnote only then."""
+    """The page's app table marks the cells the printed summary marks, and its why-table's p95
+    column too, each with its footnote only then."""
     page = tmp_path / "p.html"
     code, out, err = run_cli("run", str(_scenario(tmp_path, executions)), "--html", str(page))
     assert code == 0, err
@@ -192,6 +195,9 @@ def test_html_summary_marks_like_the_printed_one(
     assert row
     cells = re.findall(r"<td>([^<]*)</td>", row.group(1))
     assert cells[8:11] == _row(out, "camera").split()[6:9]
-    assert cells[10].endswith("*") == marked
-    assert ('id="summary-tails"' in text) == marked
-    assert (P99 in text) == marked
+    assert (cells[9].endswith("*"), cells[10].endswith("*")) == (p95, p99)
+    assert ('id="summary-tails"' in text) == p99
+    why = re.search(r'<table id="why-apps">.*?<tr data-app="camera">(.*?)</tr>', text)
+    assert why
+    assert re.findall(r"<td>([^<]*)</td>", why.group(1))[-3].endswith("*") == p95
+    assert ('id="why-apps-tails"' in text) == p95
