@@ -1315,9 +1315,29 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated
 
 
+_LOST_SIGNALS: list[str] = []
+"""Signals whose exception CPython could not raise (``_note_lost_signal``), in order."""
+
+
+def _note_lost_signal(previous: Callable[[Any], object], unraisable: Any) -> None:
+    """``sys.unraisablehook`` while the command line runs: a Ctrl-C (or SIGTERM) that lands in a
+    callback CPython cannot raise from (a weakref's, such as the import system's module-lock
+    cleanup; a ``__del__``) is noted for ``console_main`` to report as an interruption, not
+    printed as ``Exception ignored in ... Traceback ... KeyboardInterrupt`` and forgotten.
+    Anything else goes to ``previous``."""
+    kind = unraisable.exc_type
+    if isinstance(kind, type) and issubclass(kind, KeyboardInterrupt | Terminated):
+        _LOST_SIGNALS.append("SIGINT" if issubclass(kind, KeyboardInterrupt) else "SIGTERM")
+        return
+    previous(unraisable)
+
+
 def console_main() -> None:
     """The console script: exit with main()'s code (SIGTERM ends it like Ctrl-C, exit 143)."""
+    import functools
+
     signal.signal(signal.SIGTERM, _terminate)
+    sys.unraisablehook = functools.partial(_note_lost_signal, sys.unraisablehook)
     import nnemu
 
     try:
@@ -1329,6 +1349,15 @@ def console_main() -> None:
         code = ExitCode.INTERRUPTED
     except Terminated:
         code = ExitCode.TERMINATED
+    if _LOST_SIGNALS and code in (ExitCode.OK, ExitCode.FAILED):
+        # The signal could not stop the command where it landed, so it ran to its end.
+        name = _LOST_SIGNALS[0]
+        with contextlib.suppress(OSError):
+            sys.stderr.write(
+                f"interrupted by {name} after the command's work: its outputs were written\n"
+            )
+            sys.stderr.flush()
+        code = ExitCode.TERMINATED if name == "SIGTERM" else ExitCode.INTERRUPTED
     # Done: a Ctrl-C now must not turn the exit status into 130 with nothing said.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _forget_unhandled_interrupt()

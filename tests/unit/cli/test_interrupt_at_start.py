@@ -242,3 +242,54 @@ def test_ctrl_c_while_loading_the_input(tmp_path: Path, command: list[str]) -> N
         os.close(writer)
     assert (process.returncode, err, out) == (130, "interrupted\n", "")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["input"]
+
+
+# The child: the console script's entry, with a command whose work drops an object whose weakref
+# callback is interrupted (as the import system's module-lock cleanup was, by a real Ctrl-C in
+# CI): CPython cannot raise from there, so it hands the exception to ``sys.unraisablehook``.
+_LOST = """
+import signal, sys, weakref
+import nnemu.cli as cli
+
+kind = sys.argv[1]
+
+
+def command(argv=None):
+    class Held:
+        pass
+
+    held = Held()
+
+    def callback(_ref):
+        if kind == "SIGINT":
+            raise KeyboardInterrupt
+        raise cli.Terminated
+
+    ref = weakref.ref(held, callback)
+    del held
+    print("done")
+    return 0
+
+
+cli.main = command
+cli.console_main()
+"""
+
+
+@pytest.mark.parametrize(("kind", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_signal_cpython_cannot_raise_ends_as_an_interruption(kind: str, code: int) -> None:
+    """A Ctrl-C (or SIGTERM) that lands in a weakref callback is not printed as 'Exception ignored
+    ... Traceback' and forgotten (exit 0): the command ends, then says it was interrupted."""
+    result = subprocess.run(
+        [sys.executable, "-c", _LOST, kind],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=REPO,
+    )
+    assert "Traceback" not in result.stderr
+    assert "Exception ignored" not in result.stderr
+    assert result.stdout == "done\n"
+    assert result.stderr == f"interrupted by {kind} after the command's work: its outputs were written\n"
+    assert result.returncode == code
