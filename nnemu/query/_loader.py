@@ -361,7 +361,14 @@ class Loader:
         """The line of the first of them (0: none, or not a line of the file)."""
         self.time_sorted = False
         """The rows were read in time order (``load_in_time_order``) after reading them in
-        file order found ``out_of_order``."""
+        file order found ``out_of_order`` (``read_again_after``)."""
+
+    def read_again_after(self, first: Loader) -> None:
+        """This loader read the rows again in time order because ``first``, reading them in
+        file order, found some out of it: the warning counts and places ``first``'s."""
+        self.out_of_order = first.out_of_order
+        self.first_out_of_order = first.first_out_of_order
+        self.time_sorted = True
 
     # -- threads -----------------------------------------------------------
 
@@ -1142,15 +1149,14 @@ def load_trace(
                 )
             if held is not None and loader.out_of_order:
                 _reset(conn)
-                early = (loader.out_of_order, loader.first_out_of_order)
+                first_reading = loader
                 stream.seek(0)
                 if one_a_line:
                     loader = Loader(conn, warn)
                     loader.load_json_in_time_order(json_line_events(stream), store_line=True)
                 else:
                     loader = _load_json_document(source, stream, conn, warn, in_time_order=True)
-                loader.out_of_order, loader.first_out_of_order = early
-                loader.time_sorted = True
+                loader.read_again_after(first_reading)
             elif held is not None:
                 held.release()
         elif kind == "perfetto":
@@ -1192,12 +1198,11 @@ def load_trace(
                 # Matched again in time order, as Perfetto matches them; the warnings are
                 # those of that reading.
                 _reset(conn)
-                early = (loader.out_of_order, loader.first_out_of_order)
+                first_reading = loader
                 loader = Loader(conn, warn)
                 stream.seek(0)
                 loader.load_in_time_order(stream)
-                loader.out_of_order, loader.first_out_of_order = early
-                loader.time_sorted = True
+                loader.read_again_after(first_reading)
             elif held is not None:
                 held.release()
         if bar is not None:
