@@ -20,7 +20,8 @@ from typing import IO, Any, Final
 
 import yaml
 
-from nnemu._text import counted, seed_span
+from nnemu._tails import MARK, TAIL_MIN, footnote, slowest_only
+from nnemu._text import counted, interval_text, seed_span
 from nnemu.errors import NnemuError
 from nnemu.report import PER_COMPLETION, measured
 from nnemu.stats import mean_interval
@@ -259,13 +260,12 @@ def write_table(sweep: SweepDir, columns: Mapping[str, list[Any]]) -> tuple[str,
     return path, True
 
 
-def _number(value: float) -> str:
-    return f"{value:.6g}"
-
-
 def summary(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> str:
     """summary.txt: per point, each metric's mean ± its 95% CI half-width over the
-    replications, n (runs that finished) and the failures (failed and crashed)."""
+    replications (to the half-width's precision: ``nnemu._text.interval_text``), n (runs that
+    finished) and the failures (failed and crashed).  A p95 or p99 latency that was only the
+    slowest execution in at least one replication of the point (``nnemu._tails``) is marked,
+    with a footnote."""
     by_point: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         by_point.setdefault(json.dumps(row["point"], sort_keys=True), []).append(row)
@@ -278,30 +278,54 @@ def summary(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> str:
         f"({seed_span(seed, replications)}); "
         f"{len(rows)} of {total} variants done: {statuses.count('ok')} ok, "
         f"{statuses.count('failed')} failed, {statuses.count('crashed')} crashed",
-        "mean ± half-width of the 95% confidence interval (Student t) over the replications",
+        "mean ± half-width of the 95% confidence interval (Student t) over the replications, "
+        "to the half-width's second significant digit",
         "",
     ]
-    header = [*experiment.varied_keys, "n", "failed", *experiment.metrics]
+    header = [*experiment.varied_keys, "n", "failed"]
     body: list[list[str]] = []
+    # per metric, per point: (mean, half-width and its "(n=k)", marked) or None ("-")
+    figures: list[list[tuple[str, str, bool] | None]] = [[] for _ in experiment.metrics]
     for point in experiment.points():
         found = by_point.get(json.dumps(point, sort_keys=True), [])
         ok = [row for row in found if row["status"] == "ok"]
         cells = [_cell(point[key]) for key in experiment.varied_keys]
         cells += [str(len(ok)), str(len(found) - len(ok))]
-        for metric in experiment.metrics:
-            path = tuple(metric.split("."))
-            values = [v for row in ok if (v := measured(row["report"], path)) is not None]
-            values = [v for v in values if math.isfinite(v)]
-            if not values:
-                cells.append("-")
-                continue
-            interval = mean_interval(values)
-            half = _number(interval.half_width) if interval.n > 1 else "-"  # one value: none
-            cell = f"{_number(interval.mean)} ± {half}"
-            if len(values) != len(ok):
-                cell += f" (n={len(values)})"
-            cells.append(cell)
         body.append(cells)
+        for column, metric in zip(figures, experiment.metrics, strict=True):
+            path = tuple(metric.split("."))
+            counted_rows = [
+                (row, v)
+                for row in ok
+                if (v := measured(row["report"], path)) is not None and math.isfinite(v)
+            ]
+            if not counted_rows:
+                column.append(None)
+                continue
+            values = [v for _, v in counted_rows]
+            interval = mean_interval(values)
+            mean, half = interval_text(
+                interval.mean, interval.half_width if interval.n > 1 else None
+            )
+            if len(values) != len(ok):
+                half += f" (n={len(values)})"
+            marked = _slowest_only(path, [row for row, _ in counted_rows])
+            column.append((mean, half, marked))
+    marked_quantiles = set()
+    for column, metric in zip(figures, experiment.metrics, strict=True):
+        means = max((len(cell[0]) for cell in column if cell), default=0)
+        halves = max((len(cell[1]) for cell in column if cell), default=0)
+        mark = any(cell[2] for cell in column if cell)
+        if mark:
+            marked_quantiles.add(metric.rsplit(".", 1)[1])
+        width = means + mark + 3 + halves
+        header.append(metric)
+        for cells, cell in zip(body, column, strict=True):
+            if cell is None:
+                cells.append("-".rjust(width))
+                continue
+            sign = MARK if cell[2] else " " * mark
+            cells.append(f"{cell[0]:>{means}}{sign} ± {cell[1]:<{halves}}")
     widths = [max(len(text) for text in column) for column in zip(header, *body, strict=True)]
     numeric = len(experiment.varied_keys)
     for cells in [header, *body]:
@@ -310,12 +334,24 @@ def summary(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> str:
             for index, (text, width) in enumerate(zip(cells, widths, strict=True))
         ]
         lines.append("  ".join(parts).rstrip())
+    if marked_quantiles:
+        lines.append(footnote(marked_quantiles, " in at least one replication of the point"))
     return "\n".join(lines) + "\n"
+
+
+def _slowest_only(path: tuple[str, ...], rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether ``path`` is an app's p95 or p99 latency that, in at least one of ``rows``,
+    was over too few executions to be more than the slowest (``nnemu._tails``)."""
+    if len(path) != 4 or path[0] != "apps" or path[2] != "latency_ms" or path[3] not in TAIL_MIN:
+        return False
+    return any(
+        slowest_only(path[3], row["report"]["apps"][path[1]].get("completed", 0)) for row in rows
+    )
 
 
 def _cell(value: Any) -> str:
     if isinstance(value, float):
-        return _number(value)
+        return f"{value:.6g}"
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from nnemu import run
+from nnemu._text import interval_text
 from nnemu.overrides import apply_overrides
 from nnemu.report import lookup
 from nnemu.stats import mean_interval
@@ -100,7 +101,8 @@ def test_summary_gives_the_mean_and_interval_of_each_point(tmp_path: Path) -> No
     interval = mean_interval([v for v in values if v is not None])
     summary = (tmp_path / "out" / "summary.txt").read_text()
     line = next(line for line in summary.splitlines() if line.startswith("fifo") and " 60 " in line)
-    assert f"{interval.mean:.6g} ± {interval.half_width:.6g}" in line
+    mean, half = interval_text(interval.mean, interval.half_width)
+    assert f"{mean} ± {half}" in line or f"{mean}* ± {half}" in line
     assert line.split()[2:4] == ["3", "0"]
 
 
@@ -159,6 +161,63 @@ def test_summary_header_counts_in_the_singular(tmp_path: Path) -> None:
     experiment = load_experiment(write(tmp_path, text.replace("replications: 3", "seed: 7")))
     header = summary_text(experiment, []).splitlines()[1]
     assert header.startswith("1 point x 1 replication (seed 7); 0 of 1 variants done")
+
+
+def _fake_rows(experiment, completed: dict[float, list[int]]) -> list[dict]:
+    """Rows of ok runs at each point of ``experiment`` whose camera completed the given
+    numbers of executions (one run each), with made-up figures."""
+    rows = []
+    for variant in experiment.variants():
+        counts = completed.get(variant.point["apps.indexer.workload.rate_hz"], [])
+        if variant.point["devices.npu.scheduler"] != "fifo" or variant.replication >= len(counts):
+            continue
+        report = {
+            "apps": {
+                "camera": {
+                    "completed": counts[variant.replication],
+                    "latency_ms": {"p99": 20.7654 + variant.replication},
+                }
+            },
+            "devices": {"npu": {"busy_fraction": 0.2109 + variant.replication / 1000}},
+        }
+        rows.append(
+            {"variant": variant.key, "point": variant.point, "status": "ok", "report": report}
+        )
+    return rows
+
+
+def test_summary_rounds_each_mean_to_its_intervals_precision(tmp_path: Path) -> None:
+    """summary.txt prints a mean and its half-width to two significant digits of the
+    half-width, with the ± signs of a column aligned."""
+    experiment = load_experiment(write(tmp_path))
+    rows = _fake_rows(experiment, {10.0: [200, 200, 200], 60.0: [200, 200]})
+    lines = summary_text(experiment, rows).splitlines()
+    low = next(line for line in lines if line.startswith("fifo") and " 10 " in line)
+    high = next(line for line in lines if line.startswith("fifo") and " 60 " in line)
+    # 20.7654, 21.7654, 22.7654: mean 21.7654, half-width 2.48414...; two values: 12.7062...
+    assert low.split()[4:] == ["21.8", "±", "2.5", "0.2119", "±", "0.0025"]
+    assert high.split()[4:] == ["21.3", "±", "6.4", "0.2114", "±", "0.0064"]
+    assert low.index("±") == high.index("±")
+    assert "*" not in "\n".join(lines)
+
+
+def test_summary_marks_a_p99_that_was_the_slowest_execution_in_some_replication(
+    tmp_path: Path,
+) -> None:
+    """A point's p99 mean is marked, with the footnote, when at least one replication counted
+    fewer than 100 executions (nnemu._tails' rule), and not when every one counted 100."""
+    experiment = load_experiment(write(tmp_path))
+    rows = _fake_rows(experiment, {10.0: [100, 99, 100], 60.0: [100, 100, 100]})
+    lines = summary_text(experiment, rows).splitlines()
+    low = next(line for line in lines if line.startswith("fifo") and " 10 " in line)
+    high = next(line for line in lines if line.startswith("fifo") and " 60 " in line)
+    assert low.split()[4:7] == ["21.8*", "±", "2.5"]
+    assert high.split()[4:7] == ["21.8", "±", "2.5"]
+    assert low.index("±") == high.index("±")
+    assert lines[-1] == (
+        "* p99 over fewer than 100 executions in at least one replication of the point: "
+        "the slowest execution, not a tail estimate"
+    )
 
 
 def test_a_variant_that_fails_is_a_row_and_the_sweep_goes_on() -> None:
