@@ -1,8 +1,9 @@
 """Turning an extracted ``TracePlan`` into a ``Scenario`` that replays it.
 
-What is derived from the trace and what is assumed is recorded as text lines
-(``BuiltReplay.derived`` / ``.assumed``) so the command can print it; docs/replay.md
-lists the same rules.
+What is derived from the trace and what is assumed is recorded as ``Note``s, a text line
+and the scenario keys it gives a value of (``BuiltReplay.derived`` / ``.assumed``), so the
+command can print it and say which of it a ``--set`` replaced; docs/replay.md lists the
+same rules.
 """
 
 from __future__ import annotations
@@ -69,16 +70,43 @@ def choose_model(name: str | None) -> ModelChoice:
     return ModelChoice(preset="mobilenet_v1", dtype=dtype, recognised=False)
 
 
+@attrs.frozen
+class Note:
+    """One line of what a replay derived from the trace or assumed."""
+
+    text: str
+    """The line: ``apps.camera.priority: medium (no priority in the trace)``."""
+    keys: tuple[str, ...]
+    """The scenario keys (``--set`` paths) whose values the line gives."""
+
+    def replaced_by(self, overrides: Sequence[str]) -> tuple[list[str], bool]:
+        """The ``KEY=VALUE`` overrides that change a value this line gives, and whether they
+        replace all of it (each of its keys is set, or a key above it is)."""
+        found = []
+        whole = dict.fromkeys(self.keys, False)
+        for text in overrides:
+            key = text.partition("=")[0].strip()
+            hit = False
+            for mine in self.keys:
+                if mine == key or mine.startswith(key + "."):
+                    whole[mine] = hit = True
+                elif key.startswith(mine + "."):
+                    hit = True
+            if hit:
+                found.append(text)
+        return found, bool(found) and all(whole.values())
+
+
 @attrs.frozen(kw_only=True)
 class BuiltReplay:
     """The scenario a replay runs and how it was made."""
 
     scenario: Scenario
     """The replay scenario (before ``--set`` overrides)."""
-    derived: tuple[str, ...]
-    """Lines saying what was derived from the trace."""
-    assumed: tuple[str, ...]
-    """Lines saying what the trace did not tell and was assumed."""
+    derived: tuple[Note, ...]
+    """What was derived from the trace."""
+    assumed: tuple[Note, ...]
+    """What the trace did not tell and was assumed."""
     loop_period_ms: float
     """Shift between two loops of the trace (``-l N``)."""
     warnings: tuple[str, ...] = ()
@@ -172,12 +200,20 @@ def loop_problem(plan: TracePlan, *, fast: bool, loops: int) -> str | None:
 class _Notes:
     """The text lines a build collects, in the order they are found."""
 
-    derived: list[str] = attrs.Factory(list)
+    derived: list[Note] = attrs.Factory(list)
     """What was derived from the trace."""
-    assumed: list[str] = attrs.Factory(list)
+    assumed: list[Note] = attrs.Factory(list)
     """What the trace did not tell and was assumed."""
     warnings: list[str] = attrs.Factory(list)
     """What the replay changed from the trace, and why."""
+
+    def derive(self, text: str, *keys: str) -> None:
+        """Note ``text``, derived from the trace, giving the values of ``keys``."""
+        self.derived.append(Note(text, keys))
+
+    def assume(self, text: str, *keys: str) -> None:
+        """Note ``text``, assumed, giving the values of ``keys``."""
+        self.assumed.append(Note(text, keys))
 
 
 def build_replay(
@@ -214,10 +250,13 @@ def build_replay(
         )
         for index, app in enumerate(plan.apps)
     ]
+    workloads = [f"apps.{app.name}.workload" for app in plan.apps]
     if fast:
-        notes.assumed.append("-n: timestamps ignored; each app runs its executions back to back")
+        notes.assume(
+            "-n: timestamps ignored; each app runs its executions back to back", *workloads
+        )
     if loops > 1:
-        notes.derived.append(f"-l {loops}: arrivals repeated every {_ms(period_ns):.3f} ms")
+        notes.derive(f"-l {loops}: arrivals repeated every {_ms(period_ns):.3f} ms", *workloads)
 
     scenario = Scenario(
         name=name or "replay",
@@ -240,14 +279,16 @@ def _app_model(app: TraceApp, notes: _Notes) -> ModelSpec:
     """The app's model: the preset its [NN_LA_PO] name suggests."""
     choice = choose_model(app.model_name)
     spec = ModelSpec(name=f"{app.name}-model", preset=choice.preset, dtype=choice.dtype)
+    keys = (f"apps.{app.name}.model", f"models.{spec.name}.preset", f"models.{spec.name}.dtype")
     if choice.recognised:
-        notes.derived.append(
+        notes.derive(
             f"apps.{app.name}: model {choice.preset} {choice.dtype} "
-            f"(from the [NN_LA_PO] name {app.model_name!r})"
+            f"(from the [NN_LA_PO] name {app.model_name!r})",
+            *keys,
         )
     else:
         why = f"{app.model_name!r} not recognised" if app.model_name else "no [NN_LA_PO] mark"
-        notes.assumed.append(f"apps.{app.name}: model {choice.preset} {choice.dtype} ({why})")
+        notes.assume(f"apps.{app.name}: model {choice.preset} {choice.dtype} ({why})", *keys)
     return spec
 
 
@@ -277,7 +318,7 @@ def _device(
     performance = PerformanceSpec()
     where = f"devices.{driver.name}"
     evidence = f"from {driver.hal_evidence}" if driver.hal_evidence else "no versioned method"
-    notes.derived.append(f"{where}: HAL {driver.hal_version.value} ({evidence})")
+    notes.derive(f"{where}: HAL {driver.hal_version.value} ({evidence})", f"{where}.hal_version")
     users = [
         (count, app)
         for app in plan.apps
@@ -302,41 +343,52 @@ def _device(
         performance = _with_ratio(performance, dtype, ratio)
         setters.add(app.pid)
         timed = True
-        notes.derived.append(
+        notes.derive(
             f"{where}.performance.{dtype}.exec_time: {ratio:g} "
             f"(median device time of {count} {what} "
             f"{_ms(median_ns):.3f} ms = {spec.preset} {spec.dtype} {_ms(got):.3f} ms "
-            f"+ launch {cost.launch_us:g} us)"
+            f"+ launch {cost.launch_us:g} us)",
+            f"{where}.performance.{dtype}.exec_time",
         )
     if not timed:
-        notes.assumed.append(f"{where}.performance: defaults (no execution observed)")
+        notes.assume(
+            f"{where}.performance: defaults (no execution observed)", f"{where}.performance"
+        )
     median_prep = driver.median_prepare_ns
     if top_app is not None and median_prep is not None:
         ops = len(build_model(model_of_app[top_app.pid]).main.operations)
         fixed = max(0.0, _ms(median_prep) - cost.prepare_ms_per_op * ops)
         cost = attrs.evolve(cost, prepare_ms=round(fixed, 3))
-        notes.derived.append(
+        notes.derive(
             f"{where}.cost.prepare_ms: {cost.prepare_ms:g} (median of "
             f"{len(driver.prepare_ns)} preparations {_ms(median_prep):.3f} ms "
-            f"- {cost.prepare_ms_per_op:g} ms x {ops} operations)"
+            f"- {cost.prepare_ms_per_op:g} ms x {ops} operations)",
+            f"{where}.cost.prepare_ms",
         )
     jitter = _jitter(driver, [app for _, app in users])
     if jitter is not None:
         sigma, count = jitter
         cost = attrs.evolve(cost, jitter=sigma)
-        notes.derived.append(
+        notes.derive(
             f"{where}.cost.jitter: {sigma:g} (spread of ln device time around each app's "
-            f"median, {count} executions: 1.4826 x median absolute deviation)"
+            f"median, {count} executions: 1.4826 x median absolute deviation)",
+            f"{where}.cost.jitter",
         )
-    notes.assumed.append(
+    defaults = [f"{where}.{key}" for key in ("type", "compute_units", "cost.launch_us")]
+    notes.assume(
         f"{where}: type accelerator, 1 compute unit, launch {cost.launch_us:g} us, "
         + ("" if jitter is not None else "no jitter, ")
-        + "per_app_priority scheduler (defaults)"
+        + "per_app_priority scheduler (defaults)",
+        *defaults,
+        *(() if jitter is not None else (f"{where}.cost.jitter",)),
+        f"{where}.scheduler",
     )
-    notes.assumed.append(
+    notes.assume(
         f"{where}.performance.float32/quant8.power_usage: {performance.float32.power_usage:g}, "
         f"{performance.quant8.power_usage:g} (defaults: traces carry no power use, so the "
-        "energy printed assumes them)"
+        "energy printed assumes them)",
+        f"{where}.performance.float32.power_usage",
+        f"{where}.performance.quant8.power_usage",
     )
     return DeviceSpec(
         name=driver.name,
@@ -429,19 +481,21 @@ def _fit_models(
             continue
         where = f"models.{spec.name}"
         if spec.preset not in ("mobilenet_v1", "mobilenet_v2"):
-            notes.assumed.append(
+            notes.assume(
                 f"{where}: {spec.preset} as is, {_ms(now):.3f} ms on {device.name} against "
                 f"{app.name}'s median device time {_ms(target):.3f} ms (only a mobilenet's "
-                "width is fitted)"
+                "width is fitted)",
+                where,
             )
             continue
         width, got = _fit_width(spec, target, device)
         model_of_app[app.pid] = _with_width(spec, width)
-        notes.derived.append(
+        notes.derive(
             f"{where}.params.width: {width:g} (median device time of {len(mine)} "
             f"{app.name}'s executions on {device.name} {_ms(target):.3f} ms = "
             f"{spec.preset} {spec.dtype} width {width:g} {_ms(got):.3f} ms + launch "
-            f"{device.cost.launch_us:g} us)"
+            f"{device.cost.launch_us:g} us)",
+            f"{where}.params.width",
         )
 
 
@@ -451,12 +505,15 @@ def _ipc(plan: TracePlan, notes: _Notes) -> IpcSpec:
     if plan.ipc_latency_ns:
         latency = _ms(statistics.median(plan.ipc_latency_ns)) * 1000
         ipc = IpcSpec(latency_us=round(latency, 3))
-        notes.derived.append(
+        notes.derive(
             f"ipc.latency_us: {ipc.latency_us:g} (median of {len(plan.ipc_latency_ns)} "
-            "::client begin -> ::server begin delays)"
+            "::client begin -> ::server begin delays)",
+            "ipc.latency_us",
         )
     else:
-        notes.assumed.append(f"ipc.latency_us: {ipc.latency_us:g} (default; no HIDL pair seen)")
+        notes.assume(
+            f"ipc.latency_us: {ipc.latency_us:g} (default; no HIDL pair seen)", "ipc.latency_us"
+        )
     return ipc
 
 
@@ -486,13 +543,21 @@ def _app(
 ) -> AppSpec:
     """The app's spec: what the trace tells of its mode, threads and devices; the rest assumed."""
     where = f"apps.{app.name}"
-    notes.derived.append(f"{where}: {len(app.arrivals_ns)} executions ({app.arrival_source})")
+    notes.derive(
+        f"{where}: {len(app.arrivals_ns)} executions ({app.arrival_source})", f"{where}.workload"
+    )
     if app.execution_mode is not None:
         mode = app.execution_mode
-        notes.derived.append(f"{where}.execution_mode: {mode.value} (runtime execution API)")
+        notes.derive(
+            f"{where}.execution_mode: {mode.value} (runtime execution API)",
+            f"{where}.execution_mode",
+        )
     else:
         mode = ExecutionMode.SYNC
-        notes.assumed.append(f"{where}.execution_mode: sync (no runtime marks in the trace)")
+        notes.assume(
+            f"{where}.execution_mode: sync (no runtime marks in the trace)",
+            f"{where}.execution_mode",
+        )
     threads = app.max_in_flight
     if app.never_ended and threads > MAX_UNFINISHED_THREADS:
         # Each execution still open at the end would hold an app thread for the whole
@@ -504,14 +569,19 @@ def _app(
             f"executions beyond {threads} in flight wait for a free thread"
         )
     if threads > 1:
-        notes.derived.append(f"{where}.threads: {threads} (most executions in flight)")
+        notes.derive(f"{where}.threads: {threads} (most executions in flight)", f"{where}.threads")
     devices_used: tuple[str, ...] | None = None
     known = [driver_by_pid[p].name for p in app.driver_pids if p in driver_by_pid]
     if len(known) == 1:
         devices_used = (known[0],)
-        notes.derived.append(f"{where}.devices: [{known[0]}] (every execution went to it)")
+        notes.derive(
+            f"{where}.devices: [{known[0]}] (every execution went to it)", f"{where}.devices"
+        )
     elif known:
-        notes.derived.append(f"{where}: executions went to {', '.join(known)} (all devices kept)")
+        notes.derive(
+            f"{where}: executions went to {', '.join(known)} (all devices kept)",
+            f"{where}.devices",
+        )
     notes.assumed.extend(_unrecorded_settings(app, where))
     return AppSpec(
         name=app.name,
@@ -524,28 +594,38 @@ def _app(
     )
 
 
-def _unrecorded_settings(app: TraceApp, where: str) -> list[str]:
+def _unrecorded_settings(app: TraceApp, where: str) -> list[Note]:
     """What a replay assumes for the settings traces do not carry (priority, deadline, one
     compilation)."""
+    priority, deadline = f"{where}.priority", f"{where}.execution_timeout_ms"
     lines = []
     if app.priority_calls:
         lines.append(
-            f"{where}.priority: medium (setPriority was called {app.priority_calls}x; "
-            "traces do not carry its value)"
+            Note(
+                f"{where}.priority: medium (setPriority was called {app.priority_calls}x; "
+                "traces do not carry its value)",
+                (priority,),
+            )
         )
     else:
-        lines.append(f"{where}.priority: medium (no priority in the trace)")
+        lines.append(Note(f"{where}.priority: medium (no priority in the trace)", (priority,)))
     if app.timeout_calls:
         lines.append(
-            f"{where}: no deadline (setTimeout was called {app.timeout_calls}x; "
-            "traces do not carry its value)"
+            Note(
+                f"{where}: no deadline (setTimeout was called {app.timeout_calls}x; "
+                "traces do not carry its value)",
+                (deadline,),
+            )
         )
     else:
-        lines.append(f"{where}: no deadline (none in the trace)")
+        lines.append(Note(f"{where}: no deadline (none in the trace)", (deadline,)))
     if app.compilations > 1:
         lines.append(
-            f"{where}: compiles once ({app.compilations} compilations recorded; "
-            "arrivals count from the end of the one compilation)"
+            Note(
+                f"{where}: compiles once ({app.compilations} compilations recorded; "
+                "arrivals count from the end of the one compilation)",
+                (f"{where}.compilations",),
+            )
         )
     return lines
 
@@ -604,11 +684,20 @@ def describe_plan(plan: TracePlan) -> list[str]:
 
 
 def describe_build(built: BuiltReplay, overrides: Sequence[str] = ()) -> list[str]:
-    """What was derived, what was assumed and what ``--set`` changed."""
-    lines = ["derived from the trace:"]
-    lines.extend(f"  {line}" for line in built.derived)
-    lines.append("assumed (not in the trace):")
-    lines.extend(f"  {line}" for line in built.assumed)
+    """What was derived, what was assumed and what ``--set`` changed: under a line whose
+    value a ``--set`` changed, which one (the replay ran with it, not with the line)."""
+    lines = []
+    for title, notes in (
+        ("derived from the trace:", built.derived),
+        ("assumed (not in the trace):", built.assumed),
+    ):
+        lines.append(title)
+        for note in notes:
+            lines.append(f"  {note.text}")
+            found, whole = note.replaced_by(overrides)
+            if found:
+                how = "replaced" if whole else "partly replaced"
+                lines.append(f"    {how} with {', '.join(f'--set {text}' for text in found)}")
     if overrides:
         lines.append("changed with --set:")
         lines.extend(f"  {text}" for text in overrides)
@@ -618,6 +707,7 @@ def describe_build(built: BuiltReplay, overrides: Sequence[str] = ()) -> list[st
 __all__ = [
     "BuiltReplay",
     "ModelChoice",
+    "Note",
     "build_replay",
     "choose_model",
     "derive_exec_ratio",

@@ -311,3 +311,35 @@ def test_trace_spanning_past_an_hour_is_refused_naming_the_trace():
         " 3600000 ms (one hour); replay it with -n"
     )
     assert loop_problem(long_plan, fast=True, loops=1) is None
+
+
+def test_a_set_value_is_named_under_the_assumed_or_derived_line_it_replaces(tmp_path: Path):
+    """An assumed or derived value a --set changed is followed by the --set that ran instead
+    ("partly" when the line gives other values too); lines no --set touches are not."""
+    trace = tmp_path / "two.html"
+    record(QUICKSTART.parent / "two_apps_one_npu.yaml", trace)
+    code, out, err = run_cli(
+        "replay",
+        str(trace),
+        "--set",
+        "apps.camera.priority=high",
+        "--set",
+        "devices.npu.scheduler=global_priority",
+        "--set",
+        "ipc.latency_us=80",
+    )
+    assert code == 0, err
+    lines = out.splitlines()
+
+    def below(start: str) -> str:
+        return lines[next(i for i, line in enumerate(lines) if line.startswith(start)) + 1]
+
+    assert below("  apps.camera.priority: medium (") == (
+        "    replaced with --set apps.camera.priority=high"
+    )
+    assert below("  devices.npu: type accelerator, 1 compute unit") == (
+        "    partly replaced with --set devices.npu.scheduler=global_priority"
+    )
+    assert below("  ipc.latency_us: 50 (median of") == "    replaced with --set ipc.latency_us=80"
+    assert below("  apps.indexer.priority: medium (").startswith("  apps.indexer: no deadline")
+    assert sum("replaced with" in line for line in lines) == 3

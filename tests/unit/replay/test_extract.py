@@ -59,8 +59,8 @@ def test_omr1_scenario_replays_the_arrivals_on_a_derived_device():
     assert device.performance.quant8.exec_time < 1.0
     model = scenario.model(app.model)
     assert (model.preset, model.dtype) == ("mobilenet_v1", "quant8")
-    assert any("sync (no runtime marks" in line for line in built.assumed)
-    assert any("no priority in the trace" in line for line in built.assumed)
+    assert any("sync (no runtime marks" in note.text for note in built.assumed)
+    assert any("no priority in the trace" in note.text for note in built.assumed)
 
 
 def test_replayed_omr1_driver_time_matches_the_recording(tmp_path: Path):
