@@ -42,10 +42,10 @@ TYPE_CHECKING = False
 
 
 def _exit_interrupted(signum: int, frame: object) -> None:
-    """SIGINT handler while the CLI is loading: say ``interrupted`` and exit 130 at once."""
+    """SIGINT handler while the CLI is loading: say ``interrupted by SIGINT`` and exit 130 at once."""
     import os  # loaded already (``site``): no file to find
 
-    os.write(2, b"\ninterrupted\n" if os.isatty(2) else b"interrupted\n")
+    os.write(2, b"\ninterrupted by SIGINT\n" if os.isatty(2) else b"interrupted by SIGINT\n")
     os._exit(130)
 
 

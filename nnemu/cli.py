@@ -818,7 +818,7 @@ def _finish_run(
     return the exit code (interrupted, an expectation failed, or ok)."""
     so_far = f"; the trace so far is in {args.trace}" if args.trace else ""
     if interrupted is None and stepper is not None and stepper.aborted:
-        err.write(f"interrupted{so_far}\n")
+        err.write(f"{stepper.ending()}{so_far}\n")
         return ExitCode.INTERRUPTED
     if args.report and not _write_report(args.report, report.to_json(), out, err):
         return ExitCode.BAD_INPUT
@@ -1272,10 +1272,10 @@ def main(
         err.write(f"{_line_end(err)}interrupted by {exc.signal_name}\n")
         return _exit_code_of(exc)
     except KeyboardInterrupt:
-        err.write(f"{_line_end(err)}interrupted\n")
+        err.write(f"{_line_end(err)}interrupted by SIGINT\n")
         return ExitCode.INTERRUPTED
     except Terminated:
-        err.write(f"{_line_end(err)}terminated\n")
+        err.write(f"{_line_end(err)}interrupted by SIGTERM\n")
         return ExitCode.TERMINATED
     except BrokenPipeError:
         # The reader of stdout (``| head``) has gone: end quietly, as Unix tools do.

@@ -110,17 +110,18 @@ def run_replay_command(
                 break
             stdout.write("\n")
     except KeyboardInterrupt:
-        stderr.write("\ninterrupted\n")
+        stderr.write("\ninterrupted by SIGINT\n")
         return ExitCode.INTERRUPTED
-    return _ending(result, aborted=stepper.aborted, trace=trace, stdout=stdout, stderr=stderr)
+    return _ending(result, stepper, trace=trace, stdout=stdout, stderr=stderr)
 
 
 def _ending(
-    result: Report, *, aborted: bool, trace: str | None, stdout: TextIO, stderr: TextIO
+    result: Report, stepper: Stepper, *, trace: str | None, stdout: TextIO, stderr: TextIO
 ) -> int:
     """The exit code of a replay whose runs ended (the last run's ``result``), said in words."""
-    if aborted:
-        stderr.write("interrupted" + (f"; the trace so far is in {trace}" if trace else "") + "\n")
+    if stepper.aborted:
+        so_far = f"; the trace so far is in {trace}" if trace else ""
+        stderr.write(f"{stepper.ending()}{so_far}\n")
         return ExitCode.INTERRUPTED
     if trace:
         stdout.write(f"\ntrace written to {trace}\n")

@@ -136,8 +136,15 @@ class Stepper:
         self._eof = False
         self.aborted = False
         """The run was ended early (Ctrl-C at the prompt, a second Ctrl-C, or ``q``)."""
+        self.quit = False
+        """It was ended by ``q`` (not by a Ctrl-C)."""
         self.stops = 0
         """How many times the prompt was shown."""
+
+    def ending(self) -> str:
+        """What ended an aborted run, for the command's last line: ``interrupted by SIGINT``
+        (a Ctrl-C), or ``ended at the prompt (q)``."""
+        return "ended at the prompt (q)" if self.quit else "interrupted by SIGINT"
 
     # ------------------------------------------------------------ wiring
     def new_sink(self) -> SectionStacks:
@@ -196,7 +203,7 @@ class Stepper:
             where = f"[{_seconds(kernel.task_now_ns())}] "
             self._pending_ns = t_ns
             if self._interrupt_pending:
-                self._prompt(where + "interrupted; " + upcoming)
+                self._prompt(where + "interrupted by SIGINT; " + upcoming)
             elif self._next_event:
                 self._prompt(where + upcoming)
             elif self._until_ns is not None and t_ns >= self._until_ns:
@@ -214,7 +221,7 @@ class Stepper:
                 who = f" from {thread.name} (pid {thread.pid}, tid {thread.tid})"
             except EmulatorBug:
                 who = ""
-            why = "interrupted; " if self._interrupt_pending else ""
+            why = "interrupted by SIGINT; " if self._interrupt_pending else ""
             self._prompt(f"[{_seconds(kernel.task_now_ns())}] {why}HAL call {name}{who}")
         if self.aborted:
             kernel.stop()
@@ -238,7 +245,7 @@ class Stepper:
                 self._prompting = True
                 line = self.stdin.readline()
             except _Abort:
-                self._write("\ninterrupted: ending the run\n")
+                self._write("\ninterrupted by SIGINT: ending the run\n")
                 self.aborted = True
                 return
             finally:
@@ -305,7 +312,7 @@ class Stepper:
             self._where()
             return False
         if verb == "q" and not args:
-            self.aborted = True
+            self.aborted = self.quit = True
             self._write("ending the run\n")
             return True
         if verb in ("h", "help", "?"):

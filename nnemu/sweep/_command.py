@@ -118,9 +118,9 @@ def run_sweep_command(
         except (KeyboardInterrupt, Terminated) as stop:
             bar.clear()
             done = len(sweep.done() & {variant.key for variant in experiment.variants()})
-            word = "terminated" if isinstance(stop, Terminated) else "interrupted"
+            name = "SIGTERM" if isinstance(stop, Terminated) else "SIGINT"
             stderr.write(
-                f"\n{word}: {done} of {total} variants are in "
+                f"\ninterrupted by {name}: {done} of {total} variants are in "
                 f"{os.path.join(directory, RESULTS)}; finish with: nnemu sweep "
                 f"{experiment_path} --out {directory} --resume\n"
             )

@@ -148,10 +148,13 @@ _LAST_MARK = re.compile(r"(\d+\.\d{6}): tracing_mark_write")
 
 
 def _signalled_at(at_ns: int, signum: int, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``nnemu *args`` with ``signum`` raised when virtual time reaches ``at_ns``."""
+    """Run ``nnemu *args`` with ``signum`` raised when virtual time reaches ``at_ns`` (standard
+    input at its end, as under a job runner)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-c", _SIGNAL_AT, str(at_ns), signal.Signals(signum).name, *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run(
+        command, capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL
+    )
 
 
 def _last_mark_s(trace: Path) -> float:
@@ -213,3 +216,34 @@ def test_an_interrupted_run_writes_the_executions_that_finished(tmp_path: Path):
     assert len(rows) == camera["completed"] + camera["failed"] > 10
     assert f"{len(rows)} executions written to {table}" in result.stdout
     assert max(float(row.split(",")[8]) for row in rows) <= 500  # result_ms
+
+
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
+)
+@pytest.mark.parametrize("command", ["run --step", "replay"])
+def test_a_stepped_run_names_the_signal_like_a_plain_run(
+    tmp_path: Path, command: str, signum: int, code: int
+):
+    """``nnemu run --step`` and ``nnemu replay`` (whose stepper takes Ctrl-C) end on a signal
+    with the words and exit code of a plain ``nnemu run``: "interrupted by SIGINT; the trace so
+    far is in PATH", 130 (SIGTERM: 143)."""
+    from nnemu import run
+    from nnemu.scenario import load_scenario
+    from nnemu.tracer import open_trace_writer
+
+    trace = tmp_path / "cut.html"
+    if command == "replay":
+        recorded = tmp_path / "recorded.html"
+        run(load_scenario(QUICKSTART), sinks=[open_trace_writer(recorded)])
+        args = ["replay", str(recorded)]
+    else:
+        args = ["run", str(QUICKSTART), "--step"]
+    done = _signalled_at(500_000_000, signum, *args, "--trace", str(trace))
+    name = signal.Signals(signum).name
+    assert done.returncode == code, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"interrupted by {name}; the trace so far is in {trace}"
+    )
+    _assert_well_formed(trace)

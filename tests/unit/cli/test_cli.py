@@ -391,7 +391,7 @@ def test_exception_groups_from_a_command_are_unwrapped(monkeypatch) -> None:
         raise ExceptionGroup("trio", [TraceFormatError("t.html", 3, "x", "what is wrong")])
 
     monkeypatch.setitem(cli._COMMANDS, "demo", interrupted)
-    assert run_cli("demo", "prepare") == (130, "", "interrupted\n")
+    assert run_cli("demo", "prepare") == (130, "", "interrupted by SIGINT\n")
     monkeypatch.setitem(cli._COMMANDS, "demo", bad_trace)
     assert run_cli("demo", "prepare") == (2, "", "t.html:3: error: what is wrong\n")
 

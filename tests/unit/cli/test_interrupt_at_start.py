@@ -1,4 +1,4 @@
-"""Ctrl-C while ``nnemu`` is still starting (importing its modules): ``interrupted``, exit 130,
+"""Ctrl-C while ``nnemu`` is still starting (importing its modules): ``interrupted by SIGINT``, exit 130,
 never a traceback, from the console script and from ``python -m nnemu.cli`` alike."""
 
 from __future__ import annotations
@@ -70,10 +70,10 @@ def _start(entry: str, action: str, module: str) -> subprocess.Popen[str]:
 )
 def test_ctrl_c_during_an_import_says_interrupted(entry: str, module: str) -> None:
     """A SIGINT that arrives while a module of the CLI's start-up is being imported ends nnemu
-    with ``interrupted`` and exit 130, not a traceback."""
+    with ``interrupted by SIGINT`` and exit 130, not a traceback."""
     process = _start(entry, "signal", module)
     out, err = process.communicate(timeout=120)
-    assert (process.returncode, err) == (130, "interrupted\n")
+    assert (process.returncode, err) == (130, "interrupted by SIGINT\n")
     assert out == ""
 
 
@@ -91,7 +91,7 @@ def test_ctrl_c_at_any_moment_of_the_start(entry: str, delay_ms: int) -> None:
     assert "Traceback" not in err
     assert process.returncode in (0, 130), err
     if process.returncode != 0:
-        assert err.splitlines()[-1] == "interrupted", err
+        assert err.splitlines()[-1] == "interrupted by SIGINT", err
 
 
 # Python imports ``sitecustomize`` at start-up: a hook that sends SIGINT from code that ``exec``
@@ -131,7 +131,7 @@ def test_ctrl_c_while_a_class_is_built_from_source_exits_130(tmp_path: Path, mod
         timeout=120,
         check=False,
     )
-    assert (done.returncode, done.stderr, done.stdout) == (130, "interrupted\n", "")
+    assert (done.returncode, done.stderr, done.stdout) == (130, "interrupted by SIGINT\n", "")
 
 
 # A console script as pip writes it, under its real name ``nnemu``: the current entry point and
@@ -164,7 +164,7 @@ def test_ctrl_c_while_the_console_script_imports(
     tmp_path: Path, entry: str, function: str, module: str
 ) -> None:
     """The ``nnemu`` script, also one generated for the older entry point
-    ``nnemu.cli:console_main``, says ``interrupted`` and exits 130 when a SIGINT comes while it
+    ``nnemu.cli:console_main``, says ``interrupted by SIGINT`` and exits 130 when a SIGINT comes while it
     imports the command line."""
     script = tmp_path / "nnemu"
     script.write_text(_SCRIPT.format(module=module, entry=entry, function=function))
@@ -178,7 +178,7 @@ def test_ctrl_c_while_the_console_script_imports(
         timeout=120,
         check=False,
     )
-    assert (done.returncode, done.stderr, done.stdout) == (130, "interrupted\n", "")
+    assert (done.returncode, done.stderr, done.stdout) == (130, "interrupted by SIGINT\n", "")
 
 
 def _open_for_writing(fifo: Path, process: subprocess.Popen[str]) -> int:
@@ -219,7 +219,7 @@ def _wait_reading(process: subprocess.Popen[str]) -> None:
 )
 def test_ctrl_c_while_loading_the_input(tmp_path: Path, command: list[str]) -> None:
     """A Ctrl-C while ``run``, ``sweep``, ``parse`` or ``query`` is still reading its input (a
-    scenario, an experiment, a trace that comes slowly down a pipe) says ``interrupted``, exits
+    scenario, an experiment, a trace that comes slowly down a pipe) says ``interrupted by SIGINT``, exits
     130 and writes nothing."""
     fifo = tmp_path / "input"
     os.mkfifo(fifo)
@@ -240,7 +240,7 @@ def test_ctrl_c_while_loading_the_input(tmp_path: Path, command: list[str]) -> N
         out, err = process.communicate(timeout=120)
     finally:
         os.close(writer)
-    assert (process.returncode, err, out) == (130, "interrupted\n", "")
+    assert (process.returncode, err, out) == (130, "interrupted by SIGINT\n", "")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["input"]
 
 

@@ -17,14 +17,14 @@ TWO_APPS = str(REPO / "scenarios/two_apps_one_npu.yaml")
 
 
 def test_ctrl_c_before_the_run_ends_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A Ctrl-C while nnemu starts (logging being set up) says "interrupted" on a line of its
+    """A Ctrl-C while nnemu starts (logging being set up) says "interrupted by SIGINT" on a line of its
     own and exits 130."""
 
     def interrupted(*_args: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(nnemu.cli, "configure_logging", interrupted)
-    assert run_cli("run", TWO_APPS) == (130, "", "interrupted\n")
+    assert run_cli("run", TWO_APPS) == (130, "", "interrupted by SIGINT\n")
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -58,7 +58,7 @@ def test_a_signal_while_the_page_is_written_lets_it_finish(
 def test_a_second_ctrl_c_while_writing_stops_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A second Ctrl-C while the outputs are written stops nnemu there: "interrupted", 130."""
+    """A second Ctrl-C while the outputs are written stops nnemu there: "interrupted by SIGINT", 130."""
     render = nnemu.pictures._html.render_html
 
     def render_with_two(*args: object) -> str:
@@ -68,5 +68,5 @@ def test_a_second_ctrl_c_while_writing_stops_at_once(
 
     monkeypatch.setattr(nnemu.pictures._html, "render_html", render_with_two)
     code, _, err = run_cli("run", TWO_APPS, "--html", str(tmp_path / "run.html"))
-    assert (code, err) == (130, "interrupted\n")
+    assert (code, err) == (130, "interrupted by SIGINT\n")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -171,9 +171,9 @@ def test_interrupt_switches_to_manual_control_and_a_second_at_the_prompt_ends(tm
     stdin = _InterruptingInput("l\nc\n", holder, at_read=3)
     # Ctrl-C at 100 ms and 300 ms of virtual time; the trace stays balanced.
     stepper, text, data = _interrupted_run(tmp_path, stdin, {1: 1, 3: 1}, holder)
-    assert text.count("interrupted; next kernel event") == 2
+    assert text.count("interrupted by SIGINT; next kernel event") == 2
     assert "virtual time 0.1" in text  # `l` after the first interrupt
-    assert "interrupted: ending the run" in text
+    assert "interrupted by SIGINT: ending the run" in text
     assert stepper.aborted
     assert 300 <= data["virtual_ms"] < 400
     assert data["apps"]["camera"]["completed"] < 30
@@ -192,7 +192,7 @@ def test_an_interrupt_with_no_input_ends_the_run(tmp_path: Path):
     """Ctrl-C with standard input at its end (``< /dev/null``) ends the run at the next event:
     there is no one to take control, so it is not swallowed by a prompt that reads nothing."""
     stepper, out, data = _interrupted_run(tmp_path, io.StringIO(""), {2: 1})
-    assert "interrupted; next kernel event" in out
+    assert "interrupted by SIGINT; next kernel event" in out
     assert "end of input: ending the run" in out
     assert "c (end of input)" not in out
     assert stepper.aborted

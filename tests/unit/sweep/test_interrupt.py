@@ -70,7 +70,7 @@ def test_ctrl_c_leaves_whole_lines_and_resume_finishes(tmp_path: Path) -> None:
 
 def test_sigterm_stops_like_ctrl_c_and_says_how_to_resume(tmp_path: Path) -> None:
     """SIGTERM (what a job scheduler sends) stops the sweep as Ctrl-C does: exit 143, whole
-    lines, and the --resume line to finish it, not a bare 'terminated'."""
+    lines, and the --resume line to finish it."""
     experiment = write(tmp_path, LONGER)
     out = tmp_path / "out"
     process = _nnemu("sweep", str(experiment), "--out", str(out), "--workers", "2")
@@ -86,7 +86,7 @@ def test_sigterm_stops_like_ctrl_c_and_says_how_to_resume(tmp_path: Path) -> Non
     assert "Traceback" not in err
     done = results(out)
     assert err.endswith(
-        f"terminated: {len(done)} of 100 variants are in {jsonl}; finish with: nnemu sweep "
+        f"interrupted by SIGTERM: {len(done)} of 100 variants are in {jsonl}; finish with: nnemu sweep "
         f"{experiment} --out {out} --resume\n"
     )
     assert jsonl.read_text().endswith("\n")
