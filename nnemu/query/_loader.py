@@ -50,6 +50,7 @@ from nnemu.trace import (
     Flow,
     FtraceLines,
     NotLineJson,
+    SystemText,
     TraceFormat,
     event_lines,
     file_format,
@@ -65,6 +66,7 @@ from nnemu.trace import (
     out_of_order_warning,
     pid_tid_problem,
     refuse_unreadable,
+    system_text,
     time_ordered,
     timestamp_ns,
 )
@@ -979,12 +981,22 @@ class Loader:
                 self._json_thread_names[(pid, tid)] = name
 
     def load_json_in_time_order(
-        self, events: Iterable[tuple[int | None, object]], *, store_line: bool
+        self,
+        events: Iterable[tuple[int | None, object]],
+        *,
+        store_line: bool,
+        rows: Sequence[tuple[int, str]] = (),
+        rows_first: bool = True,
     ) -> None:
         """Load (file line, event) pairs sorted by ``ts``, ties in file order (as Perfetto
         matches them); an event without a usable ``ts`` keeps its place after the one before
-        it.  ``store_line``: as ``json_event``'s."""
+        it.  ``store_line``: as ``json_event``'s.  ``rows``: the document's
+        ``systemTraceEvents`` rows (``system_rows``), merged with the events by time (in
+        file order before them with ``rows_first``, else after them), as Perfetto sorts
+        both."""
         keyed: list[tuple[int, int, int | None, object]] = []
+        if rows_first:
+            _key_rows(keyed, rows)
         last = -MAX_ABS_NS - 1
         for line_number, event in events:
             if isinstance(event, Mapping):
@@ -992,9 +1004,22 @@ class Loader:
                 if ts is not None:
                     last = ts
             keyed.append((last, len(keyed), line_number, event))
+        if not rows_first:
+            _key_rows(keyed, rows)
         keyed.sort(key=_by_time_then_place)
         for _, _, line_number, event in keyed:
-            self.json_event(event, line_number, store_line=store_line)
+            if isinstance(event, _SystemRow):
+                self._slow_row(0 if line_number is None else line_number, event.text)
+            else:
+                self.json_event(event, line_number, store_line=store_line)
+
+    def system_rows(self, embedded: SystemText) -> list[tuple[int, str]]:
+        """The ``tracing_mark_write`` rows of a JSON document's ``systemTraceEvents`` text,
+        each numbered with the file line the text is on (its process dump read here); its
+        slices keep line NULL, as the document's events do."""
+        self._file_lines = False
+        source = FtraceLines(embedded.text.splitlines(keepends=True), on_dump=self._dump_row)
+        return [(embedded.line, line) for _, line in source if "tracing_mark_write" in line]
 
     def load_json_lines(self, stream: Iterable[str]) -> None:
         """Load a JSON trace written one event per line (as nnemu and Chrome write it).
@@ -1256,23 +1281,20 @@ def _load_json_document(
         line, message = json_problem(err)
         raise TraceFormatError(source, line, "", message) from None
     loader = Loader(conn, warn)
-    if isinstance(document, Mapping):
-        events = document.get("traceEvents")
-        system = document.get("systemTraceEvents")
-        if isinstance(system, str):
-            # Chrome JSON can carry the systrace text of the same capture.
-            # Its rows' lines are those of a JSON string, not of the file.
-            loader.load_ftrace(system.splitlines(keepends=True), file_lines=False)
-            if events is None:
-                events = []
-    else:
-        events = document
+    # Chrome JSON can carry the systrace text of the same capture: its rows are read where
+    # the text is in the file (before or after the events) and placed on its file line.
+    embedded = system_text(text, document)
+    events = document.get("traceEvents") if isinstance(document, Mapping) else document
+    if events is None and embedded is not None:
+        events = []
     if not isinstance(events, list):
         raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
     # Each event's file line places its warnings (as parse places them); a document's
     # slices keep line NULL (its lines are not one event each).
     lines = event_lines(text, document, len(events))
     del text
+    rows = loader.system_rows(embedded) if embedded is not None else []
+    first = embedded is None or embedded.first
     if in_time_order:
         loader.load_json_in_time_order(
             (
@@ -1280,15 +1302,45 @@ def _load_json_document(
                 for index, event in enumerate(events)
             ),
             store_line=False,
+            rows=rows,
+            rows_first=first,
         )
         return loader
+    if first:
+        for row_line, row in rows:
+            loader._slow_row(row_line, row)
     for index, event in enumerate(events):
         loader.json_event(event, None if lines is None else lines[index], store_line=False)
+    if not first:
+        for row_line, row in rows:
+            loader._slow_row(row_line, row)
     return loader
 
 
 def _by_time_then_place(item: tuple[int, int, int | None, object]) -> tuple[int, int]:
     return item[0], item[1]
+
+
+class _SystemRow:
+    """An ftrace row of a JSON document's ``systemTraceEvents``, among its events."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _key_rows(
+    keyed: list[tuple[int, int, int | None, object]], rows: Sequence[tuple[int, str]]
+) -> None:
+    """Append ``rows`` to ``keyed`` as ``load_json_in_time_order`` sorts them: by their
+    timestamp (a row without one after the row before it), then their place."""
+    last = -MAX_ABS_NS - 1
+    for line_number, line in rows:
+        m = ROW_RE.match(line)
+        if m is not None:
+            ts = timestamp_ns(m.group(4), m.group(5))
+            if ts is not None:
+                last = ts
+        keyed.append((last, len(keyed), line_number, _SystemRow(line)))
 
 
 class _HeldWarn:

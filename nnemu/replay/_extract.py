@@ -25,7 +25,7 @@ import os
 import re
 import statistics
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final, TextIO
 
 import attrs
@@ -63,6 +63,7 @@ from nnemu.trace import (
     pid_of,
     pid_tid_problem,
     refuse_unreadable,
+    system_text,
     time_ordered,
     timestamp_ns,
 )
@@ -729,11 +730,18 @@ class _Collector:
         self._read_rows(time_ordered(source) if in_time_order else source)
         return source
 
-    def _read_rows(self, rows: Iterable[tuple[int, str]]) -> None:
+    def _read_rows(
+        self,
+        rows: Iterable[tuple[int, str]],
+        begin: Callable[[int, int, int, str], None] | None = None,
+        end: Callable[[int, int, int], None] | None = None,
+    ) -> None:
+        """Read ``rows`` (line number, row): each B row to ``begin`` (ts, pid, tid, name),
+        each E row to ``end`` (ts, tid, line number); by default this collector's."""
         match = ROW_RE.match
         thread_names = self.thread_names
-        begin = self.begin
-        end = self.end
+        begin = begin or self.begin
+        end = end or self.end
         check_order = self._check_order
         for line_number, line in rows:
             if "tracing_mark_write" not in line:
@@ -769,26 +777,44 @@ class _Collector:
     def read_json(self, document: object, source: str, text: str | None = None) -> None:
         """Read a JSON trace parsed as one document (``{"traceEvents": [...]}`` or a list)
         from ``text`` (which places its events' warnings); its ``systemTraceEvents`` text
-        (ftrace), if any, first."""
+        (ftrace), if any, merged with the events by time, each row on the file line the
+        text is on."""
         events = document.get("traceEvents") if isinstance(document, dict) else document
-        system = document.get("systemTraceEvents") if isinstance(document, dict) else None
-        if isinstance(system, str):
-            self.read_ftrace(system.splitlines(keepends=True))
+        embedded = system_text(text, document)
+        rows: list[tuple[int, str]] = []
+        if embedded is not None:
+            ftrace = FtraceLines(embedded.text.splitlines(keepends=True), on_dump=self._dump_row)
+            rows = [(embedded.line, line) for _, line in ftrace]
             if events is None:
                 events = []
         if not isinstance(events, list):
             raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
         lines = event_lines(text, document, len(events)) if text is not None else None
         self.read_json_events(
-            (0 if lines is None else lines[index], event) for index, event in enumerate(events)
+            ((0 if lines is None else lines[index], event) for index, event in enumerate(events)),
+            rows,
+            rows_first=embedded is None or embedded.first,
         )
 
-    def read_json_events(self, events: Iterable[tuple[int, object]]) -> None:
+    def read_json_events(
+        self,
+        events: Iterable[tuple[int, object]],
+        rows: Sequence[tuple[int, str]] = (),
+        *,
+        rows_first: bool = True,
+    ) -> None:
         """Read trace events in file order (a document's list, or ``json_line_events``
         streaming a file of one event per line), each with the file line it starts on
-        (0: unknown), which places the warning for an event skipped (``event_problems``)."""
-        ordered: list[tuple[int, int, int, int, str]] = []
+        (0: unknown), which places the warning for an event skipped (``event_problems``).
+        ``rows``: the ftrace rows of the document's ``systemTraceEvents`` (in file order
+        before the events with ``rows_first``, else after them), merged with the events by
+        time as Perfetto sorts both."""
+        ordered: list[tuple[int, int, int, int, str, int]] = []
+        if rows_first:
+            self._order_rows(rows, ordered, -len(rows))
+        count = 0
         for index, (line_number, event) in enumerate(events):
+            count = index + 1
             if not isinstance(event, dict):
                 self._event_problem(line_number, NOT_AN_EVENT)
                 continue
@@ -840,26 +866,48 @@ class _Collector:
                         problem = not_a_number_dur(raw_dur)
                     self._event_problem(line_number, problem)
                     continue
-                ordered.append((ts_ns, index, 0, tid, str(event.get("name", ""))))
-                ordered.append((ts_ns + dur_ns, index, 1, tid, ""))
+                ordered.append((ts_ns, index, 0, tid, str(event.get("name", "")), -1))
+                ordered.append((ts_ns + dur_ns, index, 1, tid, "", -1))
                 self.thread_pid.setdefault(tid, pid)
             elif ph == "B":
                 self.thread_pid.setdefault(tid, pid)
-                ordered.append((ts_ns, index, 0, tid, str(event.get("name", ""))))
+                ordered.append((ts_ns, index, 0, tid, str(event.get("name", "")), -1))
             else:
-                ordered.append((ts_ns, index, 1, tid, ""))
+                ordered.append((ts_ns, index, 1, tid, "", -1))
             # Said as parse and query say it (they read such a trace again in time order,
             # as this always reads JSON).
             self._check_order(tid, ts_ns, line_number)
+        if not rows_first:
+            self._order_rows(rows, ordered, count)
         if self.out_of_order:
             self.time_sorted = True
         # JSON events may come in any order; B/E of one thread are in file order.
         ordered.sort(key=lambda e: (e[0], e[1], e[2]))
-        for ts_ns, _, kind, tid, name in ordered:
+        for ts_ns, _, kind, tid, name, pid in ordered:
             if kind == 0:
-                self.begin(ts_ns, self.thread_pid[tid], tid, name)
+                self.begin(ts_ns, self.thread_pid[tid] if pid < 0 else pid, tid, name)
             else:
                 self.end(ts_ns, tid)
+
+    def _order_rows(
+        self,
+        rows: Sequence[tuple[int, str]],
+        ordered: list[tuple[int, int, int, int, str, int]],
+        first_place: int,
+    ) -> None:
+        """Add ``rows`` (ftrace) to ``ordered`` as ``read_json_events`` sorts its events:
+        (ts, place, 0 for B or 1 for E, tid, name, pid), places counting from
+        ``first_place`` in file order; read as ``_read_rows`` reads them."""
+
+        def begin(ts: int, pid: int, tid: int, name: str) -> None:
+            ordered.append((ts, first_place + len(ordered) - start, 0, tid, name, pid))
+
+        def end(ts: int, tid: int, line_number: int) -> None:
+            del line_number
+            ordered.append((ts, first_place + len(ordered) - start, 1, tid, "", -1))
+
+        start = len(ordered)
+        self._read_rows(rows, begin, end)
 
 
 def _json_id(value: object) -> int | None:

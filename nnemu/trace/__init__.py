@@ -11,7 +11,8 @@
 * Chrome trace-event JSON: ``read_chrome_json`` (events as ftrace rows),
   ``json_time_ns``, ``json_line_events`` (a file of one event per line, streamed),
   ``json_problem`` (what every reader says of JSON it cannot read), ``event_lines`` (the
-  file line each event of a document starts on) and what every reader says of an event it
+  file line each event of a document starts on), ``system_text`` (a document's
+  ``systemTraceEvents`` ftrace, its file line and place) and what every reader says of an event it
   skips (``NOT_AN_EVENT``, ``NO_PHASE``, ``NO_PID_TID``, ``not_a_number_ts``,
   ``negative_ts``, ``not_a_number_dur``, ``NO_DUR``, ``negative_dur``, ``pid_tid_problem``;
   ``is_json_number``);
@@ -35,6 +36,7 @@ from nnemu.trace._chrome import (
     ChromeJsonError,
     ChromeRows,
     NotLineJson,
+    SystemText,
     event_lines,
     is_json_number,
     json_line_events,
@@ -46,6 +48,7 @@ from nnemu.trace._chrome import (
     not_a_number_ts,
     pid_tid_problem,
     read_chrome_json,
+    system_text,
 )
 from nnemu.trace._detect import (
     GZIP_MAGIC,
@@ -170,6 +173,7 @@ __all__ = [
     "ProcessName",
     "SliceBegin",
     "SliceEnd",
+    "SystemText",
     "ThreadName",
     "TraceFormat",
     "bounded_lines",
@@ -197,6 +201,7 @@ __all__ = [
     "read_perfetto",
     "refuse_stdin",
     "refuse_unreadable",
+    "system_text",
     "time_ordered",
     "timestamp_ns",
 ]

@@ -4,8 +4,9 @@ The document is ``{"traceEvents": [...]}`` or a bare list of events.  ``B``
 and ``E`` events become the ``tracing_mark_write`` rows the engine reads;
 ``M`` events give process and thread names.  A document's ``systemTraceEvents``
 text (the capture's ftrace, as catapult's systrace writes it beside the events)
-gives its rows too, before the events' rows, each numbered with the file line the
-text is on (a JSON string is one line).  Timestamps are µs; they are read
+gives its rows too (``system_text``), before or after the events' rows as the text is
+before or after them in the file, each numbered with the file line the text is on (a
+JSON string is one line).  Timestamps are µs; they are read
 as decimals, so nnemu's own ``ts_ns / 1000`` values come back as exact ns
 (other values are rounded to the nearest ns).  An event's "line" is the file
 line it starts on, however the document is laid out (one event a line, as nnemu
@@ -292,6 +293,39 @@ def _events_start(text: str, document: object) -> int | None:
     return at if text[at : at + 1] == "[" else None
 
 
+_SYSTEM_KEY: Final = re.compile(r'"systemTraceEvents"[ \t\r\n]*:[ \t\r\n]*"')
+
+
+@attrs.frozen
+class SystemText:
+    """A JSON document's ``systemTraceEvents`` text: the ftrace of the same capture."""
+
+    text: str
+    """The ftrace text."""
+    line: int
+    """The file line the JSON string is on (all of it: a JSON string has no line break);
+    what places its rows' warnings.  0: not known."""
+    first: bool
+    """Whether it comes before the document's events in the file (file order reads its
+    rows first)."""
+
+
+def system_text(text: str | None, document: object) -> SystemText | None:
+    """The ``systemTraceEvents`` text of ``document`` (parsed from ``text``), or None."""
+    system = document.get("systemTraceEvents") if isinstance(document, dict) else None
+    if not isinstance(system, str):
+        return None
+    if text is None:
+        return SystemText(system, 0, True)
+    keys = list(_SYSTEM_KEY.finditer(text))
+    found = keys[-1] if keys else None  # the last: the value json.loads keeps
+    if found is None:  # (a key written with escapes): the line of the document
+        return SystemText(system, 1, True)
+    events = _events_start(text, document)
+    first = events is None or found.start() < events
+    return SystemText(system, text.count("\n", 0, found.end()) + 1, first)
+
+
 def _clean(name: str) -> str:
     return "".join("_" if ch.isspace() else ch for ch in name)[:64] or "<...>"
 
@@ -317,10 +351,13 @@ def read_chrome_json(text: str) -> ChromeRows:
     threads: dict[str, str] = {}
     names: dict[str, str] = {}
     rows: list[tuple[int, str]] = []
-    if isinstance(system, str):
-        at = text.count("\n", 0, max(text.find('"systemTraceEvents"'), 0)) + 1
-        ftrace = FtraceLines(system.splitlines(keepends=True), on_ftrace=names.update)
-        rows.extend((at, line) for _, line in ftrace)
+    embedded = system_text(text, document)
+    system_rows: list[tuple[int, str]] = []
+    if embedded is not None:
+        ftrace = FtraceLines(embedded.text.splitlines(keepends=True), on_ftrace=names.update)
+        system_rows = [(embedded.line, line) for _, line in ftrace]
+        if embedded.first:
+            rows.extend(system_rows)
     problems: list[tuple[int, str, str]] = []
     number = 0
     for index, event in enumerate(events):
@@ -361,6 +398,8 @@ def read_chrome_json(text: str) -> ChromeRows:
             rows.append((number, f"{head}B|{pid}|{name.splitlines()[0] if name else ''}\n"))
         else:
             rows.append((number, f"{head}E|{pid}\n"))
+    if embedded is not None and not embedded.first:
+        rows.extend(system_rows)
     return ChromeRows(
         rows=tuple(rows),
         process_names=names,
