@@ -1145,6 +1145,37 @@ def load_trace(
         conn.execute(pragma)
     create_tables(conn)
     kind = _sniff(source)
+    # Each warning erases the progress bar first: a line of its own, not glued to the bar.
+    shown = _BelowBar(warn)
+    # A text or JSON trace small enough to be read again in time order (rows out of it)
+    # holds its warnings until the load ends: those of the reading that counts, then the
+    # load's own, all sorted by line as parse sorts its diagnostics; a bigger one (read
+    # once) gives them as it reads.
+    small = kind != "perfetto" and os.path.getsize(source) <= MAX_SORTED_BYTES
+    held = _HeldWarn(shown) if small else None
+    out: Warn = shown if held is None else held
+    try:
+        summary = _load(source, kind, conn, out, held, shown, progress)
+    except TraceFormatError:
+        if held is not None:
+            held.release()
+        raise
+    if held is not None:
+        held.release()
+    return summary
+
+
+def _load(
+    source: str,
+    kind: str,
+    conn: sqlite3.Connection,
+    warn: Warn,
+    held: _HeldWarn | None,
+    shown: _BelowBar,
+    progress: TextIO | None,
+) -> LoadSummary:
+    """``load_trace`` of a trace of ``kind``, its warnings to ``warn`` (``held``: they are
+    held, and a trace read again in time order drops those of its first reading)."""
     loader = Loader(conn, warn)
     last_line = 0
     label = f"loading {os.path.basename(source)}"
@@ -1154,11 +1185,8 @@ def load_trace(
         if kind == "json":
             stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
             bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
-            # A trace small enough to be read again in time order (an end before its
-            # begin) holds its warnings until it is known whether it will be.
-            held = _HeldWarn(warn) if os.path.getsize(source) <= MAX_SORTED_BYTES else None
-            first: Warn = warn if held is None else held
-            counting = _CountedWarn(first)
+            shown.bar = bar
+            counting = _CountedWarn(warn)
             loader = Loader(conn, counting)
             one_a_line = True
             try:
@@ -1170,10 +1198,13 @@ def load_trace(
                 # The document's events are the same, in the same order, on the same lines:
                 # the warnings the line pass gave already are not given again.
                 loader = _load_json_document(
-                    source, stream, conn, _CountedWarn(first, skip=counting.count)
+                    source, stream, conn, _CountedWarn(warn, skip=counting.count)
                 )
             if held is not None and loader.out_of_order:
+                # Matched again in time order, as Perfetto matches them; the warnings are
+                # those of that reading.
                 _reset(conn)
+                held.discard()
                 first_reading = loader
                 stream.seek(0)
                 if one_a_line:
@@ -1182,8 +1213,6 @@ def load_trace(
                 else:
                     loader = _load_json_document(source, stream, conn, warn, in_time_order=True)
                 loader.read_again_after(first_reading)
-            elif held is not None:
-                held.release()
         elif kind == "perfetto":
             from nnemu.trace import PerfettoLines
 
@@ -1202,12 +1231,9 @@ def load_trace(
             loader.load_ftrace(pftrace, file_lines=False)
             loader.first_out_of_order = 0  # its rows' numbers are no place in the file
         else:
-            # A trace small enough to be read again in time order (rows out of time order)
-            # holds its warnings until it is known whether it will be.
-            held = _HeldWarn(warn) if os.path.getsize(source) <= MAX_SORTED_BYTES else None
-            loader = Loader(conn, warn if held is None else held)
             stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
             bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
+            shown.bar = bar
             lines = loader.load_ftrace(bar.lines(stream))
             last_line = lines.last_line_number
             if not lines.found_ftrace:
@@ -1223,16 +1249,16 @@ def load_trace(
                 # Matched again in time order, as Perfetto matches them; the warnings are
                 # those of that reading.
                 _reset(conn)
+                held.discard()
                 first_reading = loader
                 loader = Loader(conn, warn)
                 stream.seek(0)
                 loader.load_in_time_order(stream)
                 loader.read_again_after(first_reading)
-            elif held is not None:
-                held.release()
         if bar is not None:
             bar.stage("file read; building indexes")
         threads, processes = loader.finish()
+    shown.bar = None
     if loader.slices == 0:
         raise TraceFormatError(
             source,
@@ -1344,7 +1370,7 @@ def _key_rows(
 
 
 class _HeldWarn:
-    """A ``Warn`` that keeps the warnings until ``release`` passes them on, in order."""
+    """A ``Warn`` that keeps the warnings until ``release`` passes them on, by line."""
 
     def __init__(self, warn: Warn) -> None:
         self.warn = warn
@@ -1353,11 +1379,34 @@ class _HeldWarn:
     def __call__(self, where: int, message: str) -> None:
         self.held.append((where, message))
 
+    def discard(self) -> None:
+        """Forget the warnings held (those of a reading done again)."""
+        self.held.clear()
+
     def release(self) -> None:
-        """Pass the warnings held on to the ``Warn`` given."""
-        for where, message in self.held:
+        """Pass the warnings held on to the ``Warn`` given, sorted by line (in the order
+        given on one line; a warning of no line, ``0``, last)."""
+        for where, message in sorted(self.held, key=_place):
             self.warn(where, message)
         self.held.clear()
+
+
+def _place(item: tuple[int, str]) -> int:
+    return item[0] if item[0] > 0 else MAX_ABS_NS
+
+
+class _BelowBar:
+    """A ``Warn`` that erases the progress bar (when one is drawn) before each warning, so
+    that the warning is a line of its own; the bar is drawn again at its next update."""
+
+    def __init__(self, warn: Warn) -> None:
+        self.warn = warn
+        self.bar: Progress | None = None
+
+    def __call__(self, where: int, message: str) -> None:
+        if self.bar is not None:
+            self.bar.clear()
+        self.warn(where, message)
 
 
 class _CountedWarn:

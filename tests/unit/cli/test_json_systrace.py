@@ -102,8 +102,11 @@ def test_query_reads_system_rows_and_events_again_in_one_time_order(tmp_path: Pa
         "3,5000000,json_late",
     ]
     warnings = err.splitlines()
-    assert f"{path}:9: warning: malformed begin mark: expected B|<tgid>|<name>" in warnings
-    assert warnings[1].startswith(f"{path}:4: warning: 3 rows are earlier than the row before")
+    assert warnings[0].startswith(f"{path}:4: warning: 3 rows are earlier than the row before")
+    assert warnings[1:] == [
+        f"{path}:9: warning: malformed begin mark: expected B|<tgid>|<name>",
+        f"{path}: warning: 1 section still open at the end of the trace (dur = -1)",
+    ]
 
 
 def test_query_orders_a_mixed_json_as_perfettos_trace_processor(tmp_path: Path) -> None:

@@ -203,3 +203,69 @@ def test_cli_reads_the_query_after_an_option(write_trace, capsys):
         main(["query", trace, "--csv", "SELECT 1", "extra"], out=io.StringIO(), err=io.StringIO())
     assert exit_info.value.code == 2
     assert "unrecognized arguments: extra" in capsys.readouterr().err
+
+
+def test_warnings_of_a_trace_read_again_come_once_and_by_line(tmp_path):
+    """A trace read again in time order prints the warnings of that reading only (not the
+    first reading's end mark with no open section), each once, sorted by line as parse
+    sorts them, whatever order the time-ordered reading found them in."""
+    rows = [
+        (0, 100, "B|100|[NN_LR_PE]compute"),
+        (50, 100, "E|100"),  # line 4: before its begin in the file
+        (40, 100, "B|100|late"),  # line 5: out of time order
+        (90, 100, "B|"),  # line 6: malformed, found late in time order
+        (95, 100, "E|100"),
+        (5, 101, "B|"),  # line 8: malformed, found early in time order
+        (6, 101, "E|100"),
+        (99, 100, "E|100"),
+    ]
+    path = tmp_path / "t.txt"
+    path.write_text(
+        "# tracer: nop\n#\n"
+        + "".join(
+            f"app-{tid} (  100) [000] ...1 1.{us:06d}: tracing_mark_write: {text}\n"
+            for us, tid, text in rows
+        )
+    )
+    code, _, err = run_query(path, "SELECT 1")
+    assert code == 0
+    places = [line.split(": warning: ")[0].rsplit(":", 1)[-1] for line in err.splitlines()]
+    assert places == ["5", "6", "8"]
+    assert "end mark (E) with no open section" not in err
+    assert "rows out of time order; the first is here" in err.splitlines()[0]
+
+
+def test_a_warning_is_a_line_of_its_own_under_the_progress_bar(tmp_path, monkeypatch):
+    """A warning met while the progress bar is drawn (a trace too big to read again) erases
+    the bar first: it starts a line of its own, never glued to the bar."""
+    import nnemu._progress as progress
+    from nnemu.query import _loader
+
+    monkeypatch.setattr(progress, "MIN_BYTES", 0)
+    monkeypatch.setattr(progress, "_INTERVAL_S", 0.0)
+    monkeypatch.setattr(progress, "_EVERY_LINES", 1)
+    monkeypatch.setattr(_loader, "MAX_SORTED_BYTES", 0)  # the pure loader: read once
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    rows = ["# tracer: nop", "#"]
+    rows += [
+        f"app-100 (  100) [000] ...1 1.{i:06d}: tracing_mark_write: {'B|100|s' if i % 2 else 'E|100'}"
+        for i in range(1, 200)
+    ]
+    rows.insert(150, "app-100 (  100) [000] ...1 1.000150: tracing_mark_write: B|")
+    path = tmp_path / "t.txt"
+    path.write_text("\n".join(rows) + "\n")
+    terminal = Terminal()
+
+    def warn(line: int, message: str) -> None:
+        terminal.write(f"{path}:{line}: warning: {message}\n")
+
+    _loader.load_trace(str(path), sqlite3.connect(":memory:"), warn, progress=terminal)
+    text = terminal.getvalue()
+    assert "loading t.txt [" in text
+    at = text.index(f"{path}:151: warning: malformed begin mark")
+    assert text[at - 1] in "\r\n"
+    assert text[: at - 1].rsplit("\r", 1)[-1].strip() == ""  # the bar's line was blanked
