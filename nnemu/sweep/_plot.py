@@ -1,5 +1,7 @@
 """``nnemu sweep --plot``: one PNG per metric against the first numeric varied key, a line per
-combination of the other varied keys, with the 95% confidence band of the mean.
+combination of the other varied keys, with the 95% confidence band of the mean.  A p95 or p99
+point that summary.txt marks ``*`` (only the slowest execution in some replication:
+``nnemu._tails``) is drawn as an open marker, explained under the plot.
 
 matplotlib is the optional ``plots`` extra; it is imported only here, when asked for.
 """
@@ -13,9 +15,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from nnemu._tails import footnote
 from nnemu.report import measured
 from nnemu.stats import mean_interval
 from nnemu.sweep._experiment import Experiment
+from nnemu.sweep._results import slowest_only_in
 
 MISSING_MATPLOTLIB: Final = "--plot needs matplotlib: pip install 'nnemu[plots]'"
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]+")
@@ -47,26 +51,45 @@ def write_plots(
     for metric in experiment.metrics:
         path_parts = tuple(metric.split("."))
         lines: dict[str, dict[float, list[float]]] = {}
+        counted: dict[str, dict[float, list[Mapping[str, Any]]]] = {}
         for row in ok:
             value = measured(row["report"], path_parts)
             if value is None or not math.isfinite(value):
                 continue
-            label = _label(row["point"], others)
-            lines.setdefault(label, {}).setdefault(float(row["point"][x_key]), []).append(value)
+            label, x = _label(row["point"], others), float(row["point"][x_key])
+            lines.setdefault(label, {}).setdefault(x, []).append(value)
+            counted.setdefault(label, {}).setdefault(x, []).append(row)
         figure, axes = plt.subplots(figsize=(8, 5))
         try:
+            any_marked = False
             for label in sorted(lines, key=lambda text: _order(experiment, others, text)):
                 points = sorted(lines[label].items())
                 xs = [x for x, _ in points]
                 intervals = [mean_interval(values) for _, values in points]
                 means = [interval.mean for interval in intervals]
-                axes.plot(xs, means, marker="o", markersize=3, label=label or None)
+                (drawn,) = axes.plot(xs, means, marker="o", markersize=3, label=label or None)
                 axes.fill_between(
                     xs,
                     [interval.low for interval in intervals],
                     [interval.high for interval in intervals],
                     alpha=0.2,
                 )
+                marked = [
+                    (x, mean)
+                    for x, mean in zip(xs, means, strict=True)
+                    if slowest_only_in(path_parts, counted[label][x])
+                ]
+                if marked:
+                    any_marked = True
+                    axes.plot(
+                        [x for x, _ in marked],
+                        [mean for _, mean in marked],
+                        linestyle="none",
+                        marker="o",
+                        markersize=6,
+                        markerfacecolor="white",
+                        color=drawn.get_color(),  # (a colour given: the cycle does not move on)
+                    )
             axes.set_xlabel(x_key)
             axes.set_ylabel(metric)
             axes.set_title(
@@ -75,7 +98,12 @@ def write_plots(
             axes.grid(alpha=0.3)
             if others and lines:
                 axes.legend(fontsize=8)
-            figure.tight_layout()
+            if any_marked:
+                note = footnote([path_parts[3]], " in at least one replication of the point")
+                figure.text(0.01, 0.01, "open markers: " + note.removeprefix("* "), fontsize=7)
+                figure.tight_layout(rect=(0, 0.04, 1, 1))
+            else:
+                figure.tight_layout()
             target = os.path.join(directory, _UNSAFE.sub("_", metric) + ".png")
             figure.savefig(target, dpi=100, metadata={"Software": None})
             paths.append(target)

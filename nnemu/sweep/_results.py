@@ -309,7 +309,7 @@ def summary(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> str:
             )
             if len(values) != len(ok):
                 half += f" (n={len(values)})"
-            marked = _slowest_only(path, [row for row, _ in counted_rows])
+            marked = slowest_only_in(path, [row for row, _ in counted_rows])
             column.append((mean, half, marked))
     marked_quantiles = set()
     for column, metric in zip(figures, experiment.metrics, strict=True):
@@ -339,7 +339,7 @@ def summary(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _slowest_only(path: tuple[str, ...], rows: Sequence[Mapping[str, Any]]) -> bool:
+def slowest_only_in(path: tuple[str, ...], rows: Sequence[Mapping[str, Any]]) -> bool:
     """Whether ``path`` is an app's p95 or p99 latency that, in at least one of ``rows``,
     was over too few executions to be more than the slowest (``nnemu._tails``)."""
     if len(path) != 4 or path[0] != "apps" or path[2] != "latency_ms" or path[3] not in TAIL_MIN:

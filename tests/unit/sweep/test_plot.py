@@ -42,3 +42,33 @@ def test_plot_without_matplotlib_says_how_to_install(
     assert code == 2
     assert err == "--plot needs matplotlib: pip install 'nnemu[plots]'\n"
     assert not (tmp_path / "o").exists()
+
+
+def test_a_p99_that_was_the_slowest_execution_is_an_open_marker_explained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A p99 point summary.txt marks (under 100 executions in some replication: the camera's
+    ~12 a run here) is drawn as an open marker with the footnote under the plot; a metric
+    that is no tail quantile (busy_fraction) gets neither."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    drawn: dict[str, tuple[list[str], int]] = {}
+    save = Figure.savefig
+
+    def recording(self: Figure, target: str, **kwargs: object) -> None:
+        axes = self.axes[0]
+        hollow = sum(line.get_markerfacecolor() == "white" for line in axes.get_lines())
+        drawn[Path(target).stem] = ([text.get_text() for text in self.texts], hollow)
+        save(self, target, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", recording)
+    code, _, err = run_cli("sweep", str(write(tmp_path)), "--out", str(tmp_path / "o"), "--plot")
+    assert code == 0, err
+    texts, hollow = drawn["apps.camera.latency_ms.p99"]
+    assert texts == [
+        "open markers: p99 over fewer than 100 executions in at least one replication of the "
+        "point: the slowest execution, not a tail estimate"
+    ]
+    assert hollow == 2  # one line of open markers per scheduler
+    assert drawn["devices.npu.busy_fraction"] == ([], 0)
