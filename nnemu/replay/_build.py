@@ -378,10 +378,11 @@ def _device(
     notes.assume(
         f"{where}: type accelerator, 1 compute unit, launch {cost.launch_us:g} us, "
         + ("" if jitter is not None else "no jitter, ")
-        + "per_app_priority scheduler (defaults)",
+        + "per_app_priority scheduler, no preemption (defaults)",
         *defaults,
         *(() if jitter is not None else (f"{where}.cost.jitter",)),
         f"{where}.scheduler",
+        f"{where}.preemption",
     )
     notes.assume(
         f"{where}.performance.float32/quant8.power_usage: {performance.float32.power_usage:g}, "

@@ -326,6 +326,8 @@ def test_a_set_value_is_named_under_the_assumed_or_derived_line_it_replaces(tmp_
         "--set",
         "devices.npu.scheduler=global_priority",
         "--set",
+        "devices.npu.preemption=checkpoint",
+        "--set",
         "ipc.latency_us=80",
     )
     assert code == 0, err
@@ -338,7 +340,8 @@ def test_a_set_value_is_named_under_the_assumed_or_derived_line_it_replaces(tmp_
         "    replaced with --set apps.camera.priority=high"
     )
     assert below("  devices.npu: type accelerator, 1 compute unit") == (
-        "    partly replaced with --set devices.npu.scheduler=global_priority"
+        "    partly replaced with --set devices.npu.scheduler=global_priority, "
+        "--set devices.npu.preemption=checkpoint"
     )
     assert below("  ipc.latency_us: 50 (median of") == "    replaced with --set ipc.latency_us=80"
     assert below("  apps.indexer.priority: medium (").startswith("  apps.indexer: no deadline")
