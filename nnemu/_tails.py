@@ -5,8 +5,9 @@ the q quantile of n latencies is the ceil(q n)-th smallest, which is the n-th, t
 while q n > n - 1, that is while n < 1 / (1 - q).  So the p95 of fewer than 20 executions
 and the p99 of fewer than 100 are the slowest execution (at exactly 20 and 100 they are the
 second slowest), not an estimate of a tail.  The human-readable tables (``nnemu run``'s and
-``nnemu replay``'s summaries, ``--replications``, ``--html``, ``nnemu compare``) mark such a
-cell with ``*`` and explain it in one footnote line; JSON reports keep their numbers (an
+``nnemu replay``'s summaries, ``--replications``, ``--html``, ``nnemu compare``, a sweep's
+summary.txt; ``--plot`` draws an open marker) mark such a cell with ``*`` and explain it in
+one footnote line; JSON reports keep their numbers (an
 app's ``completed`` is the sample count).  Standard library only: ``nnemu compare`` uses it.
 """
 
