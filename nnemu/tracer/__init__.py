@@ -26,6 +26,7 @@ from nnemu.tracer._vocab import (
 if TYPE_CHECKING:
     from nnemu.tracer._events import (
         BatchSink,
+        EventInfo,
         FlowSink,
         SectionInfo,
         SectionKind,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "BATCH_EVENTS": "nnemu.tracer._family",
     "BatchSink": "nnemu.tracer._events",
+    "EventInfo": "nnemu.tracer._events",
     "FlowSink": "nnemu.tracer._events",
     "Mark": "nnemu.tracer._family",
     "mark": "nnemu.tracer._family",
@@ -73,6 +75,7 @@ __all__ = [
     "SUBPHASES",
     "BatchSink",
     "ChromeJsonWriter",
+    "EventInfo",
     "FlowSink",
     "FtraceWriter",
     "GroundTruth",

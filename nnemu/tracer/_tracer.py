@@ -10,7 +10,8 @@ buffer's last is inserted before the later ones), and are released once the
 kernel's time has passed them: no later event can be earlier.
 
 Sinks that take events in batches (``BatchSink``: the ftrace/systrace writer)
-get them up to ``BATCH_EVENTS`` at a time, so a mark costs the hot path one tuple;
+get them up to ``BATCH_EVENTS`` at a time, as columns (times, threads, names, infos),
+so a mark costs the hot path three list appends and no object of its own;
 with any other sink or an observer attached, events are released as soon as
 the clock passes them, one call per event, as the ``TraceSink`` protocol says.
 """
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Hashable
-from operator import itemgetter
 from typing import Final
 
 from nnemu.sim._kernel import Kernel
@@ -30,7 +30,6 @@ from nnemu.tracer._events import (
     FlowSink,
     SectionInfo,
     SectionKind,
-    TraceEvent,
     TraceObserver,
     TraceSink,
     _CounterMark,
@@ -92,8 +91,6 @@ BATCH_EVENTS: Final = 1024
 a mark costs the hot path one tuple, few enough that the batch is still in the CPU's
 caches when the writer formats it (4096 measured slower, bench/README.md)."""
 
-_TS: Final = itemgetter(0)
-
 
 class _Depth:
     """How many sections are open on one thread (what ``end`` and ``close`` need), and the
@@ -122,15 +119,13 @@ class Section:
     hands it out again each time a section begins there.
     """
 
-    __slots__ = ("_depth", "_events", "_kernel", "_level", "_tracer")
+    __slots__ = ("_depth", "_kernel", "_level", "_tracer")
 
     def __init__(self, tracer: Tracer, depth: _Depth, level: int) -> None:
         self._tracer = tracer
         self._depth = depth
         self._level = level
         self._kernel = tracer._kernel
-        self._events = tracer._events
-        """The tracer's buffer (the same list for the tracer's life)."""
 
     def __enter__(self) -> Section:
         return self
@@ -145,17 +140,25 @@ class Section:
             kernel = self._kernel  # (Kernel.task_now_ns, inline)
             proc = kernel._running
             ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
-            event = (ts, depth.thread, None, None)
             tracer = self._tracer
-            events = self._events
-            if proc is tracer._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
+            times = tracer._times
+            if proc is tracer._last_proc or not times or ts >= times[-1]:  # (``enter``)
                 tracer._last_proc = proc
-                events.append(event)
-                while count > 1:  # (its switches' ends: appended, no list to extend by)
-                    events.append(event)
+                thread = depth.thread
+                threads = tracer._threads
+                names = tracer._names
+                infos = tracer._infos
+                while True:  # (its switches' ends too: appended, no list to extend by)
+                    times.append(ts)
+                    threads.append(thread)
+                    names.append(None)
+                    if infos is not None:
+                        infos.append(None)
+                    if count == 1:
+                        break
                     count -= 1
             else:
-                tracer._insert(event, count)
+                tracer._insert(ts, depth.thread, None, None, count)
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Switch phase inside this section: begin ``[SW][NN_<layer>_<phase>]detail``."""
@@ -176,14 +179,18 @@ class Section:
             kernel = self._kernel  # (Kernel.task_now_ns, inline)
             proc = kernel._running
             ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
-            event = (ts, depth.thread, to.switch_name, to.switch_event_info)
             tracer = self._tracer
-            events = self._events
-            if proc is tracer._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
+            times = tracer._times
+            if proc is tracer._last_proc or not times or ts >= times[-1]:  # (``enter``)
                 tracer._last_proc = proc
-                events.append(event)
+                times.append(ts)
+                tracer._threads.append(depth.thread)
+                tracer._names.append(to.switch_name)
+                infos = tracer._infos
+                if infos is not None:
+                    infos.append(to.switch_event_info)
             else:
-                tracer._insert(event)
+                tracer._insert(ts, depth.thread, to.switch_name, to.switch_event_info)
 
     def switch_through(self, through: Mark, to: Mark) -> None:
         """``switch_to(through)`` then ``switch_to(to)`` at one instant (a phase with no
@@ -195,17 +202,25 @@ class Section:
             proc = kernel._running
             ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
             thread = depth.thread
-            first = (ts, thread, through.switch_name, through.switch_event_info)
-            second = (ts, thread, to.switch_name, to.switch_event_info)
             tracer = self._tracer
-            events = self._events
-            if proc is tracer._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
+            times = tracer._times
+            if proc is tracer._last_proc or not times or ts >= times[-1]:  # (``enter``)
                 tracer._last_proc = proc
-                events.append(first)
-                events.append(second)
+                threads = tracer._threads
+                names = tracer._names
+                times.append(ts)
+                threads.append(thread)
+                names.append(through.switch_name)
+                times.append(ts)
+                threads.append(thread)
+                names.append(to.switch_name)
+                infos = tracer._infos
+                if infos is not None:
+                    infos.append(through.switch_event_info)
+                    infos.append(to.switch_event_info)
             else:
-                tracer._insert(first)
-                tracer._insert(second)
+                tracer._insert(ts, thread, through.switch_name, through.switch_event_info)
+                tracer._insert(ts, thread, to.switch_name, to.switch_event_info)
 
 
 class _PromptSection(Section):
@@ -218,13 +233,13 @@ class _PromptSection(Section):
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         Section.__exit__(self, exc_type, exc, tb)
         tracer = self._tracer
-        if len(tracer._events) >= tracer._release_at:
+        if len(tracer._times) >= tracer._release_at:
             tracer._release()
 
     def switch_to(self, to: Mark) -> None:
         Section.switch_to(self, to)
         tracer = self._tracer
-        if len(tracer._events) >= tracer._release_at:
+        if len(tracer._times) >= tracer._release_at:
             tracer._release()
 
     def switch_through(self, through: Mark, to: Mark) -> None:
@@ -271,9 +286,18 @@ class Tracer:
         self.enabled = bool(self._sinks)
         self._closed = False
         self._observers: list[TraceObserver] = []
-        self._events: list[TraceEvent] = []
-        """Events not yet released, in order (by time, then emission): nearly every event
-        comes at or after the last one and is appended; an earlier one is inserted."""
+        # The buffer: events not yet released, in order (by time, then emission), as parallel
+        # columns (no tuple per event, bench/README.md): nearly every event comes at or after
+        # the last one and is appended to each; an earlier one is inserted.
+        self._times: list[int] = []
+        """Each event's time (ns)."""
+        self._threads: list[SimThread] = []
+        """Each event's thread."""
+        self._names: list[str | None] = []
+        """Each event's section name: a begin's, None for an end (or a flow or counter)."""
+        self._infos: list[EventInfo] | None = None
+        """Each event's info (``TraceEvent``), kept only while an observer or a sink that
+        takes flows is attached (``_choose_delivery``); None otherwise."""
         self._last_proc: object = _NOBODY
         """The kernel task that wrote the buffer's last event (None: outside any task;
         ``_NOBODY``: not known).  A task's marks never go back in time, so its next one is
@@ -315,7 +339,10 @@ class Tracer:
         self._event_sinks = [s for s in self._sinks if not takes_batches(s)]
         batched = not self._event_sinks and not self._observers and not self._kernel.realtime
         self._batch = BATCH_EVENTS if batched else 1
-        self._release_at = len(self._events) + self._batch
+        self._release_at = len(self._times) + self._batch
+        if self._infos is None and (self._observers or self._flow_sinks):
+            # (Events already buffered carry no info: an observer sees later events.)
+            self._infos = [None] * len(self._times)
         section_type = Section if batched else _PromptSection
         if section_type is not self._section_type:
             self._section_type = section_type
@@ -326,30 +353,58 @@ class Tracer:
 
     def _release(self, *, everything: bool = False) -> None:
         """Send the buffered events the kernel's clock has passed (or all) to the sinks, in order."""
-        events = self._events  # (in order already: ``_insert``)
+        times = self._times  # (in order already: ``_insert``)
+        threads, names, infos = self._threads, self._names, self._infos
         horizon = self._kernel.clock_ns
-        if everything or not events or events[-1][0] <= horizon:
-            ready = events.copy()
-            events.clear()  # (in place: the sections hold this list)
+        if everything or not times or times[-1] <= horizon:
+            # All of them: the columns themselves go out, new ones take their place.
+            self._times, self._threads, self._names = [], [], []
+            if infos is not None:
+                self._infos = []
         else:
-            cut = bisect_right(events, horizon, key=_TS)
-            ready = events[:cut]
-            del events[:cut]
-        self._release_at = len(self._events) + self._batch
-        if ready:
-            self._deliver(ready)
+            cut = bisect_right(times, horizon)
+            self._times, self._threads, self._names = times[cut:], threads[cut:], names[cut:]
+            times, threads, names = times[:cut], threads[:cut], names[:cut]
+            if infos is not None:
+                self._infos = infos[cut:]
+                infos = infos[:cut]
+        self._release_at = len(self._times) + self._batch
+        if times:
+            self._deliver(times, threads, names, infos)
 
-    def _deliver(self, ready: list[TraceEvent]) -> None:
+    def _deliver(
+        self,
+        times: list[int],
+        threads: list[SimThread],
+        names: list[str | None],
+        infos: list[EventInfo] | None,
+    ) -> None:
         if self._batch_sinks:
-            marks = ready
-            if self._flow_sinks:  # flows and counters only for the sinks that take them
-                marks = [e for e in ready if e[2] is not None or e[3] is None]
+            marks = (times, threads, names, infos)
+            if (
+                self._flow_sinks and infos is not None
+            ):  # flows and counters: only the sinks that take them
+                keep = [i for i, name in enumerate(names) if name is not None or infos[i] is None]
+                if len(keep) < len(names):
+                    marks = (
+                        [times[i] for i in keep],
+                        [threads[i] for i in keep],
+                        [names[i] for i in keep],
+                        [infos[i] for i in keep],
+                    )
             for batch_sink in self._batch_sinks:
-                batch_sink.receive(ready if id(batch_sink) in self._flow_sink_ids else marks)
+                if id(batch_sink) in self._flow_sink_ids:
+                    batch_sink.receive(times, threads, names, infos)
+                else:
+                    batch_sink.receive(*marks)
         sinks, observers = self._event_sinks, self._observers
         if not sinks and not observers:
             return
-        for ts, thread, name, info in ready:
+        if infos is None:
+            infos = [None] * len(times)
+        # (No ``strict=``: mypyc compiles a plain ``zip`` of lists to an indexed loop; the
+        # columns are of one length by construction.)
+        for ts, thread, name, info in zip(times, threads, names, infos):  # noqa: B905
             if name is None:
                 if info is not None:
                     self._deliver_extra(ts, thread, info)
@@ -374,9 +429,8 @@ class Tracer:
                 sink.counter(ts, info.pid, info.name, info.value)
 
     def _extra(self, thread: SimThread, mark: _FlowMark | _CounterMark) -> None:
-        self._insert((self._now(), thread, None, mark))
-        events = self._events
-        if len(events) >= self._release_at:
+        self._insert(self._now(), thread, None, mark)
+        if len(self._times) >= self._release_at:
             self._release()
 
     def flow_out(self, key: Hashable) -> None:
@@ -469,41 +523,45 @@ class Tracer:
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
         proc = kernel._running
         self._insert(
-            (
-                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
-                depth.thread,
-                name,
-                info,
-            )
+            kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
+            depth.thread,
+            name,
+            info,
         )
-        if len(self._events) >= self._release_at:
+        if len(self._times) >= self._release_at:
             self._release()
         return depth
 
-    def _insert(self, event: TraceEvent, count: int = 1) -> None:
-        """Put ``event`` into the buffer ``count`` times, after every event at or before its time.
+    def _insert(
+        self, ts: int, thread: SimThread, name: str | None, info: EventInfo, count: int = 1
+    ) -> None:
+        """Put the event ``(ts, thread, name, info)`` into the buffer ``count`` times, after
+        every event at or before its time.
 
         Nearly every event comes in order (appended); one earlier than the buffer's last
         goes before the later ones: a task that works without a task switch writes marks
         ahead of the kernel's clock (``Kernel.work``), and another task may then write at
         the clock's time.  So the buffer is always in run order and a release sorts nothing.
         """
-        ts = event[0]
-        events = self._events
-        if not events or ts >= events[-1][0]:
+        times = self._times
+        infos = self._infos
+        if not times or ts >= times[-1]:
             self._last_proc = _NOBODY
-            events.extend([event] * count)
+            at = len(times)
         else:
-            at = bisect_right(events, ts, key=_TS)
-            events[at:at] = [event] * count
+            at = bisect_right(times, ts)
+        times[at:at] = [ts] * count
+        self._threads[at:at] = [thread] * count
+        self._names[at:at] = [name] * count
+        if infos is not None:
+            infos[at:at] = [info] * count
 
     def _end(self, depth: _Depth, count: int) -> None:
         count = min(count, depth.open)
         if count > 0:
             depth.open -= count
-            self._insert((self._now(), depth.thread, None, None), count)
-            events = self._events
-            if len(events) >= self._release_at:
+            self._insert(self._now(), depth.thread, None, None, count)
+            if len(self._times) >= self._release_at:
                 self._release()
 
     # ------------------------------------------------------------ the API
@@ -522,7 +580,7 @@ class Tracer:
         """Announce a process (its name appears in the trace's metadata)."""
         if self._closed:
             return
-        if self._batch > 1 and self._events:
+        if self._batch > 1 and self._times:
             self._release()
         for sink in self._sinks:
             sink.process(pid, name)
@@ -600,16 +658,20 @@ class Tracer:
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
         proc = kernel._running
         ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
-        event = (ts, depth.thread, mark.name, mark.event_info)
-        events = self._events
+        times = self._times
         # (``_insert``, inline: in order, appended.  A task's marks never go back in time, so
         # one after the last event's, by the same task, is in order without a compare.)
-        if proc is self._last_proc or not events or ts >= events[-1][0]:
+        if proc is self._last_proc or not times or ts >= times[-1]:
             self._last_proc = proc
-            events.append(event)
+            times.append(ts)
+            self._threads.append(depth.thread)
+            self._names.append(mark.name)
+            infos = self._infos
+            if infos is not None:
+                infos.append(mark.event_info)
         else:
-            self._insert(event)
-        if len(events) >= self._release_at:
+            self._insert(ts, depth.thread, mark.name, mark.event_info)
+        if len(times) >= self._release_at:
             self._release()
         try:
             return depth.sections[level]
@@ -638,15 +700,19 @@ class Tracer:
         level = depth.open
         depth.open = level + 1
         ts = kernel.clock_ns + proc.lag_ns
-        event = (ts, depth.thread, mark.name, mark.event_info)
-        events = self._events
-        if proc is self._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
+        times = self._times
+        if proc is self._last_proc or not times or ts >= times[-1]:  # (``enter``)
             self._last_proc = proc
-            events.append(event)
+            times.append(ts)
+            self._threads.append(depth.thread)
+            self._names.append(mark.name)
+            infos = self._infos
+            if infos is not None:
+                infos.append(mark.event_info)
         else:
-            self._insert(event)
+            self._insert(ts, depth.thread, mark.name, mark.event_info)
         proc.lag_ns += work_ns
-        if len(events) >= self._release_at:
+        if len(times) >= self._release_at:
             self._release()
         try:
             return depth.sections[level]
@@ -683,29 +749,47 @@ class Tracer:
                 depth = self._last_depth = found
                 self._last_thread = thread
         thread = depth.thread
-        events = self._events
+        times = self._times
         ts = kernel.clock_ns + proc.lag_ns
-        if proc is not self._last_proc and events and ts < events[-1][0]:  # (rare: ``enter``)
+        if proc is not self._last_proc and times and ts < times[-1]:  # (rare: ``enter``)
             name, info = mark.name, mark.event_info
             for _ in range(count):
                 end = ts + work_ns
-                self._insert((ts, thread, name, info))
-                self._insert((end, thread, None, None))
+                self._insert(ts, thread, name, info)
+                self._insert(end, thread, None, None)
                 ts = end
         elif count == 1:  # (the usual case, without the loop)
             self._last_proc = proc
-            events.append((ts, thread, mark.name, mark.event_info))
-            events.append((ts + work_ns, thread, None, None))
+            times.append(ts)
+            times.append(ts + work_ns)
+            threads = self._threads
+            threads.append(thread)
+            threads.append(thread)
+            names = self._names
+            names.append(mark.name)
+            names.append(None)
+            infos = self._infos
+            if infos is not None:
+                infos.append(mark.event_info)
+                infos.append(None)
         else:
-            name, info = mark.name, mark.event_info
+            self._last_proc = proc
+            threads, names, infos = self._threads, self._names, self._infos
+            name = mark.name
             for _ in range(count):
                 end = ts + work_ns
-                events.append((ts, thread, name, info))
-                events.append((end, thread, None, None))
+                times.append(ts)
+                times.append(end)
+                threads.append(thread)
+                threads.append(thread)
+                names.append(name)
+                names.append(None)
+                if infos is not None:
+                    infos.append(mark.event_info)
+                    infos.append(None)
                 ts = end
-            self._last_proc = proc
         proc.lag_ns += work_ns * count
-        if len(events) >= self._release_at:
+        if len(times) >= self._release_at:
             self._release()
 
     def raw_section(self, name: str) -> Section:
@@ -727,19 +811,23 @@ class Tracer:
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
         proc = kernel._running
         ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
-        event = (
-            ts,
-            depth.thread,
-            name,
-            (SectionKind.RAW, None, None, name) if self._observers else None,
-        )
-        events = self._events
-        if proc is self._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
+        times = self._times
+        infos = self._infos
+        if proc is self._last_proc or not times or ts >= times[-1]:  # (``enter``)
             self._last_proc = proc
-            events.append(event)
+            times.append(ts)
+            self._threads.append(depth.thread)
+            self._names.append(name)
+            if infos is not None:
+                infos.append((SectionKind.RAW, None, None, name) if self._observers else None)
         else:
-            self._insert(event)
-        if len(events) >= self._release_at:
+            self._insert(
+                ts,
+                depth.thread,
+                name,
+                (SectionKind.RAW, None, None, name) if self._observers else None,
+            )
+        if len(times) >= self._release_at:
             self._release()
         try:
             return depth.sections[level]
@@ -766,9 +854,8 @@ class Tracer:
                 kernel = self._kernel  # (Kernel.task_now_ns, inline)
                 proc = kernel._running
                 ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
-                self._insert((ts, depth.thread, None, None))
-                events = self._events
-                if len(events) >= self._release_at:
+                self._insert(ts, depth.thread, None, None)
+                if len(self._times) >= self._release_at:
                     self._release()
             else:
                 self._end(self._depth_of(thread), count)
@@ -785,10 +872,11 @@ class Tracer:
             return
         self._closed = True
         self.enabled = False
-        events = self._events
-        ts = max([self._kernel.clock_ns] + [event[0] for event in events])
+        times = self._times
+        ts = max(self._kernel.clock_ns, max(times)) if times else self._kernel.clock_ns
         for thread, depth in sorted(self._depths.items(), key=lambda i: (i[0].pid, i[0].tid)):
-            events.extend([(ts, thread, None, None)] * depth.open)
+            if depth.open:
+                self._insert(ts, thread, None, None, depth.open)
             depth.open = 0
         self._last_proc = _NOBODY
         self._flows.clear()

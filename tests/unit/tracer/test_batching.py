@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,9 @@ from nnemu.scenario import load_scenario
 from nnemu.sim import Kernel, ProcessTable, SimThread
 from nnemu.tracer import (
     BATCH_EVENTS,
+    EventInfo,
     Layer,
     Phase,
-    TraceEvent,
     Tracer,
     mark,
     open_trace_writer,
@@ -56,9 +55,17 @@ class _BatchSink(_EventSink):
     def process(self, pid: int, name: str) -> None:
         self.announced_after.append(len(self.seen))
 
-    def receive(self, events: Sequence[TraceEvent]) -> None:
+    def receive(
+        self,
+        times: list[int],
+        threads: list[SimThread],
+        names: list[str | None],
+        infos: list[EventInfo] | None,
+    ) -> None:
         self.batches += 1
-        for ts, thread, name, _ in events:
+        assert len(times) == len(threads) == len(names)
+        assert infos is None  # (no observer, no flow sink: the tracer keeps no infos)
+        for ts, thread, name in zip(times, threads, names, strict=True):
             self.seen.append((ts, thread.pid, thread.tid, name))
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
