@@ -362,12 +362,14 @@ class Tracer:
             if infos is not None:
                 self._infos = []
         else:
+            # The few events kept back (the clock has not passed them) start the new
+            # columns; the old ones, cut short, go out (no copy of the events released).
             cut = bisect_right(times, horizon)
             self._times, self._threads, self._names = times[cut:], threads[cut:], names[cut:]
-            times, threads, names = times[:cut], threads[:cut], names[:cut]
+            del times[cut:], threads[cut:], names[cut:]
             if infos is not None:
                 self._infos = infos[cut:]
-                infos = infos[:cut]
+                del infos[cut:]
         self._release_at = len(self._times) + self._batch
         if times:
             self._deliver(times, threads, names, infos)
