@@ -17,6 +17,7 @@ warnings' line numbers, are those of ``nnemu parse`` on the systrace of the run.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nnemu.parser import ParseResult, StreamingParser
@@ -25,7 +26,7 @@ from nnemu.trace import FtraceLines
 from nnemu.tracer import FtraceWriter
 
 if TYPE_CHECKING:
-    from nnemu.tracer import EventInfo
+    from nnemu.tracer import TraceEvent
 
 
 class _Text(io.StringIO):
@@ -73,27 +74,20 @@ class LayerSink:
         """A process of the run (named in the systrace's process dump)."""
         self._writer.process(pid, name)
 
-    def receive(
-        self,
-        times: list[int],
-        threads: list[SimThread],
-        names: list[str | None],
-        infos: list[EventInfo] | None,
-    ) -> None:
-        """Format a batch of events (columns, ``BatchSink``) as systrace lines and feed them
-        to the parser."""
-        if not times:
+    def receive(self, events: Sequence[TraceEvent]) -> None:
+        """Format ``events`` as systrace lines and feed them to the parser."""
+        if not events:
             return  # the writer writes nothing either (not even its preamble)
-        self._writer.receive(times, threads, names, infos)
+        self._writer.receive(events)
         self._feed(self._text.take())
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
         """A section starts (one event: ``receive`` is what the tracer uses)."""
-        self.receive([ts_ns], [thread], [name], None)
+        self.receive(((ts_ns, thread, name, None),))
 
     def end(self, ts_ns: int, thread: SimThread) -> None:
         """A section ends."""
-        self.receive([ts_ns], [thread], [None], None)
+        self.receive(((ts_ns, thread, None, None),))
 
     def _feed(self, text: str) -> None:
         if not text:

@@ -26,7 +26,6 @@ from nnemu.tracer._vocab import (
 if TYPE_CHECKING:
     from nnemu.tracer._events import (
         BatchSink,
-        EventInfo,
         FlowSink,
         SectionInfo,
         SectionKind,
@@ -42,7 +41,6 @@ if TYPE_CHECKING:
 _HOMES = {
     "BATCH_EVENTS": "nnemu.tracer._family",
     "BatchSink": "nnemu.tracer._events",
-    "EventInfo": "nnemu.tracer._events",
     "FlowSink": "nnemu.tracer._events",
     "Mark": "nnemu.tracer._family",
     "mark": "nnemu.tracer._family",
@@ -75,7 +73,6 @@ __all__ = [
     "SUBPHASES",
     "BatchSink",
     "ChromeJsonWriter",
-    "EventInfo",
     "FlowSink",
     "FtraceWriter",
     "GroundTruth",

@@ -8,6 +8,7 @@ compiled by mypyc (``nnemu._native``), and both families share these, so an obse
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 from nnemu.sim import SimThread
@@ -74,23 +75,10 @@ class FlowBatchReceiver:
 
     __slots__ = ()
 
-    def receive(
-        self: FlowSink,
-        times: list[int],
-        threads: list[SimThread],
-        names: list[str | None],
-        infos: list[EventInfo] | None,
-    ) -> None:
+    def receive(self: FlowSink, events: Sequence[TraceEvent]) -> None:
         """Take a batch of events in run order: marks, and the flows and counters among them."""
         begin, end, flow, counter = self.begin, self.end, self.flow, self.counter
-        if infos is None:  # (only marks)
-            for ts, thread, name in zip(times, threads, names, strict=True):
-                if name is not None:
-                    begin(ts, thread, name)
-                else:
-                    end(ts, thread)
-            return
-        for ts, thread, name, info in zip(times, threads, names, infos, strict=True):
+        for ts, thread, name, info in events:
             if name is not None:
                 begin(ts, thread, name)
             elif info is None:
@@ -123,37 +111,25 @@ EventInfo: TypeAlias = "SectionInfo | _FlowMark | _CounterMark | None"
 """What an event's info slot holds (``TraceEvent``)."""
 
 TraceEvent = tuple[int, SimThread, str | None, EventInfo]
-"""(ts_ns, thread, name, info): one event, as the four columns a ``BatchSink`` receives hold
-it at one index.  A begin when ``name`` is set, else an end (``info`` None); a begin's
-``info`` is the section's structured information (a ``SectionInfo``), which the tracer
-keeps only while an observer or a ``FlowSink`` is attached.  (With a ``FlowSink`` attached
-the buffer also holds flow and counter events: ``name`` None and ``info`` a ``_FlowMark``
-or ``_CounterMark``; only the sinks that take flows see them.)"""
+"""(ts_ns, thread, name, info): a begin when ``name`` is set, else an end (``info`` None);
+a begin's ``info`` is the section's structured information, which a prebuilt ``Mark``
+always carries and the other begins build only while an observer is attached.
+(With a ``FlowSink`` attached the buffer also holds flow and counter events: ``name`` None
+and ``info`` a ``_FlowMark`` or ``_CounterMark``; only the sinks that take flows see them.)"""
 
 
 class BatchSink(TraceSink, Protocol):
     """A sink that also takes a run of events at once (what the tracer prefers).
 
-    ``receive`` gets the events in run order, exactly those ``begin``/``end`` would have
-    received one by one, as parallel lists (columns: no object per event, which is what
-    makes tracing cheap); the tracer then sends it no ``begin``/``end``.  ``process`` is
-    still called one by one, after every event earlier than it.  A new kind of event
-    added to the tracer must go through the same buffer (so it keeps its place in the
-    order) and reach such sinks inside ``receive``.
+    ``receive`` gets the events in run order, exactly those ``begin``/``end``
+    would have received one by one; the tracer then sends it no ``begin``/``end``.
+    ``process`` is still called one by one, after every event earlier than it.
+    A new kind of event added to the tracer must go through the same buffer (so
+    it keeps its place in the order) and reach such sinks inside ``receive``.
     """
 
-    def receive(
-        self,
-        times: list[int],
-        threads: list[SimThread],
-        names: list[str | None],
-        infos: list[EventInfo] | None,
-    ) -> None:
-        """Take a batch of events (sorted by time, then emission order), event ``i`` being
-        ``(times[i], threads[i], names[i], infos[i])``: its time in ns, its thread, its
-        section name (None: an end), and its info (``TraceEvent``).  ``infos`` is None
-        while the tracer keeps no infos (no observer and no ``FlowSink`` attached).  The
-        same lists go to every batch sink: a sink must not change them."""
+    def receive(self, events: Sequence[TraceEvent]) -> None:
+        """Take ``events`` (sorted by time, then emission order)."""
 
 
 def takes_batches(sink: TraceSink) -> TypeGuard[BatchSink]:

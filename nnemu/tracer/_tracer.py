@@ -10,8 +10,7 @@ buffer's last is inserted before the later ones), and are released once the
 kernel's time has passed them: no later event can be earlier.
 
 Sinks that take events in batches (``BatchSink``: the ftrace/systrace writer)
-get them up to ``BATCH_EVENTS`` at a time, as columns (times, threads, names, infos),
-so a mark costs the hot path three list appends and no object of its own;
+get them up to ``BATCH_EVENTS`` at a time, so a mark costs the hot path one tuple;
 with any other sink or an observer attached, events are released as soon as
 the clock passes them, one call per event, as the ``TraceSink`` protocol says.
 """
@@ -20,6 +19,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Hashable
+from operator import itemgetter
 from typing import Final
 
 from nnemu.sim._kernel import Kernel
@@ -30,6 +30,7 @@ from nnemu.tracer._events import (
     FlowSink,
     SectionInfo,
     SectionKind,
+    TraceEvent,
     TraceObserver,
     TraceSink,
     _CounterMark,
@@ -91,6 +92,8 @@ BATCH_EVENTS: Final = 1024
 a mark costs the hot path one tuple, few enough that the batch is still in the CPU's
 caches when the writer formats it (4096 measured slower, bench/README.md)."""
 
+_TS: Final = itemgetter(0)
+
 
 class _Depth:
     """How many sections are open on one thread (what ``end`` and ``close`` need), and the
@@ -119,13 +122,15 @@ class Section:
     hands it out again each time a section begins there.
     """
 
-    __slots__ = ("_depth", "_kernel", "_level", "_tracer")
+    __slots__ = ("_depth", "_events", "_kernel", "_level", "_tracer")
 
     def __init__(self, tracer: Tracer, depth: _Depth, level: int) -> None:
         self._tracer = tracer
         self._depth = depth
         self._level = level
         self._kernel = tracer._kernel
+        self._events = tracer._events
+        """The tracer's buffer (the same list for the tracer's life)."""
 
     def __enter__(self) -> Section:
         return self
@@ -140,25 +145,17 @@ class Section:
             kernel = self._kernel  # (Kernel.task_now_ns, inline)
             proc = kernel._running
             ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
+            event = (ts, depth.thread, None, None)
             tracer = self._tracer
-            times = tracer._times
-            if proc is tracer._last_proc or not times or ts >= times[-1]:  # (``enter``)
+            events = self._events
+            if proc is tracer._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
                 tracer._last_proc = proc
-                thread = depth.thread
-                threads = tracer._threads
-                names = tracer._names
-                infos = tracer._infos
-                while True:  # (its switches' ends too: appended, no list to extend by)
-                    times.append(ts)
-                    threads.append(thread)
-                    names.append(None)
-                    if infos is not None:
-                        infos.append(None)
-                    if count == 1:
-                        break
+                events.append(event)
+                while count > 1:  # (its switches' ends: appended, no list to extend by)
+                    events.append(event)
                     count -= 1
             else:
-                tracer._insert(ts, depth.thread, None, None, count)
+                tracer._insert(event, count)
 
     def switch(self, layer: Layer, phase: Phase, detail: str) -> None:
         """Switch phase inside this section: begin ``[SW][NN_<layer>_<phase>]detail``."""
@@ -179,18 +176,14 @@ class Section:
             kernel = self._kernel  # (Kernel.task_now_ns, inline)
             proc = kernel._running
             ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
+            event = (ts, depth.thread, to.switch_name, to.switch_event_info)
             tracer = self._tracer
-            times = tracer._times
-            if proc is tracer._last_proc or not times or ts >= times[-1]:  # (``enter``)
+            events = self._events
+            if proc is tracer._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
                 tracer._last_proc = proc
-                times.append(ts)
-                tracer._threads.append(depth.thread)
-                tracer._names.append(to.switch_name)
-                infos = tracer._infos
-                if infos is not None:
-                    infos.append(to.switch_event_info)
+                events.append(event)
             else:
-                tracer._insert(ts, depth.thread, to.switch_name, to.switch_event_info)
+                tracer._insert(event)
 
     def switch_through(self, through: Mark, to: Mark) -> None:
         """``switch_to(through)`` then ``switch_to(to)`` at one instant (a phase with no
@@ -202,25 +195,17 @@ class Section:
             proc = kernel._running
             ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
             thread = depth.thread
+            first = (ts, thread, through.switch_name, through.switch_event_info)
+            second = (ts, thread, to.switch_name, to.switch_event_info)
             tracer = self._tracer
-            times = tracer._times
-            if proc is tracer._last_proc or not times or ts >= times[-1]:  # (``enter``)
+            events = self._events
+            if proc is tracer._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
                 tracer._last_proc = proc
-                threads = tracer._threads
-                names = tracer._names
-                times.append(ts)
-                threads.append(thread)
-                names.append(through.switch_name)
-                times.append(ts)
-                threads.append(thread)
-                names.append(to.switch_name)
-                infos = tracer._infos
-                if infos is not None:
-                    infos.append(through.switch_event_info)
-                    infos.append(to.switch_event_info)
+                events.append(first)
+                events.append(second)
             else:
-                tracer._insert(ts, thread, through.switch_name, through.switch_event_info)
-                tracer._insert(ts, thread, to.switch_name, to.switch_event_info)
+                tracer._insert(first)
+                tracer._insert(second)
 
 
 class _PromptSection(Section):
@@ -233,13 +218,13 @@ class _PromptSection(Section):
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         Section.__exit__(self, exc_type, exc, tb)
         tracer = self._tracer
-        if len(tracer._times) >= tracer._release_at:
+        if len(tracer._events) >= tracer._release_at:
             tracer._release()
 
     def switch_to(self, to: Mark) -> None:
         Section.switch_to(self, to)
         tracer = self._tracer
-        if len(tracer._times) >= tracer._release_at:
+        if len(tracer._events) >= tracer._release_at:
             tracer._release()
 
     def switch_through(self, through: Mark, to: Mark) -> None:
@@ -286,18 +271,9 @@ class Tracer:
         self.enabled = bool(self._sinks)
         self._closed = False
         self._observers: list[TraceObserver] = []
-        # The buffer: events not yet released, in order (by time, then emission), as parallel
-        # columns (no tuple per event, bench/README.md): nearly every event comes at or after
-        # the last one and is appended to each; an earlier one is inserted.
-        self._times: list[int] = []
-        """Each event's time (ns)."""
-        self._threads: list[SimThread] = []
-        """Each event's thread."""
-        self._names: list[str | None] = []
-        """Each event's section name: a begin's, None for an end (or a flow or counter)."""
-        self._infos: list[EventInfo] | None = None
-        """Each event's info (``TraceEvent``), kept only while an observer or a sink that
-        takes flows is attached (``_choose_delivery``); None otherwise."""
+        self._events: list[TraceEvent] = []
+        """Events not yet released, in order (by time, then emission): nearly every event
+        comes at or after the last one and is appended; an earlier one is inserted."""
         self._last_proc: object = _NOBODY
         """The kernel task that wrote the buffer's last event (None: outside any task;
         ``_NOBODY``: not known).  A task's marks never go back in time, so its next one is
@@ -339,10 +315,7 @@ class Tracer:
         self._event_sinks = [s for s in self._sinks if not takes_batches(s)]
         batched = not self._event_sinks and not self._observers and not self._kernel.realtime
         self._batch = BATCH_EVENTS if batched else 1
-        self._release_at = len(self._times) + self._batch
-        if self._infos is None and (self._observers or self._flow_sinks):
-            # (Events already buffered carry no info: an observer sees later events.)
-            self._infos = [None] * len(self._times)
+        self._release_at = len(self._events) + self._batch
         section_type = Section if batched else _PromptSection
         if section_type is not self._section_type:
             self._section_type = section_type
@@ -353,60 +326,30 @@ class Tracer:
 
     def _release(self, *, everything: bool = False) -> None:
         """Send the buffered events the kernel's clock has passed (or all) to the sinks, in order."""
-        times = self._times  # (in order already: ``_insert``)
-        threads, names, infos = self._threads, self._names, self._infos
+        events = self._events  # (in order already: ``_insert``)
         horizon = self._kernel.clock_ns
-        if everything or not times or times[-1] <= horizon:
-            # All of them: the columns themselves go out, new ones take their place.
-            self._times, self._threads, self._names = [], [], []
-            if infos is not None:
-                self._infos = []
+        if everything or not events or events[-1][0] <= horizon:
+            ready = events.copy()
+            events.clear()  # (in place: the sections hold this list)
         else:
-            # The few events kept back (the clock has not passed them) start the new
-            # columns; the old ones, cut short, go out (no copy of the events released).
-            cut = bisect_right(times, horizon)
-            self._times, self._threads, self._names = times[cut:], threads[cut:], names[cut:]
-            del times[cut:], threads[cut:], names[cut:]
-            if infos is not None:
-                self._infos = infos[cut:]
-                del infos[cut:]
-        self._release_at = len(self._times) + self._batch
-        if times:
-            self._deliver(times, threads, names, infos)
+            cut = bisect_right(events, horizon, key=_TS)
+            ready = events[:cut]
+            del events[:cut]
+        self._release_at = len(self._events) + self._batch
+        if ready:
+            self._deliver(ready)
 
-    def _deliver(
-        self,
-        times: list[int],
-        threads: list[SimThread],
-        names: list[str | None],
-        infos: list[EventInfo] | None,
-    ) -> None:
+    def _deliver(self, ready: list[TraceEvent]) -> None:
         if self._batch_sinks:
-            marks = (times, threads, names, infos)
-            if (
-                self._flow_sinks and infos is not None
-            ):  # flows and counters: only the sinks that take them
-                keep = [i for i, name in enumerate(names) if name is not None or infos[i] is None]
-                if len(keep) < len(names):
-                    marks = (
-                        [times[i] for i in keep],
-                        [threads[i] for i in keep],
-                        [names[i] for i in keep],
-                        [infos[i] for i in keep],
-                    )
+            marks = ready
+            if self._flow_sinks:  # flows and counters only for the sinks that take them
+                marks = [e for e in ready if e[2] is not None or e[3] is None]
             for batch_sink in self._batch_sinks:
-                if id(batch_sink) in self._flow_sink_ids:
-                    batch_sink.receive(times, threads, names, infos)
-                else:
-                    batch_sink.receive(*marks)
+                batch_sink.receive(ready if id(batch_sink) in self._flow_sink_ids else marks)
         sinks, observers = self._event_sinks, self._observers
         if not sinks and not observers:
             return
-        if infos is None:
-            infos = [None] * len(times)
-        # (No ``strict=``: mypyc compiles a plain ``zip`` of lists to an indexed loop; the
-        # columns are of one length by construction.)
-        for ts, thread, name, info in zip(times, threads, names, infos):  # noqa: B905
+        for ts, thread, name, info in ready:
             if name is None:
                 if info is not None:
                     self._deliver_extra(ts, thread, info)
@@ -431,8 +374,9 @@ class Tracer:
                 sink.counter(ts, info.pid, info.name, info.value)
 
     def _extra(self, thread: SimThread, mark: _FlowMark | _CounterMark) -> None:
-        self._insert(self._now(), thread, None, mark)
-        if len(self._times) >= self._release_at:
+        self._insert((self._now(), thread, None, mark))
+        events = self._events
+        if len(events) >= self._release_at:
             self._release()
 
     def flow_out(self, key: Hashable) -> None:
@@ -525,45 +469,41 @@ class Tracer:
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
         proc = kernel._running
         self._insert(
-            kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
-            depth.thread,
-            name,
-            info,
+            (
+                kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns,
+                depth.thread,
+                name,
+                info,
+            )
         )
-        if len(self._times) >= self._release_at:
+        if len(self._events) >= self._release_at:
             self._release()
         return depth
 
-    def _insert(
-        self, ts: int, thread: SimThread, name: str | None, info: EventInfo, count: int = 1
-    ) -> None:
-        """Put the event ``(ts, thread, name, info)`` into the buffer ``count`` times, after
-        every event at or before its time.
+    def _insert(self, event: TraceEvent, count: int = 1) -> None:
+        """Put ``event`` into the buffer ``count`` times, after every event at or before its time.
 
         Nearly every event comes in order (appended); one earlier than the buffer's last
         goes before the later ones: a task that works without a task switch writes marks
         ahead of the kernel's clock (``Kernel.work``), and another task may then write at
         the clock's time.  So the buffer is always in run order and a release sorts nothing.
         """
-        times = self._times
-        infos = self._infos
-        if not times or ts >= times[-1]:
+        ts = event[0]
+        events = self._events
+        if not events or ts >= events[-1][0]:
             self._last_proc = _NOBODY
-            at = len(times)
+            events.extend([event] * count)
         else:
-            at = bisect_right(times, ts)
-        times[at:at] = [ts] * count
-        self._threads[at:at] = [thread] * count
-        self._names[at:at] = [name] * count
-        if infos is not None:
-            infos[at:at] = [info] * count
+            at = bisect_right(events, ts, key=_TS)
+            events[at:at] = [event] * count
 
     def _end(self, depth: _Depth, count: int) -> None:
         count = min(count, depth.open)
         if count > 0:
             depth.open -= count
-            self._insert(self._now(), depth.thread, None, None, count)
-            if len(self._times) >= self._release_at:
+            self._insert((self._now(), depth.thread, None, None), count)
+            events = self._events
+            if len(events) >= self._release_at:
                 self._release()
 
     # ------------------------------------------------------------ the API
@@ -582,7 +522,7 @@ class Tracer:
         """Announce a process (its name appears in the trace's metadata)."""
         if self._closed:
             return
-        if self._batch > 1 and self._times:
+        if self._batch > 1 and self._events:
             self._release()
         for sink in self._sinks:
             sink.process(pid, name)
@@ -660,20 +600,16 @@ class Tracer:
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
         proc = kernel._running
         ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
-        times = self._times
+        event = (ts, depth.thread, mark.name, mark.event_info)
+        events = self._events
         # (``_insert``, inline: in order, appended.  A task's marks never go back in time, so
         # one after the last event's, by the same task, is in order without a compare.)
-        if proc is self._last_proc or not times or ts >= times[-1]:
+        if proc is self._last_proc or not events or ts >= events[-1][0]:
             self._last_proc = proc
-            times.append(ts)
-            self._threads.append(depth.thread)
-            self._names.append(mark.name)
-            infos = self._infos
-            if infos is not None:
-                infos.append(mark.event_info)
+            events.append(event)
         else:
-            self._insert(ts, depth.thread, mark.name, mark.event_info)
-        if len(times) >= self._release_at:
+            self._insert(event)
+        if len(events) >= self._release_at:
             self._release()
         try:
             return depth.sections[level]
@@ -702,19 +638,15 @@ class Tracer:
         level = depth.open
         depth.open = level + 1
         ts = kernel.clock_ns + proc.lag_ns
-        times = self._times
-        if proc is self._last_proc or not times or ts >= times[-1]:  # (``enter``)
+        event = (ts, depth.thread, mark.name, mark.event_info)
+        events = self._events
+        if proc is self._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
             self._last_proc = proc
-            times.append(ts)
-            self._threads.append(depth.thread)
-            self._names.append(mark.name)
-            infos = self._infos
-            if infos is not None:
-                infos.append(mark.event_info)
+            events.append(event)
         else:
-            self._insert(ts, depth.thread, mark.name, mark.event_info)
+            self._insert(event)
         proc.lag_ns += work_ns
-        if len(times) >= self._release_at:
+        if len(events) >= self._release_at:
             self._release()
         try:
             return depth.sections[level]
@@ -751,47 +683,29 @@ class Tracer:
                 depth = self._last_depth = found
                 self._last_thread = thread
         thread = depth.thread
-        times = self._times
+        events = self._events
         ts = kernel.clock_ns + proc.lag_ns
-        if proc is not self._last_proc and times and ts < times[-1]:  # (rare: ``enter``)
+        if proc is not self._last_proc and events and ts < events[-1][0]:  # (rare: ``enter``)
             name, info = mark.name, mark.event_info
             for _ in range(count):
                 end = ts + work_ns
-                self._insert(ts, thread, name, info)
-                self._insert(end, thread, None, None)
+                self._insert((ts, thread, name, info))
+                self._insert((end, thread, None, None))
                 ts = end
         elif count == 1:  # (the usual case, without the loop)
             self._last_proc = proc
-            times.append(ts)
-            times.append(ts + work_ns)
-            threads = self._threads
-            threads.append(thread)
-            threads.append(thread)
-            names = self._names
-            names.append(mark.name)
-            names.append(None)
-            infos = self._infos
-            if infos is not None:
-                infos.append(mark.event_info)
-                infos.append(None)
+            events.append((ts, thread, mark.name, mark.event_info))
+            events.append((ts + work_ns, thread, None, None))
         else:
-            self._last_proc = proc
-            threads, names, infos = self._threads, self._names, self._infos
-            name = mark.name
+            name, info = mark.name, mark.event_info
             for _ in range(count):
                 end = ts + work_ns
-                times.append(ts)
-                times.append(end)
-                threads.append(thread)
-                threads.append(thread)
-                names.append(name)
-                names.append(None)
-                if infos is not None:
-                    infos.append(mark.event_info)
-                    infos.append(None)
+                events.append((ts, thread, name, info))
+                events.append((end, thread, None, None))
                 ts = end
+            self._last_proc = proc
         proc.lag_ns += work_ns * count
-        if len(times) >= self._release_at:
+        if len(events) >= self._release_at:
             self._release()
 
     def raw_section(self, name: str) -> Section:
@@ -813,23 +727,19 @@ class Tracer:
         kernel = self._kernel  # (Kernel.task_now_ns, inline)
         proc = kernel._running
         ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
-        times = self._times
-        infos = self._infos
-        if proc is self._last_proc or not times or ts >= times[-1]:  # (``enter``)
+        event = (
+            ts,
+            depth.thread,
+            name,
+            (SectionKind.RAW, None, None, name) if self._observers else None,
+        )
+        events = self._events
+        if proc is self._last_proc or not events or ts >= events[-1][0]:  # (``enter``)
             self._last_proc = proc
-            times.append(ts)
-            self._threads.append(depth.thread)
-            self._names.append(name)
-            if infos is not None:
-                infos.append((SectionKind.RAW, None, None, name) if self._observers else None)
+            events.append(event)
         else:
-            self._insert(
-                ts,
-                depth.thread,
-                name,
-                (SectionKind.RAW, None, None, name) if self._observers else None,
-            )
-        if len(times) >= self._release_at:
+            self._insert(event)
+        if len(events) >= self._release_at:
             self._release()
         try:
             return depth.sections[level]
@@ -856,8 +766,9 @@ class Tracer:
                 kernel = self._kernel  # (Kernel.task_now_ns, inline)
                 proc = kernel._running
                 ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
-                self._insert(ts, depth.thread, None, None)
-                if len(self._times) >= self._release_at:
+                self._insert((ts, depth.thread, None, None))
+                events = self._events
+                if len(events) >= self._release_at:
                     self._release()
             else:
                 self._end(self._depth_of(thread), count)
@@ -874,11 +785,10 @@ class Tracer:
             return
         self._closed = True
         self.enabled = False
-        times = self._times
-        ts = max(self._kernel.clock_ns, max(times)) if times else self._kernel.clock_ns
+        events = self._events
+        ts = max([self._kernel.clock_ns] + [event[0] for event in events])
         for thread, depth in sorted(self._depths.items(), key=lambda i: (i[0].pid, i[0].tid)):
-            if depth.open:
-                self._insert(ts, thread, None, None, depth.open)
+            events.extend([(ts, thread, None, None)] * depth.open)
             depth.open = 0
         self._last_proc = _NOBODY
         self._flows.clear()

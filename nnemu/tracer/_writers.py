@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Final, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final, TextIO, cast
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
-from nnemu.tracer._events import EventInfo, FlowBatchReceiver
+from nnemu.tracer._events import FlowBatchReceiver, TraceEvent
 
 if TYPE_CHECKING:
     from nnemu.tracer._perfetto_writer import PerfettoWriter
@@ -117,8 +118,8 @@ class _Output:
 class FtraceWriter:
     """Streams ``tracing_mark_write`` lines; optionally wrapped in systrace HTML.
 
-    A ``BatchSink``: the tracer hands it up to ``BATCH_EVENTS`` events at a time (as
-    columns), and it writes their lines with one ``write``.  What is constant on a thread's lines
+    A ``BatchSink``: the tracer hands it up to ``BATCH_EVENTS`` events at a time, and it
+    writes their lines with one ``write``.  What is constant on a thread's lines
     (the ``TASK-PID (TGID) [CPU] ....`` head, ``B|pid|``, the whole ``E|pid`` tail)
     is built once per thread.
     """
@@ -171,16 +172,9 @@ class FtraceWriter:
         if not self._started:
             self._processes[pid] = name
 
-    def receive(
-        self,
-        times: list[int],
-        threads: list[SimThread],
-        names: list[str | None],
-        infos: list[EventInfo] | None,
-    ) -> None:
-        """Write the lines of a batch of events (``B|pid|name`` and ``E|pid``) in one block
-        (``BatchSink``: the events as columns; the infos are not written)."""
-        if not times:
+    def receive(self, events: Sequence[TraceEvent]) -> None:
+        """Write the lines of ``events`` (``B|pid|name`` and ``E|pid``) in one block."""
+        if not events:
             return
         if not self._started:
             self._start()
@@ -192,13 +186,18 @@ class FtraceWriter:
         # whole); a B line is built in one step (cheaper than keeping the run's prefix).
         last_ts = -1
         last_thread: SimThread | None = None
-        head = ("", "", "", threads[0])
+        head = ("", "", "", events[0][1])
         stamp = end_line = ""
         # The stamp is whole seconds, then µs (ftrace's resolution, which virtual time
         # keeps): the seconds' text is kept while they last, the µs are two table entries.
         second_us, second = self._second
-        # (No ``strict=``: mypyc compiles a plain ``zip`` of lists to an indexed loop.)
-        for ts, thread, name in zip(times, threads, names):  # noqa: B905
+        # (Compiled, a ``TraceEvent`` read from the list is checked item by item, the info's
+        # union and nested tuple too, which this loop never reads: read without them.)
+        rows = cast(
+            "list[tuple[int, SimThread, str | None, object]]",
+            events if isinstance(events, list) else list(events),
+        )
+        for ts, thread, name, _ in rows:
             if thread is not last_thread or ts != last_ts:
                 if thread is not last_thread:
                     head = heads.get(id(thread)) or self._head(thread)
@@ -223,11 +222,11 @@ class FtraceWriter:
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
         """Write a ``B|pid|name`` line."""
-        self.receive([ts_ns], [thread], [name], None)
+        self.receive(((ts_ns, thread, name, None),))
 
     def end(self, ts_ns: int, thread: SimThread) -> None:
         """Write an ``E|pid`` line."""
-        self.receive([ts_ns], [thread], [None], None)
+        self.receive(((ts_ns, thread, None, None),))
 
     def close(self) -> None:
         """Finish the document and close the file."""

@@ -437,9 +437,9 @@ def _feed_both(events: list[tuple[int, SimThread, str | None]], path: Path) -> L
     for target in (sink, writer):
         for pid, name in sorted({(t.pid, t.name) for _, t, _ in events if t.pid == t.tid}):
             target.process(pid, f"com.example.{name}")  # not its main thread's name
-        target.receive([], [], [], None)
-        for part in (events[:3], events[3:]):
-            target.receive([e[0] for e in part], [e[1] for e in part], [e[2] for e in part], None)
+        target.receive([])
+        target.receive([(ts, thread, name, None) for ts, thread, name in events[:3]])
+        target.receive([(ts, thread, name, None) for ts, thread, name in events[3:]])
         target.close()
     return sink
 

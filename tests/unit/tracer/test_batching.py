@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -12,11 +13,9 @@ from nnemu.scenario import load_scenario
 from nnemu.sim import Kernel, ProcessTable, SimThread
 from nnemu.tracer import (
     BATCH_EVENTS,
-    EventInfo,
     Layer,
     Phase,
-    SectionInfo,
-    SectionKind,
+    TraceEvent,
     Tracer,
     mark,
     open_trace_writer,
@@ -57,17 +56,9 @@ class _BatchSink(_EventSink):
     def process(self, pid: int, name: str) -> None:
         self.announced_after.append(len(self.seen))
 
-    def receive(
-        self,
-        times: list[int],
-        threads: list[SimThread],
-        names: list[str | None],
-        infos: list[EventInfo] | None,
-    ) -> None:
+    def receive(self, events: Sequence[TraceEvent]) -> None:
         self.batches += 1
-        assert len(times) == len(threads) == len(names)
-        assert infos is None  # (no observer, no flow sink: the tracer keeps no infos)
-        for ts, thread, name in zip(times, threads, names, strict=True):
+        for ts, thread, name, _ in events:
             self.seen.append((ts, thread.pid, thread.tid, name))
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
@@ -205,92 +196,3 @@ async def test_a_mark_earlier_than_those_held_reaches_the_sink_before_them(
         (5_000, behind.tid, None),
         (6_000, ahead.tid, None),
     ]
-
-
-class _Observer:
-    """Records the begins it is told of, with their infos."""
-
-    def __init__(self) -> None:
-        self.begun: list[tuple[int, int, SectionInfo]] = []
-
-    def process(self, pid: int, name: str) -> None:
-        pass
-
-    def begin(self, ts_ns: int, thread: SimThread, info: SectionInfo) -> None:
-        self.begun.append((ts_ns, thread.tid, info))
-
-    def end(self, ts_ns: int, thread: SimThread) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-class _InfoBatchSink(_BatchSink):
-    """A batch sink that also keeps each event's info (the fourth column)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.infos: list[EventInfo] = []
-
-    def receive(
-        self,
-        times: list[int],
-        threads: list[SimThread],
-        names: list[str | None],
-        infos: list[EventInfo] | None,
-    ) -> None:
-        assert infos is not None
-        assert len(infos) == len(times)
-        self.infos.extend(infos)
-        super().receive(times, threads, names, None)
-
-
-async def test_with_an_observer_a_batch_sink_gets_each_events_info_at_its_index(autojump_clock):
-    """Beside an observer, a batch sink's infos column holds each begin's section info and None
-    for each end, in step with the other columns, also for marks inserted before held ones."""
-    kernel = Kernel()
-    sink, observer = _InfoBatchSink(), _Observer()
-    tracer = Tracer(kernel, [sink])
-    tracer.add_observer(observer)
-    table = ProcessTable()
-    ahead = table.spawn("ahead", 10001).main_thread
-    behind = table.spawn("behind", 10002).main_thread
-    a, b = mark(Layer.RUNTIME, Phase.EXECUTION, "a"), mark(Layer.DRIVER, Phase.EXECUTION, "b")
-
-    async def run_ahead() -> None:
-        kernel.work(5_000)
-        with tracer.enter(a) as section:
-            section.switch_through(b, a)
-        with tracer.raw_section("HIDL::IDevice::execute::client"):
-            pass
-
-    async def run_behind() -> None:
-        with tracer.section(Layer.DRIVER, Phase.EXECUTION, "b"):
-            kernel.work(5_000)
-
-    async with trio.open_nursery() as nursery:
-        kernel.spawn(nursery, run_ahead, thread=ahead)
-        kernel.spawn(nursery, run_behind, thread=behind)
-        await kernel.run()
-        nursery.cancel_scope.cancel()
-    tracer.close()
-    events = zip(sink.seen, sink.infos, strict=True)
-    assert [(ts, name, info) for (ts, _, _, name), info in events] == [
-        (0, "[NN_LD_PE]b", b.info),
-        (5_000, "[NN_LR_PE]a", a.info),
-        (5_000, "[SW][NN_LD_PE]b", b.switch_info),
-        (5_000, "[SW][NN_LR_PE]a", a.switch_info),
-        (5_000, None, None),
-        (5_000, None, None),
-        (5_000, None, None),
-        (5_000, "HIDL::IDevice::execute::client", _RAW_CLIENT),
-        (5_000, None, None),
-        (5_000, None, None),  # (behind's end, written after ahead's marks)
-    ]
-    assert [info for _, _, info in observer.begun] == [
-        info for info in sink.infos if info is not None
-    ]
-
-
-_RAW_CLIENT = (SectionKind.RAW, None, None, "HIDL::IDevice::execute::client")

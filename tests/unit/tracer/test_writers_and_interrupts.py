@@ -52,8 +52,8 @@ def test_ftrace_stamps_are_seconds_and_six_decimals_across_second_boundaries(tmp
     writer = FtraceWriter(path.open("w", encoding="utf-8"))
     thread = SimThread(10001, 10002, "app")
     times_ns = [1_000, 999_999_000, 1_000_000_000, 1_000_001_000, 12_345_678_000, 3_000_001_000]
-    writer.receive(times_ns[:3], [thread] * 3, ["x"] * 3, None)
-    writer.receive(times_ns[3:], [thread] * 3, [None] * 3, None)
+    writer.receive([(ts, thread, "x", None) for ts in times_ns[:3]])
+    writer.receive([(ts, thread, None, None) for ts in times_ns[3:]])
     writer.close()
     stamps = [line.split()[4] for line in path.read_text().splitlines() if "tracing_mark" in line]
     assert stamps == [
