@@ -503,7 +503,4 @@ def run(
     except Interrupted as exc:
         if not finished:
             raise
-        report = attrs.evolve(
-            finished[0], data={**finished[0].data, "interrupted": exc.signal_name}
-        )
-        raise Interrupted(exc.signum, report) from None
+        raise Interrupted(exc.signum, finished[0].interrupted(exc.signal_name)) from None

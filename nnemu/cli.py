@@ -373,8 +373,10 @@ def _summary(data: dict[str, Any], out: TextIO) -> None:
     out.write(
         f"scenario {data['scenario']}  seed {data['seed']}  virtual {data['virtual_ms']:.3f} ms\n"
     )
-    if data.get("interrupted"):
-        out.write(f"interrupted by {data['interrupted']}: the figures cover the run so far\n")
+    how = data.get("interrupted")
+    if how:
+        ended = "ended at the prompt (q)" if how == "q" else f"interrupted by {how}"
+        out.write(f"{ended}: the figures cover the run so far\n")
     out.write("\n")
     width = max([3, *(len(name) for name in data["apps"])]) + 2
     out.write(
@@ -664,12 +666,14 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if exc.report is None:
             raise
         interrupted, report = exc, exc.report
+    if interrupted is None and stepper is not None and stepper.interruption is not None:
+        report = report.interrupted(stepper.interruption)  # q, or a Ctrl-C at the prompt
     # The run is over: a signal now lets the summary, report and pictures be written first.
     with _SignalsDeferred() as deferred:
         if progress is not None:
             err.write("\r" + " " * 60 + "\r")
         _summary(dict(report.data), out)
-        if interrupted is None:
+        if not report.data.get("interrupted"):
             args.unused_sets.warn(scenario, err)
         code = _finish_run(args, report, interrupted, stepper, pictures, out, err)
     if deferred.signum is not None and code in (ExitCode.OK, ExitCode.FAILED):
@@ -817,9 +821,6 @@ def _finish_run(
     """After ``nnemu run``'s summary: write the report and pictures, say what was written, and
     return the exit code (interrupted, an expectation failed, or ok)."""
     so_far = f"; the trace so far is in {args.trace}" if args.trace else ""
-    if interrupted is None and stepper is not None and stepper.aborted:
-        err.write(f"{stepper.ending()}{so_far}\n")
-        return ExitCode.INTERRUPTED
     if args.report and not _write_report(args.report, report.to_json(), out, err):
         return ExitCode.BAD_INPUT
     if args.executions and not _write_executions(args, out, err):
@@ -840,6 +841,9 @@ def _finish_run(
     if interrupted is not None:
         err.write(f"interrupted by {interrupted.signal_name}{so_far}\n")
         return _exit_code_of(interrupted)
+    if stepper is not None and stepper.aborted:  # q, or a Ctrl-C at the prompt
+        err.write(f"{stepper.ending()}{so_far}\n")
+        return ExitCode.INTERRUPTED
     if not report.passed:
         failed = [r.describe() for r in report.expectations if not r.passed]
         err.write("expectation failed: " + "; ".join(failed) + "\n")

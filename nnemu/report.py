@@ -64,6 +64,11 @@ class Report:
         """The report as JSON text (sorted keys, two-space indent, trailing newline)."""
         return json.dumps(self.data, indent=2, sort_keys=True) + "\n"
 
+    def interrupted(self, how: str) -> Report:
+        """This report marked as the report of a run cut short: ``"interrupted"`` is ``how``
+        (``"SIGINT"``, ``"SIGTERM"``, or ``"q"`` at a ``--step`` prompt)."""
+        return attrs.evolve(self, data={**self.data, "interrupted": how})
+
 
 def lookup(data: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
     """The number at ``path`` in the report; error counts that never happened are 0."""

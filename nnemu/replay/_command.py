@@ -199,7 +199,8 @@ def _play(
 ) -> Report | int:
     """One run of the replay scenario under the stepper: its summary, recorded vs replayed
     latency and report; the exit code instead when the trace or report cannot be written or
-    a signal stopped the run (its summary printed).
+    a signal stopped the run (its summary printed, its report written). A run ended at the
+    prompt (``q``, a Ctrl-C) has ``"interrupted"`` in its report, as one a signal stopped.
 
     A ``--set`` of a scheduler or a priority that the run shows changed nothing (no device
     it concerns ever had two executions waiting at once: ``unchosen_sets``, as ``nnemu run``
@@ -244,13 +245,20 @@ def _play(
     except Interrupted as exc:
         if exc.report is not None:
             summary(dict(exc.report.data), stdout)
+            if report and not _write_file(report, exc.report.to_json(), "report", stderr):
+                return ExitCode.BAD_INPUT
         if executions is not None and not _write_rows(executions, rows, stdout, stderr):
             return ExitCode.BAD_INPUT
         so_far = f"; the trace so far is in {trace}" if trace else ""
         stderr.write(f"interrupted by {exc.signal_name}{so_far}\n")
         return ExitCode.TERMINATED if exc.signal_name == "SIGTERM" else ExitCode.INTERRUPTED
+    if stepper.interruption is not None:
+        result = result.interrupted(stepper.interruption)  # q, or a Ctrl-C at the prompt
     summary(dict(result.data), stdout)
-    for warning in unchosen_sets(scenario, sets, choices, skip=warned) if orders else ():
+    cut = stepper.aborted  # a run cut short says nothing of what a --set did not change
+    for warning in (
+        unchosen_sets(scenario, sets, choices, skip=warned) if orders and not cut else ()
+    ):
         stderr.write(warning + "\n")
         warned.append(warning.split()[2])
     stdout.write("\n" + "\n".join(fidelity_lines(plan, result.data)) + "\n")

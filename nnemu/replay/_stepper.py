@@ -56,7 +56,12 @@ HELP: Final = """\
 
 
 class _Abort(Exception):
-    """Raised by the SIGINT handler while the prompt waits: leave the prompt, end the run."""
+    """Raised by the SIGINT (or SIGTERM) handler while the prompt waits: leave the prompt,
+    end the run."""
+
+    def __init__(self, signal_name: str = "SIGINT") -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
 
 
 class SectionStacks:
@@ -138,13 +143,22 @@ class Stepper:
         """The run was ended early (Ctrl-C at the prompt, a second Ctrl-C, or ``q``)."""
         self.quit = False
         """It was ended by ``q`` (not by a Ctrl-C)."""
+        self._signal_name = "SIGINT"  # what ended an aborted run that was not ``q``
         self.stops = 0
         """How many times the prompt was shown."""
+
+    @property
+    def interruption(self) -> str | None:
+        """How an aborted run ended, as its report's ``"interrupted"`` says it: ``"q"`` (at the
+        prompt) or ``"SIGINT"`` (a Ctrl-C); None when the run was not ended early."""
+        if not self.aborted:
+            return None
+        return "q" if self.quit else self._signal_name
 
     def ending(self) -> str:
         """What ended an aborted run, for the command's last line: ``interrupted by SIGINT``
         (a Ctrl-C), or ``ended at the prompt (q)``."""
-        return "ended at the prompt (q)" if self.quit else "interrupted by SIGINT"
+        return "ended at the prompt (q)" if self.quit else f"interrupted by {self._signal_name}"
 
     # ------------------------------------------------------------ wiring
     def new_sink(self) -> SectionStacks:
@@ -240,12 +254,16 @@ class Stepper:
         while True:
             if self._eof:
                 return  # end of input: continue
-            self._write(PROMPT)
             try:
+                # A signal from the moment the prompt shows leaves it (not one between the
+                # prompt and the read, which would wait for a line nobody types).
                 self._prompting = True
-                line = self.stdin.readline()
-            except _Abort:
-                self._write("\ninterrupted by SIGINT: ending the run\n")
+                with self._sigterm_leaves_the_prompt():
+                    self._write(PROMPT)
+                    line = self.stdin.readline()
+            except _Abort as abort:
+                self._write(f"\ninterrupted by {abort.signal_name}: ending the run\n")
+                self._signal_name = abort.signal_name
                 self.aborted = True
                 return
             finally:
@@ -266,6 +284,30 @@ class Stepper:
             self._last = command
             if self._command(command):
                 return
+
+    @contextmanager
+    def _sigterm_leaves_the_prompt(self) -> Iterator[None]:
+        """While the prompt waits for input, SIGTERM ends the run at once (the run's own handler
+        told first, so the run ends as one a SIGTERM stopped): a job runner's SIGTERM is not
+        left waiting for a line nobody types. Main thread, and a handler in place, only."""
+        previous = (
+            signal.getsignal(signal.SIGTERM)
+            if threading.current_thread() is threading.main_thread()
+            else None
+        )
+        if not callable(previous):
+            yield
+            return
+
+        def on_sigterm(signum: int, frame: FrameType | None) -> None:
+            previous(signum, frame)
+            raise _Abort("SIGTERM")
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
     def _is_tty(self) -> bool:
         isatty = getattr(self.stdin, "isatty", None)

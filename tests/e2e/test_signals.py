@@ -239,11 +239,71 @@ def test_a_stepped_run_names_the_signal_like_a_plain_run(
         args = ["replay", str(recorded)]
     else:
         args = ["run", str(QUICKSTART), "--step"]
-    done = _signalled_at(500_000_000, signum, *args, "--trace", str(trace))
+    report = tmp_path / "cut.json"
+    done = _signalled_at(500_000_000, signum, *args, "--trace", str(trace), "--report", str(report))
     name = signal.Signals(signum).name
     assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
         f"interrupted by {name}; the trace so far is in {trace}"
     )
+    _assert_well_formed(trace)
+    assert json.loads(report.read_text(encoding="utf-8"))["interrupted"] == name
+
+
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
+)
+@pytest.mark.parametrize("command", ["run --step", "replay -m"])
+def test_a_signal_at_the_prompt_ends_the_run_at_once(
+    tmp_path: Path, command: str, signum: int, code: int
+):
+    """A Ctrl-C or SIGTERM while the prompt waits for input nobody types ends the stepped run at
+    once, with the report of the run so far marked "interrupted" and a whole trace."""
+    trace, report = tmp_path / "cut.html", tmp_path / "cut.json"
+    target = [str(QUICKSTART), "--step"] if command == "run --step" else None
+    if target is None:
+        from nnemu import run
+        from nnemu.scenario import load_scenario
+        from nnemu.tracer import open_trace_writer
+
+        recorded = tmp_path / "recorded.html"
+        run(load_scenario(QUICKSTART), sinks=[open_trace_writer(recorded)])
+        target = [str(recorded), "-m"]
+    args = [command.split()[0], *target, "--trace", str(trace), "--report", str(report)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"}
+    with subprocess.Popen(
+        [sys.executable, "-m", "nnemu.cli", *args],
+        stdin=subprocess.PIPE,  # held open: the prompt waits
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    ) as process:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        try:
+            process.stdin.write(b"c 100\n")
+            process.stdin.flush()
+            out = b""
+            while out.count(b"(nnemu) ") < 2:  # the second prompt: after c 100
+                chunk = process.stdout.read1(4096)
+                assert chunk, process.stderr.read()
+                out += chunk
+            process.send_signal(signum)
+            process.wait(timeout=20)  # without closing standard input
+            out, err = out + process.stdout.read(), process.stderr.read()
+        finally:
+            if process.poll() is None:
+                process.kill()
+    name = signal.Signals(signum).name
+    assert process.returncode == code, err
+    assert b"Traceback" not in err
+    assert f"interrupted by {name}: ending the run".encode() in out
+    assert err.decode().strip().splitlines()[-1] == (
+        f"interrupted by {name}; the trace so far is in {trace}"
+    )
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert data["interrupted"] == name
+    assert 0 < data["virtual_ms"] < 200
     _assert_well_formed(trace)

@@ -243,6 +243,28 @@ def test_manual_start_steps_to_a_hal_call_and_quits(quick_trace: Path, tmp_path:
     assert_balanced(trace)
 
 
+@pytest.mark.parametrize("command", ["run --step", "replay -m"])
+def test_q_at_the_prompt_writes_the_report_of_the_run_so_far(
+    quick_trace: Path, tmp_path: Path, command: str
+):
+    """`q` at the prompt of `run --step` or `replay -m` still writes --report (marked
+    "interrupted": "q", as a signal's run is marked) and --executions, and a whole trace."""
+    trace, report, table = tmp_path / "q.html", tmp_path / "q.json", tmp_path / "q.csv"
+    target = ["run", str(QUICKSTART), "--step"] if command == "run --step" else None
+    target = target or ["replay", str(quick_trace), "-m"]
+    outputs = ["--trace", str(trace), "--report", str(report), "--executions", str(table)]
+    code, out, err = run_cli(*target, *outputs, stdin="c 200\nq\n")
+    assert code == 130, err
+    assert "ended at the prompt (q): the figures cover the run so far" in out
+    assert err.splitlines()[-1] == f"ended at the prompt (q); the trace so far is in {trace}"
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert data["interrupted"] == "q"
+    assert 0 < data["virtual_ms"] < 300  # the full run: 1008 ms
+    finished = data["apps"]["camera"]["completed"] + data["apps"]["camera"]["failed"]
+    assert 0 < finished == len(table.read_text(encoding="utf-8").splitlines()) - 1
+    assert_balanced(trace)
+
+
 def test_s_runs_to_a_timestamp_then_prompts(quick_trace: Path):
     """-s 0.5 runs without stopping until 0.5 s of virtual time; EOF then continues."""
     code, out, _ = run_cli("replay", str(quick_trace), "-s", "0.5", stdin="l\n")
