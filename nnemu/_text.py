@@ -15,17 +15,22 @@ def seed_span(first: int, count: int) -> str:
     return f"seed {first}" if count == 1 else f"seeds {first}..{first + count - 1}"
 
 
-def _fixed(value: float, places: int) -> str:
+def fixed(value: float, places: int) -> str:
     """``value`` to ``places`` decimals (to a multiple of 10**-places when negative), with
     no minus sign on a figure that rounds to zero."""
     text = f"{value:.{places}f}" if places >= 0 else f"{round(value, places):.0f}"
     return text.removeprefix("-") if not text.strip("-0.") else text
 
 
+def places(text: str) -> int:
+    """The decimal places of a figure as printed: ``13.37`` 2, ``89`` 0."""
+    return len(text.partition(".")[2])
+
+
 def plain(value: float) -> str:
     """A figure without an interval, to 4 significant digits (no exponent from 10,000 up):
     ``13.37``, ``0.211``, ``89``, ``12346``."""
-    return _fixed(value, 0) if abs(value) >= 1e4 else f"{value:.4g}"
+    return fixed(value, 0) if abs(value) >= 1e4 else f"{value:.4g}"
 
 
 def interval_text(mean: float, half_width: float | None) -> tuple[str, str]:
@@ -40,4 +45,4 @@ def interval_text(mean: float, half_width: float | None) -> tuple[str, str]:
         return plain(mean), "0"
     exponent = int(f"{half_width:.1e}".partition("e")[2])  # of the half-width as rounded
     places = 1 - exponent
-    return _fixed(mean, places), _fixed(half_width, places)
+    return fixed(mean, places), fixed(half_width, places)

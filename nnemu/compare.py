@@ -7,7 +7,9 @@ combination of its varied values (its ``point``), a report or replications repor
 the empty point.  Points are matched by their values; a side with only the empty point is
 matched against every point of the other (a baseline against a sweep).  Per matched point
 and metric the table gives A's and B's mean, the difference and, where both sides have two
-or more runs, Welch's t-test at 95% (``nnemu.stats.welch_test``).
+or more runs, Welch's t-test at 95% (``nnemu.stats.welch_test``), each figure to the precision
+its runs give it (``nnemu._text``: a mean ± its 95% half-width over several runs, the
+difference to that of its Welch interval).  ``--fail-if`` decides on the exact means.
 
 ``--fail-if 'PATH OP VALUE'`` turns the comparison into a gate: it holds when B's value (a
 plain number: ``2.5``), B's change from A (a signed number: ``+0.5``) or B's relative change
@@ -27,10 +29,10 @@ from typing import Any, Final
 import attrs
 
 from nnemu._tails import TAIL_MIN, slowest_only
-from nnemu._text import counted
+from nnemu._text import counted, fixed, interval_text, places
 from nnemu.errors import ResultsFormatError
 from nnemu.replications import REPLICATIONS_KIND, metric_samples
-from nnemu.stats import welch_test
+from nnemu.stats import mean_interval, sample_variance, t_quantile, welch_test
 
 RESULTS_FILE: Final = "results.jsonl"
 """The file of a sweep directory that ``nnemu compare`` reads (one run per line)."""
@@ -302,13 +304,15 @@ class Condition:
         """Whether the condition holds for means ``a`` and ``b``."""
         return _OPS[self.op](self.measure(a, b), self.value)
 
-    def format_measure(self, a: float, b: float) -> str:
-        """The measured quantity in the condition's own terms (``B 12.3``, ``+0.5``, ``+4.2%``)."""
+    def format_measure(self, row: Row) -> str:
+        """The measured quantity in the condition's own terms, as the table prints it (``B
+        12.3``, ``B - A +0.5``, ``B - A +4.2%``); the condition is decided on the exact means."""
+        texts = row.texts()
         if self.kind == "value":
-            return f"B {_number(b)}"
+            return f"B {texts.b}"
         if self.kind == "change":
-            return f"B - A {_signed(b - a)}"
-        return f"B - A {_signed_percent(a, b)}"
+            return f"B - A {texts.difference}"
+        return f"B - A {texts.change}"
 
 
 def parse_condition(text: str) -> Condition:
@@ -334,12 +338,40 @@ def _percent(a: float, b: float) -> float:
     return (b - a) / abs(a) * 100.0
 
 
-def _number(value: float) -> str:
-    return f"{value:.6g}"
+def _side_text(values: Sequence[float]) -> tuple[str, str]:
+    """A side's mean and the half-width of its 95% interval as text, to the interval's
+    precision (``nnemu._text.interval_text``); one value: the mean to 4 significant digits
+    and ``-``."""
+    interval = mean_interval(values)
+    return interval_text(interval.mean, interval.half_width if interval.n > 1 else None)
 
 
-def _signed(value: float) -> str:
-    return f"{value:+.6g}"
+def _difference_text(a: Sequence[float], b: Sequence[float], a_text: str, b_text: str) -> str:
+    """B - A, signed, to the precision the data gives it: with two or more values a side, to
+    that of its 95% Welch interval (two significant digits of the half-width, as a mean); one
+    run against several, to that of the several's interval (the difference is known no better);
+    one run a side (or no spread at all), to the finer decimal place of the two means as
+    printed."""
+    difference = _mean(b) - _mean(a)
+    if difference == 0.0:
+        return "0"
+    half_width = 0.0
+    if len(a) > 1 and len(b) > 1:
+        var_a, var_b = sample_variance(a) / len(a), sample_variance(b) / len(b)
+        spread = var_a + var_b
+        if spread > 0.0:
+            df = spread**2 / (
+                (var_a**2 / (len(a) - 1) if var_a else 0.0)
+                + (var_b**2 / (len(b) - 1) if var_b else 0.0)
+            )
+            half_width = t_quantile(0.975, df) * math.sqrt(spread)
+    elif len(a) > 1 or len(b) > 1:  # one run against several: their mean's interval
+        half_width = mean_interval(a if len(a) > 1 else b).half_width
+    if half_width > 0.0:
+        text = interval_text(difference, half_width)[0]
+    else:
+        text = fixed(difference, max(places(a_text), places(b_text)))
+    return text if text.startswith("-") or not text.strip("0.") else "+" + text
 
 
 def _signed_percent(a: float, b: float) -> str:
@@ -358,6 +390,24 @@ def _default_metric(path: str) -> bool:
     if parts[-1] in _DEFAULT_LEAVES:
         return True
     return len(parts) >= 2 and parts[-2] == "latency_ms" and parts[-1] in _QUANTILES
+
+
+@attrs.frozen
+class RowTexts:
+    """A row's figures as the table prints them."""
+
+    a: str
+    """A's mean (to its interval's precision)."""
+    a_half: str
+    """The half-width of A's 95% interval, ``-`` for one value."""
+    b: str
+    """B's mean."""
+    b_half: str
+    """The half-width of B's interval."""
+    difference: str
+    """B - A, signed."""
+    change: str
+    """(B - A) / |A| in %, signed; ``-`` from A = 0."""
 
 
 @attrs.frozen
@@ -380,6 +430,14 @@ class Row:
     def mean_b(self) -> float:
         """B's mean."""
         return _mean(self.b)
+
+    def texts(self) -> RowTexts:
+        """The row's figures as text, to the precision the values give them."""
+        a, a_half = _side_text(self.a)
+        b, b_half = _side_text(self.b)
+        difference = _difference_text(self.a, self.b, a, b)
+        change = _signed_percent(self.mean_a, self.mean_b)
+        return RowTexts(a, a_half, b, b_half, difference, change)
 
     def p_value(self) -> float | None:
         """Welch's two-sided p-value, or None when a side has fewer than two values."""
@@ -517,22 +575,26 @@ def _p_text(p_value: float) -> str:
     return text + (" *" if p_value < 0.05 else "  ")
 
 
+def _side_column(figures: Sequence[tuple[str, str]]) -> list[str]:
+    """A side's column: each mean with ``± half-width`` (the ``±`` aligned) where some row of
+    the column has two or more values, else the means alone."""
+    if all(half == "-" for _, half in figures):
+        return [mean for mean, _ in figures]
+    means = max(len(mean) for mean, _ in figures)
+    halves = max(len(half) for _, half in figures)
+    return [f"{mean:>{means}} ± {half:<{halves}}" for mean, half in figures]
+
+
 def _table(rows: Sequence[Row]) -> list[str]:
     header = ("metric", "A", "B", "B - A", "change", "Welch p")
+    figures = [row.texts() for row in rows]
+    a_column = _side_column([(texts.a, texts.a_half) for texts in figures])
+    b_column = _side_column([(texts.b, texts.b_half) for texts in figures])
     cells = []
-    for row in rows:
+    for row, texts, a, b in zip(rows, figures, a_column, b_column, strict=True):
         p_value = row.p_value()
         test = "-" if p_value is None else _p_text(p_value)
-        cells.append(
-            (
-                row.metric,
-                _number(row.mean_a),
-                _number(row.mean_b),
-                _signed(row.mean_b - row.mean_a),
-                _signed_percent(row.mean_a, row.mean_b),
-                test,
-            )
-        )
+        cells.append((row.metric, a, b, texts.difference, texts.change, test))
     widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(header))]
     lines = []
     for line in [header, *cells]:
@@ -580,10 +642,16 @@ def format_comparison(comparison: Comparison) -> str:
         f"A  {comparison.a.source}: {comparison.a.description}",
         f"B  {comparison.b.source}: {comparison.b.description}",
     ]
-    if any(row.p_value() is not None for pair in comparison.pairs for row in pair.rows):
+    rows = [row for pair in comparison.pairs for row in pair.rows]
+    if any(len(row.a) > 1 or len(row.b) > 1 for row in rows):
         lines.append(
-            "A, B: means over the runs; Welch p: two-sided p-value of Welch's t-test "
-            "(* significant at 95%)"
+            "A, B: mean ± half-width of its 95% CI (Student t) over the runs, to the "
+            "half-width's 2nd significant digit"
+        )
+    if any(row.p_value() is not None for row in rows):
+        lines.append(
+            "B - A: to its 95% Welch CI's precision; Welch p: two-sided p-value of Welch's "
+            "t-test (* significant at 95%)"
         )
     for pair in comparison.pairs:
         lines.append("")
@@ -622,6 +690,6 @@ def format_comparison(comparison: Comparison) -> str:
                 where = (
                     f" at {pair.b.label or pair.a.label}" if pair.b.label or pair.a.label else ""
                 )
-                measure = condition.format_measure(row.mean_a, row.mean_b)
+                measure = condition.format_measure(row)
                 lines.append(f"  HELD  {condition.text}{where}  ({measure})")
     return "\n".join(lines) + "\n"

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from nnemu.compare import Point, Side, compare, format_comparison, load_side, parse_condition
+from nnemu.compare import (
+    Point,
+    Row,
+    Side,
+    compare,
+    format_comparison,
+    load_side,
+    parse_condition,
+)
 from nnemu.replications import metric_samples, metric_values
 from tests.commands import run_cli
 
@@ -65,6 +73,48 @@ def test_fail_if_exit_codes() -> None:
     a, b = str(INPUTS / "reports/a.json"), str(INPUTS / "reports/b.json")
     assert run_cli("compare", a, b, "--fail-if", "apps.camera.latency_ms.p99 > +5%")[0] == 1
     assert run_cli("compare", a, b, "--fail-if", "apps.camera.latency_ms.p99 > +50%")[0] == 0
+
+
+def test_fail_if_decides_on_the_exact_means_not_the_printed_ones() -> None:
+    """A gate between a mean and its rounding is decided on the mean: B - A = +1.566 prints
+    as +1.57 (its Welch interval's precision) yet '>= +1.57' does not hold."""
+    a, b = str(INPUTS / "replications/a.json"), str(INPUTS / "replications/b.json")
+    code, out, _ = run_cli("compare", a, b, "--fail-if", "apps.indexer.latency_ms.p50 >= +1.57")
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.startswith("apps.indexer.latency_ms.p50"))
+    assert row.split()[7:9] == ["+1.57", "+19.7%"]
+    assert "  ok    apps.indexer.latency_ms.p50 >= +1.57" in out
+    code, out, _ = run_cli("compare", a, b, "--fail-if", "apps.indexer.latency_ms.p50 >= +1.56")
+    assert code == 1
+    assert "HELD  apps.indexer.latency_ms.p50 >= +1.56  (B - A +1.57)" in out
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "texts"),
+    [
+        # one run a side: 4 significant digits; B - A to the finer place of the two
+        ((11.296,), (14.432,), ("11.3", "-", "14.43", "-", "+3.14", "+27.8%")),
+        ((0.711026,), (0.754232,), ("0.711", "-", "0.7542", "-", "+0.0432", "+6.1%")),
+        # replications: the interval's precision; B - A: that of its Welch interval
+        (
+            (0.0235, 0.0241, 0.0229, 0.0238),
+            (0.0, 0.0, 0.001, 0.0),
+            ("0.02357", "0.00082", "0.00025", "0.00080", "-0.02332", "-98.9%"),
+        ),
+        ((5.0, 5.0), (5.0, 5.0), ("5", "0", "5", "0", "0", "+0.0%")),
+        # one run against several: B - A to the several's interval
+        ((7.048,), (7.6, 9.152), ("7.048", "-", "8.4", "9.9", "+1.3", "+18.8%")),
+    ],
+)
+def test_a_row_prints_the_precision_its_values_have(
+    a: tuple[float, ...], b: tuple[float, ...], texts: tuple[str, ...]
+) -> None:
+    """A row's figures carry the digits the data supports, not six significant digits of a
+    mean (0.0235929, -0.000333333)."""
+    row = Row("apps.x.error_rate", a, b)
+    printed = row.texts()
+    assert (printed.a, printed.a_half, printed.b, printed.b_half) == texts[:4]
+    assert (printed.difference, printed.change) == texts[4:]
 
 
 def test_unknown_metric_exits_two() -> None:
@@ -190,14 +240,14 @@ def test_metric_samples_count_missing_error_codes_as_zero() -> None:
 
 @pytest.mark.parametrize("side", ["reports/a.json", "replications/a.json", "sweeps/a"])
 def test_a_side_compared_with_itself_shows_no_difference(side: str) -> None:
-    """Every row of a self-comparison is +0, never significant, and a '> +0%' gate passes."""
+    """Every row of a self-comparison is 0, never significant, and a '> +0%' gate passes."""
     path = str(INPUTS / side)
     code, out, err = run_cli("compare", path, path, "--fail-if", "apps.camera.latency_ms.p99 > +0%")
     assert (code, err) == (0, "")
     rows = [line.split() for line in out.splitlines() if line.startswith(("apps.", "devices."))]
     assert len(rows) >= 7
-    assert all(row[3:5] == ["+0", "+0.0%"] for row in rows)
-    assert all(row[5] in ("-", "1.000") for row in rows)
+    assert all(row[-3:-1] == ["0", "+0.0%"] for row in rows)
+    assert all(row[-1] in ("-", "1.000") for row in rows)
 
 
 def test_hidden_metrics_are_counted_in_words() -> None:
