@@ -1120,6 +1120,8 @@ class Engine:
             entry = ("", "", "", OPAQUE, "", False)
         else:
             parts = rest.split("|", 2)
+            if len(parts) == 2:  # B|tgid: a section with no name, as B|tgid| (and Perfetto)
+                parts.append("")
             if len(parts) < 3 or parts[0] or not parts[1].isdigit():
                 entry = (kind, "", "", OPAQUE, "B" + rest, False)
             else:

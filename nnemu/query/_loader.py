@@ -88,7 +88,9 @@ _SEPARATOR_LENGTH: Final = len(ROW_SEPARATOR)
 _LEADING_SPACE: Final = re.compile(r"\s*")
 _BAD_HEAD: Final[tuple[str, str, str | None]] = ("", "", None)
 _NOT_A_MARK: Final = MarkInfo(None, None, PLAIN)
-_MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>"
+_MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>; row skipped"
+EMPTY_SLICE_NAME: Final = "[empty slice name]"
+"""The name Perfetto's trace processor gives the slice of a ``B|tgid`` or ``B|tgid|`` row."""
 _JSON_FLOW_PHASES: Final = frozenset({"s", "t", "f"})
 
 Warn = Callable[[int, str], None]
@@ -202,7 +204,7 @@ class _Tail:
         self.payload = payload
         """The text after the kind (``|tgid|name``)."""
         self.malformed = malformed
-        """A begin that is not ``B|<tgid>|<name>``."""
+        """A begin that is not ``B|<tgid>|<name>`` (``begin_name``): no slice."""
         self.nulls = (
             _NO_CATEGORY  # ftrace rows have none
             | (_NO_LAYER if info.layer is None else 0)
@@ -296,6 +298,18 @@ def _int(value: object) -> int | None:
     if isinstance(value, int) and abs(value) <= MAX_ID:
         return value
     return None
+
+
+def begin_name(rest: str) -> str | None:
+    """The slice name of a begin row (``rest``: its text after the ``B``) as Perfetto's trace
+    processor reads it: ``|tgid|name``, the name everything after the second ``|`` (``|`` in
+    it kept), its trailing whitespace dropped; with no name (``|tgid``, ``|tgid|``)
+    ``EMPTY_SLICE_NAME``; None when there is no tgid (``B``, ``B|``, ``B||name``,
+    ``B|abc|name``): not a slice (trace processor counts a ``systrace_parse_failure``)."""
+    parts = rest.split("|", 2)
+    if len(parts) < 2 or parts[0] or not (parts[1].isascii() and parts[1].isdigit()):
+        return None
+    return (parts[2].rstrip() if len(parts) == 3 else "") or EMPTY_SLICE_NAME
 
 
 def _id(text: str) -> int | None:
@@ -643,6 +657,7 @@ class Loader:
                 if tail_info.kind == "B":
                     if tail_info.malformed:
                         self.warn(line_number, _MALFORMED_BEGIN)
+                        continue
                     name = tail_info.name
                     if thread.track_id is None:
                         thread.track_id = self._next_track
@@ -790,9 +805,9 @@ class Loader:
         if kind == "E":
             info = _Tail("E", "", rest, False, _NOT_A_MARK)
         elif kind == "B":
-            parts = rest.split("|", 2)
-            malformed = not (len(parts) == 3 and not parts[0] and parts[1].isdigit())
-            name = (rest.lstrip("|") if malformed else parts[2]).rstrip("\r")
+            name = begin_name(rest)
+            malformed = name is None
+            name = name or ""
             info = _Tail("B", name, rest, malformed, self._describe(name))
         tails[tail] = info
         return info
@@ -839,12 +854,10 @@ class Loader:
         if kind == "E":
             self.end(thread, ts, line_number)
             return
-        parts = rest.split("|", 2)
-        if len(parts) == 3 and not parts[0] and parts[1].isdigit():
-            name = parts[2].rstrip("\r")
-        else:
+        name = begin_name(rest)
+        if name is None:
             self.warn(line_number, _MALFORMED_BEGIN)
-            name = rest.lstrip("|").rstrip("\r")
+            return
         self.begin(thread, ts, name, line=line_number if self._file_lines else None)
 
     # -- JSON --------------------------------------------------------------

@@ -758,17 +758,16 @@ class _Collector:
                 thread_names[tid] = task.strip()
             check_order(tid, ts, line_number)
             if kind == "B":
+                # B|tgid|name; B|tgid or B|tgid| is a slice with no name (Perfetto's trace
+                # processor names it "[empty slice name]"). Any other B row still opens a
+                # section, with no role: its E closes it, not the section it is in (parse
+                # warns of it; query skips it as Perfetto does, with a warning).
                 parts = rest.split("|", 2)
-                if len(parts) < 3:
-                    continue  # not B|tgid|name
-                pid = pid_of(parts[1])
-                if pid is None:
-                    continue
+                pid = pid_of(parts[1]) if len(parts) > 1 and not parts[0] else None
+                name = parts[2].rstrip("\n") if pid is not None and len(parts) == 3 else ""
                 if tgid_column is not None and tgid_column.isdigit():
                     pid = pid_of(tgid_column)
-                if pid is None:
-                    continue
-                begin(ts, pid, tid, parts[2].rstrip("\n"))
+                begin(ts, tid if pid is None else pid, tid, name)
             else:
                 end(ts, tid, line_number)
 

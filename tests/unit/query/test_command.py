@@ -213,10 +213,10 @@ def test_warnings_of_a_trace_read_again_come_once_and_by_line(tmp_path):
         (0, 100, "B|100|[NN_LR_PE]compute"),
         (50, 100, "E|100"),  # line 4: before its begin in the file
         (40, 100, "B|100|late"),  # line 5: out of time order
-        (90, 100, "B|"),  # line 6: malformed, found late in time order
-        (95, 100, "E|100"),
-        (5, 101, "B|"),  # line 8: malformed, found early in time order
-        (6, 101, "E|100"),
+        (90, 100, "B|"),  # line 6: malformed (no slice), found late in time order
+        (95, 100, "C|100|c|1"),
+        (5, 101, "B|"),  # line 8: malformed (no slice), found early in time order
+        (6, 101, "C|100|c|2"),
         (99, 100, "E|100"),
     ]
     path = tmp_path / "t.txt"
