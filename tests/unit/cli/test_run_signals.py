@@ -55,18 +55,29 @@ def test_a_signal_while_the_page_is_written_lets_it_finish(
     assert {s: signal.getsignal(s) for s in before} == before
 
 
-def test_a_second_ctrl_c_while_writing_stops_at_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_second_signal_while_writing_stops_at_once(
+    signum: signal.Signals, code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A second Ctrl-C while the outputs are written stops nnemu there: "interrupted by SIGINT", 130."""
+    """A second Ctrl-C (or SIGTERM) while the outputs are written stops nnemu there, before the
+    page is rendered: "interrupted by SIGINT" (SIGTERM), 130 (143); the handlers are restored."""
+    # SIGTERM's handler as the console script (console_main) installs it.
+    previous_term = signal.signal(signal.SIGTERM, nnemu.cli._terminate)
     render = nnemu.pictures._html.render_html
+    rendered: list[int] = []
 
     def render_with_two(*args: object) -> str:
-        signal.raise_signal(signal.SIGINT)
-        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signum)
+        signal.raise_signal(signum)
+        rendered.append(1)
         return render(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(nnemu.pictures._html, "render_html", render_with_two)
-    code, _, err = run_cli("run", TWO_APPS, "--html", str(tmp_path / "run.html"))
-    assert (code, err) == (130, "interrupted by SIGINT\n")
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    try:
+        code_got, _, err = run_cli("run", TWO_APPS, "--html", str(tmp_path / "run.html"))
+        assert (code_got, err) == (code, f"interrupted by {signal.Signals(signum).name}\n")
+        assert rendered == []  # the second signal stopped it inside the rendering
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGTERM) is nnemu.cli._terminate
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
