@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.rule import Rule
 
 from nnemu._emulator import Emulator, build_model, build_report, open_emulator, run_virtual
+from nnemu._text import counted
 from nnemu.demo._record import CallLog, Mark, MarkRecorder, Note, Slice, describe
 from nnemu.demo._topics import TOPICS, StepSpec, Topic
 from nnemu.driver import CallbackRef, DriverService
@@ -210,13 +211,12 @@ def _facts(emulator: Emulator) -> list[str]:
         ]
         state = "" if service.endpoint.alive else ", process dead"
         lines.append(
-            f"device {service.name} (HAL {service.version.value}): {s.executions} executions"
-            + "".join(f", {item}" for item in extra)
-            + state
+            f"device {service.name} (HAL {service.version.value}): "
+            f"{counted(s.executions, 'execution')}" + "".join(f", {item}" for item in extra) + state
         )
     cpu = sum(app.runtime.cpu_stats.executions for app in emulator.apps)
     if cpu:
-        lines.append(f"device nnapi-reference (runtime CPU): {cpu} executions")
+        lines.append(f"device nnapi-reference (runtime CPU): {counted(cpu, 'execution')}")
     return lines
 
 
