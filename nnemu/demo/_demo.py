@@ -17,9 +17,12 @@ from typing import TextIO
 
 import attrs
 import trio
+from rich.align import AlignMethod
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.rule import Rule
+from rich.text import Text
 
 from nnemu._emulator import Emulator, build_model, build_report, open_emulator, run_virtual
 from nnemu._text import counted
@@ -408,10 +411,20 @@ def run_demo_command(
     return ExitCode.OK
 
 
+def _heading(console: Console, title: str, *, align: AlignMethod = "center") -> None:
+    """``title`` (console markup) in a rule across the console; one too long for the rule
+    (which would cut it short with an ellipsis) is printed whole, above a plain rule."""
+    if cell_len(Text.from_markup(title).plain) + 6 <= console.width:
+        console.print(Rule(title, align=align))
+        return
+    console.print(title)
+    console.print(Rule())
+
+
 def _narrate(
     console: Console, topic: Topic, run: DemoRun, trace: Path, *, pause: bool, stdin: TextIO
 ) -> None:
-    console.print(Rule(f"[bold]nnemu demo {escape(topic.name)}: {escape(topic.title)}[/bold]"))
+    _heading(console, f"[bold]nnemu demo {escape(topic.name)}: {escape(topic.title)}[/bold]")
     console.print(escape(topic.intro))
     console.print(
         "Each line: virtual time, emulated thread (its process), B = a trace mark begins, "
@@ -423,11 +436,11 @@ def _narrate(
             console.print("[dim]\\[Enter] next step[/dim]", end="")
             waiting = stdin.readline() != ""
             console.print()
-        console.print(Rule(f"Step {index}/{len(topic.steps)}: {escape(step.title)}", align="left"))
+        _heading(console, f"Step {index}/{len(topic.steps)}: {escape(step.title)}", align="left")
         console.print(f"[italic]{escape(step.text)}[/italic]")
         for line in _step_lines(run, step):
             console.print(escape(line))
-    console.print(Rule("What happened", align="left"))
+    _heading(console, "What happened", align="left")
     for fact in run.facts:
         console.print(f"  {escape(fact)}")
     held = all(result.passed for result in run.report.expectations)

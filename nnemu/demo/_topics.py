@@ -298,7 +298,9 @@ DRIVER_DEATH = Topic(
                 "dead process will never notify: the runtime's binder death recipient releases "
                 "it with DEAD_OBJECT (wait has no timeout - without it the app would hang)."
             ),
-            process="resilient",
+            # The window is pinned's execution in flight at the death: it ends with the
+            # DEAD_OBJECT, so the step stops there and leaves the next frames to steps 2 and 3.
+            process="pinned",
             anchor=r"^\[NN_LA_PE\]execute",
             at_ms=30.0,
             max_lines=50,

@@ -97,6 +97,29 @@ def test_pointed_to_scenario_exists_and_passes(topic: str) -> None:
     assert report.passed
 
 
+@pytest.mark.parametrize("topic", sorted(TOPICS))
+def test_every_heading_is_printed_whole(topic: str, tmp_path: Path) -> None:
+    """Each step's title is printed whole at the default 80 columns, never cut short with an
+    ellipsis by the rule it heads."""
+    _, text = _demo(topic, tmp_path)
+    steps = TOPICS[topic].steps
+    for index, step in enumerate(steps, 1):
+        assert f"Step {index}/{len(steps)}: {step.title}" in text
+    assert f"nnemu demo {topic}: {TOPICS[topic].title}" in text
+
+
+@pytest.mark.parametrize("topic", sorted(TOPICS))
+def test_no_mark_is_narrated_by_two_steps(topic: str, tmp_path: Path) -> None:
+    """A step shows its own window of the run: no mark line (time, thread, mark) is printed
+    again by a later step, so a reader never meets one frame as two."""
+    _, text = _demo(topic, tmp_path)
+    seen: set[str] = set()
+    for step_text in text.split("\nStep ")[1:]:
+        marks = {line for line in step_text.splitlines() if line.startswith("t=") and " B " in line}
+        assert not marks & seen, sorted(marks & seen)
+        seen |= marks
+
+
 def test_output_is_deterministic(tmp_path: Path) -> None:
     """Two runs of a topic print the same text and write the same trace."""
     first_dir, second_dir = tmp_path / "a", tmp_path / "b"
