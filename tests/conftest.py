@@ -1,8 +1,28 @@
-"""Shared pytest configuration: the --update-goldens flag for diff tests."""
+"""Shared pytest configuration: the --update-goldens flag for diff tests, and hypothesis's
+profile for CI (derandomized, so a CI run's examples are the same every time)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
+
+# With CI set (.ci/run sets it), every property test draws the same examples in every run: a
+# red CI is a change's doing, not a new random draw's.  Outside CI each run draws afresh and
+# keeps what fails in .hypothesis/ to try first next time.  (Recent hypothesis loads the same
+# settings by itself with CI set; the profile makes it hold for every version pyproject.toml
+# allows.  print_blob: a failure prints the blob that reproduces it.)
+settings.register_profile(
+    "nnemu-ci",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+if os.environ.get("CI"):
+    settings.load_profile("nnemu-ci")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
