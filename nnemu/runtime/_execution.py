@@ -353,7 +353,8 @@ class Execution:
                         await kernel.sync()
                 finally:
                     ended = kernel.task_now_ns()
-                    runtime.cpu_stats.busy_ns += ended - started
+                    runtime.cpu_spans.append(started)  # (not cpu_stats.busy_ns: the report's union)
+                    runtime.cpu_spans.append(ended)
                     runtime.cpu_stats.energy += (ended - started) * plan.power
                     split = kernel.split
                     if split is not None:

@@ -10,6 +10,7 @@ partitioning, CPU fallback, status ↔ code mapping, sync/async/fenced modes.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 import structlog
@@ -107,6 +108,9 @@ class Runtime:
         self._cpu_plans: dict[int, tuple[Model, ComputePlan]] = {}
         self.cpu_stats = DeviceStats()
         """What the runtime's CPU executor did (nnapi-reference in the report)."""
+        self.cpu_spans: array[int] = array("q")
+        """(start_ns, end_ns) of each CPU execution, flat: the report's ``busy_fraction`` of
+        nnapi-reference is the union of every runtime's spans (16 bytes an execution)."""
         self.cpu_history: list[tuple[int, int, str, int | None]] | None = None
         """(start_ns, end_ns, result code name, deadline_ns) of each CPU execution, when the
         run keeps per-execution records (``keep_executions``)."""

@@ -61,3 +61,21 @@ def test_the_cpu_path_costs_its_own_figure() -> None:
     assert cpu["energy"] == pytest.approx(cpu["busy_fraction"] * data["virtual_ms"], rel=1e-4)
     assert cpu["energy"] > 0
     assert data["apps"]["flexible"]["energy"] == pytest.approx(cpu["energy"], abs=0.001)
+
+
+def test_the_cpu_path_is_busy_at_most_all_the_time() -> None:
+    """Four app threads on the CPU path at once make nnapi-reference busy the time at least
+    one ran (never above 100%, as the busy column reads), while its energy counts every
+    thread's work: four times the busy time."""
+    text = (ROOT / "scenarios/qos_model_too_large.yaml").read_text(encoding="utf-8")
+    parallel = text.replace(
+        "workload: {kind: closed_loop, executions: 10}\n  - name: pinned",
+        "threads: 4\n    workload: {kind: closed_loop, executions: 40}\n  - name: pinned",
+    )
+    assert parallel != text
+    data = run(load_scenario_text(parallel, source="q.yaml")).data
+    cpu = data["devices"]["nnapi-reference"]
+    assert cpu["executions"] == 40
+    assert 0.95 < cpu["busy_fraction"] <= 1.0
+    busy_ms = cpu["busy_fraction"] * data["virtual_ms"]
+    assert cpu["energy"] == pytest.approx(4 * busy_ms, rel=0.02)
