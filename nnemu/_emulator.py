@@ -240,15 +240,15 @@ def _app_data(app: Application, refused: int, aborted: int) -> dict[str, Any]:
         "compilations": {
             "count": len(stats.compile_ns),
             "from_cache": stats.compilations_from_cache,
-            "first_ms": _ms(stats.compile_ns[0] // 1000) if stats.compile_ns else 0.0,
-            "last_ms": _ms(stats.compile_ns[-1] // 1000) if stats.compile_ns else 0.0,
+            "first_ms": round(stats.compile_ns[0] / 1e6, 3) if stats.compile_ns else 0.0,
+            "last_ms": round(stats.compile_ns[-1] / 1e6, 3) if stats.compile_ns else 0.0,
         },
         "latency_ms": {
             "p50": _ms(latency.quantile_us(0.50)),
             "p95": _ms(latency.quantile_us(0.95)),
             "p99": _ms(latency.quantile_us(0.99)),
             "max": _ms(latency.max_us),
-            "mean": _ms(latency.total_us // latency.count) if latency.count else 0.0,
+            "mean": latency.mean_ms(),
         },
         "energy": round(stats.energy / 1e6, 3),
         "energy_per_execution": (

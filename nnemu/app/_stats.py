@@ -41,6 +41,8 @@ class LatencyHistogram:
         self._lowest: dict[int, int] = {}
         self.count = 0
         self.total_us = 0
+        self.total_ns = 0
+        """The exact sum of the latencies given to ``add_ns`` (the mean's numerator)."""
         self.max_us = 0
 
     def add(self, value_us: int) -> None:
@@ -58,6 +60,16 @@ class LatencyHistogram:
         self.total_us += value_us
         if value_us > self.max_us:
             self.max_us = value_us
+
+    def add_ns(self, value_ns: int) -> None:
+        """Record one latency given in ns: rounded to the nearest µs in the buckets (rounding
+        keeps the order, so each quantile is the exact one rounded), exact in ``total_ns``."""
+        self.add((value_ns + 500) // 1000)
+        self.total_ns += value_ns
+
+    def mean_ms(self) -> float:
+        """The mean of the latencies given to ``add_ns`` in ms, rounded to µs; 0 when empty."""
+        return round(self.total_ns / self.count / 1e6, 3) if self.count else 0.0
 
     def quantile_us(self, q: float) -> int:
         """The smallest latency recorded in the bucket of the ``q`` quantile (nearest rank: the
@@ -186,7 +198,7 @@ class AppStats:
         """
         if code is _NO_ERROR:
             self.completed += 1
-            self.latency.add(latency_ns // 1000)
+            self.latency.add_ns(latency_ns)
             if split is not None:
                 sums = self.split_ns
                 queue_ns = waited_ns + split.queue_ns
