@@ -328,6 +328,7 @@ def _split_bars(data: RunPictures, report: Mapping[str, Any]) -> str:
         name: sum(max(0.0, float(value)) for value in split.values())
         for name, split in splits.items()
     }
+    means = {name: _mean_latency(apps[name], totals[name]) for name in splits}
     widest = max(totals.values(), default=0.0) or 1.0
     scale = (_SPLIT_W - _SPLIT_LEFT - _SPLIT_RIGHT) / widest
     height = 8 + len(names) * _SPLIT_ROW + 4
@@ -357,7 +358,7 @@ def _split_bars(data: RunPictures, report: Mapping[str, Any]) -> str:
                 "no completed executions</text>"
             )
             continue
-        total = totals[name]
+        total = means[name]
         x = float(_SPLIT_LEFT)
         for index, part in enumerate(parts):
             value = max(0.0, float(split.get(part, 0.0)))
@@ -553,7 +554,7 @@ def _wait_sentences(facts: _Facts) -> list[str]:
             continue
         split = entry.get("latency_split_ms")
         if isinstance(split, Mapping):
-            sentence, waited = _split_sentence(app.name, split)
+            sentence, waited = _split_sentence(app.name, split, entry)
             device_name = max(facts.jobs.get(app.name, {"": 0}).items(), key=lambda i: i[1])[0]
         else:
             mean_ms = float(entry.get("latency_ms", {}).get("mean", 0.0))
@@ -584,9 +585,21 @@ def _wait_sentences(facts: _Facts) -> list[str]:
     return sentences
 
 
-def _split_sentence(app: str, split: Mapping[str, Any]) -> tuple[str | None, bool]:
-    """(the sentence, whether it is about queue wait) for an app's split."""
-    total = sum(max(0.0, float(value)) for value in split.values())
+def _mean_latency(entry: Mapping[str, Any], parts_sum: float) -> float:
+    """An app's mean latency as its report entry gives it (``latency_ms.mean``), which the
+    summary and the apps table print; the sum of its split's parts (each rounded to µs on its
+    own, so it can be 1 or 2 µs off) only when the report has no mean."""
+    latency = entry.get("latency_ms")
+    mean = latency.get("mean") if isinstance(latency, Mapping) else None
+    return float(mean) if isinstance(mean, int | float) and mean > 0 else parts_sum
+
+
+def _split_sentence(
+    app: str, split: Mapping[str, Any], entry: Mapping[str, Any]
+) -> tuple[str | None, bool]:
+    """(the sentence, whether it is about queue wait) for an app's split; ``entry`` is the
+    app's report entry, whose mean latency the sentence names."""
+    total = _mean_latency(entry, sum(max(0.0, float(value)) for value in split.values()))
     if total <= 0.0:
         return None, False
     others = [(p, max(0.0, float(split[p]))) for p in split_parts(split) if p != "compute"]

@@ -316,8 +316,10 @@ def test_split_bars_stack_the_reports_parts_in_order(
     then any further key of the report's split, each with its value in ms."""
     data, report = library_run
     split = {"compute": 4.0, "runtime": 0.25, "ipc": 0.5, "queue_wait": 2.0, "driver_launch": 0.05}
+    mean = {"latency_ms": {"mean": 6.8}}
     apps = {
-        name: {**entry, "latency_split_ms": split} for name, entry in report.data["apps"].items()
+        name: {**entry, **mean, "latency_split_ms": split}
+        for name, entry in report.data["apps"].items()
     }
     html = why_section(data, {**report.data, "apps": apps})
     parts = re.findall(r'data-app="camera" data-part="(\w+)" data-ms="([\d.]+)"', html)
@@ -332,6 +334,7 @@ def test_split_bars_stack_the_reports_parts_in_order(
     assert split_parts({"b": 1.0, "compute": 1.0, "a": 1.0}) == ["compute", "a", "b"]
     assert "Queue wait is" not in " ".join(reading(data, {**report.data, "apps": apps}))
     apps["camera"]["latency_split_ms"] = {**split, "queue_wait": 2.5}  # 34% of 7.3 ms
+    apps["camera"]["latency_ms"] = {"mean": 7.3}
     texts = reading(data, {**report.data, "apps": apps})
     assert any(text.startswith("Queue wait is 34% of camera's mean latency") for text in texts)
 
@@ -343,6 +346,7 @@ def test_reading_names_a_dominant_queue_wait_from_the_split(
     data, report = library_run
     apps = {name: dict(entry) for name, entry in report.data["apps"].items()}
     apps["camera"]["latency_split_ms"] = {"queue_wait": 6.0, "ipc": 0.5, "compute": 3.5}
+    apps["camera"]["latency_ms"] = {**apps["camera"]["latency_ms"], "mean": 10.0}
     texts = reading(data, {**report.data, "apps": apps})
     assert any(
         text.startswith("Queue wait is 60% of camera's mean latency (6.00 of 10.00 ms)")
@@ -498,3 +502,24 @@ def test_crash_reading_says_what_became_of_each_app() -> None:
     ]
     (resilient,) = [text for text in texts if "of resilient's mean latency" in text]
     assert f"{on_cpu} of its executions ran on the CPU path" in resilient
+
+
+def test_split_shares_are_of_the_reports_mean_latency() -> None:
+    """On qos_driver_crash the split's tooltips and reading name resilient's mean latency as
+    the report and the apps table give it (253.810 ms), not the sum of its rounded parts."""
+    box: list[RunPictures] = []
+    report = run(
+        load_scenario(REPO / "scenarios/qos_driver_crash.yaml"),
+        keep_executions=True,
+        inspect=lambda emulator: box.append(collect(emulator)),
+    )
+    entry = report.data["apps"]["resilient"]
+    mean = entry["latency_ms"]["mean"]
+    parts = entry["latency_split_ms"]
+    assert round(sum(parts.values()), 3) != mean  # the case this test is about
+    html = why_section(box[0], report.data)
+    totals = set(re.findall(r"resilient: [a-zA-Z ]+ [\d.]+ ms \(\d+% of ([\d.]+) ms\)", html))
+    assert totals == {f"{mean:.3f}"}
+    texts = reading(box[0], report.data)
+    (resilient,) = [text for text in texts if "of resilient's mean latency" in text]
+    assert f" of {mean:.2f} ms)" in resilient
