@@ -343,11 +343,22 @@ def _device(
         performance = _with_ratio(performance, dtype, ratio)
         setters.add(app.pid)
         timed = True
+        launch_ns = round(cost.launch_us * 1000)
+        if got + launch_ns > median_ns + max(2_000, median_ns // 50):
+            # Faster than the model can compute (each operation takes at least 1 µs), as
+            # when most of the times are executions a driver refused at once: no "=".
+            how = (
+                f"{_ms(median_ns):.3f} ms, less than {spec.preset} {spec.dtype} can take: "
+                f"at the fastest {_ms(got):.3f} ms + launch {cost.launch_us:g} us"
+            )
+        else:
+            how = (
+                f"{_ms(median_ns):.3f} ms = {spec.preset} {spec.dtype} {_ms(got):.3f} ms "
+                f"+ launch {cost.launch_us:g} us"
+            )
         notes.derive(
             f"{where}.performance.{dtype}.exec_time: {ratio:g} "
-            f"(median device time of {count} {what} "
-            f"{_ms(median_ns):.3f} ms = {spec.preset} {spec.dtype} {_ms(got):.3f} ms "
-            f"+ launch {cost.launch_us:g} us)",
+            f"(median device time of {count} {what} {how})",
             f"{where}.performance.{dtype}.exec_time",
         )
     if not timed:
@@ -365,7 +376,16 @@ def _device(
             f"- {cost.prepare_ms_per_op:g} ms x {ops} operations)",
             f"{where}.cost.prepare_ms",
         )
-    jitter = _jitter(driver, [app for _, app in users])
+    split = [app for _, app in users if len(driver.service_of(app.pid)) > len(app.arrivals_ns)]
+    jitter = _jitter(driver, [app for _, app in users if app not in split], pool=not split)
+    if jitter is None and split:
+        app = split[0]
+        notes.assume(
+            f"{where}.cost.jitter: none ({app.name} made {len(driver.service_of(app.pid))} "
+            f"calls to it for {len(app.arrivals_ns)} executions: a model split into "
+            "partitions, whose times differ by partition, not by jitter)",
+            f"{where}.cost.jitter",
+        )
     if jitter is not None:
         sigma, count = jitter
         cost = attrs.evolve(cost, jitter=sigma)
@@ -377,10 +397,10 @@ def _device(
     defaults = [f"{where}.{key}" for key in ("type", "compute_units", "cost.launch_us")]
     notes.assume(
         f"{where}: type accelerator, 1 compute unit, launch {cost.launch_us:g} us, "
-        + ("" if jitter is not None else "no jitter, ")
+        + ("" if jitter is not None or split else "no jitter, ")
         + "per_app_priority scheduler, no preemption (defaults)",
         *defaults,
-        *(() if jitter is not None else (f"{where}.cost.jitter",)),
+        *(() if jitter is not None or split else (f"{where}.cost.jitter",)),
         f"{where}.scheduler",
         f"{where}.preemption",
     )
@@ -403,12 +423,16 @@ MIN_JITTER_EXECUTIONS: Final = 20
 """Fewest device times from which a replay derives a device's jitter."""
 
 
-def _jitter(driver: TraceDriver, users: Sequence[TraceApp]) -> tuple[float, int] | None:
+def _jitter(
+    driver: TraceDriver, users: Sequence[TraceApp], *, pool: bool = True
+) -> tuple[float, int] | None:
     """(sigma, executions) of the device's log-normal jitter: the robust spread (1.4826 x the
     median absolute deviation) of ln device time around each app's own median, pooled; None
-    with fewer than ``MIN_JITTER_EXECUTIONS`` times."""
-    groups = [driver.service_of(app.pid) for app in users] or [driver.service_ns]
-    if sum(len(g) for g in groups) < MIN_JITTER_EXECUTIONS:
+    with fewer than ``MIN_JITTER_EXECUTIONS`` times.  Without ``pool`` (an app of the device
+    made several calls per execution, partitions of a model) only ``users``' own times count,
+    never all the device's times in one group."""
+    groups = [driver.service_of(app.pid) for app in users] or ([driver.service_ns] if pool else [])
+    if pool and sum(len(g) for g in groups) < MIN_JITTER_EXECUTIONS:
         groups = [driver.service_ns]
     deviations: list[float] = []
     for group in groups:

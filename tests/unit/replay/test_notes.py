@@ -1,0 +1,52 @@
+"""The replay's notes on what it derived say what the numbers are, and their sums add up."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from nnemu.replay import build_replay, extract_plan
+from nnemu.replay._build import describe_build
+from tests.unit.replay.helpers import REPO, record
+
+_EXEC_TIME = re.compile(
+    r"exec_time: \S+ \(median device time of \d+ .*? ([\d.]+) ms"
+    r"(?P<rest>(?: = |, less than ).*?([\d.]+) ms \+ launch ([\d.]+) us)\)"
+)
+
+
+@pytest.mark.parametrize("name", ["two_apps_one_npu", "qos_busy_retries"])
+def test_an_exec_time_note_is_an_equation_only_when_it_holds(name: str, tmp_path: Path) -> None:
+    """Each device speed note says median = model + launch only when that sum is the median;
+    qos_busy_retries's median (mostly refused executions, 2 µs) is below the fastest model."""
+    path = tmp_path / "t.html"
+    record(REPO / "scenarios" / f"{name}.yaml", path)
+    lines = describe_build(build_replay(extract_plan(str(path))))
+    notes = [m for line in lines if (m := _EXEC_TIME.search(line))]
+    assert notes
+    for note in notes:
+        median, model, launch_us = float(note[1]), float(note[3]), float(note[4])
+        if " = " in note["rest"]:
+            assert median == pytest.approx(model + launch_us / 1000, abs=0.002)
+        else:
+            assert model + launch_us / 1000 > median
+    less = [note for note in notes if "less than" in note["rest"]]
+    assert bool(less) == (name == "qos_busy_retries")
+
+
+def test_a_partitioned_models_calls_give_no_jitter(tmp_path: Path) -> None:
+    """partial_driver_fallback calls conv-dsp twice per execution (two partitions, 0.043 and
+    5.842 ms, no jitter): the replay derives no jitter from them and says why."""
+    path = tmp_path / "t.html"
+    record(REPO / "scenarios/partial_driver_fallback.yaml", path)
+    built = build_replay(extract_plan(str(path)))
+    (device,) = (d for d in built.scenario.devices if d.name == "conv-dsp")
+    assert device.cost.jitter == 0
+    lines = describe_build(built)
+    assert any(
+        "conv-dsp.cost.jitter: none (gallery made 40 calls to it for 20 executions" in line
+        for line in lines
+    )
+    assert not any("no jitter, " in line for line in lines)
