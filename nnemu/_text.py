@@ -28,9 +28,12 @@ def places(text: str) -> int:
 
 
 def plain(value: float) -> str:
-    """A figure without an interval, to 4 significant digits (no exponent from 10,000 up):
-    ``13.37``, ``0.211``, ``89``, ``12346``."""
-    return fixed(value, 0) if abs(value) >= 1e4 else f"{value:.4g}"
+    """A figure without an interval, to 4 significant digits, trailing zeros kept so that
+    they count (``11.90`` for 11.905: ``11.9`` would claim 3); a whole number as it is, and
+    no exponent: ``13.37``, ``0.2110``, ``89``, ``12346``, ``0.00001234``."""
+    if not math.isfinite(value) or value == int(value):
+        return fixed(value, 0)
+    return fixed(value, max(0, 3 - math.floor(math.log10(abs(value)))))
 
 
 def interval_text(mean: float, half_width: float | None) -> tuple[str, str]:

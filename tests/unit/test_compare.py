@@ -92,9 +92,9 @@ def test_fail_if_decides_on_the_exact_means_not_the_printed_ones() -> None:
 @pytest.mark.parametrize(
     ("a", "b", "texts"),
     [
-        # one run a side: 4 significant digits; B - A to the finer place of the two
-        ((11.296,), (14.432,), ("11.3", "-", "14.43", "-", "+3.14", "+27.8%")),
-        ((0.711026,), (0.754232,), ("0.711", "-", "0.7542", "-", "+0.0432", "+6.1%")),
+        # one run a side: 4 significant digits, trailing zeros kept; B - A to the finer place of the two
+        ((11.296,), (14.432,), ("11.30", "-", "14.43", "-", "+3.14", "+27.8%")),
+        ((0.711026,), (0.754232,), ("0.7110", "-", "0.7542", "-", "+0.0432", "+6.1%")),
         # replications: the interval's precision; B - A: that of its Welch interval
         (
             (0.0235, 0.0241, 0.0229, 0.0238),

@@ -26,8 +26,13 @@ def test_a_mean_is_rounded_where_its_half_widths_second_digit_is(
 
 
 def test_a_figure_without_spread_keeps_four_significant_digits() -> None:
-    """One value (no half-width) or equal values (zero) print the mean to 4 digits, no exponent."""
+    """One value (no half-width) or equal values (zero) print the mean to 4 digits, no exponent,
+    trailing zeros kept (``11.3`` for 11.296 would claim only 3); a whole number as it is."""
     assert interval_text(13.369, None) == ("13.37", "-")
     assert interval_text(89.0, 0.0) == ("89", "0")
     assert plain(123456.7) == "123457"
-    assert plain(0.210961) == "0.211"
+    assert plain(0.210961) == "0.2110"
+    assert plain(11.296) == "11.30"
+    assert plain(0.711026) == "0.7110"
+    assert plain(-2.5) == "-2.500"
+    assert plain(0.00001234) == "0.00001234"
