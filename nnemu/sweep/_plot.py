@@ -1,5 +1,6 @@
 """``nnemu sweep --plot``: one PNG per metric against the first numeric varied key, a line per
-combination of the other varied keys, with the 95% confidence band of the mean.  A p95 or p99
+combination of the other varied keys, with the 95% confidence band of the mean (the part of it
+a mean of the metric can be in: not below 0, not above 1 for a fraction).  A p95 or p99
 point that summary.txt marks ``*`` (only the slowest execution in some replication:
 ``nnemu._tails``) is drawn as an open marker, explained under the plot.
 
@@ -68,10 +69,11 @@ def write_plots(
                 intervals = [mean_interval(values) for _, values in points]
                 means = [interval.mean for interval in intervals]
                 (drawn,) = axes.plot(xs, means, marker="o", markersize=3, label=label or None)
+                low, high = _bounds(path_parts, [v for _, values in points for v in values])
                 axes.fill_between(
                     xs,
-                    [interval.low for interval in intervals],
-                    [interval.high for interval in intervals],
+                    [max(interval.low, low) for interval in intervals],
+                    [min(interval.high, high) for interval in intervals],
                     alpha=0.2,
                 )
                 marked = [
@@ -110,6 +112,19 @@ def write_plots(
         finally:
             plt.close(figure)
     return paths
+
+
+_FRACTIONS: Final = frozenset({"busy_fraction", "deadline_miss_rate", "error_rate"})
+"""Report leaves that are fractions: 0 to 1."""
+
+
+def _bounds(path: Sequence[str], values: Sequence[float]) -> tuple[float, float]:
+    """Where a band of ``path``'s mean may reach: not below 0 for a metric no run measured
+    below 0 (a latency, a count), not above 1 for a fraction.  With few replications the
+    Student-t interval, symmetric about the mean, can reach past what the metric can be; the
+    band shows the part of it the mean could be in (summary.txt prints the interval whole)."""
+    low = 0.0 if all(value >= 0 for value in values) else -math.inf
+    return low, 1.0 if path[-1] in _FRACTIONS else math.inf
 
 
 def _label(point: Mapping[str, Any], others: Sequence[str]) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.commands import run_cli
-from tests.unit.sweep.sweeps import SMALL, write
+from tests.unit.sweep.sweeps import SMALL, results, write
 
 
 def test_plot_writes_one_png_per_metric(tmp_path: Path) -> None:
@@ -72,3 +74,46 @@ def test_a_p99_that_was_the_slowest_execution_is_an_open_marker_explained(
     ]
     assert hollow == 2  # one line of open markers per scheduler
     assert drawn["devices.npu.busy_fraction"] == ([], 0)
+
+
+def test_a_band_stays_where_the_metric_can_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A point whose three p99s are 1, 1 and 60 ms has a 95% interval reaching far below 0;
+    the band drawn stops at 0 ms (a latency cannot be negative), a fraction's band at 1."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.axes import Axes
+
+    from nnemu.stats import mean_interval
+    from nnemu.sweep._experiment import load_experiment
+    from nnemu.sweep._plot import _bounds, write_plots
+
+    assert _bounds(("devices", "npu", "busy_fraction"), [0.5, 0.9]) == (0.0, 1.0)
+    assert _bounds(("apps", "a", "latency_ms", "p99"), [3.0]) == (0.0, float("inf"))
+    assert _bounds(("x",), [-1.0, 2.0]) == (float("-inf"), float("inf"))
+
+    experiment_path = write(tmp_path)
+    code, _, err = run_cli("sweep", str(experiment_path), "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    rows = [row for row in results(tmp_path / "o") if row["status"] == "ok"]
+    first = json.dumps(rows[0]["point"], sort_keys=True)
+    spread = [row for row in rows if json.dumps(row["point"], sort_keys=True) == first]
+    assert len(spread) == 3
+    for row, p99 in zip(spread, (1.0, 1.0, 60.0), strict=True):
+        row["report"]["apps"]["camera"]["latency_ms"]["p99"] = p99
+    assert mean_interval([1.0, 1.0, 60.0]).low < -50  # what the band would show unbounded
+
+    bands: list[tuple[list[float], list[float]]] = []
+    fill = Axes.fill_between
+
+    def recording(self: Axes, x: object, low: list[float], high: list[float], **kw: Any) -> Any:
+        bands.append((list(low), list(high)))
+        return fill(self, x, low, high, **kw)
+
+    monkeypatch.setattr(Axes, "fill_between", recording)
+    (tmp_path / "plots").mkdir()
+    write_plots(load_experiment(experiment_path), rows, str(tmp_path / "plots"))
+    p99_bands, busy_bands = bands[:2], bands[2:]  # (a line per scheduler, per metric)
+    assert min(v for low, _ in p99_bands for v in low) == 0.0
+    assert max(v for _, high in p99_bands for v in high) > 60
+    assert all(0 <= v <= 1 for low, high in busy_bands for v in (*low, *high))
