@@ -323,7 +323,11 @@ def _histogram(page: _Page, app: AppPicture, summary: Mapping[str, Any] | None) 
         (name, float(printed[name]) if name in printed else _quantile(values, q) / 1e6)
         for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
     ]
-    texts = [f"{name} {value_ms:.2f}" for name, value_ms in marks]
+    # (A tail quantile that is only the slowest execution is marked, as in the summary table.)
+    texts = [
+        f"{name}{MARK if slowest_only(name, len(values)) else ''} {value_ms:.2f}"
+        for name, value_ms in marks
+    ]
     places = _quantile_labels([origin + v * sx for _, v in marks], texts, _HIST_W - 16)
     for (name, value_ms), text, (x, y, anchor) in zip(marks, texts, places, strict=True):
         px = origin + value_ms * sx

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from nnemu._tails import MARK, footnote, slowest_only
 from nnemu.pictures._collect import AppPicture, DevicePicture, RunPictures
 from nnemu.pictures._common import (
     DEADLINE_MISS_COLOR,
@@ -124,6 +125,7 @@ def _latency(plt: Any, data: RunPictures, index: int, app: AppPicture, path: Pat
     values = sorted(value / 1e6 for value in app.latencies_ns)
     fig, (hist, cdf) = plt.subplots(1, 2, figsize=(11, 3.6))
     color = app_color(index)
+    marked: list[str] = []
     if values:
         hist.hist(values, bins=40, color=color)
         for row, q in enumerate((0.5, 0.95, 0.99)):
@@ -133,8 +135,12 @@ def _latency(plt: Any, data: RunPictures, index: int, app: AppPicture, path: Pat
             # One row per quantile, so close quantiles' labels cannot overlap; labels of
             # the right fifth go left of their line to stay inside the axes.
             right = value - values[0] > 0.8 * (values[-1] - values[0])
+            name = f"p{round(q * 100)}"
+            if slowest_only(name, len(values)):
+                marked.append(name)
+                name += MARK
             hist.annotate(
-                f"p{round(q * 100)} {value:.2f}",
+                f"{name} {value:.2f}",
                 (value, 0.97 - 0.08 * row),
                 xycoords=("data", "axes fraction"),
                 xytext=(-3 if right else 3, 0),
@@ -154,7 +160,11 @@ def _latency(plt: Any, data: RunPictures, index: int, app: AppPicture, path: Pat
     cdf.set_ylabel("fraction")
     cdf.set_ylim(0, 1.02)
     fig.suptitle(f"{data.scenario}: {app.name} (priority {app.priority}), {len(values)} completed")
-    fig.tight_layout()
+    if marked:
+        fig.text(0.01, 0.01, footnote(marked), fontsize=7)
+        fig.tight_layout(rect=(0, 0.05, 1, 1))
+    else:
+        fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
 

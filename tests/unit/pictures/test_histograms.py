@@ -167,3 +167,16 @@ def test_page_legend_documents_the_code_palette() -> None:
     fill = re.search(r'class="code code-MISSED_DEADLINE_TRANSIENT"[^>]*fill="(#\w+)"', text)
     assert fill
     assert fill.group(1) == CODE_COLORS["MISSED_DEADLINE_TRANSIENT"]
+
+
+def test_a_tail_label_that_is_the_slowest_execution_is_marked() -> None:
+    """Over 15 executions the p95 and p99 are the slowest one, over 30 the p99: their labels
+    carry the summary table's ``*`` (the page's footnote explains it); over 200 none does."""
+    few = _svg(_page(_app("camera", [10**6 * (i + 1) for i in range(15)])), "latency-camera")
+    labels = re.findall(r'class="qlabel"[^>]*>([^<]*)<', few)
+    assert labels == ["p50 8.00", "p95* 15.00", "p99* 15.00"]
+    some = _svg(_page(_app("camera", [10**6 * (i + 1) for i in range(30)])), "latency-camera")
+    labels = re.findall(r'class="qlabel"[^>]*>([^<]*)<', some)
+    assert labels == ["p50 15.00", "p95 29.00", "p99* 30.00"]
+    many = _svg(_page(_app("camera", [10**5 * (i + 1) for i in range(200)])), "latency-camera")
+    assert not any("*" in label for label in re.findall(r'class="qlabel"[^>]*>([^<]*)<', many))
