@@ -51,6 +51,7 @@ from nnemu.trace import (
     ROW_SEPARATOR,
     UNKNOWN_TGID,
     Mark,
+    atrace_tgid,
     classify,
     exact_timestamp_ns,
     is_mark_row,
@@ -1122,9 +1123,14 @@ class Engine:
             parts = rest.split("|", 2)
             if len(parts) == 2:  # B|tgid: a section with no name, as B|tgid| (and Perfetto)
                 parts.append("")
-            if len(parts) < 3 or parts[0] or not parts[1].isdigit():
+            # The tgid as Perfetto's trace processor reads it (+200 and " 200" are 200), the
+            # kind whatever follows its B (Bx|200|name begins a section there too).
+            tgid_number = atrace_tgid(parts[1]) if len(parts) == 3 else None
+            if tgid_number is None:
                 entry = (kind, "", "", OPAQUE, "B" + rest, False)
             else:
+                if not (parts[1].isascii() and parts[1].isdigit()):
+                    parts[1] = str(tgid_number)
                 mark = classify(parts[2])
                 plain = (
                     mark.layer is not None

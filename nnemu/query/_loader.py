@@ -52,6 +52,7 @@ from nnemu.trace import (
     NotLineJson,
     SystemText,
     TraceFormat,
+    atrace_tgid,
     event_lines,
     file_format,
     is_json_number,
@@ -64,6 +65,7 @@ from nnemu.trace import (
     not_a_number_dur,
     not_a_number_ts,
     out_of_order_warning,
+    pid_of_tgid,
     pid_tid_problem,
     refuse_unreadable,
     system_text,
@@ -89,6 +91,10 @@ _LEADING_SPACE: Final = re.compile(r"\s*")
 _BAD_HEAD: Final[tuple[str, str, str | None]] = ("", "", None)
 _NOT_A_MARK: Final = MarkInfo(None, None, PLAIN)
 _MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>; row skipped"
+_UNTERMINATED: Final = (
+    "the file ends mid-line (no line break after this row): row skipped, as Perfetto's trace"
+    " processor skips it"
+)
 EMPTY_SLICE_NAME: Final = "[empty slice name]"
 """The name Perfetto's trace processor gives the slice of a ``B|tgid`` or ``B|tgid|`` row."""
 _JSON_FLOW_PHASES: Final = frozenset({"s", "t", "f"})
@@ -305,9 +311,12 @@ def begin_name(rest: str) -> str | None:
     processor reads it: ``|tgid|name``, the name everything after the second ``|`` (``|`` in
     it kept), its trailing whitespace dropped; with no name (``|tgid``, ``|tgid|``)
     ``EMPTY_SLICE_NAME``; None when there is no tgid (``B``, ``B|``, ``B||name``,
-    ``B|abc|name``): not a slice (trace processor counts a ``systrace_parse_failure``)."""
+    ``B|abc|name``): not a slice (trace processor counts a ``systrace_parse_failure``).
+    As there, the first field is the kind whatever follows its ``B`` (``Bx|200|name``
+    begins a slice) and the tgid is read as ``strtoul`` reads it (``+200``, `` 200``:
+    ``nnemu.trace.atrace_tgid``)."""
     parts = rest.split("|", 2)
-    if len(parts) < 2 or parts[0] or not (parts[1].isascii() and parts[1].isdigit()):
+    if len(parts) < 2 or atrace_tgid(parts[1]) is None:
         return None
     return (parts[2].rstrip() if len(parts) == 3 else "") or EMPTY_SLICE_NAME
 
@@ -323,9 +332,8 @@ def _id(text: str) -> int | None:
 def _payload_tgid(rest: str) -> int | None:
     """The tgid of a ``B|tgid|name`` or ``E|tgid`` payload, if it has one."""
     parts = rest.split("|", 2)
-    if len(parts) >= 2 and parts[1].isascii() and parts[1].isdigit():
-        return _id(parts[1])
-    return None
+    tgid = atrace_tgid(parts[1]) if len(parts) >= 2 else None
+    return None if tgid is None else pid_of_tgid(tgid)
 
 
 def _arg_value(value: object) -> object:
@@ -600,6 +608,8 @@ class Loader:
         record: _Open
         for first, block in source.blocks():
             line_number = first - 1
+            if file_lines and block and block[-1][-1:] != "\n":
+                block = self._without_unterminated(first + len(block) - 1, block)
             for line in block:
                 line_number += 1
                 # Fast path for the usual layout: the row's head (up to the timestamp) and
@@ -768,12 +778,23 @@ class Loader:
         self._file_lines = True
         source = FtraceLines(lines, on_dump=self._dump_row)
         for line_number, line in time_ordered(source):
+            if line[-1:] != "\n" and not self._without_unterminated(line_number, [line]):
+                continue
             self._slow_row(line_number, line)
         if source.truncated:
             self.warn(
                 source.last_line_number,
                 "the trace data block has no closing </script>: the file looks truncated",
             )
+
+    def _without_unterminated(self, line_number: int, block: list[str]) -> list[str]:
+        """``block`` without its last line (``line_number``), which has no line break: the
+        file ends mid-line, a row cut off (``B|200|[NN_LA_P``, ``E|2``). Perfetto's trace
+        processor reads only whole lines, so that row is skipped, with a warning if it is a
+        mark row."""
+        if "tracing_mark_write" in block[-1]:
+            self.warn(line_number, _UNTERMINATED)
+        return block[:-1]
 
     def _head(self, head: str) -> tuple[str, str, str | None]:
         """``(task, tid, TGID column)`` of a row head ending before the timestamp, cached;

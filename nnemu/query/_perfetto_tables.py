@@ -34,7 +34,14 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from nnemu._text import counted
-from nnemu.trace import HEAD_RE, ROW_SEPARATOR, timestamp_ns
+from nnemu.trace import (
+    HEAD_RE,
+    ROW_SEPARATOR,
+    atrace_counter_value,
+    atrace_tgid,
+    pid_of_tgid,
+    timestamp_ns,
+)
 
 TABLES: Final = """
 CREATE TABLE flow (
@@ -78,13 +85,17 @@ SELECT id, name, parent_id, type, unit, description FROM process_counter_track;
 RESET_TABLES: Final = ("flow", "counter", "process_counter_track")
 
 COUNTER_RE: Final = re.compile(
-    HEAD_RE.pattern + r"(\d+)\.(\d+)" + ROW_SEPARATOR.rstrip(" ") + r" C\|(\d+)\|([^|]*)\|(.*)"
+    HEAD_RE.pattern
+    + r"(\d+)\.(\d+)"
+    + ROW_SEPARATOR.rstrip(" ")
+    + r" C[^|]*\|([^|]*)\|([^|]*)\|(.*)"
 )
 """A ``tracing_mark_write`` counter row.  Groups: task, tid, TGID column, seconds,
-fraction, the payload's tgid, name, and the value (with an optional ``|category``)."""
+fraction, the payload's tgid, name, and the value (with an optional ``|category``).  As in
+Perfetto's trace processor, the first field is the kind whatever follows its ``C``; the
+tgid and the value are checked by ``atrace_tgid`` and ``atrace_counter_value``."""
 
 _BATCH_ROWS: Final = 10_000
-_VALUE_RE: Final = re.compile(r"-?\d+", re.ASCII)
 
 Warn = Callable[[int, str], None]
 FlowKey = tuple[str, str, object]
@@ -260,17 +271,17 @@ class PerfettoRows:
         m = COUNTER_RE.match(line)
         if m is None:
             return False
-        _, _, _, seconds, fraction, tgid, name, rest = m.groups()
-        value = rest.split("|", 1)[0].rstrip("\r")
+        _, _, _, seconds, fraction, tgid_field, name, rest = m.groups()
         ts = timestamp_ns(seconds, fraction)
-        # An int64, as atrace writes it (a longer one is no value trace processor reads).
-        number = float(value) if _VALUE_RE.fullmatch(value) and len(value) <= 19 else None
-        if number is not None and abs(number) >= 2**63:
-            number = None
-        if ts is None or len(tgid) > 10 or number is None:
+        # As trace processor reads them: the tgid as strtoul, the value an int64 as strtoll
+        # (`` 7`` and ``+7`` are 7; ``2.5`` and ``7 |cat`` are no value; the row's trailing
+        # whitespace is dropped, as from a begin row's name), a name not empty.
+        tgid = atrace_tgid(tgid_field)
+        value = atrace_counter_value(rest.rstrip().split("|", 1)[0])
+        if ts is None or tgid is None or not name or value is None:
             self.warn(line_number, "malformed counter mark: expected C|<tgid>|<name>|<integer>")
             return True
-        self._counter(int(tgid), name, "atrace_counter", ts, number)
+        self._counter(pid_of_tgid(tgid), name, "atrace_counter", ts, float(value))
         return True
 
     # -- the end -----------------------------------------------------------

@@ -48,6 +48,7 @@ from nnemu.trace import (
     FtraceLines,
     NotLineJson,
     TraceFormat,
+    atrace_tgid,
     classify,
     event_lines,
     file_format,
@@ -762,9 +763,11 @@ class _Collector:
                 # processor names it "[empty slice name]"). Any other B row still opens a
                 # section, with no role: its E closes it, not the section it is in (parse
                 # warns of it; query skips it as Perfetto does, with a warning).
+                # The tgid as Perfetto reads it (+200, " 200"), the kind whatever follows B.
                 parts = rest.split("|", 2)
-                pid = pid_of(parts[1]) if len(parts) > 1 and not parts[0] else None
-                name = parts[2].rstrip("\n") if pid is not None and len(parts) == 3 else ""
+                tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
+                pid = None if tgid is None else pid_of(str(tgid))
+                name = parts[2].rstrip("\n") if tgid is not None and len(parts) == 3 else ""
                 if tgid_column is not None and tgid_column.isdigit():
                     pid = pid_of(tgid_column)
                 begin(ts, tid if pid is None else pid, tid, name)

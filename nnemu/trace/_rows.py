@@ -110,6 +110,46 @@ def pid_of(text: str) -> int | None:
     return value if value <= MAX_ID else None
 
 
+_ATRACE_NUMBER: Final = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)", re.ASCII)
+"""A number field of an atrace mark as C's ``strtoul``/``strtoll`` read it whole: leading
+whitespace, a sign, ASCII digits (how Perfetto's trace processor reads a mark's fields)."""
+
+
+def atrace_tgid(field: str) -> int | None:
+    """The tgid field of an atrace mark (``B|tgid|name``) as Perfetto's trace processor reads
+    it (``StringToUInt32``: ``strtoul`` over the whole field, cast to 32 bits): ``200``,
+    ``+200`` and `` 200`` are 200; None when it is no number (empty, ``abc``, ``200 ``).
+    A negative or wrapped value is returned as that 32-bit number (``-1`` is 4294967295),
+    which ``pid_of_tgid`` turns into no pid."""
+    m = _ATRACE_NUMBER.fullmatch(field)
+    if m is None:
+        return None
+    sign, digits = m.groups()
+    value = int(digits)
+    if value > 2**64 - 1:  # strtoul saturates
+        return 2**32 - 1
+    if sign == "-":
+        value = -value % 2**64
+    return value % 2**32
+
+
+def pid_of_tgid(tgid: int) -> int | None:
+    """The pid an ``atrace_tgid`` names, or None when it names none (0, beyond pid_t)."""
+    return tgid if 0 < tgid <= MAX_ID else None
+
+
+def atrace_counter_value(field: str) -> int | None:
+    """A counter mark's value (``C|tgid|name|value``) as Perfetto's trace processor reads it
+    (``StringToInt64``: ``strtoll`` over the whole field, saturating): None when it is no
+    integer (``2.5``, ``7 ``, empty)."""
+    m = _ATRACE_NUMBER.fullmatch(field)
+    if m is None:
+        return None
+    sign, digits = m.groups()
+    value = -int(digits) if sign == "-" else int(digits)
+    return max(-(2**63), min(2**63 - 1, value))
+
+
 def timestamp_ns(seconds: str, fraction: str) -> int | None:
     """The ns of an ftrace timestamp ``seconds.fraction``, any number of fraction
     digits (rounded half up to the ns); None beyond ``MAX_SECONDS_DIGITS`` or ``MAX_ABS_NS``."""

@@ -1,5 +1,6 @@
-"""Begin rows with no name or no tgid (``B|200``, ``B|200|``, ``B|abc|n``): query reads them as
-Perfetto's trace processor does, and parse and replay keep every number they print."""
+"""Begin rows with no name or no tgid (``B|200``, ``B|200|``, ``B|abc|n``), or a tgid or kind
+written loosely (``B|+200|n``, ``B| 200|n``, ``Bx|200|n``): query reads them as Perfetto's
+trace processor does, and parse and replay keep every number they print."""
 
 from __future__ import annotations
 
@@ -27,6 +28,19 @@ TRACE_PROCESSOR_NAMES = [
     ("B|", None),
     ("B||n", None),
     ("B|abc|n", None),
+    # The tgid is read as C's strtoul reads the whole field, the kind is the first field's
+    # first character (ParseSystraceTracePoint).
+    ("B|+200|n", "n"),
+    ("B| 200|n", "n"),
+    ("B|\t200|n", "n"),
+    ("Bx|200|n", "n"),
+    ("BEGIN|200|n", "n"),
+    ("B |200|n", "n"),
+    ("B|200 |n", None),
+    ("B|+|n", None),
+    ("B| |n", None),
+    ("B|0x10|n", None),
+    ("B|\u0663|n", None),
 ]
 
 
@@ -118,3 +132,28 @@ def test_a_begin_row_with_no_name_or_tgid_moves_no_number_of_parse_or_replay(
 
     assert recorded(marked) == recorded(plain)
     assert "5.915     6.374     6.472" in recorded(marked)
+
+
+@pytest.mark.parametrize("tgid", ["+707", " 707"])
+def test_a_tgid_written_with_a_sign_or_a_space_is_read_by_parse_and_replay(
+    tmp_path: Path, tgid: str
+) -> None:
+    """A trace whose begin rows write the tgid as ``B|+707|`` or ``B| 707|`` gives parse's
+    tables and replay's recorded latencies of ``B|707|`` (both had skipped every such mark:
+    parse found no NNAPI mark, replay no execution)."""
+    plain = tmp_path / "plain.txt"
+    record(QUICKSTART, plain)
+    loose = tmp_path / "loose.txt"
+    loose.write_text(plain.read_text("utf-8").replace("B|707|", f"B|{tgid}|"), "utf-8")
+    _, plain_tables, _ = run_parse(plain)
+    code, tables, err = run_parse(loose)
+    assert code == 0, err
+    assert tables == plain_tables.replace("B|707|[NN_LA_PO]", f"B|{tgid}|[NN_LA_PO]")
+    assert "Application" in tables
+
+    def recorded(path: Path) -> str:
+        code, out, err = run_cli("replay", str(path), "-n")
+        assert code == 0, err
+        return next(line for line in out.splitlines() if "recorded" in line and "camera" in line)
+
+    assert recorded(loose) == recorded(plain)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from nnemu.errors import TraceFormatError
 from nnemu.query import open_trace
 from nnemu.query._table_functions import ApswDatabase, QueryDatabase, to_apsw
-from tests.commands import run_query
+from tests.commands import run_query, trace_processor_shell
 
 T0_US = 1_000_000
 
@@ -143,6 +143,79 @@ def test_json_counters_make_a_track_per_process_and_arg(tmp_path):
         (2, "queue busy", "json_counter"),
         (3, "queue waiting", "json_counter"),
     ]
+
+
+COUNTER_ROWS = [
+    # (row, the value trace_processor_shell v58.2 stores, or None: no counter, a warning)
+    ("C|100|a|5", 5.0),
+    ("C|100|b| 7", 7.0),
+    ("C|100|c|+7", 7.0),
+    ("C|100|d|7|cat", 7.0),
+    ("Cx|100|e|5", 5.0),
+    ("C|100|f|7   ", 7.0),
+    ("C|+100|g|3", 3.0),
+    ("C|100|h|-4", -4.0),
+    ("C|100|i|2.5", None),
+    ("C|100|j|7 |cat", None),
+    ("C|100||5", None),
+    ("C|100|k|", None),
+]
+
+
+def test_systrace_counter_rows_are_read_as_trace_processor_reads_them(write_trace):
+    """A counter's tgid and value are integers as C's strtoul/strtoll read them (a sign, leading
+    whitespace; the row's trailing whitespace dropped) and its kind the first field's first
+    character, as trace processor reads them; a fraction, a blank name or value is skipped."""
+    path = write_trace([(0, "app", 100, 100, "A"), (1, "app", 100, 100, "E")])
+    text = path.read_text().splitlines()
+    row = text[2]
+    path.write_text(
+        "\n".join([*text, *(row.replace("B|100|A", mark) for mark, _ in COUNTER_ROWS)]) + "\n"
+    )
+    code, out, err = _command(
+        path,
+        "SELECT t.name, p.pid, c.value FROM counter c JOIN process_counter_track t"
+        " ON t.id = c.track_id JOIN process p USING (upid) ORDER BY c.id",
+    )
+    assert code == 0
+    loaded = [(mark.split("|")[2], value) for mark, value in COUNTER_ROWS if value is not None]
+    assert out.splitlines()[1:] == [f"{name},100,{value}" for name, value in loaded]
+    skipped = [n + 5 for n, (_, value) in enumerate(COUNTER_ROWS) if value is None]
+    assert [int(line.split(":")[1]) for line in err.splitlines()] == skipped
+    assert all(
+        line.endswith("malformed counter mark: expected C|<tgid>|<name>|<integer>")
+        for line in err.splitlines()
+    )
+
+
+def test_systrace_counter_rows_agree_with_trace_processor(write_trace, tmp_path):
+    """The counter rows above give trace_processor_shell's counters (name, ts, value)."""
+    shell = trace_processor_shell()
+    path = write_trace([(0, "app", 100, 100, "A"), (1, "app", 100, 100, "E")])
+    text = path.read_text().splitlines()
+    row = text[2]
+    path.write_text(
+        "\n".join([*text, *(row.replace("B|100|A", mark) for mark, _ in COUNTER_ROWS)]) + "\n"
+    )
+    sql = (
+        "SELECT t.name, c.value FROM counter c JOIN counter_track t ON t.id = c.track_id"
+        " ORDER BY c.ts, c.id"
+    )
+    query = tmp_path / "q.sql"
+    query.write_text(sql)
+    done = subprocess.run(
+        [shell, "-q", str(query), str(path)], capture_output=True, text=True, check=True
+    )
+    theirs = [
+        (name.strip('"'), float(value))
+        for name, value in (line.rsplit(",", 1) for line in done.stdout.strip().splitlines()[1:])
+    ]
+    code, out, _ = _command(path, sql)
+    assert code == 0
+    ours = [
+        (name, float(value)) for name, value in (x.rsplit(",", 1) for x in out.splitlines()[1:])
+    ]
+    assert ours == theirs
 
 
 def test_systrace_counter_marks_make_process_counter_tracks(write_trace):
