@@ -34,6 +34,27 @@ from nnemu.tracer import (
 TOLERANCE_NS: Final = 1_000
 """Largest difference accepted between the parsed and the true value of a cell."""
 
+_ROWS: Final = {
+    Layer.APPLICATION: "Application",
+    Layer.RUNTIME: "Runtime",
+    Layer.IPC: "IPC",
+    Layer.DRIVER: "Driver",
+    Layer.CPU: "CPU",
+}
+"""The rows of ``nnemu parse``'s table."""
+
+_COLUMNS: Final = {
+    Phase.INITIALIZATION: "Initialization",
+    Phase.PREPARATION: "Preparation",
+    Phase.COMPILATION: "Compilation",
+    Phase.INPUTS_AND_OUTPUTS: "I/O",
+    Phase.RESULTS: "Results",
+    Phase.EXECUTION: "Ex. total",
+    Phase.TERMINATION: "Termination",
+    Phase.OVERALL: "Total",
+}
+"""The columns of ``nnemu parse``'s table that are a phase's total (Compute is derived)."""
+
 
 # Parser diagnostics that a run boundary cutting sections explains (the cells
 # involved are listed as not reconstructable); any other diagnostic means the
@@ -74,6 +95,18 @@ class CellResult:
     def label(self) -> str:
         """``LAYER_PHASE`` as the table names it (``LA_PO self`` for the self time)."""
         return f"{self.layer.value}_{self.phase.value}" + (" self" if self.self_time else "")
+
+    @property
+    def where(self) -> str:
+        """The cell's row and column in ``nnemu parse --total-times``'s table (the self-time
+        table for ``LA_PO self``; sub-phases the table has no column for: ``--json``)."""
+        column = _COLUMNS.get(self.phase)
+        row = _ROWS.get(self.layer, self.layer.value)
+        if self.self_time:
+            return f"{row}, {column} in the self-time table"
+        if column is None:
+            return f"{row}, {self.phase.value} in --json --total-times"
+        return f"{row}, {column}"
 
     @property
     def agrees(self) -> bool:
@@ -263,17 +296,20 @@ def format_verification(result: Verification, truth: tuple[RunTruth, ...], out: 
     shown = [c for c in result.cells if not c.agrees or c.reasons]
     if shown:
         width = max(len(labels[c.run]) for c in shown)
+        names = {id(c): f"{c.label} ({c.where})" for c in shown}
+        cell_width = max(len(name) for name in names.values()) + 2
         out.write(
-            f"\n{'run':<{width}}  {'cell':<11}{'trace us':>15}{'truth us':>15}{'diff us':>15}  status\n"
+            f"\n{'run':<{width}}  {'cell':<{cell_width}}{'trace us':>15}{'truth us':>15}"
+            f"{'diff us':>15}  status\n"
         )
         for c in shown:
             status = "not reconstructable" if c.reasons else "DIFFERS"
             out.write(
-                f"{labels[c.run]:<{width}}  {c.label:<11}{_us(c.parsed_ns):>15}"
+                f"{labels[c.run]:<{width}}  {names[id(c)]:<{cell_width}}{_us(c.parsed_ns):>15}"
                 f"{_us(c.truth_ns):>15}{_us(c.parsed_ns - c.truth_ns):>15}  {status}\n"
             )
             for reason in c.reasons:
-                out.write(f"{'':>{width + 13}}because {reason}\n")
+                out.write(f"{'':>{width + 2 + cell_width}}because {reason}\n")
     if result.run_count_problem:
         out.write(f"\n{result.run_count_problem}\n")
     if result.contract_diagnostics:

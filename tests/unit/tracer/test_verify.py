@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import attrs
@@ -12,6 +13,7 @@ from nnemu.parser import ParseResult, format_text, parse_file
 from nnemu.scenario import load_scenario, load_scenario_text
 from nnemu.tracer import GroundTruth, Layer, Phase
 from nnemu.verify import (
+    CellResult,
     compare,
     format_verification,
     run_labels,
@@ -133,7 +135,9 @@ def test_verify_checks_the_application_total_self_time(tmp_path: Path):
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("mlbench (pid 707), run 1 of 1: 40 executions, ")
     assert lines[2].split() == ["run", "cell", "trace", "us", "truth", "us", "diff", "us", "status"]
-    assert lines[3].startswith("mlbench (pid 707), run 1 of 1  LA_PO self ")
+    assert lines[3].startswith(
+        "mlbench (pid 707), run 1 of 1  LA_PO self (Application, Total in the self-time table) "
+    )
     assert lines[3].endswith("DIFFERS")
 
 
@@ -156,3 +160,46 @@ def test_verify_names_runs_as_the_parser_titles_them(tmp_path: Path):
             "indexer (pid 713), run 1 of 1",
         ]
     )
+
+
+def test_a_differing_cell_is_named_by_the_row_and_column_of_parses_table(tmp_path: Path):
+    """A trace whose driver execution was stretched by hand by 1.5 ms fails with the cells it
+    moves named as ``nnemu parse --total-times`` prints them, each with its difference."""
+    scenario = Path(__file__).resolve().parents[3] / "scenarios" / "quickstart.yaml"
+    trace = tmp_path / "trace.txt"
+    truth = GroundTruth()
+    run_with_truth(load_scenario(scenario), truth, trace=str(trace))
+    lines = trace.read_text("utf-8").splitlines(keepends=True)
+    # The first synchronous server call of the driver ends 1.5 ms later.
+    begin = next(i for i, line in enumerate(lines) if "executeSynchronously_1_3::server" in line)
+    task = lines[begin].split()[0]
+    depth = 0
+    for at in range(begin, len(lines)):
+        if lines[at].split()[:1] != [task]:
+            continue
+        depth += 1 if ": B|" in lines[at] else -1
+        if depth == 0:
+            stamp = re.search(r" (\d+)\.(\d{6}): ", lines[at])
+            assert stamp is not None
+            later = int(stamp[1]) * 1_000_000 + int(stamp[2]) + 1500
+            moved = f" {later // 1_000_000}.{later % 1_000_000:06d}: "
+            lines[at] = lines[at].replace(stamp[0], moved)
+            break
+    trace.write_text("".join(lines), "utf-8")
+    result = compare(parse_file(trace), truth.runs)
+    assert not result.passed
+    out = io.StringIO()
+    format_verification(result, truth.runs, out)
+    differs = [line for line in out.getvalue().splitlines() if line.endswith("DIFFERS")]
+    assert len(differs) == 2
+    assert "  LD_PE (Driver, Ex. total)  " in differs[0]
+    assert "  LD_PO (Driver, Total)  " in differs[1]
+    assert [line.split()[-2] for line in differs] == ["1500.000", "1500.000"]
+
+
+def test_cells_the_table_has_no_column_for_are_named_by_their_json_key():
+    """A sub-phase with no column of its own (Compute is derived) is named as --json keys it."""
+    cell = CellResult(
+        run=0, layer=Layer.DRIVER, phase=Phase.COMPUTATION, parsed_ns=0, truth_ns=0, reasons=()
+    )
+    assert cell.where == "Driver, PCO in --json --total-times"
