@@ -1125,11 +1125,12 @@ class Engine:
                 parts.append("")
             # The tgid as Perfetto's trace processor reads it (+200 and " 200" are 200), the
             # kind whatever follows its B (Bx|200|name begins a section there too).
-            tgid_number = atrace_tgid(parts[1]) if len(parts) == 3 else None
-            if tgid_number is None:
+            plain_tgid = len(parts) == 3 and parts[1].isascii() and parts[1].isdigit()
+            tgid_number = None if plain_tgid or len(parts) < 3 else atrace_tgid(parts[1])
+            if not plain_tgid and tgid_number is None:
                 entry = (kind, "", "", OPAQUE, "B" + rest, False)
             else:
-                if not (parts[1].isascii() and parts[1].isdigit()):
+                if tgid_number is not None:
                     parts[1] = str(tgid_number)
                 mark = classify(parts[2])
                 plain = (

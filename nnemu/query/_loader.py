@@ -316,7 +316,9 @@ def begin_name(rest: str) -> str | None:
     begins a slice) and the tgid is read as ``strtoul`` reads it (``+200``, `` 200``:
     ``nnemu.trace.atrace_tgid``)."""
     parts = rest.split("|", 2)
-    if len(parts) < 2 or atrace_tgid(parts[1]) is None:
+    if len(parts) < 2 or (
+        not (parts[1].isascii() and parts[1].isdigit()) and atrace_tgid(parts[1]) is None
+    ):
         return None
     return (parts[2].rstrip() if len(parts) == 3 else "") or EMPTY_SLICE_NAME
 
