@@ -377,7 +377,6 @@ def test_build_requirements_cover_the_compiled_modules_imports() -> None:
                     assert top.lower() in required, f"{path.name} imports {top}"
 
 
-
 def _file_of(module: str) -> Path:
     path = _native.module_path(module)
     return path if path.exists() else path.with_suffix("") / "__init__.py"
@@ -427,3 +426,26 @@ def test_group_sources_cover_what_its_modules_import_from_nnemu(group: Target, s
         if (path := _definer(module, name)) not in sources
     }
     assert uncovered == set()
+
+
+def test_check_ends_quietly_when_its_reader_has_gone() -> None:
+    """``python -m nnemu._build --check | head -1``: a closed stdout ends it with 141 and no
+    traceback, as nnemu's commands end."""
+    import os
+    import subprocess
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "nnemu._build", "--check"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141
+    assert "Traceback" not in done.stderr
