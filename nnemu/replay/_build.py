@@ -8,6 +8,7 @@ same rules.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import statistics
@@ -292,13 +293,55 @@ def _app_model(app: TraceApp, notes: _Notes) -> ModelSpec:
     return spec
 
 
+def per_execution_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], int] | None:
+    """(device time of each execution, calls) of an app that called ``driver`` more often
+    than it executed (a model split into partitions, one call each): the sum of the device
+    times of the calls inside each of its recorded sections.  None when it did not, or when
+    its sections overlap (several threads: a call's section is not known) or hold none."""
+    mine = [
+        (begin, ns)
+        for begin, ns, pid in zip(
+            driver.execution_begins_ns, driver.service_ns, driver.execution_clients, strict=True
+        )
+        if pid == app.pid
+    ]
+    if len(mine) <= len(app.arrivals_ns) or app.max_in_flight > 1 or not app.latencies_ns:
+        return None
+    begins = app.latency_begins_ns
+    sums: dict[int, int] = {}
+    calls = 0
+    for begin, ns in mine:
+        index = bisect.bisect_right(begins, begin) - 1
+        if index >= 0 and begin <= begins[index] + app.latencies_ns[index]:
+            sums[index] = sums.get(index, 0) + ns
+            calls += 1
+    if not sums:
+        return None
+    return [sums[index] for index in sorted(sums)], calls
+
+
+def _app_device_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], str]:
+    """``app``'s device time per execution on ``driver`` and what it is: per execution
+    the sum of its calls when it split its model into partitions (``per_execution_ns``), else
+    the time of each call."""
+    split = per_execution_ns(driver, app)
+    if split is None:
+        return list(driver.service_of(app.pid)), f"{app.name}'s executions"
+    times, calls = split
+    each = f"{calls // len(times)} calls" if calls % len(times) == 0 else "calls"
+    return times, (
+        f"{app.name}'s executions, each the sum of its {each} to it (partitions of the "
+        f"model; {calls} calls)"
+    )
+
+
 def _device_time_ns(driver: TraceDriver, app: TraceApp | None) -> tuple[int, int, str] | None:
     """(median device time, count, what it is) of ``app``'s executions on ``driver``, or of
     all of them when the trace does not say which app sent which (None: none seen)."""
     if app is not None:
-        mine = driver.service_of(app.pid)
+        mine, what = _app_device_ns(driver, app)
         if mine:
-            return int(statistics.median(mine)), len(mine), f"{app.name}'s executions"
+            return int(statistics.median(mine)), len(mine), what
     if driver.service_ns:
         return int(statistics.median(driver.service_ns)), len(driver.service_ns), "executions"
     return None
@@ -394,9 +437,22 @@ def _device(
             f"median, {count} executions: 1.4826 x median absolute deviation)",
             f"{where}.cost.jitter",
         )
-    defaults = [f"{where}.{key}" for key in ("type", "compute_units", "cost.launch_us")]
+    units = driver.compute_units
+    if units > 1:
+        notes.derive(
+            f"{where}.compute_units: {units} (at most {units} executions at once on the "
+            f"driver's threads; {driver.units_evidence} of its executions began beside a "
+            "running one and ran from their begin)",
+            f"{where}.compute_units",
+        )
+    defaults = [
+        f"{where}.{key}"
+        for key in ("type", *(() if units > 1 else ("compute_units",)), "cost.launch_us")
+    ]
     notes.assume(
-        f"{where}: type accelerator, 1 compute unit, launch {cost.launch_us:g} us, "
+        f"{where}: type accelerator, "
+        + ("" if units > 1 else "1 compute unit, ")
+        + f"launch {cost.launch_us:g} us, "
         + ("" if jitter is not None or split else "no jitter, ")
         + "per_app_priority scheduler, no preemption (defaults)",
         *defaults,
@@ -414,6 +470,7 @@ def _device(
     return DeviceSpec(
         name=driver.name,
         hal_version=driver.hal_version,
+        compute_units=units,
         performance=performance,
         cost=cost,
     )
@@ -496,7 +553,7 @@ def _fit_models(
         if app.pid in setters or not app.driver_pids or app.driver_pids[0] not in device_of:
             continue
         driver, device = driver_of[app.driver_pids[0]], device_of[app.driver_pids[0]]
-        mine = driver.service_of(app.pid)
+        mine, what = _app_device_ns(driver, app)
         if not mine:
             continue
         spec = model_of_app[app.pid]
@@ -517,7 +574,7 @@ def _fit_models(
         model_of_app[app.pid] = _with_width(spec, width)
         notes.derive(
             f"{where}.params.width: {width:g} (median device time of {len(mine)} "
-            f"{app.name}'s executions on {device.name} {_ms(target):.3f} ms = "
+            f"{what} on {device.name} {_ms(target):.3f} ms = "
             f"{spec.preset} {spec.dtype} width {width:g} {_ms(got):.3f} ms + launch "
             f"{device.cost.launch_us:g} us)",
             f"{where}.params.width",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import re
 import statistics
@@ -135,6 +136,8 @@ class TraceApp:
     """``Compilation_setTimeout``/``Execution_setTimeout`` calls seen (values not traced)."""
     latencies_ns: array[int] = attrs.field(converter=_column, factory=tuple)
     """Duration of each closed section that gave an arrival (the recorded latencies)."""
+    latency_begins_ns: array[int] = attrs.field(converter=_column, factory=tuple)
+    """When each of ``latencies_ns`` began (trace clock), in the same order."""
     never_ended: int = 0
     """Sections that gave an arrival but are still open at the end of the trace."""
     compile_inside_ns: array[int] = attrs.field(converter=_column, factory=tuple)
@@ -164,7 +167,16 @@ class TraceDriver:
     client call seen); empty when not known at all."""
     service_ns: array[int] = attrs.field(converter=_column, factory=tuple)
     """How long the device worked on each of ``execution_ns``: the driver time less the
-    wait behind the execution that ended before it (the device serves one at a time)."""
+    wait behind the execution that ended before it (the device serves one at a time), or
+    the whole driver time of an execution that ran beside others (``compute_units``)."""
+    execution_begins_ns: array[int] = attrs.field(converter=_column, factory=tuple)
+    """When each of ``execution_ns`` began (its ``execute*::server`` begin, trace clock);
+    empty when not known."""
+    compute_units: int = 1
+    """The most executions the device ran at once (``units_evidence``): 1 when the trace
+    shows none beside another."""
+    units_evidence: int = 0
+    """How many executions began beside a running one and ran from their begin."""
     prepare_ns: tuple[int, ...]
     """Observed driver time of each preparation (server begin -> notify)."""
 
@@ -1131,6 +1143,82 @@ def _service(begins: array[int], durations: array[int]) -> array[int]:
     return service
 
 
+PARALLEL_BAND: Final = 0.25
+"""Least half-width (ln) of the band of device times around an app's typical one in which
+an execution's time counts as that app's compute (``_units``); at least 3 x the spread of
+the app's times on an idle device."""
+
+
+def _typical(durations: Sequence[int]) -> tuple[float, float]:
+    """(median, band) of an app's device times on an idle device: the band is the half-width
+    (ln) inside which a time is its compute, jitter included: 3 x 1.4826 x the median absolute
+    deviation of ln time, at least ``PARALLEL_BAND``."""
+    logs = [math.log(d) for d in durations if d > 0]
+    if not logs:
+        return float(statistics.median(durations)), PARALLEL_BAND
+    centre = statistics.median(logs)
+    spread = 1.4826 * statistics.median(abs(x - centre) for x in logs)
+    return math.exp(centre), max(PARALLEL_BAND, 3 * spread)
+
+
+def _units(
+    begins: array[int], durations: array[int], clients: array[int], serial: array[int]
+) -> tuple[int, array[int], int]:
+    """(compute units, device times, executions that ran beside another) of one device's
+    executions (begin order), from their driver times.
+
+    An execution that began while the device had none open ran from its begin: its driver
+    time is its app's device time on an idle device (``_typical`` of those, per client; of
+    the device's when its client has none).  One that began while another was open either
+    waited for a unit and then ran (``serial``: its time after the execution ahead of it
+    ended), or ran beside it from its begin, on another unit: counted so only when its whole
+    driver time is inside its app's band around the typical time and its ``serial`` time
+    is below the band (as two executions begun together on two units end together).  A call
+    refused at once (a short driver time), one that waited, or one aborted after a wait (a
+    driver time past the band) is not counted as running beside another.  The units are the
+    most executions running at once; the device time of one that ran beside another is its
+    whole driver time, of the rest ``serial``.
+    """
+    count = len(begins)
+    idle = [False] * count
+    latest_end = None
+    for i in range(count):
+        end = begins[i] + durations[i]
+        idle[i] = latest_end is None or latest_end <= begins[i]
+        latest_end = end if latest_end is None else max(latest_end, end)
+    on_idle: dict[int, list[int]] = {}
+    for i in range(count):
+        if idle[i]:
+            on_idle.setdefault(clients[i], []).append(durations[i])
+    if not on_idle or all(idle):
+        return 1, serial, 0
+    device_typical = _typical([d for ds in on_idle.values() for d in ds])
+    typical = {client: _typical(ds) for client, ds in on_idle.items()}
+    running: list[tuple[int, int]] = []  # (time, +1 begin / -1 end) of executions running
+    beside = 0
+    device_ns = array("q", serial)
+    for i in range(count):
+        if not idle[i]:
+            centre, band = typical.get(clients[i], device_typical)
+            whole, after = durations[i], serial[i]
+            if whole <= 0 or abs(math.log(whole / centre)) > band:
+                continue
+            if after > 0 and math.log(after / centre) >= -band:
+                continue
+            beside += 1
+            device_ns[i] = whole
+        running.append((begins[i], 1))
+        running.append((begins[i] + durations[i], -1))
+    if not beside:
+        return 1, serial, 0
+    running.sort()  # at one time, ends (-1) before begins
+    units = busy = 0
+    for _, step in running:
+        busy += step
+        units = max(units, busy)
+    return max(1, units), device_ns, beside
+
+
 def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
     """Read ``path`` in one pass and extract the apps, their arrivals and the drivers.
 
@@ -1210,6 +1298,8 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
             begins = array("q", (row[0] for row in timed))
             executions = array("q", (row[1] for row in timed))
             served = array("q", (row[2] for row in timed))
+    serial = _service(begins, executions)
+    units, device_ns, beside = _units(begins, executions, served, serial)
     _, preparations, _ = _answered(tally.prep_begins, reader.notify_prep.get(pid, _NONE))
     process_name = _process_name(reader, pid)
     name = ""
@@ -1228,7 +1318,10 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         hal_evidence=tally.evidence,
         execution_ns=executions,
         execution_clients=served,
-        service_ns=_service(begins, executions),
+        service_ns=device_ns,
+        execution_begins_ns=begins,
+        compute_units=units,
+        units_evidence=beside,
         prepare_ns=tuple(preparations),
     )
 
@@ -1252,9 +1345,12 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
     process_name = _process_name(reader, pid)
     base = safe_name(process_name) if process_name else f"app-{pid}"
     latencies = _durations(closed)
+    order = _order(closed)
+    closed_begins = closed[::3]
+    if order is not None:
+        closed_begins = array("q", (closed_begins[i] for i in order))
     inside = _NONE
     if which == _LA and tally.la_inside is not None:
-        order = _order(closed)
         inside = tally.la_inside
         if order is not None:
             inside = array("q", (inside[i] for i in order))
@@ -1273,6 +1369,7 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         priority_calls=tally.priority_calls,
         timeout_calls=tally.timeout_calls,
         latencies_ns=latencies,
+        latency_begins_ns=closed_begins,
         never_ended=len(begins) - len(latencies),
         compile_inside_ns=inside,
     )
