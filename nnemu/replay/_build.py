@@ -441,8 +441,14 @@ def _device(
     if units > 1:
         notes.derive(
             f"{where}.compute_units: {units} (at most {units} executions at once on the "
-            f"driver's threads; {driver.units_evidence} of its executions began beside a "
-            "running one and ran from their begin)",
+            "driver's threads"
+            + (
+                f", its {driver.burst_executions} burst executions included"
+                if driver.burst_executions
+                else ""
+            )
+            + f"; {driver.units_evidence} began beside a running one and ran from their "
+            "begin)",
             f"{where}.compute_units",
         )
     defaults = [

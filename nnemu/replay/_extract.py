@@ -177,6 +177,9 @@ class TraceDriver:
     shows none beside another."""
     units_evidence: int = 0
     """How many executions began beside a running one and ran from their begin."""
+    burst_executions: int = 0
+    """Executions it ran in bursts (``[NN_LD_PE]BurstExecutorWithCache::execute`` sections on
+    its burst threads): counted in ``compute_units`` only."""
     prepare_ns: tuple[int, ...]
     """Observed driver time of each preparation (server begin -> notify)."""
 
@@ -250,6 +253,10 @@ _CLIENT: Final = 8
 _SERVER: Final = 9
 _NOTIFY_EXEC: Final = 10
 _NOTIFY_PREP: Final = 11
+_BURST_EXEC: Final = 12
+_BURST_EXECUTOR: Final = "BurstExecutorWithCache::"
+"""The function of the ``[NN_LD_PE]`` section in which AOSP's sample driver runs one
+execution of a burst on the burst's server thread (no HIDL call per execution)."""
 _RUNTIME_COUNTS: Final = {
     "ANeuralNetworksCompilation_finish": _LR_FINISH,
     "ANeuralNetworksCompilation_setPriority": _LR_PRIORITY,
@@ -323,6 +330,9 @@ def _role(name: str) -> _Role:
             return _Role(_LA_OVERALL, mark.function)
         if mark.phase is Phase.COMPILATION:
             return _Role(_LA_COMPILE)
+    elif mark.layer is Layer.DRIVER:
+        if mark.phase is Phase.EXECUTION and mark.function.startswith(_BURST_EXECUTOR):
+            return _Role(_BURST_EXEC)
     elif mark.layer is Layer.RUNTIME:
         if mark.function in _EXECUTION_API:
             return _Role(_LR_EXEC, mode=_EXECUTION_API[mark.function])
@@ -491,6 +501,7 @@ class _DriverTally:
     __slots__ = (
         "async_begins",
         "async_slots",
+        "burst_closed",
         "clients",
         "evidence",
         "ipc",
@@ -512,6 +523,8 @@ class _DriverTally:
         self.async_slots = array("q")
         """The ``clients`` slot of each of ``async_begins``."""
         self.sync_slots = array("q")
+        self.burst_closed = array("q")
+        """(begin, tid, duration) of closed burst executions (``_BURST_EXECUTOR``), flat."""
         """The ``clients`` slot of each row of ``sync_closed``."""
         self.prep_begins = array("q")
         """Begins of prepareModel server calls."""
@@ -697,6 +710,10 @@ class _Collector:
                 app = self.apps[pid]
                 app.hal_closed.extend((begin, tid, ts - begin))
                 app.flight[_HAL].end(ts, tid)
+        elif kind == _BURST_EXEC:
+            burst_driver = self.drivers.get(pid)
+            if burst_driver is not None:
+                burst_driver.burst_closed.extend((begin, tid, ts - begin))
         elif kind == _SERVER and role.execute and not role.async_server:
             driver = self.drivers[pid]
             driver.sync_closed.extend((begin, tid, ts - begin))
@@ -1162,24 +1179,24 @@ def _typical(durations: Sequence[int]) -> tuple[float, float]:
 
 
 def _units(
-    begins: array[int], durations: array[int], clients: array[int], serial: array[int]
-) -> tuple[int, array[int], int]:
-    """(compute units, device times, executions that ran beside another) of one device's
-    executions (begin order), from their driver times.
+    begins: Sequence[int], durations: Sequence[int], clients: Sequence[int]
+) -> tuple[int, list[bool]]:
+    """(compute units, which ran beside another) of one device's executions (begin order),
+    from their driver times.
 
     An execution that began while the device had none open ran from its begin: its driver
     time is its app's device time on an idle device (``_typical`` of those, per client; of
     the device's when its client has none).  One that began while another was open either
-    waited for a unit and then ran (``serial``: its time after the execution ahead of it
-    ended), or ran beside it from its begin, on another unit: counted so only when its whole
-    driver time is inside its app's band around the typical time and its ``serial`` time
-    is below the band (as two executions begun together on two units end together).  A call
-    refused at once (a short driver time), one that waited, or one aborted after a wait (a
-    driver time past the band) is not counted as running beside another.  The units are the
-    most executions running at once; the device time of one that ran beside another is its
-    whole driver time, of the rest ``serial``.
+    waited for a unit and then ran (its time after the execution that ended before it, as
+    ``_service`` takes it), or ran beside it from its begin, on another unit: counted so only
+    when its whole driver time is inside its app's band around the typical time and its time
+    after the one ahead is below the band (as two executions begun together on two units end
+    together).  A call refused at once (a short driver time), one that waited, or one aborted
+    after a wait (a driver time past the band) is not counted as running beside another.
+    The units are the most executions running at once (1 when none ran beside another).
     """
     count = len(begins)
+    beside = [False] * count
     idle = [False] * count
     latest_end = None
     for i in range(count):
@@ -1191,12 +1208,11 @@ def _units(
         if idle[i]:
             on_idle.setdefault(clients[i], []).append(durations[i])
     if not on_idle or all(idle):
-        return 1, serial, 0
+        return 1, beside
     device_typical = _typical([d for ds in on_idle.values() for d in ds])
     typical = {client: _typical(ds) for client, ds in on_idle.items()}
+    serial = _service(array("q", begins), array("q", durations))
     running: list[tuple[int, int]] = []  # (time, +1 begin / -1 end) of executions running
-    beside = 0
-    device_ns = array("q", serial)
     for i in range(count):
         if not idle[i]:
             centre, band = typical.get(clients[i], device_typical)
@@ -1205,18 +1221,46 @@ def _units(
                 continue
             if after > 0 and math.log(after / centre) >= -band:
                 continue
-            beside += 1
-            device_ns[i] = whole
+            beside[i] = True
         running.append((begins[i], 1))
         running.append((begins[i] + durations[i], -1))
-    if not beside:
-        return 1, serial, 0
+    if not any(beside):
+        return 1, beside
     running.sort()  # at one time, ends (-1) before begins
     units = busy = 0
     for _, step in running:
         busy += step
         units = max(units, busy)
-    return max(1, units), device_ns, beside
+    return max(1, units), beside
+
+
+def _device_units(
+    tally: _DriverTally, begins: array[int], executions: array[int], clients: array[int]
+) -> tuple[int, array[int], int]:
+    """(compute units, device times, executions that ran beside another) of a driver: its
+    HIDL executions (begin order) with its burst executions (``_BURST_EXECUTOR`` sections,
+    each burst thread a client of its own), which count toward the units only.  The device
+    time of a HIDL execution that ran beside another is its whole driver time, of the rest
+    the time after the one that ended before it (``_service``)."""
+    serial = _service(begins, executions)
+    bursts = tally.burst_closed
+    timed = [
+        *((b, d, c, True) for b, d, c in zip(begins, executions, clients, strict=True)),
+        *((bursts[i], bursts[i + 2], -bursts[i + 1], False) for i in range(0, len(bursts), 3)),
+    ]
+    if bursts:
+        timed.sort(key=lambda row: row[0])
+    units, beside = _units(
+        [row[0] for row in timed], [row[1] for row in timed], [row[2] for row in timed]
+    )
+    if units == 1:
+        return 1, serial, 0
+    device_ns = array("q", serial)
+    hidl = [was for row, was in zip(timed, beside, strict=True) if row[3]]
+    for i, was in enumerate(hidl):
+        if was:
+            device_ns[i] = executions[i]
+    return units, device_ns, sum(beside)
 
 
 def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
@@ -1298,8 +1342,7 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
             begins = array("q", (row[0] for row in timed))
             executions = array("q", (row[1] for row in timed))
             served = array("q", (row[2] for row in timed))
-    serial = _service(begins, executions)
-    units, device_ns, beside = _units(begins, executions, served, serial)
+    units, device_ns, beside = _device_units(tally, begins, executions, served)
     _, preparations, _ = _answered(tally.prep_begins, reader.notify_prep.get(pid, _NONE))
     process_name = _process_name(reader, pid)
     name = ""
@@ -1322,6 +1365,7 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         execution_begins_ns=begins,
         compute_units=units,
         units_evidence=beside,
+        burst_executions=len(tally.burst_closed) // 3,
         prepare_ns=tuple(preparations),
     )
 

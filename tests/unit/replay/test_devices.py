@@ -1,0 +1,152 @@
+"""What a replay derives about the devices: compute units, and a partitioned app's device time.
+
+A device's compute units come from executions running at once on the driver's threads (an
+execution begun beside a running one whose whole driver time is its app's own), never from a
+call that waited for a unit, was refused at once or aborted; each shipped scenario's recorded
+JSON trace carries the device's ``compute units busy`` counter, the ground truth to compare
+with.  An app that called the device once per partition gets the per-execution sum of its
+calls as its device time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nnemu import run
+from nnemu.replay import build_replay, describe_build, extract_plan
+from nnemu.scenario import load_scenario
+from tests.unit.replay.helpers import OMR1, REPO, record
+
+SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.yaml"))
+
+
+def _busy_counters(path: Path) -> dict[int, int]:
+    """The most ``compute units busy`` of each driver pid in an nnemu JSON trace."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    busiest: dict[int, int] = {}
+    for event in data["traceEvents"]:
+        if event.get("ph") == "C" and event.get("name") == "compute units busy":
+            value = max(event["args"].values())
+            busiest[event["pid"]] = max(busiest.get(event["pid"], 0), value)
+    return busiest
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_compute_units_are_the_most_the_device_ran_at_once(name: str, tmp_path: Path) -> None:
+    """Each device's derived compute units equal the most units the recording kept busy at once, within its scenario's units."""
+    scenario = load_scenario(REPO / "scenarios" / f"{name}.yaml")
+    path = tmp_path / f"{name}.json"
+    record(scenario, path)
+    busiest = _busy_counters(path)
+    units_of = {device.name: device.compute_units for device in scenario.devices}
+    plan = extract_plan(str(path))
+    for driver in plan.drivers:
+        assert driver.compute_units <= units_of[driver.name], driver.name
+        assert driver.compute_units == busiest.get(driver.pid, 1), driver.name
+
+
+def _recorded_and_replayed(path: Path) -> tuple[Any, Any, list[str]]:
+    built = build_replay(extract_plan(str(path)))
+    return built, run(built.scenario).data, describe_build(built)
+
+
+def test_two_units_at_once_replay_the_recorded_latency(tmp_path: Path) -> None:
+    """legacy_hal10_async's two executions at a time on 2 units replay on 2 units, at the recorded latency (not ~10x it)."""
+    path = tmp_path / "legacy.html"
+    recorded = record(REPO / "scenarios/legacy_hal10_async.yaml", path).data
+    built, replayed, lines = _recorded_and_replayed(path)
+    (device,) = (d for d in built.scenario.devices if d.name == "oreo-dsp")
+    assert device.compute_units == 2
+    assert (
+        "  devices.oreo-dsp.compute_units: 2 (at most 2 executions at once on the driver's "
+        "threads; 20 began beside a running one and ran from their begin)"
+    ) in lines
+    assert not any("1 compute unit" in line for line in lines)
+    was, now = recorded["apps"]["mlbench"]["latency_ms"], replayed["apps"]["mlbench"]["latency_ms"]
+    assert now["p50"] == pytest.approx(was["p50"], rel=0.05)
+    assert now["p95"] == pytest.approx(was["p95"], rel=0.05)
+
+
+def _ftrace(rows: list[tuple[float, int, int, str]]) -> str:
+    """ftrace text of (seconds, pid, tid, B name or E) rows, in the order given."""
+    lines = ["# tracer: nop\n"]
+    for seconds, pid, tid, what in rows:
+        body = f"E|{pid}" if what == "E" else f"B|{pid}|{what}"
+        lines.append(f"  t-{tid} ({pid:5d}) [000] ...1 {seconds:.6f}: tracing_mark_write: {body}\n")
+    return "".join(lines)
+
+
+def _sync_call(begin_ms: float, end_ms: float, client_tid: int, server_tid: int) -> list[Any]:
+    """One app thread's executeSynchronously call served on a driver binder thread."""
+    b, e = 1 + begin_ms / 1e3, 1 + end_ms / 1e3
+    method = "HIDL::IPreparedModel::executeSynchronously"
+    return [
+        (b, 9, client_tid, "[NN_LA_PE]run"),
+        (b + 1e-6, 9, client_tid, f"{method}::client"),
+        (b + 2e-6, 5, server_tid, f"{method}::server"),
+        (e, 5, server_tid, "E"),
+        (e + 1e-6, 9, client_tid, "E"),
+        (e + 2e-6, 9, client_tid, "E"),
+    ]
+
+
+def _units(tmp_path: Path, calls: list[tuple[float, float]]) -> int:
+    rows = []
+    for index, (begin, end) in enumerate(calls):
+        rows.extend(_sync_call(begin, end, 100 + index, 200 + index))
+    rows.sort(key=lambda row: row[0])
+    path = tmp_path / "t.txt"
+    path.write_text(_ftrace(rows), encoding="utf-8")
+    (driver,) = extract_plan(str(path)).drivers
+    return driver.compute_units
+
+
+def test_a_call_that_waited_for_the_unit_is_not_running(tmp_path: Path) -> None:
+    """A call begun while another runs and ending one device time after it (it queued) leaves the device at 1 unit."""
+    calls = [(0, 10), (20, 30), (21, 40), (50, 60)]
+    assert _units(tmp_path, calls) == 1
+
+
+def test_a_call_refused_at_once_is_not_running(tmp_path: Path) -> None:
+    """A short call inside a running one (refused at once) leaves the device at 1 unit."""
+    calls = [(0, 10), (20, 30), (22, 22.01), (50, 60)]
+    assert _units(tmp_path, calls) == 1
+
+
+def test_a_call_that_waited_and_was_aborted_is_not_running(tmp_path: Path) -> None:
+    """A call begun beside a running one that ran on after it but not its app's whole time (aborted at a deadline after waiting) is not running."""
+    calls = [(0, 10), (20, 30), (20.1, 35), (50, 60)]
+    assert _units(tmp_path, calls) == 1
+
+
+def test_calls_begun_together_that_end_together_ran_at_once(tmp_path: Path) -> None:
+    """Three calls begun together that each take the app's own time ran on three units at once."""
+    calls = [(0, 10), (20, 30), (20.1, 30.1), (20.2, 30.2), (50, 60)]
+    assert _units(tmp_path, calls) == 3
+
+
+def test_a_real_devices_serial_trace_keeps_one_unit() -> None:
+    """omr1's HAL 1.0 driver, whose preparations overlap nothing it executes, stays at 1 compute unit."""
+    (driver,) = extract_plan(str(OMR1)).drivers
+    assert driver.compute_units == 1
+    assert any(
+        "1 compute unit" in line for line in describe_build(build_replay(extract_plan(str(OMR1))))
+    )
+
+
+def test_a_partitioned_apps_device_time_is_the_sum_per_execution(tmp_path: Path) -> None:
+    """partial_driver_fallback's two calls per execution (0.043 + 5.842 ms) set the device speed by their sum, and the replay lands near the recording."""
+    path = tmp_path / "partial.html"
+    recorded = record(REPO / "scenarios/partial_driver_fallback.yaml", path).data
+    _, replayed, lines = _recorded_and_replayed(path)
+    (speed,) = (line for line in lines if ".performance.float32.exec_time" in line)
+    assert (
+        "median device time of 20 gallery's executions, each the sum of its 2 calls to it "
+        "(partitions of the model; 40 calls) 5.885 ms"
+    ) in speed
+    was = recorded["apps"]["gallery"]["latency_ms"]["p50"]
+    assert replayed["apps"]["gallery"]["latency_ms"]["p50"] == pytest.approx(was, rel=0.05)
