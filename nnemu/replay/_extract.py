@@ -1179,54 +1179,60 @@ def _typical(durations: Sequence[int]) -> tuple[float, float]:
 
 
 def _units(
-    begins: Sequence[int], durations: Sequence[int], clients: Sequence[int]
-) -> tuple[int, list[bool]]:
-    """(compute units, which ran beside another) of one device's executions (begin order),
-    from their driver times.
+    begins: Sequence[int], durations: Sequence[int], clients: Sequence[int], serial: array[int]
+) -> tuple[int, list[bool] | None]:
+    """(compute units, which ran beside another or None: none did) of one device's
+    executions (begin order), from their driver times and ``serial`` (their times after the
+    execution that ended before each, ``_service``).
 
     An execution that began while the device had none open ran from its begin: its driver
     time is its app's device time on an idle device (``_typical`` of those, per client; of
     the device's when its client has none).  One that began while another was open either
-    waited for a unit and then ran (its time after the execution that ended before it, as
-    ``_service`` takes it), or ran beside it from its begin, on another unit: counted so only
-    when its whole driver time is inside its app's band around the typical time and its time
-    after the one ahead is below the band (as two executions begun together on two units end
-    together).  A call refused at once (a short driver time), one that waited, or one aborted
-    after a wait (a driver time past the band) is not counted as running beside another.
-    The units are the most executions running at once (1 when none ran beside another).
+    waited for a unit and then ran (its ``serial`` time), or ran beside it from its begin, on
+    another unit: counted so only when its whole driver time is inside its app's band around
+    the typical time and its ``serial`` time is below the band (as two executions begun
+    together on two units end together).  A call refused at once (a short driver time), one
+    that waited, or one aborted after a wait (a driver time past the band) is not counted as
+    running beside another.  The units are the most executions running at once (1 when none
+    ran beside another).
     """
     count = len(begins)
-    beside = [False] * count
     idle = [False] * count
     latest_end = None
-    for i in range(count):
-        end = begins[i] + durations[i]
-        idle[i] = latest_end is None or latest_end <= begins[i]
-        latest_end = end if latest_end is None else max(latest_end, end)
     on_idle: dict[int, list[int]] = {}
     for i in range(count):
-        if idle[i]:
-            on_idle.setdefault(clients[i], []).append(durations[i])
+        begin, duration = begins[i], durations[i]
+        if latest_end is None or latest_end <= begin:
+            idle[i] = True
+            on_idle.setdefault(clients[i], []).append(duration)
+        end = begin + duration
+        if latest_end is None or end > latest_end:
+            latest_end = end
     if not on_idle or all(idle):
-        return 1, beside
+        return 1, None
     device_typical = _typical([d for ds in on_idle.values() for d in ds])
     typical = {client: _typical(ds) for client, ds in on_idle.items()}
-    serial = _service(array("q", begins), array("q", durations))
-    running: list[tuple[int, int]] = []  # (time, +1 begin / -1 end) of executions running
+    beside = [False] * count
+    found = False
     for i in range(count):
-        if not idle[i]:
-            centre, band = typical.get(clients[i], device_typical)
-            whole, after = durations[i], serial[i]
-            if whole <= 0 or abs(math.log(whole / centre)) > band:
-                continue
-            if after > 0 and math.log(after / centre) >= -band:
-                continue
-            beside[i] = True
-        running.append((begins[i], 1))
-        running.append((begins[i] + durations[i], -1))
-    if not any(beside):
-        return 1, beside
-    running.sort()  # at one time, ends (-1) before begins
+        if idle[i]:
+            continue
+        centre, band = typical.get(clients[i], device_typical)
+        whole, after = durations[i], serial[i]
+        if whole <= 0 or abs(math.log(whole / centre)) > band:
+            continue
+        if after > 0 and math.log(after / centre) >= -band:
+            continue
+        beside[i] = found = True
+    if not found:
+        return 1, None
+    # (time, +1 begin / -1 end) of the executions running: at one time, ends first.
+    running = sorted(
+        (time, step)
+        for i in range(count)
+        if idle[i] or beside[i]
+        for time, step in ((begins[i], 1), (begins[i] + durations[i], -1))
+    )
     units = busy = 0
     for _, step in running:
         busy += step
@@ -1244,19 +1250,34 @@ def _device_units(
     the time after the one that ended before it (``_service``)."""
     serial = _service(begins, executions)
     bursts = tally.burst_closed
-    timed = [
-        *((b, d, c, True) for b, d, c in zip(begins, executions, clients, strict=True)),
-        *((bursts[i], bursts[i + 2], -bursts[i + 1], False) for i in range(0, len(bursts), 3)),
-    ]
-    if bursts:
-        timed.sort(key=lambda row: row[0])
-    units, beside = _units(
-        [row[0] for row in timed], [row[1] for row in timed], [row[2] for row in timed]
-    )
-    if units == 1:
+    if not bursts:
+        units, beside = _units(begins, executions, clients, serial)
+        hidl = beside
+    else:
+        timed = sorted(
+            [
+                *((b, d, c, True) for b, d, c in zip(begins, executions, clients, strict=True)),
+                *(
+                    (bursts[i], bursts[i + 2], -bursts[i + 1], False)
+                    for i in range(0, len(bursts), 3)
+                ),
+            ],
+            key=lambda row: row[0],
+        )
+        all_begins = array("q", (row[0] for row in timed))
+        all_durations = array("q", (row[1] for row in timed))
+        units, beside = _units(
+            all_begins,
+            all_durations,
+            [row[2] for row in timed],
+            _service(all_begins, all_durations),
+        )
+        hidl = None
+        if beside is not None:
+            hidl = [was for row, was in zip(timed, beside, strict=True) if row[3]]
+    if beside is None or hidl is None:
         return 1, serial, 0
     device_ns = array("q", serial)
-    hidl = [was for row, was in zip(timed, beside, strict=True) if row[3]]
     for i, was in enumerate(hidl):
         if was:
             device_ns[i] = executions[i]
