@@ -689,6 +689,8 @@ class _Collector:
             return
         begin, pid, role, serial = stack.pop()
         kind = role.kind
+        if kind == _IGNORED:
+            return  # most sections: nothing to fold
         if kind == _LA_EXEC:
             app = self.apps[pid]
             app.la_closed.extend((begin, tid, ts - begin))
@@ -710,14 +712,14 @@ class _Collector:
                 app = self.apps[pid]
                 app.hal_closed.extend((begin, tid, ts - begin))
                 app.flight[_HAL].end(ts, tid)
-        elif kind == _BURST_EXEC:
-            burst_driver = self.drivers.get(pid)
-            if burst_driver is not None:
-                burst_driver.burst_closed.extend((begin, tid, ts - begin))
         elif kind == _SERVER and role.execute and not role.async_server:
             driver = self.drivers[pid]
             driver.sync_closed.extend((begin, tid, ts - begin))
             driver.sync_slots.append(serial)
+        elif kind == _BURST_EXEC:
+            burst_driver = self.drivers.get(pid)
+            if burst_driver is not None:
+                burst_driver.burst_closed.extend((begin, tid, ts - begin))
 
     def _compiled_inside(
         self, stack: list[tuple[int, int, _Role, int]], tid: int, duration: int
