@@ -293,7 +293,7 @@ def _app_model(app: TraceApp, notes: _Notes) -> ModelSpec:
     return spec
 
 
-def per_execution_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], int] | None:
+def _per_execution_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], int] | None:
     """(device time of each execution, calls) of an app that called ``driver`` more often
     than it executed (a model split into partitions, one call each): the sum of the device
     times of the calls inside each of its recorded sections.  None when it did not, or when
@@ -322,9 +322,9 @@ def per_execution_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], int
 
 def _app_device_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], str]:
     """``app``'s device time per execution on ``driver`` and what it is: per execution
-    the sum of its calls when it split its model into partitions (``per_execution_ns``), else
+    the sum of its calls when it split its model into partitions (``_per_execution_ns``), else
     the time of each call."""
-    split = per_execution_ns(driver, app)
+    split = _per_execution_ns(driver, app)
     if split is None:
         return list(driver.service_of(app.pid)), f"{app.name}'s executions"
     times, calls = split

@@ -523,9 +523,9 @@ class _DriverTally:
         self.async_slots = array("q")
         """The ``clients`` slot of each of ``async_begins``."""
         self.sync_slots = array("q")
+        """The ``clients`` slot of each row of ``sync_closed``."""
         self.burst_closed = array("q")
         """(begin, tid, duration) of closed burst executions (``_BURST_EXECUTOR``), flat."""
-        """The ``clients`` slot of each row of ``sync_closed``."""
         self.prep_begins = array("q")
         """Begins of prepareModel server calls."""
         self.ipc = array("q")
@@ -1133,15 +1133,6 @@ def _order(flat: array[int]) -> list[int] | None:
     return sorted(range(len(begins)), key=lambda i: (begins[i], tids[i]))
 
 
-def _durations(flat: array[int]) -> array[int]:
-    """The durations of a flat (begin, tid, duration) array, sorted by begin and thread."""
-    durations = flat[2::3]
-    order = _order(flat)
-    if order is None:
-        return durations
-    return array("q", (durations[i] for i in order))
-
-
 def _service(begins: array[int], durations: array[int]) -> array[int]:
     """How long the device worked on each execution (begin order), one at a time: from its
     begin, or from the end of the execution that finished before it if that is later, to
@@ -1174,7 +1165,7 @@ def _typical(durations: Sequence[int]) -> tuple[float, float]:
     deviation of ln time, at least ``PARALLEL_BAND``."""
     logs = [math.log(d) for d in durations if d > 0]
     if not logs:
-        return float(statistics.median(durations)), PARALLEL_BAND
+        return 0.0, PARALLEL_BAND  # (no time to compare with)
     centre = statistics.median(logs)
     spread = 1.4826 * statistics.median(abs(x - centre) for x in logs)
     return math.exp(centre), max(PARALLEL_BAND, 3 * spread)
@@ -1221,7 +1212,7 @@ def _units(
             continue
         centre, band = typical.get(clients[i], device_typical)
         whole, after = durations[i], serial[i]
-        if whole <= 0 or abs(math.log(whole / centre)) > band:
+        if centre <= 0 or whole <= 0 or abs(math.log(whole / centre)) > band:
             continue
         if after > 0 and math.log(after / centre) >= -band:
             continue
@@ -1411,10 +1402,10 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
     )
     process_name = _process_name(reader, pid)
     base = safe_name(process_name) if process_name else f"app-{pid}"
-    latencies = _durations(closed)
     order = _order(closed)
-    closed_begins = closed[::3]
+    latencies, closed_begins = closed[2::3], closed[::3]
     if order is not None:
+        latencies = array("q", (latencies[i] for i in order))
         closed_begins = array("q", (closed_begins[i] for i in order))
     inside = _NONE
     if which == _LA and tally.la_inside is not None:

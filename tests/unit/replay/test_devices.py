@@ -150,3 +150,15 @@ def test_a_partitioned_apps_device_time_is_the_sum_per_execution(tmp_path: Path)
     ) in speed
     was = recorded["apps"]["gallery"]["latency_ms"]["p50"]
     assert replayed["apps"]["gallery"]["latency_ms"]["p50"] == pytest.approx(was, rel=0.05)
+
+
+def test_executions_of_no_time_on_an_idle_device_are_compared_with_nothing() -> None:
+    """An app whose executions on an idle device all took 0 ns has no typical time: its overlapping ones are not counted as running (no division by zero)."""
+    from array import array
+
+    from nnemu.replay._extract import _service, _units
+
+    begins = array("q", [0, 100, 1_000, 1_001])
+    durations = array("q", [0, 10_000, 0, 5])
+    clients = [1, 2, 1, 1]
+    assert _units(begins, durations, clients, _service(begins, durations)) == (1, None)
