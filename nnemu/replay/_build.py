@@ -296,8 +296,10 @@ def _app_model(app: TraceApp, notes: _Notes) -> ModelSpec:
 def _per_execution_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], int] | None:
     """(device time of each execution, calls) of an app that called ``driver`` more often
     than it executed (a model split into partitions, one call each): the sum of the device
-    times of the calls inside each of its recorded sections.  None when it did not, or when
-    its sections overlap (several threads: a call's section is not known) or hold none."""
+    times of the calls inside each of its recorded sections (calls after the last one, in a
+    cut trace, left out).  None when it did not, when its sections overlap (several threads:
+    a call's section is not known) or when a call lies outside them (an asynchronous
+    ``startCompute`` section, which returns before its calls)."""
     mine = [
         (begin, ns)
         for begin, ns, pid in zip(
@@ -308,6 +310,7 @@ def _per_execution_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], in
     if len(mine) <= len(app.arrivals_ns) or app.max_in_flight > 1 or not app.latencies_ns:
         return None
     begins = app.latency_begins_ns
+    last_end = begins[-1] + app.latencies_ns[-1]
     sums: dict[int, int] = {}
     calls = 0
     for begin, ns in mine:
@@ -315,6 +318,8 @@ def _per_execution_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], in
         if index >= 0 and begin <= begins[index] + app.latencies_ns[index]:
             sums[index] = sums.get(index, 0) + ns
             calls += 1
+        elif begin < last_end:
+            return None  # a call outside its sections (startCompute's returns at once)
     if not sums:
         return None
     return [sums[index] for index in sorted(sums)], calls

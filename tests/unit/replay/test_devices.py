@@ -162,3 +162,27 @@ def test_executions_of_no_time_on_an_idle_device_are_compared_with_nothing() -> 
     durations = array("q", [0, 10_000, 0, 5])
     clients = [1, 2, 1, 1]
     assert _units(begins, durations, clients, _service(begins, durations)) == (1, None)
+
+
+def test_calls_outside_the_sections_are_not_summed_into_them(tmp_path: Path) -> None:
+    """When a partition's call lies outside its startCompute section (the section returned first), no section's calls are summed: the speed comes from the calls as they are."""
+    rows = []
+    method = "HIDL::IPreparedModel::executeSynchronously"
+    for index in range(3):
+        start = 1 + index * 0.1
+        rows.append((start, 9, 100, "[NN_LR_PE]ANeuralNetworksExecution_startCompute"))
+        rows.append((start + 1.5e-3, 9, 100, "E"))  # returns inside the first call
+        for part, (begin_ms, end_ms) in enumerate(((1, 2), (3, 9))):
+            b, e = start + begin_ms / 1e3, start + end_ms / 1e3
+            rows += [
+                (b, 9, 101, f"{method}::client"),
+                (b + 1e-6, 5, 200 + part, f"{method}::server"),
+                (e, 5, 200 + part, "E"),
+                (e + 1e-6, 9, 101, "E"),
+            ]
+    rows.sort(key=lambda row: row[0])
+    path = tmp_path / "t.txt"
+    path.write_text(_ftrace(rows), encoding="utf-8")
+    lines = describe_build(build_replay(extract_plan(str(path))))
+    (speed,) = (line for line in lines if ".performance.float32.exec_time" in line)
+    assert "median device time of 6 app-9's executions 3.499 ms" in speed
