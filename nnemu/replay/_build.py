@@ -456,6 +456,14 @@ def _device(
             "begin)",
             f"{where}.compute_units",
         )
+    workers: int = attrs.fields(DeviceSpec).worker_threads.default or 1
+    if units > workers:
+        workers = units
+        notes.derive(
+            f"{where}.worker_threads: {workers} (one per compute unit, so that asynchronous "
+            "executions can keep every unit busy)",
+            f"{where}.worker_threads",
+        )
     defaults = [
         f"{where}.{key}"
         for key in ("type", *(() if units > 1 else ("compute_units",)), "cost.launch_us")
@@ -482,6 +490,7 @@ def _device(
         name=driver.name,
         hal_version=driver.hal_version,
         compute_units=units,
+        worker_threads=workers,
         performance=performance,
         cost=cost,
     )

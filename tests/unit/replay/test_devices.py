@@ -94,14 +94,18 @@ def _sync_call(begin_ms: float, end_ms: float, client_tid: int, server_tid: int)
     ]
 
 
-def _units(tmp_path: Path, calls: list[tuple[float, float]]) -> int:
+def _calls_trace(tmp_path: Path, calls: list[tuple[float, float]]) -> Path:
     rows = []
     for index, (begin, end) in enumerate(calls):
         rows.extend(_sync_call(begin, end, 100 + index, 200 + index))
     rows.sort(key=lambda row: row[0])
     path = tmp_path / "t.txt"
     path.write_text(_ftrace(rows), encoding="utf-8")
-    (driver,) = extract_plan(str(path)).drivers
+    return path
+
+
+def _units(tmp_path: Path, calls: list[tuple[float, float]]) -> int:
+    (driver,) = extract_plan(str(_calls_trace(tmp_path, calls))).drivers
     return driver.compute_units
 
 
@@ -127,6 +131,15 @@ def test_calls_begun_together_that_end_together_ran_at_once(tmp_path: Path) -> N
     """Three calls begun together that each take the app's own time ran on three units at once."""
     calls = [(0, 10), (20, 30), (20.1, 30.1), (20.2, 30.2), (50, 60)]
     assert _units(tmp_path, calls) == 3
+
+
+def test_more_units_than_worker_threads_get_a_worker_each(tmp_path: Path) -> None:
+    """A device found running 3 executions at once gets 3 worker threads (default 2), so asynchronous executions can use every unit."""
+    calls = [(0, 10), (20, 30), (20.1, 30.1), (20.2, 30.2), (50, 60)]
+    built = build_replay(extract_plan(str(_calls_trace(tmp_path, calls))))
+    (device,) = (d for d in built.scenario.devices if d.name == "driver-5")
+    assert (device.compute_units, device.worker_threads) == (3, 3)
+    assert any(".worker_threads: 3 (one per compute unit" in line for line in describe_build(built))
 
 
 def test_a_real_devices_serial_trace_keeps_one_unit() -> None:
