@@ -396,11 +396,14 @@ class _Calls:
 
     A server call begins while its client call is open; among the open, unpaired client
     calls it takes the one that began first (binder delivers transactions of equal latency
-    in order).  Fed in time order; at one timestamp client begins come first (by pid, tid),
-    then server begins, then client ends.
+    in order).  The pair is kept until its client call ends: a client call that ends with no
+    server call of its own while a server call that began inside it went to a client call
+    still open takes that server call, and the other waits again (two threads' transactions
+    overtook each other: IPC latency jitter).  Fed in time order; at one timestamp client
+    begins come first (by pid, tid), then server begins, then client ends.
     """
 
-    __slots__ = ("_begins", "_ends", "_now", "_servers", "waiting")
+    __slots__ = ("_begins", "_ends", "_now", "_servers", "held", "waiting")
 
     def __init__(self) -> None:
         self._now: int | None = None
@@ -409,6 +412,9 @@ class _Calls:
         self._servers: list[tuple[int, int, bool, int]] = []
         self._ends: list[int] = []  # serials
         self.waiting: dict[int, tuple[int, int]] = {}  # serial -> (begin, pid), in begin order
+        # serial -> (begin, pid, its server call's begin, driver pid, execute, slot): paired,
+        # the client call still open
+        self.held: dict[int, tuple[int, int, int, int, bool, int]] = {}
 
     def _at(self, ts: int, collector: _Collector) -> None:
         if ts != self._now:
@@ -430,7 +436,8 @@ class _Calls:
         self._ends.append(serial)
 
     def flush(self, collector: _Collector) -> None:
-        """Apply the events of the current timestamp; pairs go to ``collector``."""
+        """Apply the events of the current timestamp; pairs whose client call ended go to
+        ``collector``."""
         ts = self._now
         if ts is None:
             return  # nothing fed yet
@@ -445,12 +452,41 @@ class _Calls:
             for driver_pid, _, execute, slot in self._servers:
                 if waiting:
                     first = next(iter(waiting))
-                    client_begin, client_pid = waiting.pop(first)
-                    collector.paired(driver_pid, client_pid, ts - client_begin, execute, slot)
+                    begin, pid = waiting.pop(first)
+                    self.held[first] = (begin, pid, ts, driver_pid, execute, slot)
             self._servers.clear()
         for serial in self._ends:
-            waiting.pop(serial, None)
+            self._end(serial, collector)
         self._ends.clear()
+
+    def _end(self, serial: int, collector: _Collector) -> None:
+        """Client call ``serial`` ended: its pair goes to ``collector``; with none, it takes the
+        first server call that began inside it from a client call still open, if any."""
+        held = self.held
+        pair = held.pop(serial, None)
+        if pair is None:
+            mine = self.waiting.pop(serial, None)
+            if mine is None:
+                return
+            begin, pid = mine
+            inside = [(p[2], other) for other, p in held.items() if p[2] >= begin]
+            if not inside:
+                return  # (its server call is not in the trace)
+            other = min(inside)[1]
+            other_begin, other_pid, server_ts, driver_pid, execute, slot = held.pop(other)
+            waiting = self.waiting
+            waiting[other] = (other_begin, other_pid)  # it waits again, in begin order:
+            self.waiting = dict(sorted(waiting.items(), key=lambda item: (item[1][0], item[0])))
+            pair = (begin, pid, server_ts, driver_pid, execute, slot)
+        begin, pid, server_ts, driver_pid, execute, slot = pair
+        collector.paired(driver_pid, pid, server_ts - begin, execute, slot)
+
+    def close(self, collector: _Collector) -> None:
+        """The end of the trace: apply what is pending, and pair the client calls still
+        open with the server calls they hold."""
+        self.flush(collector)
+        for serial in list(self.held):
+            self._end(serial, collector)
 
 
 class _AppTally:
@@ -739,7 +775,7 @@ class _Collector:
     def finish(self) -> None:
         """Apply what the sweeps still hold; the sections still open stay as they are."""
         for calls in self._calls.values():
-            calls.flush(self)
+            calls.close(self)
         for app in self.apps.values():
             for flight in app.flight:
                 flight.flush()

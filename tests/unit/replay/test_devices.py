@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from nnemu import run
-from nnemu.replay import build_replay, describe_build, extract_plan
+from nnemu.replay import build_replay, describe_build, describe_plan, extract_plan
 from nnemu.scenario import load_scenario
 from tests.unit.replay.helpers import OMR1, REPO, record
 
@@ -199,3 +199,29 @@ def test_calls_outside_the_sections_are_not_summed_into_them(tmp_path: Path) -> 
     lines = describe_build(build_replay(extract_plan(str(path))))
     (speed,) = (line for line in lines if ".performance.float32.exec_time" in line)
     assert "median device time of 6 app-9's executions 3.499 ms" in speed
+
+
+def test_calls_whose_transactions_overtook_each_other_are_both_paired(tmp_path: Path) -> None:
+    """Two apps' calls to one driver, the second app's transaction served first (IPC latency
+    jitter): each server call goes to the client call it answered, so each app has its one
+    execution on the driver (the in-order pairing gave the first app both and lost one)."""
+    client = "HIDL::IPreparedModel::executeSynchronously::client"
+    server = "HIDL::IPreparedModel::executeSynchronously::server"
+    rows = [
+        (1.000000, 100, 101, client),  # app 100 calls first ...
+        (1.000010, 300, 301, client),  # ... app 300 second,
+        (1.000050, 200, 201, server),  # but app 300's transaction arrives first
+        (1.000060, 200, 201, "E"),
+        (1.000080, 300, 301, "E"),  # app 300's call returns: this server call was its
+        (1.000100, 200, 201, server),  # app 100's transaction
+        (1.000110, 200, 201, "E"),
+        (1.000150, 100, 101, "E"),
+    ]
+    path = tmp_path / "overtaken.txt"
+    path.write_text(_ftrace(rows), encoding="utf-8")
+    plan = extract_plan(str(path))
+    on = [line.strip() for line in describe_plan(plan) if "executions on:" in line]
+    assert on == ["executions on: driver-200 x1", "executions on: driver-200 x1"]
+    # the delays to each call's own server call: 40 us (app 300) and 100 us (app 100)
+    lines = describe_build(build_replay(plan))
+    assert any("ipc.latency_us: 70 (median of 2 " in line for line in lines), lines
