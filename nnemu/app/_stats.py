@@ -40,7 +40,6 @@ class LatencyHistogram:
         self._counts: collections.Counter[int] = collections.Counter()
         self._lowest: dict[int, int] = {}
         self.count = 0
-        self.total_us = 0
         self.total_ns = 0
         """The exact sum of the latencies given to ``add_ns`` (the mean's numerator)."""
         self.max_us = 0
@@ -57,7 +56,6 @@ class LatencyHistogram:
                 self._lowest[bucket] = value_us
         counts[bucket] = counts.get(bucket, 0) + 1
         self.count += 1
-        self.total_us += value_us
         if value_us > self.max_us:
             self.max_us = value_us
 
@@ -198,9 +196,7 @@ class AppStats:
         """
         if code is _NO_ERROR:
             self.completed += 1
-            latency = self.latency  # add_ns, inlined: once per completed execution
-            latency.add((latency_ns + 500) // 1000)
-            latency.total_ns += latency_ns
+            self.latency.add_ns(latency_ns)
             if split is not None:
                 sums = self.split_ns
                 queue_ns = waited_ns + split.queue_ns
