@@ -331,7 +331,13 @@ def _app_device_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], str]:
     the time of each call."""
     split = _per_execution_ns(driver, app)
     if split is None:
-        return list(driver.service_of(app.pid)), f"{app.name}'s executions"
+        times = list(driver.service_of(app.pid))
+        bursts = sum(1 for pid in driver.burst_clients if pid == app.pid)
+        if not bursts:
+            return times, f"{app.name}'s executions"
+        if bursts == len(times):
+            return times, f"{app.name}'s burst executions"
+        return times, f"{app.name}'s executions ({bursts} of them burst executions)"
     times, calls = split
     each = f"{calls // len(times)} calls" if calls % len(times) == 0 else "calls"
     return times, (
@@ -648,10 +654,29 @@ def _app(
     notes.derive(
         f"{where}: {len(app.arrivals_ns)} executions ({app.arrival_source})", f"{where}.workload"
     )
+    bursts = ""
+    if app.burst_executions:
+        on = [
+            driver_by_pid[pid].name
+            for pid in app.driver_pids
+            if pid in driver_by_pid and driver_by_pid[pid].burst_executions
+        ]
+        bursts = (
+            f"{' and '.join(on) or 'a driver'}'s burst thread ran {app.burst_executions} of "
+            "its requests: BurstExecutorWithCache::execute"
+        )
     if app.execution_mode is not None:
         mode = app.execution_mode
         notes.derive(
-            f"{where}.execution_mode: {mode.value} (runtime execution API)",
+            f"{where}.execution_mode: {mode.value} (runtime execution API"
+            + (f"; {bursts}" if bursts else "")
+            + ")",
+            f"{where}.execution_mode",
+        )
+    elif bursts:
+        mode = ExecutionMode.BURST
+        notes.derive(
+            f"{where}.execution_mode: burst ({bursts}; no runtime marks)",
             f"{where}.execution_mode",
         )
     else:
@@ -778,6 +803,12 @@ def describe_plan(plan: TracePlan) -> list[str]:
         lines.append(
             f"    HAL {driver.hal_version.value}; {len(driver.execution_ns)} executions"
             + (f", median {_ms(median_exec):.3f} ms" if median_exec is not None else "")
+            + (
+                f"; {driver.burst_executions} burst executions, median "
+                f"{_ms(statistics.median(driver.burst_ns)):.3f} ms"
+                if driver.burst_ns
+                else ""
+            )
             + f"; {len(driver.prepare_ns)} preparations"
             + (f", median {_ms(median_prep):.3f} ms" if median_prep is not None else "")
         )

@@ -76,6 +76,7 @@ _EXECUTION_API: Final = {
     "ANeuralNetworksExecution_compute": ExecutionMode.SYNC,
     "ANeuralNetworksExecution_startCompute": ExecutionMode.ASYNC,
     "ANeuralNetworksExecution_startComputeWithDependencies": ExecutionMode.FENCED,
+    "ANeuralNetworksExecution_burstCompute": ExecutionMode.BURST,
 }
 _VERSION_SUFFIX: Final = re.compile(r"_1_([0-3])$")
 # Methods that only exist from some HAL version on (without a version suffix).
@@ -95,7 +96,7 @@ _SERVICE_RE: Final = re.compile(r"neuralnetworks@\d\.\d-service-?(.*)$")
 _UNSAFE_NAME: Final = re.compile(r"[\s.]+")
 
 ARRIVALS_LA: Final = "[NN_LA_PE] begins"
-ARRIVALS_LR: Final = "ANeuralNetworksExecution_compute/startCompute* begins"
+ARRIVALS_LR: Final = "ANeuralNetworksExecution_compute/startCompute*/burstCompute begins"
 ARRIVALS_HAL: Final = "HIDL IPreparedModel::execute* ::client begins"
 
 
@@ -144,6 +145,9 @@ class TraceApp:
     """Time spent compiling inside each of ``latencies_ns`` (a ``prepareModel`` call, a
     ``[NN_LA_PC]`` or ``Compilation_finish`` section nested in the ``[NN_LA_PE]`` section, as
     Android's benchmark app compiles before each run); empty when none was."""
+    burst_executions: int = 0
+    """Executions a driver's burst thread ran for it (``[NN_LD_PE]BurstExecutorWithCache::
+    execute``; the thread serves the client whose burst requests it took most)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -179,7 +183,12 @@ class TraceDriver:
     """How many executions began beside a running one and ran from their begin."""
     burst_executions: int = 0
     """Executions it ran in bursts (``[NN_LD_PE]BurstExecutorWithCache::execute`` sections on
-    its burst threads): counted in ``compute_units`` only."""
+    its burst threads), counted in ``compute_units``; not in ``execution_ns``."""
+    burst_ns: array[int] = attrs.field(converter=_column, factory=tuple)
+    """Device time of each burst execution (its whole time when it ran beside another
+    execution or on an idle device, else its time after the one that ended before it)."""
+    burst_clients: array[int] = attrs.field(converter=_column, factory=tuple)
+    """The client pid each of ``burst_ns`` was run for (0: not known)."""
     prepare_ns: tuple[int, ...]
     """Observed driver time of each preparation (server begin -> notify)."""
 
@@ -189,13 +198,21 @@ class TraceDriver:
         return int(statistics.median(self.execution_ns)) if self.execution_ns else None
 
     def service_of(self, client_pid: int) -> array[int]:
-        """The device times (``service_ns``) of the executions it served for ``client_pid``."""
+        """The device times (``service_ns``, then ``burst_ns``) of the executions it served
+        for ``client_pid``."""
         return array(
             "q",
-            (
-                ns
-                for ns, pid in zip(self.service_ns, self.execution_clients, strict=True)
-                if pid == client_pid
+            itertools.chain(
+                (
+                    ns
+                    for ns, pid in zip(self.service_ns, self.execution_clients, strict=True)
+                    if pid == client_pid
+                ),
+                (
+                    ns
+                    for ns, pid in zip(self.burst_ns, self.burst_clients, strict=True)
+                    if pid == client_pid
+                ),
             ),
         )
 
@@ -254,9 +271,13 @@ _SERVER: Final = 9
 _NOTIFY_EXEC: Final = 10
 _NOTIFY_PREP: Final = 11
 _BURST_EXEC: Final = 12
+_BURST_REQUEST: Final = 13
 _BURST_EXECUTOR: Final = "BurstExecutorWithCache::"
 """The function of the ``[NN_LD_PE]`` section in which AOSP's sample driver runs one
 execution of a burst on the burst's server thread (no HIDL call per execution)."""
+_BURST_CONTROLLER: Final = "ExecutionBurstController::compute"
+"""The function of the ``[NN_LI_PE]`` section in which the runtime sends one request packet
+over a burst's fast message queue and waits for its result (on the app's thread)."""
 _RUNTIME_COUNTS: Final = {
     "ANeuralNetworksCompilation_finish": _LR_FINISH,
     "ANeuralNetworksCompilation_setPriority": _LR_PRIORITY,
@@ -270,7 +291,7 @@ class _Role:
     """What one mark name contributes to the plan (cached per distinct name)."""
 
     kind: int
-    """``_IGNORED``, ``_LA_EXEC``, ... ``_NOTIFY_PREP``."""
+    """``_IGNORED``, ``_LA_EXEC``, ... ``_BURST_REQUEST``."""
     text: str = ""
     """``Iface::method`` of a HIDL call; the function of ``[NN_LA_PO]``."""
     mode: ExecutionMode | None = None
@@ -283,6 +304,9 @@ class _Role:
     """An ``IDevice::prepareModel*`` call."""
     version: HalVersion = HalVersion.V1_0
     """The HAL version a server method shows."""
+    burst: bool = False
+    """``ANeuralNetworksExecution_burstCompute`` (a request over a burst, as
+    ``_BURST_REQUEST``)."""
 
 
 _NOT_USED: Final = _Role(_IGNORED)
@@ -333,9 +357,13 @@ def _role(name: str) -> _Role:
     elif mark.layer is Layer.DRIVER:
         if mark.phase is Phase.EXECUTION and mark.function.startswith(_BURST_EXECUTOR):
             return _Role(_BURST_EXEC)
+    elif mark.layer is Layer.IPC:
+        if mark.phase is Phase.EXECUTION and mark.function == _BURST_CONTROLLER:
+            return _Role(_BURST_REQUEST)
     elif mark.layer is Layer.RUNTIME:
         if mark.function in _EXECUTION_API:
-            return _Role(_LR_EXEC, mode=_EXECUTION_API[mark.function])
+            mode = _EXECUTION_API[mark.function]
+            return _Role(_LR_EXEC, mode=mode, burst=mode is ExecutionMode.BURST)
         return _Role(_RUNTIME_COUNTS.get(mark.function, _IGNORED))
     return _NOT_USED
 
@@ -537,7 +565,9 @@ class _DriverTally:
     __slots__ = (
         "async_begins",
         "async_slots",
+        "burst_claims",
         "burst_closed",
+        "burst_owner",
         "clients",
         "evidence",
         "ipc",
@@ -562,6 +592,10 @@ class _DriverTally:
         """The ``clients`` slot of each row of ``sync_closed``."""
         self.burst_closed = array("q")
         """(begin, tid, duration) of closed burst executions (``_BURST_EXECUTOR``), flat."""
+        self.burst_claims: dict[int, dict[int, int]] = {}
+        """burst tid -> client pid -> requests of that client its executions took."""
+        self.burst_owner: dict[int, int] = {}
+        """burst tid -> the client it served (most requests taken), set by ``finish``."""
         self.prep_begins = array("q")
         """Begins of prepareModel server calls."""
         self.ipc = array("q")
@@ -589,6 +623,10 @@ class _Collector:
         self.notify_exec: dict[int, array[int]] = {}
         self.notify_prep: dict[int, array[int]] = {}
         self.served: dict[tuple[int, int], int] = {}
+        self.bursts: dict[int, int] = {}
+        """client pid -> burst executions run for it, set by ``finish``."""
+        # app tid -> [pid, begin of the innermost, depth, taken] of its open burst request
+        self._requests: dict[int, list[int]] = {}
         self._calls: dict[str, _Calls] = {}
         # tid -> stack of (begin, pid, role, client call serial / execute server's clients slot)
         self._stacks: dict[int, list[tuple[int, int, _Role, int]]] = {}
@@ -683,6 +721,8 @@ class _Collector:
             self.notify_exec.setdefault(pid, array("q")).append(ts)
         elif kind == _NOTIFY_PREP:
             self.notify_prep.setdefault(pid, array("q")).append(ts)
+        elif kind == _BURST_EXEC:
+            self._burst_begin(ts, pid, tid)
         else:
             app = self._app(pid)
             if kind == _LA_EXEC:
@@ -693,6 +733,10 @@ class _Collector:
                 app.flight[_LR].begin(ts, tid)
                 if role.mode is not None:
                     app.modes[role.mode] = app.modes.get(role.mode, 0) + 1
+                if role.burst:
+                    self._request_begin(ts, pid, tid)
+            elif kind == _BURST_REQUEST:
+                self._request_begin(ts, pid, tid)
             elif kind == _CLIENT:
                 self._serial = serial = self._serial + 1
                 self._calls_of(role.text).client_begin(ts, pid, tid, serial, self)
@@ -742,6 +786,10 @@ class _Collector:
             app = self.apps[pid]
             app.lr_closed.extend((begin, tid, ts - begin))
             app.flight[_LR].end(ts, tid)
+            if role.burst:
+                self._request_end(tid)
+        elif kind == _BURST_REQUEST:
+            self._request_end(tid)
         elif kind == _CLIENT:
             self._calls[role.text].client_end(ts, serial, self)
             if role.execute:
@@ -756,6 +804,47 @@ class _Collector:
             burst_driver = self.drivers.get(pid)
             if burst_driver is not None:
                 burst_driver.burst_closed.extend((begin, tid, ts - begin))
+
+    def _request_begin(self, ts: int, pid: int, tid: int) -> None:
+        """A request over a burst began on app thread ``tid`` (``burstCompute``, and the
+        controller's section nested in it: one request)."""
+        request = self._requests.get(tid)
+        if request is None:
+            self._requests[tid] = [pid, ts, 1, 0]
+        else:
+            request[1] = ts
+            request[2] += 1
+
+    def _request_end(self, tid: int) -> None:
+        request = self._requests.get(tid)
+        if request is not None:
+            request[2] -= 1
+            if request[2] <= 0:
+                del self._requests[tid]
+
+    def _burst_begin(self, ts: int, pid: int, tid: int) -> None:
+        """A burst execution began on driver ``pid``'s burst thread ``tid``: it takes an open
+        request no execution took yet, that of the client the thread served most so far
+        if one is open, else the latest; counted as that client's (``burst_claims``)."""
+        driver = self.drivers.get(pid)
+        if driver is None or not self._requests:
+            return
+        claims = driver.burst_claims.setdefault(tid, {})
+        leader = max(claims, key=lambda p: (claims[p], -p)) if claims else None
+        taken: list[int] | None = None
+        for request in self._requests.values():
+            if request[3] or request[0] == pid:
+                continue
+            if request[0] == leader:
+                taken = request
+                break
+            if taken is None or request[1] > taken[1]:
+                taken = request
+        if taken is None:
+            return
+        taken[3] = 1
+        client = taken[0]
+        claims[client] = claims.get(client, 0) + 1
 
     def _compiled_inside(
         self, stack: list[tuple[int, int, _Role, int]], tid: int, duration: int
@@ -781,6 +870,28 @@ class _Collector:
                 flight.flush()
         self._stacks.clear()
         self._calls.clear()
+        self._requests.clear()
+        self._own_bursts()
+
+    def _own_bursts(self) -> None:
+        """Each burst thread serves one client (one burst context): the one whose requests
+        its executions took most.  Its executions count as that client's (``served``,
+        ``bursts``)."""
+        for driver_pid, driver in self.drivers.items():
+            for tid, claims in driver.burst_claims.items():
+                if claims:
+                    driver.burst_owner[tid] = max(claims, key=lambda p: (claims[p], -p))
+            owner = driver.burst_owner
+            if not owner:
+                continue
+            closed = driver.burst_closed
+            for i in range(0, len(closed), 3):
+                client = owner.get(closed[i + 1])
+                if client is None:
+                    continue
+                pair = (client, driver_pid)
+                self.served[pair] = self.served.get(pair, 0) + 1
+                self.bursts[client] = self.bursts.get(client, 0) + 1
 
     # -- ftrace text / systrace HTML
 
@@ -1271,23 +1382,29 @@ def _units(
 
 def _device_units(
     tally: _DriverTally, begins: array[int], executions: array[int], clients: array[int]
-) -> tuple[int, array[int], int]:
-    """(compute units, device times, executions that ran beside another) of a driver: its
-    HIDL executions (begin order) with its burst executions (``_BURST_EXECUTOR`` sections,
-    each burst thread a client of its own), which count toward the units only.  The device
-    time of a HIDL execution that ran beside another is its whole driver time, of the rest
-    the time after the one that ended before it (``_service``)."""
+) -> tuple[int, array[int], int, array[int]]:
+    """(compute units, device times, executions that ran beside another, burst device times)
+    of a driver: its HIDL executions (begin order) with its burst executions
+    (``_BURST_EXECUTOR`` sections, each burst thread a client of its own).  The device time
+    of an execution that ran beside another is its whole driver time, of the rest the time
+    after the one that ended before it (``_service``; of a HIDL execution, among the HIDL
+    ones; of a burst execution, among all)."""
     serial = _service(begins, executions)
     bursts = tally.burst_closed
+    burst_ns = array("q")
     if not bursts:
         units, beside = _units(begins, executions, clients, serial)
         hidl = beside
     else:
+        # (begin, duration, client, HIDL index or -1 - burst index)
         timed = sorted(
             [
-                *((b, d, c, True) for b, d, c in zip(begins, executions, clients, strict=True)),
                 *(
-                    (bursts[i], bursts[i + 2], -bursts[i + 1], False)
+                    (b, d, c, i)
+                    for i, (b, d, c) in enumerate(zip(begins, executions, clients, strict=True))
+                ),
+                *(
+                    (bursts[i], bursts[i + 2], -bursts[i + 1], -1 - i // 3)
                     for i in range(0, len(bursts), 3)
                 ),
             ],
@@ -1295,22 +1412,24 @@ def _device_units(
         )
         all_begins = array("q", (row[0] for row in timed))
         all_durations = array("q", (row[1] for row in timed))
-        units, beside = _units(
-            all_begins,
-            all_durations,
-            [row[2] for row in timed],
-            _service(all_begins, all_durations),
-        )
+        all_serial = _service(all_begins, all_durations)
+        units, beside = _units(all_begins, all_durations, [row[2] for row in timed], all_serial)
+        burst_ns = array("q", bytes(8 * (len(bursts) // 3)))
+        for k, row in enumerate(timed):
+            if row[3] < 0:
+                burst_ns[-1 - row[3]] = (
+                    row[1] if beside is not None and beside[k] else all_serial[k]
+                )
         hidl = None
         if beside is not None:
-            hidl = [was for row, was in zip(timed, beside, strict=True) if row[3]]
+            hidl = [was for row, was in zip(timed, beside, strict=True) if row[3] >= 0]
     if beside is None or hidl is None:
-        return 1, serial, 0
+        return 1, serial, 0, burst_ns
     device_ns = array("q", serial)
     for i, was in enumerate(hidl):
         if was:
             device_ns[i] = executions[i]
-    return units, device_ns, sum(beside)
+    return units, device_ns, sum(beside), burst_ns
 
 
 def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
@@ -1392,7 +1511,11 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
             begins = array("q", (row[0] for row in timed))
             executions = array("q", (row[1] for row in timed))
             served = array("q", (row[2] for row in timed))
-    units, device_ns, beside = _device_units(tally, begins, executions, served)
+    units, device_ns, beside, burst_ns = _device_units(tally, begins, executions, served)
+    owner = tally.burst_owner
+    burst_clients = array(
+        "q", (owner.get(tid, 0) for tid in itertools.islice(tally.burst_closed, 1, None, 3))
+    )
     _, preparations, _ = _answered(tally.prep_begins, reader.notify_prep.get(pid, _NONE))
     process_name = _process_name(reader, pid)
     name = ""
@@ -1416,6 +1539,8 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         compute_units=units,
         units_evidence=beside,
         burst_executions=len(tally.burst_closed) // 3,
+        burst_ns=burst_ns,
+        burst_clients=burst_clients,
         prepare_ns=tuple(preparations),
     )
 
@@ -1466,4 +1591,5 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         latency_begins_ns=closed_begins,
         never_ended=len(begins) - len(latencies),
         compile_inside_ns=inside,
+        burst_executions=reader.bursts.get(pid, 0),
     )
