@@ -19,7 +19,8 @@ import attrs
 
 from nnemu._emulator import build_model
 from nnemu._text import counted
-from nnemu.driver import capabilities_from, compute_plan
+from nnemu.driver import BURST_POLL_NS, VALIDATE_NS_PER_OP, capabilities_from, compute_plan
+from nnemu.hal import ExecutionPreference, OperationType
 from nnemu.replay._extract import TraceApp, TraceDriver, TracePlan
 from nnemu.scenario import (
     MAX_EXECUTIONS,
@@ -30,6 +31,7 @@ from nnemu.scenario import (
     DeviceSpec,
     ExecutionMode,
     IpcSpec,
+    LayerSpec,
     ModelSpec,
     PerformanceSpec,
     PerfSpec,
@@ -232,7 +234,7 @@ def build_replay(
     """
     notes = _Notes()
     period_ns = _loop_period_ns(plan)
-    models = [_app_model(app, notes) for app in plan.apps]
+    models = [_app_model(app, plan, notes) for app in plan.apps]
     model_of_app = {app.pid: model for app, model in zip(plan.apps, models, strict=True)}
     setters: set[int] = set()
     devices = [_device(driver, plan, model_of_app, setters, notes) for driver in plan.drivers]
@@ -240,6 +242,7 @@ def build_replay(
     models = [model_of_app[app.pid] for app in plan.apps]
     ipc = _ipc(plan, notes)
     driver_by_pid = {d.pid: d for d in plan.drivers}
+    wake_ns = int(statistics.median(plan.ipc_latency_ns)) if plan.ipc_latency_ns else None
     apps = [
         _app(
             app,
@@ -247,6 +250,7 @@ def build_replay(
             model=model_of_app[app.pid],
             workload=_workload(app, plan, fast=fast, loops=loops, period_ns=period_ns),
             driver_by_pid=driver_by_pid,
+            wake_ns=wake_ns,
             notes=notes,
         )
         for index, app in enumerate(plan.apps)
@@ -276,20 +280,61 @@ def build_replay(
     )
 
 
-def _app_model(app: TraceApp, notes: _Notes) -> ModelSpec:
-    """The app's model: the preset its [NN_LA_PO] name suggests."""
+SMALL_LAYERS: Final = (LayerSpec(type=OperationType.SOFTMAX, output=(1, 2)),)
+"""The model a replay assumes for a bursting app whose model is not recognised and computes
+faster than a mobilenet can: one operation, one input (a hotword model's last layer)."""
+SMALL_NAME: Final = "one SOFTMAX layer"
+
+
+def _is_small(spec: ModelSpec) -> bool:
+    """Whether ``spec`` is the ``SMALL_LAYERS`` stand-in."""
+    return spec.layers == SMALL_LAYERS
+
+
+def _label(spec: ModelSpec) -> str:
+    """The model's preset, or ``SMALL_NAME``."""
+    return SMALL_NAME if _is_small(spec) else str(spec.preset)
+
+
+def _fastest_ns(spec: ModelSpec) -> int:
+    """The least compute ``spec`` can take on a device (each operation at least 1 µs)."""
+    return _compute_ns(spec, _with_ratio(PerformanceSpec(), spec.dtype, _MIN_RATIO), CpuSpec())
+
+
+def _app_model(app: TraceApp, plan: TracePlan, notes: _Notes) -> ModelSpec:
+    """The app's model: the preset its [NN_LA_PO] name suggests; for a bursting app whose name
+    says nothing and whose device time is less than a mobilenet can take (a hotword model),
+    ``SMALL_LAYERS``."""
     choice = choose_model(app.model_name)
     spec = ModelSpec(name=f"{app.name}-model", preset=choice.preset, dtype=choice.dtype)
     keys = (f"apps.{app.name}.model", f"models.{spec.name}.preset", f"models.{spec.name}.dtype")
+    small_keys = (f"apps.{app.name}.model", f"models.{spec.name}.layers", keys[2])
     if choice.recognised:
         notes.derive(
             f"apps.{app.name}: model {choice.preset} {choice.dtype} "
             f"(from the [NN_LA_PO] name {app.model_name!r})",
             *keys,
         )
-    else:
-        why = f"{app.model_name!r} not recognised" if app.model_name else "no [NN_LA_PO] mark"
-        notes.assume(f"apps.{app.name}: model {choice.preset} {choice.dtype} ({why})", *keys)
+        return spec
+    why = f"{app.model_name!r} not recognised" if app.model_name else "no [NN_LA_PO] mark"
+    drivers = {d.pid: d for d in plan.drivers}
+    if app.burst_executions and app.driver_pids and app.driver_pids[0] in drivers:
+        driver = drivers[app.driver_pids[0]]
+        mine, what = _app_device_ns(driver, app)
+        launch_us = DeviceCostSpec().launch_us
+        fastest = _fastest_ns(spec) + round(launch_us * 1000)
+        if mine and statistics.median(mine) < fastest:
+            small = attrs.evolve(spec, preset=None, layers=SMALL_LAYERS)
+            notes.assume(
+                f"apps.{app.name}: model {SMALL_NAME} {choice.dtype} ({why}; one operation, "
+                f"as the median device time of {len(mine)} {what} on {driver.name}, "
+                f"{_ms(statistics.median(mine)):.3f} ms, is less than {choice.preset} "
+                f"{choice.dtype} can take: at the fastest {_ms(fastest - launch_us * 1000):.3f} "
+                f"ms + launch {launch_us:g} us)",
+                *small_keys,
+            )
+            return small
+    notes.assume(f"apps.{app.name}: model {choice.preset} {choice.dtype} ({why})", *keys)
     return spec
 
 
@@ -386,6 +431,7 @@ def _device(
         by_dtype.setdefault(model_of_app[app.pid].dtype, app)
     if not by_dtype and top_app is None and driver.service_ns and plan.apps:
         by_dtype[model_of_app[plan.apps[0].pid].dtype] = plan.apps[0]
+    cost = _small_launch(driver, by_dtype, model_of_app, cost, notes)
     timed = False
     for dtype, app in sorted(by_dtype.items()):
         found = _device_time_ns(driver, app)
@@ -394,6 +440,12 @@ def _device(
         median_ns, count, what = found
         spec = model_of_app[app.pid]
         ratio, got = derive_exec_ratio(spec, median_ns, cost, CpuSpec())
+        if _is_small(spec) and cost.launch_us < DeviceCostSpec().launch_us:
+            # The launch took the rest of the device time (``_small_launch``): the model
+            # computes at the fastest, which also keeps the other apps' models on the
+            # device from being slowed by the small model's floor.
+            ratio = _MIN_RATIO
+            got = _compute_ns(spec, _with_ratio(performance, dtype, ratio), CpuSpec())
         performance = _with_ratio(performance, dtype, ratio)
         setters.add(app.pid)
         timed = True
@@ -402,13 +454,18 @@ def _device(
             # Faster than the model can compute (each operation takes at least 1 µs), as
             # when most of the times are executions a driver refused at once: no "=".
             how = (
-                f"{_ms(median_ns):.3f} ms, less than {spec.preset} {spec.dtype} can take: "
+                f"{_ms(median_ns):.3f} ms, less than {_label(spec)} {spec.dtype} can take: "
                 f"at the fastest {_ms(got):.3f} ms + launch {cost.launch_us:g} us"
             )
         else:
             how = (
-                f"{_ms(median_ns):.3f} ms = {spec.preset} {spec.dtype} {_ms(got):.3f} ms "
+                f"{_ms(median_ns):.3f} ms = {_label(spec)} {spec.dtype} {_ms(got):.3f} ms "
                 f"+ launch {cost.launch_us:g} us"
+                + (
+                    f" + validation {VALIDATE_NS_PER_OP / 1000:g} us"
+                    if _is_small(spec) and cost.launch_us < DeviceCostSpec().launch_us
+                    else ""
+                )
             )
         notes.derive(
             f"{where}.performance.{dtype}.exec_time: {ratio:g} "
@@ -470,14 +527,19 @@ def _device(
             "executions can keep every unit busy)",
             f"{where}.worker_threads",
         )
+    default_launch = cost.launch_us == DeviceCostSpec().launch_us
     defaults = [
         f"{where}.{key}"
-        for key in ("type", *(() if units > 1 else ("compute_units",)), "cost.launch_us")
+        for key in (
+            "type",
+            *(() if units > 1 else ("compute_units",)),
+            *(("cost.launch_us",) if default_launch else ()),
+        )
     ]
     notes.assume(
         f"{where}: type accelerator, "
         + ("" if units > 1 else "1 compute unit, ")
-        + f"launch {cost.launch_us:g} us, "
+        + (f"launch {cost.launch_us:g} us, " if default_launch else "")
         + ("" if jitter is not None or split else "no jitter, ")
         + "per_app_priority scheduler, no preemption (defaults)",
         *defaults,
@@ -500,6 +562,44 @@ def _device(
         performance=performance,
         cost=cost,
     )
+
+
+def _small_launch(
+    driver: TraceDriver,
+    by_dtype: dict[str, TraceApp],
+    model_of_app: dict[int, ModelSpec],
+    cost: DeviceCostSpec,
+    notes: _Notes,
+) -> DeviceCostSpec:
+    """``cost`` with a launch short enough for the quickest app with a ``SMALL_LAYERS`` model
+    that sets the device's speed: when its median device time is less than the launch plus
+    the model's fastest compute (and the driver's validation of the request), the launch is
+    that time less them (the trace gives the sum, not the parts)."""
+    launch_ns = round(cost.launch_us * 1000)
+    quickest: tuple[int, int, str, int] | None = None
+    for app in by_dtype.values():
+        spec = model_of_app[app.pid]
+        if not _is_small(spec):
+            continue
+        found = _device_time_ns(driver, app)
+        if found is None:
+            continue
+        floor = _fastest_ns(spec) + VALIDATE_NS_PER_OP
+        if found[0] < launch_ns + floor and (quickest is None or found[0] < quickest[0]):
+            quickest = (found[0], found[1], found[2], floor)
+    if quickest is None:
+        return cost
+    median_ns, count, what, floor = quickest
+    launch_us = round(max(0, median_ns - floor) / 1000, 3)
+    where = f"devices.{driver.name}.cost.launch_us"
+    notes.derive(
+        f"{where}: {launch_us:g} (median device time of {count} {what} "
+        f"{_ms(median_ns):.3f} ms, less than the default launch {cost.launch_us:g} us + "
+        f"{SMALL_NAME} at the fastest {_ms(floor - VALIDATE_NS_PER_OP):.3f} ms + the "
+        f"request's validation {VALIDATE_NS_PER_OP / 1000:g} us: the launch is the rest)",
+        where,
+    )
+    return attrs.evolve(cost, launch_us=launch_us)
 
 
 MIN_JITTER_EXECUTIONS: Final = 20
@@ -585,12 +685,14 @@ def _fit_models(
         spec = model_of_app[app.pid]
         target = int(statistics.median(mine))
         now = _compute_ns(spec, device.performance, CpuSpec()) + round(device.cost.launch_us * 1000)
+        if _is_small(spec):
+            now += VALIDATE_NS_PER_OP  # (counted in the launch ``_small_launch`` derived)
         if abs(now - target) <= _FIT_TOLERANCE * target:
             continue
         where = f"models.{spec.name}"
         if spec.preset not in ("mobilenet_v1", "mobilenet_v2"):
             notes.assume(
-                f"{where}: {spec.preset} as is, {_ms(now):.3f} ms on {device.name} against "
+                f"{where}: {_label(spec)} as is, {_ms(now):.3f} ms on {device.name} against "
                 f"{app.name}'s median device time {_ms(target):.3f} ms (only a mobilenet's "
                 "width is fitted)",
                 where,
@@ -647,9 +749,11 @@ def _app(
     model: ModelSpec,
     workload: WorkloadSpec,
     driver_by_pid: dict[int, TraceDriver],
+    wake_ns: int | None,
     notes: _Notes,
 ) -> AppSpec:
-    """The app's spec: what the trace tells of its mode, threads and devices; the rest assumed."""
+    """The app's spec: what the trace tells of its mode, threads and devices; the rest assumed
+    (``wake_ns``: the median IPC latency, what waking a sleeping thread costs)."""
     where = f"apps.{app.name}"
     notes.derive(
         f"{where}: {len(app.arrivals_ns)} executions ({app.arrival_source})", f"{where}.workload"
@@ -685,6 +789,7 @@ def _app(
             f"{where}.execution_mode: sync (no runtime marks in the trace)",
             f"{where}.execution_mode",
         )
+    preference = _burst_preference(app, wake_ns, notes)
     threads = app.max_in_flight
     if app.never_ended and threads > MAX_UNFINISHED_THREADS:
         # Each execution still open at the end would hold an app thread for the whole
@@ -716,9 +821,44 @@ def _app(
         model=model.name,
         devices=devices_used,
         execution_mode=mode,
+        preference=preference,
         threads=threads,
         workload=workload,
     )
+
+
+MIN_BURST_EVIDENCE: Final = 3
+"""Fewest burst requests soon after the previous execution from which a replay derives
+whether the burst server polled."""
+
+
+def _burst_preference(app: TraceApp, wake_ns: int | None, notes: _Notes) -> ExecutionPreference:
+    """``low_power`` when the app's burst server did not poll: its requests issued within
+    ``BURST_POLL_NS`` of the thread's previous execution (when a polling server still spins)
+    took a median of at least half a wake-up (``wake_ns``) to reach it, not a fast message
+    queue's few µs (AOSP's burst server polls unless the compilation prefers low power);
+    else the default."""
+    default = ExecutionPreference.FAST_SINGLE_ANSWER
+    if wake_ns is None or not app.burst_deliveries_ns:
+        return default
+    soon = [
+        ns
+        for ns, idle in zip(app.burst_deliveries_ns, app.burst_idle_ns, strict=True)
+        if 0 <= idle <= BURST_POLL_NS
+    ]
+    if len(soon) < MIN_BURST_EVIDENCE:
+        return default
+    median = statistics.median(soon)
+    if 2 * median < wake_ns:
+        return default
+    notes.derive(
+        f"apps.{app.name}.preference: low_power (its burst server did not poll: "
+        f"{len(soon)} requests issued within {BURST_POLL_NS // 1000} us of its previous "
+        f"execution took a median {_ms(median):.3f} ms to reach it, a wake-up (ipc "
+        f"{_ms(wake_ns) * 1000:g} us), not a fast message queue's few us)",
+        f"apps.{app.name}.preference",
+    )
+    return ExecutionPreference.LOW_POWER
 
 
 def _unrecorded_settings(app: TraceApp, where: str) -> list[Note]:

@@ -148,6 +148,14 @@ class TraceApp:
     burst_executions: int = 0
     """Executions a driver's burst thread ran for it (``[NN_LD_PE]BurstExecutorWithCache::
     execute``; the thread serves the client whose burst requests it took most)."""
+    burst_deliveries_ns: array[int] = attrs.field(converter=_column, factory=tuple)
+    """For each of its burst requests its burst thread took: from the request's begin (the
+    ``ExecutionBurstController::compute`` section on the app's thread) to the execution's
+    begin on the burst thread (the packet's way: at once to a polling server, a wake-up
+    to a sleeping one)."""
+    burst_idle_ns: array[int] = attrs.field(converter=_column, factory=tuple)
+    """For each of ``burst_deliveries_ns``: from the burst thread's previous execution end to
+    the request's begin (-1: its first)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -567,7 +575,9 @@ class _DriverTally:
         "async_slots",
         "burst_claims",
         "burst_closed",
+        "burst_last_end",
         "burst_owner",
+        "burst_seen",
         "clients",
         "evidence",
         "ipc",
@@ -592,6 +602,12 @@ class _DriverTally:
         """The ``clients`` slot of each row of ``sync_closed``."""
         self.burst_closed = array("q")
         """(begin, tid, duration) of closed burst executions (``_BURST_EXECUTOR``), flat."""
+        self.burst_seen = array("q")
+        """(burst tid, client pid, delivery, idle) of each burst execution that took an open
+        request (``_Collector._burst_begin``), flat: the request's begin to the execution's
+        begin, and the thread's previous execution end to the request's begin (-1: none)."""
+        self.burst_last_end: dict[int, int] = {}
+        """burst tid -> the end of its latest burst execution."""
         self.burst_claims: dict[int, dict[int, int]] = {}
         """burst tid -> client pid -> requests of that client its executions took."""
         self.burst_owner: dict[int, int] = {}
@@ -623,8 +639,10 @@ class _Collector:
         self.notify_exec: dict[int, array[int]] = {}
         self.notify_prep: dict[int, array[int]] = {}
         self.served: dict[tuple[int, int], int] = {}
-        self.bursts: dict[int, int] = {}
-        """client pid -> burst executions run for it, set by ``finish``."""
+        self.bursts: dict[int, tuple[int, array[int], array[int]]] = {}
+        """client pid -> (burst executions run for it, deliveries, idles: the rows of
+        ``_DriverTally.burst_seen`` of its burst threads that took its requests), set by
+        ``finish``."""
         # app tid -> [pid, begin of the innermost, depth, taken] of its open burst request
         self._requests: dict[int, list[int]] = {}
         self._calls: dict[str, _Calls] = {}
@@ -804,6 +822,7 @@ class _Collector:
             burst_driver = self.drivers.get(pid)
             if burst_driver is not None:
                 burst_driver.burst_closed.extend((begin, tid, ts - begin))
+                burst_driver.burst_last_end[tid] = ts
 
     def _request_begin(self, ts: int, pid: int, tid: int) -> None:
         """A request over a burst began on app thread ``tid`` (``burstCompute``, and the
@@ -845,6 +864,9 @@ class _Collector:
         taken[3] = 1
         client = taken[0]
         claims[client] = claims.get(client, 0) + 1
+        last = driver.burst_last_end.get(tid)
+        idle = -1 if last is None else max(0, taken[1] - last)
+        driver.burst_seen.extend((tid, client, ts - taken[1], idle))
 
     def _compiled_inside(
         self, stack: list[tuple[int, int, _Role, int]], tid: int, duration: int
@@ -891,7 +913,16 @@ class _Collector:
                     continue
                 pair = (client, driver_pid)
                 self.served[pair] = self.served.get(pair, 0) + 1
-                self.bursts[client] = self.bursts.get(client, 0) + 1
+                count, deliveries, idles = self.bursts.get(client, (0, array("q"), array("q")))
+                self.bursts[client] = (count + 1, deliveries, idles)
+            seen = driver.burst_seen
+            for i in range(0, len(seen), 4):
+                client = seen[i + 1]
+                if owner.get(seen[i]) != client:
+                    continue  # (a request of another client: not this thread's delivery)
+                _, deliveries, idles = self.bursts.setdefault(client, (0, array("q"), array("q")))
+                deliveries.append(seen[i + 2])
+                idles.append(seen[i + 3])
 
     # -- ftrace text / systrace HTML
 
@@ -1568,6 +1599,7 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
     if order is not None:
         latencies = array("q", (latencies[i] for i in order))
         closed_begins = array("q", (closed_begins[i] for i in order))
+    bursts, deliveries, idles = reader.bursts.get(pid, (0, _NONE, _NONE))
     inside = _NONE
     if which == _LA and tally.la_inside is not None:
         inside = tally.la_inside
@@ -1591,5 +1623,7 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         latency_begins_ns=closed_begins,
         never_ended=len(begins) - len(latencies),
         compile_inside_ns=inside,
-        burst_executions=reader.bursts.get(pid, 0),
+        burst_executions=bursts,
+        burst_deliveries_ns=deliveries,
+        burst_idle_ns=idles,
     )

@@ -4,7 +4,9 @@ A burst execution makes no HIDL call: the app's runtime marks a request
 (``ANeuralNetworksExecution_burstCompute``, ``ExecutionBurstController::compute``) and the
 driver's burst thread runs it (``[NN_LD_PE]BurstExecutorWithCache::execute``).  The replay
 gives each burst thread to the app whose requests it took, so the app's executions count on
-that device, its device time comes from them and it replays in ``burst`` mode.
+that device, its device time comes from them and it replays in ``burst`` mode: with
+``low_power`` when its burst server never polled, and with a one-layer model when no
+mobilenet can compute in its device time.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from typing import Any
 
 import pytest
 
+from nnemu import run
+from nnemu.hal import ExecutionPreference
 from nnemu.replay import build_replay, describe_build, describe_plan, extract_plan
+from nnemu.replay._build import SMALL_LAYERS
 from nnemu.scenario import ExecutionMode
 from tests.unit.replay.helpers import REPO, record
 
@@ -85,3 +90,42 @@ def test_burst_mode_is_derived_without_runtime_marks(
         "BurstExecutorWithCache::execute; no runtime marks)"
     ) in describe_build(built)
 
+
+def test_a_burst_server_that_never_polled_gives_low_power(recording: tuple[Path, Any]) -> None:
+    """The app whose burst requests soon after an execution still waited a wake-up replays with preference low_power; the polling one keeps the default."""
+    path, _ = recording
+    built = build_replay(extract_plan(str(path)))
+    specs = {app.name: app for app in built.scenario.apps}
+    assert specs["hotword_lowpower"].preference is ExecutionPreference.LOW_POWER
+    assert specs["hotword_burst"].preference is ExecutionPreference.FAST_SINGLE_ANSWER
+    (line,) = [text for text in describe_build(built) if ".preference:" in text]
+    assert line.startswith("  apps.hotword_lowpower.preference: low_power (its burst server")
+    assert "took a median 0.085 ms to reach it, a wake-up (ipc 80 us)" in line
+
+
+def test_a_burst_model_faster_than_a_mobilenet_is_one_layer(recording: tuple[Path, Any]) -> None:
+    """A bursting app whose 15 us device time no mobilenet can take gets a one-layer model, and the device a launch that makes up the rest."""
+    path, _ = recording
+    built = build_replay(extract_plan(str(path)))
+    models = {model.name: model for model in built.scenario.models}
+    for name in BURST_APPS:
+        assert models[f"{name}-model"].layers == SMALL_LAYERS, name
+    assert models["hotword_sync-model"].preset == "mobilenet_v1"
+    (dsp,) = built.scenario.devices
+    assert dsp.cost.launch_us == 12  # 15 us - 1 us of compute - 2 us of validation
+    lines = describe_build(built)
+    assert any(line.startswith("  devices.dsp.cost.launch_us: 12 (median device") for line in lines)
+    assert not any("launch 12 us, " in line for line in lines if "(defaults)" in line)
+
+
+@pytest.mark.parametrize("name", BURST_APPS)
+def test_bursting_apps_replay_their_recorded_latency(
+    name: str, recording: tuple[Path, Any]
+) -> None:
+    """Each bursting app's replayed p50 and p95 are within 10% and 20% of its recording (18.553 and 11.203 ms p50 on the CPU before, for 0.040 and 0.115)."""
+    path, recorded = recording
+    replayed = run(build_replay(extract_plan(str(path))).scenario).data
+    was = recorded["apps"][name]["latency_ms"]
+    now = replayed["apps"][name]["latency_ms"]
+    assert now["p50"] == pytest.approx(was["p50"], rel=0.10)
+    assert now["p95"] == pytest.approx(was["p95"], rel=0.20)

@@ -5,7 +5,8 @@ device speed and jitter are derived from the trace (compute within 3%), but the 
 are the replay's own (seed 0, not the recording's), so each app's latency p50 lands within 10%
 and its p95 within 20% of the recording.  The scenarios left out depend on what traces do not
 carry: priorities and preemption (qos_priority_*), deadlines (qos_deadline_storm), a driver
-crash (qos_driver_crash), burst executions (burst_low_latency) and a compile failure
+crash (qos_driver_crash), a synchronous app's model faster than a mobilenet can be
+(burst_low_latency; its bursting apps are in test_bursts.py) and a compile failure
 (qos_model_too_large).
 """
 
