@@ -945,8 +945,8 @@ def describe_plan(plan: TracePlan) -> list[str]:
             + (f", median {_ms(median_exec):.3f} ms" if median_exec is not None else "")
             + (
                 f"; {driver.burst_executions} burst executions, median "
-                f"{_ms(statistics.median(driver.burst_ns)):.3f} ms"
-                if driver.burst_ns
+                f"{_ms(statistics.median(driver.burst_execution_ns)):.3f} ms"
+                if driver.burst_execution_ns
                 else ""
             )
             + f"; {len(driver.prepare_ns)} preparations"

@@ -192,6 +192,9 @@ class TraceDriver:
     burst_executions: int = 0
     """Executions it ran in bursts (``[NN_LD_PE]BurstExecutorWithCache::execute`` sections on
     its burst threads), counted in ``compute_units``; not in ``execution_ns``."""
+    burst_execution_ns: array[int] = attrs.field(converter=_column, factory=tuple)
+    """Observed driver time of each burst execution (its ``BurstExecutorWithCache::execute``
+    section), in the order of ``burst_ns``."""
     burst_ns: array[int] = attrs.field(converter=_column, factory=tuple)
     """Device time of each burst execution (its whole time when it ran beside another
     execution or on an idle device, else its time after the one that ended before it)."""
@@ -1570,6 +1573,7 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         compute_units=units,
         units_evidence=beside,
         burst_executions=len(tally.burst_closed) // 3,
+        burst_execution_ns=tally.burst_closed[2::3],
         burst_ns=burst_ns,
         burst_clients=burst_clients,
         prepare_ns=tuple(preparations),

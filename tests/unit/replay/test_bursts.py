@@ -11,6 +11,7 @@ mobilenet can compute in its device time.
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ def test_burst_executions_are_the_apps_executions_on_the_driver(
     plan = extract_plan(str(path))
     (driver,) = plan.drivers
     assert driver.burst_executions == 400
+    assert len(driver.burst_execution_ns) == len(driver.burst_ns) == 400
+    assert statistics.median(driver.burst_execution_ns) == 15_000  # each section's own time
     apps = {app.name: app for app in plan.apps}
     for name in BURST_APPS:
         app = apps[name]
