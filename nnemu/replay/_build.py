@@ -281,7 +281,7 @@ def build_replay(
 
 
 SMALL_LAYERS: Final = (LayerSpec(type=OperationType.SOFTMAX, output=(1, 2)),)
-"""The model a replay assumes for a bursting app whose model is not recognised and computes
+"""The model a replay assumes for an app whose model is not recognised and computes
 faster than a mobilenet can: one operation, one input (a hotword model's last layer)."""
 SMALL_NAME: Final = "one SOFTMAX layer"
 
@@ -302,7 +302,7 @@ def _fastest_ns(spec: ModelSpec) -> int:
 
 
 def _app_model(app: TraceApp, plan: TracePlan, notes: _Notes) -> ModelSpec:
-    """The app's model: the preset its [NN_LA_PO] name suggests; for a bursting app whose name
+    """The app's model: the preset its [NN_LA_PO] name suggests; for an app whose name
     says nothing and whose device time is less than a mobilenet can take (a hotword model),
     ``SMALL_LAYERS``."""
     choice = choose_model(app.model_name)
@@ -318,7 +318,7 @@ def _app_model(app: TraceApp, plan: TracePlan, notes: _Notes) -> ModelSpec:
         return spec
     why = f"{app.model_name!r} not recognised" if app.model_name else "no [NN_LA_PO] mark"
     drivers = {d.pid: d for d in plan.drivers}
-    if app.burst_executions and app.driver_pids and app.driver_pids[0] in drivers:
+    if app.driver_pids and app.driver_pids[0] in drivers:
         driver = drivers[app.driver_pids[0]]
         mine, what = _app_device_ns(driver, app)
         launch_us = DeviceCostSpec().launch_us
@@ -450,7 +450,10 @@ def _device(
         setters.add(app.pid)
         timed = True
         launch_ns = round(cost.launch_us * 1000)
-        if got + launch_ns > median_ns + max(2_000, median_ns // 50):
+        validation = _is_small(spec) and cost.launch_us < DeviceCostSpec().launch_us
+        if got + launch_ns + (VALIDATE_NS_PER_OP if validation else 0) > median_ns + max(
+            2_000, median_ns // 50
+        ):
             # Faster than the model can compute (each operation takes at least 1 µs), as
             # when most of the times are executions a driver refused at once: no "=".
             how = (
@@ -461,11 +464,7 @@ def _device(
             how = (
                 f"{_ms(median_ns):.3f} ms = {_label(spec)} {spec.dtype} {_ms(got):.3f} ms "
                 f"+ launch {cost.launch_us:g} us"
-                + (
-                    f" + validation {VALIDATE_NS_PER_OP / 1000:g} us"
-                    if _is_small(spec) and cost.launch_us < DeviceCostSpec().launch_us
-                    else ""
-                )
+                + (f" + validation {VALIDATE_NS_PER_OP / 1000:g} us" if validation else "")
             )
         notes.derive(
             f"{where}.performance.{dtype}.exec_time: {ratio:g} "
