@@ -29,7 +29,7 @@ from typing import Any, Final
 import attrs
 
 from nnemu._tails import TAIL_MIN, slowest_only
-from nnemu._text import counted, fixed, interval_text, places
+from nnemu._text import counted, counts, fixed, interval_text, places
 from nnemu.errors import ResultsFormatError
 from nnemu.replications import REPLICATIONS_KIND, metric_samples
 from nnemu.stats import mean_interval, sample_variance, t_quantile, welch_test
@@ -338,12 +338,14 @@ def _percent(a: float, b: float) -> float:
     return (b - a) / abs(a) * 100.0
 
 
-def _side_text(values: Sequence[float]) -> tuple[str, str]:
+def _side_text(values: Sequence[float], metric: str) -> tuple[str, str]:
     """A side's mean and the half-width of its 95% interval as text, to the interval's
     precision (``nnemu._text.interval_text``); one value: the mean to 4 significant digits
-    and ``-``."""
+    (a count's whole value as it is: ``nnemu._text.counts``) and ``-``."""
     interval = mean_interval(values)
-    return interval_text(interval.mean, interval.half_width if interval.n > 1 else None)
+    return interval_text(
+        interval.mean, interval.half_width if interval.n > 1 else None, whole=counts(metric)
+    )
 
 
 def _difference_text(a: Sequence[float], b: Sequence[float], a_text: str, b_text: str) -> str:
@@ -433,8 +435,8 @@ class Row:
 
     def texts(self) -> RowTexts:
         """The row's figures as text, to the precision the values give them."""
-        a, a_half = _side_text(self.a)
-        b, b_half = _side_text(self.b)
+        a, a_half = _side_text(self.a, self.metric)
+        b, b_half = _side_text(self.b, self.metric)
         difference = _difference_text(self.a, self.b, a, b)
         change = _signed_percent(self.mean_a, self.mean_b)
         return RowTexts(a, a_half, b, b_half, difference, change)

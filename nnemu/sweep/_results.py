@@ -21,7 +21,7 @@ from typing import IO, Any, Final
 import yaml
 
 from nnemu._tails import MARK, TAIL_MIN, footnote, slowest_only
-from nnemu._text import counted, interval_text, seed_span
+from nnemu._text import counted, counts, interval_text, seed_span
 from nnemu.errors import NnemuError
 from nnemu.report import PER_COMPLETION, measured
 from nnemu.stats import mean_interval
@@ -305,7 +305,9 @@ def summary(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> str:
             values = [v for _, v in counted_rows]
             interval = mean_interval(values)
             mean, half = interval_text(
-                interval.mean, interval.half_width if interval.n > 1 else None
+                interval.mean,
+                interval.half_width if interval.n > 1 else None,
+                whole=counts(metric),
             )
             if len(values) != len(ok):
                 half += f" (n={len(values)})"

@@ -101,7 +101,7 @@ def test_fail_if_decides_on_the_exact_means_not_the_printed_ones() -> None:
             (0.0, 0.0, 0.001, 0.0),
             ("0.02357", "0.00082", "0.00025", "0.00080", "-0.02332", "-98.9%"),
         ),
-        ((5.0, 5.0), (5.0, 5.0), ("5", "0", "5", "0", "0", "+0.0%")),
+        ((5.0, 5.0), (5.0, 5.0), ("5.000", "0", "5.000", "0", "0", "+0.0%")),
         # one run against several: B - A to the several's interval
         ((7.048,), (7.6, 9.152), ("7.048", "-", "8.4", "9.9", "+1.3", "+18.8%")),
     ],
@@ -115,6 +115,15 @@ def test_a_row_prints_the_precision_its_values_have(
     printed = row.texts()
     assert (printed.a, printed.a_half, printed.b, printed.b_half) == texts[:4]
     assert (printed.difference, printed.change) == texts[4:]
+
+
+def test_a_count_prints_whole_and_a_time_keeps_its_digits() -> None:
+    """A count's whole value prints as it is (89 executions), a time's keeps its 4 significant
+    digits even when whole (a p99 of exactly 12 ms is ``12.00``, not ``12`` beside ``13.90``)."""
+    count = Row("apps.indexer.completed", (89.0,), (92.0,)).texts()
+    assert (count.a, count.b, count.difference) == ("89", "92", "+3")
+    time = Row("apps.indexer.latency_ms.p99", (12.0,), (13.9,)).texts()
+    assert (time.a, time.b, time.difference) == ("12.00", "13.90", "+1.90")
 
 
 def test_unknown_metric_exits_two() -> None:
