@@ -211,7 +211,10 @@ def json_time_ns(value: object) -> int | None:
     number within ``MAX_ABS_NS``.  (``read_chrome_json`` reads times exactly instead.)"""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if not math.isfinite(value) or abs(value) > MAX_ABS_NS // 1000:
+    # (No float() of an int: one too large for a float, as JSON allows, is out of range too.)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if abs(value) > MAX_ABS_NS // 1000:
         return None
     return round(value * 1000)
 

@@ -118,10 +118,20 @@ def test_chrome_json_that_is_not_json_names_its_line():
 
 @pytest.mark.parametrize(
     ("value", "ns"),
-    [(1.5, 1500), (2, 2000), (True, None), ("1", None), (float("nan"), None), (2**62, None)],
+    [
+        (1.5, 1500),
+        (2, 2000),
+        (True, None),
+        ("1", None),
+        (float("nan"), None),
+        (2**62, None),
+        (10**400, None),
+        (-(10**400), None),
+    ],
 )
 def test_json_time_ns_rounds_finite_numbers_in_range(value: object, ns: int | None):
-    """Query and replay read JSON µs as rounded ns; booleans, text and NaN are not times."""
+    """Query and replay read JSON µs as rounded ns; booleans, text and NaN are not times, nor
+    an integer too large for a float (JSON allows one: it was an OverflowError traceback)."""
     assert json_time_ns(value) == ns
 
 
