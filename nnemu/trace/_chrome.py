@@ -19,6 +19,7 @@ import decimal
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
@@ -105,6 +106,10 @@ def json_problem(err: ValueError | RecursionError) -> tuple[int, str]:
     """
     if isinstance(err, RecursionError):
         return 1, "not a JSON trace: nested too deeply"
+    if not hasattr(err, "lineno") and "integer string conversion" in str(err):
+        # (Python's own words name a function to call; no place is given.)
+        limit = sys.get_int_max_str_digits()
+        return 0, f"not a JSON trace: a number of more than {limit} digits"
     return getattr(err, "lineno", 0), f"not a JSON trace: {getattr(err, 'msg', str(err))}"
 
 
