@@ -1425,42 +1425,38 @@ def _device_units(
     ones; of a burst execution, among all)."""
     serial = _service(begins, executions)
     bursts = tally.burst_closed
-    burst_ns = array("q")
-    if not bursts:
-        units, beside = _units(begins, executions, clients, serial)
-        hidl = beside
-    else:
-        # (begin, duration, client, HIDL index or -1 - burst index)
-        timed = sorted(
-            [
-                *(
-                    (b, d, c, i)
-                    for i, (b, d, c) in enumerate(zip(begins, executions, clients, strict=True))
-                ),
-                *(
-                    (bursts[i], bursts[i + 2], -bursts[i + 1], -1 - i // 3)
-                    for i in range(0, len(bursts), 3)
-                ),
-            ],
-            key=lambda row: row[0],
-        )
-        all_begins = array("q", (row[0] for row in timed))
-        all_durations = array("q", (row[1] for row in timed))
-        all_serial = _service(all_begins, all_durations)
-        units, beside = _units(all_begins, all_durations, [row[2] for row in timed], all_serial)
-        burst_ns = array("q", bytes(8 * (len(bursts) // 3)))
-        for k, row in enumerate(timed):
-            if row[3] < 0:
-                burst_ns[-1 - row[3]] = (
-                    row[1] if beside is not None and beside[k] else all_serial[k]
-                )
-        hidl = None
-        if beside is not None:
-            hidl = [was for row, was in zip(timed, beside, strict=True) if row[3] >= 0]
-    if beside is None or hidl is None:
+    # (begin, duration, client, HIDL index or -1 - burst index), in begin order (the HIDL
+    # executions are; the sort is stable)
+    timed = sorted(
+        [
+            *(
+                (b, d, c, i)
+                for i, (b, d, c) in enumerate(zip(begins, executions, clients, strict=True))
+            ),
+            *(
+                (bursts[i], bursts[i + 2], -bursts[i + 1], -1 - i // 3)
+                for i in range(0, len(bursts), 3)
+            ),
+        ],
+        key=lambda row: row[0],
+    )
+    all_durations = array("q", (row[1] for row in timed))
+    # (without bursts, the rows are the HIDL executions and their times ``serial``)
+    all_serial = (
+        _service(array("q", (row[0] for row in timed)), all_durations) if bursts else serial
+    )
+    units, beside = _units(
+        [row[0] for row in timed], all_durations, [row[2] for row in timed], all_serial
+    )
+    burst_ns = array("q", bytes(8 * (len(bursts) // 3)))
+    for k, row in enumerate(timed):
+        if row[3] < 0:
+            burst_ns[-1 - row[3]] = row[1] if beside is not None and beside[k] else all_serial[k]
+    if beside is None:
         return 1, serial, 0, burst_ns
     device_ns = array("q", serial)
-    for i, was in enumerate(hidl):
+    hidl = (was for row, was in zip(timed, beside, strict=True) if row[3] >= 0)
+    for i, was in enumerate(hidl):  # (the HIDL rows are in their own order)
         if was:
             device_ns[i] = executions[i]
     return units, device_ns, sum(beside), burst_ns
