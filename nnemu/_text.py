@@ -11,6 +11,12 @@ def counted(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
+def ending(how: str) -> str:
+    """How a run ended early, as a report's ``"interrupted"`` says it (``q``, ``SIGINT``,
+    ``SIGTERM``), in the commands' words: ``ended at the prompt (q)``, ``interrupted by SIGINT``."""
+    return "ended at the prompt (q)" if how == "q" else f"interrupted by {how}"
+
+
 def seed_span(first: int, count: int) -> str:
     """The seeds of ``count`` replications from ``first``: ``seed 7`` or ``seeds 7..9``."""
     return f"seed {first}" if count == 1 else f"seeds {first}..{first + count - 1}"

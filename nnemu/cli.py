@@ -375,8 +375,9 @@ def _summary(data: dict[str, Any], out: TextIO) -> None:
     )
     how = data.get("interrupted")
     if how:
-        ended = "ended at the prompt (q)" if how == "q" else f"interrupted by {how}"
-        out.write(f"{ended}: the figures cover the run so far\n")
+        from nnemu._text import ending
+
+        out.write(f"{ending(how)}: the figures cover the run so far\n")
     out.write("\n")
     width = max([3, *(len(name) for name in data["apps"])]) + 2
     out.write(

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Final, TextIO
 
+from nnemu._text import ending
 from nnemu.errors import EmulatorBug
 from nnemu.sim import Kernel, SimThread, current_thread
 
@@ -158,7 +159,7 @@ class Stepper:
     def ending(self) -> str:
         """What ended an aborted run, for the command's last line: ``interrupted by SIGINT``
         (a Ctrl-C), or ``ended at the prompt (q)``."""
-        return "ended at the prompt (q)" if self.quit else f"interrupted by {self._signal_name}"
+        return ending("q" if self.quit else self._signal_name)
 
     # ------------------------------------------------------------ wiring
     def new_sink(self) -> SectionStacks:
