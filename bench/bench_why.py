@@ -43,16 +43,16 @@ def _once(scenario: Scenario, *, tables: bool, trace: bool) -> tuple[float, floa
         started = time.process_time()
         sinks: list[TraceSink] = [open_trace_writer(path)] if trace else []
         box: list[RunPictures] = []
-        with LayerTrace(path if trace else None) as layers:
-            report = run(
-                scenario,
-                sinks=[*sinks, *(layers.sinks if tables else [])],
-                keep_executions=True,
-                inspect=lambda emulator: box.append(collect(emulator)),
-            )
-            ran = time.process_time()
-            data = layers.attach(box[0]) if tables else box[0]
-            page = render_html(data, report)
+        layers = LayerTrace(path if trace else None)
+        report = run(
+            scenario,
+            sinks=[*sinks, *(layers.sinks if tables else [])],
+            keep_executions=True,
+            inspect=lambda emulator: box.append(collect(emulator)),
+        )
+        ran = time.process_time()
+        data = layers.attach(box[0]) if tables else box[0]
+        page = render_html(data, report)
         return ran - started, time.process_time() - started, len(page.encode())
 
 
