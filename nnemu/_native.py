@@ -251,7 +251,9 @@ def compiled(source_module: str) -> ModuleType | None:
     name = dict(group.modules)[source_module]
     try:
         module = importlib.import_module(name)
-    except ImportError:
+    except (ImportError, ValueError):
+        # (ValueError: a compiled module built against a newer ``librt`` than the one
+        # installed says so on import, "API version conflict for librt.strings".)
         return None
     try:
         current = source_crc(group)
@@ -263,7 +265,8 @@ def compiled(source_module: str) -> ModuleType | None:
 
 
 def status() -> list[tuple[str, str]]:
-    """(target, state) for every target: ``compiled``, ``off``, ``stale`` or ``not built``."""
+    """(target, state) for every target: ``compiled``, ``off``, ``stale``, ``not built`` or
+    ``does not load: <why>`` (built, but its import fails: a too old ``librt``)."""
     rows = []
     for group in TARGETS:
         source, name = group.modules[0]
@@ -276,6 +279,8 @@ def status() -> list[tuple[str, str]]:
                 importlib.import_module(name)
             except ImportError:
                 state = "not built"
+            except ValueError as exc:
+                state = f"does not load: {exc}"
             else:
                 state = "stale"
         rows.append((group.name, state))
@@ -302,6 +307,8 @@ def describe(package_dir: Path | None = None) -> str:
             why = f"off: {legacy}" if legacy and os.environ.get(legacy) else f"off: {PURE_ENV}"
         elif state == "stale":
             why = "stale: sources edited since the build"
+        elif state.startswith("does not load"):
+            why = state
         else:
             stamp = stamps.get(name)
             why = f"not built: {stamp.unbuilt}" if stamp and stamp.unbuilt else "not built"

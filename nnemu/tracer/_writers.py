@@ -8,10 +8,13 @@ the resolution of ftrace text, so nothing is lost in writing.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, TextIO, cast
+from typing import TYPE_CHECKING, BinaryIO, Final, TextIO, cast
+
+from librt.strings import BytesWriter
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
@@ -67,8 +70,8 @@ PROCESS_DUMP_HEADER = (
 )
 """The start of the ``ps`` listing systrace puts in its own trace-data block."""
 
-_DIGITS3: Final = tuple("%03d" % n for n in range(1000))  # noqa: UP031 - as the stamps are written
-"""``000`` to ``999``: a timestamp's six decimals are two of these."""
+_DIGITS3: Final = tuple(b"%03d" % n for n in range(1000))
+"""``000`` to ``999`` (UTF-8): a timestamp's six decimals are two of these."""
 
 _NEXT_TRACE_DATA: Final = '  </script>\n  <script class="trace-data" type="application/text">\n'
 
@@ -92,17 +95,35 @@ class _Output:
     A run does not stop for its trace: it goes on to the end (virtual time is quick),
     then ``close`` raises ``OutputError`` naming the file, so the user gets one clear
     line instead of a traceback from inside an emulated task.
+
+    The file is binary (an ``io`` binary stream, as ``open_trace_writer`` opens: the
+    ftrace writer's UTF-8 is written as it is made) or text (anything else with a
+    ``write(str)``: the ftrace writer's text is decoded for it).
     """
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO | BinaryIO) -> None:
         self.out = out
         self.name = str(getattr(out, "name", "<stream>"))
         self.error: OSError | None = None
+        self.binary = isinstance(out, (io.RawIOBase, io.BufferedIOBase))
 
     def write(self, text: str) -> None:
         if self.error is None:
             try:
-                self.out.write(text)
+                if self.binary:
+                    cast("BinaryIO", self.out).write(text.encode())
+                else:
+                    cast("TextIO", self.out).write(text)
+            except OSError as exc:
+                self.error = exc
+
+    def write_bytes(self, data: bytes) -> None:
+        if self.error is None:
+            try:
+                if self.binary:
+                    cast("BinaryIO", self.out).write(data)
+                else:
+                    cast("TextIO", self.out).write(data.decode())
             except OSError as exc:
                 self.error = exc
 
@@ -115,24 +136,56 @@ class _Output:
             raise OutputError(self.name, "trace", self.error.strerror or str(self.error))
 
 
+class _Head:
+    """What is constant on one thread's lines, as UTF-8: built once per thread."""
+
+    __slots__ = ("begins", "end", "middle", "prefix", "thread")
+
+    def __init__(self, thread: SimThread) -> None:
+        task = thread.name[:15]
+        self.prefix: Final = (
+            f"{task:>16}-{thread.tid:<5} ({thread.pid:>5}) [{thread.tid % CPUS:03d}] ...1 "
+        ).encode()
+        """``TASK-PID (TGID) [CPU] ....`` up to the stamp."""
+        self.middle: Final = f": tracing_mark_write: B|{thread.pid}|".encode()
+        self.end: Final = f": tracing_mark_write: E|{thread.pid}\n".encode()
+        """An ``E`` line after the stamp, whole."""
+        self.begins: Final[dict[str, bytes]] = {}
+        """A ``B`` line after the stamp, whole, by section name (made on first use)."""
+        self.thread: Final = thread
+        """The thread itself, which keeps its ``id`` from being reused."""
+
+    def begin(self, name: str) -> bytes:
+        """A ``B`` line's text after the stamp, for a section called ``name``."""
+        text = self.begins[name] = self.middle + name.encode() + b"\n"
+        return text
+
+
+_NO_HEAD: Final = _Head(SimThread(0, 0, ""))
+"""The head before a batch's first line (never written)."""
+
+
 class FtraceWriter:
     """Streams ``tracing_mark_write`` lines; optionally wrapped in systrace HTML.
 
     A ``BatchSink``: the tracer hands it up to ``BATCH_EVENTS`` events at a time, and it
-    writes their lines with one ``write``.  What is constant on a thread's lines
-    (the ``TASK-PID (TGID) [CPU] ....`` head, ``B|pid|``, the whole ``E|pid`` tail)
-    is built once per thread.
+    writes their lines with one ``write``.  What is constant on a thread's lines (the
+    ``TASK-PID (TGID) [CPU] ....`` head, each ``B|pid|name`` tail, the whole ``E|pid``
+    tail) is built once per thread, as UTF-8; a line is its pieces copied into one
+    buffer (``librt.strings.BytesWriter``: no object per line), written as it is to
+    ``open_trace_writer``'s binary file (decoded for a text one).
     """
 
-    def __init__(self, out: TextIO, *, html: bool = False) -> None:
+    def __init__(self, out: TextIO | BinaryIO, *, html: bool = False) -> None:
         self._out = _Output(out)
         self._html = html
-        self._heads: dict[int, tuple[str, str, str, SimThread]] = {}
-        """By ``id`` of the thread object: (line head, begin middle, end tail, the thread
-        itself, which keeps the id from being reused)."""
+        self._heads: dict[int, _Head] = {}
+        """By ``id`` of the thread object."""
         self._processes: dict[int, str] = {}
-        self._second = (0, "0.")
+        self._second = (0, b"0.")
         """The second the last stamp was in: (its start in µs, its text ``<seconds>.``)."""
+        self._buffer = BytesWriter()
+        """A batch's lines (emptied after each batch, its memory kept)."""
         self._started = False
         if html:
             self._out.write(HTML_HEAD)
@@ -151,16 +204,8 @@ class FtraceWriter:
         # the ring buffer, which parsers do not rely on.
         self._out.write(FTRACE_HEADER.format(entries=0, cpus=CPUS))
 
-    def _head(self, thread: SimThread) -> tuple[str, str, str, SimThread]:
-        task = thread.name[:15]
-        prefix = f"{task:>16}-{thread.tid:<5} ({thread.pid:>5}) [{thread.tid % CPUS:03d}] ...1 "
-        head = (
-            prefix,
-            f": tracing_mark_write: B|{thread.pid}|",
-            f": tracing_mark_write: E|{thread.pid}\n",
-            thread,
-        )
-        self._heads[id(thread)] = head
+    def _head(self, thread: SimThread) -> _Head:
+        head = self._heads[id(thread)] = _Head(thread)
         return head
 
     def process(self, pid: int, name: str) -> None:
@@ -180,17 +225,15 @@ class FtraceWriter:
             self._start()
         heads = self._heads
         digits = _DIGITS3
-        lines: list[str] = []
-        append = lines.append
-        # Runs of lines on one thread at one time share their head and stamp (and an E line
-        # whole); a B line is built in one step (cheaper than keeping the run's prefix).
+        buffer = self._buffer
         last_ts = -1
         last_thread: SimThread | None = None
-        head = ("", "", "", events[0][1])
-        stamp = end_line = ""
+        head = _NO_HEAD
+        begins = head.begins
         # The stamp is whole seconds, then µs (ftrace's resolution, which virtual time
         # keeps): the seconds' text is kept while they last, the µs are two table entries.
         second_us, second = self._second
+        milli = micro = b""
         # (Compiled, a ``TraceEvent`` read from the list is checked item by item, the info's
         # union and nested tuple too, which this loop never reads: read without them.)
         rows = cast(
@@ -198,27 +241,31 @@ class FtraceWriter:
             events if isinstance(events, list) else list(events),
         )
         for ts, thread, name, _ in rows:
-            if thread is not last_thread or ts != last_ts:
-                if thread is not last_thread:
-                    head = heads.get(id(thread)) or self._head(thread)
-                    last_thread = thread
-                if ts != last_ts:
-                    last_ts = ts
-                    us = ts // 1000 - second_us
-                    if not 0 <= us < 1_000_000:
-                        seconds, us = divmod(ts // 1000, 1_000_000)
-                        second_us = ts // 1000 - us
-                        second = f"{seconds}."
-                    stamp = f"{second}{digits[us // 1000]}{digits[us % 1000]}"
-                end_line = ""
+            if thread is not last_thread:
+                head = heads.get(id(thread)) or self._head(thread)
+                begins = head.begins
+                last_thread = thread
+            if ts != last_ts:
+                last_ts = ts
+                us = ts // 1000 - second_us
+                if not 0 <= us < 1_000_000:
+                    seconds, us = divmod(ts // 1000, 1_000_000)
+                    second_us = ts // 1000 - us
+                    second = b"%d." % seconds
+                milli = digits[us // 1000]
+                micro = digits[us % 1000]
+            buffer.write(head.prefix)
+            buffer.write(second)
+            buffer.write(milli)
+            buffer.write(micro)
             if name is not None:
-                append(f"{head[0]}{stamp}{head[1]}{name}\n")
+                buffer.write(begins.get(name) or head.begin(name))
             else:
-                if not end_line:
-                    end_line = f"{head[0]}{stamp}{head[2]}"
-                append(end_line)
+                buffer.write(head.end)
         self._second = (second_us, second)
-        self._out.write("".join(lines))
+        lines = buffer.getvalue()
+        buffer.truncate(0)
+        self._out.write_bytes(lines)
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
         """Write a ``B|pid|name`` line."""
@@ -333,7 +380,9 @@ def open_trace_writer(
         from nnemu.tracer._perfetto_writer import open_perfetto_writer
 
         return open_perfetto_writer(name)
-    out = open(name, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by the writer
     if name.endswith(".json"):
-        return ChromeJsonWriter(out)
+        text = open(name, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by the writer
+        return ChromeJsonWriter(text)
+    # The ftrace writer makes UTF-8 itself, as it writes it.
+    out = open(name, "wb")  # noqa: SIM115 - closed by the writer
     return FtraceWriter(out, html=name.endswith((".html", ".htm")))

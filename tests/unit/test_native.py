@@ -449,3 +449,26 @@ def test_check_ends_quietly_when_its_reader_has_gone() -> None:
         os.close(write_end)
     assert done.returncode == 141
     assert "Traceback" not in done.stderr
+
+
+def test_a_compiled_module_that_does_not_load_runs_its_source_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A compiled group whose import fails with ValueError (built against a newer librt than the
+    one installed) leaves its source running, and ``nnemu --version`` says why."""
+    import importlib
+
+    group = _native.target("tracer")
+    source, name = group.modules[0]
+    message = "API version conflict for librt.strings, expected 4 or newer, found 3 (hint: upgrade librt)"
+    real = importlib.import_module
+
+    def failing(module: str, package: str | None = None) -> types.ModuleType:
+        if module == name:
+            raise ValueError(message)
+        return real(module, package)
+
+    monkeypatch.setattr(importlib, "import_module", failing)
+    assert _native.compiled(source) is None
+    assert dict(_native.status())["tracer"] == f"does not load: {message}"
+    assert f"tracer (does not load: {message})" in _native.describe()

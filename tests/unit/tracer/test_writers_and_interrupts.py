@@ -66,6 +66,52 @@ def test_ftrace_stamps_are_seconds_and_six_decimals_across_second_boundaries(tmp
     ]
 
 
+def test_ftrace_writer_writes_the_same_text_to_a_binary_file_a_text_file_and_a_text_object(
+    tmp_path: Path,
+):
+    """The lines made as UTF-8 bytes reach a binary file as they are and a text stream decoded,
+    non-ASCII section and thread names included, so every kind of output reads the same."""
+
+    class _Pieces:  # a text object that is no io stream (as the per-layer tables' sink)
+        def __init__(self) -> None:
+            self.pieces: list[str] = []
+
+        def write(self, text: str) -> int:
+            self.pieces.append(text)
+            return len(text)
+
+        def close(self) -> None:
+            pass
+
+    binary_path, text_path = tmp_path / "b.html", tmp_path / "t.html"
+    pieces = _Pieces()
+    writers = [
+        FtraceWriter(binary_path.open("wb"), html=True),
+        FtraceWriter(text_path.open("w", encoding="utf-8", newline="\n"), html=True),
+        FtraceWriter(pieces, html=True),  # type: ignore[arg-type]
+    ]
+    thread = SimThread(10001, 10002, "caméra-αβγ")
+    events = [
+        (1_000, thread, "[NN_LA_PE]ANeuralNetworksExecution_compute·ünïcode", None),
+        (2_000, thread, None, None),
+        (1_500_003_000, thread, "x", None),
+        (1_500_003_000, thread, None, None),
+    ]
+    for writer in writers:
+        writer.process(10001, "com.example.αβγ")
+        writer.receive(events[:2])
+        writer.receive(events[2:])
+        writer.close()
+    text = text_path.read_text(encoding="utf-8")
+    assert binary_path.read_bytes() == text.encode("utf-8")
+    assert "".join(pieces.pieces) == text
+    assert (
+        "     caméra-αβγ-10002 (10001) [002] ...1 0.000001: tracing_mark_write: "
+        "B|10001|[NN_LA_PE]ANeuralNetworksExecution_compute·ünïcode\n"
+    ) in text
+    assert "1.500003: tracing_mark_write: E|10001\n" in text
+
+
 class _Boom(Exception):
     pass
 
