@@ -912,6 +912,7 @@ def describe_plan(plan: TracePlan) -> list[str]:
         lines.append(
             f"    {len(arrivals)} executions from {app.arrival_source}, first at "
             f"+{_ms(arrivals[0] - plan.t0_ns):.3f} ms"
+            + (f"; {app.never_ended} did not finish in the trace" if app.never_ended else "")
         )
         if gaps:
             shown = ", ".join(f"{g:.3f}" for g in gaps[:8]) + (", ..." if len(gaps) > 8 else "")
@@ -948,10 +949,18 @@ def describe_plan(plan: TracePlan) -> list[str]:
                 if driver.burst_execution_ns
                 else ""
             )
+            + (f" ({driver.unfinished} more did not finish)" if driver.unfinished else "")
             + f"; {len(driver.prepare_ns)} preparations"
             + (f", median {_ms(median_prep):.3f} ms" if median_prep is not None else "")
         )
     lines.extend(f"  note: {note}" for note in plan.notes)
+    if plan.cut_ns is not None:
+        cut = ", ".join(f"{app.name} {app.never_ended}" for app in plan.apps if app.never_ended)
+        lines.append(
+            f"  note: the trace ends with every open section closed at its last timestamp "
+            f"(+{_ms(plan.cut_ns - plan.t0_ns):.3f} ms), as nnemu ends a run stopped by its "
+            f"duration or interrupted: the executions ending there did not finish ({cut})"
+        )
     return lines
 
 

@@ -140,7 +140,8 @@ class TraceApp:
     latency_begins_ns: array[int] = attrs.field(converter=_column, factory=tuple)
     """When each of ``latencies_ns`` began (trace clock), in the same order."""
     never_ended: int = 0
-    """Sections that gave an arrival but are still open at the end of the trace."""
+    """Sections that gave an arrival but did not finish in the trace: still open at its end,
+    or closed by the end of the capture (``TracePlan.cut_ns``)."""
     compile_inside_ns: array[int] = attrs.field(converter=_column, factory=tuple)
     """Time spent compiling inside each of ``latencies_ns`` (a ``prepareModel`` call, a
     ``[NN_LA_PC]`` or ``Compilation_finish`` section nested in the ``[NN_LA_PE]`` section, as
@@ -202,6 +203,9 @@ class TraceDriver:
     """The client pid each of ``burst_ns`` was run for (0: not known)."""
     prepare_ns: tuple[int, ...]
     """Observed driver time of each preparation (server begin -> notify)."""
+    unfinished: int = 0
+    """Execute server calls begun that did not finish in the trace (no notify, no end, or
+    closed by the end of the capture: ``TracePlan.cut_ns``); not in ``execution_ns``."""
 
     @property
     def median_execution_ns(self) -> int | None:
@@ -251,6 +255,10 @@ class TracePlan:
     """Observed delays from a ``::client`` begin to its ``::server`` begin."""
     notes: tuple[str, ...] = ()
     """Things left out (processes with compilations but no execution, say)."""
+    cut_ns: int | None = None
+    """The trace's last timestamp when the end of the capture closed executions there (nnemu
+    closes every open section when a run stops): those count as never ended
+    (``TraceApp.never_ended``), not as finished; None when it closed none."""
     warnings: tuple[str, ...] = ()
     """``FILE:LINE: warning: ...`` lines of what is wrong with the file (a cut systrace HTML
     file; ``FILE: byte OFFSET: warning: ...``, a Perfetto trace's bad packet), as ``nnemu
@@ -630,6 +638,27 @@ _LR: Final = 1
 _HAL: Final = 2
 
 
+def _without_ends_at(
+    flat: array[int], last: int, aligned: array[int] | None = None
+) -> tuple[array[int], array[int] | None, int]:
+    """(``flat``, ``aligned``, 0), or without the rows of ``flat`` (begin, tid, duration) that
+    end at ``last`` and the values of ``aligned`` (one per row) that go with them, and how many
+    rows those were."""
+    ends = [i for i in range(0, len(flat), 3) if flat[i] + flat[i + 2] == last]
+    if not ends:
+        return flat, aligned, 0
+    drop = set(ends)
+    kept = array("q")
+    kept_aligned = None if aligned is None else array("q")
+    for i in range(0, len(flat), 3):
+        if i in drop:
+            continue
+        kept.extend(flat[i : i + 3])
+        if kept_aligned is not None and aligned is not None:
+            kept_aligned.append(aligned[i // 3])
+    return kept, kept_aligned, len(ends)
+
+
 class _Collector:
     """Folds the NNAPI sections of a trace into per-process summaries as they come."""
 
@@ -669,6 +698,13 @@ class _Collector:
         """The rows were read again in time order because of ``out_of_order``."""
         self._last_ts: dict[int, int] = {}
         """tid -> the latest timestamp of its rows so far, in file order."""
+        self.json_last: int | None = None
+        """The latest time of the JSON events (an ``X`` event's end included)."""
+        self.cut_at: int | None = None
+        """The trace's last timestamp, when the end of the capture closed executions there
+        (``_uncut``)."""
+        self.cut_sections = 0
+        """How many execution sections (app, runtime, HAL client, driver, burst) it closed."""
 
     def _event_problem(self, line_number: int, message: str) -> None:
         """A JSON event was skipped: kept for a warning (the first ``MAX_EVENT_WARNINGS``),
@@ -887,16 +923,49 @@ class _Collector:
                 return
 
     def finish(self) -> None:
-        """Apply what the sweeps still hold; the sections still open stay as they are."""
+        """Apply what the sweeps still hold; the sections still open stay as they are, and
+        so do those the end of the capture closed (``_uncut``)."""
         for calls in self._calls.values():
             calls.close(self)
         for app in self.apps.values():
             for flight in app.flight:
                 flight.flush()
+        self._uncut()
         self._stacks.clear()
         self._calls.clear()
         self._requests.clear()
         self._own_bursts()
+
+    def _uncut(self) -> None:
+        """Sections the end of the capture closed are not finished: when the trace ends with
+        every open section closed at its last timestamp (nnemu's tracer closes them so when a
+        run stops at its ``duration_ms`` or is interrupted: ``Tracer.close``), the executions,
+        driver calls and burst executions that end there are taken out of the closed ones, as
+        a device's capture stopped mid-execution has no end row for them at all
+        (``TraceApp.never_ended``).  Their begins stay: they were issued and began."""
+        last = max(self._last_ts.values(), default=None)
+        if self.json_last is not None and (last is None or self.json_last > last):
+            last = self.json_last
+        if last is None or any(self._stacks.values()):
+            return  # (sections left open: a capture that stopped, its open sections kept)
+        cut = 0
+        for app in self.apps.values():
+            app.la_closed, inside, dropped = _without_ends_at(app.la_closed, last, app.la_inside)
+            app.la_inside = inside
+            app.lr_closed, _, more = _without_ends_at(app.lr_closed, last)
+            app.hal_closed, _, most = _without_ends_at(app.hal_closed, last)
+            cut += dropped + more + most
+        for driver in self.drivers.values():
+            driver.sync_closed, slots, dropped = _without_ends_at(
+                driver.sync_closed, last, driver.sync_slots
+            )
+            if slots is not None:
+                driver.sync_slots = slots
+            driver.burst_closed, _, more = _without_ends_at(driver.burst_closed, last)
+            cut += dropped + more
+        if cut:
+            self.cut_at = last
+            self.cut_sections = cut
 
     def _own_bursts(self) -> None:
         """Each burst thread serves one client (one burst context): the one whose requests
@@ -1097,6 +1166,8 @@ class _Collector:
             self.time_sorted = True
         # JSON events may come in any order; B/E of one thread are in file order.
         ordered.sort(key=lambda e: (e[0], e[1], e[2]))
+        if ordered and (self.json_last is None or ordered[-1][0] > self.json_last):
+            self.json_last = ordered[-1][0]
         for ts_ns, _, kind, tid, name, pid in ordered:
             if kind == 0:
                 self.begin(ts_ns, self.thread_pid[tid] if pid < 0 else pid, tid, name)
@@ -1510,6 +1581,7 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
         drivers=tuple(drivers),
         ipc_latency_ns=ipc_latency,
         notes=tuple(notes),
+        cut_ns=reader.cut_at,
         warnings=tuple(reader.warnings),
     )
 
@@ -1573,6 +1645,7 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         burst_ns=burst_ns,
         burst_clients=burst_clients,
         prepare_ns=tuple(preparations),
+        unfinished=len(tally.clients) - len(executions),
     )
 
 

@@ -51,6 +51,12 @@ def fidelity_lines(plan: TracePlan, data: Mapping[str, Any]) -> list[str]:
                 "execution, the replay compiles once before its arrivals; '- compile' is "
                 "the recorded latency without it"
             )
+        if app.never_ended:
+            notes.append(
+                f"{app.name}: {app.never_ended} of {len(app.arrivals_ns)} recorded executions "
+                "did not finish in the trace (still running at its end): not in the recorded "
+                "row; the replay runs every arrival to its end"
+            )
         replayed = apps.get(app.name)
         if replayed is None:
             continue
