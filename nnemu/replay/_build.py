@@ -505,7 +505,19 @@ def _device(
             f"{where}.cost.jitter",
         )
     units = driver.compute_units
-    if units > 1:
+    if units > 1 and driver.units_fit:
+        fit = driver.units_fit
+        others = " and ".join(
+            f"{spread:.2g} with {count}" for count, spread in enumerate(fit, 1) if count != units
+        )
+        notes.derive(
+            f"{where}.compute_units: {units} (the device times fit {units} units: timed on the "
+            "unit each execution took, first come first served, they stray "
+            f"{fit[units - 1]:.2g} from their app's median (median |ln|), against {others}; "
+            f"{driver.units_evidence} began beside a running one)",
+            f"{where}.compute_units",
+        )
+    elif units > 1:
         notes.derive(
             f"{where}.compute_units: {units} (at most {units} executions at once on the "
             "driver's threads"

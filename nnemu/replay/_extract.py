@@ -19,6 +19,8 @@ as the parser does) and the HIDL marks of the NNAPI interfaces.  From them:
 
 from __future__ import annotations
 
+import collections
+import heapq
 import itertools
 import json
 import math
@@ -190,6 +192,9 @@ class TraceDriver:
     shows none beside another."""
     units_evidence: int = 0
     """How many executions began beside a running one and ran from their begin."""
+    units_fit: tuple[float, ...] = ()
+    """When ``compute_units`` came from fitting the device times (``_fitted_units``): their
+    spread around each app's median (ln) with 1, 2, ... units, as far as tried; else ()."""
     burst_executions: int = 0
     """Executions it ran in bursts (``[NN_LD_PE]BurstExecutorWithCache::execute`` sections on
     its burst threads), counted in ``compute_units``; not in ``execution_ns``."""
@@ -1485,15 +1490,103 @@ def _units(
     return max(1, units), beside
 
 
+def _spread(service: Sequence[int], clients: Sequence[int]) -> float:
+    """How far device times stray from their app's own: the median, over executions, of
+    |ln time - the median ln time of its client's|."""
+    logs: dict[int, list[float]] = {}
+    for ns, client in zip(service, clients, strict=True):
+        if ns > 0:
+            logs.setdefault(client, []).append(math.log(ns))
+    away: list[float] = []
+    for values in logs.values():
+        centre = statistics.median(values)
+        away.extend(abs(x - centre) for x in values)
+    return statistics.median(away) if away else 0.0
+
+
+FIT_GAIN: Final = 0.9
+"""A unit more is taken (``_fitted_units``) only when it brings the spread of the device
+times below this fraction of what one unit less gives."""
+
+
+def _fitted_units(
+    begins: Sequence[int], durations: Sequence[int], clients: Sequence[int], serial: array[int]
+) -> tuple[int, tuple[float, ...]]:
+    """The compute units under which a device's executions (begin order) take each app's
+    own time: with too few, an execution is timed from an end that freed no unit for it
+    (too short); with too many, from its begin, its wait included (too long).  Counting up
+    from 1, the first whose device times (``_service_on_units``) spread around each app's
+    median less than the next count's (``FIT_GAIN``); at most the most executions open at
+    once.  Under load, where an execution rarely begins on an idle unit, this sees the
+    units ``_units`` cannot.  Returns (units, the spread with 1, 2, ... units, as far as
+    tried)."""
+    steps = sorted(
+        (time, step)
+        for b, d in zip(begins, durations, strict=True)
+        for time, step in ((b, 1), (b + d, -1))
+    )
+    most = busy = 0
+    for _, step in steps:
+        busy += step
+        most = max(most, busy)
+    units, spread = 1, _spread(serial, clients)
+    spreads = [spread]
+    while units < most:
+        more = _spread(_service_on_units(begins, durations, units + 1, serial), clients)
+        spreads.append(more)
+        if more >= FIT_GAIN * spread:
+            break
+        units, spread = units + 1, more
+    return units, tuple(spreads)
+
+
+def _service_on_units(
+    begins: Sequence[int], durations: Sequence[int], units: int, serial: Sequence[int]
+) -> array[int]:
+    """How long a device of ``units`` compute units worked on each execution (begin order):
+    a unit free at its begin (fewer than ``units`` running, none waiting) runs it from its
+    begin, its whole driver time; else it waits, first come first served (the order of
+    ``fifo`` and of ``per_app_priority`` across apps), for the next unit an execution ends
+    on, and is timed from that end.  An execution that ended while it waited (refused or
+    aborted) keeps its ``serial`` time (``_service``)."""
+    service = array("q", serial)
+    ends = [b + d for b, d in zip(begins, durations, strict=True)]
+    running: list[int] = []  # ends of the executions on a unit (a heap)
+    waiting: collections.deque[int] = collections.deque()
+
+    def next_waiting(now: int) -> None:
+        """A unit came free at ``now``: the oldest execution still waiting takes it."""
+        while waiting:
+            j = waiting.popleft()
+            if ends[j] > now:
+                service[j] = ends[j] - now
+                heapq.heappush(running, ends[j])
+                return
+
+    for i, begin in enumerate(begins):
+        while running and running[0] <= begin:  # (at one time, ends first)
+            next_waiting(heapq.heappop(running))
+        while waiting and ends[waiting[0]] <= begin:
+            waiting.popleft()  # (it ended waiting)
+        if len(running) < units and not waiting:
+            service[i] = durations[i]
+            heapq.heappush(running, ends[i])
+        else:
+            waiting.append(i)
+    while running and waiting:
+        next_waiting(heapq.heappop(running))
+    return service
+
+
 def _device_units(
     tally: _DriverTally, begins: array[int], executions: array[int], clients: array[int]
-) -> tuple[int, array[int], int, array[int]]:
-    """(compute units, device times, executions that ran beside another, burst device times)
-    of a driver: its HIDL executions (begin order) with its burst executions
-    (``_BURST_EXECUTOR`` sections, each burst thread a client of its own).  The device time
-    of an execution that ran beside another is its whole driver time, of the rest the time
-    after the one that ended before it (``_service``; of a HIDL execution, among the HIDL
-    ones; of a burst execution, among all)."""
+) -> tuple[int, array[int], int, array[int], tuple[float, ...]]:
+    """(compute units, device times, executions that ran beside another, burst device times,
+    the spreads that fitted the units or ()) of a driver: its HIDL executions (begin order) with its burst executions
+    (``_BURST_EXECUTOR`` sections, each burst thread a client of its own).  On one unit the
+    device time of an execution is its time after the one that ended before it (``_service``;
+    of a HIDL execution, among the HIDL ones; of a burst execution, among all); on several,
+    its time on the unit it took (``_service_on_units``)."""
     serial = _service(begins, executions)
     bursts = tally.burst_closed
     # (begin, duration, client, HIDL index or -1 - burst index), in begin order (the HIDL
@@ -1516,21 +1609,37 @@ def _device_units(
     all_serial = (
         _service(array("q", (row[0] for row in timed)), all_durations) if bursts else serial
     )
-    units, beside = _units(
-        [row[0] for row in timed], all_durations, [row[2] for row in timed], all_serial
-    )
+    all_begins = [row[0] for row in timed]
+    all_clients = [row[2] for row in timed]
+    units, beside = _units(all_begins, all_durations, all_clients, all_serial)
     burst_ns = array("q", bytes(8 * (len(bursts) // 3)))
+    fit: tuple[float, ...] = ()
+    if beside is not None:
+        fitted, spreads = _fitted_units(all_begins, all_durations, all_clients, all_serial)
+        if fitted not in (1, units):  # (1: the times cannot tell, alike or no unit helps)
+            units, fit = fitted, spreads
+    if beside is None or units == 1:
+        for k, row in enumerate(timed):
+            if row[3] < 0:
+                burst_ns[-1 - row[3]] = (
+                    row[1] if beside is not None and beside[k] else all_serial[k]
+                )
+        if beside is None:
+            return 1, serial, 0, burst_ns, fit
+        device_ns = array("q", serial)
+        hidl = (was for row, was in zip(timed, beside, strict=True) if row[3] >= 0)
+        for i, was in enumerate(hidl):  # (the HIDL rows are in their own order)
+            if was:
+                device_ns[i] = executions[i]
+        return units, device_ns, sum(beside), burst_ns, fit
+    on_units = _service_on_units(all_begins, all_durations, units, all_serial)
+    device_ns = array("q", serial)
     for k, row in enumerate(timed):
         if row[3] < 0:
-            burst_ns[-1 - row[3]] = row[1] if beside is not None and beside[k] else all_serial[k]
-    if beside is None:
-        return 1, serial, 0, burst_ns
-    device_ns = array("q", serial)
-    hidl = (was for row, was in zip(timed, beside, strict=True) if row[3] >= 0)
-    for i, was in enumerate(hidl):  # (the HIDL rows are in their own order)
-        if was:
-            device_ns[i] = executions[i]
-    return units, device_ns, sum(beside), burst_ns
+            burst_ns[-1 - row[3]] = on_units[k]
+        else:
+            device_ns[row[3]] = on_units[k]
+    return units, device_ns, sum(beside), burst_ns, fit
 
 
 def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
@@ -1613,7 +1722,7 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
             begins = array("q", (row[0] for row in timed))
             executions = array("q", (row[1] for row in timed))
             served = array("q", (row[2] for row in timed))
-    units, device_ns, beside, burst_ns = _device_units(tally, begins, executions, served)
+    units, device_ns, beside, burst_ns, fit = _device_units(tally, begins, executions, served)
     owner = tally.burst_owner
     burst_clients = array(
         "q", (owner.get(tid, 0) for tid in itertools.islice(tally.burst_closed, 1, None, 3))
@@ -1640,6 +1749,7 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         execution_begins_ns=begins,
         compute_units=units,
         units_evidence=beside,
+        units_fit=fit,
         burst_executions=len(tally.burst_closed) // 3,
         burst_execution_ns=tally.burst_closed[2::3],
         burst_ns=burst_ns,

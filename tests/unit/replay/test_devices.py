@@ -11,6 +11,7 @@ calls as its device time.
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -225,3 +226,70 @@ def test_calls_whose_transactions_overtook_each_other_are_both_paired(tmp_path: 
     # the delays to each call's own server call: 40 us (app 300) and 100 us (app 100)
     lines = describe_build(build_replay(plan))
     assert any("ipc.latency_us: 70 (median of 2 " in line for line in lines), lines
+
+
+_BUSY_UNITS = """
+name: units_busy
+seed: {seed}
+devices:
+  - name: npu
+    hal_version: "1.3"
+    type: accelerator
+    compute_units: {units}
+    performance:
+      float32: {{exec_time: 0.25, power_usage: 0.3}}
+      quant8: {{exec_time: 0.08, power_usage: 0.15}}
+    cost: {{prepare_ms: 30, launch_us: 50, jitter: 0.1}}
+models:
+  - {{name: small, preset: mobilenet_v1, dtype: quant8}}
+  - {{name: big, preset: mobilenet_v2, dtype: float32, params: {{input_size: 224}}}}
+apps:
+  - {{name: camera, uid: 10050, model: small, workload: {{kind: periodic, period_ms: {period}, executions: 120}}}}
+  - {{name: indexer, uid: 10077, model: big, threads: {threads}, workload: {{kind: closed_loop, think_ms: 1, executions: 80}}}}
+  - {{name: gallery, uid: 10078, model: big, threads: {threads}, workload: {{kind: closed_loop, think_ms: 2, executions: 80}}}}
+"""
+
+
+@pytest.mark.parametrize(("units", "period", "threads"), [(2, 8, 1), (2, 12, 1), (3, 6, 2)])
+def test_device_times_on_busy_units_are_each_executions_own(
+    units: int, period: int, threads: int, tmp_path: Path
+) -> None:
+    """On a device of several compute units kept busy by three apps (executions queue for a unit), the replay finds the units and each app's device times average its recorded compute plus launch, so the replay computes as the recording did."""
+    source = tmp_path / "busy.yaml"
+    source.write_text(
+        _BUSY_UNITS.format(units=units, period=period, threads=threads, seed=3), encoding="utf-8"
+    )
+    path = tmp_path / "busy.html"
+    recorded = record(load_scenario(source), path).data["apps"]
+    assert max(app["latency_split_ms"]["queue_wait"] for app in recorded.values()) > 0.5
+    plan = extract_plan(str(path))
+    (driver,) = plan.drivers
+    assert driver.compute_units == units
+    for app in plan.apps:
+        split = recorded[app.name]["latency_split_ms"]
+        mean_ms = statistics.mean(driver.service_of(app.pid)) / 1e6
+        assert mean_ms == pytest.approx(split["compute"] + split["driver_launch"], rel=0.01)
+    built = build_replay(plan)
+    replayed = run(built.scenario).data["apps"]
+    for name, was in recorded.items():
+        compute = was["latency_split_ms"]["compute"]
+        assert replayed[name]["latency_split_ms"]["compute"] == pytest.approx(compute, rel=0.03)
+    (line,) = (line for line in describe_build(built) if ".compute_units:" in line)
+    assert line.startswith(
+        f"  devices.npu.compute_units: {units} (the device times fit {units} units"
+    )
+
+
+def test_queued_executions_are_timed_from_the_unit_they_took() -> None:
+    """On 2 units, an execution that waited is timed from the end that freed a unit for it (first come, first served), not from the end just before its own."""
+    from array import array
+
+    from nnemu.replay._extract import _service, _service_on_units
+
+    # a [0, 10] and b [1, 11] run; c (begun 2) waits for a's unit at 10, d (begun 3) for
+    # b's at 11; c ends at 20, d at 21 (10 each on a unit; from the end before each: 9)
+    begins = array("q", [0, 1, 2, 3])
+    durations = array("q", [10, 10, 18, 18])
+    serial = _service(begins, durations)
+    assert list(serial) == [10, 1, 9, 1]
+    assert list(_service_on_units(begins, durations, 2, serial)) == [10, 10, 10, 10]
