@@ -653,6 +653,11 @@ def _with_width(spec: ModelSpec, width: float) -> ModelSpec:
     return attrs.evolve(spec, params=tuple(sorted(params.items())))
 
 
+_EQUAL_NS: Final = 2_000
+"""A fitted model's time plus the launch is printed as equal to the median it was fitted to
+when within this (the notes print µs)."""
+
+
 def _fit_width(spec: ModelSpec, target_ns: int, device: DeviceSpec) -> tuple[float, int]:
     """The mobilenet ``width`` whose compute on ``device`` plus the launch is closest to
     ``target_ns`` (bisection: compute grows with the width); (width, compute ns)."""
@@ -711,11 +716,17 @@ def _fit_models(
             continue
         width, got = _fit_width(spec, target, device)
         model_of_app[app.pid] = _with_width(spec, width)
+        # The compute moves in steps with the width (whole channels, whole us per
+        # operation): an equation only when the nearest step is the median.
+        miss = got + round(device.cost.launch_us * 1000) - target
+        near = abs(miss) > _EQUAL_NS
         notes.derive(
             f"{where}.params.width: {width:g} (median device time of {len(mine)} "
-            f"{what} on {device.name} {_ms(target):.3f} ms = "
+            f"{what} on {device.name} {_ms(target):.3f} ms {'~' if near else '='} "
             f"{spec.preset} {spec.dtype} width {width:g} {_ms(got):.3f} ms + launch "
-            f"{device.cost.launch_us:g} us)",
+            f"{device.cost.launch_us:g} us"
+            + (f", {miss / target:+.1%}: the nearest a width gives" if near else "")
+            + ")",
             f"{where}.params.width",
         )
 

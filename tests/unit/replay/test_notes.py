@@ -54,3 +54,27 @@ def test_a_partitioned_models_calls_give_no_jitter(tmp_path: Path) -> None:
         for line in lines
     )
     assert not any("no jitter, " in line for line in lines)
+
+
+_WIDTH = re.compile(
+    r"params\.width: \S+ \(median device time of .*? ([\d.]+) ms (?P<op>[=~]) .*? width \S+ "
+    r"([\d.]+) ms \+ launch ([\d.]+) us(?:, (?P<miss>[+-][\d.]+)%: the nearest a width gives)?\)"
+)
+
+
+def test_a_fitted_width_note_is_an_equation_only_when_it_holds(tmp_path: Path) -> None:
+    """A fitted model's note says median = model + launch only within 2 µs; the camera of two_apps_one_npu, whose nearest width computes 31 µs over its median (the compute moves in steps of whole channels), gets '~' and its miss in %."""
+    path = tmp_path / "t.html"
+    record(REPO / "scenarios/two_apps_one_npu.yaml", path)
+    lines = describe_build(build_replay(extract_plan(str(path))))
+    notes = [m for line in lines if (m := _WIDTH.search(line))]
+    assert notes
+    for note in notes:
+        median, model, launch_us = float(note[1]), float(note[3]), float(note[4])
+        miss = model + launch_us / 1000 - median
+        if note["op"] == "=":
+            assert miss == pytest.approx(0, abs=0.002)
+        else:
+            assert abs(miss) > 0.002
+            assert float(note["miss"]) == pytest.approx(100 * miss / median, abs=0.06)
+    assert any(note["op"] == "~" for note in notes)
