@@ -966,13 +966,13 @@ def describe_plan(plan: TracePlan) -> list[str]:
         lines.append(
             f"    HAL {driver.hal_version.value}; {len(driver.execution_ns)} executions"
             + (f", median {_ms(median_exec):.3f} ms" if median_exec is not None else "")
+            + (f" ({driver.unfinished} more did not finish)" if driver.unfinished else "")
             + (
                 f"; {driver.burst_executions} burst executions, median "
                 f"{_ms(statistics.median(driver.burst_execution_ns)):.3f} ms"
                 if driver.burst_execution_ns
                 else ""
             )
-            + (f" ({driver.unfinished} more did not finish)" if driver.unfinished else "")
             + f"; {len(driver.prepare_ns)} preparations"
             + (f", median {_ms(median_prep):.3f} ms" if median_prep is not None else "")
         )
