@@ -643,25 +643,30 @@ _LR: Final = 1
 _HAL: Final = 2
 
 
-def _without_ends_at(
-    flat: array[int], last: int, aligned: array[int] | None = None
-) -> tuple[array[int], array[int] | None, int]:
-    """(``flat``, ``aligned``, 0), or without the rows of ``flat`` (begin, tid, duration) that
-    end at ``last`` and the values of ``aligned`` (one per row) that go with them, and how many
-    rows those were."""
-    ends = [i for i in range(0, len(flat), 3) if flat[i] + flat[i + 2] == last]
-    if not ends:
-        return flat, aligned, 0
-    drop = set(ends)
+def _without_rows(
+    flat: array[int], rows: set[int], aligned: array[int] | None = None
+) -> tuple[array[int], array[int] | None]:
+    """``flat`` (begin, tid, duration rows) without the rows numbered ``rows``, and
+    ``aligned`` (one value per row) without theirs."""
+    if not rows:
+        return flat, aligned
     kept = array("q")
     kept_aligned = None if aligned is None else array("q")
-    for i in range(0, len(flat), 3):
-        if i in drop:
+    for row in range(len(flat) // 3):
+        if row in rows:
             continue
-        kept.extend(flat[i : i + 3])
+        kept.extend(flat[3 * row : 3 * row + 3])
         if kept_aligned is not None and aligned is not None:
-            kept_aligned.append(aligned[i // 3])
-    return kept, kept_aligned, len(ends)
+            kept_aligned.append(aligned[row])
+    return kept, kept_aligned
+
+
+# What an end row folded (``_Collector._tail_refs``).
+_FOLD_LA: Final = 0
+_FOLD_LR: Final = 1
+_FOLD_HAL: Final = 2
+_FOLD_SYNC: Final = 3
+_FOLD_BURST: Final = 4
 
 
 class _Collector:
@@ -705,6 +710,13 @@ class _Collector:
         """tid -> the latest timestamp of its rows so far, in file order."""
         self.json_last: int | None = None
         """The latest time of the JSON events (an ``X`` event's end included)."""
+        self._tail_ts = -1
+        self._tail: list[int] = []
+        """The threads of the end rows at ``_tail_ts`` since its last begin row, in file
+        order (each row that closed a section)."""
+        self._tail_refs: list[tuple[list[int], int, int, int, int]] = []
+        """(the ``_tail`` list, place in it, ``_FOLD_*``, app or driver pid, row) of each end
+        row there that folded an execution's section (older lists' are dropped)."""
         self.cut_at: int | None = None
         """The trace's last timestamp, when the end of the capture closed executions there
         (``_uncut``)."""
@@ -754,6 +766,7 @@ class _Collector:
 
     def begin(self, ts: int, pid: int, tid: int, name: str) -> None:
         self.thread_pid.setdefault(tid, pid)
+        self._tail_ts = -1  # (the end rows a capture's end closed come after every begin)
         role = self._roles.get(name)
         if role is None:
             if len(self._roles) >= _MAX_CACHED_NAMES:
@@ -830,11 +843,17 @@ class _Collector:
             # B); the section stays open, never a negative latency.
             return
         begin, pid, role, serial = stack.pop()
+        if ts != self._tail_ts:
+            self._tail_ts = ts
+            self._tail = [tid]
+        else:
+            self._tail.append(tid)
         kind = role.kind
         if kind == _IGNORED:
             return  # most sections: nothing to fold
         if kind == _LA_EXEC:
             app = self.apps[pid]
+            self._fold(_FOLD_LA, pid, len(app.la_closed) // 3)
             app.la_closed.extend((begin, tid, ts - begin))
             app.flight[_LA].end(ts, tid)
             inside = self._inside.pop((tid, len(stack)), 0) if self._inside else 0
@@ -846,6 +865,7 @@ class _Collector:
             self._compiled_inside(stack, tid, ts - begin)
         elif kind == _LR_EXEC:
             app = self.apps[pid]
+            self._fold(_FOLD_LR, pid, len(app.lr_closed) // 3)
             app.lr_closed.extend((begin, tid, ts - begin))
             app.flight[_LR].end(ts, tid)
             if role.burst:
@@ -856,17 +876,29 @@ class _Collector:
             self._calls[role.text].client_end(ts, serial, self)
             if role.execute:
                 app = self.apps[pid]
+                self._fold(_FOLD_HAL, pid, len(app.hal_closed) // 3)
                 app.hal_closed.extend((begin, tid, ts - begin))
                 app.flight[_HAL].end(ts, tid)
         elif kind == _SERVER and role.execute and not role.async_server:
             driver = self.drivers[pid]
+            self._fold(_FOLD_SYNC, pid, len(driver.sync_closed) // 3)
             driver.sync_closed.extend((begin, tid, ts - begin))
             driver.sync_slots.append(serial)
         elif kind == _BURST_EXEC:
             burst_driver = self.drivers.get(pid)
             if burst_driver is not None:
+                self._fold(_FOLD_BURST, pid, len(burst_driver.burst_closed) // 3)
                 burst_driver.burst_closed.extend((begin, tid, ts - begin))
                 burst_driver.burst_last_end[tid] = ts
+
+    def _fold(self, what: int, owner: int, row: int) -> None:
+        """The end row just read (the last of ``_tail``) folds row ``row`` of ``what`` of
+        process ``owner``: kept in ``_tail_refs`` in case the end of the capture wrote it."""
+        refs = self._tail_refs
+        tail = self._tail
+        if refs and refs[-1][0] is not tail:
+            refs.clear()
+        refs.append((tail, len(tail) - 1, what, owner, row))
 
     def _request_begin(self, ts: int, pid: int, tid: int) -> None:
         """A request over a burst began on app thread ``tid`` (``burstCompute``, and the
@@ -942,35 +974,54 @@ class _Collector:
         self._own_bursts()
 
     def _uncut(self) -> None:
-        """Sections the end of the capture closed are not finished: when the trace ends with
-        every open section closed at its last timestamp (nnemu's tracer closes them so when a
-        run stops at its ``duration_ms`` or is interrupted: ``Tracer.close``), the executions,
-        driver calls and burst executions that end there are taken out of the closed ones, as
-        a device's capture stopped mid-execution has no end row for them at all
-        (``TraceApp.never_ended``).  Their begins stay: they were issued and began."""
+        """Sections the end of the capture closed are not finished.  When nnemu stops a run
+        (its ``duration_ms``, or interrupted) its tracer closes every section still open at
+        that instant: end rows at the trace's last timestamp, after every other row, thread
+        by thread in (pid, tid) order (``Tracer.close``), leaving none open.  A device's
+        capture stopped mid-execution has no end row for them at all.  So when the trace
+        ends with no section open, the run of end rows at its last timestamp after its last
+        begin, as far back as they are in (pid, tid) order, is taken as that closing: the
+        executions, driver calls and burst executions those rows closed are taken out of the
+        closed ones (``TraceApp.never_ended``); their begins stay (they were issued and
+        began).  An execution that ended at that instant on its own keeps its end, unless its
+        thread's rows happen to sort just before the closing ones."""
         last = max(self._last_ts.values(), default=None)
         if self.json_last is not None and (last is None or self.json_last > last):
             last = self.json_last
-        if last is None or any(self._stacks.values()):
-            return  # (sections left open: a capture that stopped, its open sections kept)
-        cut = 0
-        for app in self.apps.values():
-            app.la_closed, inside, dropped = _without_ends_at(app.la_closed, last, app.la_inside)
-            app.la_inside = inside
-            app.lr_closed, _, more = _without_ends_at(app.lr_closed, last)
-            app.hal_closed, _, most = _without_ends_at(app.hal_closed, last)
-            cut += dropped + more + most
-        for driver in self.drivers.values():
-            driver.sync_closed, slots, dropped = _without_ends_at(
-                driver.sync_closed, last, driver.sync_slots
-            )
-            if slots is not None:
-                driver.sync_slots = slots
-            driver.burst_closed, _, more = _without_ends_at(driver.burst_closed, last)
-            cut += dropped + more
-        if cut:
-            self.cut_at = last
-            self.cut_sections = cut
+        tail = self._tail
+        if last is None or self._tail_ts != last or any(self._stacks.values()):
+            return  # (sections left open: a capture that stopped; or it ends on a begin)
+        keys = [(self.thread_pid.get(tid, tid), tid) for tid in tail]
+        first = len(keys) - 1
+        while first > 0 and keys[first - 1] <= keys[first]:
+            first -= 1
+        drop: dict[tuple[int, int], set[int]] = {}
+        for where, place, what, owner, row in self._tail_refs:
+            if where is tail and place >= first:
+                drop.setdefault((what, owner), set()).add(row)
+        if not drop:
+            return
+        for (what, owner), rows in drop.items():
+            if what in (_FOLD_SYNC, _FOLD_BURST):
+                driver = self.drivers[owner]
+                if what == _FOLD_SYNC:
+                    driver.sync_closed, slots = _without_rows(
+                        driver.sync_closed, rows, driver.sync_slots
+                    )
+                    if slots is not None:
+                        driver.sync_slots = slots
+                else:
+                    driver.burst_closed, _ = _without_rows(driver.burst_closed, rows)
+                continue
+            app = self.apps[owner]
+            if what == _FOLD_LA:
+                app.la_closed, app.la_inside = _without_rows(app.la_closed, rows, app.la_inside)
+            elif what == _FOLD_LR:
+                app.lr_closed, _ = _without_rows(app.lr_closed, rows)
+            else:
+                app.hal_closed, _ = _without_rows(app.hal_closed, rows)
+        self.cut_at = last
+        self.cut_sections = sum(len(rows) for rows in drop.values())
 
     def _own_bursts(self) -> None:
         """Each burst thread serves one client (one burst context): the one whose requests

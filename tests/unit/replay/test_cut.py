@@ -140,3 +140,25 @@ def test_replay_says_what_the_recorded_row_leaves_out(cut: tuple[Path, dict[str,
     )
     assert int(row.split()[2]) == report["indexer"]["completed"]
     assert f"indexer: 1 of {submitted} recorded executions did not finish in the trace" in out
+
+
+def test_an_execution_that_ended_at_the_stop_on_its_own_is_finished(tmp_path: Path) -> None:
+    """A run stopped at the instant an execution ended on its own (the stop at the time its thread reached) keeps it: only the end rows nnemu adds at the stop, after every other row in (pid, tid) order, are the cut."""
+    rows = [
+        _row(1.0, "B", "[NN_LA_PO]app", tid=9),
+        _row(1.1, "B", "[NN_LA_PE]run", tid=12),
+        _row(1.2, "E", tid=12),
+        _row(1.3, "B", "[NN_LA_PE]run", tid=12),
+        _row(1.4, "E", tid=12),  # ends on its own at the stop ...
+        _row(1.4, "E", tid=9),  # ... and the stop closes the app's own section
+    ]
+    path = tmp_path / "stopped.txt"
+    path.write_text("# tracer: nop\n#\n" + "".join(rows), encoding="utf-8")
+    plan = extract_plan(str(path))
+    (app,) = plan.apps
+    assert (len(app.latencies_ns), app.never_ended, plan.cut_ns) == (2, 0, None)
+    cut = [*rows[:4], _row(1.4, "E", tid=9), _row(1.4, "E", tid=12)]  # still running: closed
+    path.write_text("# tracer: nop\n#\n" + "".join(cut), encoding="utf-8")
+    plan = extract_plan(str(path))
+    (app,) = plan.apps
+    assert (len(app.latencies_ns), app.never_ended, plan.cut_ns) == (1, 1, 1_400_000_000)
