@@ -643,30 +643,37 @@ _LR: Final = 1
 _HAL: Final = 2
 
 
-def _without_rows(
-    flat: array[int], rows: set[int], aligned: array[int] | None = None
+def _without_last(
+    flat: array[int], count: int, aligned: array[int] | None = None
 ) -> tuple[array[int], array[int] | None]:
-    """``flat`` (begin, tid, duration rows) without the rows numbered ``rows``, and
-    ``aligned`` (one value per row) without theirs."""
-    if not rows:
-        return flat, aligned
-    kept = array("q")
-    kept_aligned = None if aligned is None else array("q")
-    for row in range(len(flat) // 3):
-        if row in rows:
-            continue
-        kept.extend(flat[3 * row : 3 * row + 3])
-        if kept_aligned is not None and aligned is not None:
-            kept_aligned.append(aligned[row])
-    return kept, kept_aligned
+    """``flat`` (begin, tid, duration rows) without its last ``count`` rows, and ``aligned``
+    (one value per row) without theirs."""
+    rows = len(flat) // 3 - count
+    return flat[: 3 * rows], None if aligned is None else aligned[:rows]
 
 
-# What an end row folded (``_Collector._tail_refs``).
+# The closed sections of an execution (``_Collector._uncut``): an app's [NN_LA_PE], runtime
+# and HAL client sections (``_AppTally.la_closed``, ...), a driver's synchronous execute
+# server sections and burst executions (``_DriverTally.sync_closed``, ``burst_closed``).
 _FOLD_LA: Final = 0
 _FOLD_LR: Final = 1
 _FOLD_HAL: Final = 2
 _FOLD_SYNC: Final = 3
 _FOLD_BURST: Final = 4
+
+
+_FOLDS: Final = frozenset((_LA_EXEC, _LR_EXEC, _CLIENT, _SERVER, _BURST_EXEC))
+"""The kinds of section whose end may close an execution's section (``_FOLD_*``)."""
+
+
+def _last_ending_at(flat: array[int], ts: int) -> int:
+    """How many of the last rows of ``flat`` (begin, tid, duration) end at ``ts``."""
+    count = 0
+    i = len(flat) - 3
+    while i >= 0 and flat[i] + flat[i + 2] == ts:
+        count += 1
+        i -= 3
+    return count
 
 
 class _Collector:
@@ -710,13 +717,14 @@ class _Collector:
         """tid -> the latest timestamp of its rows so far, in file order."""
         self.json_last: int | None = None
         """The latest time of the JSON events (an ``X`` event's end included)."""
-        self._tail_ts = -1
-        self._tail: list[int] = []
-        """The threads of the end rows at ``_tail_ts`` since its last begin row, in file
-        order (each row that closed a section)."""
-        self._tail_refs: list[tuple[list[int], int, int, int, int]] = []
-        """(the ``_tail`` list, place in it, ``_FOLD_*``, app or driver pid, row) of each end
-        row there that folded an execution's section (older lists' are dropped)."""
+        self._watch_ts = -1
+        """The time of the latest end row that closed an execution's section."""
+        self._watch_key = (0, 0)
+        """(pid, tid) of the latest end row at ``_watch_ts``."""
+        self._natural: dict[tuple[int, int], int] | None = None
+        """How many of the sections closed at ``_watch_ts`` (by ``_FOLD_*`` and app or driver
+        pid) an end row out of (pid, tid) order followed there: they ended on their own, not
+        closed with a run (``_uncut``); None: no such row."""
         self.cut_at: int | None = None
         """The trace's last timestamp, when the end of the capture closed executions there
         (``_uncut``)."""
@@ -766,7 +774,6 @@ class _Collector:
 
     def begin(self, ts: int, pid: int, tid: int, name: str) -> None:
         self.thread_pid.setdefault(tid, pid)
-        self._tail_ts = -1  # (the end rows a capture's end closed come after every begin)
         role = self._roles.get(name)
         if role is None:
             if len(self._roles) >= _MAX_CACHED_NAMES:
@@ -843,17 +850,19 @@ class _Collector:
             # B); the section stays open, never a negative latency.
             return
         begin, pid, role, serial = stack.pop()
-        if ts != self._tail_ts:
-            self._tail_ts = ts
-            self._tail = [tid]
-        else:
-            self._tail.append(tid)
+        if ts == self._watch_ts:
+            self._watch_row(ts, tid, pid)
         kind = role.kind
         if kind == _IGNORED:
             return  # most sections: nothing to fold
+        if kind in _FOLDS and ts != self._watch_ts:
+            # An execution's section closed at a new time: watch the end rows after it
+            # there, in case they are the ones that close a run (``_uncut``).
+            self._watch_ts = ts
+            self._watch_key = (pid, tid)
+            self._natural = None
         if kind == _LA_EXEC:
             app = self.apps[pid]
-            self._fold(_FOLD_LA, pid, len(app.la_closed) // 3)
             app.la_closed.extend((begin, tid, ts - begin))
             app.flight[_LA].end(ts, tid)
             inside = self._inside.pop((tid, len(stack)), 0) if self._inside else 0
@@ -865,7 +874,6 @@ class _Collector:
             self._compiled_inside(stack, tid, ts - begin)
         elif kind == _LR_EXEC:
             app = self.apps[pid]
-            self._fold(_FOLD_LR, pid, len(app.lr_closed) // 3)
             app.lr_closed.extend((begin, tid, ts - begin))
             app.flight[_LR].end(ts, tid)
             if role.burst:
@@ -876,29 +884,42 @@ class _Collector:
             self._calls[role.text].client_end(ts, serial, self)
             if role.execute:
                 app = self.apps[pid]
-                self._fold(_FOLD_HAL, pid, len(app.hal_closed) // 3)
                 app.hal_closed.extend((begin, tid, ts - begin))
                 app.flight[_HAL].end(ts, tid)
         elif kind == _SERVER and role.execute and not role.async_server:
             driver = self.drivers[pid]
-            self._fold(_FOLD_SYNC, pid, len(driver.sync_closed) // 3)
             driver.sync_closed.extend((begin, tid, ts - begin))
             driver.sync_slots.append(serial)
         elif kind == _BURST_EXEC:
             burst_driver = self.drivers.get(pid)
             if burst_driver is not None:
-                self._fold(_FOLD_BURST, pid, len(burst_driver.burst_closed) // 3)
                 burst_driver.burst_closed.extend((begin, tid, ts - begin))
                 burst_driver.burst_last_end[tid] = ts
 
-    def _fold(self, what: int, owner: int, row: int) -> None:
-        """The end row just read (the last of ``_tail``) folds row ``row`` of ``what`` of
-        process ``owner``: kept in ``_tail_refs`` in case the end of the capture wrote it."""
-        refs = self._tail_refs
-        tail = self._tail
-        if refs and refs[-1][0] is not tail:
-            refs.clear()
-        refs.append((tail, len(tail) - 1, what, owner, row))
+    def _watch_row(self, ts: int, tid: int, pid: int) -> None:
+        """An end row of ``tid`` at ``_watch_ts``: one out of (pid, tid) order shows that the
+        executions' sections closed there so far are not closed by the rows that close a
+        run (``_uncut``): they ended on their own (``_natural``)."""
+        key = (pid, tid)
+        if key < self._watch_key:
+            self._natural = self._ending_at(ts)
+        self._watch_key = key
+
+    def _closed(self, what: int, pid: int) -> array[int]:
+        """The closed sections ``what`` (``_FOLD_*``) of app or driver ``pid``."""
+        if what == _FOLD_SYNC:
+            return self.drivers[pid].sync_closed
+        if what == _FOLD_BURST:
+            return self.drivers[pid].burst_closed
+        app = self.apps[pid]
+        return (app.la_closed, app.lr_closed, app.hal_closed)[what]
+
+    def _ending_at(self, ts: int) -> dict[tuple[int, int], int]:
+        """(``_FOLD_*``, app or driver pid) -> how many of its last closed sections end at
+        ``ts``."""
+        keys = [(what, pid) for pid in self.apps for what in (_FOLD_LA, _FOLD_LR, _FOLD_HAL)]
+        keys += [(what, pid) for pid in self.drivers for what in (_FOLD_SYNC, _FOLD_BURST)]
+        return {key: _last_ending_at(self._closed(*key), ts) for key in keys}
 
     def _request_begin(self, ts: int, pid: int, tid: int) -> None:
         """A request over a burst began on app thread ``tid`` (``burstCompute``, and the
@@ -979,49 +1000,49 @@ class _Collector:
         that instant: end rows at the trace's last timestamp, after every other row, thread
         by thread in (pid, tid) order (``Tracer.close``), leaving none open.  A device's
         capture stopped mid-execution has no end row for them at all.  So when the trace
-        ends with no section open, the run of end rows at its last timestamp after its last
-        begin, as far back as they are in (pid, tid) order, is taken as that closing: the
-        executions, driver calls and burst executions those rows closed are taken out of the
-        closed ones (``TraceApp.never_ended``); their begins stay (they were issued and
-        began).  An execution that ended at that instant on its own keeps its end, unless its
-        thread's rows happen to sort just before the closing ones."""
+        ends with no section open, the end rows at its last timestamp that every later end
+        row follows in (pid, tid) order are taken as that closing (``_watch``; only those
+        that closed an execution's section are kept): the executions, driver calls and burst
+        executions they closed are taken out of the closed ones (``TraceApp.never_ended``);
+        their begins stay (they were issued and began).  An execution that ended at that
+        instant on its own keeps its end (a thread the stop closed follows it out of order),
+        unless its thread sorts before every thread the stop closed."""
         last = max(self._last_ts.values(), default=None)
         if self.json_last is not None and (last is None or self.json_last > last):
             last = self.json_last
-        tail = self._tail
-        if last is None or self._tail_ts != last or any(self._stacks.values()):
-            return  # (sections left open: a capture that stopped; or it ends on a begin)
-        keys = [(self.thread_pid.get(tid, tid), tid) for tid in tail]
-        first = len(keys) - 1
-        while first > 0 and keys[first - 1] <= keys[first]:
-            first -= 1
-        drop: dict[tuple[int, int], set[int]] = {}
-        for where, place, what, owner, row in self._tail_refs:
-            if where is tail and place >= first:
-                drop.setdefault((what, owner), set()).add(row)
-        if not drop:
-            return
-        for (what, owner), rows in drop.items():
-            if what in (_FOLD_SYNC, _FOLD_BURST):
-                driver = self.drivers[owner]
-                if what == _FOLD_SYNC:
-                    driver.sync_closed, slots = _without_rows(
-                        driver.sync_closed, rows, driver.sync_slots
-                    )
-                    if slots is not None:
-                        driver.sync_slots = slots
-                else:
-                    driver.burst_closed, _ = _without_rows(driver.burst_closed, rows)
+        if last is None or self._watch_ts != last or any(self._stacks.values()):
+            return  # (sections left open: a capture that stopped; or none closed at the end)
+        natural = self._natural or {}
+        cut = 0
+        for (what, owner), count in self._ending_at(last).items():
+            count -= natural.get((what, owner), 0)
+            if count <= 0:
                 continue
-            app = self.apps[owner]
-            if what == _FOLD_LA:
-                app.la_closed, app.la_inside = _without_rows(app.la_closed, rows, app.la_inside)
-            elif what == _FOLD_LR:
-                app.lr_closed, _ = _without_rows(app.lr_closed, rows)
+            cut += count
+            if what == _FOLD_SYNC:
+                driver = self.drivers[owner]
+                driver.sync_closed, slots = _without_last(
+                    driver.sync_closed, count, driver.sync_slots
+                )
+                if slots is not None:
+                    driver.sync_slots = slots
+            elif what == _FOLD_BURST:
+                driver = self.drivers[owner]
+                driver.burst_closed, _ = _without_last(driver.burst_closed, count)
             else:
-                app.hal_closed, _ = _without_rows(app.hal_closed, rows)
+                app = self.apps[owner]
+                if what == _FOLD_LA:
+                    app.la_closed, app.la_inside = _without_last(
+                        app.la_closed, count, app.la_inside
+                    )
+                elif what == _FOLD_LR:
+                    app.lr_closed, _ = _without_last(app.lr_closed, count)
+                else:
+                    app.hal_closed, _ = _without_last(app.hal_closed, count)
+        if not cut:
+            return
         self.cut_at = last
-        self.cut_sections = sum(len(rows) for rows in drop.values())
+        self.cut_sections = cut
 
     def _own_bursts(self) -> None:
         """Each burst thread serves one client (one burst context): the one whose requests
