@@ -728,8 +728,6 @@ class _Collector:
         self.cut_at: int | None = None
         """The trace's last timestamp, when the end of the capture closed executions there
         (``_uncut``)."""
-        self.cut_sections = 0
-        """How many execution sections (app, runtime, HAL client, driver, burst) it closed."""
 
     def _event_problem(self, line_number: int, message: str) -> None:
         """A JSON event was skipped: kept for a warning (the first ``MAX_EVENT_WARNINGS``),
@@ -1001,8 +999,8 @@ class _Collector:
         by thread in (pid, tid) order (``Tracer.close``), leaving none open.  A device's
         capture stopped mid-execution has no end row for them at all.  So when the trace
         ends with no section open, the end rows at its last timestamp that every later end
-        row follows in (pid, tid) order are taken as that closing (``_watch``; only those
-        that closed an execution's section are kept): the executions, driver calls and burst
+        row follows in (pid, tid) order are taken as that closing (``_watch_ts``,
+        ``_natural``): the executions, driver calls and burst
         executions they closed are taken out of the closed ones (``TraceApp.never_ended``);
         their begins stay (they were issued and began).  An execution that ended at that
         instant on its own keeps its end (a thread the stop closed follows it out of order),
@@ -1039,10 +1037,8 @@ class _Collector:
                     app.lr_closed, _ = _without_last(app.lr_closed, count)
                 else:
                     app.hal_closed, _ = _without_last(app.hal_closed, count)
-        if not cut:
-            return
-        self.cut_at = last
-        self.cut_sections = cut
+        if cut:
+            self.cut_at = last
 
     def _own_bursts(self) -> None:
         """Each burst thread serves one client (one burst context): the one whose requests
