@@ -662,10 +662,6 @@ _FOLD_SYNC: Final = 3
 _FOLD_BURST: Final = 4
 
 
-_FOLDS: Final = frozenset((_LA_EXEC, _LR_EXEC, _CLIENT, _SERVER, _BURST_EXEC))
-"""The kinds of section whose end may close an execution's section (``_FOLD_*``)."""
-
-
 def _last_ending_at(flat: array[int], ts: int) -> int:
     """How many of the last rows of ``flat`` (begin, tid, duration) end at ``ts``."""
     count = 0
@@ -719,12 +715,12 @@ class _Collector:
         """The latest time of the JSON events (an ``X`` event's end included)."""
         self._watch_ts = -1
         """The time of the latest end row that closed an execution's section."""
-        self._watch_key = (0, 0)
-        """(pid, tid) of the latest end row at ``_watch_ts``."""
-        self._natural: dict[tuple[int, int], int] | None = None
-        """How many of the sections closed at ``_watch_ts`` (by ``_FOLD_*`` and app or driver
-        pid) an end row out of (pid, tid) order followed there: they ended on their own, not
-        closed with a run (``_uncut``); None: no such row."""
+        self._watch_tid = 0
+        """The thread of the latest end row at ``_watch_ts``."""
+        self._natural: tuple[int, dict[tuple[int, int], int]] = (-1, {})
+        """(time, how many of the sections closed at that time, by ``_FOLD_*`` and app or
+        driver pid, an end row out of (pid, tid) order followed there): they ended on their
+        own, not closed with a run (``_uncut``)."""
         self.cut_at: int | None = None
         """The trace's last timestamp, when the end of the capture closed executions there
         (``_uncut``)."""
@@ -853,12 +849,7 @@ class _Collector:
         kind = role.kind
         if kind == _IGNORED:
             return  # most sections: nothing to fold
-        if kind in _FOLDS and ts != self._watch_ts:
-            # An execution's section closed at a new time: watch the end rows after it
-            # there, in case they are the ones that close a run (``_uncut``).
-            self._watch_ts = ts
-            self._watch_key = (pid, tid)
-            self._natural = None
+        folded = True  # (an execution's section: its end is watched, below)
         if kind == _LA_EXEC:
             app = self.apps[pid]
             app.la_closed.extend((begin, tid, ts - begin))
@@ -870,6 +861,7 @@ class _Collector:
                 app.la_inside.append(inside)
         elif kind in (_LA_COMPILE, _LR_FINISH) or (kind == _CLIENT and role.prepare):
             self._compiled_inside(stack, tid, ts - begin)
+            folded = False
         elif kind == _LR_EXEC:
             app = self.apps[pid]
             app.lr_closed.extend((begin, tid, ts - begin))
@@ -878,9 +870,11 @@ class _Collector:
                 self._request_end(tid)
         elif kind == _BURST_REQUEST:
             self._request_end(tid)
+            folded = False
         elif kind == _CLIENT:
             self._calls[role.text].client_end(ts, serial, self)
-            if role.execute:
+            folded = role.execute
+            if folded:
                 app = self.apps[pid]
                 app.hal_closed.extend((begin, tid, ts - begin))
                 app.flight[_HAL].end(ts, tid)
@@ -893,15 +887,23 @@ class _Collector:
             if burst_driver is not None:
                 burst_driver.burst_closed.extend((begin, tid, ts - begin))
                 burst_driver.burst_last_end[tid] = ts
+        else:
+            folded = False
+        if folded and ts != self._watch_ts:
+            # An execution's section closed at a new time: watch the end rows after it
+            # there, in case they are the ones that close a run (``_uncut``).
+            self._watch_ts = ts
+            self._watch_tid = tid
 
     def _watch_row(self, ts: int, tid: int, pid: int) -> None:
-        """An end row of ``tid`` at ``_watch_ts``: one out of (pid, tid) order shows that the
-        executions' sections closed there so far are not closed by the rows that close a
-        run (``_uncut``): they ended on their own (``_natural``)."""
-        key = (pid, tid)
-        if key < self._watch_key:
-            self._natural = self._ending_at(ts)
-        self._watch_key = key
+        """An end row of ``tid`` at ``_watch_ts``: one out of (pid, tid) order after the
+        previous one there shows that the executions' sections closed there so far are not
+        closed by the rows that close a run (``_uncut``): they ended on their own
+        (``_natural``)."""
+        before = self._watch_tid
+        if (pid, tid) < (self.thread_pid.get(before, before), before):
+            self._natural = (ts, self._ending_at(ts))
+        self._watch_tid = tid
 
     def _closed(self, what: int, pid: int) -> array[int]:
         """The closed sections ``what`` (``_FOLD_*``) of app or driver ``pid``."""
@@ -1010,7 +1012,7 @@ class _Collector:
             last = self.json_last
         if last is None or self._watch_ts != last or any(self._stacks.values()):
             return  # (sections left open: a capture that stopped; or none closed at the end)
-        natural = self._natural or {}
+        natural = self._natural[1] if self._natural[0] == last else {}
         cut = 0
         for (what, owner), count in self._ending_at(last).items():
             count -= natural.get((what, owner), 0)
