@@ -482,7 +482,7 @@ def _device(
         cost = attrs.evolve(cost, prepare_ms=round(fixed, 3))
         notes.derive(
             f"{where}.cost.prepare_ms: {cost.prepare_ms:g} (median of "
-            f"{len(driver.prepare_ns)} preparations {_ms(median_prep):.3f} ms "
+            f"{counted(len(driver.prepare_ns), 'preparation')} {_ms(median_prep):.3f} ms "
             f"- {cost.prepare_ms_per_op:g} ms x {ops} operations)",
             f"{where}.cost.prepare_ms",
         )
@@ -964,16 +964,16 @@ def describe_plan(plan: TracePlan) -> list[str]:
         median_exec = driver.median_execution_ns
         median_prep = driver.median_prepare_ns
         lines.append(
-            f"    HAL {driver.hal_version.value}; {len(driver.execution_ns)} executions"
+            f"    HAL {driver.hal_version.value}; {counted(len(driver.execution_ns), 'execution')}"
             + (f", median {_ms(median_exec):.3f} ms" if median_exec is not None else "")
             + (f" ({driver.unfinished} more did not finish)" if driver.unfinished else "")
             + (
-                f"; {driver.burst_executions} burst executions, median "
+                f"; {counted(driver.burst_executions, 'burst execution')}, median "
                 f"{_ms(statistics.median(driver.burst_execution_ns)):.3f} ms"
                 if driver.burst_execution_ns
                 else ""
             )
-            + f"; {len(driver.prepare_ns)} preparations"
+            + f"; {counted(len(driver.prepare_ns), 'preparation')}"
             + (f", median {_ms(median_prep):.3f} ms" if median_prep is not None else "")
         )
     lines.extend(f"  note: {note}" for note in plan.notes)

@@ -293,3 +293,17 @@ def test_queued_executions_are_timed_from_the_unit_they_took() -> None:
     serial = _service(begins, durations)
     assert list(serial) == [10, 1, 9, 1]
     assert list(_service_on_units(begins, durations, 2, serial)) == [10, 10, 10, 10]
+
+
+def test_a_single_preparation_or_execution_is_counted_in_the_singular(tmp_path: Path) -> None:
+    """A driver that prepared once reads '1 preparation' in the plan and in the derived
+    prepare_ms line, not '1 preparations'."""
+    path = tmp_path / "quickstart.html"
+    record(load_scenario(REPO / "scenarios" / "quickstart.yaml"), path)
+    plan = extract_plan(str(path))
+    (driver,) = plan.drivers
+    assert len(driver.prepare_ns) == 1
+    text = "\n".join(describe_plan(plan) + describe_build(build_replay(plan)))
+    assert "; 1 preparation, median" in text
+    assert "(median of 1 preparation " in text
+    assert "1 preparations" not in text
