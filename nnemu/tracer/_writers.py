@@ -107,23 +107,16 @@ class _Output:
         self.error: OSError | None = None
         self.binary = isinstance(out, (io.RawIOBase, io.BufferedIOBase))
 
-    def write(self, text: str) -> None:
+    def write(self, data: str | bytes) -> None:
+        """Write ``data`` (text, or UTF-8), encoded or decoded as the file takes it."""
         if self.error is None:
             try:
                 if self.binary:
-                    cast("BinaryIO", self.out).write(text.encode())
+                    cast("BinaryIO", self.out).write(
+                        data if isinstance(data, bytes) else data.encode()
+                    )
                 else:
-                    cast("TextIO", self.out).write(text)
-            except OSError as exc:
-                self.error = exc
-
-    def write_bytes(self, data: bytes) -> None:
-        if self.error is None:
-            try:
-                if self.binary:
-                    cast("BinaryIO", self.out).write(data)
-                else:
-                    cast("TextIO", self.out).write(data.decode())
+                    cast("TextIO", self.out).write(data if isinstance(data, str) else data.decode())
             except OSError as exc:
                 self.error = exc
 
@@ -265,7 +258,7 @@ class FtraceWriter:
         self._second = (second_us, second)
         lines = buffer.getvalue()
         buffer.truncate(0)
-        self._out.write_bytes(lines)
+        self._out.write(lines)
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
         """Write a ``B|pid|name`` line."""
