@@ -296,9 +296,104 @@ def ineffective_sets(
                 note = _drop_note(scenario, app)
         elif len(parts) == 3 and parts[0] == "devices" and parts[1] in devices:
             note = _device_note(scenario, devices[parts[1]], parts[2])
+        if note is None and before is not None:
+            others = [other for other in sets if other is not text]
+            note = _compute_note(before, others, scenario, parts)
         if note is not None:
             warnings.append(f"warning: --set {key} {note}")
     return warnings
+
+
+def _compute_note(
+    before: Scenario, others: Sequence[str], scenario: Scenario, parts: Sequence[str]
+) -> str | None:
+    """For a model's ``dtype`` or a device's ``performance``: why the change cannot change
+    the result, when every app it concerns computes as without it, on each device it may use
+    and on the CPU (``nnapi-reference``): the same time per operation, power, memory and
+    validity.  (The replay's one-layer stand-in model runs its operation at the fastest an
+    operation takes, 1 µs, in either dtype.)"""
+    if parts[0] == "models" and len(parts) == 3 and parts[2] == "dtype":
+        apps = [app for app in scenario.apps if app.model == parts[1]]
+    elif parts[0] == "devices" and len(parts) >= 3 and parts[2] == "performance":
+        apps = [
+            app
+            for app in scenario.apps
+            if any(d.name == parts[1] for d in _devices_of(scenario, app))
+        ]
+    else:
+        return None
+    if not apps:
+        return None
+    try:
+        without = apply_overrides(before, others)
+    except OverrideError:
+        return None
+    names = sorted({app.name for app in apps})
+    signature, times = _computes(scenario, names)
+    if _computes(without, names)[0] != signature:
+        return None
+    on = sorted({d.name for app in apps for d in _devices_of(scenario, app)})
+    fastest = all(ns == _FASTEST_OP_NS for ns in times)
+    return (
+        f"cannot change the result: {_and(names)} "
+        f"{'computes' if len(names) == 1 else 'compute'} as without it on "
+        f"{_and([*on, 'the CPU'])} (the same time per operation, power and memory"
+        + ("; each operation at the fastest an operation takes, 1 µs" if fastest else "")
+        + ")"
+    )
+
+
+def _and(words: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+_FASTEST_OP_NS: Final = 1_000
+"""What an operation takes at the least (``nnemu.driver``: every duration is whole µs)."""
+
+
+def _computes(scenario: Scenario, names: Sequence[str]) -> tuple[list[object], list[int]]:
+    """What the apps called ``names`` compute in ``scenario``, and every operation's time
+    there.  Per app, on the CPU and on each device it may use: each operation's time and
+    iterations and the power (not the CPU executor's mark names, which only name the work),
+    the model's memory and whether the device's HAL takes the model; and for an app with a
+    choice of devices, the performance figures the runtime chooses each operation's device
+    by (``nnemu.runtime._plan.choose_devices``)."""
+    from nnemu._emulator import build_model
+    from nnemu.driver import capabilities_from, compute_plan
+    from nnemu.hal import OperationType, model_memory_bytes, operation_work, validate_model
+    from nnemu.runtime._devices import CPU_CAPABILITIES
+
+    models = {model.name: model for model in scenario.models}
+    signature: list[object] = []
+    times: list[int] = []
+    for app in scenario.apps:
+        if app.name not in names:
+            continue
+        model = build_model(models[app.model])
+        signature.append((app.name, model_memory_bytes(model)))
+        plans = [compute_plan(model, CPU_CAPABILITIES, scenario.cpu)]
+        devices = _devices_of(scenario, app)
+        for device in devices:
+            capabilities = capabilities_from(device.performance)
+            plans.append(compute_plan(model, capabilities, scenario.cpu))
+            signature.append(validate_model(model, device.hal_version))
+            if app.devices is None or len(devices) > 1:  # (the runtime chooses among them)
+                for op in model.main.operations:
+                    if op.type is OperationType.IF:
+                        info = capabilities.if_performance
+                    elif op.type is OperationType.WHILE:
+                        info = capabilities.while_performance
+                    else:
+                        info = capabilities.performance(
+                            operation_work(model, model.main, op).first_input_type,
+                            relaxed=model.relax_computation_float32_to_float16,
+                        )
+                    signature.append((info.exec_time, info.power_usage))
+        for plan in plans:
+            signature.append((plan.op_ns, plan.iterations, plan.power))
+            times.extend(plan.op_ns)
+    return signature, times
 
 
 def unchosen_sets(

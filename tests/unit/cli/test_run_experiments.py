@@ -438,3 +438,24 @@ def test_replications_show_the_latency_split_and_energy_of_the_runs(tmp_path: Pa
     assert metrics["apps.camera.latency_split_ms.queue_wait"]["values"] == [
         s["queue_wait"] for s in split
     ]
+
+
+def test_performance_of_a_type_no_operation_has_is_named() -> None:
+    """A device's float32 speed changed under a quantized model is named as changing nothing
+    (its operations' times, power and memory are those without it), and the run is the one
+    without it; the quant8 speed, which the model uses, changes the run with no warning."""
+    code, out, err = run_cli(
+        "run", QUICKSTART, "--set", "devices.npu.performance.float32.exec_time=0.5"
+    )
+    assert code == 0
+    assert err == (
+        "warning: --set devices.npu.performance.float32.exec_time cannot change the result: "
+        "camera computes as without it on npu and the CPU (the same time per operation, power "
+        "and memory)\n"
+    )
+    assert out == run_cli("run", QUICKSTART)[1]
+    code, out, err = run_cli(
+        "run", QUICKSTART, "--set", "devices.npu.performance.quant8.exec_time=0.5"
+    )
+    assert "warning" not in err
+    assert out != run_cli("run", QUICKSTART)[1]

@@ -159,3 +159,27 @@ def test_scheduler_set_the_replay_shows_changed_nothing_warns() -> None:
     assert err.startswith("warning: --set devices.hvx.scheduler changed nothing in this run: ")
     _, baseline, _ = run_cli("replay", "-n", str(OMR1))
     assert _table(out) == _table(baseline)
+
+
+def test_dtype_of_a_stand_in_model_is_named_as_changing_nothing(tmp_path: Path) -> None:
+    """The one-layer stand-in a replay gives an app faster than any mobilenet computes at the
+    fastest an operation takes in either dtype: a --set of its dtype is named as changing
+    nothing, and the replay is the one without it."""
+    path = tmp_path / "burst.html"
+    record(REPO / "scenarios/burst_low_latency.yaml", path)
+    code, out, err = run_cli("replay", str(path), "--set", "models.hotword_sync-model.dtype=quant8")
+    assert code == 0, err
+    assert (
+        "warning: --set models.hotword_sync-model.dtype cannot change the result: hotword_sync "
+        "computes as without it on dsp and the CPU (the same time per operation, power and "
+        "memory; each operation at the fastest an operation takes, 1 µs)"
+    ) in err
+    assert _table(out) == _table(run_cli("replay", str(path))[1])
+
+
+def test_dtype_of_a_fitted_mobilenet_is_not_named(two_trace: Path) -> None:
+    """A replayed mobilenet's dtype moves its compute: no warning, and the replay differs."""
+    code, out, err = run_cli("replay", str(two_trace), "--set", "models.camera-model.dtype=quant8")
+    assert code == 0, err
+    assert "warning" not in err
+    assert _table(out) != _table(run_cli("replay", str(two_trace))[1])
