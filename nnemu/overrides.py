@@ -361,8 +361,9 @@ def _computes(scenario: Scenario, names: Sequence[str]) -> tuple[list[object], l
     by (``nnemu.runtime._plan.choose_devices``)."""
     from nnemu._emulator import build_model
     from nnemu.driver import capabilities_from, compute_plan
-    from nnemu.hal import OperationType, model_memory_bytes, operation_work, validate_model
+    from nnemu.hal import model_memory_bytes, validate_model
     from nnemu.runtime._devices import CPU_CAPABILITIES
+    from nnemu.runtime._plan import operation_performance
 
     models = {model.name: model for model in scenario.models}
     signature: list[object] = []
@@ -380,15 +381,7 @@ def _computes(scenario: Scenario, names: Sequence[str]) -> tuple[list[object], l
             signature.append(validate_model(model, device.hal_version))
             if app.devices is None or len(devices) > 1:  # (the runtime chooses among them)
                 for op in model.main.operations:
-                    if op.type is OperationType.IF:
-                        info = capabilities.if_performance
-                    elif op.type is OperationType.WHILE:
-                        info = capabilities.while_performance
-                    else:
-                        info = capabilities.performance(
-                            operation_work(model, model.main, op).first_input_type,
-                            relaxed=model.relax_computation_float32_to_float16,
-                        )
+                    info = operation_performance(capabilities, model, op)
                     signature.append((info.exec_time, info.power_usage))
         for plan in plans:
             signature.append((plan.op_ns, plan.iterations, plan.power))

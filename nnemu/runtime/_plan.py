@@ -11,6 +11,7 @@ from __future__ import annotations
 import attrs
 
 from nnemu.hal import (
+    Capabilities,
     DataLocation,
     ExecutionPreference,
     Model,
@@ -18,6 +19,7 @@ from nnemu.hal import (
     OperandLifeTime,
     Operation,
     OperationType,
+    PerformanceInfo,
     Subgraph,
     operation_work,
 )
@@ -36,6 +38,21 @@ class Step:
     """The step's sub-model (the whole model for a single-step plan)."""
 
 
+def operation_performance(
+    capabilities: Capabilities, model: Model, op: Operation
+) -> PerformanceInfo:
+    """The performance figures a device's ``capabilities`` give operation ``op`` of ``model``'s
+    main subgraph: ``IF``'s and ``WHILE``'s own, else those of its first input's type."""
+    if op.type is OperationType.IF:
+        return capabilities.if_performance
+    if op.type is OperationType.WHILE:
+        return capabilities.while_performance
+    return capabilities.performance(
+        operation_work(model, model.main, op).first_input_type,
+        relaxed=model.relax_computation_float32_to_float16,
+    )
+
+
 def choose_devices(
     model: Model,
     devices: list[RuntimeDevice],
@@ -45,20 +62,12 @@ def choose_devices(
     """For each main-subgraph operation, the device that should run it (None: nobody can)."""
     chosen: list[RuntimeDevice | None] = []
     for index, op in enumerate(model.main.operations):
-        work = operation_work(model, model.main, op)
         best: RuntimeDevice | None = None
         best_figure = 0.0
         for device in devices:
             if not supported[device.name][index]:
                 continue
-            if op.type is OperationType.IF:
-                info = device.capabilities.if_performance
-            elif op.type is OperationType.WHILE:
-                info = device.capabilities.while_performance
-            else:
-                info = device.capabilities.performance(
-                    work.first_input_type, relaxed=model.relax_computation_float32_to_float16
-                )
+            info = operation_performance(device.capabilities, model, op)
             figure = device.performance(preference, info)
             if best is None or figure < best_figure or (figure == best_figure and device.is_cpu):
                 best, best_figure = device, figure
