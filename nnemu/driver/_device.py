@@ -28,7 +28,7 @@ from typing import Final
 
 import attrs
 
-from nnemu.driver._cost import ComputePlan
+from nnemu.cost import ComputePlan
 from nnemu.hal import DeviceType, ErrorStatus, Priority
 from nnemu.ipc import ExecutionSplit
 from nnemu.scenario import DeadlinePolicy, DeviceSpec, PreemptionKind, SchedulerKind

@@ -12,11 +12,12 @@ import hashlib
 import os
 from collections.abc import Sequence
 
-from nnemu.driver import CACHE_TOKEN_BYTES, BurstContext
 from nnemu.hal import (
+    CACHE_TOKEN_BYTES,
     UINT64_MAX,
     ErrorStatus,
     ExecutionPreference,
+    IBurst,
     Model,
     OperationType,
     Priority,
@@ -275,7 +276,7 @@ class Burst:
 
     def __init__(self, compilation: Compilation) -> None:
         self.compilation = compilation
-        self.contexts: dict[int, BurstContext] = {}
+        self.contexts: dict[int, IBurst] = {}
         """The burst context of each driver step that could configure one, by step index."""
         self.busy = False
         """An execution is running through this burst."""

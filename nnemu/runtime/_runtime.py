@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import structlog
 import trio
 
-from nnemu.driver import ComputePlan, DeviceStats, DriverService, compute_plan, us
+from nnemu.cost import ComputePlan, compute_plan
 from nnemu.hal import (
     DataLocation,
     DeviceType,
@@ -28,10 +28,16 @@ from nnemu.hal import (
     validate_model,
 )
 from nnemu.ipc import Binder, Endpoint
-from nnemu.runtime._devices import CPU_CAPABILITIES, CPU_DEVICE_NAME, RuntimeDevice
+from nnemu.runtime._devices import (
+    CPU_CAPABILITIES,
+    CPU_DEVICE_NAME,
+    CpuStats,
+    DriverDevice,
+    RuntimeDevice,
+)
 from nnemu.runtime._versioned import VersionedIDevice
 from nnemu.scenario import CpuSpec
-from nnemu.sim import FileSystem, Kernel, SimProcess
+from nnemu.sim import FileSystem, Kernel, SimProcess, us
 from nnemu.tracer import Layer, Mark, Phase, Section, Tracer, mark
 
 logger = structlog.get_logger(layer="runtime")
@@ -79,7 +85,7 @@ class Runtime:
         binder: Binder,
         process: SimProcess,
         endpoint: Endpoint,
-        services: Sequence[DriverService],
+        services: Sequence[DriverDevice],
         cpu: CpuSpec,
         nursery: trio.Nursery,
         files: FileSystem | None = None,
@@ -106,7 +112,7 @@ class Runtime:
         self.async_threads = 0
         """Threads started for asynchronous executions (they are named after the count)."""
         self._cpu_plans: dict[int, tuple[Model, ComputePlan]] = {}
-        self.cpu_stats = DeviceStats()
+        self.cpu_stats = CpuStats()
         """What the runtime's CPU executor did (nnapi-reference in the report)."""
         self.cpu_spans: array[int] = array("q")
         """(start_ns, end_ns) of each CPU execution, flat: the report's ``busy_fraction`` of
