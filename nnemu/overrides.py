@@ -31,6 +31,7 @@ from nnemu.scenario import (
     dump_scenario,
     load_scenario_text,
 )
+from nnemu.scheduling import policy_for
 
 _NAMED_LISTS: Final = {"apps": "an app", "devices": "a device", "models": "a model"}
 _INDEXED: Final = re.compile(r"\b(apps|devices|models)\[(\d+)\]")
@@ -171,15 +172,12 @@ def _priority_note(scenario: Scenario, app: AppSpec) -> str | None:
             f"{app.name} runs only on the CPU (nnapi-reference), which ignores priority"
         )
     for device in devices:
-        if device.scheduler is SchedulerKind.GLOBAL_PRIORITY:
-            return None
-        if device.scheduler is SchedulerKind.PER_APP_PRIORITY and any(
-            other is not app
-            and other.uid == app.uid
-            and other.priority is not app.priority
-            and device in _devices_of(scenario, other)
+        same_uid = (
+            other.priority
             for other in scenario.apps
-        ):
+            if other is not app and other.uid == app.uid and device in _devices_of(scenario, other)
+        )
+        if policy_for(device.scheduler).priority_matters(app.uid, app.priority, same_uid):
             return None
     fifo = [d.name for d in devices if d.scheduler is SchedulerKind.FIFO]
     per_app = [d.name for d in devices if d.scheduler is SchedulerKind.PER_APP_PRIORITY]
@@ -217,14 +215,14 @@ def _timeout_note(scenario: Scenario, app: AppSpec) -> str | None:
 def _device_note(scenario: Scenario, device: DeviceSpec, field: str) -> str | None:
     users = [app for app in scenario.apps if device in _devices_of(scenario, app)]
     if field == "preemption" and device.preemption is not PreemptionKind.NONE:
-        if device.scheduler is SchedulerKind.FIFO:
-            return f"cannot change the result: {device.name} schedules fifo, which never preempts"
+        policy = policy_for(device.scheduler)
+        if not policy.preempts:
+            return (
+                f"cannot change the result: {device.name} schedules {policy.kind.value}, "
+                "which never preempts"
+            )
         priorities = {app.priority for app in users}
-        if device.scheduler is SchedulerKind.PER_APP_PRIORITY and not any(
-            a is not b and a.uid == b.uid and a.priority is not b.priority
-            for a in users
-            for b in users
-        ):
+        if not policy.preemption_matters([(app.uid, app.priority) for app in users]):
             return (
                 "cannot change the result: "
                 f"under per_app_priority {device.name} preempts only an app's own "
