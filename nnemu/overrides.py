@@ -25,13 +25,11 @@ from nnemu.hal import HalVersion
 from nnemu.scenario import (
     AppSpec,
     DeviceSpec,
-    PreemptionKind,
     Scenario,
-    SchedulerKind,
     dump_scenario,
     load_scenario_text,
 )
-from nnemu.scheduling import policy_for
+from nnemu.scheduling import POLICIES, policy_for, preemption_for
 
 _NAMED_LISTS: Final = {"apps": "an app", "devices": "a device", "models": "a model"}
 _INDEXED: Final = re.compile(r"\b(apps|devices|models)\[(\d+)\]")
@@ -179,17 +177,12 @@ def _priority_note(scenario: Scenario, app: AppSpec) -> str | None:
         )
         if policy_for(device.scheduler).priority_matters(app.uid, app.priority, same_uid):
             return None
-    fifo = [d.name for d in devices if d.scheduler is SchedulerKind.FIFO]
-    per_app = [d.name for d in devices if d.scheduler is SchedulerKind.PER_APP_PRIORITY]
     reasons = []
-    if per_app:
-        reasons.append(
-            "priority only orders an app's own executions under per_app_priority "
-            f"({', '.join(per_app)}), and no other app of uid {app.uid} there has "
-            "another priority"
-        )
-    if fifo:
-        reasons.append(f"{', '.join(fifo)} schedule{'s' if len(fifo) == 1 else ''} fifo")
+    for policy in POLICIES.values():
+        names = [d.name for d in devices if d.scheduler is policy.kind]
+        reason = policy.priority_ignored(names, app.uid) if names else None
+        if reason is not None:
+            reasons.append(reason)
     hint = devices[0].name
     return (
         "cannot change the result: "
@@ -214,20 +207,12 @@ def _timeout_note(scenario: Scenario, app: AppSpec) -> str | None:
 
 def _device_note(scenario: Scenario, device: DeviceSpec, field: str) -> str | None:
     users = [app for app in scenario.apps if device in _devices_of(scenario, app)]
-    if field == "preemption" and device.preemption is not PreemptionKind.NONE:
+    if field == "preemption" and preemption_for(device.preemption).preempts:
         policy = policy_for(device.scheduler)
-        if not policy.preempts:
-            return (
-                f"cannot change the result: {device.name} schedules {policy.kind.value}, "
-                "which never preempts"
-            )
+        ignored = policy.preemption_ignored(device.name, [(app.uid, app.priority) for app in users])
+        if ignored is not None:
+            return f"cannot change the result: {ignored}"
         priorities = {app.priority for app in users}
-        if not policy.preemption_matters([(app.uid, app.priority) for app in users]):
-            return (
-                "cannot change the result: "
-                f"under per_app_priority {device.name} preempts only an app's own "
-                "lower-priority work, and no uid has models of two priorities here"
-            )
         if len(priorities) < 2:
             return (
                 "cannot change the result: "
@@ -557,6 +542,6 @@ def _never_chose(scenario: Scenario, device: DeviceSpec, choices: Mapping[str, i
     users = [app for app in scenario.apps if device in _devices_of(scenario, app)]
     return (
         choices.get(device.name, 1) == 0
-        and device.preemption is PreemptionKind.NONE
+        and not preemption_for(device.preemption).preempts
         and all(app.execution_timeout_ms is None for app in users)
     )

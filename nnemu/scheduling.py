@@ -1,4 +1,4 @@
-"""A device's scheduling policies as objects: each orders waiting executions and says what it compares.
+"""A device's policies as objects: scheduling, preemption, deadlines; each says what it decides.
 
 The shape is SimPy's ``Resource`` / ``PriorityResource``: a policy picks which waiting
 request gets a freed unit.  Besides scheduling (``pick_index``, ``swap_slot``,
@@ -7,6 +7,10 @@ asks about it, so that no one re-derives its meaning from the ``SchedulerKind``:
 an app's priority can change any order (``priority_matters``: the ``--set`` check),
 whether preemption can (``preemption_matters``), and why an app's executions wait behind
 others' (``waits_behind``: the HTML page's Why reading).
+
+``PreemptionPolicy`` (SimPy's ``PreemptiveResource``) says whether a running execution
+yields its unit and where it resumes; ``DeadlineRule`` whether the driver enforces a
+deadline (refuses what its estimate cannot make, aborts at a checkpoint).
 
 Standard library and ``nnemu.scenario``'s enums only, so the readers (``nnemu.pictures``)
 import it without the emulator.
@@ -18,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import ClassVar, Final, Protocol
 
 from nnemu.hal import Priority
-from nnemu.scenario import SchedulerKind
+from nnemu.scenario import DeadlinePolicy, PreemptionKind, SchedulerKind
 
 
 class Waiting(Protocol):
@@ -69,6 +73,21 @@ class SchedulingPolicy:
         as far as the order goes (a single priority is the caller's question)."""
         raise NotImplementedError
 
+    def priority_ignored(self, devices: Sequence[str], uid: int) -> str | None:
+        """Why ``devices`` under this policy ignore the priority of an app of ``uid`` when
+        ``priority_matters`` says they do; None when it never does."""
+        return None
+
+    def preemption_ignored(self, device: str, apps: Sequence[tuple[int, Priority]]) -> str | None:
+        """Why preemption on ``device`` cannot change anything for the apps (uid, priority)
+        there, as far as the order goes; None when it can."""
+        if self.preemption_matters(apps):
+            return None
+        return self._preemption_ignored(device)
+
+    def _preemption_ignored(self, device: str) -> str:
+        raise NotImplementedError
+
     def waits_behind(self, device: str, app: str, others: str) -> str | None:
         """Why ``app``'s executions wait behind ``others``' (lower priority) on ``device``;
         None when the order itself does not make them."""
@@ -93,6 +112,12 @@ class Fifo(SchedulingPolicy):
 
     def preemption_matters(self, apps: Sequence[tuple[int, Priority]]) -> bool:
         return False
+
+    def priority_ignored(self, devices: Sequence[str], uid: int) -> str:
+        return f"{', '.join(devices)} schedule{'s' if len(devices) == 1 else ''} fifo"
+
+    def _preemption_ignored(self, device: str) -> str:
+        return f"{device} schedules fifo, which never preempts"
 
     def waits_behind(self, device: str, app: str, others: str) -> str:
         return (
@@ -157,6 +182,19 @@ class PerAppPriority(SchedulingPolicy):
             for j, b in enumerate(apps)
         )
 
+    def _preemption_ignored(self, device: str) -> str:
+        return (
+            f"under per_app_priority {device} preempts only an app's own "
+            "lower-priority work, and no uid has models of two priorities here"
+        )
+
+    def priority_ignored(self, devices: Sequence[str], uid: int) -> str:
+        return (
+            "priority only orders an app's own executions under per_app_priority "
+            f"({', '.join(devices)}), and no other app of uid {uid} there has "
+            "another priority"
+        )
+
     def waits_behind(self, device: str, app: str, others: str) -> str:
         return (
             f"{device}'s scheduler is per_app_priority, where a priority only orders an app's own"
@@ -166,9 +204,9 @@ class PerAppPriority(SchedulingPolicy):
 
 
 POLICIES: Final[dict[SchedulerKind, SchedulingPolicy]] = {
-    policy.kind: policy for policy in (Fifo(), GlobalPriority(), PerAppPriority())
+    policy.kind: policy for policy in (PerAppPriority(), GlobalPriority(), Fifo())
 }
-"""The policy of each ``SchedulerKind``."""
+"""The policy of each ``SchedulerKind`` (in the order the ``--set`` check names them)."""
 
 
 def policy_for(kind: SchedulerKind) -> SchedulingPolicy:
@@ -183,3 +221,83 @@ def policy_named(name: str) -> SchedulingPolicy | None:
         if policy.kind.value == name:
             return policy
     return None
+
+
+class PreemptionPolicy:
+    """Whether a running execution yields its unit to a higher-priority one, and how it resumes."""
+
+    kind: ClassVar[PreemptionKind]
+    preempts: ClassVar[bool] = True
+    """Whether running work ever yields (the scheduling policy decides to whom)."""
+    restarts: ClassVar[bool] = False
+    """Whether a yielded execution starts over (launch and every operation again)."""
+
+    def resume_op(self, segment: int) -> int:
+        """Where an execution that yielded during ``segment`` (-1: its launch, else an
+        operation's index) resumes: the same segment, or -1 (launch again) when it restarts."""
+        return -1 if self.restarts else segment
+
+
+class NoPreemption(PreemptionPolicy):
+    """Running work runs to its end."""
+
+    kind = PreemptionKind.NONE
+    preempts = False
+
+
+class Checkpoint(PreemptionPolicy):
+    """Yield at the next operation boundary; resume where it stopped."""
+
+    kind = PreemptionKind.CHECKPOINT
+
+
+class Restart(PreemptionPolicy):
+    """Yield at the next operation boundary; start over when granted a unit again."""
+
+    kind = PreemptionKind.RESTART
+    restarts = True
+
+
+PREEMPTIONS: Final[dict[PreemptionKind, PreemptionPolicy]] = {
+    policy.kind: policy for policy in (NoPreemption(), Checkpoint(), Restart())
+}
+"""The preemption policy of each ``PreemptionKind``."""
+
+
+def preemption_for(kind: PreemptionKind | str) -> PreemptionPolicy:
+    """The preemption policy of ``kind`` (or of its name, as a report gives it)."""
+    return PREEMPTIONS[PreemptionKind(kind)]
+
+
+class DeadlineRule:
+    """What a driver does with an execution's or a preparation's deadline."""
+
+    kind: ClassVar[DeadlinePolicy]
+    enforces: ClassVar[bool]
+    """Whether the driver refuses what its estimate cannot make and aborts work whose deadline
+    has passed (else it runs everything to the end and the runtime counts late results)."""
+
+
+class Abort(DeadlineRule):
+    """Refuse before starting what cannot make the deadline; abort at a checkpoint once past."""
+
+    kind = DeadlinePolicy.ABORT
+    enforces = True
+
+
+class Ignore(DeadlineRule):
+    """Run to the end whatever the deadline."""
+
+    kind = DeadlinePolicy.IGNORE
+    enforces = False
+
+
+DEADLINE_RULES: Final[dict[DeadlinePolicy, DeadlineRule]] = {
+    rule.kind: rule for rule in (Abort(), Ignore())
+}
+"""The deadline rule of each ``DeadlinePolicy``."""
+
+
+def deadline_rule_for(kind: DeadlinePolicy) -> DeadlineRule:
+    """The deadline rule of ``kind``."""
+    return DEADLINE_RULES[kind]

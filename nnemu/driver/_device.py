@@ -31,8 +31,15 @@ import attrs
 from nnemu.cost import ComputePlan
 from nnemu.hal import DeviceType, ErrorStatus, Priority
 from nnemu.ipc import ExecutionSplit
-from nnemu.scenario import DeadlinePolicy, DeviceSpec, PreemptionKind
-from nnemu.scheduling import SchedulingPolicy, policy_for
+from nnemu.scenario import DeviceSpec
+from nnemu.scheduling import (
+    DeadlineRule,
+    PreemptionPolicy,
+    SchedulingPolicy,
+    deadline_rule_for,
+    policy_for,
+    preemption_for,
+)
 from nnemu.sim import Kernel, WakeHandle, us
 from nnemu.tracer import Layer, Phase, Section, Tracer, mark
 
@@ -157,6 +164,10 @@ class Device:
         self.policy: SchedulingPolicy = policy_for(spec.scheduler)
         """The scheduling policy (``nnemu.scheduling``): the order of waiting executions."""
         self.preemption = spec.preemption
+        self.preemption_policy: PreemptionPolicy = preemption_for(spec.preemption)
+        """Whether running work yields its unit, and where it resumes."""
+        self.deadline_rule: DeadlineRule = deadline_rule_for(spec.deadline_policy)
+        """Whether the device aborts work whose deadline has passed."""
         self._rng = rng
         self._running: list[Job] = []
         self._free_units: list[int] = list(range(spec.compute_units))
@@ -230,7 +241,7 @@ class Device:
     def _may_preempt(self, job: Job, victim: Job) -> bool:
         """Whether ``job`` (waiting, or about to) should take ``victim``'s unit at its next
         checkpoint."""
-        if self.preemption is PreemptionKind.NONE or not self.policy.may_preempt(job, victim):
+        if not self.preemption_policy.preempts or not self.policy.may_preempt(job, victim):
             return False
         if job.priority <= victim.priority or victim.preempt_requested:
             return False
@@ -424,7 +435,7 @@ class Device:
         _, segment = _segment_at(job, durations, boundary)
         if segment >= len(job.plan.op_ns):
             return None
-        next_op = -1 if self.preemption is PreemptionKind.RESTART else segment
+        next_op = self.preemption_policy.resume_op(segment)
         return attrs.evolve(job, next_op=next_op, preempt_requested=False, durations=durations)
 
     def _durations_of(self, job: Job) -> list[int]:
@@ -459,7 +470,7 @@ class Device:
         if durations is None:
             durations = job.durations
         deadline = job.deadline_ns
-        abort = deadline is not None and self.spec.deadline_policy is DeadlinePolicy.ABORT
+        abort = deadline is not None and self.deadline_rule.enforces
         if not abort and (job.loop_timeout_ns is None or not job.plan.iterations):
             # No checkpoint can stop it (the usual case, without the loop below).
             return start + sum(durations[job.next_op + 1 :]), "finish"
@@ -571,7 +582,7 @@ class Device:
             return
         finished = job.finished_ns
         end = finished if finished is not None else arrived
-        restart = self.preemption is PreemptionKind.RESTART
+        restart = self.preemption_policy.restarts
         on_unit = launched = 0
         for index, (start, stop, _) in enumerate(job.segments):
             ran = stop - start
@@ -643,7 +654,7 @@ class Device:
                 await kernel.sleep_until(boundary)
                 marks.end_op()
                 segment += 1
-            job.next_op = -1 if self.preemption is PreemptionKind.RESTART else segment
+            job.next_op = self.preemption_policy.resume_op(segment)
             job.preempt_requested = False
             job.preempted += 1
             self.stats.preemptions += 1

@@ -37,7 +37,7 @@ from nnemu.pictures._collect import (
 )
 from nnemu.pictures._common import short_labels
 from nnemu.scenario import CPU_DEVICE_NAME
-from nnemu.scheduling import policy_named
+from nnemu.scheduling import policy_named, preemption_for
 
 SPLIT_PARTS = ("queue_wait", "ipc", "driver_launch", "compute")
 """The latency split's parts, in the order the bars stack them; other keys follow."""
@@ -523,7 +523,7 @@ def _scheduler_reason(device: DeviceConfig, app: str, lower: Sequence[str]) -> s
     reason = policy.waits_behind(name, app, others) if policy is not None else None
     if reason is not None:
         return reason
-    if device.preemption == "none":
+    if not preemption_for(device.preemption).preempts:
         return (
             f"{name} orders by priority but does not preempt (preemption none), so an execution"
             f" of {app} that arrives while one of {others} runs waits until it ends"

@@ -6,14 +6,18 @@ import attrs
 import pytest
 
 from nnemu.hal import Priority
-from nnemu.scenario import SchedulerKind
+from nnemu.scenario import DeadlinePolicy, PreemptionKind, SchedulerKind
 from nnemu.scheduling import (
+    DEADLINE_RULES,
     POLICIES,
+    PREEMPTIONS,
     Fifo,
     GlobalPriority,
     PerAppPriority,
+    deadline_rule_for,
     policy_for,
     policy_named,
+    preemption_for,
 )
 
 LOW, MEDIUM, HIGH = Priority.LOW, Priority.MEDIUM, Priority.HIGH
@@ -66,7 +70,7 @@ def test_per_app_priority_orders_only_within_an_app() -> None:
 
 
 @pytest.mark.parametrize("policy", list(POLICIES.values()), ids=lambda p: p.kind.value)
-def test_priority_matters_exactly_when_a_priority_change_reorders(policy) -> None:
+def test_priority_matters_agrees_with_the_order(policy) -> None:
     """The --set check's question (can app 1's priority change anything?) agrees with the
     order: when the policy says no, every priority of app 1 gives the same order of app 2's
     grants; when it says yes, some priority changes the order."""
@@ -104,3 +108,35 @@ def test_why_reading_names_the_policy() -> None:
     assert "per_app_priority" in PerAppPriority().waits_behind("npu", "a", "b")
     assert "arrival order" in Fifo().waits_behind("npu", "a", "b")
     assert GlobalPriority().waits_behind("npu", "a", "b") is None
+
+
+def test_preemption_policies_say_whether_and_where_work_resumes() -> None:
+    """none never yields; checkpoint resumes at the segment it yielded in; restart launches again."""
+    assert set(PREEMPTIONS) == set(PreemptionKind)
+    none, checkpoint, restart = (preemption_for(kind) for kind in PreemptionKind)
+    assert not none.preempts
+    assert checkpoint.preempts
+    assert restart.preempts
+    assert checkpoint.resume_op(3) == 3
+    assert restart.resume_op(3) == -1
+    assert preemption_for("checkpoint") is checkpoint
+
+
+def test_deadline_rules_say_whether_the_driver_enforces() -> None:
+    """abort enforces a deadline, ignore does not."""
+    assert set(DEADLINE_RULES) == set(DeadlinePolicy)
+    assert deadline_rule_for(DeadlinePolicy.ABORT).enforces
+    assert not deadline_rule_for(DeadlinePolicy.IGNORE).enforces
+
+
+def test_preemption_ignored_names_the_reason_the_set_check_prints() -> None:
+    """The --set check's reason why preemption cannot matter comes from the scheduling policy."""
+    apps = [(1, LOW), (2, HIGH)]
+    assert Fifo().preemption_ignored("npu", apps) == "npu schedules fifo, which never preempts"
+    reason = PerAppPriority().preemption_ignored("npu", apps)
+    assert reason is not None
+    assert reason.startswith("under per_app_priority npu preempts only an app's own")
+    assert PerAppPriority().preemption_ignored("npu", [(1, LOW), (1, HIGH)]) is None
+    assert GlobalPriority().preemption_ignored("npu", apps) is None
+    assert Fifo().priority_ignored(["npu", "gpu"], 1) == "npu, gpu schedule fifo"
+    assert GlobalPriority().priority_ignored(["npu"], 1) is None
