@@ -3,9 +3,10 @@
 These are the HIDL family's interfaces (``android.hardware.neuralnetworks@1.0``-``@1.3``),
 one method per HIDL method under its HIDL name (``prepareModel_1_3``,
 ``executeSynchronously``), so that a driver written to them reads like its HIDL
-declaration.  The runtime reaches a driver only through them, wrapped by its versioned
-adapters (``nnemu.runtime.VersionedIDevice``: AOSP's ``VersionedIDevice``, which plays the
-part the canonical ``nn::IDevice`` plays from Android S on, docs/architecture.md).
+declaration.  The runtime reaches a driver only through them, in the HIDL family's adapters
+(``nnemu.runtime.VersionedIDevice``, ``VersionedIPreparedModel``) that implement the runtime's
+one interface for every HAL family (``nnemu.runtime.CanonicalDevice``: AOSP's canonical
+``nn::IDevice``); an AIDL family's interfaces would sit beside these (docs/architecture.md).
 
 What is not the HAL's own is left to the transport and named by type parameters, so that
 this module imports nothing of nnemu: ``EndpointT`` is the process a HAL object lives in

@@ -26,11 +26,11 @@ from nnemu.hal import (
     status_to_code,
 )
 from nnemu.ipc import FMQ_TRANSFER_NS, DeadObject
+from nnemu.runtime._canonical import CanonicalPreparedModel
 from nnemu.runtime._compilation import Burst, Compilation
 from nnemu.runtime._devices import CPU_DEVICE_NAME, RuntimeDevice
 from nnemu.runtime._plan import Step
 from nnemu.runtime._runtime import API_CALL_NS, PER_OP_NS, Runtime
-from nnemu.runtime._versioned import VersionedIPreparedModel
 from nnemu.sim import SimEvent, us
 from nnemu.tracer import Layer, Phase, mark
 
@@ -364,7 +364,7 @@ class Execution:
                             split.on_device(CPU_DEVICE_NAME, started, started, ended, 0)
             return ResultCode.NO_ERROR
 
-    async def _run_on_burst(self, prepared: VersionedIPreparedModel, context: IBurst) -> ResultCode:
+    async def _run_on_burst(self, prepared: CanonicalPreparedModel, context: IBurst) -> ResultCode:
         """ExecutionBurstController::compute: one request packet over the burst's FMQs."""
         runtime = self.runtime
         kernel = runtime.kernel
@@ -392,7 +392,7 @@ class Execution:
 
     async def _run_on_driver(
         self,
-        prepared: VersionedIPreparedModel,
+        prepared: CanonicalPreparedModel,
         device: RuntimeDevice,
         fenced: bool,
         duration_ns: int | None,

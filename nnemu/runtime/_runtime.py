@@ -28,6 +28,7 @@ from nnemu.hal import (
     validate_model,
 )
 from nnemu.ipc import Binder, Endpoint
+from nnemu.runtime._canonical import CanonicalDevice
 from nnemu.runtime._devices import (
     CPU_CAPABILITIES,
     CPU_DEVICE_NAME,
@@ -100,7 +101,7 @@ class Runtime:
         self.nursery = nursery
         self._services = list(services)
         self._devices: list[RuntimeDevice] | None = None
-        self._versioned: dict[str, VersionedIDevice] = {}
+        self._versioned: dict[str, CanonicalDevice] = {}
         self._log = logger.bind(process=process.name)
         self.cpu_device = RuntimeDevice(
             name=CPU_DEVICE_NAME,
@@ -192,8 +193,8 @@ class Runtime:
             self._requests[id(model)] = entry
         return entry[1]
 
-    def versioned(self, device: RuntimeDevice) -> VersionedIDevice:
-        """The IDevice wrapper of a discovered driver device."""
+    def versioned(self, device: RuntimeDevice) -> CanonicalDevice:
+        """The canonical interface (a HAL family's adapter) of a discovered driver device."""
         return self._versioned[device.name]
 
     # -------------------------------------------------------------- models

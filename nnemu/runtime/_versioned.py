@@ -29,16 +29,15 @@ from nnemu.hal import (
     Timing,
 )
 from nnemu.ipc import DEAD, Binder, CallbackRef, DeadObject, Endpoint
+from nnemu.runtime._canonical import (
+    NO_CACHE,
+    CacheHandles,
+    CanonicalDevice,
+    CanonicalPreparedModel,
+)
 from nnemu.runtime._devices import DriverDevice, DriverPreparedModel, RuntimeDevice
-from nnemu.sim import FileHandle, Kernel, SimEvent
+from nnemu.sim import Kernel, SimEvent
 from nnemu.tracer import Layer, Phase, Tracer
-
-CacheHandles = tuple[tuple[FileHandle, ...], tuple[FileHandle, ...], bytes]
-"""(model cache files, data cache files, token) given to prepareModel(FromCache)."""
-
-NO_CACHE: CacheHandles = ((), (), b"")
-"""No cache files and no token."""
-
 
 _V1_3: Final = HalVersion.V1_3
 """``HalVersion.V1_3`` as a module constant: ``execute`` compares with it once an execution, and
@@ -86,6 +85,12 @@ if TYPE_CHECKING:
     ) -> tuple[IPreparedModelCallback[DriverPreparedModel], IExecutionCallback]:
         """The HAL callback interface each class implements: mypy checks each against it here."""
         return prepared, executed
+
+    def _adapts(
+        device: VersionedIDevice, prepared: VersionedIPreparedModel
+    ) -> tuple[CanonicalDevice, CanonicalPreparedModel]:
+        """The HIDL family's adapters implement the canonical interface: mypy checks it here."""
+        return device, prepared
 
 
 async def _wait_for_callback(
