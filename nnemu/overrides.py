@@ -175,7 +175,7 @@ def _priority_note(scenario: Scenario, app: AppSpec) -> str | None:
             for other in scenario.apps
             if other is not app and other.uid == app.uid and device in _devices_of(scenario, other)
         )
-        if policy_for(device.scheduler).priority_matters(app.uid, app.priority, same_uid):
+        if policy_for(device.scheduler).priority_matters(app.priority, same_uid):
             return None
     reasons = []
     for policy in POLICIES.values():

@@ -63,9 +63,9 @@ class SchedulingPolicy:
         """Whether the order lets ``job`` (higher priority) take ``victim``'s unit at all."""
         return self.preempts
 
-    def priority_matters(self, uid: int, priority: Priority, others: Iterable[Priority]) -> bool:
-        """Whether an app's priority can change any order, given the priorities of the other
-        apps on the device of the same uid (``others``)."""
+    def priority_matters(self, priority: Priority, others: Iterable[Priority]) -> bool:
+        """Whether an app's ``priority`` can change any order, given the priorities of the
+        other apps of its uid on the device (``others``)."""
         raise NotImplementedError
 
     def preemption_matters(self, apps: Sequence[tuple[int, Priority]]) -> bool:
@@ -74,8 +74,8 @@ class SchedulingPolicy:
         raise NotImplementedError
 
     def priority_ignored(self, devices: Sequence[str], uid: int) -> str | None:
-        """Why ``devices`` under this policy ignore the priority of an app of ``uid`` when
-        ``priority_matters`` says they do; None when it never does."""
+        """Why ``devices`` under this policy ignore the priority of an app of ``uid`` (asked
+        when ``priority_matters`` says no); None when the policy always compares priorities."""
         return None
 
     def preemption_ignored(self, device: str, apps: Sequence[tuple[int, Priority]]) -> str | None:
@@ -107,7 +107,7 @@ class Fifo(SchedulingPolicy):
     def fixed_key(self, job: Waiting) -> tuple[int, int]:
         return (0, job.seq)
 
-    def priority_matters(self, uid: int, priority: Priority, others: Iterable[Priority]) -> bool:
+    def priority_matters(self, priority: Priority, others: Iterable[Priority]) -> bool:
         return False
 
     def preemption_matters(self, apps: Sequence[tuple[int, Priority]]) -> bool:
@@ -138,7 +138,7 @@ class GlobalPriority(SchedulingPolicy):
     def fixed_key(self, job: Waiting) -> tuple[int, int]:
         return _priority_key(job)
 
-    def priority_matters(self, uid: int, priority: Priority, others: Iterable[Priority]) -> bool:
+    def priority_matters(self, priority: Priority, others: Iterable[Priority]) -> bool:
         return True
 
     def preemption_matters(self, apps: Sequence[tuple[int, Priority]]) -> bool:
@@ -172,7 +172,7 @@ class PerAppPriority(SchedulingPolicy):
     def may_preempt(self, job: Waiting, victim: Waiting) -> bool:
         return job.uid == victim.uid
 
-    def priority_matters(self, uid: int, priority: Priority, others: Iterable[Priority]) -> bool:
+    def priority_matters(self, priority: Priority, others: Iterable[Priority]) -> bool:
         return any(other is not priority for other in others)
 
     def preemption_matters(self, apps: Sequence[tuple[int, Priority]]) -> bool:

@@ -81,7 +81,7 @@ def test_priority_matters_agrees_with_the_order(policy) -> None:
         for priority in Priority:
             changed = [attrs.evolve(j, priority=priority) if j.seq == 1 else j for j in jobs]
             orders.add(tuple(_order(policy, changed).index(g) for g in [(2, MEDIUM)]))
-        matters = policy.priority_matters(1, MEDIUM, others)
+        matters = policy.priority_matters(MEDIUM, others)
         if not matters:
             assert len(orders) == 1
         elif isinstance(policy, GlobalPriority):
