@@ -10,12 +10,9 @@ every command returns one of its members, and docs/cli.md's table lists them.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
-
-if TYPE_CHECKING:
-    from nnemu.report import Report
 
 
 class ExitCode(enum.IntEnum):
@@ -154,12 +151,14 @@ class Interrupted(NnemuError):
     ``report`` describes the run up to there and says ``"interrupted"``.
     """
 
-    def __init__(self, signum: int, report: Report | None = None) -> None:
+    def __init__(self, signum: int, report: Any = None) -> None:
         import signal
 
         self.signum = signum
         self.signal_name = signal.Signals(signum).name
-        self.report = report
+        self.report: Any = report
+        """The ``nnemu.report.Report`` of the run up to the signal, or None.  (Typed ``Any``:
+        this module is imported by every layer and imports none, the report's included.)"""
         super().__init__(f"interrupted by {self.signal_name}")
 
 

@@ -25,12 +25,11 @@ from nnemu.hal import HalVersion
 from nnemu.scenario import (
     AppSpec,
     DeviceSpec,
-    PreemptionKind,
     Scenario,
-    SchedulerKind,
     dump_scenario,
     load_scenario_text,
 )
+from nnemu.scheduling import POLICIES, policy_for, preemption_for
 
 _NAMED_LISTS: Final = {"apps": "an app", "devices": "a device", "models": "a model"}
 _INDEXED: Final = re.compile(r"\b(apps|devices|models)\[(\d+)\]")
@@ -171,27 +170,19 @@ def _priority_note(scenario: Scenario, app: AppSpec) -> str | None:
             f"{app.name} runs only on the CPU (nnapi-reference), which ignores priority"
         )
     for device in devices:
-        if device.scheduler is SchedulerKind.GLOBAL_PRIORITY:
-            return None
-        if device.scheduler is SchedulerKind.PER_APP_PRIORITY and any(
-            other is not app
-            and other.uid == app.uid
-            and other.priority is not app.priority
-            and device in _devices_of(scenario, other)
+        same_uid = (
+            other.priority
             for other in scenario.apps
-        ):
-            return None
-    fifo = [d.name for d in devices if d.scheduler is SchedulerKind.FIFO]
-    per_app = [d.name for d in devices if d.scheduler is SchedulerKind.PER_APP_PRIORITY]
-    reasons = []
-    if per_app:
-        reasons.append(
-            "priority only orders an app's own executions under per_app_priority "
-            f"({', '.join(per_app)}), and no other app of uid {app.uid} there has "
-            "another priority"
+            if other is not app and other.uid == app.uid and device in _devices_of(scenario, other)
         )
-    if fifo:
-        reasons.append(f"{', '.join(fifo)} schedule{'s' if len(fifo) == 1 else ''} fifo")
+        if policy_for(device.scheduler).priority_matters(app.priority, same_uid):
+            return None
+    reasons = []
+    for policy in POLICIES.values():
+        names = [d.name for d in devices if d.scheduler is policy.kind]
+        reason = policy.priority_ignored(names, app.uid) if names else None
+        if reason is not None:
+            reasons.append(reason)
     hint = devices[0].name
     return (
         "cannot change the result: "
@@ -216,20 +207,12 @@ def _timeout_note(scenario: Scenario, app: AppSpec) -> str | None:
 
 def _device_note(scenario: Scenario, device: DeviceSpec, field: str) -> str | None:
     users = [app for app in scenario.apps if device in _devices_of(scenario, app)]
-    if field == "preemption" and device.preemption is not PreemptionKind.NONE:
-        if device.scheduler is SchedulerKind.FIFO:
-            return f"cannot change the result: {device.name} schedules fifo, which never preempts"
+    if field == "preemption" and preemption_for(device.preemption).preempts:
+        policy = policy_for(device.scheduler)
+        ignored = policy.preemption_ignored(device.name, [(app.uid, app.priority) for app in users])
+        if ignored is not None:
+            return f"cannot change the result: {ignored}"
         priorities = {app.priority for app in users}
-        if device.scheduler is SchedulerKind.PER_APP_PRIORITY and not any(
-            a is not b and a.uid == b.uid and a.priority is not b.priority
-            for a in users
-            for b in users
-        ):
-            return (
-                "cannot change the result: "
-                f"under per_app_priority {device.name} preempts only an app's own "
-                "lower-priority work, and no uid has models of two priorities here"
-            )
         if len(priorities) < 2:
             return (
                 "cannot change the result: "
@@ -559,6 +542,6 @@ def _never_chose(scenario: Scenario, device: DeviceSpec, choices: Mapping[str, i
     users = [app for app in scenario.apps if device in _devices_of(scenario, app)]
     return (
         choices.get(device.name, 1) == 0
-        and device.preemption is PreemptionKind.NONE
+        and not preemption_for(device.preemption).preempts
         and all(app.execution_timeout_ms is None for app in users)
     )

@@ -1,17 +1,37 @@
 """Emulated driver services: IDevice / IPreparedModel for HAL 1.0-1.3, and their devices.
 
 Rooms: ``_service`` (the driver process and IDevice), ``_prepared`` (IPreparedModel and
-its executions), ``_burst`` (IBurstContext), ``_cost`` (the cost model), ``_device``
-(compute units, scheduling, preemption, deadlines) and ``_hidl`` (what both sides share).
+its executions), ``_burst`` (IBurstContext), ``_device`` (compute units, scheduling,
+preemption, deadlines) and ``_hidl`` (what both sides share).  The classes implement the
+HIDL family's interfaces of ``nnemu.hal`` (``IDevice``, ``IPreparedModel``, ``IBurst``,
+``IFencedExecutionCallback``); the cost model they price work with is ``nnemu.cost``.
 """
 
+from nnemu.cost import ComputePlan, capabilities_from, compute_plan
 from nnemu.driver._burst import BURST_POLL_NS, FMQ_TRANSFER_NS, BurstContext
-from nnemu.driver._cost import ComputePlan, capabilities_from, compute_plan
 from nnemu.driver._device import Device, DeviceStats, Job
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef
 from nnemu.driver._prepared import FencedResult, PreparedModel
-from nnemu.driver._service import CACHE_TOKEN_BYTES, DriverService
+from nnemu.driver._service import DriverService
+from nnemu.hal import CACHE_TOKEN_BYTES  # re-exported: where it lived before nnemu.hal
 from nnemu.sim import us  # re-exported: drivers and apps round their durations with it
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from nnemu.hal import IBurst, IDevice, IFencedExecutionCallback, IPreparedModel
+    from nnemu.ipc import Endpoint
+
+    def _implements(
+        service: DriverService, prepared: PreparedModel, burst: BurstContext, fenced: FencedResult
+    ) -> tuple[
+        IDevice[Endpoint, CallbackRef],
+        IPreparedModel[Endpoint, CallbackRef],
+        IBurst,
+        IFencedExecutionCallback,
+    ]:
+        """The HAL interface each class implements: mypy checks each against it here."""
+        return service, prepared, burst, fenced
+
 
 __all__ = [
     "BURST_POLL_NS",

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from nnemu.driver._hidl import VALIDATE_NS_PER_OP, measured_timing
+from nnemu.driver._hidl import VALIDATE_NS_PER_OP, ServedModel, measured_timing
 from nnemu.hal import NO_TIMING, ErrorStatus, MeasureTiming, OutputShape, Request, Timing
-from nnemu.sim import SimThread
+from nnemu.ipc import FMQ_TRANSFER_NS
+from nnemu.sim import SimThread, as_thread
 from nnemu.tracer import Layer, Phase, mark
 
-if TYPE_CHECKING:
-    from nnemu.driver._prepared import PreparedModel
+__all__ = ["BURST_POLL_NS", "FMQ_TRANSFER_NS", "BurstContext"]
 
 BURST_POLL_NS = 50_000
 """How long the sample driver's burst server spins on the request queue before it sleeps."""
-FMQ_TRANSFER_NS = 5_000
-"""Moving a packet through a fast message queue to a thread that is spinning on it."""
 
 # The burst server's marks, built once (``Tracer.enter``).
 _PACKET_MARK = mark(Layer.IPC, Phase.EXECUTION, "ExecutionBurstServer getting packet")
@@ -36,7 +32,7 @@ class BurstContext:
     waking it costs a context switch (modelled as one IPC latency).
     """
 
-    def __init__(self, prepared: PreparedModel, thread: SimThread, polls: bool) -> None:
+    def __init__(self, prepared: ServedModel, thread: SimThread, polls: bool) -> None:
         self.prepared = prepared
         self.thread = thread
         self.polls = polls
@@ -57,6 +53,12 @@ class BurstContext:
         Runs as ``self.thread``; the caller has already paid the packet's delivery.
         Statuses cross the interface of the driver's own HAL version.
         """
+        with as_thread(self.thread):
+            return await self._serve(request, measure)
+
+    async def _serve(
+        self, request: Request, measure: MeasureTiming
+    ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
         prepared = self.prepared
         service = prepared.service
         tracer, kernel, version = service.tracer, service.kernel, service.version

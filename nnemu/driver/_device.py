@@ -28,10 +28,18 @@ from typing import Final
 
 import attrs
 
-from nnemu.driver._cost import ComputePlan
+from nnemu.cost import ComputePlan
 from nnemu.hal import DeviceType, ErrorStatus, Priority
 from nnemu.ipc import ExecutionSplit
-from nnemu.scenario import DeadlinePolicy, DeviceSpec, PreemptionKind, SchedulerKind
+from nnemu.scenario import DeviceSpec
+from nnemu.scheduling import (
+    DeadlineRule,
+    PreemptionPolicy,
+    SchedulingPolicy,
+    deadline_rule_for,
+    policy_for,
+    preemption_for,
+)
 from nnemu.sim import Kernel, WakeHandle, us
 from nnemu.tracer import Layer, Phase, Section, Tracer, mark
 
@@ -153,7 +161,13 @@ class Device:
         """The pid the device's counter tracks belong to (its driver service's)."""
         self.units = spec.compute_units
         self.scheduler = spec.scheduler
+        self.policy: SchedulingPolicy = policy_for(spec.scheduler)
+        """The scheduling policy (``nnemu.scheduling``): the order of waiting executions."""
         self.preemption = spec.preemption
+        self.preemption_policy: PreemptionPolicy = preemption_for(spec.preemption)
+        """Whether running work yields its unit, and where it resumes."""
+        self.deadline_rule: DeadlineRule = deadline_rule_for(spec.deadline_policy)
+        """Whether the device aborts work whose deadline has passed."""
         self._rng = rng
         self._running: list[Job] = []
         self._free_units: list[int] = list(range(spec.compute_units))
@@ -211,46 +225,25 @@ class Device:
         return math.exp(self._rng.gauss(-sigma * sigma / 2.0, sigma))
 
     # ------------------------------------------------------------ scheduling
-    def _order_key(self, job: Job) -> tuple[int, int]:
-        return (-int(job.priority), job.seq)
-
     def pick_index(self, waiting: list[Job]) -> int:
         """Which waiting job gets the next free unit (index into ``waiting``).
 
         The scenario's ``scheduler`` decides; subclass ``Device`` and override this to try
         a scheduling policy of your own (see ``examples/custom_scheduler.py``).
         """
-        if self.scheduler is SchedulerKind.FIFO:
-            return min(range(len(waiting)), key=lambda i: waiting[i].seq)
-        if self.scheduler is SchedulerKind.GLOBAL_PRIORITY:
-            return min(range(len(waiting)), key=lambda i: self._order_key(waiting[i]))
-        # Priority is relative among one uid's models: the oldest waiting job decides
-        # whose turn it is; that app's highest-priority job goes first.
-        oldest = min(waiting, key=lambda job: job.seq)
-        return min(
-            (i for i, job in enumerate(waiting) if job.uid == oldest.uid),
-            key=lambda i: self._order_key(waiting[i]),
-        )
+        return self.policy.pick_index(waiting)
 
     def _swap_slot(self, job: Job, waiting: list[Job]) -> None:
-        """Under per_app_priority a job that jumps an older job of its own app takes that
-        job's place in the arrival order, and the older job takes its place: other apps see
-        the same sequence of turns whatever the app's priorities are."""
-        if self.scheduler is not SchedulerKind.PER_APP_PRIORITY:
-            return
-        older = [other for other in waiting if other.uid == job.uid and other.seq < job.seq]
-        if older:
-            oldest = min(older, key=lambda other: other.seq)
-            oldest.seq, job.seq = job.seq, oldest.seq
+        """``job`` is granted a unit over ``waiting``: the policy's bookkeeping of arrival
+        slots (``PerAppPriority.swap_slot``)."""
+        self.policy.swap_slot(job, waiting)
 
     def _may_preempt(self, job: Job, victim: Job) -> bool:
         """Whether ``job`` (waiting, or about to) should take ``victim``'s unit at its next
         checkpoint."""
-        if self.preemption is PreemptionKind.NONE or self.scheduler is SchedulerKind.FIFO:
+        if not self.preemption_policy.preempts or not self.policy.may_preempt(job, victim):
             return False
         if job.priority <= victim.priority or victim.preempt_requested:
-            return False
-        if self.scheduler is SchedulerKind.PER_APP_PRIORITY and job.uid != victim.uid:
             return False
         # Preempt only if the freed unit would really go to ``job``.
         waiting = [*self._waiting, victim]
@@ -379,9 +372,7 @@ class Device:
         heap = [(at, seq, i, requeued) for i, (at, seq, requeued) in enumerate(frees)]
         heapq.heapify(heap)
         count = len(heap)
-        if self.scheduler is not SchedulerKind.PER_APP_PRIORITY and (
-            type(self).pick_index is Device.pick_index
-        ):
+        if self.policy.fixed_key(me) is not None and type(self).pick_index is Device.pick_index:
             # fifo and global_priority pick by a fixed key: only the jobs before ``job`` in
             # that order matter, taken in order (n log n for long queues).
             key = self._fixed_key
@@ -417,9 +408,9 @@ class Device:
 
     def _fixed_key(self, job: Job) -> tuple[int, int]:
         """The order fifo (arrival) and global_priority (priority, then arrival) pick in."""
-        if self.scheduler is SchedulerKind.FIFO:
-            return (0, job.seq)
-        return self._order_key(job)
+        key = self.policy.fixed_key(job)
+        assert key is not None  # (only asked of a policy with a fixed key)
+        return key
 
     def _boundary_ns(self, job: Job, now: int) -> int:
         """End of the segment (launch or operation) ``job`` is running at ``now``."""
@@ -444,7 +435,7 @@ class Device:
         _, segment = _segment_at(job, durations, boundary)
         if segment >= len(job.plan.op_ns):
             return None
-        next_op = -1 if self.preemption is PreemptionKind.RESTART else segment
+        next_op = self.preemption_policy.resume_op(segment)
         return attrs.evolve(job, next_op=next_op, preempt_requested=False, durations=durations)
 
     def _durations_of(self, job: Job) -> list[int]:
@@ -479,7 +470,7 @@ class Device:
         if durations is None:
             durations = job.durations
         deadline = job.deadline_ns
-        abort = deadline is not None and self.spec.deadline_policy is DeadlinePolicy.ABORT
+        abort = deadline is not None and self.deadline_rule.enforces
         if not abort and (job.loop_timeout_ns is None or not job.plan.iterations):
             # No checkpoint can stop it (the usual case, without the loop below).
             return start + sum(durations[job.next_op + 1 :]), "finish"
@@ -591,7 +582,7 @@ class Device:
             return
         finished = job.finished_ns
         end = finished if finished is not None else arrived
-        restart = self.preemption is PreemptionKind.RESTART
+        restart = self.preemption_policy.restarts
         on_unit = launched = 0
         for index, (start, stop, _) in enumerate(job.segments):
             ran = stop - start
@@ -663,7 +654,7 @@ class Device:
                 await kernel.sleep_until(boundary)
                 marks.end_op()
                 segment += 1
-            job.next_op = -1 if self.preemption is PreemptionKind.RESTART else segment
+            job.next_op = self.preemption_policy.resume_op(segment)
             job.preempt_requested = False
             job.preempted += 1
             self.stats.preemptions += 1

@@ -1,27 +1,83 @@
-"""What the IDevice and IPreparedModel sides of a driver share: callbacks, costs, timing."""
+"""What the IDevice and IPreparedModel sides of a driver share: callbacks, costs, timing.
+
+``DriverHost`` and ``ServedModel`` are what a prepared model needs of its driver service
+and what a burst needs of its prepared model: the driver's modules meet at them, so that
+``_service`` (which builds prepared models) is imported by nothing it imports.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Protocol
 
-import attrs
+import structlog
 
-from nnemu.hal import NO_TIMING, ErrorStatus, MeasureTiming, Timing
-from nnemu.ipc import Endpoint
+from nnemu.driver._device import Device
+from nnemu.hal import (
+    NO_TIMING,
+    DeviceStatus,
+    ErrorStatus,
+    HalVersion,
+    MeasureTiming,
+    OutputShape,
+    Request,
+    Timing,
+)
+from nnemu.ipc import CallbackRef, Endpoint, ExecutionSplit
+from nnemu.scenario import DeviceSpec
+from nnemu.sim import Kernel, SimProcess
+from nnemu.tracer import Tracer
+
+__all__ = ["VALIDATE_NS_PER_OP", "CallbackRef", "DriverHost", "ServedModel", "measured_timing"]
 
 VALIDATE_NS_PER_OP = 2_000
 """Driver-side model validation cost per operation."""
 
 
-@attrs.frozen
-class CallbackRef:
-    """A client's callback object as the driver holds it: where it lives and what to call."""
+class DriverHost(Protocol):
+    """The driver service as its prepared models and bursts use it (``DriverService``)."""
 
+    spec: DeviceSpec
+    version: HalVersion
+    kernel: Kernel
+    tracer: Tracer
     endpoint: Endpoint
-    """The client process."""
-    target: Callable[..., None]
-    """The client-side ``notify`` implementation (latches the first call)."""
+    process: SimProcess
+    device: Device
+    status: DeviceStatus
+    log: structlog.typing.FilteringBoundLogger
+    memory_used: int
+    bursts: int
+    failure_probability: float
+
+    def injected_failure(self) -> bool: ...
+
+    def trace_memory(self) -> None: ...
+
+    def _launch(self, job: Callable[[], Awaitable[None]]) -> bool: ...
+
+    def _notify(
+        self,
+        callback: CallbackRef,
+        iface: str,
+        method: str,
+        *args: Any,
+        split: ExecutionSplit | None = None,
+    ) -> None: ...
+
+
+class ServedModel(Protocol):
+    """A prepared model as a burst serves it (``PreparedModel``)."""
+
+    service: DriverHost
+
+    def check_request(self, request: Request, deadline_ns: int | None) -> ErrorStatus | None: ...
+
+    async def compute(
+        self, deadline_ns: int | None, loop_timeout_ns: int | None
+    ) -> tuple[ErrorStatus, int]: ...
+
+    def output_shapes(self) -> tuple[OutputShape, ...]: ...
 
 
 _MEASURE_YES: Final = MeasureTiming.YES

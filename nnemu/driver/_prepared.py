@@ -10,14 +10,14 @@ return value (``executeSynchronously*``) or an already signalled fence
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import attrs
 
+from nnemu.cost import ComputePlan
 from nnemu.driver._burst import BurstContext
-from nnemu.driver._cost import ComputePlan
 from nnemu.driver._device import Job
-from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef, measured_timing
+from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef, DriverHost, measured_timing
 from nnemu.hal import (
     NO_TIMING,
     DeviceStatus,
@@ -36,9 +36,6 @@ from nnemu.ipc import Endpoint
 from nnemu.scenario import DeadlinePolicy
 from nnemu.sim import us
 from nnemu.tracer import Layer, Mark, Phase, mark
-
-if TYPE_CHECKING:
-    from nnemu.driver._service import DriverService
 
 
 def _marks(detail: str) -> tuple[Mark, Mark]:
@@ -85,7 +82,7 @@ class PreparedModel:
 
     def __init__(
         self,
-        service: DriverService,
+        service: DriverHost,
         model: Model,
         version: HalVersion,
         priority: Priority,

@@ -6,7 +6,7 @@ the HAL's reference behaviour is; docs/hal-semantics.md §1 and §4 condense it.
 public method is the *server side* of one HIDL method: the runtime reaches it
 through ``Binder.call`` on one of the service's binder threads.  Preparation
 hands out ``PreparedModel`` objects (``_prepared.py``: the IPreparedModel side);
-what they cost comes from ``_cost.py``.
+what they cost comes from ``nnemu.cost``.
 """
 
 from __future__ import annotations
@@ -20,24 +20,20 @@ import attrs
 import structlog
 import trio
 
-from nnemu.driver._burst import BurstContext
-from nnemu.driver._cost import capabilities_from, compute_plan
+from nnemu.cost import capabilities_from, compute_plan
 from nnemu.driver._device import Device
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef
 from nnemu.driver._prepared import PreparedModel
 from nnemu.hal import (
+    CACHE_TOKEN_BYTES,
     Capabilities,
     DeviceStatus,
     DeviceType,
     ErrorStatus,
     ExecutionPreference,
     HalVersion,
-    MeasureTiming,
     Model,
-    OutputShape,
     Priority,
-    Request,
-    Timing,
     model_memory_bytes,
     supported_by,
     validate_model,
@@ -50,10 +46,6 @@ from nnemu.tracer import Layer, Phase, Section, Tracer
 logger = structlog.get_logger(layer="driver")
 
 AIDL_SYSTEM_UID = 1000
-
-
-CACHE_TOKEN_BYTES = 32
-"""Length of a compilation cache token (HAL 1.2 Constant::BYTE_SIZE_OF_CACHE_TOKEN)."""
 
 
 @attrs.frozen
@@ -592,13 +584,3 @@ class DriverService:
                     if isinstance(handle, FileHandle):
                         handle.write(entry)
             self._notify_prepared(callback, version, ErrorStatus.NONE, prepared)
-
-    # --------------------------------------------------------------- burst
-    async def serve_burst(
-        self, burst: BurstContext, request: Request, measure: MeasureTiming
-    ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
-        """The burst server thread handles one request packet (``BurstContext.serve``).
-
-        Runs as ``burst.thread``; the caller has already paid the packet's delivery.
-        """
-        return await burst.serve(request, measure)

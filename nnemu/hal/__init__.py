@@ -1,4 +1,7 @@
-"""HAL value types and enums: the wire format between runtime and driver. Imports nothing of nnemu.
+"""HAL value types, enums and interfaces: the wire format between runtime and driver.
+
+Imports nothing of nnemu.  The interfaces (``IDevice``, ``IPreparedModel``, ``IBurst``, the
+callbacks) are Protocols a driver family implements and the runtime calls.
 
 The VTS 1.3 ValidationTest mutations (invalid models and requests for testing a driver's
 validation) are in the submodule ``nnemu.hal.mutations``, which is not re-exported here.
@@ -19,7 +22,19 @@ from nnemu.hal._enums import (
     code_to_status,
     status_to_code,
 )
+from nnemu.hal._interfaces import (
+    CallbackT,
+    EndpointT,
+    ExecuteResult,
+    IBurst,
+    IDevice,
+    IExecutionCallback,
+    IFencedExecutionCallback,
+    IPreparedModel,
+    IPreparedModelCallback,
+)
 from nnemu.hal._types import (
+    CACHE_TOKEN_BYTES,
     FLT_MAX_PERFORMANCE,
     LOOP_TIMEOUT_DEFAULT_NS,
     LOOP_TIMEOUT_MAXIMUM_NS,
@@ -42,19 +57,29 @@ from nnemu.hal._work import OpWork, model_memory_bytes, operation_work, subgraph
 from nnemu.hal.presets import PRESETS, build_chain, build_preset, loop_iterations
 
 __all__ = [
+    "CACHE_TOKEN_BYTES",
     "FLT_MAX_PERFORMANCE",
     "LOOP_TIMEOUT_DEFAULT_NS",
     "LOOP_TIMEOUT_MAXIMUM_NS",
     "NO_TIMING",
     "PRESETS",
     "UINT64_MAX",
+    "CallbackT",
     "Capabilities",
     "DataLocation",
     "DeviceStatus",
     "DeviceType",
+    "EndpointT",
     "ErrorStatus",
+    "ExecuteResult",
     "ExecutionPreference",
     "HalVersion",
+    "IBurst",
+    "IDevice",
+    "IExecutionCallback",
+    "IFencedExecutionCallback",
+    "IPreparedModel",
+    "IPreparedModelCallback",
     "MeasureTiming",
     "Model",
     "OpWork",

@@ -21,6 +21,9 @@ from nnemu.hal._enums import (
 UINT64_MAX = 2**64 - 1
 """Timing value meaning 'unknown'."""
 
+CACHE_TOKEN_BYTES = 32
+"""Length of a compilation cache token (HAL 1.2 ``Constant::BYTE_SIZE_OF_CACHE_TOKEN``)."""
+
 LOOP_TIMEOUT_DEFAULT_NS = 2_000_000_000
 """Default WHILE loop timeout (HAL 1.3 ``LoopTimeoutDurationNs::DEFAULT``)."""
 

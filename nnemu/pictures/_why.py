@@ -37,6 +37,7 @@ from nnemu.pictures._collect import (
 )
 from nnemu.pictures._common import short_labels
 from nnemu.scenario import CPU_DEVICE_NAME
+from nnemu.scheduling import policy_named, preemption_for
 
 SPLIT_PARTS = ("queue_wait", "ipc", "driver_launch", "compute")
 """The latency split's parts, in the order the bars stack them; other keys follow."""
@@ -518,18 +519,11 @@ def _scheduler_reason(device: DeviceConfig, app: str, lower: Sequence[str]) -> s
     name, others = device.name, _join(lower)
     if not lower:
         return None
-    if device.scheduler == "per_app_priority":
-        return (
-            f"{name}'s scheduler is per_app_priority, where a priority only orders an app's own"
-            " executions; between apps the oldest waiting execution goes first, so"
-            f" {app}'s executions wait behind {others}'s"
-        )
-    if device.scheduler == "fifo":
-        return (
-            f"{name}'s scheduler is fifo, which runs executions in arrival order whatever their"
-            f" priority, so {app}'s executions wait behind {others}'s"
-        )
-    if device.preemption == "none":
+    policy = policy_named(device.scheduler)
+    reason = policy.waits_behind(name, app, others) if policy is not None else None
+    if reason is not None:
+        return reason
+    if not preemption_for(device.preemption).preempts:
         return (
             f"{name} orders by priority but does not preempt (preemption none), so an execution"
             f" of {app} that arrives while one of {others} runs waits until it ends"

@@ -2,10 +2,13 @@
 
 Rooms: ``_runtime`` (the process's runtime, discovery, models, the NDK call),
 ``_compilation`` (compilations and bursts), ``_execution`` (executions and
-events), ``_versioned`` (the versioned HIDL wrappers and client callbacks),
-``_devices`` (the device objects) and ``_plan`` (partitioning).
+events), ``_canonical`` (the one interface to a driver of any HAL family),
+``_versioned`` (the HIDL family's adapters to it, and client callbacks),
+``_devices`` (the device objects) and ``_plan`` (partitioning).  Drivers are
+reached only through ``nnemu.hal``'s interfaces, never ``nnemu.driver``.
 """
 
+from nnemu.runtime._canonical import CanonicalDevice, CanonicalPreparedModel
 from nnemu.runtime._compilation import Burst, Compilation
 from nnemu.runtime._devices import CPU_DEVICE_NAME, RuntimeDevice
 from nnemu.runtime._execution import Event, Execution
@@ -23,6 +26,8 @@ __all__ = [
     "CPU_DEVICE_NAME",
     "PER_OP_NS",
     "Burst",
+    "CanonicalDevice",
+    "CanonicalPreparedModel",
     "Compilation",
     "Event",
     "Execution",

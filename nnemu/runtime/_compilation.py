@@ -12,11 +12,12 @@ import hashlib
 import os
 from collections.abc import Sequence
 
-from nnemu.driver import CACHE_TOKEN_BYTES, BurstContext
 from nnemu.hal import (
+    CACHE_TOKEN_BYTES,
     UINT64_MAX,
     ErrorStatus,
     ExecutionPreference,
+    IBurst,
     Model,
     OperationType,
     Priority,
@@ -24,10 +25,10 @@ from nnemu.hal import (
     status_to_code,
 )
 from nnemu.ipc import DeadObject
+from nnemu.runtime._canonical import NO_CACHE, CacheHandles, CanonicalPreparedModel
 from nnemu.runtime._devices import RuntimeDevice
 from nnemu.runtime._plan import Step, choose_devices, make_steps
 from nnemu.runtime._runtime import PER_OP_NS, ModelBuilder
-from nnemu.runtime._versioned import NO_CACHE, CacheHandles, VersionedIPreparedModel
 from nnemu.tracer import Phase
 
 
@@ -52,7 +53,7 @@ class Compilation:
         self.cache_token = b""
         self.finished = False
         self.steps: list[Step] = []
-        self.prepared: dict[int, VersionedIPreparedModel] = {}
+        self.prepared: dict[int, CanonicalPreparedModel] = {}
         """The prepared model of each driver step, by step index (CPU steps have none)."""
         self.from_cache = 0
         """Steps prepared from the compilation cache (prepareModelFromCache succeeded)."""
@@ -213,7 +214,7 @@ class Compilation:
         versioned = runtime.versioned(step.device)
         cache = self._cache_handles(step, compound)
         status: ErrorStatus | DeadObject = ErrorStatus.GENERAL_FAILURE
-        prepared: VersionedIPreparedModel | None = None
+        prepared: CanonicalPreparedModel | None = None
         if cache is not None:
             # Try the cache first; on any failure prepare fully with the same handles.
             status, prepared = await versioned.prepare_model_from_cache(deadline_ns, cache)
@@ -275,7 +276,7 @@ class Burst:
 
     def __init__(self, compilation: Compilation) -> None:
         self.compilation = compilation
-        self.contexts: dict[int, BurstContext] = {}
+        self.contexts: dict[int, IBurst] = {}
         """The burst context of each driver step that could configure one, by step index."""
         self.busy = False
         """An execution is running through this burst."""

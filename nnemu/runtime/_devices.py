@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import attrs
 
-from nnemu.driver import DriverService
 from nnemu.hal import (
     Capabilities,
     DeviceType,
     ExecutionPreference,
     HalVersion,
+    IDevice,
+    IPreparedModel,
     OperandType,
     PerformanceInfo,
 )
+from nnemu.ipc import CallbackRef, Endpoint
 from nnemu.scenario import CPU_DEVICE_NAME as CPU_DEVICE_NAME  # the one definition
 
 CPU_CAPABILITIES = Capabilities(
@@ -28,6 +30,21 @@ CPU_CAPABILITIES = Capabilities(
     ],
 )
 """The CPU device's capabilities: 1.0 for everything, by definition of the ratios."""
+
+DriverDevice = IDevice[Endpoint, CallbackRef]
+"""A driver service as the runtime reaches it: a HIDL IDevice over the binder."""
+
+DriverPreparedModel = IPreparedModel[Endpoint, CallbackRef]
+"""A driver's prepared model as the runtime reaches it: a HIDL IPreparedModel over the binder."""
+
+
+@attrs.define
+class CpuStats:
+    """What the runtime's CPU executor did (nnapi-reference in the report)."""
+
+    executions: int = 0
+    energy: float = 0.0
+    """Time of each CPU execution times its model's power ratio (ns)."""
 
 
 @attrs.define(eq=False)
@@ -44,7 +61,7 @@ class RuntimeDevice:
     """Newest HAL interface the driver implements (1.3 for the CPU device)."""
     capabilities: Capabilities
     """Cached capabilities."""
-    service: DriverService | None = None
+    service: DriverDevice | None = None
     """The driver service; None for the CPU device."""
     cache_files: tuple[int, int] = (0, 0)
     """getNumberOfCacheFilesNeeded (model, data); (0, 0) = the driver does not cache."""

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from nnemu.driver import FMQ_TRANSFER_NS, BurstContext, us
 from nnemu.hal import (
     LOOP_TIMEOUT_DEFAULT_NS,
     LOOP_TIMEOUT_MAXIMUM_NS,
     UINT64_MAX,
     ErrorStatus,
+    IBurst,
     MeasureTiming,
     Model,
     ResultCode,
@@ -25,13 +25,13 @@ from nnemu.hal import (
     code_to_status,
     status_to_code,
 )
-from nnemu.ipc import DeadObject
+from nnemu.ipc import FMQ_TRANSFER_NS, DeadObject
+from nnemu.runtime._canonical import CanonicalPreparedModel
 from nnemu.runtime._compilation import Burst, Compilation
 from nnemu.runtime._devices import CPU_DEVICE_NAME, RuntimeDevice
 from nnemu.runtime._plan import Step
 from nnemu.runtime._runtime import API_CALL_NS, PER_OP_NS, Runtime
-from nnemu.runtime._versioned import VersionedIPreparedModel
-from nnemu.sim import SimEvent, as_thread
+from nnemu.sim import SimEvent, us
 from nnemu.tracer import Layer, Phase, mark
 
 _CREATE_MARK = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_create")
@@ -364,15 +364,12 @@ class Execution:
                             split.on_device(CPU_DEVICE_NAME, started, started, ended, 0)
             return ResultCode.NO_ERROR
 
-    async def _run_on_burst(
-        self, prepared: VersionedIPreparedModel, context: BurstContext
-    ) -> ResultCode:
+    async def _run_on_burst(self, prepared: CanonicalPreparedModel, context: IBurst) -> ResultCode:
         """ExecutionBurstController::compute: one request packet over the burst's FMQs."""
         runtime = self.runtime
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
         measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
-        service = prepared.prepared.service
         with runtime.tracer.enter(_BURST_MARK):
             # The request packet reaches a spinning server at once; a sleeping one is woken.
             wake_ns = runtime.binder.latency_ns()
@@ -383,8 +380,7 @@ class Execution:
                 split.ipc_ns += delivery_ns  # the request packet
             if not prepared.endpoint.alive:
                 return ResultCode.DEAD_OBJECT
-            with as_thread(context.thread):
-                status, _, timing = await service.serve_burst(context, request, measure)
+            status, _, timing = await context.serve(request, measure)  # on the burst's thread
             await kernel.sync()
             if not prepared.endpoint.alive:
                 return ResultCode.DEAD_OBJECT
@@ -396,7 +392,7 @@ class Execution:
 
     async def _run_on_driver(
         self,
-        prepared: VersionedIPreparedModel,
+        prepared: CanonicalPreparedModel,
         device: RuntimeDevice,
         fenced: bool,
         duration_ns: int | None,

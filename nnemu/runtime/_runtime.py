@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import structlog
 import trio
 
-from nnemu.driver import ComputePlan, DeviceStats, DriverService, compute_plan, us
+from nnemu.cost import ComputePlan, compute_plan
 from nnemu.hal import (
     DataLocation,
     DeviceType,
@@ -28,10 +28,17 @@ from nnemu.hal import (
     validate_model,
 )
 from nnemu.ipc import Binder, Endpoint
-from nnemu.runtime._devices import CPU_CAPABILITIES, CPU_DEVICE_NAME, RuntimeDevice
+from nnemu.runtime._canonical import CanonicalDevice
+from nnemu.runtime._devices import (
+    CPU_CAPABILITIES,
+    CPU_DEVICE_NAME,
+    CpuStats,
+    DriverDevice,
+    RuntimeDevice,
+)
 from nnemu.runtime._versioned import VersionedIDevice
 from nnemu.scenario import CpuSpec
-from nnemu.sim import FileSystem, Kernel, SimProcess
+from nnemu.sim import FileSystem, Kernel, SimProcess, us
 from nnemu.tracer import Layer, Mark, Phase, Section, Tracer, mark
 
 logger = structlog.get_logger(layer="runtime")
@@ -79,7 +86,7 @@ class Runtime:
         binder: Binder,
         process: SimProcess,
         endpoint: Endpoint,
-        services: Sequence[DriverService],
+        services: Sequence[DriverDevice],
         cpu: CpuSpec,
         nursery: trio.Nursery,
         files: FileSystem | None = None,
@@ -94,7 +101,7 @@ class Runtime:
         self.nursery = nursery
         self._services = list(services)
         self._devices: list[RuntimeDevice] | None = None
-        self._versioned: dict[str, VersionedIDevice] = {}
+        self._versioned: dict[str, CanonicalDevice] = {}
         self._log = logger.bind(process=process.name)
         self.cpu_device = RuntimeDevice(
             name=CPU_DEVICE_NAME,
@@ -106,7 +113,7 @@ class Runtime:
         self.async_threads = 0
         """Threads started for asynchronous executions (they are named after the count)."""
         self._cpu_plans: dict[int, tuple[Model, ComputePlan]] = {}
-        self.cpu_stats = DeviceStats()
+        self.cpu_stats = CpuStats()
         """What the runtime's CPU executor did (nnapi-reference in the report)."""
         self.cpu_spans: array[int] = array("q")
         """(start_ns, end_ns) of each CPU execution, flat: the report's ``busy_fraction`` of
@@ -186,8 +193,8 @@ class Runtime:
             self._requests[id(model)] = entry
         return entry[1]
 
-    def versioned(self, device: RuntimeDevice) -> VersionedIDevice:
-        """The IDevice wrapper of a discovered driver device."""
+    def versioned(self, device: RuntimeDevice) -> CanonicalDevice:
+        """The canonical interface (a HAL family's adapter) of a discovered driver device."""
         return self._versioned[device.name]
 
     # -------------------------------------------------------------- models

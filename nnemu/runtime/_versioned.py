@@ -11,31 +11,33 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from nnemu.driver import CACHE_TOKEN_BYTES, BurstContext, CallbackRef, DriverService, PreparedModel
 from nnemu.hal import (
+    CACHE_TOKEN_BYTES,
     DeviceType,
     ErrorStatus,
     ExecutionPreference,
     HalVersion,
+    IBurst,
+    IExecutionCallback,
+    IPreparedModelCallback,
     MeasureTiming,
     Model,
     Priority,
     Request,
     Timing,
 )
-from nnemu.ipc import DEAD, Binder, DeadObject, Endpoint
-from nnemu.runtime._devices import RuntimeDevice
-from nnemu.sim import FileHandle, Kernel, SimEvent
+from nnemu.ipc import DEAD, Binder, CallbackRef, DeadObject, Endpoint
+from nnemu.runtime._canonical import (
+    NO_CACHE,
+    CacheHandles,
+    CanonicalDevice,
+    CanonicalPreparedModel,
+)
+from nnemu.runtime._devices import DriverDevice, DriverPreparedModel, RuntimeDevice
+from nnemu.sim import Kernel, SimEvent
 from nnemu.tracer import Layer, Phase, Tracer
-
-CacheHandles = tuple[tuple[FileHandle, ...], tuple[FileHandle, ...], bytes]
-"""(model cache files, data cache files, token) given to prepareModel(FromCache)."""
-
-NO_CACHE: CacheHandles = ((), (), b"")
-"""No cache files and no token."""
-
 
 _V1_3: Final = HalVersion.V1_3
 """``HalVersion.V1_3`` as a module constant: ``execute`` compares with it once an execution, and
@@ -49,7 +51,7 @@ class PreparedModelCallback:
         self.event = SimEvent(kernel)
         self.notifications = 0
 
-    def notify(self, status: ErrorStatus, prepared: PreparedModel | None) -> None:
+    def notify(self, status: ErrorStatus, prepared: DriverPreparedModel | None) -> None:
         """notify / notify_1_2 / notify_1_3: the first call wins, later ones are ignored."""
         self.notifications += 1
         self.event.set((status, prepared))
@@ -74,6 +76,21 @@ class ExecutionCallback:
     def dead(self) -> None:
         """The driver died: release the waiter with DEAD_OBJECT."""
         self.event.set((DEAD, (), None))
+
+
+if TYPE_CHECKING:
+
+    def _implements(
+        prepared: PreparedModelCallback, executed: ExecutionCallback
+    ) -> tuple[IPreparedModelCallback[DriverPreparedModel], IExecutionCallback]:
+        """The HAL callback interface each class implements: mypy checks each against it here."""
+        return prepared, executed
+
+    def _adapts(
+        device: VersionedIDevice, prepared: VersionedIPreparedModel
+    ) -> tuple[CanonicalDevice, CanonicalPreparedModel]:
+        """The HIDL family's adapters implement the canonical interface: mypy checks it here."""
+        return device, prepared
 
 
 async def _wait_for_callback(
@@ -110,7 +127,7 @@ class VersionedIPreparedModel:
 
     def __init__(
         self,
-        prepared: PreparedModel,
+        prepared: DriverPreparedModel,
         *,
         version: HalVersion,
         kernel: Kernel,
@@ -233,9 +250,7 @@ class VersionedIPreparedModel:
         status, timing, _ = fenced_callback.get_execution_info()
         return status, timing
 
-    async def configure_execution_burst(
-        self, callback: object, preference: int
-    ) -> BurstContext | None:
+    async def configure_execution_burst(self, callback: object, preference: int) -> IBurst | None:
         """configureExecutionBurst (1.2+): the burst context, or None when the driver cannot burst."""
         if not self.version.at_least(HalVersion.V1_2):
             return None
@@ -256,7 +271,7 @@ class VersionedIDevice:
 
     def __init__(
         self,
-        service: DriverService,
+        service: DriverDevice,
         *,
         kernel: Kernel,
         tracer: Tracer,

@@ -17,7 +17,7 @@ from nnemu.sweep._engines import (
     run_local,
     time_one,
 )
-from nnemu.sweep._experiment import load_experiment, nnemu_version
+from nnemu.sweep._experiment import load_experiment
 from nnemu.sweep._results import (
     RESULTS,
     SUMMARY,
@@ -28,7 +28,7 @@ from nnemu.sweep._results import (
     variants_left,
     write_table,
 )
-from nnemu.sweep._worker import Chunk, Job, make_chunks, quiet_logs
+from nnemu.sweep._worker import Chunk, Job, make_chunks, nnemu_version, quiet_logs
 
 CRASH_HOOK: Final = "NNEMU_SWEEP_TEST_CRASH"
 """Test hook: comma-separated variant keys whose worker process dies (``os._exit``) on them."""

@@ -20,7 +20,6 @@ refuses (each value and each point is applied to the scenario with
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 import json
@@ -46,18 +45,6 @@ _MAX_STEPS: Final = 10_000
 _MAX_VARIANTS: Final = 10_000_000
 _SET_PREFIX: Final = re.compile(r"--set ([^:\s]+): ")
 _EXPONENT: Final = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+")
-
-
-@functools.cache
-def nnemu_version() -> str:
-    """The installed nnemu's version (what results.jsonl and experiment.yaml record; looked
-    up once per process)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("nnemu")
-    except metadata.PackageNotFoundError:  # a source tree that was never installed
-        return "unknown"
 
 
 @attrs.frozen(kw_only=True)

@@ -8,6 +8,7 @@ one point share it), since applying overrides costs more than a short run.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -22,6 +23,18 @@ _BASES: dict[str, Any] = {}
 _POINTS: dict[tuple[str, tuple[str, ...]], Any] = {}
 """Scenarios with a point's overrides applied, by (base hash, overrides); a few kept."""
 _POINTS_KEPT: Final = 64
+
+
+@functools.cache
+def nnemu_version() -> str:
+    """The installed nnemu's version (what results.jsonl and experiment.yaml record; looked
+    up once per process)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("nnemu")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "unknown"
 
 
 @attrs.frozen(kw_only=True)
@@ -128,8 +141,6 @@ def quiet_logs() -> None:
 def run_chunk(chunk: Chunk) -> list[dict[str, Any]]:
     """Run every variant of ``chunk`` in order; their rows (all ``failed`` on a worker whose
     nnemu is not the sweep's: a Dask worker of another installation)."""
-    from nnemu.sweep._experiment import nnemu_version
-
     quiet_logs()
     version = nnemu_version()
     if version != chunk.version:

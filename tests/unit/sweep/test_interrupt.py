@@ -130,8 +130,7 @@ def test_ctrl_c_while_the_pool_starts_a_worker_is_taken_once_it_started(
     never in the middle: a half-started worker, unknown to the pool, outlived it and printed a
     traceback of its own."""
     import nnemu.sweep._engines as engines
-    from nnemu.sweep._experiment import nnemu_version
-    from nnemu.sweep._worker import Chunk, Job
+    from nnemu.sweep._worker import Chunk, Job, nnemu_version
 
     started: list[bool] = []
 
@@ -164,7 +163,7 @@ def test_a_signal_while_rows_are_appended_counts_them(
     import nnemu.sweep._results as results_module
     from nnemu.errors import Terminated
     from nnemu.sweep import load_experiment
-    from nnemu.sweep._experiment import nnemu_version
+    from nnemu.sweep._worker import nnemu_version
 
     def terminate(_signum: int, _frame: object) -> None:
         raise Terminated

@@ -14,9 +14,8 @@ from nnemu.overrides import apply_overrides
 from nnemu.report import lookup
 from nnemu.stats import mean_interval
 from nnemu.sweep import load_experiment
-from nnemu.sweep._experiment import nnemu_version
 from nnemu.sweep._results import summary as summary_text
-from nnemu.sweep._worker import Chunk, Job, run_chunk
+from nnemu.sweep._worker import Chunk, Job, nnemu_version, run_chunk
 from tests.commands import run_cli
 from tests.unit.sweep.sweeps import SMALL, results, write
 

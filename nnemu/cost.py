@@ -1,4 +1,7 @@
-"""The driver's cost model: what a model costs on a device, from the HAL work figures.
+"""The cost model: what a model costs on a device, from the HAL work figures.
+
+The drivers and the runtime's CPU executor both price work with it (as AOSP's
+``CpuExecutor`` lives in libneuralnetworks_common, which both link).
 
 ``capabilities_from`` turns a scenario's performance spec into the HAL Capabilities
 the driver reports; ``compute_plan`` prices each operation of a prepared model as its

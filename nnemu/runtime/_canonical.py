@@ -1,0 +1,111 @@
+"""The runtime's one interface to a driver, whatever its HAL family: AOSP's canonical ``nn::IDevice``.
+
+Compilations and executions call a driver only through these Protocols (as the S runtime
+calls ``nn::IDevice`` / ``nn::IPreparedModel`` of ``packages/modules/NeuralNetworks/common/
+types/include/nnapi/``).  A HAL family's adapter implements them over that family's own
+interfaces: the HIDL 1.0-1.3 family's is ``VersionedIDevice`` / ``VersionedIPreparedModel``
+(``_versioned.py``, over ``nnemu.hal``'s ``IDevice`` / ``IPreparedModel``); an AIDL
+family's would sit beside it (docs/architecture.md, "Where a change goes").
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from nnemu.hal import (
+    ErrorStatus,
+    ExecutionPreference,
+    HalVersion,
+    IBurst,
+    MeasureTiming,
+    Model,
+    Priority,
+    Request,
+    Timing,
+)
+from nnemu.ipc import DeadObject, Endpoint
+from nnemu.runtime._devices import RuntimeDevice
+from nnemu.sim import FileHandle
+
+CacheHandles = tuple[tuple[FileHandle, ...], tuple[FileHandle, ...], bytes]
+"""(model cache files, data cache files, token) given to prepareModel(FromCache)."""
+
+NO_CACHE: CacheHandles = ((), (), b"")
+"""No cache files and no token."""
+
+
+class CanonicalPreparedModel(Protocol):
+    """``nn::IPreparedModel``: a model a driver prepared, as the runtime executes it."""
+
+    @property
+    def version(self) -> HalVersion:
+        """The HAL version of the driver's prepared model."""
+        ...
+
+    @property
+    def model(self) -> Model:
+        """The model the driver prepared."""
+        ...
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The driver process the model lives in."""
+        ...
+
+    def release(self) -> None:
+        """The last reference is dropped: the driver frees the model's memory."""
+        ...
+
+    async def execute(
+        self,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int,
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+        """One execution: its status (DEAD when the driver died) and the driver's timing."""
+        ...
+
+    async def execute_fenced(
+        self,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int,
+        duration_ns: int | None,
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+        """One fenced execution (no fences to wait for)."""
+        ...
+
+    async def configure_execution_burst(self, callback: object, preference: int) -> IBurst | None:
+        """A burst's server side, or None when the driver cannot burst."""
+        ...
+
+
+class CanonicalDevice(Protocol):
+    """``nn::IDevice``: a driver as the runtime discovers it and prepares models on it."""
+
+    async def discover(self) -> RuntimeDevice | None:
+        """The device's queries; None drops the device."""
+        ...
+
+    async def get_supported_operations(self, model: Model) -> tuple[bool, ...] | DeadObject:
+        """Per-operation support (DEAD when the driver process is dead)."""
+        ...
+
+    async def prepare_model(
+        self,
+        model: Model,
+        preference: ExecutionPreference,
+        priority: Priority,
+        deadline_ns: int | None,
+        cache: CacheHandles = ...,
+    ) -> tuple[ErrorStatus | DeadObject, CanonicalPreparedModel | None]:
+        """Prepare ``model``: the status and the prepared model."""
+        ...
+
+    async def prepare_model_from_cache(
+        self, deadline_ns: int | None, cache: CacheHandles
+    ) -> tuple[ErrorStatus | DeadObject, CanonicalPreparedModel | None]:
+        """Prepare from the compilation cache: the status and the prepared model."""
+        ...
