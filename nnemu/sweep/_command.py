@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Final, TextIO
 
+from nnemu._outputs import Role, clash_problems
 from nnemu._progress import CountProgress
 from nnemu.errors import ExitCode, Terminated
 from nnemu.sweep._engines import (
@@ -19,6 +20,9 @@ from nnemu.sweep._engines import (
 )
 from nnemu.sweep._experiment import load_experiment, nnemu_version
 from nnemu.sweep._results import (
+    CSV,
+    EXPERIMENT,
+    PARQUET,
     RESULTS,
     SUMMARY,
     SweepDir,
@@ -32,6 +36,9 @@ from nnemu.sweep._worker import Chunk, Job, make_chunks, quiet_logs
 
 CRASH_HOOK: Final = "NNEMU_SWEEP_TEST_CRASH"
 """Test hook: comma-separated variant keys whose worker process dies (``os._exit``) on them."""
+
+_WRITES: Final = (EXPERIMENT, RESULTS, PARQUET, CSV, SUMMARY)
+"""The files a sweep writes in its directory (and with --plot, one PNG per metric)."""
 
 
 def default_out(experiment_path: str) -> str:
@@ -78,6 +85,16 @@ def run_sweep_command(
     quiet_logs()  # the checks and Dask's timing run emulate here too
     experiment = load_experiment(experiment_path)
     directory = out_dir or default_out(experiment_path)
+    clashes = clash_problems(
+        [
+            Role(experiment_path, "experiment"),
+            Role(experiment.scenario_path, "scenario"),
+            Role(directory, "results", "--out", writes=_WRITES + (("*.png",) if plot else ())),
+        ]
+    )
+    if clashes:
+        stderr.write("".join(f"{problem}\n" for problem in clashes))
+        return ExitCode.BAD_INPUT
     version = nnemu_version()
     sweep = SweepDir(directory, experiment, version)
     try:
