@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Final, TextIO
 
+from nnemu._files import write_text
 from nnemu._outputs import Role, clash_problems
 from nnemu._progress import CountProgress
 from nnemu.errors import ExitCode, Terminated
@@ -142,7 +143,7 @@ def run_sweep_command(
                 f"{experiment_path} --out {directory} --resume\n"
             )
             return ExitCode.TERMINATED if isinstance(stop, Terminated) else ExitCode.INTERRUPTED
-        except EngineError as err:
+        except (EngineError, SweepDirError) as err:  # SweepDirError: results.jsonl unwritable
             bar.clear()
             stderr.write(f"{err}\n")
             return ExitCode.BAD_INPUT
@@ -212,8 +213,7 @@ def _finish(sweep: SweepDir, directory: str, plot: bool, stdout: TextIO, stderr:
             "(pip install 'nnemu[sweep]' for results.parquet)\n"
         )
     text = summary(experiment, rows)
-    with open(sweep.file(SUMMARY), "w", encoding="utf-8") as file:
-        file.write(text)
+    write_text(sweep.file(SUMMARY), text, "summary")
     stdout.write(text)
     stdout.write(f"\nresults in {path}; summary in {sweep.file(SUMMARY)}\n")
     if plot:
