@@ -34,6 +34,7 @@ import attrs
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from nnemu._files import DocumentTooLarge, read_document
 from nnemu.errors import Problem, ScenarioError
 from nnemu.overrides import OverrideError, apply_overrides, ineffective_sets
 from nnemu.scenario import Scenario, load_scenario_text
@@ -307,8 +308,9 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     """
     source = os.fsdecode(path)
     try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
+        text = read_document(path)
+    except DocumentTooLarge as err:
+        raise ScenarioError([file_problem(source, str(err))]) from err
     except UnicodeDecodeError as err:
         raise ScenarioError([file_problem(source, "expected UTF-8 text")]) from err
     except OSError as err:
@@ -397,9 +399,8 @@ def _base_scenario(
     path = name if os.path.isabs(name) else os.path.join(os.path.dirname(source), name)
     path = os.path.normpath(path)
     try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
-    except (OSError, UnicodeDecodeError) as err:
+        text = read_document(path)
+    except (OSError, ValueError) as err:  # ValueError: not UTF-8, too large
         reason = getattr(err, "strerror", None) or str(err)
         loader.problem(node, "scenario", f"cannot read the scenario {path}: {reason}")
         return path, "", None
