@@ -38,7 +38,8 @@ from nnemu._files import DocumentTooLarge, read_document
 from nnemu.errors import Problem, ScenarioError
 from nnemu.overrides import OverrideError, apply_overrides, ineffective_sets
 from nnemu.scenario import Scenario, load_scenario_text
-from nnemu.scenario._yaml import compose_text, file_problem
+from nnemu.scenario._limits import finite_number
+from nnemu.scenario._yaml import _clip, compose_text, file_problem, unreadable_scalars
 from nnemu.sweep._worker import Job
 
 _KEYS: Final = ("scenario", "set", "vary", "replications", "seed", "metrics")
@@ -268,9 +269,10 @@ class _Loader:
             if (
                 not isinstance(bounds, list)
                 or len(bounds) != 2
-                or not all(_is_number(b) and math.isfinite(b) for b in bounds)
+                or not all(finite_number(b) for b in bounds)
             ):
-                self.problem(range_node, f"{path}.range", f"expected [low, high], got {bounds!r}")
+                got = _clip(repr(bounds))
+                self.problem(range_node, f"{path}.range", f"expected [low, high], got {got}")
                 return None
             steps = self.integer(entries["steps"][1], f"{path}.steps", 1, _MAX_STEPS)
             if steps is None:
@@ -320,6 +322,10 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     loader = _Loader(source)
     if root is None:
         raise ScenarioError([file_problem(source, "expected an experiment, got an empty file")])
+    for node, reason in unreadable_scalars(root):
+        loader.problem(node, "", f"expected a readable value, got {_clip(node.value)} ({reason})")
+    if loader.problems:
+        raise ScenarioError(loader.problems)
     nodes: dict[str, Node] = {}
     for key, key_node, value_node in loader.mapping(root, ""):
         if key not in _KEYS:
