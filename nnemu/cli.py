@@ -618,6 +618,7 @@ def _load_with_overrides(
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from nnemu._outputs import Role, clash_problems
     from nnemu.tracer import open_trace_writer
 
     if _refuse_outputs(
@@ -627,6 +628,16 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _output_problem("--html", args.html, "pictures"),
         _output_problem("--plots", args.plots, "pictures", directory=True),
         _executions_problem(args.executions),
+        *clash_problems(
+            [
+                Role(args.scenario, "scenario"),
+                Role(args.trace, "trace", "--trace"),
+                Role(args.report, "report", "--report"),
+                Role(args.html, "pictures", "--html"),
+                Role(args.executions, "executions", "--executions"),
+                Role(args.plots, "pictures", "--plots", writes=("*.png",)),
+            ]
+        ),
     ):
         return ExitCode.BAD_INPUT
     warned: list[str] = []
@@ -1070,6 +1081,7 @@ def _replications_summary(replications: Replications, out: TextIO) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from nnemu._outputs import Role, clash_problems
     from nnemu.replay import run_replay_command
 
     if _refuse_outputs(
@@ -1078,6 +1090,15 @@ def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _output_problem("--report", args.report, "report"),
         _output_problem("--save-scenario", args.save_scenario, "scenario"),
         _executions_problem(args.executions),
+        *clash_problems(
+            [
+                Role(args.trace, "trace"),
+                Role(args.trace_out, "trace", "--trace"),
+                Role(args.report, "report", "--report"),
+                Role(args.save_scenario, "scenario", "--save-scenario"),
+                Role(args.executions, "executions", "--executions"),
+            ]
+        ),
     ):
         return ExitCode.BAD_INPUT
     return run_replay_command(
@@ -1116,9 +1137,14 @@ def _cmd_parse(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from nnemu._outputs import Role, clash_problems
     from nnemu.verify import run_verify_command
 
-    if _refuse_outputs(err, _output_problem("--trace", args.trace, "trace")):
+    if _refuse_outputs(
+        err,
+        _output_problem("--trace", args.trace, "trace"),
+        *clash_problems([Role(args.scenario, "scenario"), Role(args.trace, "trace", "--trace")]),
+    ):
         return ExitCode.BAD_INPUT
     return run_verify_command(
         args.scenario, seed=args.seed, trace=args.trace, stdout=out, stderr=err
@@ -1126,9 +1152,14 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _cmd_query(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from nnemu._outputs import Role, clash_problems
     from nnemu.query import run_query_command
 
-    if _refuse_outputs(err, _output_problem("--db", args.db, "database")):
+    if _refuse_outputs(
+        err,
+        _output_problem("--db", args.db, "database"),
+        *clash_problems([Role(args.trace, "trace"), Role(args.db, "database", "--db")]),
+    ):
         return ExitCode.BAD_INPUT
     return run_query_command(
         args.trace,

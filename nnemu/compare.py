@@ -28,6 +28,7 @@ from typing import Any, Final
 
 import attrs
 
+from nnemu._files import DocumentTooLarge, read_document
 from nnemu._tails import TAIL_MIN, slowest_only
 from nnemu._text import counted, counts, fixed, interval_text, places
 from nnemu.errors import ResultsFormatError
@@ -115,9 +116,8 @@ def _experiment_vary(directory: str) -> list[tuple[str, list[Any]]] | None:
     """The varied keys and their values, in the order of the sweep's ``experiment.yaml``
     (None when it is missing or unreadable: the points are then ordered by their values)."""
     try:
-        with open(os.path.join(directory, "experiment.yaml"), encoding="utf-8") as stream:
-            text = stream.read()
-    except (OSError, UnicodeDecodeError):
+        text = read_document(os.path.join(directory, "experiment.yaml"))
+    except (OSError, ValueError):  # ValueError: not UTF-8, too large
         return None
     import yaml
 
@@ -147,8 +147,10 @@ def _experiment_order(
 
 
 def _read_json(path: str) -> Any:
-    with open(path, encoding="utf-8") as stream:
-        text = stream.read()
+    try:
+        text = read_document(path, limit=None)
+    except DocumentTooLarge as err:
+        raise ResultsFormatError(path, 0, str(err)) from err
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:

@@ -29,6 +29,7 @@ from nnemu.scenario import (
     dump_scenario,
     load_scenario_text,
 )
+from nnemu.scenario._yaml import compose_text, unreadable_scalars
 from nnemu.scheduling import POLICIES, policy_for, preemption_for
 
 _NAMED_LISTS: Final = {"apps": "an app", "devices": "a device", "models": "a model"}
@@ -44,10 +45,24 @@ class OverrideError(NnemuError):
 
 
 def _parse_value(raw: str) -> Any:
+    """The value of ``KEY=VALUE`` as ``yaml.safe_load`` reads it (alias bombs refused).
+
+    Raises:
+        ValueError: it is not YAML, or a scalar of it does not construct (``!!bool maybe``).
+    """
+    if not raw.strip():
+        return None
+    msg = f"expected a YAML value, got {raw!r}"
     try:
-        return yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError as err:
-        msg = f"expected a YAML value, got {raw!r}"
+        node = compose_text(raw, "--set")
+        if node is None:  # only a comment
+            return None
+        bad = unreadable_scalars(node)
+        if bad:
+            msg += f" ({bad[0][1]})"
+            raise ValueError(msg)
+        return yaml.constructor.SafeConstructor().construct_document(node)
+    except (ScenarioError, yaml.YAMLError) as err:
         raise ValueError(msg) from err
 
 

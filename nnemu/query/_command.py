@@ -22,6 +22,8 @@ MAX_WARNINGS: Final = 20
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 IN_MEMORY_MAX_BYTES: Final = 64 * 1024 * 1024
 """Without ``--db``, bigger traces load into a temporary database file, not memory."""
+APPLICATION_ID: Final = 0x6E6E656D
+"""A ``--db`` file's ``PRAGMA application_id`` ("nnem"): the mark of a file nnemu may replace."""
 _LOAD_TABLE: Final = "nnemu_load"
 """In a ``--db`` file: what it was loaded from (key, value), to reuse it."""
 _WARNING_TABLE: Final = "nnemu_load_warning"
@@ -225,6 +227,31 @@ def _check_db_path(path: str, trace: str) -> None:
     if head and head != _SQLITE_MAGIC:
         msg = "exists and is not an SQLite database; not replacing it"
         raise ValueError(msg)
+    if head and not _written_by_nnemu(path):
+        msg = "is an SQLite database nnemu did not write; not replacing it"
+        raise ValueError(msg)
+
+
+def _written_by_nnemu(path: str) -> bool:
+    """Whether the SQLite file ``path`` is one ``nnemu query --db`` wrote: its application id
+    is ``APPLICATION_ID`` (or, written before the id, it has the load table)."""
+    try:
+        conn = sqlite3.connect(
+            f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro", uri=True
+        )
+    except sqlite3.Error:
+        return False
+    try:
+        if conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID:
+            return True
+        found = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (_LOAD_TABLE,)
+        )
+        return found.fetchone() is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
 
 
 def _trace_key(trace: str) -> dict[str, str | int]:
@@ -265,6 +292,7 @@ def _open_cached(db: str, key: dict[str, str | int]) -> sqlite3.Connection | Non
 
 def _record_load(conn: sqlite3.Connection, key: dict[str, str | int], warnings: _Warnings) -> None:
     """Store the load's key and warnings in the database (for ``_open_cached``)."""
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute(f"CREATE TABLE {_LOAD_TABLE} (key TEXT PRIMARY KEY, value)")
     conn.executemany(f"INSERT INTO {_LOAD_TABLE} VALUES (?, ?)", key.items())
     conn.execute(f"CREATE TABLE {_WARNING_TABLE} (line INTEGER, message TEXT)")

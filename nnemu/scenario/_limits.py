@@ -98,7 +98,18 @@ class Bound:
             return False
         if integer and not isinstance(value, int):
             return False
-        return math.isfinite(value) and self.holds(value)
+        return finite_number(value) and self.holds(value)
+
+
+def finite_number(value: object) -> bool:
+    """Whether ``value`` is an int or float (not a bool) that a float holds finitely: not
+    inf or nan, nor an integer past 1.8e308 (which would raise OverflowError)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 TIME: Final = Bound(">=", 0, MAX_TIME_MS)

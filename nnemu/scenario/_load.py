@@ -14,6 +14,7 @@ import os
 
 import attrs
 
+from nnemu._files import DocumentTooLarge, read_document
 from nnemu.errors import ScenarioError
 from nnemu.scenario._model import Scenario
 from nnemu.scenario._rules import _Checker
@@ -46,8 +47,9 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     """
     source = os.fsdecode(path)
     try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
+        text = read_document(path)
+    except DocumentTooLarge as err:
+        raise ScenarioError([file_problem(source, str(err))]) from err
     except UnicodeDecodeError as err:
         message = (
             f"expected UTF-8 text, got byte {err.object[err.start]:#04x} at offset {err.start}"

@@ -47,6 +47,7 @@ from nnemu.scenario._yaml import (
     _SURROGATE,
     _clip,
     _quote_list,
+    construct_reason,
     file_problem,
 )
 
@@ -318,11 +319,7 @@ class _Walker:
         try:
             return self._constructor.construct_object(node)
         except Exception as err:  # PyYAML's constructors raise KeyError, AttributeError, ...
-            # (``!!bool maybe`` -> KeyError, ``!!timestamp x`` -> AttributeError)
-            reason = getattr(err, "problem", None) or str(err)
-            if isinstance(err, KeyError | AttributeError) or not reason:
-                reason = f"not a valid {node.tag.rsplit(':', 1)[-1]}"
-            reason = _clip(reason)
+            reason = construct_reason(err, node.tag)
             self.problem(
                 node, path, f"expected a readable value, got {self.found(node)} ({reason})"
             )

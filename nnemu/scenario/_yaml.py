@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Final
 
 import yaml
-from yaml.nodes import Node
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from nnemu.errors import Problem, ScenarioError
 
@@ -139,6 +139,40 @@ def compose_text(text: str, source: str) -> Node | None:
     except (ValueError, OverflowError) as err:  # a "\U" escape beyond U+10FFFF
         message = f"invalid YAML: a character escape beyond U+10FFFF ({_clip(str(err))})"
         raise ScenarioError([file_problem(source, message)]) from err
+
+
+def construct_reason(err: Exception, tag: str) -> str:
+    """Why PyYAML could not construct a scalar tagged ``tag``, from what its constructor raised
+    (``!!bool maybe`` raises KeyError, ``!!timestamp x`` AttributeError, ``!!int 1x``
+    ValueError)."""
+    reason = getattr(err, "problem", None) or str(err)
+    if isinstance(err, KeyError | AttributeError) or not reason:
+        reason = f"not a valid {tag.rsplit(':', 1)[-1]}"
+    return _clip(reason)
+
+
+def unreadable_scalars(root: Node | None) -> list[tuple[ScalarNode, str]]:
+    """The scalars of a composed document that PyYAML cannot construct (``!!bool maybe``,
+    ``!!int 1x``, ``!!timestamp 2001-13-45``), each with why, in document order."""
+    constructor = yaml.constructor.SafeConstructor()
+    found: list[tuple[ScalarNode, str]] = []
+    seen: set[int] = set()
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:  # an alias: checked where its anchor is
+            continue
+        seen.add(id(node))
+        if isinstance(node, ScalarNode):
+            try:
+                constructor.construct_object(node)
+            except Exception as err:  # PyYAML's constructors raise KeyError, ValueError, ...
+                found.append((node, construct_reason(err, node.tag)))
+        elif isinstance(node, SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, MappingNode):
+            stack.extend(item for pair in node.value for item in pair)
+    return sorted(found, key=lambda item: (item[0].start_mark.line, item[0].start_mark.column))
 
 
 def file_problem(source: str, message: str) -> Problem:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any, Final, TextIO
 
+from nnemu._files import write_text
+from nnemu._outputs import Role, clash_problems
 from nnemu._progress import CountProgress
 from nnemu.errors import ExitCode, Terminated
 from nnemu.sweep._engines import (
@@ -19,6 +21,9 @@ from nnemu.sweep._engines import (
 )
 from nnemu.sweep._experiment import load_experiment
 from nnemu.sweep._results import (
+    CSV,
+    EXPERIMENT,
+    PARQUET,
     RESULTS,
     SUMMARY,
     SweepDir,
@@ -32,6 +37,9 @@ from nnemu.sweep._worker import Chunk, Job, make_chunks, nnemu_version, quiet_lo
 
 CRASH_HOOK: Final = "NNEMU_SWEEP_TEST_CRASH"
 """Test hook: comma-separated variant keys whose worker process dies (``os._exit``) on them."""
+
+_WRITES: Final = (EXPERIMENT, RESULTS, PARQUET, CSV, SUMMARY)
+"""The files a sweep writes in its directory (and with --plot, one PNG per metric)."""
 
 
 def default_out(experiment_path: str) -> str:
@@ -78,6 +86,16 @@ def run_sweep_command(
     quiet_logs()  # the checks and Dask's timing run emulate here too
     experiment = load_experiment(experiment_path)
     directory = out_dir or default_out(experiment_path)
+    clashes = clash_problems(
+        [
+            Role(experiment_path, "experiment"),
+            Role(experiment.scenario_path, "scenario"),
+            Role(directory, "results", "--out", writes=_WRITES + (("*.png",) if plot else ())),
+        ]
+    )
+    if clashes:
+        stderr.write("".join(f"{problem}\n" for problem in clashes))
+        return ExitCode.BAD_INPUT
     version = nnemu_version()
     sweep = SweepDir(directory, experiment, version)
     try:
@@ -125,7 +143,7 @@ def run_sweep_command(
                 f"{experiment_path} --out {directory} --resume\n"
             )
             return ExitCode.TERMINATED if isinstance(stop, Terminated) else ExitCode.INTERRUPTED
-        except EngineError as err:
+        except (EngineError, SweepDirError) as err:  # SweepDirError: results.jsonl unwritable
             bar.clear()
             stderr.write(f"{err}\n")
             return ExitCode.BAD_INPUT
@@ -195,8 +213,7 @@ def _finish(sweep: SweepDir, directory: str, plot: bool, stdout: TextIO, stderr:
             "(pip install 'nnemu[sweep]' for results.parquet)\n"
         )
     text = summary(experiment, rows)
-    with open(sweep.file(SUMMARY), "w", encoding="utf-8") as file:
-        file.write(text)
+    write_text(sweep.file(SUMMARY), text, "summary")
     stdout.write(text)
     stdout.write(f"\nresults in {path}; summary in {sweep.file(SUMMARY)}\n")
     if plot:

@@ -104,19 +104,19 @@ def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
             for future in done:
                 chunk = in_flight.pop(future)
                 try:
-                    on_rows(future.result())
+                    rows = future.result()
                 except BrokenProcessPool:
                     broken = True
                     if id(chunk) in second:  # it ran alone: it killed its worker twice
                         on_rows([_crashed(chunk, chunk.jobs[0])])
                     else:
                         retry(chunk)
+                    continue
                 except Exception as err:  # the rows did not come back (cannot happen, but
                     # one chunk must not end the sweep): its variants are failed rows
                     message = f"{type(err).__name__}: {err}"
-                    on_rows(
-                        [row(job, chunk.version, "failed", error=message) for job in chunk.jobs]
-                    )
+                    rows = [row(job, chunk.version, "failed", error=message) for job in chunk.jobs]
+                on_rows(rows)  # outside the try: a results file that cannot be written ends it
             if broken:
                 for future, chunk in in_flight.items():
                     if future.done() and not future.cancelled() and future.exception() is None:

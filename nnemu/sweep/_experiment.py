@@ -33,10 +33,12 @@ import attrs
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from nnemu._files import DocumentTooLarge, read_document
 from nnemu.errors import Problem, ScenarioError
 from nnemu.overrides import OverrideError, apply_overrides, ineffective_sets
 from nnemu.scenario import Scenario, load_scenario_text
-from nnemu.scenario._yaml import compose_text, file_problem
+from nnemu.scenario._limits import finite_number
+from nnemu.scenario._yaml import _clip, compose_text, file_problem, unreadable_scalars
 from nnemu.sweep._worker import Job
 
 _KEYS: Final = ("scenario", "set", "vary", "replications", "seed", "metrics")
@@ -254,9 +256,10 @@ class _Loader:
             if (
                 not isinstance(bounds, list)
                 or len(bounds) != 2
-                or not all(_is_number(b) and math.isfinite(b) for b in bounds)
+                or not all(finite_number(b) for b in bounds)
             ):
-                self.problem(range_node, f"{path}.range", f"expected [low, high], got {bounds!r}")
+                got = _clip(repr(bounds))
+                self.problem(range_node, f"{path}.range", f"expected [low, high], got {got}")
                 return None
             steps = self.integer(entries["steps"][1], f"{path}.steps", 1, _MAX_STEPS)
             if steps is None:
@@ -294,8 +297,9 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     """
     source = os.fsdecode(path)
     try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
+        text = read_document(path)
+    except DocumentTooLarge as err:
+        raise ScenarioError([file_problem(source, str(err))]) from err
     except UnicodeDecodeError as err:
         raise ScenarioError([file_problem(source, "expected UTF-8 text")]) from err
     except OSError as err:
@@ -305,6 +309,10 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     loader = _Loader(source)
     if root is None:
         raise ScenarioError([file_problem(source, "expected an experiment, got an empty file")])
+    for node, reason in unreadable_scalars(root):
+        loader.problem(node, "", f"expected a readable value, got {_clip(node.value)} ({reason})")
+    if loader.problems:
+        raise ScenarioError(loader.problems)
     nodes: dict[str, Node] = {}
     for key, key_node, value_node in loader.mapping(root, ""):
         if key not in _KEYS:
@@ -384,9 +392,8 @@ def _base_scenario(
     path = name if os.path.isabs(name) else os.path.join(os.path.dirname(source), name)
     path = os.path.normpath(path)
     try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read()
-    except (OSError, UnicodeDecodeError) as err:
+        text = read_document(path)
+    except (OSError, ValueError) as err:  # ValueError: not UTF-8, too large
         reason = getattr(err, "strerror", None) or str(err)
         loader.problem(node, "scenario", f"cannot read the scenario {path}: {reason}")
         return path, "", None

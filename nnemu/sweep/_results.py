@@ -10,6 +10,7 @@ bytes whichever engine and however many workers ran the variants.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib
 import json
@@ -70,9 +71,12 @@ class SweepDir:
                 f"{self.path}: cannot create the directory: {err.strerror}"
             ) from err
         recorded = self.file(EXPERIMENT)
+        results = self.file(RESULTS)
+        for path in (recorded, results):
+            if os.path.exists(path) and not os.path.isfile(path):
+                raise SweepDirError(f"{path}: expected a regular file of a sweep")
         if os.path.exists(recorded):
             self._check_same(recorded, resolved)
-        results = self.file(RESULTS)
         if os.path.exists(results) and os.path.getsize(results) and not resume:
             raise SweepDirError(
                 f"{self.path}: already holds results of a sweep; add --resume to finish it, "
@@ -155,16 +159,22 @@ class SweepDir:
         # Ctrl-C and SIGTERM wait until the lines are on disk and counted: an interrupt never
         # cuts one, and its message counts what the file holds.
         with signals_held():
-            self._file.write(text)
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            try:
+                self._file.write(text)
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            except OSError as err:
+                raise SweepDirError(
+                    f"{self.file(RESULTS)}: cannot write the results: {err.strerror or err}"
+                ) from err
             self.rows.extend(json.loads(line) for line in text.splitlines())
 
     def close(self) -> None:
-        """Close results.jsonl."""
+        """Close results.jsonl (what a failed write left in its buffer is dropped)."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            file, self._file = self._file, None
+            with contextlib.suppress(OSError):  # the write that failed raised, naming the file
+                file.close()
 
     def latest(self) -> list[dict[str, Any]]:
         """One row per variant of the experiment (the last written), in the experiment's order."""
@@ -233,22 +243,40 @@ def table(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> dict[str
 
 
 def write_table(sweep: SweepDir, columns: Mapping[str, list[Any]]) -> tuple[str, bool]:
-    """Write results.parquet (or results.csv without pyarrow); (its path, whether Parquet)."""
+    """Write results.parquet (or results.csv without pyarrow); (its path, whether Parquet).
+
+    Raises:
+        SweepDirError: it cannot be written (the message names the file).
+    """
     try:
         pa: Any = importlib.import_module("pyarrow")
         pq: Any = importlib.import_module("pyarrow.parquet")
     except ImportError:
-        path = sweep.file(CSV)
-        with open(path, "w", encoding="utf-8", newline="") as file:
-            writer = csv.writer(file)
-            writer.writerow(columns)
-            for record in zip(*columns.values(), strict=True):
-                writer.writerow(
-                    "" if value is None else json.dumps(value) if isinstance(value, bool) else value
-                    for value in record
-                )
-        return path, False
-    path = sweep.file(PARQUET)
+        pa = pq = None
+    path = sweep.file(CSV if pq is None else PARQUET)
+    try:
+        if pq is None:
+            _write_csv(path, columns)
+        else:
+            pq.write_table(pa.table(_arrays(pa, columns)), path)
+    except OSError as err:
+        raise SweepDirError(f"{path}: cannot write the table: {err.strerror or err}") from err
+    return path, pq is not None
+
+
+def _write_csv(path: str, columns: Mapping[str, list[Any]]) -> None:
+    with open(path, "w", encoding="utf-8", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(columns)
+        for record in zip(*columns.values(), strict=True):
+            writer.writerow(
+                "" if value is None else json.dumps(value) if isinstance(value, bool) else value
+                for value in record
+            )
+
+
+def _arrays(pa: Any, columns: Mapping[str, list[Any]]) -> dict[str, Any]:
+    """The table's columns as pyarrow arrays."""
     arrays = {}
     for name, values in columns.items():
         if any(isinstance(v, float) for v in values) and all(
@@ -256,8 +284,7 @@ def write_table(sweep: SweepDir, columns: Mapping[str, list[Any]]) -> tuple[str,
         ):  # a column of ints and floats (a report rounds 12.0 to 12): all floats
             values = [None if v is None else float(v) for v in values]
         arrays[name] = pa.array(values)
-    pq.write_table(pa.table(arrays), path)
-    return path, True
+    return arrays
 
 
 def summary(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> str:

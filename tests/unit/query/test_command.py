@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -269,3 +270,23 @@ def test_a_warning_is_a_line_of_its_own_under_the_progress_bar(tmp_path, monkeyp
     at = text.index(f"{path}:151: warning: malformed begin mark")
     assert text[at - 1] in "\r\n"
     assert text[: at - 1].rsplit("\r", 1)[-1].strip() == ""  # the bar's line was blanked
+
+
+def test_db_refuses_to_replace_a_database_nnemu_did_not_write(write_trace, tmp_path):
+    """--db replaces only a database nnemu wrote (its application id): another is kept."""
+    mine = tmp_path / "mine.db"
+    with contextlib.closing(sqlite3.connect(mine)) as conn:
+        conn.execute("CREATE TABLE notes (text)")
+        conn.execute("INSERT INTO notes VALUES ('keep me')")
+        conn.commit()
+    before = mine.read_bytes()
+    code, _, err = run_query(write_trace(ROWS), "SELECT 1", db=str(mine))
+    assert code == 2
+    assert err == (
+        f"query: --db {mine}: is an SQLite database nnemu did not write; not replacing it\n"
+    )
+    assert mine.read_bytes() == before
+    ours = tmp_path / "ours.db"
+    assert run_query(write_trace(ROWS), "SELECT 1", db=str(ours))[0] == 0
+    with contextlib.closing(sqlite3.connect(ours)) as conn:
+        assert conn.execute("PRAGMA application_id").fetchone() == (0x6E6E656D,)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,31 @@ def test_an_out_directory_the_system_refuses_is_named_first(tmp_path: Path) -> N
     code, out, err = run_cli("sweep", str(write(tmp_path)), "--out", "/proc/nnemu-sweep")
     assert (code, out) == (2, "")
     assert err == "/proc/nnemu-sweep: cannot write the results: No such file or directory\n"
+
+
+def test_a_results_file_that_cannot_be_written_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk under results.jsonl names that file (it said "standard output"), exit 2."""
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr("nnemu.sweep._results.os.fsync", full)
+    out = tmp_path / "out"
+    code, _, err = run_cli("sweep", str(write(tmp_path)), "--out", str(out), "--workers", "1")
+    assert code == 2
+    assert err.endswith(
+        f"{out / 'results.jsonl'}: cannot write the results: No space left on device\n"
+    )
+    assert "standard output" not in err
+
+
+def test_a_results_file_that_is_a_device_is_refused(tmp_path: Path) -> None:
+    """results.jsonl that is a device (/dev/zero) is refused, not read until memory runs out."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").symlink_to(os.devnull)
+    code, _, err = run_cli("sweep", str(write(tmp_path)), "--out", str(out), "--workers", "1")
+    assert code == 2
+    assert err == f"{out / 'results.jsonl'}: expected a regular file of a sweep\n"
