@@ -203,14 +203,18 @@ class VersionedIPreparedModel:
         deadline_ns: int | None,
         loop_timeout_ns: int,
         duration_ns: int | None,
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
         """executeFenced on 1.3 (no fences to wait for); older drivers run ``execute``.
 
-        The emulated drivers signal the result fence inside the call, so the timing
-        comes from the fenced callback's getExecutionInfo.
+        Returns the status, the timing from the launch and the timing from the input
+        fences signalling.  A 1.3 driver returns its error from the call itself (the
+        sample driver's executeFenced); the emulated drivers signal the result fence
+        inside the call, so on success both timings come from the fenced callback's
+        getExecutionInfo.  An older driver's one timing stands for both.
         """
         if self.version is not HalVersion.V1_3:
-            return await self.execute(request, measure, deadline_ns, loop_timeout_ns)
+            status, timing = await self.execute(request, measure, deadline_ns, loop_timeout_ns)
+            return status, timing, timing
         answer = await self._binder.call(
             self.endpoint,
             "IPreparedModel",
@@ -226,12 +230,11 @@ class VersionedIPreparedModel:
             ),
         )
         if isinstance(answer, DeadObject):
-            return DEAD, None
+            return DEAD, None, None
         status, fenced_callback = answer[0], answer[1]
         if status is not ErrorStatus.NONE or fenced_callback is None:
-            return status, None
-        status, timing, _ = fenced_callback.get_execution_info()
-        return status, timing
+            return status, None, None
+        return fenced_callback.get_execution_info()
 
     async def configure_execution_burst(
         self, callback: object, preference: int
