@@ -40,6 +40,8 @@ NO_CACHE: CacheHandles = ((), (), b"")
 _V1_3: Final = HalVersion.V1_3
 """``HalVersion.V1_3`` as a module constant: ``execute`` compares with it once an execution, and
 on Python 3.11 an enum member's lookup on its class costs ~60 ns (bench/README.md)."""
+_NONE: Final = ErrorStatus.NONE
+"""``ErrorStatus.NONE`` likewise (``execute`` checks each answer's status)."""
 
 
 class PreparedModelCallback:
@@ -67,8 +69,17 @@ class ExecutionCallback:
         self.notifications = 0
 
     def notify(self, status: ErrorStatus, shapes: Any = (), timing: Any = None) -> None:
-        """notify / notify_1_2 / notify_1_3: the first call wins."""
+        """notify / notify_1_2 / notify_1_3: the first call wins.
+
+        The results are checked as the R runtime's ``ExecutionCallback::notifyInternal``
+        does: OUTPUT_INSUFFICIENT_SIZE without shapes, or another error with shapes, is
+        GENERAL_FAILURE with no shapes and no timing (docs/hal-semantics.md §1.1).
+        """
         self.notifications += 1
+        if status is not ErrorStatus.NONE and (
+            bool(shapes) is not (status is ErrorStatus.OUTPUT_INSUFFICIENT_SIZE)
+        ):
+            status, shapes, timing = ErrorStatus.GENERAL_FAILURE, (), None
         self.event.set((status, shapes, timing))
 
     def dead(self) -> None:
@@ -178,6 +189,10 @@ class VersionedIPreparedModel:
         if isinstance(answer, DeadObject):
             return DEAD, None
         status, _, timing = answer
+        if status is not _NONE:
+            # getExecutionResult (common/Utils.cpp): the status stands; shapes it should not
+            # carry and any timing are dropped (the callback path repairs instead).
+            timing = None
         return status, timing
 
     async def _execute_with_callback(self, request: Request) -> ErrorStatus | DeadObject:

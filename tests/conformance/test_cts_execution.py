@@ -41,8 +41,7 @@ FORCED = [
     (ErrorStatus.GENERAL_FAILURE, ResultCode.OP_FAILED),
     (ErrorStatus.INVALID_ARGUMENT, ResultCode.BAD_DATA),
 ]
-"""TestExecution.cpp ``kTestValues`` (OUTPUT_INSUFFICIENT_SIZE aside: the emulated runtime
-has no dynamic output shapes yet)."""
+"""TestExecution.cpp ``kTestValues`` but OUTPUT_INSUFFICIENT_SIZE (below)."""
 
 
 def _perf(exec_time: float) -> PerformanceSpec:
@@ -131,6 +130,61 @@ async def test_ExecutionTest_Wait(
         assert results == [(expected, OK if expected is OK else None)]
     else:
         assert results == [(expected, None)]
+
+
+@pytest.mark.parametrize("mode", ["startCompute", "compute", "burstCompute"])
+@pytest.mark.parametrize("version", [V12, V13], ids=_hal_id)
+async def test_ExecutionTest_Wait_output_insufficient_size(
+    autojump_clock, runtime_world, monkeypatch, version, mode
+):
+    """CTS TestExecution.cpp ExecutionTest12/13.Wait (OUTPUT_INSUFFICIENT_SIZE): the status reaches
+    the app unchanged from executeSynchronously* and bursts, never retried (the fenced mode does
+    not support it; ExecutionTest10/11 skip it, see the next test), even with
+    Compilation_create."""
+    world = runtime_world(DeviceSpec(name="npu", hal_version=version, performance=_perf(0.5)))
+    _force(monkeypatch, ErrorStatus.OUTPUT_INSUFFICIENT_SIZE)
+    results: list[tuple[ResultCode, ResultCode | None]] = []
+
+    async def app(runtime):
+        compilation = await _compilation(runtime, build_preset("add", "float32", {}))
+        assert [s.device.name for s in compilation.steps] == ["npu"]
+        results.append(await _run(_execution(compilation), mode))
+
+    await world.run(app)
+    insufficient = ResultCode.OUTPUT_INSUFFICIENT_SIZE
+    assert results == [(OK, insufficient) if mode == "startCompute" else (insufficient, None)]
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [(V10, ResultCode.OP_FAILED), (V12, ResultCode.BAD_DATA)],
+    ids=["callback-hal1.0", "sync-hal1.2"],
+)
+async def test_Callbacks_result_checks(
+    autojump_clock, runtime_world, monkeypatch, version, expected
+):
+    """Callbacks.cpp ExecutionCallback::notifyInternal vs Utils.cpp getExecutionResult: a callback
+    notified OUTPUT_INSUFFICIENT_SIZE without shapes is GENERAL_FAILURE (OP_FAILED); a synchronous
+    answer of INVALID_ARGUMENT with shapes keeps its status (BAD_DATA), the shapes dropped."""
+    world = runtime_world(DeviceSpec(name="npu", hal_version=version))
+    if version is V10:
+        _force(monkeypatch, ErrorStatus.OUTPUT_INSUFFICIENT_SIZE)
+    else:
+        original = PreparedModel._execute_sync
+
+        async def with_shapes(self, request, measure, deadline_ns, loop_timeout_ns, hal):
+            _, _, timing = await original(self, request, measure, deadline_ns, loop_timeout_ns, hal)
+            return ErrorStatus.INVALID_ARGUMENT, self.output_shapes(), timing
+
+        monkeypatch.setattr(PreparedModel, "_execute_sync", with_shapes)
+    codes: list[ResultCode] = []
+
+    async def app(runtime):
+        compilation = await _compilation(runtime, build_preset("add", "float32", {}), ["npu"])
+        codes.append(await _execution(compilation).compute())
+
+    await world.run(app)
+    assert codes == [expected]
 
 
 # ------------------------------------------------------------------ TimingTest
