@@ -192,7 +192,7 @@ class VersionedIPreparedModel:
         if status is not _NONE:
             # getExecutionResult (common/Utils.cpp): the status stands; shapes it should not
             # carry and any timing are dropped (the callback path repairs instead).
-            timing = None
+            return status, None
         return status, timing
 
     async def _execute_with_callback(self, request: Request) -> ErrorStatus | DeadObject:
