@@ -179,8 +179,9 @@ EXECUTION_MODES = Topic(
         StepSpec(
             title="Fenced: startComputeWithDependencies -> executeFenced (HAL 1.3)",
             text=(
-                "executeFenced returns a sync fence and an IFencedExecutionCallback; the sample "
-                "driver runs the model inside the call and returns an already signalled fence. "
+                "executeFenced returns a sync fence handle and an IFencedExecutionCallback; the "
+                "sample driver runs the model inside the call, so the handle is empty (nothing "
+                "left to wait for) and an error would come back from the call itself. "
                 "getExecutionInfo gives timingLaunched/timingFenced (measured here)."
             ),
             process="fenced13",

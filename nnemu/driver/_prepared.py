@@ -3,8 +3,8 @@
 The execution paths follow the sample driver (``SamplePreparedModel`` in
 ``SampleDriver.cpp``): validate the request, refuse what the deadline cannot
 make, run on the device, and answer through the callback (``execute*``), the
-return value (``executeSynchronously*``) or an already signalled fence
-(``executeFenced``).  Bursts are served by ``BurstContext``.
+return value (``executeSynchronously*``) or, done inside the call, an empty
+fence and a fenced callback (``executeFenced``).  Bursts are served by ``BurstContext``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ _V1_3: Final = HalVersion.V1_3
 
 @attrs.frozen
 class FencedResult:
-    """What executeFenced hands back: the (already signalled) fence and the callback's answers."""
+    """The IFencedExecutionCallback executeFenced hands back beside an empty sync fence (the
+    work is done inside the call, as in the sample driver): its getExecutionInfo answers."""
 
     status: ErrorStatus
     """Status of the execution (what the sync fence reports)."""
