@@ -113,27 +113,19 @@ async def _probe(emulator: Emulator, endpoint: Endpoint, facts: list[str]) -> No
     model = build_model(emulator.scenario.models[0])
     await kernel.sleep_until(PROBE_START_NS)
 
-    async def prepare(service: DriverService, version: str, sent: Model, label: str) -> None:
+    async def prepare(service: DriverService, sent: Model, label: str) -> None:
         latch = _Latch(SimEvent(kernel))
         ref = CallbackRef(endpoint, latch.notify)
         preference = int(ExecutionPreference.FAST_SINGLE_ANSWER)
-        with tracer.raw_section(f"VtsValidation::prepareModel_{version}({label})"):
-            if version == "1_3":
-                launch = await binder.call(
-                    service.endpoint,
-                    "IDevice",
-                    "prepareModel_1_3",
-                    lambda: service.prepareModel_1_3(
-                        sent, preference, int(Priority.MEDIUM), None, (), (), b"\0" * 32, ref
-                    ),
-                )
-            else:
-                launch = await binder.call(
-                    service.endpoint,
-                    "IDevice",
-                    "prepareModel_1_2",
-                    lambda: service.prepareModel_1_2(sent, preference, (), (), b"\0" * 32, ref),
-                )
+        with tracer.raw_section(f"VtsValidation::prepareModel_1_3({label})"):
+            launch = await binder.call(
+                service.endpoint,
+                "IDevice",
+                "prepareModel_1_3",
+                lambda: service.prepareModel_1_3(
+                    sent, preference, int(Priority.MEDIUM), None, (), (), b"\0" * 32, ref
+                ),
+            )
             await latch.event.wait()
         await kernel.sleep(1_000_000)  # a late second notify would have arrived by now
         facts.append(
@@ -141,8 +133,8 @@ async def _probe(emulator: Emulator, endpoint: Endpoint, facts: list[str]) -> No
             f"callback notified {len(latch.calls)}x: {', '.join(latch.calls)}"
         )
 
-    await prepare(services["npu"], "1_3", _invalid(model), "invalid model")
-    await prepare(services["conv-dsp"], "1_2", model, "whole model")
+    await prepare(services["npu"], _invalid(model), "invalid model")
+    await prepare(services["conv-dsp"], model, "whole model")
 
 
 # ------------------------------------------------------------------- the run

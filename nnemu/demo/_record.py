@@ -109,7 +109,10 @@ def describe(value: object) -> str:
         rest = value[1:]
         if len(rest) == 1 and rest[0] is not None and hasattr(rest[0], "get_execution_info"):
             fenced_status, launched, _ = rest[0].get_execution_info()
-            return f"{status}, sync fence signalled with {fenced_status.name}{_timing(launched)}"
+            return (
+                f"{status}, empty sync fence (done in the call), callback status "
+                f"{fenced_status.name}{_timing(launched)}"
+            )
         if len(rest) == 1 and rest[0] is None:
             return f"{status}, empty fence handle, null callback"
         if len(rest) == 1 and isinstance(rest[0], tuple) and rest[0]:

@@ -77,7 +77,7 @@ PREPARE = Topic(
     scenario="prepare.yaml",
     intro=(
         "App 'camera' compiles a 3-operation model (CONV_2D, RELU, FULLY_CONNECTED) for all "
-        "devices: a full HAL 1.3 'npu' and a partial HAL 1.2 'conv-dsp' that supports only "
+        "devices: a full HAL 1.3 'npu' and a partial HAL 1.3 'conv-dsp' that supports only "
         "CONV_2D. Afterwards a VTS-style probe calls IDevice directly, as VtsHalNeuralnetworks "
         "does, with inputs the runtime never sends."
     ),
@@ -96,10 +96,10 @@ PREPARE = Topic(
         StepSpec(
             title="The partial driver prepares the piece it supports",
             text=(
-                "prepareModel_1_2 validates its arguments synchronously, launches the "
+                "prepareModel_1_3 validates its arguments synchronously, launches the "
                 "preparation on a worker thread and returns NONE at once (the launch status). "
                 "The result arrives later, exactly once, through IPreparedModelCallback::"
-                "notify_1_2 - a oneway call served on the app's binder thread."
+                "notify_1_3 - a oneway call served on the app's binder thread."
             ),
             process="camera",
             anchor=r"^\[NN_LI_PC\]prepareModel$",
@@ -124,19 +124,21 @@ PREPARE = Topic(
                 "never sends such a model: ANeuralNetworksModel_finish already rejected it."
             ),
             process="vts",
-            anchor=r"^VtsValidation::prepareModel_1_3",
+            anchor=r"^VtsValidation::prepareModel_1_3\(invalid",
         ),
         StepSpec(
             title="The whole model to the partial driver: launch NONE, notify INVALID_ARGUMENT",
             text=(
-                "The sample driver's partial-driver rule: a model it does not fully support is "
-                "not an invalid argument of the call, so the launch says NONE. No preparation "
-                "is started: the driver notifies INVALID_ARGUMENT and a null model at once, on "
-                "the binder thread serving the call, before the launch returns. Launch status "
-                "and callback status differ - only the callback tells the outcome."
+                "The sample driver's partial-driver rule (SampleDriverPartial's "
+                "prepareModel_1_3; through the older entry points it prepares the whole "
+                "model): a model it does not fully support is not an invalid argument of the "
+                "call, so the launch says NONE. No preparation is started: the driver notifies "
+                "INVALID_ARGUMENT and a null model at once, on the binder thread serving the "
+                "call, before the launch returns. Launch status and callback status differ - "
+                "only the callback tells the outcome."
             ),
             process="vts",
-            anchor=r"^VtsValidation::prepareModel_1_2",
+            anchor=r"^VtsValidation::prepareModel_1_3\(whole",
         ),
     ),
     probe=True,
@@ -177,8 +179,9 @@ EXECUTION_MODES = Topic(
         StepSpec(
             title="Fenced: startComputeWithDependencies -> executeFenced (HAL 1.3)",
             text=(
-                "executeFenced returns a sync fence and an IFencedExecutionCallback; the sample "
-                "driver runs the model inside the call and returns an already signalled fence. "
+                "executeFenced returns a sync fence handle and an IFencedExecutionCallback; the "
+                "sample driver runs the model inside the call, so the handle is empty (nothing "
+                "left to wait for) and an error would come back from the call itself. "
                 "getExecutionInfo gives timingLaunched/timingFenced (measured here)."
             ),
             process="fenced13",

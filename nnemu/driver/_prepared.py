@@ -3,8 +3,8 @@
 The execution paths follow the sample driver (``SamplePreparedModel`` in
 ``SampleDriver.cpp``): validate the request, refuse what the deadline cannot
 make, run on the device, and answer through the callback (``execute*``), the
-return value (``executeSynchronously*``) or an already signalled fence
-(``executeFenced``).  Bursts are served by ``BurstContext``.
+return value (``executeSynchronously*``) or, done inside the call, an empty
+fence and a fenced callback (``executeFenced``).  Bursts are served by ``BurstContext``.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ _V1_3: Final = HalVersion.V1_3
 
 @attrs.frozen
 class FencedResult:
-    """What executeFenced hands back: the (already signalled) fence and the callback's answers."""
+    """The IFencedExecutionCallback executeFenced hands back beside an empty sync fence (the
+    work is done inside the call, as in the sample driver): its getExecutionInfo answers."""
 
     status: ErrorStatus
     """Status of the execution (what the sync fence reports)."""
@@ -188,28 +189,40 @@ class PreparedModel:
         loop_timeout_ns: int | None,
         duration_ns: int | None,
     ) -> tuple[ErrorStatus, FencedResult | None]:
-        """IPreparedModel::executeFenced (1.3): runs inside the call, like the sample driver."""
+        """IPreparedModel::executeFenced (1.3): runs inside the call, like the sample driver.
+
+        As ``SamplePreparedModel::executeFenced``: the request (outputs fully specified),
+        then the deadline, then the wait fences (a null one is INVALID_ARGUMENT) are
+        checked; the work's error is returned from the call itself with no fence and no
+        callback; on success the callback's ``timingFenced`` runs from the fences'
+        signal (after the checks), ``timingLaunched`` from the call.
+        """
         tracer, kernel = self.service.tracer, self.service.kernel
         with tracer.enter(_FENCED_MARKS[0]) as section:
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
-            if any(fence is None for fence in wait_for):
-                return ErrorStatus.INVALID_ARGUMENT, None
             main = self.model.main
             if any(0 in main.operands[i].dimensions for i in main.output_indexes):
                 return ErrorStatus.INVALID_ARGUMENT, None  # outputs must be fully specified
             error = self.check_request(request, deadline_ns)
             if error is not None:
                 return error, None
+            if any(fence is None for fence in wait_for):
+                return ErrorStatus.INVALID_ARGUMENT, None
+            signalled = kernel.task_now_ns()
             bound = deadline_ns
             if duration_ns is not None:
-                end = kernel.task_now_ns() + duration_ns
+                end = signalled + duration_ns
                 bound = end if bound is None else min(bound, end)
             # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
             section.switch_through(_FENCED_MARKS[1], _FENCED_MARKS[0])
             status, on_device = await self.compute(bound, loop_timeout_ns)
-            timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
-            return ErrorStatus.NONE, FencedResult(status, timing, timing)
+            if status is not _NONE:
+                return status, None
+            ended = kernel.task_now_ns()
+            launched = measured_timing(measure, status, on_device, entered, ended)
+            fenced = measured_timing(measure, status, on_device, signalled, ended)
+            return ErrorStatus.NONE, FencedResult(status, launched, fenced)
 
     # The sample driver's execution paths. -----------------------------------
     def check_request(self, request: Request, deadline_ns: int | None) -> ErrorStatus | None:

@@ -519,8 +519,10 @@ class DriverService:
                 return self._refuse(callback, version, ErrorStatus.INVALID_ARGUMENT)
             if self.status is DeviceStatus.OFFLINE:
                 return self._refuse(callback, version, ErrorStatus.DEVICE_UNAVAILABLE)
-            if not all(supported_by(model, self.supported)):
-                # A partial driver cannot prepare what it does not fully support.
+            if version is HalVersion.V1_3 and not all(supported_by(model, self.supported)):
+                # A partial driver's prepareModel_1_3 refuses what it does not fully support
+                # (SampleDriverPartial.cpp overrides only the 1.3 entry point; the older ones
+                # prepare the whole model, as SampleDriver does).
                 self._notify_prepared(callback, version, ErrorStatus.INVALID_ARGUMENT, None)
                 return ErrorStatus.NONE
             if deadline_ns is not None and kernel.task_now_ns() >= deadline_ns:

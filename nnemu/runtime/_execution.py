@@ -103,6 +103,9 @@ class Execution:
         """The execution's result code once it finished (None before)."""
         self.timing: Timing | None = None
         """The last driver step's timing, when it measured one."""
+        self.timing_fenced: Timing | None = None
+        """The last driver step's timing from its input fences signalling (``timing`` but
+        for a 1.3 driver's fenced execution: its callback's ``timingFenced``)."""
         self.deadline_ns: int | None = None
         """Absolute virtual deadline from ``set_timeout``, fixed when the execution starts."""
         self.fell_back = False
@@ -125,12 +128,13 @@ class Execution:
         return ResultCode.BAD_STATE if self.started else _NO_ERROR
 
     def set_timeout(self, duration_ns: int) -> ResultCode:
-        """ANeuralNetworksExecution_setTimeout: single-device compilations; BAD_STATE once started."""
+        """ANeuralNetworksExecution_setTimeout: single-device compilations (BAD_DATA, checked
+        first, as ExecutionBuilder::setTimeoutDuration does); BAD_STATE once started."""
         with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_setTimeout"):
-            if self.started:
-                return ResultCode.BAD_STATE
             if not self.compilation.single_device:
                 return ResultCode.BAD_DATA
+            if self.started:
+                return ResultCode.BAD_STATE
             self.timeout_ns = duration_ns or None
             return ResultCode.NO_ERROR
 
@@ -143,21 +147,29 @@ class Execution:
             return ResultCode.NO_ERROR
 
     def set_measure_timing(self, measure: bool) -> ResultCode:
-        """ANeuralNetworksExecution_setMeasureTiming: single-device only; BAD_STATE once started."""
+        """ANeuralNetworksExecution_setMeasureTiming: single-device only (BAD_DATA, checked
+        first, as ExecutionBuilder::setMeasureTiming does); BAD_STATE once started."""
         with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_setMeasureTiming"):
-            if self.started:
-                return ResultCode.BAD_STATE
             if not self.compilation.single_device:
                 return ResultCode.BAD_DATA
+            if self.started:
+                return ResultCode.BAD_STATE
             self.measure = measure
             return ResultCode.NO_ERROR
 
     def get_duration(self, code: int) -> tuple[ResultCode, int]:
-        """ANeuralNetworksExecution_getDuration in ns; BAD_STATE + UINT64_MAX when unavailable."""
+        """ANeuralNetworksExecution_getDuration in ns; BAD_STATE + UINT64_MAX when unavailable.
+
+        ``code``: 0 ON_HARDWARE and 1 IN_DRIVER from the launch, 2 FENCED_ON_HARDWARE and
+        3 FENCED_IN_DRIVER from the input fences signalling (the fenced callback's
+        ``timingFenced``; the launch's timing for other modes); any other is BAD_DATA.
+        """
         with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_getDuration"):
+            if code not in (0, 1, 2, 3):
+                return ResultCode.BAD_DATA, UINT64_MAX
             if self.finished_code is not ResultCode.NO_ERROR or not self.measure:
                 return ResultCode.BAD_STATE, UINT64_MAX
-            timing = self.timing or Timing()
+            timing = (self.timing_fenced if code >= 2 else self.timing) or Timing()
             value = timing.time_on_device_us if code in (0, 2) else timing.time_in_driver_us
             return ResultCode.NO_ERROR, UINT64_MAX if value == UINT64_MAX else value * 1000
 
@@ -215,24 +227,35 @@ class Execution:
     ) -> tuple[ResultCode, Event | None]:
         """ANeuralNetworksExecution_startComputeWithDependencies (fenced execution).
 
-        Waits for the dependencies' fences, then runs: ``executeFenced`` on 1.3
-        drivers, a synchronous execution otherwise.  Returns an Event over the
-        result fence (already signalled: the emulated drivers run inside the call,
-        as the sample driver does).
+        As the R runtime (``NeuralNetworks.cpp``, ``ExecutionBuilder::computeFenced``): the
+        dependencies are waited for first, and their results do not matter (an event without
+        a sync fence -- every event here: the emulated drivers, like the sample driver,
+        return none -- is only waited on); then BAD_STATE once started, BAD_DATA for a
+        non-zero ``duration_ns`` without exactly one device or for a model output whose
+        dimensions are not fully specified; then the plan runs, ``executeFenced`` on 1.3
+        drivers, a synchronous execution otherwise.  A failure is returned here, with no
+        event; on success the event is already signalled (the drivers run inside the call).
         """
         runtime = self.runtime
         with runtime.ndk_call(
             Phase.EXECUTION, "ANeuralNetworksExecution_startComputeWithDependencies"
         ):
-            code = self._start()
-            if code is not ResultCode.NO_ERROR:
-                return code, None
             for dependency in dependencies:
-                dep_code = await dependency._done.wait()
-                if dep_code is not ResultCode.NO_ERROR:
+                await dependency._done.wait()
+            if self.started:
+                return ResultCode.BAD_STATE, None
+            if duration_ns and not self.compilation.single_device:
+                return ResultCode.BAD_DATA, None
+            main = self.compilation.model.main
+            for index in main.output_indexes:
+                operand = main.operands[index]
+                if operand.type.is_tensor and (not operand.dimensions or 0 in operand.dimensions):
                     return ResultCode.BAD_DATA, None
+            self._start()
             code = await self._run_plan(fenced=True, duration_ns=duration_ns or None)
             self.finished_code = code
+            if code is not ResultCode.NO_ERROR:
+                return code, None
             event = Event(runtime)
             await runtime.kernel.sync()
             event._signal(code)
@@ -282,13 +305,19 @@ class Execution:
                 continue
             if code is ResultCode.OUTPUT_INSUFFICIENT_SIZE or not compilation.fallback_allowed:
                 return _app_visible(code)
-            if code.is_deadline_miss:
+            if step.device.is_cpu and code.is_deadline_miss:
+                # A WHILE on the CPU is the runtime's own control-flow interpreter
+                # (ExecutionPlan::next), whose loop timeout is never retried; a driver
+                # step's MISSED_DEADLINE_* falls back like any other failure.
                 return code
             self.fell_back = True
             if step.device.is_cpu:
                 if compound:
                     return await self._full_cpu_fallback()
                 return _app_visible(code)
+            if fenced:
+                # startComputeFenced: a failed driver step means the whole model on the CPU.
+                return await self._full_cpu_fallback()
             code = await self._partial_cpu_fallback(step)
             if code is not ResultCode.NO_ERROR:
                 if compound:
@@ -387,7 +416,7 @@ class Execution:
             await kernel.sleep(FMQ_TRANSFER_NS)  # the client spins on the result queue
             if split is not None:
                 split.ipc_ns += FMQ_TRANSFER_NS
-        self.timing = timing
+        self.timing = self.timing_fenced = timing
         return status_to_code(status)
 
     async def _run_on_driver(
@@ -408,18 +437,20 @@ class Execution:
             section.switch_to(_IPC_MARK[fenced])
             try:
                 if fenced:
-                    status, timing = await prepared.execute_fenced(
+                    status, timing, timing_fenced = await prepared.execute_fenced(
                         request, measure, self.deadline_ns, self.loop_timeout_ns, duration_ns
                     )
                 else:
                     status, timing = await prepared.execute(
                         request, measure, self.deadline_ns, self.loop_timeout_ns
                     )
+                    timing_fenced = timing
             finally:
                 # The results phase is charged however the call ended.
                 section.switch_to(_RESULTS_MARK[fenced])
                 kernel.work(API_CALL_NS)
         self.timing = timing
+        self.timing_fenced = timing_fenced
         if isinstance(status, DeadObject):
             runtime.forget(device)
             return ResultCode.DEAD_OBJECT

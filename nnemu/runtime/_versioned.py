@@ -42,6 +42,8 @@ from nnemu.tracer import Layer, Phase, Tracer
 _V1_3: Final = HalVersion.V1_3
 """``HalVersion.V1_3`` as a module constant: ``execute`` compares with it once an execution, and
 on Python 3.11 an enum member's lookup on its class costs ~60 ns (bench/README.md)."""
+_NONE: Final = ErrorStatus.NONE
+"""``ErrorStatus.NONE`` likewise (``execute`` checks each answer's status)."""
 
 
 class PreparedModelCallback:
@@ -69,8 +71,17 @@ class ExecutionCallback:
         self.notifications = 0
 
     def notify(self, status: ErrorStatus, shapes: Any = (), timing: Any = None) -> None:
-        """notify / notify_1_2 / notify_1_3: the first call wins."""
+        """notify / notify_1_2 / notify_1_3: the first call wins.
+
+        The results are checked as the R runtime's ``ExecutionCallback::notifyInternal``
+        does: OUTPUT_INSUFFICIENT_SIZE without shapes, or another error with shapes, is
+        GENERAL_FAILURE with no shapes and no timing (docs/hal-semantics.md §1.1).
+        """
         self.notifications += 1
+        if status is not ErrorStatus.NONE and (
+            bool(shapes) is not (status is ErrorStatus.OUTPUT_INSUFFICIENT_SIZE)
+        ):
+            status, shapes, timing = ErrorStatus.GENERAL_FAILURE, (), None
         self.event.set((status, shapes, timing))
 
     def dead(self) -> None:
@@ -195,6 +206,10 @@ class VersionedIPreparedModel:
         if isinstance(answer, DeadObject):
             return DEAD, None
         status, _, timing = answer
+        if status is not _NONE:
+            # getExecutionResult (common/Utils.cpp): the status stands; shapes it should not
+            # carry and any timing are dropped (the callback path repairs instead).
+            return status, None
         return status, timing
 
     async def _execute_with_callback(self, request: Request) -> ErrorStatus | DeadObject:
@@ -220,14 +235,18 @@ class VersionedIPreparedModel:
         deadline_ns: int | None,
         loop_timeout_ns: int,
         duration_ns: int | None,
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
         """executeFenced on 1.3 (no fences to wait for); older drivers run ``execute``.
 
-        The emulated drivers signal the result fence inside the call, so the timing
-        comes from the fenced callback's getExecutionInfo.
+        Returns the status, the timing from the launch and the timing from the input
+        fences signalling.  A 1.3 driver returns its error from the call itself (the
+        sample driver's executeFenced); the emulated drivers signal the result fence
+        inside the call, so on success both timings come from the fenced callback's
+        getExecutionInfo.  An older driver's one timing stands for both.
         """
         if self.version is not HalVersion.V1_3:
-            return await self.execute(request, measure, deadline_ns, loop_timeout_ns)
+            status, timing = await self.execute(request, measure, deadline_ns, loop_timeout_ns)
+            return status, timing, timing
         answer = await self._binder.call(
             self.endpoint,
             "IPreparedModel",
@@ -243,12 +262,11 @@ class VersionedIPreparedModel:
             ),
         )
         if isinstance(answer, DeadObject):
-            return DEAD, None
+            return DEAD, None, None
         status, fenced_callback = answer[0], answer[1]
         if status is not ErrorStatus.NONE or fenced_callback is None:
-            return status, None
-        status, timing, _ = fenced_callback.get_execution_info()
-        return status, timing
+            return status, None, None
+        return fenced_callback.get_execution_info()
 
     async def configure_execution_burst(self, callback: object, preference: int) -> IBurst | None:
         """configureExecutionBurst (1.2+): the burst context, or None when the driver cannot burst."""

@@ -9,6 +9,7 @@ HAL version of the (single) driver device.
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from nnemu.driver import PreparedModel
@@ -289,3 +290,158 @@ async def test_ControlFlowTest_loop_timeout_missed_deadline(autojump_clock, runt
     [timed_out, control] = codes
     assert control is OK
     assert timed_out in MISSED
+
+
+# ------------------------------------------------------------------ fenced execution
+
+
+def _unspecified_output(m):
+    """``m`` with its first output's first dimension unknown (0)."""
+    main = m.main
+    index = main.output_indexes[0]
+    operands = list(main.operands)
+    dims = operands[index].dimensions
+    operands[index] = attrs.evolve(operands[index], dimensions=(0, *dims[1:]))
+    return attrs.evolve(m, main=attrs.evolve(main, operands=tuple(operands)))
+
+
+async def test_TestValidation_FencedExecution_failed_dependency(autojump_clock, runtime_world):
+    """CTS FencedExecution / NeuralNetworks.cpp startComputeWithDependencies: an event without a
+    sync fence is only waited for, so a dependency that failed does not fail the execution."""
+    world = runtime_world(DeviceSpec(name="npu", hal_version=V13))
+    codes: list[ResultCode] = []
+
+    async def app(runtime):
+        compilation = await _single(runtime)
+        assert await compilation.finish() is OK
+        failing = _execution(compilation)
+        assert failing.set_timeout(1) is OK  # past before the driver starts
+        code, failed = await failing.start_compute()
+        assert code is OK
+        codes.append(await failed.wait())
+        code, event = await _execution(compilation).start_compute_with_dependencies([failed])
+        codes.append(code)
+        codes.append(await event.wait())
+
+    await world.run(app)
+    [dependency, start, wait] = codes
+    assert dependency in MISSED
+    assert (start, wait) == (OK, OK)
+
+
+async def test_TestValidation_FencedExecution_duration_needs_one_device(
+    autojump_clock, runtime_world
+):
+    """ExecutionBuilder.cpp computeFenced: a non-zero duration is BAD_DATA unless the compilation was
+    made by createForDevices for exactly one device (no event); zero is fine everywhere."""
+    world = runtime_world(DeviceSpec(name="a", hal_version=V13), DeviceSpec(name="b"))
+    codes: dict[str, tuple[ResultCode, bool]] = {}
+
+    async def app(runtime):
+        builder = await _builder(runtime)
+        devices = await runtime.get_devices()
+        _, everywhere = await Compilation.create(builder)
+        _, two = await Compilation.create_for_devices(builder, devices[:2])
+        one = await _single(runtime, "a")
+        for name, compilation in (("create", everywhere), ("two", two), ("one", one)):
+            assert await compilation.finish() is OK
+            for duration in (0, 10 * MS):
+                code, event = await _execution(compilation).start_compute_with_dependencies(
+                    [], duration
+                )
+                codes[f"{name}_{duration}"] = (code, event is not None)
+
+    await world.run(app)
+    assert codes == {
+        "create_0": (OK, True),
+        "create_10000000": (BAD_DATA, False),
+        "two_0": (OK, True),
+        "two_10000000": (BAD_DATA, False),
+        "one_0": (OK, True),
+        "one_10000000": (OK, True),
+    }
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=_hal_id)
+async def test_TestValidation_FencedExecution_outputs_fully_specified(
+    autojump_clock, runtime_world, version
+):
+    """ExecutionBuilder.cpp computeFenced: an output whose dimensions are not fully specified is
+    BAD_DATA before the execution starts (no event; it can still be computed)."""
+    world = runtime_world(DeviceSpec(name="npu", hal_version=version))
+    codes: list[object] = []
+
+    async def app(runtime):
+        m = _unspecified_output(model("add_float32"))
+        compilation = await _single(runtime, m=m)
+        assert await compilation.finish() is OK
+        execution = _execution(compilation)
+        code, event = await execution.start_compute_with_dependencies([])
+        codes.append((code, event))
+        codes.append(await execution.compute())
+
+    await world.run(app)
+    assert codes == [(BAD_DATA, None), OK]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_TestValidation_ExecutionUsability_fenced_again(autojump_clock, runtime_world, mode):
+    """CTS ExecutionUsability: startComputeWithDependencies on an execution already started (in any
+    mode) is BAD_STATE, with no event."""
+    world = runtime_world(DeviceSpec(name="npu", hal_version=V13))
+    codes: list[object] = []
+
+    async def app(runtime):
+        compilation = await _single(runtime)
+        assert await compilation.finish() is OK
+        execution = _execution(compilation)
+        assert await _run(execution, mode) is OK
+        codes.append(await execution.start_compute_with_dependencies([]))
+
+    await world.run(app)
+    assert codes == [(BAD_STATE, None)]
+
+
+# ------------------------------------------------------------------ setters and getDuration
+
+
+async def test_TestValidation_setters_one_device_before_started(autojump_clock, runtime_world):
+    """ExecutionBuilder.cpp setTimeoutDuration / setMeasureTiming: the one-device rule (BAD_DATA) is
+    checked before the started state (BAD_STATE), so a started Compilation_create execution is
+    BAD_DATA; a single-device one BAD_STATE."""
+    world = runtime_world(DeviceSpec(name="npu"))
+    codes: dict[str, list[ResultCode]] = {}
+
+    async def app(runtime):
+        _, everywhere = await Compilation.create(await _builder(runtime))
+        single = await _single(runtime)
+        for name, compilation in (("create", everywhere), ("single", single)):
+            assert await compilation.finish() is OK
+            execution = _execution(compilation)
+            assert await execution.compute() is OK
+            codes[name] = [execution.set_timeout(MS), execution.set_measure_timing(True)]
+
+    await world.run(app)
+    assert codes == {"create": [BAD_DATA, BAD_DATA], "single": [BAD_STATE, BAD_STATE]}
+
+
+@pytest.mark.parametrize("code", [-1, 4, 5])
+async def test_TestValidation_getDuration_bad_code(autojump_clock, runtime_world, code):
+    """CTS ValidationTestCompilationForDevices_1.ExecutionTiming: a duration code outside
+    ON_HARDWARE..FENCED_IN_DRIVER is BAD_DATA, even after a measured execution."""
+    world = runtime_world(DeviceSpec(name="npu", hal_version=V13))
+    answers: list[tuple[ResultCode, int]] = []
+
+    async def app(runtime):
+        compilation = await _single(runtime)
+        assert await compilation.finish() is OK
+        execution = _execution(compilation)
+        assert execution.set_measure_timing(True) is OK
+        assert await execution.compute() is OK
+        answers.append(execution.get_duration(code))
+        answers.append(execution.get_duration(0))
+
+    await world.run(app)
+    [bad, good] = answers
+    assert bad == (BAD_DATA, UINT64_MAX)
+    assert good[0] is OK

@@ -30,7 +30,7 @@ KEY_FACTS = {
         "executeSynchronously::client  -> returned NONE",
         "HIDL::IExecutionCallback::notify::client  (NONE)",
         "ANeuralNetworksEvent_wait",
-        "executeFenced::client  -> returned NONE, sync fence signalled with NONE",
+        "executeFenced::client  -> returned NONE, empty sync fence (done in the call), callback status NONE",
     ],
     "priorities": ["preempted 1x", "npu-ckpt (HAL 1.3): 14 executions, preemptions 2"],
     "deadlines": [

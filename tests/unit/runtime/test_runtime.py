@@ -440,6 +440,9 @@ async def _run_mode(execution: Execution, mode: str) -> ResultCode:
         code, event = await execution.start_compute()
     else:
         code, event = await execution.start_compute_with_dependencies(())
+        if code is not ResultCode.NO_ERROR:  # a fenced failure comes back with no event
+            assert event is None
+            return code
     assert code is ResultCode.NO_ERROR
     assert event is not None
     return await event.wait()
