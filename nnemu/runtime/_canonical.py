@@ -73,8 +73,9 @@ class CanonicalPreparedModel(Protocol):
         deadline_ns: int | None,
         loop_timeout_ns: int,
         duration_ns: int | None,
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
-        """One fenced execution (no fences to wait for)."""
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
+        """One fenced execution (no fences to wait for): its status, the timing from the
+        launch and the timing from the input fences signalling."""
         ...
 
     async def configure_execution_burst(self, callback: object, preference: int) -> IBurst | None:

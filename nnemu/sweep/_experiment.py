@@ -309,8 +309,10 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     loader = _Loader(source)
     if root is None:
         raise ScenarioError([file_problem(source, "expected an experiment, got an empty file")])
-    for node, reason in unreadable_scalars(root):
-        loader.problem(node, "", f"expected a readable value, got {_clip(node.value)} ({reason})")
+    for scalar, reason in unreadable_scalars(root):
+        loader.problem(
+            scalar, "", f"expected a readable value, got {_clip(scalar.value)} ({reason})"
+        )
     if loader.problems:
         raise ScenarioError(loader.problems)
     nodes: dict[str, Node] = {}
