@@ -38,18 +38,43 @@ from nnemu.pictures._collect import (
 from nnemu.pictures._common import short_labels
 from nnemu.scenario import CPU_DEVICE_NAME
 
-SPLIT_PARTS = ("queue_wait", "ipc", "driver_launch", "compute")
+SPLIT_PARTS = (
+    "app_wait",
+    "binder_wait",
+    "device_queue",
+    "preempted",
+    "ipc",
+    "driver_launch",
+    "compute",
+    "retry",
+    "runtime",
+)
 """The latency split's parts, in the order the bars stack them; other keys follow."""
 SPLIT_LABELS = {
-    "queue_wait": "queue wait",
+    "app_wait": "app thread wait",
+    "binder_wait": "binder thread wait",
+    "device_queue": "device queue",
+    "preempted": "preempted",
     "ipc": "IPC",
     "driver_launch": "driver launch",
     "compute": "compute",
+    "queue_wait": "queue wait",
 }
-# A slate ramp (darkest first: the queue wait is what one looks for), then sand for any
+# A slate ramp (darkest first: the waits are what one looks for), then sand for any
 # further part: no colour of the apps' or the result codes' palettes (tests check it).
-SPLIT_COLORS = ("#2f3e5c", "#5b7399", "#93a7c7", "#cfd8dc", "#e8c07d", "#b08b5b", "#f3e1bb")
-_DARK_PARTS = 2
+SPLIT_COLORS = (
+    "#1f2a40",
+    "#2f3e5c",
+    "#3f5275",
+    "#5b7399",
+    "#93a7c7",
+    "#b4c2d8",
+    "#cfd8dc",
+    "#e8c07d",
+    "#b08b5b",
+    "#f3e1bb",
+)
+_DARK_PARTS = 4
 """The first parts are dark: their labels are white."""
 
 WHY_CSS = """
@@ -296,7 +321,7 @@ def _quantile_cell(latency: Mapping[str, Any], key: str, done: bool) -> str:
 
 # ---------------------------------------------------------------- latency split
 def split_parts(split: Mapping[str, float]) -> list[str]:
-    """The parts of a latency split in drawing order: the four known ones, then the rest."""
+    """The parts of a latency split in drawing order: the known ones, then the rest."""
     known = [part for part in SPLIT_PARTS if part in split]
     return known + sorted(part for part in split if part not in SPLIT_PARTS)
 

@@ -25,7 +25,7 @@ from nnemu.pictures import (
 )
 from nnemu.pictures._common import APP_COLORS, CODE_COLORS
 from nnemu.pictures._layer_sink import LayerSink
-from nnemu.pictures._why import SPLIT_COLORS, reading, split_parts, why_section
+from nnemu.pictures._why import SPLIT_COLORS, SPLIT_PARTS, reading, split_parts, why_section
 from nnemu.report import Report
 from nnemu.scenario import load_scenario
 from nnemu.sim import SimThread
@@ -243,15 +243,15 @@ def test_every_app_has_its_settings_and_where_it_ran(two_apps: dict[str, Path]) 
 
 
 def test_split_bars_draw_the_reports_split(two_apps: dict[str, Path]) -> None:
-    """Each app's bar draws the report's latency_split_ms: queue wait, IPC, driver launch,
-    compute, then the report's further keys, each non-zero part with its value."""
+    """Each app's bar draws the report's latency_split_ms in the path's order (the waits for an
+    app thread, a binder thread, the device, preemption, then IPC, driver launch, compute,
+    retry, runtime), each non-zero part with its value."""
     report = json.loads(two_apps["report"].read_text())
     page = two_apps["page"].read_text()
     for name, entry in report["apps"].items():
         split = entry["latency_split_ms"]  # the JSON's keys are sorted
-        first = ["queue_wait", "ipc", "driver_launch", "compute"]
-        order = [*first, *sorted(set(split) - set(first))]
-        assert len(order) > 4
+        order = [*SPLIT_PARTS, *sorted(set(split) - set(SPLIT_PARTS))]
+        assert set(order) == set(split)
         drawn = re.findall(rf'data-app="{name}" data-part="(\w+)" data-ms="([\d.]+)"', page)
         assert drawn == [(part, f"{split[part]:.3f}") for part in order if split[part] > 0]
 
@@ -312,10 +312,17 @@ def test_reading_is_empty_when_nothing_stands_out(library_run: tuple[RunPictures
 def test_split_bars_stack_the_reports_parts_in_order(
     library_run: tuple[RunPictures, Report],
 ) -> None:
-    """The latency split bars draw queue wait, IPC, driver launch and compute in that order,
-    then any further key of the report's split, each with its value in ms."""
+    """The latency split bars draw the device queue, IPC, driver launch, compute and runtime in
+    that order, then any further key of the report's split, each with its value in ms."""
     data, report = library_run
-    split = {"compute": 4.0, "runtime": 0.25, "ipc": 0.5, "queue_wait": 2.0, "driver_launch": 0.05}
+    split = {
+        "compute": 4.0,
+        "runtime": 0.25,
+        "ipc": 0.5,
+        "device_queue": 2.0,
+        "driver_launch": 0.05,
+        "extra": 0.1,
+    }
     mean = {"latency_ms": {"mean": 6.8}}
     apps = {
         name: {**entry, **mean, "latency_split_ms": split}
@@ -324,13 +331,14 @@ def test_split_bars_stack_the_reports_parts_in_order(
     html = why_section(data, {**report.data, "apps": apps})
     parts = re.findall(r'data-app="camera" data-part="(\w+)" data-ms="([\d.]+)"', html)
     assert parts == [
-        ("queue_wait", "2.000"),
+        ("device_queue", "2.000"),
         ("ipc", "0.500"),
         ("driver_launch", "0.050"),
         ("compute", "4.000"),
         ("runtime", "0.250"),
+        ("extra", "0.100"),
     ]
-    assert "camera: queue wait 2.000 ms (29% of 6.800 ms)" in html
+    assert "camera: device queue 2.000 ms (29% of 6.800 ms)" in html
     assert split_parts({"b": 1.0, "compute": 1.0, "a": 1.0}) == ["compute", "a", "b"]
     assert "Queue wait is" not in " ".join(reading(data, {**report.data, "apps": apps}))
     apps["camera"]["latency_split_ms"] = {**split, "queue_wait": 2.5}  # 34% of 7.3 ms
