@@ -158,8 +158,9 @@ def split_sentence(
 
 
 def _cause(facts: Facts, app: str, part: str, reason: SchedulerReason) -> tuple[str, str]:
-    """The cause of ``app``'s wait ``part`` from the run's facts, and the ``--set`` (key=value)
-    that would test it ("" for either when the facts do not give one)."""
+    """The cause of ``app``'s wait ``part`` from the run's facts, and the ``--set`` (key=value,
+    several joined by `` --set ``) that would test it ("" for either when the facts do not give
+    one)."""
     settings = facts.settings.get(app)
     device_name = facts.device_of(app)
     device = facts.configs.get(device_name)
@@ -239,11 +240,16 @@ def _queue_cause(
     if why is not None:
         facts.explained.add(app)
         cause += f"; {why}"
+    # Overtaking lower-priority work needs both: a scheduler that orders across apps, and a
+    # driver that preempts what runs (a frame that arrives while one runs waits for it all).
+    tests = []
     if lower and device.scheduler != "global_priority":
-        return cause, f"devices.{name}.scheduler=global_priority"
+        tests.append(f"devices.{name}.scheduler=global_priority")
     if lower and device.preemption == "none":
-        return cause, f"devices.{name}.preemption=checkpoint"
-    return cause, f"devices.{name}.compute_units={device.compute_units + 1}"
+        tests.append(f"devices.{name}.preemption=checkpoint")
+    return cause, " --set ".join(
+        tests
+    ) or f"devices.{name}.compute_units={device.compute_units + 1}"
 
 
 __all__ = ["CAUSE_PARTS", "Facts", "join", "mean_latency", "small", "split_sentence"]

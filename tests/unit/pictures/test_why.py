@@ -14,6 +14,7 @@ import pytest
 
 from nnemu import run
 from nnemu.errors import TraceFormatError
+from nnemu.overrides import apply_overrides
 from nnemu.parser import parse_file
 from nnemu.pictures import (
     LayerTables,
@@ -372,7 +373,10 @@ def test_reading_names_a_dominant_queue_wait_from_the_split(
         " device queue 6.00, compute 3.50, IPC 0.50): npu was busy"
     )
     assert "with indexer (LOW)" in camera
-    assert camera.endswith(" To test it: --set devices.npu.scheduler=global_priority.")
+    assert camera.endswith(
+        " To test it: --set devices.npu.scheduler=global_priority"
+        " --set devices.npu.preemption=checkpoint."
+    )
 
 
 def test_without_split_the_bars_are_left_out(library_run: tuple[RunPictures, Report]) -> None:
@@ -625,3 +629,26 @@ def test_a_small_device_queue_is_not_put_down_to_the_scheduler(
     (camera,) = [text for text in texts if "of camera's mean latency" in text]
     assert camera.startswith("Binder thread wait is 42% of camera's mean latency")
     assert "binder_threads=" in camera
+
+
+@pytest.mark.parametrize(
+    ("scenario", "app", "part"),
+    [
+        ("qos_binder_bound", "camera", "binder_wait"),
+        ("two_apps_one_npu", "camera", "device_queue"),
+        ("qos_priority_no_preemption", "camera", "device_queue"),
+        ("qos_driver_crash", "resilient", "app_wait"),
+        ("burst_low_latency", "hotword_sync", "ipc"),
+    ],
+)
+def test_the_suggested_set_shrinks_the_wait_it_names(scenario: str, app: str, part: str) -> None:
+    """The --set a reading suggests for an app's biggest wait, applied to the scenario, takes
+    at least half of that wait away: the suggestion tests the cause it names."""
+    loaded = load_scenario(REPO / f"scenarios/{scenario}.yaml")
+    texts, data = _reading_of(loaded)
+    (sentence,) = [text for text in texts if f"of {app}'s mean latency" in text]
+    label = SPLIT_LABELS[part]
+    assert sentence.startswith(f"{label[:1].upper()}{label[1:]} is ")
+    sets = sentence.split(" To test it: --set ")[1].removesuffix(".").split(" --set ")
+    after = run(apply_overrides(loaded, sets)).data["apps"][app]["latency_split_ms"]
+    assert after[part] <= data["apps"][app]["latency_split_ms"][part] / 2, sets
