@@ -599,6 +599,7 @@ class Device:
             if split.detailed:
                 split.on_device(self.spec.name, arrived, job.started_ns, end, job.preempted)
             return
+        restart = self.preemption is PreemptionKind.RESTART
         first = segments[0][0]
         on_unit = 0
         for start, stop, _ in segments:
@@ -606,9 +607,9 @@ class Device:
             end = max(end, stop)
         # The stretch that launched the work kept (the last one under restart, which ran
         # the whole execution again) and the unit time that work took.
-        start, stop, _ = segments[-1 if self.preemption is PreemptionKind.RESTART else 0]
+        start, stop, _ = segments[-1 if restart else 0]
         launched = min(stop - start, job.launch_ns)
-        kept = stop - start if self.preemption is PreemptionKind.RESTART else on_unit
+        kept = stop - start if restart else on_unit
         split.device_queue_ns += first - arrived
         split.preempted_ns += end - first - kept
         split.launch_ns += launched
