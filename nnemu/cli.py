@@ -421,7 +421,10 @@ def _summary(data: dict[str, Any], out: TextIO) -> None:
 
 
 _SPLIT_HEADS = {
-    "queue_wait": "queue",
+    "app_wait": "app",
+    "binder_wait": "binder",
+    "device_queue": "queue",
+    "preempted": "preempt",
     "ipc": "ipc",
     "driver_launch": "launch",
     "compute": "compute",

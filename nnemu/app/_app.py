@@ -330,10 +330,18 @@ class Application:
         )
         records = self.records
         if records is not None:
-            queue_ns = started_ns - arrival_ns + split.queue_ns
+            waited_ns = started_ns - arrival_ns
             retry_ns = attempt_ns - started_ns
-            ipc_ns, launch_ns, compute_ns = split.ipc_ns, split.launch_ns, split.compute_ns
-            runtime_ns = latency_ns - (queue_ns + ipc_ns + launch_ns + compute_ns + retry_ns)
+            runtime_ns = latency_ns - (
+                waited_ns
+                + split.binder_ns
+                + split.device_queue_ns
+                + split.preempted_ns
+                + split.ipc_ns
+                + split.launch_ns
+                + split.compute_ns
+                + retry_ns
+            )
             records.append(
                 ExecutionRecord(
                     arrival_ns,
@@ -351,10 +359,13 @@ class Application:
                     priority=spec.priority.name,
                     deadline_ns=split.deadline_ns,
                     preemptions=split.preemptions,
-                    queue_wait_ns=queue_ns,
-                    ipc_ns=ipc_ns,
-                    driver_launch_ns=launch_ns,
-                    compute_ns=compute_ns,
+                    app_wait_ns=waited_ns,
+                    binder_wait_ns=split.binder_ns,
+                    device_queue_ns=split.device_queue_ns,
+                    preempted_ns=split.preempted_ns,
+                    ipc_ns=split.ipc_ns,
+                    driver_launch_ns=split.launch_ns,
+                    compute_ns=split.compute_ns,
                     retry_ns=retry_ns,
                     runtime_ns=runtime_ns,
                 )

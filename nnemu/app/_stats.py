@@ -83,7 +83,17 @@ class LatencyHistogram:
         return self.max_us
 
 
-SPLIT_PARTS = ("queue_wait", "ipc", "driver_launch", "compute", "retry", "runtime")
+SPLIT_PARTS = (
+    "app_wait",
+    "binder_wait",
+    "device_queue",
+    "preempted",
+    "ipc",
+    "driver_launch",
+    "compute",
+    "retry",
+    "runtime",
+)
 """The parts an execution's latency is split into, in report order (docs/report-schema.md)."""
 
 
@@ -126,8 +136,14 @@ class ExecutionRecord:
     """The final attempt's absolute deadline, if it had one."""
     preemptions: int = 0
     """How many times the final attempt yielded a compute unit."""
-    queue_wait_ns: int = 0
-    """Waiting in the app, for binder and driver threads, and for compute units."""
+    app_wait_ns: int = 0
+    """From arrival until one of the app's threads took the frame."""
+    binder_wait_ns: int = 0
+    """Waiting for a free binder thread of the called process (the driver's, the client's)."""
+    device_queue_ns: int = 0
+    """Waiting in the driver to start: for a worker thread, then for a compute unit."""
+    preempted_ns: int = 0
+    """Off the unit after each preemption, and the work a ``restart`` threw away."""
     ipc_ns: int = 0
     """Transport latencies on the execution's path."""
     driver_launch_ns: int = 0
@@ -199,14 +215,27 @@ class AppStats:
             self.latency.add_ns(latency_ns)
             if split is not None:
                 sums = self.split_ns
-                queue_ns = waited_ns + split.queue_ns
-                ipc_ns, launch_ns, compute_ns = split.ipc_ns, split.launch_ns, split.compute_ns
-                sums[0] += queue_ns
-                sums[1] += ipc_ns
-                sums[2] += launch_ns
-                sums[3] += compute_ns
-                sums[4] += retry_ns
-                sums[5] += latency_ns - (queue_ns + ipc_ns + launch_ns + compute_ns + retry_ns)
+                binder_ns, queue_ns = split.binder_ns, split.device_queue_ns
+                preempted_ns, ipc_ns = split.preempted_ns, split.ipc_ns
+                launch_ns, compute_ns = split.launch_ns, split.compute_ns
+                sums[0] += waited_ns
+                sums[1] += binder_ns
+                sums[2] += queue_ns
+                sums[3] += preempted_ns
+                sums[4] += ipc_ns
+                sums[5] += launch_ns
+                sums[6] += compute_ns
+                sums[7] += retry_ns
+                sums[8] += latency_ns - (
+                    waited_ns
+                    + binder_ns
+                    + queue_ns
+                    + preempted_ns
+                    + ipc_ns
+                    + launch_ns
+                    + compute_ns
+                    + retry_ns
+                )
             if late:
                 self.completed_late += 1
                 self.deadline_misses += 1

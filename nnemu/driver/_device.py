@@ -564,7 +564,9 @@ class Device:
             start, stop, _ = segments[0]
             on_unit = stop - start
             launched = on_unit if on_unit < launch_ns else launch_ns
-            split.queue_ns += (finished if finished > stop else stop) - arrived - on_unit
+            split.device_queue_ns += start - arrived
+            if finished > stop:  # preempted, and the device died before it got a unit back
+                split.preempted_ns += finished - stop
             split.launch_ns += launched
             split.compute_ns += on_unit - launched
             split.energy += on_unit * job.plan.power
@@ -573,26 +575,36 @@ class Device:
         return status
 
     def account(self, job: Job, split: ExecutionSplit) -> None:
-        """Add ``job``'s time at the device to ``split``: on a unit, the launch overhead
-        (each stretch after a ``restart`` preemption launches again) and the operations
-        (redone ones included); off a unit (before the first grant, after a preemption),
-        queue wait."""
+        """Add ``job``'s time at the device to ``split``: before it first got a unit, device
+        queue; on a unit, the launch overhead and the operations; the cost of preemption
+        apart: off the unit after each preemption, and under ``restart`` every stretch but
+        the last (its launch and operations are done again from the start)."""
         arrived = job.arrived_ns
         if arrived is None:
             return
         finished = job.finished_ns
         end = finished if finished is not None else arrived
+        segments = job.segments
+        if not segments:
+            split.device_queue_ns += end - arrived
+            if split.detailed:
+                split.on_device(self.spec.name, arrived, job.started_ns, end, job.preempted)
+            return
         restart = self.preemption_policy.restarts
-        on_unit = launched = 0
-        for index, (start, stop, _) in enumerate(job.segments):
-            ran = stop - start
-            on_unit += ran
-            if index == 0 or restart:
-                launched += min(ran, job.launch_ns)
+        first = segments[0][0]
+        on_unit = 0
+        for start, stop, _ in segments:
+            on_unit += stop - start
             end = max(end, stop)
-        split.queue_ns += end - arrived - on_unit
+        # The stretch that launched the work kept (the last one under restart, which ran
+        # the whole execution again) and the unit time that work took.
+        start, stop, _ = segments[-1 if restart else 0]
+        launched = min(stop - start, job.launch_ns)
+        kept = stop - start if restart else on_unit
+        split.device_queue_ns += first - arrived
+        split.preempted_ns += end - first - kept
         split.launch_ns += launched
-        split.compute_ns += on_unit - launched
+        split.compute_ns += kept - launched
         split.energy += on_unit * job.plan.power
         if split.detailed:
             split.on_device(self.spec.name, arrived, job.started_ns, end, job.preempted)

@@ -307,7 +307,7 @@ class PreparedModel:
                 return ErrorStatus.INVALID_ARGUMENT
             ref, method = callback, version.notify_method
             # The worker thread does not run in the caller's context: it is handed the
-            # execution's split (its wait for the worker is queue wait, the callback IPC).
+            # execution's split (its wait for the worker is device queue, the callback IPC).
             split = kernel.split
 
             def notify(
@@ -333,7 +333,7 @@ class PreparedModel:
                 outer, kernel.split = kernel.split, split
                 try:
                     if split is not None:
-                        split.queue_ns += kernel.task_now_ns() - launched_ns
+                        split.device_queue_ns += kernel.task_now_ns() - launched_ns
                     with tracer.enter(_ASYNC_MARKS[1]) as section:
                         section.switch_to(_ASYNC_MARKS[0])
                         status, on_device = await self.compute(deadline_ns, loop_timeout_ns)

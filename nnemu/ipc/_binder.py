@@ -169,7 +169,7 @@ class Binder:
                 split.ipc_ns += request_ns
                 waited_from = kernel.clock_ns
                 thread = await pool.acquire()
-                split.queue_ns += kernel.clock_ns - waited_from
+                split.binder_ns += kernel.clock_ns - waited_from
             else:
                 thread = await pool.acquire()
             try:

@@ -3,7 +3,8 @@
 The app makes an ``ExecutionSplit`` the running task's split around each attempt
 (``Kernel.split``); the layers below add to it as they spend the time: the transport
 its latencies and the wait for a binder thread, the driver the wait for its worker
-thread and the device's queue, launch and compute, the runtime its CPU executor.  The
+thread and the device's queue, the time set aside by preemption, launch and compute, the
+runtime its CPU executor.  The
 split travels with the task (the kernel saves and loads it at switches): the runtime's
 code and the binder's server side run in the app thread's task; a driver worker thread,
 which does not, is handed the split explicitly (it sets it around its task).  It lives
@@ -17,24 +18,32 @@ class ExecutionSplit:
     """One execution attempt's time, by where it went (ns), and what it ran on."""
 
     __slots__ = (
+        "binder_ns",
         "compute_ns",
         "deadline_ns",
         "detailed",
         "device_arrival_ns",
         "device_end_ns",
+        "device_queue_ns",
         "device_start_ns",
         "devices",
         "energy",
         "ipc_ns",
         "launch_ns",
+        "preempted_ns",
         "preemptions",
-        "queue_ns",
     )
 
     def __init__(self, detailed: bool = False) -> None:
-        self.queue_ns = 0
-        """Waiting: for a binder thread, a driver worker thread, a compute unit (also
-        after a preemption)."""
+        self.binder_ns = 0
+        """Waiting for a free binder thread of the called process (the driver's, or the
+        client's)."""
+        self.device_queue_ns = 0
+        """Waiting in the driver to start: for a driver worker thread (HAL 1.0/1.1
+        ``execute``), then for a compute unit until it first gets one."""
+        self.preempted_ns = 0
+        """Preemption's cost: off the unit after each preemption until it gets one back,
+        and under ``restart`` the stretches whose work was thrown away."""
         self.ipc_ns = 0
         """Transport latencies on the execution's path: binder transactions, the
         callback's delivery, burst packets through their fast message queues."""

@@ -402,6 +402,8 @@ class DeviceConfig:
     """Log-normal sigma of each execution's compute time (0: deterministic)."""
     faults: tuple[FaultConfig, ...]
     """Injected faults, in scenario order."""
+    binder_threads: int = 4
+    """Binder threads of the driver's process: synchronous calls at once (docs/qos.md)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -518,10 +520,11 @@ def _retry_text(spec: RetrySpec) -> str:
     )
 
 
-def _device_config(spec: DeviceSpec) -> DeviceConfig:
+def _device_config(spec: DeviceSpec, binder_threads: int) -> DeviceConfig:
     perf = spec.performance
     return DeviceConfig(
         name=spec.name,
+        binder_threads=binder_threads,
         hal_version=spec.hal_version.value,
         type=spec.type.name,
         scheduler=spec.scheduler.value,
@@ -566,7 +569,10 @@ def why_picture(emulator: Emulator) -> WhyPicture:
         for app in emulator.apps
     )
     return WhyPicture(
-        devices=tuple(_device_config(service.device.spec) for service in emulator.services),
+        devices=tuple(
+            _device_config(service.device.spec, len(service.endpoint.pool.threads))
+            for service in emulator.services
+        ),
         cpu=CpuConfig(
             ns_per_mac=scenario.cpu.ns_per_mac, ns_per_element=scenario.cpu.ns_per_element
         ),

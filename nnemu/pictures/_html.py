@@ -80,7 +80,8 @@ class _Page:
         self.parts: list[str] = []
         self.app_class = {app.name: f"app-{slug(app.name)}" for app in data.apps}
         self.label = short_labels([app.name for app in data.apps], limit=14)
-        """Each app's name cut to fit the 110 px lane-label margin, still telling apps apart."""
+        """Each app's name cut to fit the lane-label margin (``_timeline.LEFT``), still telling
+        apps apart."""
 
     def add(self, *texts: str) -> None:
         self.parts.extend(texts)
@@ -140,12 +141,13 @@ def _summary(page: _Page, report: Mapping[str, Any]) -> None:
         page.add(f'<p class="note" id="summary-tails">{escape(footnote(marked))}</p>')
     page.add(
         '<table id="summary-devices"><tr><th class="name">device</th><th>executions</th>'
-        "<th>busy</th><th>preemptions</th></tr>"
+        "<th>busy</th><th>preemptions</th><th>energy</th></tr>"
     )
     for name, device in report["devices"].items():
         page.add(
             f'<tr><td class="name">{escape(name)}</td><td>{device["executions"]}</td>'
-            f"<td>{device['busy_fraction'] * 100:.1f}%</td><td>{device['preemptions']}</td></tr>"
+            f"<td>{device['busy_fraction'] * 100:.1f}%</td><td>{device['preemptions']}</td>"
+            f"<td>{device.get('energy', 0.0):.1f}</td></tr>"
         )
     page.add("</table>")
     expectations = report.get("expectations", [])

@@ -9,8 +9,8 @@ drawn binned instead, with a note, so a 50k-execution run stays responsive.
 
 Stable ids and classes: ``#overview`` (rows ``#overview-device-<device>``,
 ``#overview-app-<app>``, fault marks ``.fault``), ``#overview-brush``, ``#detail`` (lanes
-``#lane-device-<device>-<unit>``, ``#lane-app-<app>`` and, for an app with executions under
-way at once, a sub-row per one of them, ``#lane-app-<app>-row<k>`` (``sub_rows``); ``.bar``,
+``#lane-device-<device>-<unit>``, ``#lane-app-<app>`` and, for an app with executions waiting
+or under way at once, a sub-row per one of them, ``#lane-app-<app>-row<k>`` (``sub_rows``); ``.bar``,
 ``.exec``, ``.wait``, ``.preemption``,
 ``.deadline-miss``, ``.fault``; ``data-t0-ms``/``data-t1-ms`` give the window),
 ``#detail-axis``, ``#latency-time`` (panels ``#latency-time-<app>``), ``#run-data`` (the
@@ -42,8 +42,12 @@ from nnemu.pictures._common import (
     ticks,
 )
 
-LEFT = 110
-"""Width of the lane labels' margin (px)."""
+LEFT = 140
+"""Width of the lane labels' margin (px): a device name of ``LABEL_CHARS`` characters and
+its unit (``nnapi-reference u0``) fit whole."""
+LABEL_CHARS = 16
+"""Longest device name a lane label shows whole; a longer one is cut in its middle (its
+tooltip has it whole)."""
 PLOT_W = 1140
 """Width of the time axis (px), the same in every view."""
 RIGHT = 20
@@ -86,33 +90,26 @@ def _small(values: Sequence[int]) -> str | list[int]:
 
 
 def sub_rows(executions: Sequence[ExecutionPicture]) -> list[int]:
-    """The sub-row of each execution in its app's lane: executions whose bars (start to
-    result; a refusal is a point at its result) overlap go on different sub-rows.
+    """The sub-row of each execution in its app's lane: executions whose bars overlap go on
+    different sub-rows. A bar is drawn from the arrival (the thin wait bar) to the result,
+    so that is the stretch an execution holds its row for.
 
-    Each execution takes the lowest sub-row free when it starts, in order of start (ties in
-    the app's order), so an app with one executor thread has one row and one with N has at
-    most N; the same run always gives the same rows.
+    Each execution takes the lowest sub-row free when it arrives, in order of arrival (ties
+    in the app's order), so an app has as many rows as it had executions waiting or under
+    way at once; the same run always gives the same rows.
     """
-    order = sorted(
-        range(len(executions)),
-        key=lambda i: (_run_from(executions[i]), i),
-    )
+    order = sorted(range(len(executions)), key=lambda i: (executions[i].arrival_ns, i))
     free_at: list[int] = []
     rows = [0] * len(executions)
     for index in order:
         execution = executions[index]
-        start = _run_from(execution)
+        start = execution.arrival_ns
         row = next((r for r, end in enumerate(free_at) if end <= start), len(free_at))
         if row == len(free_at):
             free_at.append(0)
         free_at[row] = max(start, execution.finished_ns)
         rows[index] = row
     return rows
-
-
-def _run_from(execution: ExecutionPicture) -> int:
-    """Where an execution's bar starts (its result, for one that never started)."""
-    return execution.finished_ns if execution.started_ns is None else execution.started_ns
 
 
 def _worst(codes: dict[str, int]) -> str:
@@ -301,7 +298,7 @@ def overview(data: RunPictures, labels: dict[str, str]) -> str:
     return "".join(out)
 
 
-def _cut(name: str, limit: int = 14) -> str:
+def _cut(name: str, limit: int = LABEL_CHARS) -> str:
     return name if len(name) <= limit else name[: limit // 2] + "\u2026" + name[-(limit // 2 - 1) :]
 
 
@@ -312,7 +309,7 @@ def run_data(data: RunPictures, labels: dict[str, str], classes: dict[str, str])
     Apps: ``arr`` arrival deltas; ``start`` first start after arrival (-1: never started);
     ``end`` result after arrival; ``code`` index into ``codes``; ``miss`` indexes of the
     executions that missed their deadline; ``sub`` each execution's sub-row of the app's lane
-    (``sub_rows``), only when an app has executions under way at once. Devices: per lane, ``s`` start deltas, ``d``
+    (``sub_rows``), only when an app has executions waiting or under way at once. Devices: per lane, ``s`` start deltas, ``d``
     durations, ``j`` job index deltas, ``p``/``x`` indexes of bars ending in a preemption / a
     missed deadline; ``jobs`` the jobs' app, priority, arrival, start, end and status.
     Columns of small integers (codes, app, priority, status, preemptions) are strings of one
@@ -416,6 +413,7 @@ def run_data(data: RunPictures, labels: dict[str, str], classes: dict[str, str])
     return {
         "end": _us(data.end_ns),
         "left": LEFT,
+        "labelChars": LABEL_CHARS,
         "width": PLOT_W,
         "cap": DETAIL_CAP,
         "pointsCap": POINTS_CAP,
@@ -511,7 +509,7 @@ D.devices.forEach(function (dev) {
 });
 
 function slug(s) { return String(s).replace(/[^A-Za-z0-9_-]/g, "-") || "-"; }
-function cut(s) { return s.length <= 10 ? s : s.slice(0, 5) + "\u2026" + s.slice(-4); }
+function cut(s) { return s.length <= D.labelChars ? s : s.slice(0, D.labelChars / 2) + "\u2026" + s.slice(1 - D.labelChars / 2); }
 
 // Rows of the detail view: each device's units, then each app.
 var rows = [];
@@ -523,7 +521,7 @@ D.devices.forEach(function (dev) {
   });
 });
 D.apps.forEach(function (app) {
-  // An app with executions under way at once has a sub-row per one of them (app.sub).
+  // An app with executions waiting or under way at once has a sub-row per one of them (app.sub).
   for (var k = 0; k < app.rows; k++) {
     var title = app.name + " (" + app.prio + ")" + (app.rows > 1 ? ", executions under way at once: row " + (k + 1) + " of " + app.rows : "");
     rows.push({kind: "app", app: app, sub: app.rows > 1 ? k : null, id: "lane-app-" + slug(app.name) + (k ? "-row" + k : ""),

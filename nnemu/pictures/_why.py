@@ -26,6 +26,10 @@ from typing import Any
 
 from nnemu._tails import MARK, footnote, slowest_only
 from nnemu._text import counted
+from nnemu.pictures._cause import Facts as _Facts
+from nnemu.pictures._cause import join as _join
+from nnemu.pictures._cause import mean_latency as _mean_latency
+from nnemu.pictures._cause import small, split_sentence
 from nnemu.pictures._collect import (
     LAYER_COLUMNS,
     AppPicture,
@@ -39,18 +43,43 @@ from nnemu.pictures._common import short_labels
 from nnemu.scenario import CPU_DEVICE_NAME
 from nnemu.scheduling import policy_named, preemption_for
 
-SPLIT_PARTS = ("queue_wait", "ipc", "driver_launch", "compute")
+SPLIT_PARTS = (
+    "app_wait",
+    "binder_wait",
+    "device_queue",
+    "preempted",
+    "ipc",
+    "driver_launch",
+    "compute",
+    "retry",
+    "runtime",
+)
 """The latency split's parts, in the order the bars stack them; other keys follow."""
 SPLIT_LABELS = {
-    "queue_wait": "queue wait",
+    "app_wait": "app thread wait",
+    "binder_wait": "binder thread wait",
+    "device_queue": "device queue",
+    "preempted": "preempted",
     "ipc": "IPC",
     "driver_launch": "driver launch",
     "compute": "compute",
+    "queue_wait": "queue wait",
 }
-# A slate ramp (darkest first: the queue wait is what one looks for), then sand for any
+# A slate ramp (darkest first: the waits are what one looks for), then sand for any
 # further part: no colour of the apps' or the result codes' palettes (tests check it).
-SPLIT_COLORS = ("#2f3e5c", "#5b7399", "#93a7c7", "#cfd8dc", "#e8c07d", "#b08b5b", "#f3e1bb")
-_DARK_PARTS = 2
+SPLIT_COLORS = (
+    "#1f2a40",
+    "#2f3e5c",
+    "#3f5275",
+    "#5b7399",
+    "#93a7c7",
+    "#b4c2d8",
+    "#cfd8dc",
+    "#e8c07d",
+    "#b08b5b",
+    "#f3e1bb",
+)
+_DARK_PARTS = 4
 """The first parts are dark: their labels are white."""
 
 WHY_CSS = """
@@ -63,7 +92,6 @@ font-size:13px;padding:4px 0;color:#444}#why table.layers code{font-size:12px}
 """
 """Rules of the section, added to the page's stylesheet."""
 
-_PRIORITY_RANK = {"LOW": 0, "MEDIUM": 1, "HIGH": 2}
 _SPLIT_W = 760
 _SPLIT_LEFT = 150
 _SPLIT_RIGHT = 70
@@ -297,7 +325,7 @@ def _quantile_cell(latency: Mapping[str, Any], key: str, done: bool) -> str:
 
 # ---------------------------------------------------------------- latency split
 def split_parts(split: Mapping[str, float]) -> list[str]:
-    """The parts of a latency split in drawing order: the four known ones, then the rest."""
+    """The parts of a latency split in drawing order: the known ones, then the rest."""
     known = [part for part in SPLIT_PARTS if part in split]
     return known + sorted(part for part in split if part not in SPLIT_PARTS)
 
@@ -446,43 +474,6 @@ def _layer_tables(layers: LayerTables | None) -> str:
 
 
 # ---------------------------------------------------------------- the reading
-class _Facts:
-    """What the reading's rules look up, gathered once."""
-
-    def __init__(self, data: RunPictures, why: WhyPicture, report: Mapping[str, Any]) -> None:
-        self.data = data
-        self.why = why
-        self.apps: Mapping[str, Any] = report.get("apps", {})
-        self.devices: Mapping[str, Any] = report.get("devices", {})
-        self.priority = {app.name: app.priority for app in data.apps}
-        self.configs = {device.name: device for device in why.devices}
-        self.settings = {app.name: app for app in why.apps}
-        order = {app.name: index for index, app in enumerate(data.apps)}
-        self.users: dict[str, list[str]] = {}
-        """Per driver device, the apps whose executions reached it, in scenario order."""
-        self.jobs: dict[str, Counter[str]] = {}
-        """Per app, its executions per driver device."""
-        for device in data.devices:
-            counts = Counter(job.app for job in device.jobs)
-            self.users[device.name] = sorted(counts, key=lambda n: (order.get(n, len(order)), n))
-            for name, count in counts.items():
-                self.jobs.setdefault(name, Counter())[device.name] = count
-        self.explained: set[str] = set()
-        """Apps whose wait a sentence has already put down to their device's scheduler."""
-
-    def rank(self, app: str) -> int:
-        return _PRIORITY_RANK.get(self.priority.get(app, ""), -1)
-
-    def p95(self, app: str) -> float | None:
-        entry = self.apps.get(app, {})
-        value = entry.get("latency_ms", {}).get("p95")
-        return float(value) if entry.get("completed") and value is not None else None
-
-    def labelled(self, app: str) -> str:
-        priority = self.priority.get(app)
-        return f"{app} ({priority})" if priority else app
-
-
 def _inversions(facts: _Facts) -> list[str]:
     """A higher-priority app with a worse p95 than a lower-priority one on a shared device,
     put down to that device's scheduler (or its lack of preemption)."""
@@ -500,6 +491,7 @@ def _inversions(facts: _Facts) -> list[str]:
                     or p95_low is None
                     or p95_high <= p95_low
                     or high in facts.explained
+                    or _queued_little(facts, high)
                 ):
                     continue
                 reason = _scheduler_reason(device, high, [low])
@@ -511,6 +503,18 @@ def _inversions(facts: _Facts) -> list[str]:
                     f" ({p95_high:.2f} vs {p95_low:.2f} ms): {reason}."
                 )
     return sentences
+
+
+def _queued_little(facts: _Facts, app: str) -> bool:
+    """Whether the report's split says ``app`` waited little in its device's queue (then its
+    device's scheduler is not what made it slow)."""
+    entry = facts.apps.get(app, {})
+    split = entry.get("latency_split_ms")
+    if not isinstance(split, Mapping):
+        return False
+    queued = max(0.0, float(split.get("device_queue", split.get("queue_wait", 0.0))))
+    total = _mean_latency(entry, sum(max(0.0, float(value)) for value in split.values()))
+    return small(queued, total, bool(entry.get("deadline_misses")))
 
 
 def _scheduler_reason(device: DeviceConfig, app: str, lower: Sequence[str]) -> str | None:
@@ -531,16 +535,11 @@ def _scheduler_reason(device: DeviceConfig, app: str, lower: Sequence[str]) -> s
     return None
 
 
-def _join(names: Sequence[str]) -> str:
-    if len(names) <= 2:
-        return " and ".join(names)
-    return ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def _wait_sentences(facts: _Facts) -> list[str]:
-    """Per app, the largest part of its latency split other than compute if it makes up a
-    third or more of its mean latency (without a split in the report: its mean wait for a unit of a
-    device), and why it waits if its device's scheduler explains it."""
+    """Per app, its biggest wait with its cause and the ``--set`` that tests it when that
+    wait is not small (``_cause.split_sentence``); without a split in the report, its mean
+    wait for a unit of a device if that is a third or more of its mean latency, and why it
+    waits if its device's scheduler explains it."""
     sentences = []
     for app in facts.data.apps:
         entry = facts.apps.get(app.name, {})
@@ -548,27 +547,16 @@ def _wait_sentences(facts: _Facts) -> list[str]:
             continue
         split = entry.get("latency_split_ms")
         if isinstance(split, Mapping):
-            sentence, waited = _split_sentence(app.name, split, entry)
-            device_name = max(facts.jobs.get(app.name, {"": 0}).items(), key=lambda i: i[1])[0]
-        else:
-            mean_ms = float(entry.get("latency_ms", {}).get("mean", 0.0))
-            sentence, device_name = _device_wait_sentence(facts.data, app, mean_ms)
-            waited = sentence is not None
+            told = split_sentence(facts, app.name, split, _split_label, _scheduler_reason)
+            if told is not None:
+                sentences.append(told)
+            continue
+        mean_ms = float(entry.get("latency_ms", {}).get("mean", 0.0))
+        sentence, device_name = _device_wait_sentence(facts.data, app, mean_ms)
         if sentence is None:
             continue
-        settings = facts.settings.get(app.name)
-        if waited and settings is not None and settings.cpu_executions:
-            # The CPU path runs on the app's own executor threads: while they compute,
-            # later arrivals wait in the app.
-            plural = "s" if settings.threads != 1 else ""
-            sentence = sentence[:-1] + (
-                f"; {settings.cpu_executions} of its executions ran on the CPU path"
-                f" ({CPU_DEVICE_NAME}), which computes on the app's own executor thread{plural}"
-                f" ({settings.threads}), so arrivals wait in the app meanwhile."
-            )
-            facts.explained.add(app.name)
         device = facts.configs.get(device_name)
-        if waited and device is not None and app.name not in facts.explained:
+        if device is not None and app.name not in facts.explained:
             users = facts.users.get(device_name, [])
             lower = [name for name in users if facts.rank(name) < facts.rank(app.name)]
             reason = _scheduler_reason(device, app.name, lower)
@@ -577,38 +565,6 @@ def _wait_sentences(facts: _Facts) -> list[str]:
                 sentence = sentence[:-1] + f": {reason}."
         sentences.append(sentence)
     return sentences
-
-
-def _mean_latency(entry: Mapping[str, Any], parts_sum: float) -> float:
-    """An app's mean latency as its report entry gives it (``latency_ms.mean``), which the
-    summary and the apps table print; the sum of its split's parts (each rounded to µs on its
-    own, so it can be 1 or 2 µs off) only when the report has no mean."""
-    latency = entry.get("latency_ms")
-    mean = latency.get("mean") if isinstance(latency, Mapping) else None
-    return float(mean) if isinstance(mean, int | float) and mean > 0 else parts_sum
-
-
-def _split_sentence(
-    app: str, split: Mapping[str, Any], entry: Mapping[str, Any]
-) -> tuple[str | None, bool]:
-    """(the sentence, whether it is about queue wait) for an app's split; ``entry`` is the
-    app's report entry, whose mean latency the sentence names."""
-    total = _mean_latency(entry, sum(max(0.0, float(value)) for value in split.values()))
-    if total <= 0.0:
-        return None, False
-    others = [(p, max(0.0, float(split[p]))) for p in split_parts(split) if p != "compute"]
-    if not others:
-        return None, False
-    part, value = max(others, key=lambda item: item[1])
-    if value < total / 3:
-        return None, False
-    label = _split_label(part)
-    digits = 3 if total < 1.0 else 2  # sub-millisecond latencies keep their third digit
-    sentence = (
-        f"{label[:1].upper()}{label[1:]} is {value / total:.0%} of {app}'s mean latency"
-        f" ({value:.{digits}f} of {total:.{digits}f} ms)."
-    )
-    return sentence, part == "queue_wait"
 
 
 def _device_wait_sentence(

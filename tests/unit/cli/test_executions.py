@@ -16,7 +16,17 @@ ROOT = Path(__file__).resolve().parents[3]
 TWO_APPS = ROOT / "scenarios" / "two_apps_one_npu.yaml"
 RETRIES = ROOT / "scenarios" / "qos_busy_retries.yaml"
 
-_PARTS = ("queue_wait_ms", "ipc_ms", "driver_launch_ms", "compute_ms", "retry_ms", "runtime_ms")
+_PARTS = (
+    "app_wait_ms",
+    "binder_wait_ms",
+    "device_queue_ms",
+    "preempted_ms",
+    "ipc_ms",
+    "driver_launch_ms",
+    "compute_ms",
+    "retry_ms",
+    "runtime_ms",
+)
 
 
 def _csv_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:

@@ -419,12 +419,13 @@ def test_replications_show_the_latency_split_and_energy_of_the_runs(tmp_path: Pa
     lines = out.splitlines()
     head = lines.index(next(line for line in lines if line.startswith("mean ms")))
     assert lines[head].split() == [
-        "mean", "ms", "latency", "queue", "ipc", "launch", "compute", "retry", "runtime"
+        "mean", "ms", "latency", "app", "binder", "queue", "preempt", "ipc", "launch",
+        "compute", "retry", "runtime",
     ]  # fmt: skip
     camera = lines[head + 1].split()
     split = [s["apps"]["camera"]["latency_split_ms"] for s in singles]
     assert camera[0] == "camera"
-    assert float(camera[5]) == pytest.approx(
+    assert float(camera[8]) == pytest.approx(
         (split[0]["compute"] + split[1]["compute"]) / 2, abs=1e-3
     )
     assert lines[head + 2].startswith("  ± 95% CI")
@@ -435,8 +436,8 @@ def test_replications_show_the_latency_split_and_energy_of_the_runs(tmp_path: Pa
     assert float(npu[-1]) == pytest.approx(sum(energy) / 2, abs=0.05)
     metrics = json.loads(report.read_text())["metrics"]
     assert metrics["devices.npu.energy"]["values"] == energy
-    assert metrics["apps.camera.latency_split_ms.queue_wait"]["values"] == [
-        s["queue_wait"] for s in split
+    assert metrics["apps.camera.latency_split_ms.device_queue"]["values"] == [
+        s["device_queue"] for s in split
     ]
 
 

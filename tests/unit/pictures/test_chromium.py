@@ -273,12 +273,13 @@ def test_why_section_is_rendered(
 
 
 def test_concurrent_executions_get_sub_rows(tmp_path: Path) -> None:
-    """An app with two executor threads (poisson_gpu_npu's video_fx) has two sub-rows in the
-    detail view, each with execution bars that do not overlap; a one-thread app has one row."""
+    """An app with frames waiting or under way at once has a sub-row per one of them in the
+    detail view (poisson_gpu_npu: the two-thread video_fx 3, the one-thread photos 2, whose
+    frames queue for its thread), each with execution bars that do not overlap."""
     page = tmp_path / "run.html"
     assert main(["run", str(REPO / "scenarios/poisson_gpu_npu.yaml"), "--html", str(page)]) == 0
     elements = parse_page(_chromium(tmp_path, "--dump-dom", page.as_uri()).stdout)
-    for lane in ("lane-app-video_fx", "lane-app-video_fx-row1"):
+    for lane in ("lane-app-video_fx", "lane-app-video_fx-row1", "lane-app-photos"):
         bars = sorted(
             (float(e.attrs["x"]), float(e.attrs["x"]) + float(e.attrs["width"]))
             for e in with_class(elements, "exec")
@@ -287,6 +288,7 @@ def test_concurrent_executions_get_sub_rows(tmp_path: Path) -> None:
         assert len(bars) > 5, lane
         for (_, end), (start, _) in itertools.pairwise(bars):
             assert end <= start + 0.6, lane  # thin bars are widened to 0.6 px
-    assert by_id(elements, "lane-app-photos").inside("detail")
-    assert not [e for e in elements if e.attrs.get("id", "").startswith("lane-app-photos-row")]
-    assert not [e for e in elements if e.attrs.get("id") == "lane-app-video_fx-row2"]
+    assert by_id(elements, "lane-app-photos-row1").inside("detail")
+    assert not [e for e in elements if e.attrs.get("id") == "lane-app-photos-row2"]
+    assert by_id(elements, "lane-app-video_fx-row2").inside("detail")
+    assert not [e for e in elements if e.attrs.get("id") == "lane-app-video_fx-row3"]

@@ -27,7 +27,7 @@ from nnemu.pictures import (
     write_plots,
 )
 from nnemu.pictures._html import _quantile
-from nnemu.pictures._timeline import LEFT, OVERVIEW_BINS, PLOT_W, sub_rows
+from nnemu.pictures._timeline import LABEL_CHARS, LEFT, OVERVIEW_BINS, PLOT_W, sub_rows
 from nnemu.report import Report
 from nnemu.scenario import FaultKind, FaultSpec, load_scenario
 from tests.commands import run_cli
@@ -247,8 +247,9 @@ _BAR = st.tuples(st.integers(0, 50), st.integers(0, 20), st.booleans())
 
 @given(st.lists(_BAR, max_size=30).map(sorted))
 def test_sub_rows_keep_overlapping_executions_apart(bars: list[tuple[int, int, bool]]) -> None:
-    """Executions whose bars overlap get different sub-rows, and no more sub-rows are used than
-    executions under way at once (one row for an app that never overlaps)."""
+    """Executions whose bars (arrival to result: the wait bar, then the execution) overlap get
+    different sub-rows, and no more sub-rows are used than executions waiting or under way at
+    once (one row for an app that never overlaps)."""
     executions = [
         ExecutionPicture(
             arrival_ns=arrival,
@@ -260,9 +261,7 @@ def test_sub_rows_keep_overlapping_executions_apart(bars: list[tuple[int, int, b
         for arrival, length, started in bars
     ]
     rows = sub_rows(executions)
-    spans = [
-        (e.finished_ns if e.started_ns is None else e.started_ns, e.finished_ns) for e in executions
-    ]
+    spans = [(e.arrival_ns, e.finished_ns) for e in executions]
     for (a, b), (row_a, row_b) in zip(
         itertools.combinations(spans, 2), itertools.combinations(rows, 2), strict=True
     ):
@@ -278,25 +277,28 @@ def test_sub_rows_keep_overlapping_executions_apart(bars: list[tuple[int, int, b
 
 
 def test_only_apps_with_executions_at_once_get_sub_rows() -> None:
-    """The page's data gives sub-rows to poisson_gpu_npu's two-thread video_fx only, at most
-    two, and never puts two overlapping execution bars of it on one sub-row."""
+    """On poisson_gpu_npu an app gets sub-rows exactly when bars of it (arrival to result)
+    overlap: the two-thread video_fx does, and never with two overlapping bars on one sub-row;
+    an app whose bars never overlap has none."""
     scenario = load_scenario(REPO / "scenarios/poisson_gpu_npu.yaml")
     box: list[RunPictures] = []
     report = run(scenario, keep_executions=True, inspect=lambda e: box.append(collect(e)))
     apps = {app["name"]: app for app in _run_data(render_html(box[0], report))["apps"]}
-    assert "sub" not in apps["photos"]
-    video = apps["video_fx"]
-    rows = _column(video["sub"])
-    assert set(rows) == {0, 1}
-    arrivals = _undelta(video["arr"])
-    bars = [
-        (a + (start if start >= 0 else end), a + end, row)
-        for a, start, end, row in zip(arrivals, video["start"], video["end"], rows, strict=True)
-    ]
-    for row in (0, 1):
-        mine = sorted((s, e) for s, e, r in bars if r == row)
-        for (_, end), (start, _) in itertools.pairwise(mine):
-            assert end <= start
+    assert "sub" in apps["video_fx"]
+    for app in apps.values():
+        arrivals = _undelta(app["arr"])
+        spans = sorted((a, a + end) for a, end in zip(arrivals, app["end"], strict=True))
+        overlap = any(start < end for (_, end), (start, _) in itertools.pairwise(spans))
+        assert ("sub" in app) == overlap, app["name"]
+        rows = _column(app["sub"]) if "sub" in app else [0] * len(arrivals)
+        for row in set(rows):
+            mine = sorted(
+                (a, a + end)
+                for a, end, r in zip(arrivals, app["end"], rows, strict=True)
+                if r == row
+            )
+            for (_, end), (start, _) in itertools.pairwise(mine):
+                assert end <= start
 
 
 def test_html_is_self_contained(checkpoint_run) -> None:
@@ -469,7 +471,7 @@ def test_printed_summary_and_page_agree(tmp_path: Path) -> None:
     for line in out.splitlines():
         fields = line.split()
         if fields and fields[0] in {"resilient", "pinned"} and len(fields) >= 9:
-            printed[fields[0]] = fields[1:9]
+            printed.setdefault(fields[0], fields[1:9])  # the app table's line, not the split's
     assert set(printed) == {"resilient", "pinned"}
     text = page.read_text(encoding="utf-8")
     for name, values in printed.items():
@@ -526,3 +528,55 @@ def test_cli_plots_without_matplotlib_exits_two(tmp_path: Path, monkeypatch) -> 
     assert code == 2
     assert err.strip() == "--plots needs matplotlib: pip install -e '.[plots]'"
     assert not (tmp_path / "p").exists()
+
+
+def test_a_four_thread_apps_wait_bars_never_share_a_sub_row() -> None:
+    """qos_binder_bound's indexer has 4 threads in a closed loop: each execution's bar, from
+    its arrival (the wait bar) to its result, gets a sub-row of its own among 4, and no two
+    bars of one sub-row overlap, whatever the zoom."""
+    scenario = load_scenario(REPO / "scenarios/qos_binder_bound.yaml")
+    box: list[RunPictures] = []
+    report = run(scenario, keep_executions=True, inspect=lambda e: box.append(collect(e)))
+    apps = {app["name"]: app for app in _run_data(render_html(box[0], report))["apps"]}
+    indexer = apps["indexer"]
+    rows = _column(indexer["sub"])
+    assert set(rows) == {0, 1, 2, 3}
+    arrivals = _undelta(indexer["arr"])
+    for row in range(4):
+        mine = sorted(
+            (a, a + end)
+            for a, end, r in zip(arrivals, indexer["end"], rows, strict=True)
+            if r == row
+        )
+        for (_, end), (start, _) in itertools.pairwise(mine):
+            assert end <= start
+
+
+def test_lane_labels_show_the_cpu_paths_name_whole(checkpoint_run) -> None:
+    """The overview's label of nnapi-reference is its whole name, the detail view's lanes cut
+    names only past LABEL_CHARS characters, and the label margin holds such a name and its
+    unit (``nnapi-reference u0``) at 6.5 px per character of the 11 px font."""
+    data, report = checkpoint_run
+    text = render_html(data, report)
+    elements = parse_page(text)
+    overview = by_id(elements, "overview-device-nnapi-reference")
+    assert ">nnapi-reference</text>" in text[text.index('id="overview"') :]
+    assert overview.inside("overview")
+    assert _run_data(text)["labelChars"] == LABEL_CHARS >= len("nnapi-reference")
+    assert 6.5 * len("x" * LABEL_CHARS + " u0") <= LEFT - 8
+
+
+def test_device_table_has_the_energy_the_summary_prints(checkpoint_run) -> None:
+    """The page's device table has the energy column of ``nnemu run``'s device table, with the
+    report's figure to one decimal."""
+    data, report = checkpoint_run
+    text = render_html(data, report)
+    table = text[text.index('<table id="summary-devices">') :]
+    table = table[: table.index("</table>")]
+    assert "<th>energy</th>" in table
+    for name, device in report.data["devices"].items():
+        assert (
+            f'<td class="name">{name}</td><td>{device["executions"]}</td>'
+            f"<td>{device['busy_fraction'] * 100:.1f}%</td><td>{device['preemptions']}</td>"
+            f"<td>{device['energy']:.1f}</td></tr>"
+        ) in table

@@ -7,12 +7,14 @@ import re
 import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 
 from nnemu import run
 from nnemu.errors import TraceFormatError
+from nnemu.overrides import apply_overrides
 from nnemu.parser import parse_file
 from nnemu.pictures import (
     LayerTables,
@@ -23,11 +25,19 @@ from nnemu.pictures import (
     render_html,
     with_layer_tables,
 )
+from nnemu.pictures._cause import CAUSE_PARTS, small
 from nnemu.pictures._common import APP_COLORS, CODE_COLORS
 from nnemu.pictures._layer_sink import LayerSink
-from nnemu.pictures._why import SPLIT_COLORS, reading, split_parts, why_section
+from nnemu.pictures._why import (
+    SPLIT_COLORS,
+    SPLIT_LABELS,
+    SPLIT_PARTS,
+    reading,
+    split_parts,
+    why_section,
+)
 from nnemu.report import Report
-from nnemu.scenario import load_scenario
+from nnemu.scenario import Scenario, load_scenario
 from nnemu.sim import SimThread
 from nnemu.tracer import open_trace_writer
 from tests.commands import run_cli, run_parse
@@ -243,15 +253,15 @@ def test_every_app_has_its_settings_and_where_it_ran(two_apps: dict[str, Path]) 
 
 
 def test_split_bars_draw_the_reports_split(two_apps: dict[str, Path]) -> None:
-    """Each app's bar draws the report's latency_split_ms: queue wait, IPC, driver launch,
-    compute, then the report's further keys, each non-zero part with its value."""
+    """Each app's bar draws the report's latency_split_ms in the path's order (the waits for an
+    app thread, a binder thread, the device, preemption, then IPC, driver launch, compute,
+    retry, runtime), each non-zero part with its value."""
     report = json.loads(two_apps["report"].read_text())
     page = two_apps["page"].read_text()
     for name, entry in report["apps"].items():
         split = entry["latency_split_ms"]  # the JSON's keys are sorted
-        first = ["queue_wait", "ipc", "driver_launch", "compute"]
-        order = [*first, *sorted(set(split) - set(first))]
-        assert len(order) > 4
+        order = [*SPLIT_PARTS, *sorted(set(split) - set(SPLIT_PARTS))]
+        assert set(order) == set(split)
         drawn = re.findall(rf'data-app="{name}" data-part="(\w+)" data-ms="([\d.]+)"', page)
         assert drawn == [(part, f"{split[part]:.3f}") for part in order if split[part] > 0]
 
@@ -312,10 +322,17 @@ def test_reading_is_empty_when_nothing_stands_out(library_run: tuple[RunPictures
 def test_split_bars_stack_the_reports_parts_in_order(
     library_run: tuple[RunPictures, Report],
 ) -> None:
-    """The latency split bars draw queue wait, IPC, driver launch and compute in that order,
-    then any further key of the report's split, each with its value in ms."""
+    """The latency split bars draw the device queue, IPC, driver launch, compute and runtime in
+    that order, then any further key of the report's split, each with its value in ms."""
     data, report = library_run
-    split = {"compute": 4.0, "runtime": 0.25, "ipc": 0.5, "queue_wait": 2.0, "driver_launch": 0.05}
+    split = {
+        "compute": 4.0,
+        "runtime": 0.25,
+        "ipc": 0.5,
+        "device_queue": 2.0,
+        "driver_launch": 0.05,
+        "extra": 0.1,
+    }
     mean = {"latency_ms": {"mean": 6.8}}
     apps = {
         name: {**entry, **mean, "latency_split_ms": split}
@@ -324,33 +341,41 @@ def test_split_bars_stack_the_reports_parts_in_order(
     html = why_section(data, {**report.data, "apps": apps})
     parts = re.findall(r'data-app="camera" data-part="(\w+)" data-ms="([\d.]+)"', html)
     assert parts == [
-        ("queue_wait", "2.000"),
+        ("device_queue", "2.000"),
         ("ipc", "0.500"),
         ("driver_launch", "0.050"),
         ("compute", "4.000"),
         ("runtime", "0.250"),
+        ("extra", "0.100"),
     ]
-    assert "camera: queue wait 2.000 ms (29% of 6.800 ms)" in html
+    assert "camera: device queue 2.000 ms (29% of 6.800 ms)" in html
     assert split_parts({"b": 1.0, "compute": 1.0, "a": 1.0}) == ["compute", "a", "b"]
-    assert "Queue wait is" not in " ".join(reading(data, {**report.data, "apps": apps}))
-    apps["camera"]["latency_split_ms"] = {**split, "queue_wait": 2.5}  # 34% of 7.3 ms
+    assert "Device queue is" not in " ".join(reading(data, {**report.data, "apps": apps}))
+    apps["camera"]["latency_split_ms"] = {**split, "device_queue": 2.5}  # 34% of 7.3 ms
     apps["camera"]["latency_ms"] = {"mean": 7.3}
     texts = reading(data, {**report.data, "apps": apps})
-    assert any(text.startswith("Queue wait is 34% of camera's mean latency") for text in texts)
+    assert any(text.startswith("Device queue is 34% of camera's mean latency") for text in texts)
 
 
 def test_reading_names_a_dominant_queue_wait_from_the_split(
     library_run: tuple[RunPictures, Report],
 ) -> None:
-    """When queue wait is most of an app's split, the reading says so with its share."""
+    """When the device queue is most of an app's split, the reading says so with its share,
+    the parts largest first, whom the device was busy with and the --set that tests it."""
     data, report = library_run
     apps = {name: dict(entry) for name, entry in report.data["apps"].items()}
-    apps["camera"]["latency_split_ms"] = {"queue_wait": 6.0, "ipc": 0.5, "compute": 3.5}
+    apps["camera"]["latency_split_ms"] = {"device_queue": 6.0, "ipc": 0.5, "compute": 3.5}
     apps["camera"]["latency_ms"] = {**apps["camera"]["latency_ms"], "mean": 10.0}
     texts = reading(data, {**report.data, "apps": apps})
-    assert any(
-        text.startswith("Queue wait is 60% of camera's mean latency (6.00 of 10.00 ms)")
-        for text in texts
+    (camera,) = [text for text in texts if "of camera's mean latency" in text]
+    assert camera.startswith(
+        "Device queue is 60% of camera's mean latency (6.00 of 10.00 ms; largest parts:"
+        " device queue 6.00, compute 3.50, IPC 0.50): npu was busy"
+    )
+    assert "with indexer (LOW)" in camera
+    assert camera.endswith(
+        " To test it: --set devices.npu.scheduler=global_priority"
+        " --set devices.npu.preemption=checkpoint."
     )
 
 
@@ -522,4 +547,108 @@ def test_split_shares_are_of_the_reports_mean_latency() -> None:
     assert totals == {f"{mean:.3f}"}
     texts = reading(box[0], report.data)
     (resilient,) = [text for text in texts if "of resilient's mean latency" in text]
-    assert f" of {mean:.2f} ms)" in resilient
+    assert f" of {mean:.2f} ms;" in resilient
+
+
+def _reading_of(scenario: Scenario) -> tuple[list[str], dict[str, Any]]:
+    box: list[RunPictures] = []
+    report = run(scenario, keep_executions=True, inspect=lambda em: box.append(collect(em)))
+    return list(reading(box[0], report.data)), report.data
+
+
+def test_binder_bound_reading_names_the_binder_threads_and_how_to_test_it() -> None:
+    """qos_binder_bound.yaml: the camera waits for the driver's 4 binder threads, held by the
+    indexer's 4 synchronous threads; the reading says so from the split, not the NPU's
+    scheduler, and its --set takes the wait (and the misses) away."""
+    scenario = load_scenario(REPO / "scenarios/qos_binder_bound.yaml")
+    texts, data = _reading_of(scenario)
+    camera = data["apps"]["camera"]
+    share = camera["latency_split_ms"]["binder_wait"] / camera["latency_ms"]["mean"]
+    (sentence,) = [text for text in texts if "of camera's mean latency" in text]
+    assert sentence.startswith(f"Binder thread wait is {share:.0%} of camera's mean latency")
+    assert f"{camera['deadline_misses']} of its 120 executions missed their 20 ms deadline" in (
+        sentence
+    )
+    assert "the 4 binder threads of npu's driver was taken" in sentence
+    assert "indexer's 4 threads call npu synchronously" in sentence
+    assert sentence.endswith("To test it: --set devices.npu.binder_threads=8.")
+    assert not any("camera" in text and "scheduler" in text for text in texts)
+    device = attrs.evolve(scenario.devices[0], binder_threads=8)
+    wider = run(attrs.evolve(scenario, devices=(device,))).data["apps"]["camera"]
+    assert wider["latency_split_ms"]["binder_wait"] == 0.0
+    assert wider["deadline_misses"] == 0
+
+
+def _scenarios() -> list[Path]:
+    return sorted(
+        [*(REPO / "scenarios").glob("*.yaml"), *(REPO / "nnemu/demo/scenarios").glob("*.yaml")]
+    )
+
+
+@pytest.mark.parametrize("path", _scenarios(), ids=lambda p: p.stem)
+def test_reading_names_only_the_biggest_wait_and_never_a_small_one(path: Path) -> None:
+    """In every shipped scenario, a sentence on an app's split names that app's biggest wait,
+    which is not small (``_cause.small``), and the scheduler is blamed for an app only when
+    its device queue is not small either."""
+    texts, data = _reading_of(load_scenario(path))
+    for name, app in data["apps"].items():
+        if not app["completed"]:
+            continue
+        split = app["latency_split_ms"]
+        mean = app["latency_ms"]["mean"]
+        missed = app["deadline_misses"] > 0
+        waits = {part: split[part] for part in CAUSE_PARTS if part in split}
+        biggest = max(waits, key=lambda part: waits[part])
+        told = [text for text in texts if f"of {name}'s mean latency" in text]
+        for text in told:
+            label = SPLIT_LABELS.get(biggest, biggest)
+            assert text.startswith(f"{label[:1].upper()}{label[1:]} is "), (text, biggest)
+            assert not small(split[biggest], mean, missed), text
+        blamed = [
+            text
+            for text in texts
+            if ("scheduler is" in text or "does not preempt" in text)
+            and (text.startswith(f"{name} (") or f"of {name}'s mean latency" in text)
+        ]
+        if blamed:
+            assert not small(split["device_queue"], mean, missed), blamed
+
+
+def test_a_small_device_queue_is_not_put_down_to_the_scheduler(
+    library_run: tuple[RunPictures, Report],
+) -> None:
+    """two_apps_one_npu's camera has a worse p95 than the indexer under per_app_priority; when
+    its split says it waited for binder threads, not at the device, the reading names the
+    binder threads and says nothing of the scheduler."""
+    data, report = library_run
+    apps = {name: dict(entry) for name, entry in report.data["apps"].items()}
+    apps["camera"]["latency_split_ms"] = {"binder_wait": 3.0, "device_queue": 0.1, "compute": 4.0}
+    apps["camera"]["latency_ms"] = {**apps["camera"]["latency_ms"], "mean": 7.1}
+    texts = reading(data, {**report.data, "apps": apps})
+    assert not any("per_app_priority" in text for text in texts)
+    (camera,) = [text for text in texts if "of camera's mean latency" in text]
+    assert camera.startswith("Binder thread wait is 42% of camera's mean latency")
+    assert "binder_threads=" in camera
+
+
+@pytest.mark.parametrize(
+    ("scenario", "app", "part"),
+    [
+        ("qos_binder_bound", "camera", "binder_wait"),
+        ("two_apps_one_npu", "camera", "device_queue"),
+        ("qos_priority_no_preemption", "camera", "device_queue"),
+        ("qos_driver_crash", "resilient", "app_wait"),
+        ("burst_low_latency", "hotword_sync", "ipc"),
+    ],
+)
+def test_the_suggested_set_shrinks_the_wait_it_names(scenario: str, app: str, part: str) -> None:
+    """The --set a reading suggests for an app's biggest wait, applied to the scenario, takes
+    at least half of that wait away: the suggestion tests the cause it names."""
+    loaded = load_scenario(REPO / f"scenarios/{scenario}.yaml")
+    texts, data = _reading_of(loaded)
+    (sentence,) = [text for text in texts if f"of {app}'s mean latency" in text]
+    label = SPLIT_LABELS[part]
+    assert sentence.startswith(f"{label[:1].upper()}{label[1:]} is ")
+    sets = sentence.split(" To test it: --set ")[1].removesuffix(".").split(" --set ")
+    after = run(apply_overrides(loaded, sets)).data["apps"][app]["latency_split_ms"]
+    assert after[part] <= data["apps"][app]["latency_split_ms"][part] / 2, sets

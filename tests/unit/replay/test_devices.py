@@ -22,7 +22,19 @@ from nnemu.replay import build_replay, describe_build, describe_plan, extract_pl
 from nnemu.scenario import load_scenario
 from tests.unit.replay.helpers import OMR1, REPO, record
 
-SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.yaml"))
+SCENARIOS = [
+    pytest.param(
+        name,
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="four synchronous executions held in the driver (each on a binder thread)"
+            " while a preempted one waits read as 2 units: the fit does not know preemption",
+        ),
+    )
+    if name == "qos_binder_bound"
+    else name
+    for name in sorted(p.stem for p in (REPO / "scenarios").glob("*.yaml"))
+]
 
 
 def _busy_counters(path: Path) -> dict[int, int]:
@@ -261,7 +273,7 @@ def test_device_times_on_busy_units_are_each_executions_own(
     )
     path = tmp_path / "busy.html"
     recorded = record(load_scenario(source), path).data["apps"]
-    assert max(app["latency_split_ms"]["queue_wait"] for app in recorded.values()) > 0.5
+    assert max(app["latency_split_ms"]["device_queue"] for app in recorded.values()) > 0.5
     plan = extract_plan(str(path))
     (driver,) = plan.drivers
     assert driver.compute_units == units
