@@ -209,7 +209,7 @@ def _format_value(value: float) -> str:
 def read_perfetto(
     path: str, *, on_problem: Problem | None = None, window: int | None = None
 ) -> Iterator[PerfettoEvent]:
-    """The typed records of the Perfetto protobuf trace at ``path``, streamed packet by packet.
+    """The typed records of the Perfetto protobuf trace at ``path``, streamed.
 
     Timed records come in time order (ties in file order): a trace holds its
     events per CPU and per writer, so they are sorted in a bounded window (a
