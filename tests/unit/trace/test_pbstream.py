@@ -96,24 +96,29 @@ def _offsets(data: bytes) -> list[int]:
 
 
 def test_flows_and_extra_counters_are_read_in_every_run(tmp_path: Path):
-    """Flow ids and extra counter values on a few packets among many are all read."""
+    """Flow ids, terminating flow ids and extra counter values, each alone on a few packets
+    among many, are all read."""
     items = _descriptors()
-    expected_flows = []
+    flows, ends, values = [], [], []
     for index in range(60_000):
         ts = 1000 + 10 * index
         begin = _event_packet(ts, 1, 10, f"slice {index % 7}")
         if index % 997 == 0:
             begin.track_event.flow_ids.append(index + 1)
+            flows.append(index + 1)
+        elif index % 991 == 0:
+            begin.track_event.terminating_flow_ids.append(index + 1)
+            ends.append(index + 1)
+        elif index % 983 == 0:
             begin.track_event.extra_counter_track_uuids.append(20)
             begin.track_event.extra_counter_values.append(index)
-            expected_flows.append(index + 1)
+            values.append(float(index))
         items += [begin, _event_packet(ts + 5, 2, 10)]
     data = _write(tmp_path / "many.pftrace", items)
     assert len(data) > 2 * CHUNK
     events = list(read_perfetto(str(tmp_path / "many.pftrace")))
-    assert [e.flow_id for e in events if isinstance(e, Flow)] == expected_flows
-    assert [e.value for e in events if isinstance(e, Counter)] == [
-        float(flow - 1) for flow in expected_flows
-    ]
+    assert [e.flow_id for e in events if isinstance(e, Flow) and not e.terminating] == flows
+    assert [e.flow_id for e in events if isinstance(e, Flow) and e.terminating] == ends
+    assert [e.value for e in events if isinstance(e, Counter)] == values
     assert sum(isinstance(e, SliceBegin) for e in events) == 60_000
     assert sum(isinstance(e, SliceEnd) for e in events) == 60_000
