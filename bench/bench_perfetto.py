@@ -13,12 +13,25 @@ Each measurement runs in a fresh subprocess, so its peak RSS
 ``parse_file`` (``nnemu parse``), best CPU time of ``--repeat``.
 
     python bench/bench_perfetto.py [--mb 100] [--repeat 3] [--text]
+
+``--ratios`` measures issue 26's two ratios instead, side by side in one run, on an
+emulated run recorded as ``.html`` and as ``.pftrace`` (``nnemu run SCENARIO --set
+duration_ms=...``, default ``scenarios/two_apps_one_npu.yaml`` for 120 s): the CPU time of
+``nnemu parse x.pftrace`` over ``nnemu parse x.html`` (target <= 1.5), and the wall time
+of ``nnemu query x.pftrace`` (the load and one ``count(*)``) over Perfetto's
+``trace_processor_shell -q`` on the same file and query (target <= 3; its CPU ratio is
+printed too).  Each is a whole process, best of ``--repeat``, alternating.
+
+    python bench/bench_perfetto.py --ratios [--scenario PATH] [--seconds 120] [--repeat 3]
+        [--shell ../shared/tools/trace_processor_shell]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -117,12 +130,83 @@ def _measure(path: Path, what: str, repeat: int) -> dict[str, float]:
     return _child_result(_CHILD, str(path), what, str(repeat))
 
 
+_REPO = Path(__file__).resolve().parents[1]
+_COUNT = "select count(*) from slice"
+
+
+def _process(command: list[str]) -> tuple[float, float]:
+    """(wall s, CPU s: user + system) of one whole process running ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu
+
+
+def _ratios(args: argparse.Namespace) -> None:
+    """Issue 26's parse and query-load ratios on an emulated run, side by side."""
+    nnemu = [sys.executable, "-m", "nnemu.cli"]
+    folder = Path(tempfile.mkdtemp(prefix="nnemu-bench-ratios-"))
+    html, pftrace, sql = folder / "x.html", folder / "x.pftrace", folder / "count.sql"
+    sql.write_text(_COUNT + "\n", encoding="utf-8")
+    try:
+        for trace in (html, pftrace):
+            subprocess.run(
+                [*nnemu, "run", args.scenario, "--set", f"duration_ms={args.seconds * 1000}",
+                 "--trace", str(trace), "-q"],
+                check=True, stdout=subprocess.DEVNULL,
+            )  # fmt: skip
+        commands = {
+            "parse html": [*nnemu, "parse", str(html)],
+            "parse pftrace": [*nnemu, "parse", str(pftrace)],
+            "query pftrace": [*nnemu, "query", str(pftrace), _COUNT],
+            "trace_processor_shell": [args.shell, "-q", str(sql), str(pftrace)],
+        }
+        best: dict[str, tuple[float, float]] = {}
+        for _ in range(args.repeat):
+            for label, command in commands.items():
+                wall, cpu = _process(command)
+                old = best.get(label, (float("inf"), float("inf")))
+                best[label] = (min(old[0], wall), min(old[1], cpu))
+        print(
+            f"{args.scenario}, {args.seconds} s: .html {html.stat().st_size / 1e6:.1f} MB,"
+            f" .pftrace {pftrace.stat().st_size / 1e6:.1f} MB; best of {args.repeat}"
+        )
+        print(f"{'process':<24}{'wall s':>9}{'cpu s':>9}")
+        for label, (wall, cpu) in best.items():
+            print(f"{label:<24}{wall:>9.2f}{cpu:>9.2f}")
+        parse = best["parse pftrace"][1] / best["parse html"][1]
+        query_wall = best["query pftrace"][0] / best["trace_processor_shell"][0]
+        query_cpu = best["query pftrace"][1] / best["trace_processor_shell"][1]
+        print(f"{'ratio':<44}{'value':>8}{'target':>8}")
+        print(f"{'parse .pftrace / parse .html (CPU)':<44}{parse:>8.2f}{'<= 1.5':>8}")
+        print(f"{'query .pftrace / trace_processor (wall)':<44}{query_wall:>8.2f}{'<= 3':>8}")
+        print(f"{'query .pftrace / trace_processor (CPU)':<44}{query_cpu:>8.2f}{'':>8}")
+    finally:
+        for path in folder.iterdir():
+            path.unlink()
+        os.rmdir(folder)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--mb", type=int, default=100, help="trace size in MB (default 100)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--text", action="store_true", help="also time the ftrace text form")
+    parser.add_argument("--ratios", action="store_true", help="issue 26's two ratios instead")
+    parser.add_argument("--scenario", default=str(_REPO / "scenarios/two_apps_one_npu.yaml"))
+    parser.add_argument("--seconds", type=int, default=120, help="emulated run (default 120)")
+    parser.add_argument(
+        "--shell",
+        default=str(_REPO.parent.parent / "shared/tools/trace_processor_shell"),
+        help="Perfetto's trace_processor_shell",
+    )
     args = parser.parse_args()
+    if args.ratios:
+        _ratios(args)
+        return
     folder = Path(tempfile.mkdtemp(prefix="nnemu-bench-perfetto-"))
     trace = folder / "big.perfetto-trace"
     text = folder / "big.txt" if args.text else None

@@ -49,12 +49,16 @@ class HalVersion(enum.Enum):
         """The version whose suffix the HIDL method ``name`` carries, or None if it has none.
 
         ``prepareModel_1_3`` is V1_3, ``getSupportedOperations_1_1`` V1_1; a bare name
-        (``execute``, ``executeSynchronously``) says nothing by itself.
+        (``execute``, ``executeSynchronously``) says nothing by itself.  The suffix of a
+        minor version newer than nnemu knows (``execute_1_4``) reads as the newest it
+        knows, V1_3: a HIDL version extends the one before it.
         """
-        for version in (cls.V1_1, cls.V1_2, cls.V1_3):
-            if name.endswith(version.suffix):
-                return version
-        return None
+        base, separator, minor = name.rpartition("_1_")
+        if not (base and separator and minor.isascii() and minor.isdigit()):
+            return None
+        known = (cls.V1_1, cls.V1_2, cls.V1_3)
+        number = int(minor)
+        return known[min(number, len(known)) - 1] if number > 0 else None
 
     @property
     def notify_method(self) -> str:

@@ -80,7 +80,6 @@ _EXECUTION_API: Final = {
     "ANeuralNetworksExecution_startComputeWithDependencies": ExecutionMode.FENCED,
     "ANeuralNetworksExecution_burstCompute": ExecutionMode.BURST,
 }
-_VERSION_SUFFIX: Final = re.compile(r"_1_([0-3])$")
 # Methods that only exist from some HAL version on (without a version suffix).
 _METHOD_VERSION: Final = {
     "executeSynchronously": HalVersion.V1_2,
@@ -1387,10 +1386,9 @@ def _hidl_parts(name: str) -> tuple[str, str, str]:
 
 
 def _version_of(method: str) -> HalVersion:
-    match = _VERSION_SUFFIX.search(method)
-    if match:
-        return _VERSIONS[int(match.group(1))]
-    return _METHOD_VERSION.get(method, HalVersion.V1_0)
+    """The HAL version a server method shows: its suffix's, else the version that
+    introduced it (1.0 for the rest)."""
+    return HalVersion.of_method(method) or _METHOD_VERSION.get(method, HalVersion.V1_0)
 
 
 def safe_name(text: str) -> str:

@@ -16,8 +16,8 @@
   skips (``NOT_AN_EVENT``, ``NO_PHASE``, ``NO_PID_TID``, ``not_a_number_ts``,
   ``negative_ts``, ``not_a_number_dur``, ``NO_DUR``, ``negative_dur``, ``pid_tid_problem``;
   ``is_json_number``);
-* Perfetto protobuf traces: ``read_perfetto`` (typed records, streamed packet
-  by packet) and ``PerfettoLines`` (the same as ftrace rows); imported on first
+* Perfetto protobuf traces: ``read_perfetto`` (typed records, streamed a block of
+  packets at a time) and ``PerfettoLines`` (the same as ftrace rows); imported on first
   use (telling a file's format, or reading systrace, does not load them);
 * formats: ``detect_format`` (gzip, archives, Perfetto, binary, JSON, text, or no trace
   at all: ``NO_TRACE_EVENTS``) and ``open_trace``, the one function that opens a path by

@@ -2,10 +2,16 @@
 
 A Perfetto trace file is a ``Trace`` message: repeated field 1, ``TracePacket``,
 each a length-delimited record (tag ``0x0a``, a varint length, the packet's
-bytes).  ``read_perfetto`` reads the tag and length from the stream itself and
-decodes one packet at a time with the ``perfetto`` package's generated classes
-(``perfetto_trace_pb2.TracePacket.FromString``), so memory stays bounded
-whatever the file's size.  Gzip-compressed files are read through ``gzip``.
+bytes).  ``read_perfetto`` reads the file a block (``CHUNK``, 1 MiB) at a time
+(``_pbstream.packet_runs``) and decodes the whole packets of each block at once
+with the ``perfetto`` package's generated classes (``Trace.FromString``: upb
+decodes them in C), so memory stays bounded whatever the file's size.  The
+Python that reads the decoded packets runs once per packet: a packet of one
+slice begin, end or counter value on a described track takes a short path
+(``_pbdecode.Decoder.run``), and the lists a ``TrackEvent`` may hold (flow ids, extra
+counter values: reading even an empty one costs microseconds) are read only
+from a packet whose bytes hold one of their tags (``_pbdecode.flagged``).
+Gzip-compressed files are read through ``gzip``.
 
 What it reads, as typed records (``PerfettoEvent``; the timed ones in time order):
 
@@ -42,8 +48,6 @@ with a warning, and what was read before it is kept.
 from __future__ import annotations
 
 import gzip
-import math
-import zlib
 from collections.abc import Callable, Iterator
 from typing import IO, Any, Final
 
@@ -51,7 +55,22 @@ import attrs
 
 from nnemu.errors import TraceFormatError
 from nnemu.trace._html import DumpProcess, DumpThread
-from nnemu.trace._pbwire import GZIP_MAGIC, MAX_PACKET, MAX_VARINT_BYTES, PACKET_TAG, varint
+from nnemu.trace._pbdecode import (
+    BEGIN,
+    COUNTER,
+    END,
+    FLOW,
+    PRINT,
+    PROCESS,
+    THREAD,
+    TIMED,
+    Decoder,
+    Problem,
+    Record,
+    flagged,
+)
+from nnemu.trace._pbstream import StreamStop, packet_runs
+from nnemu.trace._pbwire import GZIP_MAGIC, varint
 
 INSTALL_HINT: Final = (
     "reading a Perfetto protobuf trace needs the perfetto package:"
@@ -60,25 +79,6 @@ INSTALL_HINT: Final = (
 REORDER_WINDOW: Final = 1 << 15
 """How far out of file order ``read_perfetto`` puts records in time order (per-CPU
 bundles interleave); up to twice as many wait to be sorted."""
-_CHUNK: Final = 1 << 20
-_SEQ_INCREMENTAL_STATE_CLEARED: Final = 1
-_TYPE_SLICE_BEGIN: Final = 1
-_TYPE_SLICE_END: Final = 2
-_TYPE_INSTANT: Final = 3
-_TYPE_COUNTER: Final = 4
-
-_TRACK_FIELDS: Final = frozenset(
-    (
-        "track_event",
-        "track_descriptor",
-        "interned_data",
-        "thread_descriptor",
-        "trace_packet_defaults",
-    )
-)
-
-Problem = Callable[[int, str], None]
-"""Called with (byte offset, message) for each problem found while reading."""
 
 
 # -- the typed records ---------------------------------------------------------
@@ -185,89 +185,6 @@ PerfettoEvent = ProcessName | ThreadName | TimedEvent
 """What ``read_perfetto`` yields."""
 
 
-# -- the packet stream -----------------------------------------------------------
-
-
-class _Stop(Exception):
-    """The packet stream cannot go on: (offset, message)."""
-
-    def __init__(self, offset: int, message: str) -> None:
-        super().__init__(message)
-        self.offset = offset
-        self.message = message
-
-
-def _packets(raw: IO[bytes] | gzip.GzipFile) -> Iterator[tuple[int, bytes | None]]:
-    """(byte offset, bytes) of each ``Trace.packet`` in ``raw`` (None for another field of
-    ``Trace``); raises ``_Stop`` on a record that cannot be read."""
-    buf = bytearray()
-    pos = 0  # in buf
-    base = 0  # offset of buf[0] in the stream
-    eof = False
-    broken = ""  # why a compressed stream ended early
-    # A gzip stream is read a block at a time, so a cut one loses only its last block.
-    read = raw.read1 if isinstance(raw, gzip.GzipFile) else raw.read
-
-    def fill(need: int) -> bool:
-        """Make ``need`` bytes from ``pos`` available; False at the end of the stream."""
-        nonlocal buf, pos, base, eof, broken
-        while len(buf) - pos < need and not eof:
-            if pos:
-                del buf[:pos]
-                base += pos
-                pos = 0
-            try:
-                chunk = read(max(_CHUNK, need - len(buf)))
-            except (EOFError, zlib.error, gzip.BadGzipFile) as err:
-                broken = f"the compressed stream is corrupt or cut off ({err})"
-                chunk = b""
-            if not chunk:
-                eof = True
-            buf += chunk
-        return len(buf) - pos >= need
-
-    def cut(message: str) -> str:
-        return f"{message}; {broken}" if broken else message
-
-    while fill(1):
-        offset = base + pos
-        fill(1 + MAX_VARINT_BYTES)
-        key = varint(buf, pos, len(buf))
-        if key is None:
-            raise _Stop(offset, cut("truncated record header"))
-        tag, after_tag = key
-        if tag >> 3 == 0 or tag & 7 in (3, 4, 6, 7):
-            raise _Stop(offset, f"not a protobuf Trace record (byte 0x{buf[pos]:02x})")
-        wire = tag & 7
-        if wire == 0:
-            value = varint(buf, after_tag, len(buf))
-            if value is None:
-                raise _Stop(offset, cut("truncated record"))
-            size, start = 0, value[1]
-        elif wire == 2:
-            length = varint(buf, after_tag, len(buf))
-            if length is None:
-                raise _Stop(offset, cut("truncated record length"))
-            size, start = length
-        else:
-            size, start = (8 if wire == 1 else 4), after_tag
-        if size > MAX_PACKET:
-            raise _Stop(offset, f"record of {size} bytes: not a Perfetto trace (or corrupt)")
-        header = start - pos
-        if not fill(header + size):  # (may move the bytes in buf: positions from pos)
-            have = len(buf) - pos - header
-            message = f"truncated packet: {size} bytes announced, {max(have, 0)} present"
-            raise _Stop(offset, cut(message))
-        start = pos + header
-        pos = start + size
-        if tag != PACKET_TAG:
-            yield offset, None  # an unknown field of Trace: the caller warns
-            continue
-        yield offset, bytes(buf[start:pos])
-    if broken:
-        raise _Stop(base + pos, broken)
-
-
 def _open_raw(path: str) -> IO[bytes] | gzip.GzipFile:
     """The file at ``path``, decompressed when it is gzip."""
     with open(path, "rb") as head:
@@ -284,285 +201,6 @@ def _pb2() -> Any:
     return perfetto_trace_pb2
 
 
-# -- decoding packets --------------------------------------------------------------
-
-
-@attrs.define
-class _Track:
-    """A ``TrackDescriptor``: its thread or process (if any), name, and whether it counts."""
-
-    pid: int | None
-    tid: int | None
-    name: str
-    counter: bool
-
-
-@attrs.define
-class _Decoder:
-    """The state that spans packets: tracks, interned names, thread names and processes."""
-
-    on_problem: Problem
-    tracks: dict[int, _Track] = attrs.field(factory=dict)
-    names: dict[int, dict[int, str]] = attrs.field(factory=dict)
-    """Interned event names by sequence, then iid."""
-    default_track: dict[int, int] = attrs.field(factory=dict)
-    """Default track uuid by sequence (``trace_packet_defaults``)."""
-    sequence_thread: dict[int, tuple[int, int]] = attrs.field(factory=dict)
-    """(pid, tid) of a sequence's ``thread_descriptor``."""
-    thread_names: dict[int, tuple[str, bool]] = attrs.field(factory=dict)
-    """tid -> (name, from the scheduler)."""
-    tgid: dict[int, int] = attrs.field(factory=dict)
-    process_names: dict[int, str] = attrs.field(factory=dict)
-    warned: set[str] = attrs.field(factory=set)
-
-    def warn_once(self, offset: int, message: str) -> None:
-        """Report ``message`` the first time it comes (of at most 1000 distinct ones)."""
-        if message not in self.warned and len(self.warned) < 1000:
-            self.warned.add(message)
-            self.on_problem(offset, message)
-
-    def thread(self, offset: int, pid: int | None, tid: int, name: str) -> Iterator[ThreadName]:
-        """A thread named by the trace (process_tree, track descriptors): always kept."""
-        changed = False
-        if pid is not None and self.tgid.get(tid) != pid:
-            self.tgid[tid] = pid
-            changed = True
-        if name and self.thread_names.get(tid) != (name, False):
-            self.thread_names[tid] = (name, False)
-            changed = True
-        if changed:
-            known = self.thread_names.get(tid)
-            yield ThreadName(pid=pid, tid=tid, name=known[0] if known else "", offset=offset)
-
-    def process(self, offset: int, pid: int, name: str) -> Iterator[ProcessName]:
-        """A process named by the trace (once per name)."""
-        self.tgid[pid] = pid
-        if name and self.process_names.get(pid) != name:
-            self.process_names[pid] = name
-            yield ProcessName(pid=pid, name=name, offset=offset)
-
-    def comm(self, offset: int, tid: int, name: str) -> Iterator[ThreadName]:
-        """A thread's comm seen by the scheduler: kept unless the trace named the thread."""
-        known = self.thread_names.get(tid)
-        if tid > 0 and name and (known is None or (known[1] and known[0] != name)):
-            self.thread_names[tid] = (name, True)
-            yield ThreadName(pid=self.tgid.get(tid), tid=tid, name=name, offset=offset)
-
-    # -- packets
-
-    def packet(self, offset: int, packet: Any) -> Iterator[PerfettoEvent]:
-        """The records of one ``TracePacket``."""
-        fields = {field.name for field, _ in packet.ListFields()}
-        if "process_tree" in fields:
-            yield from self.process_tree(offset, packet.process_tree)
-        if "ftrace_events" in fields:
-            yield from self.ftrace(offset, packet.ftrace_events)
-        if not fields.isdisjoint(_TRACK_FIELDS):
-            yield from self.track_packet(offset, packet, fields)
-
-    def process_tree(self, offset: int, tree: Any) -> Iterator[PerfettoEvent]:
-        """Processes (``cmdline[0]``) and threads of a ``ProcessTree``."""
-        for process in tree.processes:
-            name = process.cmdline[0] if process.cmdline else ""
-            yield from self.process(offset, process.pid, _clean(name))
-        for thread in tree.threads:
-            yield from self.thread(offset, thread.tgid or None, thread.tid, _clean(thread.name))
-
-    def ftrace(self, offset: int, bundle: Any) -> Iterator[PerfettoEvent]:
-        """Prints and scheduler comms of a ``FtraceEventBundle`` (full and compact events)."""
-        cpu = bundle.cpu
-        if bundle.HasField("compact_sched"):
-            compact = bundle.compact_sched
-            table = compact.intern_table
-            for pids, indexes in (
-                (compact.switch_next_pid, compact.switch_next_comm_index),
-                (compact.waking_pid, compact.waking_comm_index),
-            ):
-                for tid, index in zip(pids, indexes, strict=False):
-                    if index < len(table):
-                        yield from self.comm(offset, tid, _clean(table[index]))
-        for event in bundle.event:
-            kind = event.WhichOneof("event")
-            if kind == "print":
-                yield self.print_event(offset, cpu, event.timestamp, event.pid, event.print.buf)
-            elif kind == "sched_switch":
-                switch = event.sched_switch
-                yield from self.comm(offset, switch.prev_pid, _clean(switch.prev_comm))
-                yield from self.comm(offset, switch.next_pid, _clean(switch.next_comm))
-
-    def print_event(
-        self, offset: int, cpu: int, ts: int, tid: int, buf: str | bytes
-    ) -> PerfettoEvent:
-        """An atrace mark from its ``trace_marker`` text."""
-        text = _clean(_text(buf).rstrip("\n\x00"))
-        kind = text[:2]
-        if kind == "B|":
-            parts = text.split("|", 2)
-            if len(parts) == 3 and _is_id(parts[1]):
-                return SliceBegin(ts=ts, pid=int(parts[1]), tid=tid, name=parts[2], offset=offset)
-        elif text == "E" or kind == "E|":
-            parts = text.split("|")
-            if len(parts) == 1 or (len(parts) == 2 and _is_id(parts[1])):
-                pid = int(parts[1]) if len(parts) == 2 else None
-                return SliceEnd(ts=ts, pid=pid, tid=tid, offset=offset)
-        elif kind == "C|":
-            parts = text.split("|")  # C|tgid|name|value, and |category since Android 12
-            if len(parts) in (4, 5) and _is_id(parts[1]):
-                try:
-                    value = float(parts[3])
-                except ValueError:
-                    value = math.nan
-                if math.isfinite(value):
-                    return Counter(
-                        ts=ts, pid=int(parts[1]), tid=tid, name=parts[2], value=value, offset=offset
-                    )
-        return Print(ts=ts, pid=self.tgid.get(tid), tid=tid, cpu=cpu, text=text, offset=offset)
-
-    def track_packet(self, offset: int, packet: Any, fields: set[str]) -> Iterator[PerfettoEvent]:
-        """A packet's sequence state, track descriptor and track event."""
-        seq = packet.trusted_packet_sequence_id
-        if (
-            packet.sequence_flags & _SEQ_INCREMENTAL_STATE_CLEARED
-            or packet.incremental_state_cleared
-        ):
-            self.names.pop(seq, None)
-        if "trace_packet_defaults" in fields:
-            defaults = packet.trace_packet_defaults
-            if defaults.HasField("track_event_defaults"):
-                event_defaults = defaults.track_event_defaults
-                if event_defaults.HasField("track_uuid"):
-                    self.default_track[seq] = event_defaults.track_uuid
-        if "thread_descriptor" in fields:
-            descriptor = packet.thread_descriptor
-            self.sequence_thread[seq] = (descriptor.pid, descriptor.tid)
-            yield from self.thread(
-                offset, descriptor.pid, descriptor.tid, _clean(descriptor.thread_name)
-            )
-        if "interned_data" in fields:
-            names = self.names.setdefault(seq, {})
-            for entry in packet.interned_data.event_names:
-                names[entry.iid] = _clean(entry.name)
-        if "track_descriptor" in fields:
-            yield from self.track_descriptor(offset, packet.track_descriptor)
-        if "track_event" in fields:
-            yield from self.track_event(offset, packet, seq)
-
-    def track_descriptor(self, offset: int, descriptor: Any) -> Iterator[PerfettoEvent]:
-        """Remember a track (a counter track takes its process from its parent track)."""
-        name = _clean(descriptor.name or descriptor.static_name or descriptor.atrace_name)
-        parent = self.tracks.get(descriptor.parent_uuid) if descriptor.parent_uuid else None
-        pid = parent.pid if parent is not None else None
-        tid = parent.tid if parent is not None else None
-        if descriptor.HasField("process"):
-            pid = descriptor.process.pid
-            yield from self.process(offset, pid, _clean(descriptor.process.process_name))
-        if descriptor.HasField("thread"):
-            pid, tid = descriptor.thread.pid, descriptor.thread.tid
-            yield from self.thread(offset, pid, tid, _clean(descriptor.thread.thread_name))
-        counter = descriptor.HasField("counter")
-        self.tracks[descriptor.uuid] = _Track(pid=pid, tid=tid, name=name, counter=counter)
-
-    def track_of(self, offset: int, event: Any, seq: int) -> _Track | None:
-        """An event's track: its uuid, the sequence's default, or its ``thread_descriptor``."""
-        uuid = event.track_uuid if event.HasField("track_uuid") else self.default_track.get(seq)
-        if uuid is None or (uuid == 0 and 0 not in self.tracks):
-            thread = self.sequence_thread.get(seq)
-            if thread is None:
-                self.warn_once(
-                    offset, "track_event with no track and no thread_descriptor: skipped"
-                )
-                return None
-            return _Track(pid=thread[0], tid=thread[1], name="", counter=False)
-        track = self.tracks.get(uuid)
-        if track is None:
-            self.warn_once(offset, f"track_event on track {uuid}, never described: skipped")
-        return track
-
-    def track_event(self, offset: int, packet: Any, seq: int) -> Iterator[PerfettoEvent]:
-        """Slices (with their flows) and counter values of a ``TrackEvent``."""
-        event = packet.track_event
-        ts = packet.timestamp
-        track = self.track_of(offset, event, seq)
-        kind = event.type
-        if track is not None and kind == _TYPE_COUNTER:
-            value = float(
-                event.double_counter_value
-                if event.HasField("double_counter_value")
-                else event.counter_value
-            )
-            yield Counter(
-                ts=ts, pid=track.pid, tid=track.tid, name=track.name, value=value, offset=offset
-            )
-        elif track is not None and kind in (_TYPE_SLICE_BEGIN, _TYPE_SLICE_END, _TYPE_INSTANT):
-            if track.tid is None or track.pid is None:
-                self.warn_once(
-                    offset, "track_event slices on tracks without a thread (async): skipped"
-                )
-            else:
-                pid, tid = track.pid, track.tid
-                if kind == _TYPE_SLICE_END:
-                    yield SliceEnd(ts=ts, pid=pid, tid=tid, offset=offset)
-                else:
-                    yield SliceBegin(
-                        ts=ts, pid=pid, tid=tid, name=self.event_name(event, seq), offset=offset
-                    )
-                    for flow_id in (*event.flow_ids_old, *event.flow_ids):
-                        yield Flow(ts=ts, pid=pid, tid=tid, flow_id=flow_id, terminating=False,
-                                   offset=offset)  # fmt: skip
-                    for flow_id in (*event.terminating_flow_ids_old, *event.terminating_flow_ids):
-                        yield Flow(ts=ts, pid=pid, tid=tid, flow_id=flow_id, terminating=True,
-                                   offset=offset)  # fmt: skip
-                    if kind == _TYPE_INSTANT:
-                        yield SliceEnd(ts=ts, pid=pid, tid=tid, offset=offset)
-        extra = (
-            *zip(event.extra_counter_track_uuids, event.extra_counter_values, strict=False),
-            *zip(
-                event.extra_double_counter_track_uuids,
-                event.extra_double_counter_values,
-                strict=False,
-            ),
-        )
-        for uuid, value in extra:
-            counter_track = self.tracks.get(uuid)
-            if counter_track is None:
-                self.warn_once(offset, f"counter value on track {uuid}, never described: skipped")
-                continue
-            yield Counter(
-                ts=ts,
-                pid=counter_track.pid,
-                tid=counter_track.tid,
-                name=counter_track.name,
-                value=float(value),
-                offset=offset,
-            )
-
-    def event_name(self, event: Any, seq: int) -> str:
-        """A slice's name, inline or interned on its sequence."""
-        if event.HasField("name"):
-            return _clean(event.name)
-        if event.HasField("name_iid"):
-            return self.names.get(seq, {}).get(event.name_iid, f"<interned name {event.name_iid}>")
-        return ""
-
-
-def _is_id(text: str) -> bool:
-    """Whether ``text`` is a pid: ASCII digits, at most 10."""
-    return text.isascii() and text.isdigit() and len(text) <= 10
-
-
-def _text(value: str | bytes) -> str:
-    """A string field's text (a proto2 string that is not UTF-8 comes as bytes)."""
-    return value if isinstance(value, str) else value.decode("utf-8", errors="replace")
-
-
-def _clean(value: str | bytes) -> str:
-    """A string field's text on one line (a newline in a name would split a row)."""
-    text = _text(value)
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else " " for c in text)
-
-
 def _format_value(value: float) -> str:
     """A counter value as ftrace text: an integer without ``.0``."""
     return str(int(value)) if value.is_integer() and abs(value) < 2**63 else repr(value)
@@ -571,7 +209,7 @@ def _format_value(value: float) -> str:
 def read_perfetto(
     path: str, *, on_problem: Problem | None = None, window: int | None = None
 ) -> Iterator[PerfettoEvent]:
-    """The typed records of the Perfetto protobuf trace at ``path``, streamed packet by packet.
+    """The typed records of the Perfetto protobuf trace at ``path``, streamed.
 
     Timed records come in time order (ties in file order): a trace holds its
     events per CPU and per writer, so they are sorted in a bounded window (a
@@ -593,73 +231,149 @@ def read_perfetto(
         OSError: The file cannot be read.
     """
     problem = on_problem if on_problem is not None else _ignore
-    limit = REORDER_WINDOW if window is None else max(window, 1)
+    for record in _records(path, problem, REORDER_WINDOW if window is None else max(window, 1)):
+        yield _typed(record)
+
+
+def _typed(record: Record) -> PerfettoEvent:
+    """The typed record of a reader's tuple."""
+    ts, offset, kind = record[:3]
+    if kind == BEGIN:
+        return SliceBegin(ts=ts, pid=record[3], tid=record[4], name=record[5], offset=offset)
+    if kind == END:
+        return SliceEnd(ts=ts, pid=record[3], tid=record[4], offset=offset)
+    if kind == COUNTER:
+        return _counter(record)
+    if kind == FLOW:
+        return _flow(record)
+    if kind == PRINT:
+        pid, tid, cpu, text = record[3:]
+        return Print(ts=ts, pid=pid, tid=tid, cpu=cpu, text=text, offset=offset)
+    if kind == PROCESS:
+        return ProcessName(pid=record[3], name=record[4], offset=offset)
+    return ThreadName(pid=record[3], tid=record[4], name=record[5], offset=offset)
+
+
+def _counter(record: Record) -> Counter:
+    ts, offset, _, pid, tid, name, value = record
+    return Counter(ts=ts, pid=pid, tid=tid, name=name, value=value, offset=offset)
+
+
+def _flow(record: Record) -> Flow:
+    ts, offset, _, pid, tid, flow_id, terminating = record
+    return Flow(ts=ts, pid=pid, tid=tid, flow_id=flow_id, terminating=terminating, offset=offset)
+
+
+def _records(path: str, problem: Problem, limit: int) -> Iterator[Record]:
+    """``read_perfetto``'s records as the reader's tuples, timed ones in time order."""
     # Sorted in batches: a batch of 2 x limit records is sorted (timsort merges the
-    # per-CPU runs it holds in about linear time) and its first half goes out.
-    pending: list[tuple[int, int, TimedEvent]] = []
-    sequence = 0
-    last_ts = -(2**63)
+    # per-CPU runs it holds in about linear time; a stable sort by time keeps ties in
+    # file order) and its first half goes out.  A batch already in order is not sorted.
+    pending: list[Record] = []
+    in_order = True
+    previous = last_ts = -(2**63)
     warned = False
-    for event in _decoded(path, problem):
-        if isinstance(event, (ProcessName, ThreadName)):  # a tuple: faster than a union
-            yield event
-            continue
-        ts = event.ts
-        if ts < last_ts and not warned:
-            warned = True
-            problem(
-                event.offset,
-                f"events more than {limit} places out of time order: some are read out of order",
-            )
-        sequence += 1
-        pending.append((ts, sequence, event))
-        if len(pending) >= 2 * limit:
-            pending.sort()
-            last_ts = pending[limit - 1][0]
-            for item in pending[:limit]:
-                yield item[2]
-            del pending[:limit]
-    pending.sort()
-    for item in pending:
-        yield item[2]
+    for records in _decoded(path, problem):
+        for record in records:
+            ts = record[0]
+            if record[2] >= TIMED:
+                yield record
+                continue
+            if ts < previous:
+                in_order = False
+                if ts < last_ts and not warned:
+                    warned = True
+                    problem(
+                        record[1],
+                        f"events more than {limit} places out of time order:"
+                        " some are read out of order",
+                    )
+            previous = ts
+            pending.append(record)
+            if len(pending) >= 2 * limit:
+                if not in_order:
+                    pending.sort(key=_time)
+                    in_order = True
+                    previous = pending[-1][0]
+                last_ts = pending[limit - 1][0]
+                yield from pending[:limit]
+                del pending[:limit]
+    if not in_order:
+        pending.sort(key=_time)
+    yield from pending
 
 
-def _decoded(path: str, problem: Problem) -> Iterator[PerfettoEvent]:
-    """``read_perfetto``'s records in file order."""
+def _time(record: Record) -> int:
+    """A timed record's time (its sort key)."""
+    ts: int = record[0]
+    return ts
+
+
+def _decoded(path: str, problem: Problem) -> Iterator[list[Record]]:
+    """``read_perfetto``'s records in file order, a run of packets at a time."""
     try:
         pb2 = _pb2()
     except ImportError:
         raise TraceFormatError(path, 0, "", INSTALL_HINT) from None
     from google.protobuf.message import DecodeError
 
-    decode = pb2.TracePacket.FromString
-    decoder = _Decoder(on_problem=problem)
+    decode_run = pb2.Trace.FromString
+    decoder = Decoder(on_problem=problem)
+    out = decoder.out
     packets = 0
     with _open_raw(path) as raw:
-        stream = _packets(raw)
+        runs = packet_runs(raw)
         while True:
             try:
-                item = next(stream, None)
-            except _Stop as stop:
+                run = next(runs, None)
+            except StreamStop as stop:
                 _give_up(path, stop.offset, stop.message, packets, problem)
                 return
-            if item is None:
+            if run is None:
                 return
-            offset, data = item
+            offsets, data = run
             if data is None and packets == 0:
                 raise TraceFormatError(
-                    path, 0, "", "not a Perfetto trace: expected a packet", offset=offset
+                    path, 0, "", "not a Perfetto trace: expected a packet", offset=offsets[0]
                 )
             if data is None:
-                problem(offset, "unknown field in the Trace message: skipped")
+                problem(offsets[0], "unknown field in the Trace message: skipped")
                 continue
             try:
-                packet = decode(data)
-            except DecodeError as err:
-                _give_up(path, offset, f"undecodable packet ({err})", packets, problem)
-                return
-            packets += 1
-            yield from decoder.packet(offset, packet)
+                decoded = decode_run(data).packet
+            except DecodeError:
+                decoded = None
+            if decoded is None:
+                # One of the run's packets is undecodable: read those before it.
+                for offset, packet_or_error in _one_by_one(pb2, offsets, data):
+                    if isinstance(packet_or_error, str):
+                        _give_up(path, offset, packet_or_error, packets, problem)
+                        yield out[:]
+                        return
+                    packets += 1
+                    decoder.packet(offset, packet_or_error)
+            else:
+                decoder.run(offsets, decoded, flagged(offsets, data))
+                packets += len(offsets)
+            yield out[:]
+            out.clear()
+
+
+def _one_by_one(pb2: Any, offsets: list[int], data: bytes) -> Iterator[tuple[int, Any]]:
+    """(offset, packet) of each packet of a run, up to (offset, why) of the first undecodable."""
+    from google.protobuf.message import DecodeError
+
+    base = offsets[0]
+    for index, offset in enumerate(offsets):
+        end = offsets[index + 1] - base if index + 1 < len(offsets) else len(data)
+        size_at = varint(data, offset - base + 1, end)
+        if size_at is None:  # pragma: no cover - the run was walked
+            return
+        try:
+            yield offset, pb2.TracePacket.FromString(data[size_at[1] : end])
+        except DecodeError as err:
+            yield offset, f"undecodable packet ({err})"
+            return
 
 
 def _give_up(path: str, offset: int, message: str, packets: int, problem: Problem) -> None:
@@ -711,43 +425,48 @@ class PerfettoLines:
         tgid: dict[int, int] = {}
         heads: dict[tuple[int, int], str] = {}  # (tid, cpu) -> "TASK-TID ( TGID) [CPU] ...."
         on_dump = self.on_dump
-        for event in read_perfetto(self.path, on_problem=self.on_problem):
+        problem = self.on_problem if self.on_problem is not None else _ignore
+        offset = 0
+        for record in _records(self.path, problem, REORDER_WINDOW):
+            kind = record[2]
             cpu = 0
-            if isinstance(event, SliceBegin):
-                text = f"B|{event.pid}|{event.name}"
-                tid = event.tid
-            elif isinstance(event, SliceEnd):
-                text = "E" if event.pid is None else f"E|{event.pid}"
-                tid = event.tid
-            elif isinstance(event, Print):
-                text, tid, cpu = event.text, event.tid, event.cpu
-            elif isinstance(event, Counter):
-                if event.tid is None or event.pid is None:
+            if kind == BEGIN:
+                text = f"B|{record[3]}|{record[5]}"
+                tid = record[4]
+            elif kind == END:
+                text = "E" if record[3] is None else f"E|{record[3]}"
+                tid = record[4]
+            elif kind == PRINT:
+                tid, cpu, text = record[4], record[5], record[6]
+            elif kind == COUNTER:
+                tid = record[4]
+                if tid is None or record[3] is None:
                     # A counter track of no thread: no ftrace row for it.
                     if self.on_track_event is not None:
-                        self.on_track_event(event)
+                        self.on_track_event(_counter(record))
                     continue
-                text = f"C|{event.pid}|{event.name}|{_format_value(event.value)}"
-                tid = event.tid
-            elif isinstance(event, ProcessName):
-                tgid[event.pid] = event.pid
+                text = f"C|{record[3]}|{record[5]}|{_format_value(record[6])}"
+            elif kind == PROCESS:
+                pid, name = record[3], record[4]
+                tgid[pid] = pid
                 heads.clear()
-                self.process_names[str(event.pid)] = event.name
+                self.process_names[str(pid)] = name
                 if on_dump is not None:
-                    on_dump(DumpProcess(pid=event.pid, name=event.name))
+                    on_dump(DumpProcess(pid=pid, name=name))
                 continue
-            elif isinstance(event, ThreadName):
-                if event.pid is not None:
-                    tgid[event.tid] = event.pid
-                if event.name:
-                    names[event.tid] = event.name
+            elif kind == THREAD:
+                pid, tid, name = record[3], record[4], record[5]
+                if pid is not None:
+                    tgid[tid] = pid
+                if name:
+                    names[tid] = name
                 heads.clear()
-                if on_dump is not None and event.pid is not None and event.name:
-                    on_dump(DumpThread(pid=event.pid, tid=event.tid, name=event.name))
+                if on_dump is not None and pid is not None and name:
+                    on_dump(DumpThread(pid=pid, tid=tid, name=name))
                 continue
             else:
                 if self.on_track_event is not None:
-                    self.on_track_event(event)
+                    self.on_track_event(_flow(record))
                 continue  # a flow: no ftrace row
             head = heads.get((tid, cpu))
             if head is None:
@@ -755,8 +474,9 @@ class PerfettoLines:
                 column = f"{process:>5}" if process is not None else "-----"
                 head = f"{names.get(tid, '<...>'):>16}-{tid:<5} ({column}) [{cpu:03d}] ...."
                 heads[tid, cpu] = head
-            self.last_offset = offset = event.offset
-            seconds, ns = divmod(event.ts, 1_000_000_000)
+            offset = record[1]
+            self.last_offset = offset
+            seconds, ns = divmod(record[0], 1_000_000_000)
             if ns % 1000:
                 yield offset, f"{head} {seconds}.{ns:09d}: tracing_mark_write: {text}\n"
             else:

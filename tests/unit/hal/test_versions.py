@@ -60,11 +60,15 @@ def test_notify_method_skips_1_1(version: HalVersion, method: str) -> None:
         ("notify_1_2", HalVersion.V1_2),
         ("execute", None),
         ("executeSynchronously", None),
-        ("prepareModel_1_30", None),
+        ("execute_1_4", HalVersion.V1_3),
+        ("prepareModel_1_30", HalVersion.V1_3),
+        ("prepareModel_1_0", None),
+        ("prepareModel_1_x", None),
     ],
 )
 def test_of_method_reads_the_suffix_back(name: str, version: HalVersion | None) -> None:
-    """A trace reader gets the version from a method name's suffix, and None from a bare name."""
+    """A trace reader gets the version from a method name's suffix (a minor version newer
+    than nnemu knows as the newest it knows), and None from a bare name."""
     assert HalVersion.of_method(name) is version
 
 

@@ -78,6 +78,17 @@ def test_replayed_omr1_driver_time_matches_the_recording(tmp_path: Path):
     assert again.drivers[0].hal_version is HalVersion.V1_0
 
 
+def test_a_driver_of_a_newer_hal_than_nnemu_knows_replays_as_the_newest(tmp_path: Path):
+    """Server methods of a future HAL 1.4 (``execute_1_4``) give a 1.3 driver, not 1.0."""
+    original = tmp_path / "q.txt"
+    record(QUICKSTART, original)
+    text = original.read_text(encoding="utf-8")
+    assert "_1_3::server" in text
+    future = tmp_path / "future.txt"
+    future.write_text(text.replace("_1_3::", "_1_4::"), encoding="utf-8")
+    assert extract_plan(str(future)).drivers[0].hal_version is HalVersion.V1_3
+
+
 @pytest.mark.parametrize("suffix", [".html", ".txt", ".json"])
 def test_nnemu_trace_round_trip_reproduces_count_and_arrivals(tmp_path: Path, suffix: str):
     """Replaying the quickstart's own trace issues 30 executions 33.3 ms apart, as recorded."""
