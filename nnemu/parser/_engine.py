@@ -1083,7 +1083,10 @@ class Engine:
         if m is not None and leading is not None and m.start(1) == leading.end():
             # A "-----" TGID column means "unknown" (the payload's pid is used).
             ids = (m.group(2), None if m.group(3) == UNKNOWN_TGID else m.group(3))
-            if ids[0] == ids[1] and len(self._names) < _MAX_CACHED_NAMES:
+            # A process's main thread (TID == TGID) names it. Without a TGID column every
+            # task name is kept by its TID: pids and tids share one number space, so the
+            # thread whose TID is a process's pid is that process's main thread.
+            if (ids[0] == ids[1] or ids[1] is None) and len(self._names) < _MAX_CACHED_NAMES:
                 self._names.setdefault(ids[0], m.group(1))
         prefixes[head] = ids
         return ids
