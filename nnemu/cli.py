@@ -1258,7 +1258,12 @@ def main(
         log_format = getattr(args, "log_format", "console")
         verbosity = getattr(args, "verbosity", 0)
         if args.command in _LOGGING_COMMANDS or log_format != "console" or verbosity:
-            configure_logging(log_format, err, _LOG_LEVELS[verbosity])
+            level = _LOG_LEVELS[verbosity]
+            if args.command == "demo" and verbosity < 1:
+                # A demo narrates its events; their log lines (printed as the run goes,
+                # before the narration's title) are for -v.
+                level = logging.CRITICAL
+            configure_logging(log_format, err, level)
         try:
             code = _COMMANDS[args.command](args, out, err)
         except BaseExceptionGroup as group:
