@@ -291,7 +291,7 @@ class RunStats:
         Total, the driver's asynchronous work outlasting the call), so they are not
         checked.
         """
-        found = []
+        found: list[tuple[Layer, Phase, float]] = []
         self_times = self.self_times
         for phase in STAT_PHASES:
             if phase is not Phase.OVERALL:
