@@ -97,6 +97,8 @@ _VERSIONS: Final = (HalVersion.V1_0, HalVersion.V1_1, HalVersion.V1_2, HalVersio
 _SERVICE_RE: Final = re.compile(r"neuralnetworks@\d\.\d-service-?(.*)$")
 _UNSAFE_NAME: Final = re.compile(r"[\s.]+")
 
+_NOISE: Final = 1000
+"""One execution in this many begun beside running ones is noise, not a compute unit."""
 ARRIVALS_LA: Final = "[NN_LA_PE] begins"
 ARRIVALS_LR: Final = "ANeuralNetworksExecution_compute/startCompute*/burstCompute begins"
 ARRIVALS_HAL: Final = "HIDL IPreparedModel::execute* ::client begins"
@@ -1553,11 +1555,33 @@ def _units(
         if idle[i] or beside[i]
         for time, step in ((begins[i], 1), (begins[i] + durations[i], -1))
     )
-    units = busy = 0
+    return _weighed_units(running, count, beside)
+
+
+def _weighed_units(
+    running: Sequence[tuple[int, int]], count: int, beside: list[bool]
+) -> tuple[int, list[bool] | None]:
+    """The units the evidence carries weight for: the most executions at once that at least
+    ``units_evidence(count)`` executions began to make (one overlap among thousands of
+    executions is noise: a late end, a clock step, not a second unit), and ``beside``; 1
+    and None when no second unit has that weight."""
+    reached: collections.Counter[int] = collections.Counter()
+    busy = 0
     for _, step in running:
         busy += step
-        units = max(units, busy)
-    return max(1, units), beside
+        if step > 0:
+            reached[busy] += 1
+    needed = units_evidence(count)
+    units = max((level for level, n in reached.items() if n >= needed), default=1)
+    if units <= 1:
+        return 1, None
+    return units, beside
+
+
+def units_evidence(count: int) -> int:
+    """How many of a device's ``count`` executions must begin beside running ones, at one
+    level, for that level to count as compute units: one in ``_NOISE`` (at least one)."""
+    return -(-count // _NOISE)
 
 
 def _spread(service: Sequence[int], clients: Sequence[int]) -> float:
