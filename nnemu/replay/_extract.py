@@ -71,7 +71,7 @@ from nnemu.trace import (
     time_ordered,
     timestamp_ns,
 )
-from nnemu.tracer import NNAPI_HIDL_INTERFACES, Layer, Phase
+from nnemu.tracer import NNAPI_HIDL_INTERFACES, Layer, Phase, safe_name
 
 _NN_INTERFACES: Final = NNAPI_HIDL_INTERFACES
 _EXECUTION_API: Final = {
@@ -95,7 +95,6 @@ _METHOD_VERSION: Final = {
 }
 _VERSIONS: Final = (HalVersion.V1_0, HalVersion.V1_1, HalVersion.V1_2, HalVersion.V1_3)
 _SERVICE_RE: Final = re.compile(r"neuralnetworks@\d\.\d-service-?(.*)$")
-_UNSAFE_NAME: Final = re.compile(r"[\s.]+")
 
 _NOISE: Final = 1000
 """One execution in this many begun beside running ones is noise, not a compute unit."""
@@ -116,7 +115,8 @@ class TraceApp:
     pid: int
     """Process id in the trace."""
     name: str
-    """The app's name in the replay scenario (unique, no dots or whitespace)."""
+    """The app's name in the replay scenario (unique, a name every trace format carries:
+    ``nnemu.tracer.safe_name``)."""
     process_name: str | None
     """Process name from the trace (process dump, JSON metadata, main thread), if any."""
     model_name: str | None
@@ -1393,11 +1393,6 @@ def _version_of(method: str) -> HalVersion:
     if match:
         return _VERSIONS[int(match.group(1))]
     return _METHOD_VERSION.get(method, HalVersion.V1_0)
-
-
-def safe_name(text: str) -> str:
-    """``text`` usable as a scenario app/device name (no dots or whitespace)."""
-    return _UNSAFE_NAME.sub("_", text.strip()).strip("_")
 
 
 def _process_name(reader: _Collector, pid: int) -> str | None:
