@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from nnemu._text import right
+
 TAIL_MIN: Final = {"p95": 20, "p99": 100}
 """Per quantile, the fewest executions over which its nearest rank is not the slowest."""
 
@@ -49,7 +51,7 @@ def marked_cells(cells: Sequence[tuple[str, int, bool]]) -> tuple[str, int]:
     """
     text, carry = "", 0
     for cell, width, marked in cells:
-        text += f"{cell:>{width - carry}}"
+        text += right(cell, width - carry)
         carry = 0
         if marked:
             text += MARK

@@ -6,6 +6,18 @@ import math
 from typing import Final
 
 
+def cells(*pairs: tuple[object, int]) -> str:
+    """Right-aligned table cells ``(value, width)``: a value as wide as its column or wider
+    keeps one blank before it, so wide numbers never run together."""
+    return "".join(right(value, width) for value, width in pairs)
+
+
+def right(value: object, width: int) -> str:
+    """``value`` right-aligned in ``width`` columns, with at least one blank before it."""
+    text = str(value)
+    return f"{text:>{width}}" if len(text) < width else f" {text}"
+
+
 def counted(number: int, noun: str) -> str:
     """``number`` and ``noun``, plural unless it is 1: ``counted(1, "run")`` is ``1 run``."""
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"

@@ -369,6 +369,7 @@ def _summary(data: dict[str, Any], out: TextIO) -> None:
     and per device.  Latency percentiles are "-" for an app with no completion; a p95 or p99
     that is only the slowest execution is marked, with a footnote (``nnemu._tails``)."""
     from nnemu._tails import footnote, marked_cells, slowest_only
+    from nnemu._text import cells, right
 
     out.write(
         f"scenario {data['scenario']}  seed {data['seed']}  virtual {data['virtual_ms']:.3f} ms\n"
@@ -396,10 +397,14 @@ def _summary(data: dict[str, Any], out: TextIO) -> None:
         quantiles, carry = marked_cells(
             [(f"{lat[q]:.3f}" if done else "-", 10, q in slowest) for q in ("p50", "p95", "p99")]
         )
-        out.write(
-            f"{name:<{width}}{app['submitted']:>10}{app['completed']:>11}{app['failed']:>8}"
-            f"{app['dropped']:>9}{app['in_flight']:>11}{quantiles}{' ' * (2 - carry)}{errors}\n"
+        counts = cells(
+            (app["submitted"], 10),
+            (app["completed"], 11),
+            (app["failed"], 8),
+            (app["dropped"], 9),
+            (app["in_flight"], 11),
         )
+        out.write(f"{name:<{width}}{counts}{quantiles}{' ' * (2 - carry)}{errors}\n")
     if marked:
         out.write(footnote(marked) + "\n")
     _split_summary(data["apps"], out)
@@ -408,10 +413,9 @@ def _summary(data: dict[str, Any], out: TextIO) -> None:
         f"\n{'device':<{width}}{'executions':>11}{'busy':>9}{'preemptions':>13}{'energy':>10}\n"
     )
     for name, device in data["devices"].items():
-        out.write(
-            f"{name:<{width}}{device['executions']:>11}{device['busy_fraction'] * 100:>8.1f}%"
-            f"{device['preemptions']:>13}{device.get('energy', 0.0):>10.1f}\n"
-        )
+        busy = right(f"{device['busy_fraction'] * 100:.1f}", 8)
+        counts = cells((device["preemptions"], 13), (f"{device.get('energy', 0.0):.1f}", 10))
+        out.write(f"{name:<{width}}{right(device['executions'], 11)}{busy}%{counts}\n")
     if data["expectations"]:
         out.write("\nexpectations\n")
         for result in data["expectations"]:
@@ -437,6 +441,8 @@ _SPLIT_HEADS = {
 def _split_summary(apps: dict[str, Any], out: TextIO) -> None:
     """Where each app's mean latency went (ms, ``latency_split_ms``): one line per app with a
     completion (none for report data without the split)."""
+    from nnemu._text import cells
+
     shown = {
         name: app for name, app in apps.items() if app["completed"] and "latency_split_ms" in app
     }
@@ -447,8 +453,9 @@ def _split_summary(apps: dict[str, Any], out: TextIO) -> None:
     out.write(f"\n{'mean ms':<{width}}{'latency':>9}{heads}\n")
     for name, app in shown.items():
         split = app["latency_split_ms"]
-        parts = "".join(f"{split[part]:>9.3f}" for part in _SPLIT_HEADS)
-        out.write(f"{name:<{width}}{app['latency_ms']['mean']:>9.3f}{parts}\n")
+        mean = f"{app['latency_ms']['mean']:.3f}"
+        parts = cells((mean, 9), *((f"{split[part]:.3f}", 9) for part in _SPLIT_HEADS))
+        out.write(f"{name:<{width}}{parts}\n")
 
 
 def _progress_printer(stream: TextIO) -> Any:
@@ -1292,7 +1299,12 @@ def main(
         log_format = getattr(args, "log_format", "console")
         verbosity = getattr(args, "verbosity", 0)
         if args.command in _LOGGING_COMMANDS or log_format != "console" or verbosity:
-            configure_logging(log_format, err, _LOG_LEVELS[verbosity])
+            level = _LOG_LEVELS[verbosity]
+            if args.command == "demo" and verbosity < 1:
+                # A demo narrates its events; their log lines (printed as the run goes,
+                # before the narration's title) are for -v.
+                level = logging.CRITICAL
+            configure_logging(log_format, err, level)
         try:
             code = _COMMANDS[args.command](args, out, err)
         except BaseExceptionGroup as group:

@@ -384,7 +384,11 @@ def run_demo_command(
     if topic is None:
         _list_topics(console)
         return ExitCode.OK
-    errors = console if stderr is None else _Console(file=stderr, highlight=False, emoji=False)
+    errors = (
+        console
+        if stderr is None
+        else _Console(file=stderr, highlight=False, soft_wrap=True, emoji=False)
+    )
     chosen = TOPICS.get(topic)
     if chosen is None:
         errors.print(f"unknown demo topic {escape(repr(topic))}")

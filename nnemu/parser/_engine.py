@@ -678,6 +678,16 @@ class _Thread:
         self.windows = 0
 
 
+def _negative_cell(cell: tuple[Layer, Phase, float]) -> str:
+    """The warning for a cell that the contract never makes negative but the rows did."""
+    layer, phase, value = cell
+    column = "Total" if phase is Phase.OVERALL else phase.value
+    return (
+        f"{layer.value} {column} self time of the run that starts here is negative"
+        f" ({value:.3f} ms): its rows do not nest as NNAPI writes them (edited or reordered?)"
+    )
+
+
 def _drop_open_frames(stack: list[_Frame | None], top: _Frame) -> list[_Frame]:
     """Replace the open frames on ``stack`` (``top`` and its parents) by ``None``; return them.
 
@@ -929,6 +939,8 @@ class Engine:
                 # A counted NNTRACE mark with nothing special about it.
                 if tgid is None:
                     tgid = payload_tgid
+                elif payload_tgid != tgid:
+                    self._other_pid(payload_tgid, tgid, line_number, line)
                 thread = threads.get(tid)
                 if thread is None or thread.proc.tgid != tgid:
                     thread = self._thread(tid, tgid)
@@ -955,6 +967,8 @@ class Engine:
                     continue
                 if tgid is None:
                     tgid = payload_tgid
+                elif payload_tgid != tgid and mark.tracks_thread:
+                    self._other_pid(payload_tgid, tgid, line_number, line)
                 thread = threads.get(tid)
                 if thread is None or thread.proc.tgid != tgid:
                     thread = self._thread(tid, tgid)
@@ -1083,7 +1097,10 @@ class Engine:
         if m is not None and leading is not None and m.start(1) == leading.end():
             # A "-----" TGID column means "unknown" (the payload's pid is used).
             ids = (m.group(2), None if m.group(3) == UNKNOWN_TGID else m.group(3))
-            if ids[0] == ids[1] and len(self._names) < _MAX_CACHED_NAMES:
+            # A process's main thread (TID == TGID) names it. Without a TGID column every
+            # task name is kept by its TID: pids and tids share one number space, so the
+            # thread whose TID is a process's pid is that process's main thread.
+            if (ids[0] == ids[1] or ids[1] is None) and len(self._names) < _MAX_CACHED_NAMES:
                 self._names.setdefault(ids[0], m.group(1))
         prefixes[head] = ids
         return ids
@@ -1163,6 +1180,16 @@ class Engine:
         (parent.children if parent is not None else self._roots)[name] = kind
         return kind
 
+    def _other_pid(self, payload_tgid: str, tgid: str, line_number: int, line: str) -> None:
+        """A ``B|pid|`` whose pid is not its row's TGID column (atrace writes getpid()):
+        the row is counted for the TGID's process."""
+        self.warn(
+            f"the mark's pid {payload_tgid} is not its row's TGID {tgid}:"
+            f" counted for process {tgid}",
+            line_number,
+            line,
+        )
+
     def _thread(self, tid: str, tgid: str | None) -> _Thread:
         thread = self._threads.get(tid)
         if thread is None or (tgid is not None and thread.proc.tgid != tgid):
@@ -1174,6 +1201,12 @@ class Engine:
             if thread is None:
                 thread = self._threads[tid] = _Thread(tid, proc, len(self._threads))
             else:
+                if thread.tracked:
+                    self.warn(
+                        f"thread {tid} of process {thread.proc.tgid} has a row of process"
+                        f" {key}: its sections are counted for process {key} from here"
+                        " (a pid edited, or the tid reused)"
+                    )
                 thread.proc = proc
         return thread
 
@@ -1527,6 +1560,11 @@ class Engine:
         stats = self._collect(run)
         if incomplete:
             stats = attrs.evolve(stats, incomplete=True)
+        negative = stats.negative_cells()
+        if negative:
+            stats = attrs.evolve(stats, warnings=tuple(map(_negative_cell, negative)))
+            for warning in stats.warnings:
+                self.warn(warning, run.line_number, run.line)
         if run.proc is not None or self.saw_nnapi:
             if self._on_run is not None:
                 self._on_run(run.seq, stats)

@@ -245,7 +245,8 @@ def run_json(
 
     With ``titled`` (a trace of several client processes) or for an incomplete
     run, the object also names its ``process`` (``pid``, ``name``); an
-    incomplete run has ``"incomplete": true``.
+    incomplete run has ``"incomplete": true``, and a run whose figures are wrong
+    (``RunStats.warnings``: a negative cell) the ``"warnings"`` stderr gives too.
     """
     times = _exact_table(run.times)
     self_times = _exact_table(run.self_times)
@@ -258,6 +259,8 @@ def run_json(
         extra["process"] = {"pid": run.pid, "name": run.process_name}
     if run.incomplete:
         extra["incomplete"] = True
+    if run.warnings:
+        extra["warnings"] = list(run.warnings)
     return _jsonable(
         {
             **extra,

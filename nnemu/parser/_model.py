@@ -43,6 +43,8 @@ PE_SUBPHASES: Final = (
 """Sub-phases of execution, in AOSP order."""
 
 STAT_PHASES: Final = (*MAIN_PHASES, Phase.OVERALL, *PE_SUBPHASES)
+_NEGLIGIBLE_MS: Final = 1e-7
+"""Float noise of a self time subtracted in ms (far below the 1 ns of a row)."""
 """Every phase a statistics table has a column for."""
 
 APP_PHASES: Final = (Phase.OVERALL, Phase.WARMUP, Phase.BENCHMARK)
@@ -189,6 +191,9 @@ class RunStats:
     """Name of that process, as the trace gives it (``""`` when it does not)."""
     incomplete: bool = False
     """The trace ends before the run's ``[NN_LA_PO]`` section does (a partial run)."""
+    warnings: tuple[str, ...] = ()
+    """What is wrong with the run's figures (a cell the contract never makes negative
+    is), as ``nnemu parse`` reports it on stderr and in the run's JSON."""
     runtime_overlap_ns: int = 0
     """Wall-clock time the runtime's counted intervals (its top-level sections less what
     they deduct, and the startCompute..Event_wait gaps) overlap one another on the
@@ -275,6 +280,28 @@ class RunStats:
             incomplete=incomplete,
             runtime_overlap_ns=runtime_overlap_ns,
         )
+
+    def negative_cells(self) -> list[tuple[Layer, Phase, float]]:
+        """The Application's self times (ms) that are negative: its phases and its Total.
+
+        The application calls every other layer, so on a trace whose rows nest as NNAPI
+        writes them none is (concurrent runtime work is counted once in the Total, D14);
+        only rows edited or reordered give one. The lower layers' cells may be negative
+        by the contract's own rules (a ``[SUB]`` section: diff case c08; omr1's IPC
+        Total, the driver's asynchronous work outlasting the call), so they are not
+        checked.
+        """
+        found: list[tuple[Layer, Phase, float]] = []
+        self_times = self.self_times
+        for phase in STAT_PHASES:
+            if phase is not Phase.OVERALL:
+                value = self_times[phase][Layer.APPLICATION]
+                if value < -_NEGLIGIBLE_MS:
+                    found.append((Layer.APPLICATION, phase, value))
+        application = self.application_total_self_ns()
+        if application is not None and application < 0:
+            found.append((Layer.APPLICATION, Phase.OVERALL, ns_to_ms(application)))
+        return found
 
     def application_total_self_ns(self) -> int | None:
         """The Application's self time in the Total column, exactly (None for n/a).

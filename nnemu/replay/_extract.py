@@ -71,7 +71,7 @@ from nnemu.trace import (
     time_ordered,
     timestamp_ns,
 )
-from nnemu.tracer import NNAPI_HIDL_INTERFACES, Layer, Phase
+from nnemu.tracer import NNAPI_HIDL_INTERFACES, Layer, Phase, safe_name
 
 _NN_INTERFACES: Final = NNAPI_HIDL_INTERFACES
 _EXECUTION_API: Final = {
@@ -94,8 +94,9 @@ _METHOD_VERSION: Final = {
 }
 _VERSIONS: Final = (HalVersion.V1_0, HalVersion.V1_1, HalVersion.V1_2, HalVersion.V1_3)
 _SERVICE_RE: Final = re.compile(r"neuralnetworks@\d\.\d-service-?(.*)$")
-_UNSAFE_NAME: Final = re.compile(r"[\s.]+")
 
+_NOISE: Final = 1000
+"""One execution in this many begun beside running ones is noise, not a compute unit."""
 ARRIVALS_LA: Final = "[NN_LA_PE] begins"
 ARRIVALS_LR: Final = "ANeuralNetworksExecution_compute/startCompute*/burstCompute begins"
 ARRIVALS_HAL: Final = "HIDL IPreparedModel::execute* ::client begins"
@@ -113,7 +114,8 @@ class TraceApp:
     pid: int
     """Process id in the trace."""
     name: str
-    """The app's name in the replay scenario (unique, no dots or whitespace)."""
+    """The app's name in the replay scenario (unique, a name every trace format carries:
+    ``nnemu.tracer.safe_name``)."""
     process_name: str | None
     """Process name from the trace (process dump, JSON metadata, main thread), if any."""
     model_name: str | None
@@ -1391,11 +1393,6 @@ def _version_of(method: str) -> HalVersion:
     return HalVersion.of_method(method) or _METHOD_VERSION.get(method, HalVersion.V1_0)
 
 
-def safe_name(text: str) -> str:
-    """``text`` usable as a scenario app/device name (no dots or whitespace)."""
-    return _UNSAFE_NAME.sub("_", text.strip()).strip("_")
-
-
 def _process_name(reader: _Collector, pid: int) -> str | None:
     name = reader.process_names.get(pid)
     if name:
@@ -1551,11 +1548,33 @@ def _units(
         if idle[i] or beside[i]
         for time, step in ((begins[i], 1), (begins[i] + durations[i], -1))
     )
-    units = busy = 0
+    return _weighed_units(running, count, beside)
+
+
+def _weighed_units(
+    running: Sequence[tuple[int, int]], count: int, beside: list[bool]
+) -> tuple[int, list[bool] | None]:
+    """The units the evidence carries weight for: the most executions at once that at least
+    ``units_evidence(count)`` executions began to make (one overlap among thousands of
+    executions is noise: a late end, a clock step, not a second unit), and ``beside``; 1
+    and None when no second unit has that weight."""
+    reached: collections.Counter[int] = collections.Counter()
+    busy = 0
     for _, step in running:
         busy += step
-        units = max(units, busy)
-    return max(1, units), beside
+        if step > 0:
+            reached[busy] += 1
+    needed = units_evidence(count)
+    units = max((level for level, n in reached.items() if n >= needed), default=1)
+    if units <= 1:
+        return 1, None
+    return units, beside
+
+
+def units_evidence(count: int) -> int:
+    """How many of a device's ``count`` executions must begin beside running ones, at one
+    level, for that level to count as compute units: one in ``_NOISE`` (at least one)."""
+    return -(-count // _NOISE)
 
 
 def _spread(service: Sequence[int], clients: Sequence[int]) -> float:

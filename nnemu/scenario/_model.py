@@ -44,6 +44,7 @@ from nnemu.scenario._limits import (
     UNIT,
     limited,
 )
+from nnemu.tracer import NAME_RULE, name_problem
 
 CPU_DEVICE_NAME: Final = "nnapi-reference"
 """The runtime's CPU device: usable in ``apps[].devices``, never a ``devices[].name``."""
@@ -71,6 +72,12 @@ def _pair(instance: object, attribute: attrs.Attribute[Any], value: tuple[int, .
         raise SpecValueError(
             type(instance).__name__, attribute.name, "two counts [model files, data files]", value
         )
+
+
+def _trace_name(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    """A validator: an app or device name every trace format carries (``nnemu.tracer.name_problem``)."""
+    if name_problem(value) is not None:
+        raise SpecValueError(type(instance).__name__, attribute.name, f"a name {NAME_RULE}", value)
 
 
 def _not_cpu(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -258,7 +265,7 @@ class FaultSpec:
 class DeviceSpec:
     """One emulated driver service and its device."""
 
-    name: str = attrs.field(validator=_not_cpu)
+    name: str = attrs.field(validator=[_trace_name, _not_cpu])
     """Device name as ANeuralNetworksDevice_getName reports it; unique, not 'nnapi-reference'."""
     hal_version: HalVersion = HalVersion.V1_3
     """HIDL interface version the driver implements."""
@@ -411,7 +418,7 @@ class RetrySpec:
 class AppSpec:
     """One application process and its workload."""
 
-    name: str
+    name: str = attrs.field(validator=_trace_name)
     """Process name; unique."""
     uid: int = limited(UID)
     """Android uid (priorities are relative among one uid's models)."""

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import itertools
-import re
 import typing
 from typing import Final
 
@@ -49,9 +48,8 @@ from nnemu.scenario._yaml import (
     _clip,
     _quote_list,
 )
+from nnemu.tracer import NAME_RULE, name_problem
 
-_NAME: Final = re.compile(r"[^\s.]+")
-"""What an app or device name may be: no dots or whitespace (names appear in report paths)."""
 FIRST_UID: Final = 10000
 """An app without ``uid`` gets FIRST_UID + its index in ``apps``."""
 
@@ -74,13 +72,11 @@ class _Checker(_Walker):
     # -- cross-field checks ---------------------------------------------------------
 
     def _name(self, m: _Mapped, what: str) -> None:
-        """App and device names appear in report paths, so they cannot contain dots or spaces."""
+        """App and device names go into report paths and every trace format: the one rule."""
         name = m.values.get("name")
-        if isinstance(name, str) and not _NAME.fullmatch(name):
+        if isinstance(name, str) and name_problem(name) is not None:
             node, path = m.at("name")
-            self.problem(
-                node, path, f"expected {what} without dots or whitespace, got {_clip(name)!r}"
-            )
+            self.problem(node, path, f"expected {what} {NAME_RULE}, got {_clip(name)!r}")
 
     def _check_scenario(self, m: _Mapped) -> None:
         if m.valid("name") and not m.values["name"]:

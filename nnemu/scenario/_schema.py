@@ -59,6 +59,12 @@ _SPELLINGS: Final[dict[type[enum.Enum], dict[str, enum.Enum]]] = {
     ExecutionMode: {m.value: m for m in ExecutionMode},
     WorkloadKind: {m.value: m for m in WorkloadKind},
 }
+_ANY_CASE: Final[dict[type[enum.Enum], dict[str, enum.Enum]]] = {
+    cls: {spelling.casefold(): member for spelling, member in spellings.items()}
+    for cls, spellings in _SPELLINGS.items()
+}
+"""The spellings by their case-folded text: a value is read in any case (``priority: HIGH``,
+``--set apps.camera.priority=High``); messages and dumps write the one spelling above."""
 
 # Fields that are not YAML keys.
 _NOT_KEYS: Final = frozenset({(Scenario, "source")})

@@ -12,7 +12,7 @@ import enum
 import types
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import yaml
@@ -31,6 +31,7 @@ from nnemu.scenario._model import (
     Scenario,
 )
 from nnemu.scenario._schema import (
+    _ANY_CASE,
     _BAD,
     _SCHEMA,
     _SPELLINGS,
@@ -50,6 +51,15 @@ from nnemu.scenario._yaml import (
     construct_reason,
     file_problem,
 )
+
+_MEANT: Final = {
+    "deadline_ms": "execution_timeout_ms",
+    "deadline": "execution_timeout_ms",
+    "timeout_ms": "execution_timeout_ms",
+    "timeout": "execution_timeout_ms",
+}
+"""Keys a newcomer tries for a key whose spelling is not close (NNAPI's deadlines are the
+app's timeouts): the suggestion when that key is in the mapping, else difflib's."""
 
 
 class _Walker:
@@ -220,7 +230,8 @@ class _Walker:
             key_path = _join(path, key)
             if field is None:
                 message = f"unknown key {_clip(key)!r}"
-                close = difflib.get_close_matches(key, list(schema), n=1)
+                meant = _MEANT.get(key)
+                close = [meant] if meant in schema else difflib.get_close_matches(key, schema, n=1)
                 if close:
                     message += f"; did you mean {_clip(close[0])!r}?"
                 else:
@@ -364,8 +375,8 @@ class _Walker:
         spellings = _SPELLINGS[cls]
         if isinstance(node, ScalarNode):
             text = str(node.value)
-            if node.tag == _STR_TAG and text in spellings:
-                return spellings[text]
+            if node.tag == _STR_TAG and text.casefold() in _ANY_CASE[cls]:
+                return _ANY_CASE[cls][text.casefold()]
             if cls is HalVersion and node.tag == "tag:yaml.org,2002:float" and node.style is None:
                 for spelling, member in spellings.items():
                     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from nnemu.sim._threads import SimThread
+from nnemu.tracer._names import thread_name
 
 
 @attrs.define
@@ -59,6 +60,6 @@ class ProcessTable:
         else:
             self._next_id = max(self._next_id, pid + 1)
         process = SimProcess(pid=pid, name=name, uid=uid, table=self)
-        process.threads.append(SimThread(pid, pid, name.rsplit("/", 1)[-1][-15:]))
+        process.threads.append(SimThread(pid, pid, thread_name(name.rsplit("/", 1)[-1])))
         self.processes.append(process)
         return process

@@ -205,6 +205,10 @@ def run_dask(
                         processes=True,
                         local_directory=scratch,
                         dashboard_address=None,
+                        # No dashboard; the scheduler's HTTP server (health, metrics),
+                        # which starts anyway, on a free port, not 8787: a second sweep
+                        # or a Jupyter's Dask would have it ("Port 8787 is already in use").
+                        scheduler_kwargs={"dashboard_address": ":0"},
                         silence_logs=logging.ERROR,
                     )
                 finally:

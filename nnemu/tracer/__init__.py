@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nnemu import _lazy_names
+from nnemu.tracer._names import NAME_RULE, name_problem, safe_name, thread_name
 from nnemu.tracer._vocab import (
     EXECUTION_FAMILY,
     EXECUTION_SUBPHASES,
@@ -69,6 +70,7 @@ __all__ = [
     "CELL_PHASES",
     "EXECUTION_FAMILY",
     "EXECUTION_SUBPHASES",
+    "NAME_RULE",
     "NNAPI_HIDL_INTERFACES",
     "SUBPHASES",
     "BatchSink",
@@ -89,8 +91,11 @@ __all__ = [
     "TraceSink",
     "Tracer",
     "mark",
+    "name_problem",
     "open_trace_writer",
+    "safe_name",
     "tag",
+    "thread_name",
 ]
 
 

@@ -19,6 +19,7 @@ from librt.strings import BytesWriter
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
 from nnemu.tracer._events import FlowBatchReceiver, TraceEvent
+from nnemu.tracer._names import thread_name
 
 if TYPE_CHECKING:
     from nnemu.tracer._perfetto_writer import PerfettoWriter
@@ -135,7 +136,7 @@ class _Head:
     __slots__ = ("begins", "end", "middle", "prefix", "thread")
 
     def __init__(self, thread: SimThread) -> None:
-        task = thread.name[:15]
+        task = thread_name(thread.name)
         self.prefix: Final = (
             f"{task:>16}-{thread.tid:<5} ({thread.pid:>5}) [{thread.tid % CPUS:03d}] ...1 "
         ).encode()

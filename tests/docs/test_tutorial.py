@@ -2,9 +2,11 @@
 
 The tutorial's commands live in fenced blocks marked ``console``: a line ``$ CMD`` is a
 command, the lines after it (up to the next ``$`` line or the end of the block) are its
-expected output, or an excerpt of it. Each shown line that does not contain ``...`` must
-appear in the command's real output (stdout, then stderr), as a whole line or part of
-one. A command must exit 0 unless the command line or a line of its output section says
+expected output: the command's real output (stdout, then stderr), line for line (trailing
+blanks aside), except where a line ``...`` stands for output left out (any number of
+lines): a block without ``...`` is the whole output, one ending in ``...`` its first
+lines. A line ending in ``...`` stands for an output line that starts with what comes
+before it (a line ending in a wall-clock time: ``1 passed in ...``). A command must exit 0 unless the command line or a line of its output section says
 ``# exit N``. A fenced block whose info string has ``file=NAME`` (``yaml file=my.yaml``)
 is written to ``NAME`` at that point of the document, as a reader would save it; a
 ``diff file=NAME`` block is an edit the reader makes to ``NAME``: its ``-`` lines, which
@@ -176,17 +178,49 @@ def run_command(command: str, cwd: Path) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
+ELISION = "..."
+"""A shown line that stands for output left out."""
+
+
 def missing_lines(expected: list[str], output: str) -> list[str]:
-    """Shown lines (other than ``...`` elisions and blank lines) absent from ``output``."""
-    actual = [line.rstrip() for line in output.splitlines()]
-    missing = []
-    for line in expected:
-        want = line.rstrip()
-        if not want.strip() or "..." in want:
-            continue
-        if not any(want in got for got in actual):
-            missing.append(want)
-    return missing
+    """What of the shown block ``output`` does not print, in order: [] when it matches.
+
+    The block's runs of lines between ``...`` elisions must be runs of the output's lines, in
+    order; the first starts the output unless the block starts with ``...``, the last ends it
+    unless the block ends with ``...``. Trailing blanks, and blank lines ending either, aside.
+    """
+    actual = [line.rstrip() for line in output.rstrip().splitlines()]
+    shown = [line.rstrip() for line in "\n".join(expected).rstrip().splitlines()]
+    runs: list[list[str]] = [[]]
+    for line in shown:
+        if line.strip() == ELISION:
+            runs.append([])
+        else:
+            runs[-1].append(line)
+
+    def same(got: list[str], want: list[str]) -> bool:
+        return len(got) == len(want) and all(
+            g.startswith(w[: -len(ELISION)]) if w.endswith(ELISION) else g == w
+            for g, w in zip(got, want, strict=True)
+        )
+
+    at = 0
+    for index, run in enumerate(runs):
+        first, last = index == 0, index == len(runs) - 1
+        if first and last:
+            found = 0 if same(actual, run) else -1
+        elif first:
+            found = 0 if same(actual[: len(run)], run) else -1
+        elif last:
+            tail = len(actual) - len(run)
+            found = tail if tail >= at and same(actual[tail:], run) else -1
+        else:
+            places = range(at, len(actual) - len(run) + 1)
+            found = next((i for i in places if same(actual[i : i + len(run)], run)), -1)
+        if found < 0:
+            return [*run] or ["(nothing more)"]
+        at = found + len(run)
+    return []
 
 
 def check_steps(steps: list[Step], workdir: Path, source: str) -> list[str]:
@@ -256,7 +290,7 @@ def test_readme_commands_run(workdir: Path) -> None:
     assert any(c.startswith("nnemu parse") for c in commands)
     if importlib.util.find_spec("matplotlib") is None:
         commands = [command.replace(" --plot", "") for command in commands]
-    steps: list[Step] = [Command(0, command) for command in commands]
+    steps: list[Step] = [Command(0, command, [ELISION]) for command in commands]
     problems = check_steps(steps, workdir, "README.md")
     assert not problems, "\n\n".join(problems)
 
@@ -294,9 +328,14 @@ def test_extract_steps_reads_commands_outputs_exit_codes_and_files() -> None:
         Command(10, "nnemu parse t.html", [], 2),
         EditFile(16, "s.yaml", "name: x\n", "name: y\n"),
     ]
-    assert missing_lines(["scenario x", "... anything", "", "  p50"], "scenario x  seed 7\n") == [
-        "  p50"
-    ]
+    assert missing_lines(["scenario x  seed 7", "..."], "scenario x  seed 7\nmore\n") == []
+    assert missing_lines(["scenario x"], "scenario x  seed 7\n") == ["scenario x"]
+    assert missing_lines(["a", "...", "c", "...", "e"], "a\nb\nc\nd\ne\n") == []
+    assert missing_lines(["a", "...", "e"], "a\nb\nc\nd\ne\nf\n") == ["e"]
+    assert missing_lines(["a", "c"], "a\nb\nc\n") == ["a", "c"]
+    assert missing_lines([], "output\n") == ["(nothing more)"]
+    assert missing_lines(["1 passed in ..."], "1 passed in 4.47s\n") == []
+    assert missing_lines(["1 passed in ..."], "1 failed in 4.47s\n") == ["1 passed in ..."]
 
 
 def test_edit_blocks_replace_their_lines_once_or_fail() -> None:

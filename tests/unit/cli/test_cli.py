@@ -413,3 +413,62 @@ def test_summary_shows_where_each_apps_mean_latency_went() -> None:
     assert lines[head + 3] == ""
     device_head = lines[head + 4].split()
     assert device_head[-1] == "energy"
+
+
+def test_summary_columns_keep_a_separator_however_wide_the_numbers() -> None:
+    """An overloaded periodic app's figures outgrow their columns: each stays a word of its own
+    (they printed ``109501273703.607520131.425541092.911`` for in flight, p50, p95, p99)."""
+    from nnemu.cli import _summary
+
+    data = {
+        "scenario": "s",
+        "seed": 1,
+        "virtual_ms": 10.0,
+        "apps": {
+            "flood": {
+                "submitted": 109501274703,
+                "completed": 1000,
+                "failed": 0,
+                "dropped": 0,
+                "in_flight": 109501273703,
+                "errors": {},
+                "compile_result": "NO_ERROR",
+                "latency_ms": {
+                    "p50": 1520131.425,
+                    "p95": 541092.911,
+                    "p99": 607520131.425,
+                    "mean": 123456789.5,
+                },
+                "latency_split_ms": dict.fromkeys(
+                    ("queue_wait", "ipc", "driver_launch", "compute", "retry", "runtime"),
+                    123456789.0,
+                ),
+            }
+        },
+        "devices": {
+            "npu": {
+                "executions": 12345678901,
+                "busy_fraction": 1.0,
+                "preemptions": 1234567890123,
+                "energy": 12345678901.0,
+            }
+        },
+        "expectations": [],
+    }
+    out = io.StringIO()
+    _summary(data, out)
+    lines = out.getvalue().splitlines()
+    assert lines[3].split() == [
+        "flood",
+        "109501274703",
+        "1000",
+        "0",
+        "0",
+        "109501273703",
+        "1520131.425",
+        "541092.911",
+        "607520131.425",
+        "-",
+    ]
+    assert lines[6].split() == ["flood", "123456789.500", *["123456789.000"] * 6]
+    assert lines[9].split() == ["npu", "12345678901", "100.0%", "1234567890123", "12345678901.0"]

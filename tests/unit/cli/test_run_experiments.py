@@ -39,6 +39,15 @@ def test_set_changes_the_run(tmp_path: Path) -> None:
     assert (data["seed"], data["virtual_ms"]) == (5, 1000.0)
 
 
+def test_set_reads_an_enum_value_in_any_case() -> None:
+    """``--set ...priority=HIGH`` (as every output prints it) is the same change as ``high``."""
+    args = ("run", TWO_APPS, "--set", "expect=[]", "--set", "devices.npu.scheduler=GLOBAL_PRIORITY")
+    lower = run_cli(*args, "--set", "apps.indexer.priority=high")
+    upper = run_cli(*args, "--set", "apps.indexer.priority=HIGH")
+    assert upper[0] == lower[0] == 0
+    assert upper == lower
+
+
 def test_set_that_cannot_change_the_run_is_named() -> None:
     """A priority change the per-app scheduler never compares is warned about, with the way out,
     and a change that does matter gets no warning."""

@@ -188,3 +188,17 @@ def test_unknown_topic_is_reported_on_stderr(tmp_path: Path) -> None:
     assert out.getvalue() == ""
     assert err.getvalue().startswith("unknown demo topic 'nope'\n")
     assert all(name in err.getvalue() for name in TOPICS)
+    # One line a topic, however long (the list is not wrapped mid-sentence).
+    lines = err.getvalue().splitlines()[2:]
+    assert [line.split()[0] for line in lines] == list(TOPICS)
+
+
+def test_demo_logs_only_with_verbose(tmp_path: Path) -> None:
+    """The driver deaths' warnings are narrated: none is printed above the title without -v."""
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["demo", "driver-death", "--out", str(tmp_path)], out=out, err=err) == 0
+    assert err.getvalue() == ""
+    assert out.getvalue().lstrip("─ ").startswith("nnemu demo driver-death")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["-v", "demo", "driver-death", "--out", str(tmp_path)], out=out, err=err) == 0
+    assert "driver_died" in err.getvalue()

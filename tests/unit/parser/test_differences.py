@@ -172,3 +172,26 @@ def test_d11_null_only_replaces_missing_values():
     assert obj["starting_mark"] == "B|10|[NN_LA_PO]NaNet"
     assert obj["times"]["PI"]["LA"] is None
     assert math.isnan(result.runs[0].times[Phase.INITIALIZATION][Layer.APPLICATION])
+
+
+def test_d15_application_total_subtracts_its_ipc_when_the_driver_executed_nothing():
+    """D15: Android's self-time walk has a rule for a PO column whose driver PE total is 0
+    (LD self = LD total, LI self = LI - LD, and neither becomes what the layers above
+    subtract), so the Application keeps its own IPC (omr1_incomplete, whose only driver
+    execution the capture cut off: 171.81 ms, the app's listByInterface included). The
+    contract subtracts the layers the application calls whatever the driver did: 20 - 1."""
+    rows = [
+        (0, 11, 10, "[NN_LA_PO]m"),
+        (2, 11, 10, "[NN_LA_PE]benchmark"),
+        (3, 11, 10, "HIDL::IServiceManager::listByInterface::client"),
+        (4, 11, 10, "E"),
+        (8, 11, 10, "E"),
+        (20, 11, 10, "E"),
+    ]
+    run = only_run(rows)
+    assert run.totals_ns(Layer.DRIVER, Phase.EXECUTION) == 0
+    assert run.application_total_self_ns() == (20 - 1) * MS  # Android's rule: 20 (the IPC kept)
+    application = next(
+        line for line in format_text(parse_rows(rows)).splitlines() if line.startswith("Appl")
+    )
+    assert application.split()[-1] == "19.00*"

@@ -250,3 +250,26 @@ def test_an_app_may_be_called_like_the_cpu_device(tmp_path: Path):
     )
     (app,) = extract_plan(str(renamed)).apps
     assert app.name == CPU_DEVICE_NAME
+
+
+def test_a_process_name_no_trace_format_carries_becomes_a_name_that_does(tmp_path: Path):
+    """A trace's process name holding '/', '<' or an invisible character (a Chrome JSON
+    ``process_name``) names the replayed app by the scenario's one name rule
+    (``nnemu.tracer.safe_name``): the replay builds and runs, and writes its trace."""
+    import json
+
+    from nnemu.tracer import name_problem
+
+    trace = tmp_path / "q.json"
+    record(QUICKSTART, trace)
+    data = json.loads(trace.read_text(encoding="utf-8"))
+    for event in data["traceEvents"]:
+        if event.get("name") == "process_name" and event["args"]["name"] == "camera":
+            event["args"]["name"] = "com.example/cam<era\u200b"
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps(data), encoding="utf-8")
+    (app,) = extract_plan(str(odd)).apps
+    assert app.name == "com_example_cam_era"
+    assert name_problem(app.name) is None
+    built = build_replay(extract_plan(str(odd)))
+    assert [a.name for a in built.scenario.apps] == ["com_example_cam_era"]

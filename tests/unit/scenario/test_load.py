@@ -134,7 +134,9 @@ def test_wrong_type():
 
 def test_bool_is_not_a_number():
     """true is not accepted where an integer is expected."""
-    assert problems("name: x\nseed: true\n") == ["s.yaml:2:7: seed: expected an integer in [-18446744073709551616, 18446744073709551616], got true"]
+    assert problems("name: x\nseed: true\n") == [
+        "s.yaml:2:7: seed: expected an integer in [-18446744073709551616, 18446744073709551616], got true"
+    ]
 
 
 def test_unknown_key_suggests_the_closest():
@@ -146,6 +148,24 @@ def test_unknown_key_suggests_the_closest():
         "s.yaml:11:32: apps[0].workload.perod_ms: "
         "unknown key 'perod_ms'; did you mean 'period_ms'?",
     ]
+
+
+def test_unknown_key_a_newcomer_tries_suggests_the_key_meant():
+    """``deadline_ms`` is not close to ``execution_timeout_ms`` by spelling; it is by meaning."""
+    text = VALID.replace("    model: net\n", "    model: net\n    deadline_ms: 5\n")
+    assert problems(text) == [
+        "s.yaml:11:5: apps[0].deadline_ms: "
+        "unknown key 'deadline_ms'; did you mean 'execution_timeout_ms'?",
+    ]
+
+
+@pytest.mark.parametrize("spelling", ["HIGH", "High", "high"])
+def test_enum_values_are_read_in_any_case(spelling: str):
+    """Every output prints ``HIGH``; a scenario may write it so (dumped as the one spelling)."""
+    text = VALID.replace("    model: net\n", f"    model: net\n    priority: {spelling}\n")
+    scenario = load_scenario_text(text)
+    assert scenario.apps[0].priority is Priority.HIGH
+    assert "priority: high\n" in dump_scenario(scenario)
 
 
 def test_missing_key():

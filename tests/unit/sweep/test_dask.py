@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -136,6 +137,24 @@ def test_a_local_cluster_leaves_nothing_behind(
         "results.parquet",
         "summary.txt",
     ]
+
+
+def test_a_local_cluster_starts_when_port_8787_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No dashboard unless asked: the scheduler's HTTP server takes a free port, so a second
+    sweep (or a notebook's Dask on 8787) gives no "Port 8787 is already in use" warning."""
+    monkeypatch.chdir(tmp_path)
+    experiment = write(tmp_path)
+    with contextlib.ExitStack() as stack:
+        taken = stack.enter_context(socket.socket())
+        with contextlib.suppress(OSError):  # already taken: what this test needs anyway
+            taken.bind(("", 8787))
+            taken.listen()
+        code, out, err = run_cli("sweep", str(experiment), "--engine", "dask", "--workers", "2")
+    assert code == 0, err
+    assert "12 ok, 0 failed, 0 crashed" in out
+    assert "8787" not in err
 
 
 def test_an_unreachable_scheduler_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,83 @@
+"""Edited traces whose figures would be silently wrong are reported (issue 28.13).
+
+A trace edited by hand or by a tool (two rows swapped, a pid changed) can give figures
+the contract never gives: each such case is a warning on stderr (and, for a run's cells,
+in the run's JSON). The parser's output on valid traces is unchanged (tests/diff,
+tests/golden, the omr1 diff case).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tests.commands import run_parse
+from tests.unit.parser.helpers import ftrace_text, parse_rows
+
+OMR1 = Path(__file__).resolve().parents[3] / "tests" / "data" / "omr1.html"
+
+
+def test_a_negative_application_cell_is_reported_on_stderr_and_in_json(tmp_path: Path):
+    """The application calls every other layer, so its self time is never negative on a
+    trace that nests as NNAPI writes it; here a runtime execution lies outside the
+    application's (rows reordered) and LA PE would be -5 ms without a word."""
+    rows = [
+        (0, 11, 10, "[NN_LA_PO]m"),
+        (2, 11, 10, "[NN_LA_PE]run"),
+        (3, 11, 10, "E"),
+        (3, 12, 10, "[NN_LR_PE]ANeuralNetworksExecution_compute"),
+        (9, 12, 10, "E"),
+        (10, 11, 10, "E"),
+    ]
+    result = parse_rows(rows)
+    assert [d.message for d in result.diagnostics] == [
+        "LA PE self time of the run that starts here is negative (-5.000 ms):"
+        " its rows do not nest as NNAPI writes them (edited or reordered?)"
+    ]
+    trace = tmp_path / "t.txt"
+    trace.write_text(ftrace_text(rows), encoding="utf-8")
+    code, out, err = run_parse(trace, as_json=True)
+    assert code == 0
+    assert "LA PE self time of the run that starts here is negative" in err
+    assert json.loads(out)[0]["warnings"] == [result.diagnostics[0].message]
+
+
+def test_a_marks_pid_other_than_its_rows_tgid_is_reported(tmp_path: Path):
+    """atrace writes getpid() in ``B|pid|``: one edited to another pid is named (the row
+    counts for its TGID's process, as before)."""
+    lines = OMR1.read_text(encoding="utf-8").split("\n")
+    at = next(i for i, line in enumerate(lines) if "B|27005|[NN_LA_PE]" in line)
+    lines[at] = lines[at].replace("B|27005|", "B|27006|")
+    edited = tmp_path / "edited.html"
+    edited.write_text("\n".join(lines), encoding="utf-8")
+    code, out, err = run_parse(edited)
+    assert code == 0
+    assert f"edited.html:{at + 1}: warning: the mark's pid 27006 is not its row's TGID 27005" in err
+    assert out == run_parse(OMR1)[1]
+
+
+def test_a_thread_seen_under_two_pids_is_reported():
+    """Without a TGID column the mark's pid tells the process: a thread whose pid changes
+    moves its sections to another process, which is said."""
+    rows = [
+        (0, 11, 10, "[NN_LA_PO]m"),
+        (1, 11, 10, "[NN_LR_PC]ANeuralNetworksCompilation_finish"),
+        (2, 11, 10, "E"),
+        (3, 11, 12, "[NN_LR_PC]ANeuralNetworksCompilation_finish"),
+        (4, 11, 12, "E"),
+        (5, 11, 10, "E"),
+    ]
+    text = re.sub(r"(?m)^( *\S+-\d+) +\( *\d+\) ", r"\1 ", ftrace_text(rows))
+    from nnemu.parser import parse_lines
+
+    result = parse_lines(text.splitlines())
+    messages = [d.message for d in result.diagnostics]
+    assert any("thread 11 of process 10 has a row of process 12" in m for m in messages), messages
+
+
+def test_valid_traces_get_no_new_warning():
+    """omr1 (a real capture) has negative IPC Totals by Android's own rules: no warning."""
+    _, _, err = run_parse(OMR1)
+    assert "negative" not in err
+    assert "is not its row's TGID" not in err
