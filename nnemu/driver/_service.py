@@ -21,7 +21,7 @@ import structlog
 import trio
 
 from nnemu.cost import capabilities_from, compute_plan
-from nnemu.driver._aidl import AidlPreparedModel
+from nnemu.driver._aidl_prepared import AidlPreparedModel
 from nnemu.driver._device import Device
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef
 from nnemu.driver._prepared import PreparedModel
