@@ -26,7 +26,7 @@ import trio
 import trio.testing
 
 from nnemu.app import SPLIT_PARTS, Application
-from nnemu.driver import Device, DriverService, us
+from nnemu.driver import AidlDevice, Device, DriverService, us
 from nnemu.errors import Interrupted
 from nnemu.hal import Model, build_chain, build_preset
 from nnemu.ipc import Binder
@@ -112,6 +112,8 @@ def _build_world(
         for spec in scenario.devices
     ]
     models = {spec.name: build_model(spec) for spec in scenario.models}
+    # What an app's runtime reaches: the service itself (HIDL) or its AIDL IDevice.
+    faces = [AidlDevice(service) if service.version.aidl else service for service in services]
     apps = [
         Application(
             spec,
@@ -121,7 +123,7 @@ def _build_world(
             tracer=tracer,
             binder=binder,
             processes=processes,
-            services=services,
+            services=faces,
             nursery=nursery,
             files=files,
         )
@@ -304,6 +306,7 @@ def build_report(emulator: Emulator, *, wall_s: float | None = None) -> Report:
         device = service.device
         device_stats = device.stats
         devices[service.name] = {
+            "hal": service.version.value,
             "executions": device_stats.executions,
             "busy_fraction": round(device.busy_fraction(elapsed), 6),
             "energy": round(device.energy() / 1e6, 3),

@@ -110,6 +110,9 @@ _ALL_FAULTS = tuple(FaultKind)
 _DEFAULT_CPU = CpuSpec()
 _T = TypeVar("_T")
 
+HIDL_VERSIONS: tuple[HalVersion, ...] = tuple(v for v in HalVersion if not v.aidl)
+"""The HIDL versions, which generated worlds draw from unless told otherwise."""
+
 
 @st.composite
 def _drawn(draw: st.DrawFn, build: Callable[[st.DrawFn], _T]) -> _T:
@@ -198,7 +201,7 @@ def faults(
 def devices(
     name: str = "npu",
     *,
-    hal_versions: Sequence[HalVersion] = tuple(HalVersion),
+    hal_versions: Sequence[HalVersion] = HIDL_VERSIONS,
     schedulers: Sequence[SchedulerKind] = tuple(SchedulerKind),
     preemptions: Sequence[PreemptionKind] = tuple(PreemptionKind),
     deadline_policies: Sequence[DeadlinePolicy] = tuple(DeadlinePolicy),
@@ -501,7 +504,7 @@ def scenarios(
     max_apps: int = 3,
     max_executions: int = 20,
     workload_kinds: Sequence[WorkloadKind] = tuple(WorkloadKind),
-    hal_versions: Sequence[HalVersion] = tuple(HalVersion),
+    hal_versions: Sequence[HalVersion] = HIDL_VERSIONS,
     schedulers: Sequence[SchedulerKind] = tuple(SchedulerKind),
     preemptions: Sequence[PreemptionKind] = tuple(PreemptionKind),
     deadline_policies: Sequence[DeadlinePolicy] = tuple(DeadlinePolicy),

@@ -16,7 +16,7 @@ import structlog
 import trio
 
 from nnemu.app._stats import AppStats, ExecutionRecord
-from nnemu.driver import DriverService, us
+from nnemu.driver import AidlDevice, DriverService, us
 from nnemu.errors import EmulatorBug
 from nnemu.hal import Model, ResultCode
 from nnemu.ipc import Binder, Endpoint, ExecutionSplit
@@ -59,7 +59,7 @@ class Application:
         tracer: Tracer,
         binder: Binder,
         processes: ProcessTable,
-        services: Sequence[DriverService],
+        services: Sequence[DriverService | AidlDevice],
         nursery: trio.Nursery,
         files: FileSystem | None = None,
     ) -> None:

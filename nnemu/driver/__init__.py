@@ -1,13 +1,18 @@
-"""Emulated driver services: IDevice / IPreparedModel for HAL 1.0-1.3, and their devices.
+"""Emulated driver services: IDevice / IPreparedModel for HAL 1.0-1.3 and AIDL v1-v4, and their devices.
 
 Rooms: ``_service`` (the driver process and IDevice), ``_prepared`` (IPreparedModel and
 its executions), ``_burst`` (IBurstContext), ``_device`` (compute units, scheduling,
-preemption, deadlines) and ``_hidl`` (what both sides share).  The classes implement the
-HIDL family's interfaces of ``nnemu.hal`` (``IDevice``, ``IPreparedModel``, ``IBurst``,
-``IFencedExecutionCallback``); the cost model they price work with is ``nnemu.cost``.
+preemption, deadlines), ``_hidl`` (what both sides share) and ``_aidl`` /
+``_aidl_prepared`` (the AIDL family: the same service and prepared models behind the AIDL
+interfaces).  The classes implement the HIDL family's interfaces of ``nnemu.hal``
+(``IDevice``, ``IPreparedModel``, ``IBurst``, ``IFencedExecutionCallback``) and the AIDL
+family's (``IAidlDevice``, ``IAidlPreparedModel``, ``IAidlFencedExecutionCallback``); the
+cost model they price work with is ``nnemu.cost``.
 """
 
 from nnemu.cost import ComputePlan, capabilities_from, compute_plan
+from nnemu.driver._aidl import AidlDevice
+from nnemu.driver._aidl_prepared import AidlFencedResult, AidlPreparedModel
 from nnemu.driver._burst import BURST_POLL_NS, FMQ_TRANSFER_NS, BurstContext
 from nnemu.driver._device import Device, DeviceStats, Job
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef
@@ -38,6 +43,9 @@ __all__ = [
     "CACHE_TOKEN_BYTES",
     "FMQ_TRANSFER_NS",
     "VALIDATE_NS_PER_OP",
+    "AidlDevice",
+    "AidlFencedResult",
+    "AidlPreparedModel",
     "BurstContext",
     "CallbackRef",
     "ComputePlan",

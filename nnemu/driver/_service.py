@@ -21,6 +21,7 @@ import structlog
 import trio
 
 from nnemu.cost import capabilities_from, compute_plan
+from nnemu.driver._aidl_prepared import AidlPreparedModel
 from nnemu.driver._device import Device
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef
 from nnemu.driver._prepared import PreparedModel
@@ -90,7 +91,10 @@ class DriverService:
         self.binder = binder
         self.cpu = cpu
         self.process = processes.spawn(
-            f"android.hardware.neuralnetworks@{spec.hal_version.value}-service-{spec.name}",
+            # An AIDL service's binary carries no version: android.hardware.neuralnetworks-service-*
+            f"android.hardware.neuralnetworks-service-{spec.name}"
+            if spec.hal_version.aidl
+            else f"android.hardware.neuralnetworks@{spec.hal_version.value}-service-{spec.name}",
             AIDL_SYSTEM_UID,
         )
         self.endpoint = Endpoint(kernel, self.process, spec.binder_threads or ipc_binder_threads)
@@ -484,12 +488,15 @@ class DriverService:
         status: ErrorStatus,
         prepared: PreparedModel | None,
     ) -> None:
+        model: object = prepared
+        if prepared is not None and version.aidl:
+            model = AidlPreparedModel(prepared)  # what AIDL's notify hands: its IPreparedModel
         self._notify(
             callback,
-            "IPreparedModelCallback",
+            version.interface("IPreparedModelCallback"),
             version.notify_method,
             status.downgraded(version),
-            prepared,
+            model,
         )
 
     async def _prepare(
@@ -519,7 +526,7 @@ class DriverService:
                 return self._refuse(callback, version, ErrorStatus.INVALID_ARGUMENT)
             if self.status is DeviceStatus.OFFLINE:
                 return self._refuse(callback, version, ErrorStatus.DEVICE_UNAVAILABLE)
-            if version is HalVersion.V1_3 and not all(supported_by(model, self.supported)):
+            if version.at_least(HalVersion.V1_3) and not all(supported_by(model, self.supported)):
                 # A partial driver's prepareModel_1_3 refuses what it does not fully support
                 # (SampleDriverPartial.cpp overrides only the 1.3 entry point; the older ones
                 # prepare the whole model, as SampleDriver does).

@@ -10,12 +10,32 @@ import enum
 
 
 class HalVersion(enum.Enum):
-    """The HIDL interface version a driver implements."""
+    """The HAL interface version a driver implements: HIDL 1.0-1.3, or AIDL v1-v4.
+
+    The AIDL versions (``android.hardware.neuralnetworks`` AIDL, the HAL of Android 12 and
+    later drivers) come after 1.3: ``at_least(V1_3)`` holds for each, as an AIDL driver
+    offers everything a 1.3 one does (deadlines, priorities, fenced execution).
+    """
 
     V1_0 = "1.0"
     V1_1 = "1.1"
     V1_2 = "1.2"
     V1_3 = "1.3"
+    AIDL_V1 = "aidl-v1"
+    AIDL_V2 = "aidl-v2"
+    AIDL_V3 = "aidl-v3"
+    AIDL_V4 = "aidl-v4"
+
+    @property
+    def aidl(self) -> bool:
+        """Whether this is an AIDL version (its driver speaks the AIDL HAL, not HIDL)."""
+        return self in _AIDL_VERSIONS
+
+    def interface(self, name: str) -> str:
+        """The interface ``name`` as the binder names its marks: ``IDevice`` for HIDL (the
+        transport writes ``HIDL::IDevice::...``), ``AIDL::ndk::IDevice`` for AIDL (as the AIDL
+        compiler's NDK backend writes ``AIDL::ndk::IDevice::<method>::server``)."""
+        return f"AIDL::ndk::{name}" if self in _AIDL_VERSIONS else name
 
     @property
     def feature_level(self) -> int:
@@ -28,8 +48,11 @@ class HalVersion(enum.Enum):
 
     @property
     def suffix(self) -> str:
-        """The suffix HIDL gives a method redefined in this version: ``""`` for 1.0, else ``_1_x``."""
-        return "" if self is HalVersion.V1_0 else "_" + self.value.replace(".", "_")
+        """The suffix HIDL gives a method redefined in this version: ``""`` for 1.0 and for
+        AIDL (whose methods are never suffixed), else ``_1_x``."""
+        if self is HalVersion.V1_0 or self in _AIDL_VERSIONS:
+            return ""
+        return "_" + str(self.value).replace(".", "_")
 
     def method(self, base: str, since: HalVersion | None = None) -> str:
         """The name of HIDL method ``base`` in this version's interface.
@@ -65,7 +88,7 @@ class HalVersion(enum.Enum):
         """The callback method a version's driver calls: ``notify`` (1.0, 1.1), ``notify_1_2``, ``notify_1_3``.
 
         IPreparedModelCallback and IExecutionCallback have no 1.1 revision, so a 1.1
-        driver calls the 1.0 ``notify``.
+        driver calls the 1.0 ``notify``; AIDL's callback has the one ``notify``.
         """
         return "notify" if not self.at_least(HalVersion.V1_2) else "notify" + self.suffix
 
@@ -75,7 +98,15 @@ _FEATURE_LEVELS = {
     HalVersion.V1_1: 28,
     HalVersion.V1_2: 29,
     HalVersion.V1_3: 30,
+    # ANEURALNETWORKS_FEATURE_LEVEL_5 .. _8 (NeuralNetworksTypes.h): AIDL v1 is Android 12's.
+    HalVersion.AIDL_V1: 31,
+    HalVersion.AIDL_V2: 1000006,
+    HalVersion.AIDL_V3: 1000007,
+    HalVersion.AIDL_V4: 1000008,
 }
+_AIDL_VERSIONS = frozenset(
+    {HalVersion.AIDL_V1, HalVersion.AIDL_V2, HalVersion.AIDL_V3, HalVersion.AIDL_V4}
+)
 
 
 class ErrorStatus(enum.IntEnum):
@@ -98,7 +129,7 @@ class ErrorStatus(enum.IntEnum):
 
     def downgraded(self, version: HalVersion) -> ErrorStatus:
         """The status as it crosses a ``version`` interface: 1.3 codes become GENERAL_FAILURE before 1.3."""
-        if self is ErrorStatus.NONE or version is HalVersion.V1_3:
+        if self is ErrorStatus.NONE or version is HalVersion.V1_3 or version.aidl:
             return self  # the common case, without the enum comparisons below
         if self.is_qos and not version.at_least(HalVersion.V1_3):
             return ErrorStatus.GENERAL_FAILURE

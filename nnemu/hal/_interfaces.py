@@ -6,7 +6,7 @@ one method per HIDL method under its HIDL name (``prepareModel_1_3``,
 declaration.  The runtime reaches a driver only through them, in the HIDL family's adapters
 (``nnemu.runtime.VersionedIDevice``, ``VersionedIPreparedModel``) that implement the runtime's
 one interface for every HAL family (``nnemu.runtime.CanonicalDevice``: AOSP's canonical
-``nn::IDevice``); an AIDL family's interfaces would sit beside these (docs/architecture.md).
+``nn::IDevice``); the AIDL family's interfaces sit beside these (``_aidl.py``).
 
 What is not the HAL's own is left to the transport and named by type parameters, so that
 this module imports nothing of nnemu: ``EndpointT`` is the process a HAL object lives in

@@ -6,7 +6,10 @@ calling trio task itself carries the call across (it *becomes* the binder
 thread for the server side, via ``as_thread``), so a call costs no task switch
 unless the callee's binder pool is exhausted and the call must queue.  The
 HIDL proxy and stub write ``HIDL::<Iface>::<method>::client`` on the caller's
-thread and ``...::server`` on the binder thread, as the generated code does.
+thread and ``...::server`` on the binder thread, as the generated code does.  An AIDL
+interface is passed qualified (``AIDL::ndk::IDevice``, ``HalVersion.interface``) and its
+marks are ``AIDL::ndk::<Iface>::<method>::client|server``, as the AIDL compiler's NDK
+backend writes them.
 
 A oneway call (a callback's ``notify``) does not block the caller: its server
 side runs on a binder thread of the callee when the transaction arrives.
@@ -116,7 +119,9 @@ class Binder:
         and the section names of its proxy (``...::client``) and stub (``...::server``)."""
         names = self._names.get((iface, method))
         if names is None:
-            name = f"HIDL::{iface}::{method}"
+            name = (
+                f"{iface}::{method}" if iface.startswith("AIDL::") else f"HIDL::{iface}::{method}"
+            )
             names = self._names[iface, method] = (name, name + "::client", name + "::server")
         self.transactions += 1
         if self.on_call is not None:

@@ -3,7 +3,8 @@
 Rooms: ``_runtime`` (the process's runtime, discovery, models, the NDK call),
 ``_compilation`` (compilations and bursts), ``_execution`` (executions and
 events), ``_canonical`` (the one interface to a driver of any HAL family),
-``_versioned`` (the HIDL family's adapters to it, and client callbacks),
+``_versioned`` (the HIDL family's adapters to it, and client callbacks), ``_aidl``
+(the AIDL family's adapters),
 ``_devices`` (the device objects) and ``_plan`` (partitioning).  Drivers are
 reached only through ``nnemu.hal``'s interfaces, never ``nnemu.driver``.
 """

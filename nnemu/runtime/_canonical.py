@@ -4,8 +4,9 @@ Compilations and executions call a driver only through these Protocols (as the S
 calls ``nn::IDevice`` / ``nn::IPreparedModel`` of ``packages/modules/NeuralNetworks/common/
 types/include/nnapi/``).  A HAL family's adapter implements them over that family's own
 interfaces: the HIDL 1.0-1.3 family's is ``VersionedIDevice`` / ``VersionedIPreparedModel``
-(``_versioned.py``, over ``nnemu.hal``'s ``IDevice`` / ``IPreparedModel``); an AIDL
-family's would sit beside it (docs/architecture.md, "Where a change goes").
+(``_versioned.py``, over ``nnemu.hal``'s ``IDevice`` / ``IPreparedModel``); the AIDL
+family's is ``AidlIDevice`` / ``AidlIPreparedModel`` beside it (``_aidl.py``, over
+``IAidlDevice`` / ``IAidlPreparedModel``).
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ from nnemu.hal import (
     DeviceType,
     ExecutionPreference,
     HalVersion,
+    IAidlDevice,
+    IAidlPreparedModel,
     IDevice,
     IPreparedModel,
     OperandType,
@@ -37,6 +39,12 @@ DriverDevice = IDevice[Endpoint, CallbackRef]
 DriverPreparedModel = IPreparedModel[Endpoint, CallbackRef]
 """A driver's prepared model as the runtime reaches it: a HIDL IPreparedModel over the binder."""
 
+AidlDriverDevice = IAidlDevice[Endpoint, CallbackRef]
+"""An AIDL driver service as the runtime reaches it over the binder."""
+
+AidlDriverPreparedModel = IAidlPreparedModel[Endpoint]
+"""An AIDL driver's prepared model as the runtime reaches it."""
+
 
 @attrs.define
 class CpuStats:
@@ -61,8 +69,8 @@ class RuntimeDevice:
     """Newest HAL interface the driver implements (1.3 for the CPU device)."""
     capabilities: Capabilities
     """Cached capabilities."""
-    service: DriverDevice | None = None
-    """The driver service; None for the CPU device."""
+    service: DriverDevice | AidlDriverDevice | None = None
+    """The driver service (HIDL or AIDL: ``hal_version.aidl`` says which); None for the CPU device."""
     cache_files: tuple[int, int] = (0, 0)
     """getNumberOfCacheFilesNeeded (model, data); (0, 0) = the driver does not cache."""
 

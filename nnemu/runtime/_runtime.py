@@ -21,6 +21,7 @@ from nnemu.hal import (
     DataLocation,
     DeviceType,
     HalVersion,
+    IAidlDevice,
     Model,
     Request,
     RequestArgument,
@@ -28,10 +29,12 @@ from nnemu.hal import (
     validate_model,
 )
 from nnemu.ipc import Binder, Endpoint
+from nnemu.runtime._aidl import AidlIDevice
 from nnemu.runtime._canonical import CanonicalDevice
 from nnemu.runtime._devices import (
     CPU_CAPABILITIES,
     CPU_DEVICE_NAME,
+    AidlDriverDevice,
     CpuStats,
     DriverDevice,
     RuntimeDevice,
@@ -86,7 +89,7 @@ class Runtime:
         binder: Binder,
         process: SimProcess,
         endpoint: Endpoint,
-        services: Sequence[DriverDevice],
+        services: Sequence[DriverDevice | AidlDriverDevice],
         cpu: CpuSpec,
         nursery: trio.Nursery,
         files: FileSystem | None = None,
@@ -151,13 +154,25 @@ class Runtime:
             ):
                 devices: list[RuntimeDevice] = []
                 for service in self._services:
-                    versioned = VersionedIDevice(
-                        service,
-                        kernel=self.kernel,
-                        tracer=self.tracer,
-                        binder=self.binder,
-                        client=self.endpoint,
-                        uid=self.process.uid,
+                    # The one interface to a HIDL or an AIDL driver (canonical nn::IDevice).
+                    versioned: CanonicalDevice = (
+                        AidlIDevice(
+                            service,
+                            kernel=self.kernel,
+                            tracer=self.tracer,
+                            binder=self.binder,
+                            client=self.endpoint,
+                            uid=self.process.uid,
+                        )
+                        if isinstance(service, IAidlDevice)
+                        else VersionedIDevice(
+                            service,
+                            kernel=self.kernel,
+                            tracer=self.tracer,
+                            binder=self.binder,
+                            client=self.endpoint,
+                            uid=self.process.uid,
+                        )
                     )
                     device = await versioned.discover()
                     if device is not None:

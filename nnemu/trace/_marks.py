@@ -3,7 +3,10 @@
 NNTRACE tags (``[NN_<layer>_<phase>]``, with ``[SW]``/``[SUB]``) are read as
 the tracing contract says; automatically generated HIDL marks are mapped to a
 layer and phase the way AOSP ``parser/naming.py`` does, extended with the HAL
-1.2/1.3 method names.
+1.2/1.3 method names.  The marks an AIDL NDK binder writes
+(``AIDL::ndk::<Iface>::<method>::client|server``) are read as the HIDL marks of the same
+interface and method: an extension of Android's parser, which knows only HIDL
+(docs/parser.md).
 """
 
 from __future__ import annotations
@@ -162,11 +165,25 @@ def _classify_hidl(name: str) -> Mark:
     )
 
 
+_AIDL_NDK: Final = "AIDL::ndk::"
+
+
+def _classify_aidl(name: str) -> Mark:
+    """An AIDL NDK mark, as the HIDL mark of the same interface and method; its ``call``
+    keeps the AIDL prefix, so that an AIDL client pairs only with an AIDL server."""
+    rest = name[name.index(_AIDL_NDK) + len(_AIDL_NDK) :]
+    mark = _classify_hidl("HIDL::" + rest)
+    call = _AIDL_NDK + mark.call.removeprefix("HIDL::") if mark.call else ""
+    return attrs.evolve(mark, function=name, call=call)
+
+
 def classify(name: str) -> Mark:
     """Classify the name part of a ``B|tgid|name`` payload."""
     if "[NN" not in name:
         if "HIDL::" in name:
             return _classify_hidl(name)
+        if _AIDL_NDK in name:
+            return _classify_aidl(name)
         return OPAQUE
     match = _TAG_RE.search(name)
     if match is None:

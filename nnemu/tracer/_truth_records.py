@@ -310,10 +310,12 @@ NOT_HIDL: Final = HidlMark(None, None)
 
 
 def read_hidl(detail: str, section: OpenSection, proc: ProcessState) -> HidlMark:
-    """What the raw mark ``detail`` means; a server call of a driver interface marks ``proc``
+    """What the raw mark ``detail`` (HIDL's, or an AIDL NDK one) means; a server call of a driver interface marks ``proc``
     as a driver and ``section`` as an asynchronous server when it is one."""
     hidl = detail.split("::")
-    if len(hidl) != 4 or hidl[0] != "HIDL":
+    if len(hidl) == 5 and hidl[0] == "AIDL" and hidl[1] == "ndk":
+        del hidl[1]  # an AIDL NDK mark counts as the HIDL mark of its interface and method
+    elif len(hidl) != 4 or hidl[0] != "HIDL":
         return NOT_HIDL
     _, iface, method, side = hidl
     layer, phase = None, None

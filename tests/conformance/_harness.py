@@ -40,7 +40,7 @@ MS = 1_000_000
 SETTLE_NS = 50 * MS
 """Virtual time after a launch within which every notify of a launched task has arrived."""
 
-VERSIONS = list(HalVersion)
+VERSIONS = [version for version in HalVersion if not version.aidl]  # the HIDL family
 V10, V11, V12, V13 = HalVersion.V1_0, HalVersion.V1_1, HalVersion.V1_2, HalVersion.V1_3
 MISSED_DEADLINE = (ErrorStatus.MISSED_DEADLINE_TRANSIENT, ErrorStatus.MISSED_DEADLINE_PERSISTENT)
 QOS_STATUSES = (

@@ -26,7 +26,7 @@ from nnemu.ipc import DeadObject, Endpoint
 from nnemu.runtime import ExecutionCallback, PreparedModelCallback, build_request
 from nnemu.scenario import DeadlinePolicy, DeviceSpec, FaultKind, Scenario
 from nnemu.sim import ProcessTable
-from nnemu.testing import devices, models
+from nnemu.testing import HIDL_VERSIONS, devices, models
 
 PRE_1_3 = frozenset(
     {
@@ -85,7 +85,7 @@ def plans(draw: st.DrawFn) -> Plan:
     device = draw(devices("npu", max_faults=2))
     model = draw(models("m"))
     device = attrs.evolve(
-        device, hal_version=draw(st.just(HalVersion.V1_3) | st.sampled_from(list(HalVersion)))
+        device, hal_version=draw(st.just(HalVersion.V1_3) | st.sampled_from(HIDL_VERSIONS))
     )
     versions = [v for v in reversed(HalVersion) if device.hal_version.at_least(v)]
     exec_versions = [v for v in versions if v is not HalVersion.V1_1]

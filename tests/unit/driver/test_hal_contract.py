@@ -39,7 +39,7 @@ ADD_OP = 1 * US  # 1000 elements at 0.05 ns, rounded up to the 1 µs floor
 
 Serve = Callable[[], Awaitable[object]]
 
-VERSIONS = list(HalVersion)
+VERSIONS = [version for version in HalVersion if not version.aidl]  # the HIDL family
 PREPARE_METHODS = {
     HalVersion.V1_0: "prepareModel",
     HalVersion.V1_1: "prepareModel_1_1",
