@@ -1,9 +1,7 @@
-"""Trace writers: ftrace text, systrace HTML and Chrome trace-event JSON, streamed to a file.
+"""Trace writers: ftrace text, systrace HTML, Chrome trace-event JSON and Perfetto protobuf.
 
-(The Perfetto protobuf writer is in ``_perfetto_writer``, imported only when chosen.)
-
-Timestamps are virtual; the emulator keeps them on whole microseconds, which is
-the resolution of ftrace text, so nothing is lost in writing.
+Each streams to a file.  Timestamps are virtual; the emulator keeps them on whole
+microseconds, which is the resolution of ftrace text, so nothing is lost in writing.
 """
 
 from __future__ import annotations
@@ -12,16 +10,13 @@ import io
 import json
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, BinaryIO, Final, TextIO, cast
+from typing import IO, BinaryIO, Final, TextIO, cast
 
 from librt.strings import BytesWriter
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
-from nnemu.tracer._events import FlowBatchReceiver, TraceEvent
-
-if TYPE_CHECKING:
-    from nnemu.tracer._perfetto_writer import PerfettoWriter
+from nnemu.tracer._events import FlowBatchReceiver, TraceEvent, _CounterMark, _FlowMark
 
 PERFETTO_SUFFIXES: Final = (".pftrace", ".perfetto-trace")
 """File name endings that select the Perfetto protobuf writer."""
@@ -363,6 +358,323 @@ class ChromeJsonWriter(FlowBatchReceiver):
         self._out.close()
 
 
+# ---------------------------------------------------------------- Perfetto protobuf
+
+PERFETTO_SEQUENCE_ID: Final = 1
+"""The trusted packet sequence id of every packet nnemu writes (one writer, one sequence)."""
+
+THREAD_UUID_BASE: Final = 1 << 32
+"""A thread's track uuid is this plus its tid (a process's is its pid)."""
+
+COUNTER_UUID_BASE: Final = 2 << 32
+"""The n-th counter track (n = 1, 2, ... in order of first use) has uuid this plus n."""
+
+FLUSH_BYTES: Final = 1 << 16
+"""Complete packets are written to the file in blocks of about this size."""
+
+_BYTES1: Final = tuple(bytes((n,)) for n in range(128))
+"""The one-byte varints."""
+
+_HEADS: Final = tuple(b"\x0a" + bytes((n,)) for n in range(128))
+"""A ``Trace.packet`` record's tag and one-byte length."""
+
+_SEQUENCE: Final = b"\x50\x01"
+"""``trusted_packet_sequence_id: 1`` (field 10), on every packet."""
+
+_TS: Final = b"\x40"
+"""The tag of ``TracePacket.timestamp`` (field 8, varint)."""
+
+_TRACK_EVENT: Final = b"\x5a"
+"""The tag of ``TracePacket.track_event`` (field 11)."""
+
+_SLICE_BEGIN: Final = b"\x48\x01"
+"""``TrackEvent.type: TYPE_SLICE_BEGIN`` (field 9)."""
+
+_FLOW: Final = b"\xf9\x02"
+"""The tag of one ``TrackEvent.flow_ids`` (field 47, fixed64)."""
+
+_TERMINATING_FLOW: Final = b"\x81\x03"
+"""The tag of one ``TrackEvent.terminating_flow_ids`` (field 48, fixed64)."""
+
+
+def _varint(value: int) -> bytes:
+    """``value`` as a protobuf varint (a negative one as its 64-bit two's complement)."""
+    if 0 <= value < 0x80:
+        return _BYTES1[value]
+    if value < 0:
+        value += 1 << 64
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _field(tag: bytes, payload: bytes) -> bytes:
+    """A length-delimited field: ``tag``, the payload's length, the payload."""
+    return tag + _varint(len(payload)) + payload
+
+
+def _text_field(tag: bytes, text: str) -> bytes:
+    return _field(tag, text.encode())
+
+
+class _PfThread:
+    """What is constant on one thread's TrackEvent packets, after the timestamp: built once."""
+
+    __slots__ = ("begins", "end", "thread", "uuid")
+
+    def __init__(self, thread: SimThread) -> None:
+        self.uuid: Final = b"\x58" + _varint(THREAD_UUID_BASE + thread.tid)
+        """``track_uuid`` (field 11) of the thread's track."""
+        self.end: Final = _SEQUENCE + _field(_TRACK_EVENT, b"\x48\x02" + self.uuid)
+        """An end packet after its timestamp, whole."""
+        self.begins: Final[dict[str, bytes]] = {}
+        """A begin packet (no flows) after its timestamp, by the slice's name (interned)."""
+        self.thread: Final = thread
+        """The thread itself, which keeps its ``id`` from being reused."""
+
+
+class PerfettoWriter:
+    """Streams a Perfetto protobuf trace (TrackEvent slices, flows and counters) to a binary file.
+
+    A ``FlowSink`` that takes batches.  The packets are written in the protobuf wire format
+    directly (docs/perfetto.md gives the messages; the tests decode them with the ``perfetto``
+    package's classes): what is constant on a thread's packets is built once, a slice name
+    is interned (``interned_data.event_names``, in the packet that first uses it, on a
+    sequence whose first packet clears the incremental state), so a begin is its packet's
+    length, timestamp and one cached tail copied into one buffer.  A begin is held until
+    the next event: the tracer delivers a section's flows right after its begin, and they
+    go into the begin's ``TrackEvent``.
+    """
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self._name = str(getattr(out, "name", "<stream>"))
+        self._out = out
+        self._error: OSError | None = None
+        self._buffer = BytesWriter()
+        self.flush_bytes = FLUSH_BYTES
+        """Complete packets go to the file once the buffer holds this many bytes."""
+        self._processes: dict[int, str] = {}
+        self._described: set[int] = set()
+        self._threads: dict[int, _PfThread] = {}
+        """By ``id`` of the thread object."""
+        self._described_threads: set[SimThread] = set()
+        self._counters: dict[tuple[int, str], bytes] = {}
+        """A counter event's ``TrackEvent`` up to its value, by (pid, name)."""
+        self._iids: dict[str, bytes] = {}
+        """Each interned slice name's ``name_iid`` field."""
+        self._started = False
+        self._last_ts = -1
+        self._ts_field = b""
+        """The timestamp field of ``_last_ts``."""
+        self._held: _PfThread | None = None
+        """The thread of the begin held for its flows (None: none held)."""
+        self._held_name = ""
+        self._held_ts = b""
+        self._held_flows = b""
+
+    # ------------------------------------------------------------ output
+    def _timestamp(self, ts_ns: int) -> bytes:
+        if ts_ns != self._last_ts:
+            self._last_ts = ts_ns
+            self._ts_field = _TS + _varint(ts_ns)
+        return self._ts_field
+
+    def _packet(self, ts_field: bytes, tail: bytes) -> None:
+        """Write one ``Trace.packet`` record: ``ts_field`` and ``tail`` are its fields."""
+        buffer = self._buffer
+        size = len(ts_field) + len(tail)
+        # field 1 (Trace.packet), length-delimited: its tag and the packet's size
+        buffer.write(_HEADS[size] if size < 0x80 else b"\x0a" + _varint(size))
+        buffer.write(ts_field)
+        buffer.write(tail)
+
+    def _flush(self) -> None:
+        """Write the buffered complete packets (one write: the file never ends mid-packet)."""
+        data = self._buffer.getvalue()
+        self._buffer.truncate(0)
+        if data and self._error is None:
+            try:
+                done = 0
+                while done < len(data):  # a raw file may take part of a write
+                    count: int | None = self._out.write(data[done:] if done else data)
+                    done += count or 0
+                self._out.flush()
+            except OSError as exc:
+                self._error = exc
+
+    def _release(self) -> None:
+        """Write the begin held for its flows."""
+        thread = self._held
+        if thread is None:
+            return
+        self._held = None
+        name = self._held_name
+        flows = self._held_flows
+        tail = thread.begins.get(name)
+        if tail is None or flows:
+            iid = self._iids.get(name)
+            interned = b""
+            if iid is None:
+                number = _varint(len(self._iids) + 1)
+                iid = self._iids[name] = b"\x50" + number
+                # interned_data (field 12) { event_names (2) { iid (1), name (2) } }
+                entry = _field(b"\x12", b"\x08" + number + _text_field(b"\x12", name))
+                interned = _field(b"\x62", entry)
+            event = _SLICE_BEGIN + iid + thread.uuid
+            if not flows:
+                tail = thread.begins[name] = _SEQUENCE + _field(_TRACK_EVENT, event)
+                tail += interned
+            else:
+                self._held_flows = b""
+                tail = _SEQUENCE + _field(_TRACK_EVENT, event + flows) + interned
+        self._packet(self._held_ts, tail)
+
+    # ------------------------------------------------------------ tracks
+    def _start(self, ts_ns: int) -> None:
+        """The first packet: the process tree of every process announced so far."""
+        self._started = True
+        tree = b"".join(
+            self._process_entry(pid, name) for pid, name in sorted(self._processes.items())
+        )
+        # process_tree (2), sequence_flags (13) = SEQ_INCREMENTAL_STATE_CLEARED,
+        # first_packet_on_sequence (87) = true
+        tail = _SEQUENCE + b"\x68\x01" + b"\xb8\x05\x01"
+        self._packet(self._timestamp(ts_ns), _field(b"\x12", tree) + tail)
+        for pid in sorted(self._processes):
+            self._describe_process(pid, ts_ns)
+
+    @staticmethod
+    def _process_entry(pid: int, name: str) -> bytes:
+        """``ProcessTree.processes`` (field 1): pid, ``cmdline[0]`` = the name."""
+        return _field(b"\x0a", b"\x08" + _varint(pid) + _text_field(b"\x1a", name))
+
+    def _descriptor(self, ts_ns: int, descriptor: bytes) -> None:
+        """A packet with ``track_descriptor`` (field 60)."""
+        self._packet(self._timestamp(ts_ns), _SEQUENCE + _field(b"\xe2\x03", descriptor))
+
+    def _describe_process(self, pid: int, ts_ns: int) -> None:
+        if pid in self._described:
+            return
+        self._described.add(pid)
+        process = b"\x08" + _varint(pid)  # ProcessDescriptor { pid (1), process_name (6) }
+        name = self._processes.get(pid)
+        if name is not None:
+            process += _text_field(b"\x32", name)
+        self._descriptor(ts_ns, b"\x08" + _varint(pid) + _field(b"\x1a", process))
+
+    def _thread(self, ts_ns: int, thread: SimThread) -> _PfThread:
+        track = self._threads[id(thread)] = _PfThread(thread)
+        if thread not in self._described_threads:
+            if not self._started:
+                self._start(ts_ns)
+            self._described_threads.add(thread)
+            self._describe_process(thread.pid, ts_ns)
+            pid, tid = _varint(thread.pid), _varint(thread.tid)
+            # ProcessTree.threads (2) { tid (1), name (2), tgid (3) }
+            entry = b"\x08" + tid + _text_field(b"\x12", thread.name) + b"\x18" + pid
+            self._packet(
+                self._timestamp(ts_ns), _field(b"\x12", _field(b"\x12", entry)) + _SEQUENCE
+            )
+            # TrackDescriptor { uuid (1), thread (4) { pid, tid, thread_name (5) }, parent_uuid (5) }
+            described = b"\x08" + pid + b"\x10" + tid + _text_field(b"\x2a", thread.name)
+            uuid = _varint(THREAD_UUID_BASE + thread.tid)
+            self._descriptor(ts_ns, b"\x08" + uuid + _field(b"\x22", described) + b"\x28" + pid)
+        return track
+
+    def _counter_event(self, ts_ns: int, pid: int, name: str) -> bytes:
+        """A counter's ``TrackEvent`` up to its value (describing its track on first use)."""
+        if not self._started:
+            self._start(ts_ns)
+        self._describe_process(pid, ts_ns)
+        uuid = _varint(COUNTER_UUID_BASE + len(self._counters) + 1)
+        # TrackDescriptor { uuid (1), name (2), parent_uuid (5), counter (8) {} }
+        descriptor = b"\x08" + uuid + _text_field(b"\x12", name) + b"\x28" + _varint(pid)
+        self._descriptor(ts_ns, descriptor + b"\x42\x00")
+        # type (9) = TYPE_COUNTER, track_uuid (11), counter_value (30) follows
+        event = self._counters[pid, name] = b"\x48\x04\x58" + uuid + b"\xf0\x01"
+        return event
+
+    # ------------------------------------------------------------ sink
+    def process(self, pid: int, name: str) -> None:
+        """Name process ``pid`` (in the process tree, and on its track)."""
+        self._processes[pid] = name
+        if self._started:
+            self._release()
+            self._packet(b"", _field(b"\x12", self._process_entry(pid, name)) + _SEQUENCE)
+
+    def receive(self, events: Sequence[TraceEvent]) -> None:
+        """Write the packets of ``events``: slices, the flows on them, counter values."""
+        threads = self._threads
+        last_thread: SimThread | None = None
+        track: _PfThread | None = None
+        # (As in ``FtraceWriter.receive``: read the events without the info's nested checks.)
+        rows = cast(
+            "list[tuple[int, SimThread, str | None, object]]",
+            events if isinstance(events, list) else list(events),
+        )
+        for ts, thread, name, info in rows:
+            if name is None and info is not None:
+                if isinstance(info, _FlowMark):
+                    held = self._held
+                    if held is not None and (held.thread is thread or held.thread == thread):
+                        flow = _TERMINATING_FLOW if info.terminating else _FLOW
+                        self._held_flows += flow + info.flow_id.to_bytes(8, "little")
+                    # else: the tracer delivers a flow right after its begin; nothing to bind to
+                elif isinstance(info, _CounterMark):
+                    self._release()
+                    event = self._counters.get((info.pid, info.name))
+                    if event is None:
+                        event = self._counter_event(ts, info.pid, info.name)
+                    tail = _field(_TRACK_EVENT, event + _varint(info.value))
+                    self._packet(self._timestamp(ts), _SEQUENCE + tail)
+                continue
+            if self._held is not None:
+                self._release()
+            if thread is not last_thread or track is None:
+                track = threads.get(id(thread)) or self._thread(ts, thread)
+                last_thread = thread
+            if name is None:
+                self._packet(self._timestamp(ts), track.end)
+            else:
+                self._held = track
+                self._held_name = name
+                self._held_ts = self._timestamp(ts)
+        if len(self._buffer) >= self.flush_bytes:
+            self._flush()
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        """A slice called ``name`` begins on ``thread`` (held until its flows are known)."""
+        self.receive(((ts_ns, thread, name, None),))
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        """The innermost slice of ``thread`` ends."""
+        self.receive(((ts_ns, thread, None, None),))
+
+    def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
+        """Put flow ``flow_id`` on the slice just begun on ``thread``."""
+        self.receive(((ts_ns, thread, None, _FlowMark(flow_id, terminating)),))
+
+    def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
+        """Counter ``name`` of process ``pid`` has ``value`` from ``ts_ns`` on."""
+        self.receive(((ts_ns, _NO_HEAD.thread, None, _CounterMark(pid, name, value)),))
+
+    def close(self) -> None:
+        """Write what is left and close the file; a write error is raised here as ``OutputError``."""
+        self._release()
+        if not self._started:
+            self._start(0)
+        self._flush()
+        try:
+            self._out.close()
+        except OSError as exc:
+            self._error = self._error or exc
+        if self._error is not None:
+            raise OutputError(self._name, "trace", self._error.strerror or str(self._error))
+
+
 def open_trace_writer(
     path: str | os.PathLike[str],
 ) -> FtraceWriter | ChromeJsonWriter | PerfettoWriter:
@@ -370,9 +682,8 @@ def open_trace_writer(
     .pftrace or .perfetto-trace (Perfetto protobuf), else ftrace text."""
     name = os.fspath(path)
     if name.endswith(PERFETTO_SUFFIXES):
-        from nnemu.tracer._perfetto_writer import open_perfetto_writer
-
-        return open_perfetto_writer(name)
+        # Unbuffered: the writer writes whole blocks of packets, so the file never ends mid-packet.
+        return PerfettoWriter(open(name, "wb", buffering=0))
     if name.endswith(".json"):
         text = open(name, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by the writer
         return ChromeJsonWriter(text)
