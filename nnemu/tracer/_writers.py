@@ -16,7 +16,7 @@ from librt.strings import BytesWriter
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
-from nnemu.tracer._events import FlowBatchReceiver, TraceEvent, _CounterMark, _FlowMark
+from nnemu.tracer._events import TraceEvent, _CounterMark, _FlowMark
 
 PERFETTO_SUFFIXES: Final = (".pftrace", ".perfetto-trace")
 """File name endings that select the Perfetto protobuf writer."""
@@ -272,38 +272,86 @@ class FtraceWriter:
         self._out.close()
 
 
-class ChromeJsonWriter(FlowBatchReceiver):
+class _JsonThread:
+    """What is constant on one thread's JSON events, as UTF-8: built once per thread."""
+
+    __slots__ = ("begins", "end", "named", "place", "thread")
+
+    def __init__(self, thread: SimThread) -> None:
+        self.place: Final = b'"pid": %d, "tid": %d, "ts": ' % (thread.pid, thread.tid)
+        """An event's ``pid``, ``tid`` and ``ts`` key, in ``sort_keys`` order."""
+        self.end: Final = b'{"ph": "E", ' + self.place
+        """An ``E`` event up to its timestamp."""
+        self.begins: Final[dict[str, bytes]] = {}
+        """A ``B`` event up to its timestamp, by section name (made on first use)."""
+        self.named = False
+        """Whether its ``thread_name`` event is written."""
+        self.thread: Final = thread
+        """The thread itself, which keeps its ``id`` from being reused."""
+
+    def begin(self, name: str) -> bytes:
+        """A ``B`` event up to its timestamp, for a section called ``name``."""
+        text = self.begins[name] = (
+            b'{"cat": "nnapi", "name": ' + json.dumps(name).encode() + b', "ph": "B", ' + self.place
+        )
+        return text
+
+
+def _json_ts(ts_ns: int) -> bytes:
+    """``ts_ns`` in µs as ``json.dumps`` writes the float ``ts_ns / 1000``."""
+    if ts_ns % 1000 == 0 and 0 <= ts_ns < 10**18:
+        return b"%d.0" % (ts_ns // 1000)  # (a whole number of µs: what repr gives)
+    return repr(ts_ns / 1000).encode()
+
+
+class ChromeJsonWriter:
     """Streams Chrome trace-event JSON (``{"traceEvents": [...]}``) that Perfetto UI opens.
 
-    A ``FlowSink``: besides the ``B``/``E`` slices it writes flows (``s`` and ``f`` with
-    ``"bp": "e"``, bound to the slice just begun) and counters (``C``), docs/perfetto.md.
+    A ``FlowSink`` that takes batches: besides the ``B``/``E`` slices it writes flows (``s`` and
+    ``f`` with ``"bp": "e"``, bound to the slice just begun) and counters (``C``),
+    docs/perfetto.md.  Each event is what ``json.dumps(event, sort_keys=True)`` writes, built
+    as the systrace writer builds its lines: what is constant on a thread's events (its
+    ``pid``/``tid``, each ``B`` event up to its timestamp, the ``E`` event's) is made once, as
+    UTF-8, and an event is its pieces copied into one buffer, a batch's events one write.
     """
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO | BinaryIO) -> None:
         self._out = _Output(out)
-        self._first = True
-        self._threads: set[SimThread] = set()
-        self._names: dict[str, str] = {}
-        """Each slice name as JSON text (``json.dumps``), made once."""
+        self._separator = b""
+        """What goes before the next event (``,`` and a newline, but before the first)."""
+        self._threads: dict[int, _JsonThread] = {}
+        """By ``id`` of the thread object."""
+        self._named: set[SimThread] = set()
+        self._buffer = BytesWriter()
+        """A batch's events (emptied after each batch)."""
         self._out.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
 
     def _event(self, event: dict[str, object]) -> None:
-        self._text(json.dumps(event, sort_keys=True))
+        self._text(json.dumps(event, sort_keys=True).encode())
 
-    def _text(self, text: str) -> None:
+    def _text(self, text: bytes) -> None:
         # Separator and event in one write: the file never ends in a bare ",".
-        self._out.write(text if self._first else ",\n" + text)
-        self._first = False
+        self._buffer.write(self._separator)
+        self._buffer.write(text)
+        self._separator = b",\n"
 
     def process(self, pid: int, name: str) -> None:
         """Write the process_name metadata event."""
         self._event(
             {"ph": "M", "name": "process_name", "pid": pid, "tid": pid, "args": {"name": name}}
         )
+        self._write()
 
-    def _thread(self, thread: SimThread) -> None:
-        if thread not in self._threads:
-            self._threads.add(thread)
+    def _thread(self, thread: SimThread) -> _JsonThread:
+        track = self._threads[id(thread)] = _JsonThread(thread)
+        return track
+
+    def _name(self, track: _JsonThread) -> None:
+        """Write the thread_name metadata event (before the thread's first begin)."""
+        track.named = True
+        thread = track.thread
+        if thread not in self._named:
+            self._named.add(thread)
             self._event(
                 {
                     "ph": "M",
@@ -314,43 +362,73 @@ class ChromeJsonWriter(FlowBatchReceiver):
                 }
             )
 
-    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
-        """Write a ``B`` event (ts in µs): what ``json.dumps(..., sort_keys=True)`` writes."""
-        self._thread(thread)
-        text = self._names.get(name)
-        if text is None:
-            text = self._names[name] = json.dumps(name)
-        self._text(
-            f'{{"cat": "nnapi", "name": {text}, "ph": "B", "pid": {thread.pid}, '
-            f'"tid": {thread.tid}, "ts": {ts_ns / 1000!r}}}'
+    def receive(self, events: Sequence[TraceEvent]) -> None:
+        """Write the events of a batch (slices, flows, counters) in one block."""
+        threads = self._threads
+        buffer = self._buffer
+        last_ts = -1
+        ts_text = b""
+        last_thread: SimThread | None = None
+        track: _JsonThread | None = None
+        # (As in ``FtraceWriter.receive``: read the events without the info's nested checks.)
+        rows = cast(
+            "list[tuple[int, SimThread, str | None, object]]",
+            events if isinstance(events, list) else list(events),
         )
+        for ts, thread, name, info in rows:
+            if ts != last_ts:
+                last_ts = ts
+                ts_text = _json_ts(ts)
+            if name is None and isinstance(info, _CounterMark):
+                self._text(
+                    b'{"args": {"value": %d}, "name": %s, "ph": "C", "pid": %d, "ts": %s}'
+                    % (info.value, json.dumps(info.name).encode(), info.pid, ts_text)
+                )
+                continue
+            if thread is not last_thread or track is None:
+                track = threads.get(id(thread)) or self._thread(thread)
+                last_thread = thread
+            if name is not None and not track.named:
+                self._name(track)
+            buffer.write(self._separator)
+            self._separator = b",\n"
+            if name is not None:
+                buffer.write(track.begins.get(name) or track.begin(name))
+            elif info is None:
+                buffer.write(track.end)
+            elif isinstance(info, _FlowMark):
+                if info.terminating:
+                    buffer.write(b'{"bp": "e", "cat": "nnapi-flow", "id": %d, ' % info.flow_id)
+                    buffer.write(b'"name": "flow", "ph": "f", ')
+                else:
+                    buffer.write(b'{"cat": "nnapi-flow", "id": %d, ' % info.flow_id)
+                    buffer.write(b'"name": "flow", "ph": "s", ')
+                buffer.write(track.place)
+            buffer.write(ts_text)
+            buffer.write(b"}")
+        self._write()
+
+    def _write(self) -> None:
+        """Write the buffered events."""
+        data = self._buffer.getvalue()
+        self._buffer.truncate(0)
+        self._out.write(data)
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        """Write a ``B`` event (ts in µs)."""
+        self.receive(((ts_ns, thread, name, None),))
 
     def end(self, ts_ns: int, thread: SimThread) -> None:
         """Write an ``E`` event."""
-        self._text(
-            f'{{"ph": "E", "pid": {thread.pid}, "tid": {thread.tid}, "ts": {ts_ns / 1000!r}}}'
-        )
+        self.receive(((ts_ns, thread, None, None),))
 
     def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
         """Write a flow event bound to the slice just begun: ``s`` starts it, ``f`` ends it."""
-        event: dict[str, object] = {
-            "ph": "f" if terminating else "s",
-            "name": "flow",
-            "cat": "nnapi-flow",
-            "id": flow_id,
-            "pid": thread.pid,
-            "tid": thread.tid,
-            "ts": ts_ns / 1000,
-        }
-        if terminating:
-            event["bp"] = "e"
-        self._event(event)
+        self.receive(((ts_ns, thread, None, _FlowMark(flow_id, terminating)),))
 
     def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
         """Write a ``C`` event: counter ``name`` of process ``pid``."""
-        self._event(
-            {"ph": "C", "name": name, "pid": pid, "ts": ts_ns / 1000, "args": {"value": value}}
-        )
+        self.receive(((ts_ns, _NO_HEAD.thread, None, _CounterMark(pid, name, value)),))
 
     def close(self) -> None:
         """Finish the JSON document and close the file."""
@@ -684,9 +762,8 @@ def open_trace_writer(
     if name.endswith(PERFETTO_SUFFIXES):
         # Unbuffered: the writer writes whole blocks of packets, so the file never ends mid-packet.
         return PerfettoWriter(open(name, "wb", buffering=0))
-    if name.endswith(".json"):
-        text = open(name, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by the writer
-        return ChromeJsonWriter(text)
-    # The ftrace writer makes UTF-8 itself, as it writes it.
+    # The other writers make UTF-8 themselves, as they write it.
     out = open(name, "wb")  # noqa: SIM115 - closed by the writer
+    if name.endswith(".json"):
+        return ChromeJsonWriter(out)
     return FtraceWriter(out, html=name.endswith((".html", ".htm")))

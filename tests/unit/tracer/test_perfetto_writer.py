@@ -18,7 +18,7 @@ from nnemu import open_emulator, run
 from nnemu.query import open_trace
 from nnemu.scenario import load_scenario, load_scenario_text
 from nnemu.sim import SimThread
-from nnemu.tracer import FlowSink, open_trace_writer
+from nnemu.tracer import ChromeJsonWriter, FlowSink, open_trace_writer
 from tests.commands import run_cli
 from tests.pftrace import decode, packets, pb
 from tests.unit.tracer.helpers import scenario_text
@@ -249,3 +249,56 @@ def test_a_full_disk_is_reported_at_close_naming_the_file(tmp_path: Path):
         writer.end(i * 1000 + 500, thread)
     with pytest.raises(OutputError, match=r"full\.pftrace: cannot write the trace: No space left"):
         writer.close()
+
+
+def _json_lines(text: str) -> list[str]:
+    """The event lines of a Chrome JSON trace nnemu wrote (between its first and last line)."""
+    head, body = text.split("\n", 1)
+    assert head == '{"displayTimeUnit": "ns", "traceEvents": ['
+    assert body.endswith("\n]}\n")
+    return body.removesuffix("\n]}\n").split(",\n")
+
+
+def test_chrome_json_events_are_json_dumps_sorted(two_apps: dict[str, Path]):
+    """Each event of the .json is on its own line, as ``json.dumps(event, sort_keys=True)`` writes it."""
+    kinds: Counter[str] = Counter()
+    for line in _json_lines(two_apps[".json"].read_text(encoding="utf-8")):
+        event = json.loads(line)
+        kinds[event["ph"]] += 1
+        assert line == json.dumps(event, sort_keys=True)
+    assert set(kinds) == {"M", "B", "E", "s", "f", "C"}
+
+
+class _Kept(io.StringIO):
+    """A text file that keeps its text when the writer closes it."""
+
+    kept = ""
+
+    def close(self) -> None:
+        self.kept = self.getvalue()
+        super().close()
+
+
+def test_chrome_json_timestamps_are_the_microseconds_as_floats():
+    """A timestamp is ns / 1000 as JSON writes that float, whole µs or not (and names escaped)."""
+    thread = SimThread(700, 701, 'Hw"Binder')
+    stamps = (0, 1_500, 2_000, 123_456_789_000, 10**19 + 1)
+    out = _Kept()
+    writer = ChromeJsonWriter(out)
+    for ts in stamps:
+        writer.begin(ts, thread, '[NN_LA_PE]é"x')
+        writer.flow(ts, thread, 3, ts % 2 == 0)
+        writer.counter(ts, 700, "memory in use", ts // 1000)
+        writer.end(ts, thread)
+    writer.close()
+    lines = _json_lines(out.kept)
+    events = [json.loads(line) for line in lines]
+    assert lines == [json.dumps(event, sort_keys=True) for event in events]
+    assert [e["ts"] for e in events if e["ph"] == "E"] == [ts / 1000 for ts in stamps]
+    assert events[0] == {
+        "ph": "M",
+        "name": "thread_name",
+        "pid": 700,
+        "tid": 701,
+        "args": {"name": 'Hw"Binder'},
+    }
