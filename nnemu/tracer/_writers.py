@@ -322,6 +322,10 @@ class ChromeJsonWriter:
         self._threads: dict[int, _JsonThread] = {}
         """By ``id`` of the thread object."""
         self._named: set[SimThread] = set()
+        self._counters: dict[tuple[int, str], bytes] = {}
+        """A ``C`` event between its value and its timestamp, by (pid, name)."""
+        self._second = (-1, b"")
+        """The second the last timestamp was in: (its number, its text)."""
         self._buffer = BytesWriter()
         """A batch's events (emptied after each batch)."""
         self._out.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
@@ -366,8 +370,13 @@ class ChromeJsonWriter:
         """Write the events of a batch (slices, flows, counters) in one block."""
         threads = self._threads
         buffer = self._buffer
+        digits = _DIGITS3
         last_ts = -1
-        ts_text = b""
+        # A timestamp's text is whole µs as ``<seconds><milli><micro>.0`` (no object made but
+        # each new second's text), else what ``repr`` gives the float (in ``seconds``).
+        second, seconds = self._second
+        milli = micro = b""
+        close = b".0}"
         last_thread: SimThread | None = None
         track: _JsonThread | None = None
         # (As in ``FtraceWriter.receive``: read the events without the info's nested checks.)
@@ -378,34 +387,58 @@ class ChromeJsonWriter:
         for ts, thread, name, info in rows:
             if ts != last_ts:
                 last_ts = ts
-                ts_text = _json_ts(ts)
-            if name is None and isinstance(info, _CounterMark):
-                self._text(
-                    b'{"args": {"value": %d}, "name": %s, "ph": "C", "pid": %d, "ts": %s}'
-                    % (info.value, json.dumps(info.name).encode(), info.pid, ts_text)
-                )
-                continue
-            if thread is not last_thread or track is None:
-                track = threads.get(id(thread)) or self._thread(thread)
-                last_thread = thread
-            if name is not None and not track.named:
-                self._name(track)
-            buffer.write(self._separator)
-            self._separator = b",\n"
-            if name is not None:
-                buffer.write(track.begins.get(name) or track.begin(name))
-            elif info is None:
-                buffer.write(track.end)
-            elif isinstance(info, _FlowMark):
-                if info.terminating:
-                    buffer.write(b'{"bp": "e", "cat": "nnapi-flow", "id": %d, ' % info.flow_id)
-                    buffer.write(b'"name": "flow", "ph": "f", ')
+                if ts % 1000 == 0 and 1_000_000_000 <= ts < 10**18:
+                    us = ts // 1000
+                    if us // 1_000_000 != second:
+                        second = us // 1_000_000
+                        seconds = b"%d" % second
+                    milli = digits[us // 1000 % 1000]
+                    micro = digits[us % 1000]
+                    close = b".0}"
                 else:
-                    buffer.write(b'{"cat": "nnapi-flow", "id": %d, ' % info.flow_id)
-                    buffer.write(b'"name": "flow", "ph": "s", ')
-                buffer.write(track.place)
-            buffer.write(ts_text)
-            buffer.write(b"}")
+                    second = -1
+                    seconds = _json_ts(ts)
+                    milli = micro = b""
+                    close = b"}"
+            if name is None and isinstance(info, _CounterMark):
+                middle = self._counters.get((info.pid, info.name))
+                if middle is None:
+                    middle = self._counters[info.pid, info.name] = (
+                        b'}, "name": %s, "ph": "C", "pid": %d, "ts": '
+                        % (
+                            json.dumps(info.name).encode(),
+                            info.pid,
+                        )
+                    )
+                buffer.write(self._separator)
+                self._separator = b",\n"
+                buffer.write(b'{"args": {"value": %d' % info.value)
+                buffer.write(middle)
+            else:
+                if thread is not last_thread or track is None:
+                    track = threads.get(id(thread)) or self._thread(thread)
+                    last_thread = thread
+                if name is not None and not track.named:
+                    self._name(track)
+                buffer.write(self._separator)
+                self._separator = b",\n"
+                if name is not None:
+                    buffer.write(track.begins.get(name) or track.begin(name))
+                elif info is None:
+                    buffer.write(track.end)
+                elif isinstance(info, _FlowMark):
+                    if info.terminating:
+                        buffer.write(b'{"bp": "e", "cat": "nnapi-flow", "id": %d, ' % info.flow_id)
+                        buffer.write(b'"name": "flow", "ph": "f", ')
+                    else:
+                        buffer.write(b'{"cat": "nnapi-flow", "id": %d, ' % info.flow_id)
+                        buffer.write(b'"name": "flow", "ph": "s", ')
+                    buffer.write(track.place)
+            buffer.write(seconds)
+            buffer.write(milli)
+            buffer.write(micro)
+            buffer.write(close)
+        self._second = (second, seconds)
         self._write()
 
     def _write(self) -> None:
@@ -489,6 +522,27 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
+def _varint_size(value: int) -> int:
+    """How many bytes ``_varint(value)`` has."""
+    if value < 0:
+        return 10
+    size = 1
+    while value > 0x7F:
+        value >>= 7
+        size += 1
+    return size
+
+
+def _put_varint(buffer: BytesWriter, value: int) -> None:
+    """Write ``_varint(value)`` into ``buffer``, byte by byte (no object made)."""
+    if value < 0:
+        value += 1 << 64
+    while value > 0x7F:
+        buffer.append((value & 0x7F) | 0x80)
+        value >>= 7
+    buffer.append(value)
+
+
 def _field(tag: bytes, payload: bytes) -> bytes:
     """A length-delimited field: ``tag``, the payload's length, the payload."""
     return tag + _varint(len(payload)) + payload
@@ -550,7 +604,10 @@ class PerfettoWriter:
         self._held: _PfThread | None = None
         """The thread of the begin held for its flows (None: none held)."""
         self._held_name = ""
-        self._held_ts = b""
+        self._held_ts = 0
+        self._event_ts = -1
+        self._event_ts_size = 0
+        """The last timestamp an event packet had, and its varint's size."""
         self._held_flows = b""
 
     # ------------------------------------------------------------ output
@@ -559,6 +616,21 @@ class PerfettoWriter:
             self._last_ts = ts_ns
             self._ts_field = _TS + _varint(ts_ns)
         return self._ts_field
+
+    def _event_head(self, ts_ns: int, rest: int) -> None:
+        """Write a packet's record header and timestamp; ``rest`` bytes of fields follow."""
+        if ts_ns != self._event_ts:
+            self._event_ts = ts_ns
+            self._event_ts_size = _varint_size(ts_ns)
+        size = 1 + self._event_ts_size + rest
+        buffer = self._buffer
+        buffer.append(0x0A)  # field 1 (Trace.packet), length-delimited
+        if size < 0x80:
+            buffer.append(size)
+        else:
+            buffer.write(_varint(size))
+        buffer.append(0x40)  # TracePacket.timestamp (field 8)
+        _put_varint(buffer, ts_ns)
 
     def _packet(self, ts_field: bytes, tail: bytes) -> None:
         """Write one ``Trace.packet`` record: ``ts_field`` and ``tail`` are its fields."""
@@ -608,7 +680,8 @@ class PerfettoWriter:
             else:
                 self._held_flows = b""
                 tail = _SEQUENCE + _field(_TRACK_EVENT, event + flows) + interned
-        self._packet(self._held_ts, tail)
+        self._event_head(self._held_ts, len(tail))
+        self._buffer.write(tail)
 
     # ------------------------------------------------------------ tracks
     def _start(self, ts_ns: int) -> None:
@@ -706,8 +779,15 @@ class PerfettoWriter:
                     event = self._counters.get((info.pid, info.name))
                     if event is None:
                         event = self._counter_event(ts, info.pid, info.name)
-                    tail = _field(_TRACK_EVENT, event + _varint(info.value))
-                    self._packet(self._timestamp(ts), _SEQUENCE + tail)
+                    value_size = _varint_size(info.value)
+                    size = len(event) + value_size  # (< 128: a 1-byte length)
+                    self._event_head(ts, 4 + size)
+                    buffer = self._buffer
+                    buffer.write(_SEQUENCE)
+                    buffer.append(0x5A)  # track_event (field 11)
+                    buffer.append(size)
+                    buffer.write(event)
+                    _put_varint(buffer, info.value)
                 continue
             if self._held is not None:
                 self._release()
@@ -715,11 +795,12 @@ class PerfettoWriter:
                 track = threads.get(id(thread)) or self._thread(ts, thread)
                 last_thread = thread
             if name is None:
-                self._packet(self._timestamp(ts), track.end)
+                self._event_head(ts, len(track.end))
+                self._buffer.write(track.end)
             else:
                 self._held = track
                 self._held_name = name
-                self._held_ts = self._timestamp(ts)
+                self._held_ts = ts
         if len(self._buffer) >= self.flush_bytes:
             self._flush()
 

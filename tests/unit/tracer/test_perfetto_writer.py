@@ -282,7 +282,7 @@ class _Kept(io.StringIO):
 def test_chrome_json_timestamps_are_the_microseconds_as_floats():
     """A timestamp is ns / 1000 as JSON writes that float, whole µs or not (and names escaped)."""
     thread = SimThread(700, 701, 'Hw"Binder')
-    stamps = (0, 1_500, 2_000, 123_456_789_000, 10**19 + 1)
+    stamps = (0, 1_500, 2_000, 1_000_005_000, 123_456_789_000, 10**19 + 1)
     out = _Kept()
     writer = ChromeJsonWriter(out)
     for ts in stamps:
