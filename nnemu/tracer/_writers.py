@@ -486,9 +486,6 @@ FLUSH_BYTES: Final = 1 << 16
 _BYTES1: Final = tuple(bytes((n,)) for n in range(128))
 """The one-byte varints."""
 
-_HEADS: Final = tuple(b"\x0a" + bytes((n,)) for n in range(128))
-"""A ``Trace.packet`` record's tag and one-byte length."""
-
 _SEQUENCE: Final = b"\x50\x01"
 """``trusted_packet_sequence_id: 1`` (field 10), on every packet."""
 
@@ -633,13 +630,8 @@ class PerfettoWriter:
         _put_varint(buffer, ts_ns)
 
     def _packet(self, ts_field: bytes, tail: bytes) -> None:
-        """Write one ``Trace.packet`` record: ``ts_field`` and ``tail`` are its fields."""
-        buffer = self._buffer
-        size = len(ts_field) + len(tail)
-        # field 1 (Trace.packet), length-delimited: its tag and the packet's size
-        buffer.write(_HEADS[size] if size < 0x80 else b"\x0a" + _varint(size))
-        buffer.write(ts_field)
-        buffer.write(tail)
+        """Write one ``Trace.packet`` record (field 1): ``ts_field`` and ``tail`` are its fields."""
+        self._buffer.write(_field(b"\x0a", ts_field + tail))
 
     def _flush(self) -> None:
         """Write the buffered complete packets (one write: the file never ends mid-packet)."""
