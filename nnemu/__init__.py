@@ -91,6 +91,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from nnemu._emulator import Emulator, open_emulator, run, run_virtual
+    from nnemu.parser import parse_trace
     from nnemu.report import Report
     from nnemu.scenario import Scenario, load_scenario, load_scenario_text
 
@@ -100,6 +101,7 @@ _HOMES = {
     "run": "nnemu._emulator",
     "run_virtual": "nnemu._emulator",
     "Report": "nnemu.report",
+    "parse_trace": "nnemu.parser",
     "Scenario": "nnemu.scenario",
     "load_scenario": "nnemu.scenario",
     "load_scenario_text": "nnemu.scenario",
@@ -112,6 +114,7 @@ __all__ = [
     "load_scenario",
     "load_scenario_text",
     "open_emulator",
+    "parse_trace",
     "run",
     "run_virtual",
 ]

@@ -2,7 +2,8 @@
 
 ``packets(data)`` splits a file into its ``Trace.packet`` records (refusing a partial
 one), ``as_text(data)`` renders them in protobuf text format for readable goldens, and
-``slices(data)`` rebuilds each thread's slices with their flows, as trace processor does.
+``decode(data)`` rebuilds each thread's slices with their flows (names inline or interned on
+the one sequence nnemu writes), as trace processor does.
 """
 
 from __future__ import annotations
@@ -78,7 +79,12 @@ def decode(data: bytes) -> Decoded:
     counter_tracks: dict[int, tuple[int, str]] = {}
     stacks: dict[int, list[Slice]] = {}
     result = Decoded([], {}, {}, {})
+    names: dict[int, str] = {}
     for packet in packets(data):
+        if packet.sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED:
+            names.clear()
+        for entry in packet.interned_data.event_names:
+            names[entry.iid] = entry.name
         if packet.HasField("process_tree"):
             for process in packet.process_tree.processes:
                 result.processes[process.pid] = process.cmdline[0]
@@ -102,7 +108,7 @@ def decode(data: bytes) -> Decoded:
                 item = Slice(
                     packet.timestamp,
                     tid,
-                    event.name,
+                    event.name if event.HasField("name") else names[event.name_iid],
                     len(stack),
                     stack[-1].name if stack else None,
                     list(event.flow_ids),

@@ -16,6 +16,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
+NEEDS = {"latency_per_app": ("pandas", "matplotlib")}
+"""The optional packages (extras) an example imports: it is skipped without them."""
 
 
 def test_there_are_examples() -> None:
@@ -25,6 +27,7 @@ def test_there_are_examples() -> None:
         "build_scenario_in_code",
         "custom_scheduler",
         "deadline_property",
+        "latency_per_app",
         "parse_a_device_trace",
     } <= names
 
@@ -32,6 +35,8 @@ def test_there_are_examples() -> None:
 @pytest.mark.parametrize("example", EXAMPLES, ids=[path.stem for path in EXAMPLES])
 def test_example_output_matches_its_golden(example: Path, update_goldens: bool) -> None:
     """The example exits 0 and its stdout equals the checked-in ``.out`` file."""
+    for module in NEEDS.get(example.stem, ()):
+        pytest.importorskip(module, reason=f"examples/{example.name} needs {module}")
     source = example.read_text()
     assert source.lstrip().startswith('"""'), "each example opens with a docstring"
     proc = subprocess.run(

@@ -6,7 +6,13 @@ own ``systrace_parser``. ``parse_file`` / ``parse_lines`` parse a trace there is
 ``StreamingParser`` one fed as it is made (``nnemu run --html``'s per-layer tables).
 """
 
-from nnemu.parser._api import StreamingParser, parse_file, parse_lines, run_parse_command
+from nnemu.parser._api import (
+    StreamingParser,
+    parse_file,
+    parse_lines,
+    parse_trace,
+    run_parse_command,
+)
 from nnemu.parser._format import format_json, format_text, template_inputs
 from nnemu.parser._model import (
     LAYER_TOTAL,
@@ -29,6 +35,7 @@ __all__ = [
     "format_text",
     "parse_file",
     "parse_lines",
+    "parse_trace",
     "run_parse_command",
     "template_inputs",
 ]

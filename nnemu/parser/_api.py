@@ -330,6 +330,10 @@ def parse_file(
     )
 
 
+parse_trace = parse_file
+"""``nnemu.parse_trace(path)``: ``parse_file`` under the name the top-level package gives it."""
+
+
 def run_parse_command(
     path: str,
     *,

@@ -7,7 +7,8 @@
 copies it to an ``apsw.Connection`` that also has Perfetto's table functions
 ``ancestor_slice``, ``descendant_slice``, ``directly_connected_flow``,
 ``following_flow`` and ``preceding_flow``; see
-``docs/query.md``.
+``docs/query.md``.  ``TraceProcessor(trace=path)`` offers Perfetto's Python API shape
+over the same tables (``query(sql)``, ``as_pandas_dataframe()``; docs/python-api.md).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from nnemu.query._command import run_query_command, split_statements
 from nnemu.query._compile import load_trace
 from nnemu.query._loader import Warn
 from nnemu.query._marks import KINDS, MarkInfo, describe
+from nnemu.query._python import QueryResult, TraceProcessor
 from nnemu.query._summary import LoadSummary
 from nnemu.query._table_functions import to_apsw
 
@@ -50,6 +52,8 @@ __all__ = [
     "KINDS",
     "LoadSummary",
     "MarkInfo",
+    "QueryResult",
+    "TraceProcessor",
     "describe",
     "load_trace",
     "open_trace",

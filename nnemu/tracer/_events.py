@@ -67,28 +67,6 @@ class _CounterMark:
         self.value = value
 
 
-class FlowBatchReceiver:
-    """Mixin: the ``receive`` of a ``FlowSink`` that takes batches (the Chrome JSON and Perfetto writers).
-
-    It hands each event of a batch to the sink's own ``begin``, ``end``, ``flow`` or ``counter``.
-    """
-
-    __slots__ = ()
-
-    def receive(self: FlowSink, events: Sequence[TraceEvent]) -> None:
-        """Take a batch of events in run order: marks, and the flows and counters among them."""
-        begin, end, flow, counter = self.begin, self.end, self.flow, self.counter
-        for ts, thread, name, info in events:
-            if name is not None:
-                begin(ts, thread, name)
-            elif info is None:
-                end(ts, thread)
-            elif isinstance(info, _FlowMark):
-                flow(ts, thread, info.flow_id, info.terminating)
-            elif isinstance(info, _CounterMark):
-                counter(ts, info.pid, info.name, info.value)
-
-
 class SectionKind(enum.Enum):
     """How a section was begun (what an observer needs to apply the contract's rules)."""
 

@@ -340,12 +340,18 @@ class Tracer:
             self._deliver(ready)
 
     def _deliver(self, ready: list[TraceEvent]) -> None:
-        if self._batch_sinks:
-            marks = ready
-            if self._flow_sinks:  # flows and counters only for the sinks that take them
-                marks = [e for e in ready if e[2] is not None or e[3] is None]
-            for batch_sink in self._batch_sinks:
-                batch_sink.receive(ready if id(batch_sink) in self._flow_sink_ids else marks)
+        marks: list[TraceEvent] | None = None
+        for batch_sink in self._batch_sinks:
+            if id(batch_sink) in self._flow_sink_ids:
+                batch_sink.receive(ready)
+                continue
+            if marks is None:  # flows and counters only for the sinks that take them
+                marks = (
+                    [e for e in ready if e[2] is not None or e[3] is None]
+                    if self._flow_sinks
+                    else ready
+                )
+            batch_sink.receive(marks)
         sinks, observers = self._event_sinks, self._observers
         if not sinks and not observers:
             return

@@ -1,9 +1,7 @@
-"""Trace writers: ftrace text, systrace HTML and Chrome trace-event JSON, streamed to a file.
+"""Trace writers: ftrace text, systrace HTML, Chrome trace-event JSON and Perfetto protobuf.
 
-(The Perfetto protobuf writer is in ``_perfetto_writer``, imported only when chosen.)
-
-Timestamps are virtual; the emulator keeps them on whole microseconds, which is
-the resolution of ftrace text, so nothing is lost in writing.
+Each streams to a file.  Timestamps are virtual; the emulator keeps them on whole
+microseconds, which is the resolution of ftrace text, so nothing is lost in writing.
 """
 
 from __future__ import annotations
@@ -12,17 +10,14 @@ import io
 import json
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, BinaryIO, Final, TextIO, cast
+from typing import IO, BinaryIO, Final, TextIO, cast
 
 from librt.strings import BytesWriter
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
-from nnemu.tracer._events import FlowBatchReceiver, TraceEvent
+from nnemu.tracer._events import TraceEvent, _CounterMark, _FlowMark
 from nnemu.tracer._names import thread_name
-
-if TYPE_CHECKING:
-    from nnemu.tracer._perfetto_writer import PerfettoWriter
 
 PERFETTO_SUFFIXES: Final = (".pftrace", ".perfetto-trace")
 """File name endings that select the Perfetto protobuf writer."""
@@ -278,38 +273,90 @@ class FtraceWriter:
         self._out.close()
 
 
-class ChromeJsonWriter(FlowBatchReceiver):
+class _JsonThread:
+    """What is constant on one thread's JSON events, as UTF-8: built once per thread."""
+
+    __slots__ = ("begins", "end", "named", "place", "thread")
+
+    def __init__(self, thread: SimThread) -> None:
+        self.place: Final = b'"pid": %d, "tid": %d, "ts": ' % (thread.pid, thread.tid)
+        """An event's ``pid``, ``tid`` and ``ts`` key, in ``sort_keys`` order."""
+        self.end: Final = b'{"ph": "E", ' + self.place
+        """An ``E`` event up to its timestamp."""
+        self.begins: Final[dict[str, bytes]] = {}
+        """A ``B`` event up to its timestamp, by section name (made on first use)."""
+        self.named = False
+        """Whether its ``thread_name`` event is written."""
+        self.thread: Final = thread
+        """The thread itself, which keeps its ``id`` from being reused."""
+
+    def begin(self, name: str) -> bytes:
+        """A ``B`` event up to its timestamp, for a section called ``name``."""
+        text = self.begins[name] = (
+            b'{"cat": "nnapi", "name": ' + json.dumps(name).encode() + b', "ph": "B", ' + self.place
+        )
+        return text
+
+
+def _json_ts(ts_ns: int) -> bytes:
+    """``ts_ns`` in µs as ``json.dumps`` writes the float ``ts_ns / 1000``."""
+    if ts_ns % 1000 == 0 and 0 <= ts_ns < 10**18:
+        return b"%d.0" % (ts_ns // 1000)  # (a whole number of µs: what repr gives)
+    return repr(ts_ns / 1000).encode()
+
+
+class ChromeJsonWriter:
     """Streams Chrome trace-event JSON (``{"traceEvents": [...]}``) that Perfetto UI opens.
 
-    A ``FlowSink``: besides the ``B``/``E`` slices it writes flows (``s`` and ``f`` with
-    ``"bp": "e"``, bound to the slice just begun) and counters (``C``), docs/perfetto.md.
+    A ``FlowSink`` that takes batches: besides the ``B``/``E`` slices it writes flows (``s`` and
+    ``f`` with ``"bp": "e"``, bound to the slice just begun) and counters (``C``),
+    docs/perfetto.md.  Each event is what ``json.dumps(event, sort_keys=True)`` writes, built
+    as the systrace writer builds its lines: what is constant on a thread's events (its
+    ``pid``/``tid``, each ``B`` event up to its timestamp, the ``E`` event's) is made once, as
+    UTF-8, and an event is its pieces copied into one buffer, a batch's events one write.
     """
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO | BinaryIO) -> None:
         self._out = _Output(out)
-        self._first = True
-        self._threads: set[SimThread] = set()
-        self._names: dict[str, str] = {}
-        """Each slice name as JSON text (``json.dumps``), made once."""
+        self._separator = b""
+        """What goes before the next event (``,`` and a newline, but before the first)."""
+        self._threads: dict[int, _JsonThread] = {}
+        """By ``id`` of the thread object."""
+        self._named: set[SimThread] = set()
+        self._counters: dict[tuple[int, str], bytes] = {}
+        """A ``C`` event between its value and its timestamp, by (pid, name)."""
+        self._second = (-1, b"")
+        """The second the last timestamp was in: (its number, its text)."""
+        self._buffer = BytesWriter()
+        """A batch's events (emptied after each batch)."""
         self._out.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
 
     def _event(self, event: dict[str, object]) -> None:
-        self._text(json.dumps(event, sort_keys=True))
+        self._text(json.dumps(event, sort_keys=True).encode())
 
-    def _text(self, text: str) -> None:
+    def _text(self, text: bytes) -> None:
         # Separator and event in one write: the file never ends in a bare ",".
-        self._out.write(text if self._first else ",\n" + text)
-        self._first = False
+        self._buffer.write(self._separator)
+        self._buffer.write(text)
+        self._separator = b",\n"
 
     def process(self, pid: int, name: str) -> None:
         """Write the process_name metadata event."""
         self._event(
             {"ph": "M", "name": "process_name", "pid": pid, "tid": pid, "args": {"name": name}}
         )
+        self._write()
 
-    def _thread(self, thread: SimThread) -> None:
-        if thread not in self._threads:
-            self._threads.add(thread)
+    def _thread(self, thread: SimThread) -> _JsonThread:
+        track = self._threads[id(thread)] = _JsonThread(thread)
+        return track
+
+    def _name(self, track: _JsonThread) -> None:
+        """Write the thread_name metadata event (before the thread's first begin)."""
+        track.named = True
+        thread = track.thread
+        if thread not in self._named:
+            self._named.add(thread)
             self._event(
                 {
                     "ph": "M",
@@ -320,48 +367,464 @@ class ChromeJsonWriter(FlowBatchReceiver):
                 }
             )
 
-    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
-        """Write a ``B`` event (ts in µs): what ``json.dumps(..., sort_keys=True)`` writes."""
-        self._thread(thread)
-        text = self._names.get(name)
-        if text is None:
-            text = self._names[name] = json.dumps(name)
-        self._text(
-            f'{{"cat": "nnapi", "name": {text}, "ph": "B", "pid": {thread.pid}, '
-            f'"tid": {thread.tid}, "ts": {ts_ns / 1000!r}}}'
+    def receive(self, events: Sequence[TraceEvent]) -> None:
+        """Write the events of a batch (slices, flows, counters) in one block."""
+        threads = self._threads
+        buffer = self._buffer
+        digits = _DIGITS3
+        last_ts = -1
+        # A timestamp's text is whole µs as ``<seconds><milli><micro>.0`` (no object made but
+        # each new second's text), else what ``repr`` gives the float (in ``seconds``).
+        second, seconds = self._second
+        milli = micro = b""
+        close = b".0}"
+        last_thread: SimThread | None = None
+        track: _JsonThread | None = None
+        # (As in ``FtraceWriter.receive``: read the events without the info's nested checks.)
+        rows = cast(
+            "list[tuple[int, SimThread, str | None, object]]",
+            events if isinstance(events, list) else list(events),
         )
+        for ts, thread, name, info in rows:
+            if ts != last_ts:
+                last_ts = ts
+                if ts % 1000 == 0 and 1_000_000_000 <= ts < 10**18:
+                    us = ts // 1000
+                    if us // 1_000_000 != second:
+                        second = us // 1_000_000
+                        seconds = b"%d" % second
+                    milli = digits[us // 1000 % 1000]
+                    micro = digits[us % 1000]
+                    close = b".0}"
+                else:
+                    second = -1
+                    seconds = _json_ts(ts)
+                    milli = micro = b""
+                    close = b"}"
+            if name is None and isinstance(info, _CounterMark):
+                middle = self._counters.get((info.pid, info.name))
+                if middle is None:
+                    middle = self._counters[info.pid, info.name] = (
+                        b'}, "name": %s, "ph": "C", "pid": %d, "ts": '
+                        % (
+                            json.dumps(info.name).encode(),
+                            info.pid,
+                        )
+                    )
+                buffer.write(self._separator)
+                self._separator = b",\n"
+                buffer.write(b'{"args": {"value": %d' % info.value)
+                buffer.write(middle)
+            else:
+                if thread is not last_thread or track is None:
+                    track = threads.get(id(thread)) or self._thread(thread)
+                    last_thread = thread
+                if name is not None and not track.named:
+                    self._name(track)
+                buffer.write(self._separator)
+                self._separator = b",\n"
+                if name is not None:
+                    buffer.write(track.begins.get(name) or track.begin(name))
+                elif info is None:
+                    buffer.write(track.end)
+                elif isinstance(info, _FlowMark):
+                    if info.terminating:
+                        buffer.write(b'{"bp": "e", "cat": "nnapi-flow", "id": %d, ' % info.flow_id)
+                        buffer.write(b'"name": "flow", "ph": "f", ')
+                    else:
+                        buffer.write(b'{"cat": "nnapi-flow", "id": %d, ' % info.flow_id)
+                        buffer.write(b'"name": "flow", "ph": "s", ')
+                    buffer.write(track.place)
+            buffer.write(seconds)
+            buffer.write(milli)
+            buffer.write(micro)
+            buffer.write(close)
+        self._second = (second, seconds)
+        self._write()
+
+    def _write(self) -> None:
+        """Write the buffered events."""
+        data = self._buffer.getvalue()
+        self._buffer.truncate(0)
+        self._out.write(data)
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        """Write a ``B`` event (ts in µs)."""
+        self.receive(((ts_ns, thread, name, None),))
 
     def end(self, ts_ns: int, thread: SimThread) -> None:
         """Write an ``E`` event."""
-        self._text(
-            f'{{"ph": "E", "pid": {thread.pid}, "tid": {thread.tid}, "ts": {ts_ns / 1000!r}}}'
-        )
+        self.receive(((ts_ns, thread, None, None),))
 
     def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
         """Write a flow event bound to the slice just begun: ``s`` starts it, ``f`` ends it."""
-        event: dict[str, object] = {
-            "ph": "f" if terminating else "s",
-            "name": "flow",
-            "cat": "nnapi-flow",
-            "id": flow_id,
-            "pid": thread.pid,
-            "tid": thread.tid,
-            "ts": ts_ns / 1000,
-        }
-        if terminating:
-            event["bp"] = "e"
-        self._event(event)
+        self.receive(((ts_ns, thread, None, _FlowMark(flow_id, terminating)),))
 
     def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
         """Write a ``C`` event: counter ``name`` of process ``pid``."""
-        self._event(
-            {"ph": "C", "name": name, "pid": pid, "ts": ts_ns / 1000, "args": {"value": value}}
-        )
+        self.receive(((ts_ns, _NO_HEAD.thread, None, _CounterMark(pid, name, value)),))
 
     def close(self) -> None:
         """Finish the JSON document and close the file."""
         self._out.write("\n]}\n")
         self._out.close()
+
+
+# ---------------------------------------------------------------- Perfetto protobuf
+
+PERFETTO_SEQUENCE_ID: Final = 1
+"""The trusted packet sequence id of every packet nnemu writes (one writer, one sequence)."""
+
+THREAD_UUID_BASE: Final = 1 << 32
+"""A thread's track uuid is this plus its tid (a process's is its pid)."""
+
+COUNTER_UUID_BASE: Final = 2 << 32
+"""The n-th counter track (n = 1, 2, ... in order of first use) has uuid this plus n."""
+
+FLUSH_BYTES: Final = 1 << 16
+"""Complete packets are written to the file in blocks of about this size."""
+
+_BYTES1: Final = tuple(bytes((n,)) for n in range(128))
+"""The one-byte varints."""
+
+_SEQUENCE: Final = b"\x50\x01"
+"""``trusted_packet_sequence_id: 1`` (field 10), on every packet."""
+
+_TS: Final = b"\x40"
+"""The tag of ``TracePacket.timestamp`` (field 8, varint)."""
+
+_TRACK_EVENT: Final = b"\x5a"
+"""The tag of ``TracePacket.track_event`` (field 11)."""
+
+_SLICE_BEGIN: Final = b"\x48\x01"
+"""``TrackEvent.type: TYPE_SLICE_BEGIN`` (field 9)."""
+
+_FLOW: Final = b"\xf9\x02"
+"""The tag of one ``TrackEvent.flow_ids`` (field 47, fixed64)."""
+
+_TERMINATING_FLOW: Final = b"\x81\x03"
+"""The tag of one ``TrackEvent.terminating_flow_ids`` (field 48, fixed64)."""
+
+
+def _varint(value: int) -> bytes:
+    """``value`` as a protobuf varint (a negative one as its 64-bit two's complement)."""
+    if 0 <= value < 0x80:
+        return _BYTES1[value]
+    if value < 0:
+        value += 1 << 64
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _varint_size(value: int) -> int:
+    """How many bytes ``_varint(value)`` has."""
+    if value < 0:
+        return 10
+    size = 1
+    while value > 0x7F:
+        value >>= 7
+        size += 1
+    return size
+
+
+def _put_varint(buffer: BytesWriter, value: int) -> None:
+    """Write ``_varint(value)`` into ``buffer``, byte by byte (no object made)."""
+    if value < 0:
+        value += 1 << 64
+    while value > 0x7F:
+        buffer.append((value & 0x7F) | 0x80)
+        value >>= 7
+    buffer.append(value)
+
+
+def _field(tag: bytes, payload: bytes) -> bytes:
+    """A length-delimited field: ``tag``, the payload's length, the payload."""
+    return tag + _varint(len(payload)) + payload
+
+
+def _text_field(tag: bytes, text: str) -> bytes:
+    return _field(tag, text.encode())
+
+
+class _PfThread:
+    """What is constant on one thread's TrackEvent packets, after the timestamp: built once."""
+
+    __slots__ = ("begins", "end", "thread", "uuid")
+
+    def __init__(self, thread: SimThread) -> None:
+        self.uuid: Final = b"\x58" + _varint(THREAD_UUID_BASE + thread.tid)
+        """``track_uuid`` (field 11) of the thread's track."""
+        self.end: Final = _SEQUENCE + _field(_TRACK_EVENT, b"\x48\x02" + self.uuid)
+        """An end packet after its timestamp, whole."""
+        self.begins: Final[dict[str, bytes]] = {}
+        """A begin packet (no flows) after its timestamp, by the slice's name (interned)."""
+        self.thread: Final = thread
+        """The thread itself, which keeps its ``id`` from being reused."""
+
+
+class PerfettoWriter:
+    """Streams a Perfetto protobuf trace (TrackEvent slices, flows and counters) to a binary file.
+
+    A ``FlowSink`` that takes batches.  The packets are written in the protobuf wire format
+    directly (docs/perfetto.md gives the messages; the tests decode them with the ``perfetto``
+    package's classes): what is constant on a thread's packets is built once, a slice name
+    is interned (``interned_data.event_names``, in the packet that first uses it, on a
+    sequence whose first packet clears the incremental state), so a begin is its packet's
+    length, timestamp and one cached tail copied into one buffer.  A begin is held until
+    the next event: the tracer delivers a section's flows right after its begin, and they
+    go into the begin's ``TrackEvent``.
+    """
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self._name = str(getattr(out, "name", "<stream>"))
+        self._out = out
+        self._error: OSError | None = None
+        self._buffer = BytesWriter()
+        self.flush_bytes = FLUSH_BYTES
+        """Complete packets go to the file once the buffer holds this many bytes."""
+        self._processes: dict[int, str] = {}
+        self._described: set[int] = set()
+        self._threads: dict[int, _PfThread] = {}
+        """By ``id`` of the thread object."""
+        self._described_threads: set[SimThread] = set()
+        self._counters: dict[tuple[int, str], bytes] = {}
+        """A counter event's ``TrackEvent`` up to its value, by (pid, name)."""
+        self._iids: dict[str, bytes] = {}
+        """Each interned slice name's ``name_iid`` field."""
+        self._started = False
+        self._last_ts = -1
+        self._ts_field = b""
+        """The timestamp field of ``_last_ts``."""
+        self._held: _PfThread | None = None
+        """The thread of the begin held for its flows (None: none held)."""
+        self._held_name = ""
+        self._held_ts = 0
+        self._event_ts = -1
+        self._event_ts_size = 0
+        """The last timestamp an event packet had, and its varint's size."""
+        self._held_flows = b""
+
+    # ------------------------------------------------------------ output
+    def _timestamp(self, ts_ns: int) -> bytes:
+        if ts_ns != self._last_ts:
+            self._last_ts = ts_ns
+            self._ts_field = _TS + _varint(ts_ns)
+        return self._ts_field
+
+    def _event_head(self, ts_ns: int, rest: int) -> None:
+        """Write a packet's record header and timestamp; ``rest`` bytes of fields follow."""
+        if ts_ns != self._event_ts:
+            self._event_ts = ts_ns
+            self._event_ts_size = _varint_size(ts_ns)
+        size = 1 + self._event_ts_size + rest
+        buffer = self._buffer
+        buffer.append(0x0A)  # field 1 (Trace.packet), length-delimited
+        if size < 0x80:
+            buffer.append(size)
+        else:
+            buffer.write(_varint(size))
+        buffer.append(0x40)  # TracePacket.timestamp (field 8)
+        _put_varint(buffer, ts_ns)
+
+    def _packet(self, ts_field: bytes, tail: bytes) -> None:
+        """Write one ``Trace.packet`` record (field 1): ``ts_field`` and ``tail`` are its fields."""
+        self._buffer.write(_field(b"\x0a", ts_field + tail))
+
+    def _flush(self) -> None:
+        """Write the buffered complete packets (one write: the file never ends mid-packet)."""
+        data = self._buffer.getvalue()
+        self._buffer.truncate(0)
+        if data and self._error is None:
+            try:
+                done = 0
+                while done < len(data):  # a raw file may take part of a write
+                    count: int | None = self._out.write(data[done:] if done else data)
+                    done += count or 0
+                self._out.flush()
+            except OSError as exc:
+                self._error = exc
+
+    def _release(self) -> None:
+        """Write the begin held for its flows."""
+        thread = self._held
+        if thread is None:
+            return
+        self._held = None
+        name = self._held_name
+        flows = self._held_flows
+        tail = thread.begins.get(name)
+        if tail is None or flows:
+            iid = self._iids.get(name)
+            interned = b""
+            if iid is None:
+                number = _varint(len(self._iids) + 1)
+                iid = self._iids[name] = b"\x50" + number
+                # interned_data (field 12) { event_names (2) { iid (1), name (2) } }
+                entry = _field(b"\x12", b"\x08" + number + _text_field(b"\x12", name))
+                interned = _field(b"\x62", entry)
+            event = _SLICE_BEGIN + iid + thread.uuid
+            if not flows:
+                tail = thread.begins[name] = _SEQUENCE + _field(_TRACK_EVENT, event)
+                tail += interned
+            else:
+                self._held_flows = b""
+                tail = _SEQUENCE + _field(_TRACK_EVENT, event + flows) + interned
+        self._event_head(self._held_ts, len(tail))
+        self._buffer.write(tail)
+
+    # ------------------------------------------------------------ tracks
+    def _start(self, ts_ns: int) -> None:
+        """The first packet: the process tree of every process announced so far."""
+        self._started = True
+        tree = b"".join(
+            self._process_entry(pid, name) for pid, name in sorted(self._processes.items())
+        )
+        # process_tree (2), sequence_flags (13) = SEQ_INCREMENTAL_STATE_CLEARED,
+        # first_packet_on_sequence (87) = true
+        tail = _SEQUENCE + b"\x68\x01" + b"\xb8\x05\x01"
+        self._packet(self._timestamp(ts_ns), _field(b"\x12", tree) + tail)
+        for pid in sorted(self._processes):
+            self._describe_process(pid, ts_ns)
+
+    @staticmethod
+    def _process_entry(pid: int, name: str) -> bytes:
+        """``ProcessTree.processes`` (field 1): pid, ``cmdline[0]`` = the name."""
+        return _field(b"\x0a", b"\x08" + _varint(pid) + _text_field(b"\x1a", name))
+
+    def _descriptor(self, ts_ns: int, descriptor: bytes) -> None:
+        """A packet with ``track_descriptor`` (field 60)."""
+        self._packet(self._timestamp(ts_ns), _SEQUENCE + _field(b"\xe2\x03", descriptor))
+
+    def _describe_process(self, pid: int, ts_ns: int) -> None:
+        if pid in self._described:
+            return
+        self._described.add(pid)
+        process = b"\x08" + _varint(pid)  # ProcessDescriptor { pid (1), process_name (6) }
+        name = self._processes.get(pid)
+        if name is not None:
+            process += _text_field(b"\x32", name)
+        self._descriptor(ts_ns, b"\x08" + _varint(pid) + _field(b"\x1a", process))
+
+    def _thread(self, ts_ns: int, thread: SimThread) -> _PfThread:
+        track = self._threads[id(thread)] = _PfThread(thread)
+        if thread not in self._described_threads:
+            if not self._started:
+                self._start(ts_ns)
+            self._described_threads.add(thread)
+            self._describe_process(thread.pid, ts_ns)
+            pid, tid = _varint(thread.pid), _varint(thread.tid)
+            # ProcessTree.threads (2) { tid (1), name (2), tgid (3) }
+            entry = b"\x08" + tid + _text_field(b"\x12", thread.name) + b"\x18" + pid
+            self._packet(
+                self._timestamp(ts_ns), _field(b"\x12", _field(b"\x12", entry)) + _SEQUENCE
+            )
+            # TrackDescriptor { uuid (1), thread (4) { pid, tid, thread_name (5) }, parent_uuid (5) }
+            described = b"\x08" + pid + b"\x10" + tid + _text_field(b"\x2a", thread.name)
+            uuid = _varint(THREAD_UUID_BASE + thread.tid)
+            self._descriptor(ts_ns, b"\x08" + uuid + _field(b"\x22", described) + b"\x28" + pid)
+        return track
+
+    def _counter_event(self, ts_ns: int, pid: int, name: str) -> bytes:
+        """A counter's ``TrackEvent`` up to its value (describing its track on first use)."""
+        if not self._started:
+            self._start(ts_ns)
+        self._describe_process(pid, ts_ns)
+        uuid = _varint(COUNTER_UUID_BASE + len(self._counters) + 1)
+        # TrackDescriptor { uuid (1), name (2), parent_uuid (5), counter (8) {} }
+        descriptor = b"\x08" + uuid + _text_field(b"\x12", name) + b"\x28" + _varint(pid)
+        self._descriptor(ts_ns, descriptor + b"\x42\x00")
+        # type (9) = TYPE_COUNTER, track_uuid (11), counter_value (30) follows
+        event = self._counters[pid, name] = b"\x48\x04\x58" + uuid + b"\xf0\x01"
+        return event
+
+    # ------------------------------------------------------------ sink
+    def process(self, pid: int, name: str) -> None:
+        """Name process ``pid`` (in the process tree, and on its track)."""
+        self._processes[pid] = name
+        if self._started:
+            self._release()
+            self._packet(b"", _field(b"\x12", self._process_entry(pid, name)) + _SEQUENCE)
+
+    def receive(self, events: Sequence[TraceEvent]) -> None:
+        """Write the packets of ``events``: slices, the flows on them, counter values."""
+        threads = self._threads
+        last_thread: SimThread | None = None
+        track: _PfThread | None = None
+        # (As in ``FtraceWriter.receive``: read the events without the info's nested checks.)
+        rows = cast(
+            "list[tuple[int, SimThread, str | None, object]]",
+            events if isinstance(events, list) else list(events),
+        )
+        for ts, thread, name, info in rows:
+            if name is None and info is not None:
+                if isinstance(info, _FlowMark):
+                    held = self._held
+                    if held is not None and (held.thread is thread or held.thread == thread):
+                        flow = _TERMINATING_FLOW if info.terminating else _FLOW
+                        self._held_flows += flow + info.flow_id.to_bytes(8, "little")
+                    # else: the tracer delivers a flow right after its begin; nothing to bind to
+                elif isinstance(info, _CounterMark):
+                    self._release()
+                    event = self._counters.get((info.pid, info.name))
+                    if event is None:
+                        event = self._counter_event(ts, info.pid, info.name)
+                    value_size = _varint_size(info.value)
+                    size = len(event) + value_size  # (< 128: a 1-byte length)
+                    self._event_head(ts, 4 + size)
+                    buffer = self._buffer
+                    buffer.write(_SEQUENCE)
+                    buffer.append(0x5A)  # track_event (field 11)
+                    buffer.append(size)
+                    buffer.write(event)
+                    _put_varint(buffer, info.value)
+                continue
+            if self._held is not None:
+                self._release()
+            if thread is not last_thread or track is None:
+                track = threads.get(id(thread)) or self._thread(ts, thread)
+                last_thread = thread
+            if name is None:
+                self._event_head(ts, len(track.end))
+                self._buffer.write(track.end)
+            else:
+                self._held = track
+                self._held_name = name
+                self._held_ts = ts
+        if len(self._buffer) >= self.flush_bytes:
+            self._flush()
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        """A slice called ``name`` begins on ``thread`` (held until its flows are known)."""
+        self.receive(((ts_ns, thread, name, None),))
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        """The innermost slice of ``thread`` ends."""
+        self.receive(((ts_ns, thread, None, None),))
+
+    def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
+        """Put flow ``flow_id`` on the slice just begun on ``thread``."""
+        self.receive(((ts_ns, thread, None, _FlowMark(flow_id, terminating)),))
+
+    def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
+        """Counter ``name`` of process ``pid`` has ``value`` from ``ts_ns`` on."""
+        self.receive(((ts_ns, _NO_HEAD.thread, None, _CounterMark(pid, name, value)),))
+
+    def close(self) -> None:
+        """Write what is left and close the file; a write error is raised here as ``OutputError``."""
+        self._release()
+        if not self._started:
+            self._start(0)
+        self._flush()
+        try:
+            self._out.close()
+        except OSError as exc:
+            self._error = self._error or exc
+        if self._error is not None:
+            raise OutputError(self._name, "trace", self._error.strerror or str(self._error))
 
 
 def open_trace_writer(
@@ -371,12 +834,10 @@ def open_trace_writer(
     .pftrace or .perfetto-trace (Perfetto protobuf), else ftrace text."""
     name = os.fspath(path)
     if name.endswith(PERFETTO_SUFFIXES):
-        from nnemu.tracer._perfetto_writer import open_perfetto_writer
-
-        return open_perfetto_writer(name)
-    if name.endswith(".json"):
-        text = open(name, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by the writer
-        return ChromeJsonWriter(text)
-    # The ftrace writer makes UTF-8 itself, as it writes it.
+        # Unbuffered: the writer writes whole blocks of packets, so the file never ends mid-packet.
+        return PerfettoWriter(open(name, "wb", buffering=0))
+    # The other writers make UTF-8 themselves, as they write it.
     out = open(name, "wb")  # noqa: SIM115 - closed by the writer
+    if name.endswith(".json"):
+        return ChromeJsonWriter(out)
     return FtraceWriter(out, html=name.endswith((".html", ".htm")))

@@ -18,9 +18,9 @@ from nnemu import open_emulator, run
 from nnemu.query import open_trace
 from nnemu.scenario import load_scenario, load_scenario_text
 from nnemu.sim import SimThread
-from nnemu.tracer import FlowSink, open_trace_writer
+from nnemu.tracer import ChromeJsonWriter, FlowSink, open_trace_writer
 from tests.commands import run_cli
-from tests.pftrace import decode, packets
+from tests.pftrace import decode, packets, pb
 from tests.unit.tracer.helpers import scenario_text
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -53,6 +53,26 @@ def test_pftrace_has_the_html_slices_on_the_same_threads(two_apps: dict[str, Pat
     actual = [(s.ts, s.dur, s.name, s.depth, s.tid) for s in decoded.slices]
     assert sorted(actual) == sorted(expected)
     assert len(actual) > 4000
+
+
+def test_pftrace_interns_each_slice_name_once(two_apps: dict[str, Path]):
+    """Slice names are interned (iid 1, 2, ... in order of first use, each defined before use) on
+    a sequence whose first packet clears the incremental state."""
+    data = two_apps[".pftrace"].read_bytes()
+    records = packets(data)
+    assert records[0].sequence_flags == pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+    defined: dict[int, str] = {}
+    for packet in records:
+        for entry in packet.interned_data.event_names:
+            assert entry.iid == len(defined) + 1
+            defined[entry.iid] = entry.name
+        if packet.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
+            assert not packet.track_event.HasField("name")
+            assert packet.track_event.name_iid in defined
+    assert len(set(defined.values())) == len(defined) > 40
+    # each name's text is in the file once (and in the names that contain it)
+    for name in defined.values():
+        assert data.count(name.encode()) == sum(name in other for other in defined.values())
 
 
 def test_pftrace_names_processes_and_threads(two_apps: dict[str, Path]):
@@ -150,10 +170,11 @@ def test_only_json_and_perfetto_writers_take_flows_and_counters(
         writer.close()
 
 
-def test_interrupted_run_leaves_a_valid_pftrace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_interrupted_run_leaves_a_valid_pftrace(tmp_path: Path):
     """Mid-run the file holds only whole packets; an exception still ends every open slice."""
-    monkeypatch.setattr("nnemu.tracer._perfetto_writer.FLUSH_BYTES", 1000)  # flush often
     path = tmp_path / "t.pftrace"
+    writer = open_trace_writer(path)
+    writer.flush_bytes = 1000  # flush often
     scenario = load_scenario_text(scenario_text(executions=400, preset="mobilenet_v1"))
     snapshots: list[bytes] = []
 
@@ -164,7 +185,7 @@ def test_interrupted_run_leaves_a_valid_pftrace(tmp_path: Path, monkeypatch: pyt
         raise _Boom
 
     async def main() -> None:
-        async with open_emulator(scenario, sinks=[open_trace_writer(path)]) as emulator:
+        async with open_emulator(scenario, sinks=[writer]) as emulator:
             for ms in (2000, 4000, 6000):  # the tracer hands events over in batches
                 emulator.kernel.call_at(ms * 1_000_000, lambda: snapshots.append(path.read_bytes()))
             emulator.kernel.call_at(6500_000_000, boom)
@@ -180,17 +201,19 @@ def test_interrupted_run_leaves_a_valid_pftrace(tmp_path: Path, monkeypatch: pyt
     assert any(s.name.startswith("[NN_LA_PE]") for s in decoded.slices)
 
 
-def test_run_without_the_perfetto_package_says_how_to_get_it(
+def test_run_without_the_perfetto_package_writes_the_pftrace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    """Without the perfetto package, --trace x.pftrace exits 2 with the pip command, no traceback."""
+    """Writing a .pftrace needs no perfetto package (the writer encodes the protobuf itself)."""
     monkeypatch.setitem(sys.modules, "perfetto.protos.perfetto.trace", None)
+    monkeypatch.setitem(sys.modules, "google.protobuf", None)
     scenario = tmp_path / "s.yaml"
     scenario.write_text(scenario_text(executions=1, preset="add"), encoding="utf-8")
-    code, _, err = run_cli("run", str(scenario), "--trace", str(tmp_path / "t.pftrace"))
-    assert code == 2
-    assert "pip install 'nnemu[perfetto]'" in err
-    assert "Traceback" not in err
+    trace = tmp_path / "t.pftrace"
+    code, _, err = run_cli("run", str(scenario), "--trace", str(trace))
+    assert (code, err) == (0, "")
+    monkeypatch.undo()
+    assert any(s.name.startswith("[NN_LA_PE]") for s in decode(trace.read_bytes()).slices)
 
 
 def test_systrace_bytes_are_the_same_beside_a_perfetto_writer(
@@ -210,7 +233,7 @@ def test_a_full_disk_is_reported_at_close_naming_the_file(tmp_path: Path):
     import errno
 
     from nnemu.errors import OutputError
-    from nnemu.tracer._perfetto_writer import FLUSH_BYTES, PerfettoWriter
+    from nnemu.tracer._writers import FLUSH_BYTES, PerfettoWriter
 
     class _Full(io.BytesIO):
         name = "full.pftrace"
@@ -226,3 +249,56 @@ def test_a_full_disk_is_reported_at_close_naming_the_file(tmp_path: Path):
         writer.end(i * 1000 + 500, thread)
     with pytest.raises(OutputError, match=r"full\.pftrace: cannot write the trace: No space left"):
         writer.close()
+
+
+def _json_lines(text: str) -> list[str]:
+    """The event lines of a Chrome JSON trace nnemu wrote (between its first and last line)."""
+    head, body = text.split("\n", 1)
+    assert head == '{"displayTimeUnit": "ns", "traceEvents": ['
+    assert body.endswith("\n]}\n")
+    return body.removesuffix("\n]}\n").split(",\n")
+
+
+def test_chrome_json_events_are_json_dumps_sorted(two_apps: dict[str, Path]):
+    """Each event of the .json is on its own line, as ``json.dumps(event, sort_keys=True)`` writes it."""
+    kinds: Counter[str] = Counter()
+    for line in _json_lines(two_apps[".json"].read_text(encoding="utf-8")):
+        event = json.loads(line)
+        kinds[event["ph"]] += 1
+        assert line == json.dumps(event, sort_keys=True)
+    assert set(kinds) == {"M", "B", "E", "s", "f", "C"}
+
+
+class _Kept(io.StringIO):
+    """A text file that keeps its text when the writer closes it."""
+
+    kept = ""
+
+    def close(self) -> None:
+        self.kept = self.getvalue()
+        super().close()
+
+
+def test_chrome_json_timestamps_are_the_microseconds_as_floats():
+    """A timestamp is ns / 1000 as JSON writes that float, whole µs or not (and names escaped)."""
+    thread = SimThread(700, 701, 'Hw"Binder')
+    stamps = (0, 1_500, 2_000, 1_000_005_000, 123_456_789_000, 10**19 + 1)
+    out = _Kept()
+    writer = ChromeJsonWriter(out)
+    for ts in stamps:
+        writer.begin(ts, thread, '[NN_LA_PE]é"x')
+        writer.flow(ts, thread, 3, ts % 2 == 0)
+        writer.counter(ts, 700, "memory in use", ts // 1000)
+        writer.end(ts, thread)
+    writer.close()
+    lines = _json_lines(out.kept)
+    events = [json.loads(line) for line in lines]
+    assert lines == [json.dumps(event, sort_keys=True) for event in events]
+    assert [e["ts"] for e in events if e["ph"] == "E"] == [ts / 1000 for ts in stamps]
+    assert events[0] == {
+        "ph": "M",
+        "name": "thread_name",
+        "pid": 700,
+        "tid": 701,
+        "args": {"name": 'Hw"Binder'},
+    }
