@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import trio
 import trio.testing
-from hypothesis import given, settings
+from hypothesis import given, settings, target
 from hypothesis import strategies as st
 
 from nnemu import Emulator, open_emulator
@@ -27,6 +27,7 @@ from nnemu.runtime import ExecutionCallback, PreparedModelCallback, build_reques
 from nnemu.scenario import DeadlinePolicy, DeviceSpec, FaultKind, Scenario
 from nnemu.sim import ProcessTable
 from nnemu.testing import devices, models
+from tests.reach import Reach
 
 PRE_1_3 = frozenset(
     {
@@ -298,6 +299,11 @@ def test_statuses_are_ones_the_interface_version_allows(plan: Plan) -> None:
             assert call.status in allowed, call
 
 
+_PERSISTENT = Reach(at_least=0.1)
+"""Examples with an execution that ended MISSED_DEADLINE_PERSISTENT (the property's case)."""
+
+
+@_PERSISTENT.required
 @settings(max_examples=60, deadline=None)
 @given(plans())
 def test_missed_deadline_persistent_only_when_idle_estimate_exceeds_deadline(plan: Plan) -> None:
@@ -309,9 +315,11 @@ def test_missed_deadline_persistent_only_when_idle_estimate_exceeds_deadline(pla
     device = plan.device
     factor = max([f.factor for f in device.faults if f.kind is FaultKind.SLOWDOWN] + [1.0])
     launch = us(device.cost.launch_us * 1000)
+    checked = 0
     for call in calls:
         if call.kind != "execute" or call.status is not ErrorStatus.MISSED_DEADLINE_PERSISTENT:
             continue
+        checked += 1
         assert call.deadline_ns is not None, call
         assert call.answered_ns is not None
         prepared = next(c.prepared for c in calls if c.prepared is not None)
@@ -320,3 +328,5 @@ def test_missed_deadline_persistent_only_when_idle_estimate_exceeds_deadline(pla
             device.deadline_policy is DeadlinePolicy.ABORT or call.answered_ns >= call.deadline_ns
         )
         assert call.answered_ns + estimate > call.deadline_ns, (call, estimate)
+    target(float(checked), label="PERSISTENT results checked")
+    _PERSISTENT.example(checked)
