@@ -107,7 +107,7 @@ def test_perfetto_traces_are_told_by_content(omr1_traces: dict[str, Path], varia
         b"\n\n# tracer: nop\n",  # text starting with a blank line (0x0a, as a packet tag)
         b"\n\x85\x02\x00\x01",  # field 0 inside the packet
         b"\x12\x02\x08\x01\x00",  # a protobuf message, but not Trace.packet records
-        gzip.compress(b"\x00\x01\x02 binary"),
+        gzip.compress(b"\x00\x01\x02 binary", mtime=0),
     ],
 )
 def test_what_is_not_a_perfetto_trace_is_not_taken_for_one(head: bytes):
