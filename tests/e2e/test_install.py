@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("install")]
+"""Wheels built by pip, each in a build environment of its own; on one worker, which builds the
+wheel once."""
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_SCENARIOS = sorted(p.name for p in (ROOT / "nnemu/demo/scenarios").glob("*.yaml"))
 

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+"""Some 50 whole nnemu processes started and interrupted."""
+
 REPO = Path(__file__).resolve().parents[3]
 QUICKSTART = str(REPO / "scenarios/quickstart.yaml")
 
