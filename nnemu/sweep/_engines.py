@@ -204,7 +204,10 @@ def run_dask(
                         threads_per_worker=1,
                         processes=True,
                         local_directory=scratch,
-                        dashboard_address=None,
+                        # Any free port: None means Dask's 8787, which a second cluster
+                        # (another sweep, a notebook) holds already ("Port 8787 is already
+                        # in use" on stderr).
+                        dashboard_address=":0",
                         silence_logs=logging.ERROR,
                     )
                 finally:

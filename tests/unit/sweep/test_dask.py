@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -139,6 +140,22 @@ def test_a_local_cluster_leaves_nothing_behind(
         "results.parquet",
         "summary.txt",
     ]
+
+
+def test_a_local_cluster_takes_no_fixed_port(tmp_path: Path) -> None:
+    """A LocalCluster listens on free ports only: with Dask's dashboard port 8787 taken (another
+    cluster, a notebook, a second sweep) the sweep runs and says nothing of it (pytest turns the
+    warning Dask gives into an error)."""
+    with socket.socket() as held:
+        with contextlib.suppress(OSError):  # taken already: the same case
+            held.bind(("", 8787))
+            held.listen()
+        code, out, err = run_cli(
+            "sweep", str(write(tmp_path)), "--out", str(tmp_path / "out"), "--engine", "dask"
+        )
+    assert code == 0, err
+    assert "8787" not in err
+    assert "12 ok, 0 failed, 0 crashed" in out
 
 
 def test_an_unreachable_scheduler_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
