@@ -180,7 +180,7 @@ def _idle_estimate_bounds_ns(
     return smallest, launch_ns + us(plan.total_ns * factor)
 
 
-_BOTH_WAYS = Reach(at_least=0.3)
+_BOTH_WAYS = Reach(at_least=0.2)
 """Examples with a PERSISTENT result or a completion under ``abort`` (the property's cases)."""
 
 
