@@ -22,10 +22,8 @@ time, ``resource.getrusage(RUSAGE_CHILDREN)``) of each are reported.  Both read
 compiled bytecode (a first, untimed run of each writes it under a private
 ``PYTHONPYCACHEPREFIX``), as an installed nnemu does.
 
-The first line printed says which engine is measured: the mypyc-compiled one when
-the install (``pip install -e .``) or ``python -m nnemu._build`` built it from the
-current source (set ``NNEMU_PURE=parser``, or ``NNEMU_PURE=1``, to measure the
-pure-Python one), else pure Python.
+The first line printed says which engine is measured: the mypyc-compiled one of a built
+wheel (``pip install .``), or the pure-Python source (``pip install -e .``).
 
 Usage: python bench/bench_parser.py [--lines N ...] [--repeat R] [--process N ...]
 """
@@ -243,9 +241,10 @@ def main() -> None:
         f" {'ratio':>5}  {'nnemu l/cpu-s':>13} {'floor l/cpu-s':>13} {'ratio':>5}"
         f"  {'nnemu MB':>8} {'floor MB':>8}"
     )
-    from nnemu.parser._compile import compiled_engine
+    from nnemu import _native
 
-    engine = "compiled (mypyc)" if compiled_engine() is not None else "pure Python"
+    compiled = _native.extension_of("nnemu.parser._engine") is not None
+    engine = "compiled (mypyc)" if compiled else "pure Python"
     print(f"parser engine: {engine}")
     print(f"best of {args.repeat}; l/s = lines per wall second, l/cpu-s = per CPU second")
     print(header)

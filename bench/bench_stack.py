@@ -32,6 +32,7 @@ Usage: python bench/bench_stack.py [--executions N] [--quick] [--repeat R]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -245,9 +246,14 @@ def _child(kind: str, executions: int) -> None:
 
 
 def _measure(kind: str, executions: int) -> dict[str, Any]:
-    repo = Path(__file__).resolve().parent.parent
+    # The nnemu this process imports (an installed wheel's, or PYTHONPATH's), else the checkout's.
+    spec = importlib.util.find_spec("nnemu")
+    if spec is not None and spec.origin is not None:
+        where = Path(spec.origin).parents[1]
+    else:
+        where = Path(__file__).resolve().parent.parent
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(where), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [sys.executable, __file__, "--_child", kind, str(executions)],
         capture_output=True,

@@ -23,22 +23,21 @@ command line installs its signal handlers before the emulator (trio) is loaded.
 
 from __future__ import annotations
 
-import sys
-
 TYPE_CHECKING = False
 
 # A Ctrl-C while the command line is still loading: ``interrupted``, exit 130, no traceback.
 #
 # Python turns SIGINT into ``KeyboardInterrupt`` as soon as it has started, so a Ctrl-C while
 # ``nnemu.cli`` and the modules it needs are imported (the first ~50 ms of every command) would
-# end in a traceback from whatever import it hit. The command line imports this package first,
-# from every entry point (the ``nnemu`` console script, whichever entry point it was generated
-# with; ``python -m nnemu``; ``python -m nnemu.cli``), so the code lives here, before any other
-# import: until ``nnemu.cli.console_main`` takes over (and reports a Ctrl-C itself), SIGINT ends
-# the process at once, as a Ctrl-C later on does. A SIGINT before Python has set up its own
-# handler kills the process as the signal does (a shell reports status 130 too), and one during
-# Python's own start-up (``site``) or while Python is still finding and reading this package is
-# Python's to report: nothing of nnemu has run then.
+# end in a traceback from whatever import it hit. Where the command line starts, before it imports
+# anything, it calls ``_quiet_start`` (``nnemu.__main__.main``: the ``nnemu`` console script and
+# ``python -m nnemu``; the top of ``nnemu/cli.py`` run as ``python -m nnemu.cli``): until
+# ``nnemu.cli.console_main`` takes over (and reports a Ctrl-C itself), SIGINT ends the process at
+# once, as a Ctrl-C later on does. Importing the package does nothing of the kind (a program that
+# imports nnemu keeps its own SIGINT handling). A SIGINT before Python has set up its own handler
+# kills the process as the signal does (a shell reports status 130 too), and one during Python's
+# own start-up (``site``) or while Python is still finding and reading nnemu's package and
+# ``__main__`` is Python's to report: nothing of nnemu has run then.
 
 
 def _exit_interrupted(signum: int, frame: object) -> None:
@@ -61,31 +60,8 @@ def _quiet_start() -> None:
         _signal.signal(_signal.SIGINT, _exit_interrupted)
 
 
-def _running_cli() -> bool:
-    """Whether the command line is importing the package now: ``python -m nnemu`` or ``python -m
-    nnemu.cli`` (while ``python -m`` looks for its module, ``sys.argv[0]`` is ``"-m"`` and the
-    module's name follows ``-m`` in ``sys.orig_argv``), or the ``nnemu`` console script (its
-    file is ``__main__``)."""
-    argv0 = sys.argv[0] if sys.argv else ""
-    if argv0 == "-m":
-        args = sys.orig_argv[1:]
-        for at, arg in enumerate(args):
-            if arg == "-m":
-                return args[at + 1 : at + 2] in (["nnemu"], ["nnemu.cli"])
-            if arg.startswith("-m"):
-                return arg[2:] in ("nnemu", "nnemu.cli")
-        return False
-    if argv0.replace("\\", "/").rpartition("/")[2] not in ("nnemu", "nnemu.exe"):
-        return False
-    main = sys.modules.get("__main__")
-    return main is not None and getattr(main, "__file__", None) == argv0
-
-
-if _running_cli():
-    _quiet_start()
-
-# Nothing more at run time (not ``typing``, ``collections.abc``, ``importlib``): the console
-# script imports this package before it can make a Ctrl-C quiet (above).
+# Nothing more at run time (not ``typing``, ``collections.abc``, ``importlib``): the command
+# line imports this package before it can make a Ctrl-C quiet (above).
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any

@@ -1,9 +1,8 @@
 """``python -m nnemu`` and the ``nnemu`` console script: the command line (``nnemu.cli``).
 
-Importing the package has made SIGINT quiet already (``nnemu/__init__.py``), so a Ctrl-C while
-the CLI's modules are still being imported ends with ``interrupted`` and exit status 130, not a
-traceback; ``main`` makes sure of it when the package could not tell that the command line
-imported it (a launcher whose ``__main__`` is not the script's file).
+``main`` makes SIGINT quiet before it imports the CLI (``nnemu._quiet_start``), so a Ctrl-C
+while the CLI's modules are still being imported ends with ``interrupted`` and exit status 130,
+not a traceback.
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ terminated (SIGTERM).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # python -m nnemu.cli: a Ctrl-C during the imports below is quiet
+    import nnemu
+
+    nnemu._quiet_start()
+
 import argparse
 import contextlib
 import logging

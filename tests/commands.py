@@ -14,17 +14,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import nnemu
 from nnemu.cli import main
 from nnemu.parser import run_parse_command
 from nnemu.query import run_query_command
 
 ROOT = Path(__file__).resolve().parents[1]
-"""The checkout whose ``nnemu`` the tests run."""
+"""The checkout the tests are in."""
+SITE = Path(nnemu.__file__).resolve().parents[1]
+"""Where the ``nnemu`` the tests run is: the checkout (an editable install) or an installed wheel's
+site-packages."""
 
 
 def start_nnemu(*argv: str, **popen: Any) -> subprocess.Popen[Any]:
-    """Start ``python -m nnemu.cli ARGV`` on this checkout's code; ``popen`` goes to ``Popen``."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    """Start ``python -m nnemu.cli ARGV`` on the nnemu the tests import; ``popen`` goes to ``Popen``."""
+    env = {**os.environ, "PYTHONPATH": str(SITE)}
     return subprocess.Popen([sys.executable, "-m", "nnemu.cli", *argv], env=env, **popen)
 
 

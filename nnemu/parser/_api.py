@@ -10,7 +10,6 @@ import attrs
 
 from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
-from nnemu.parser._compile import compiled_engine
 from nnemu.parser._engine import Engine
 from nnemu.parser._format import Printout
 from nnemu.parser._model import Diagnostic, ParseResult, RunStats
@@ -28,17 +27,6 @@ from nnemu.trace import (
 
 if TYPE_CHECKING:
     from nnemu.trace import PerfettoLines
-
-_engine_class: type[Engine] | None = None
-
-
-def engine_class() -> type[Engine]:
-    """The parser's ``Engine``: compiled by mypyc if built from the current source, else pure."""
-    global _engine_class
-    if _engine_class is None:
-        compiled = compiled_engine()
-        _engine_class = Engine if compiled is None else compiled
-    return _engine_class
 
 
 @attrs.frozen(kw_only=True)
@@ -67,7 +55,7 @@ def _run(
     """Parse one of ``lines`` (text), ``chrome`` or ``perfetto``; with ``out_of_order``
     (count, line number, line: what reading them in file order found), their rows in time
     order (``time_ordered``)."""
-    engine = engine_class()(keep_detail=keep_detail, on_run=on_run)
+    engine = Engine(keep_detail=keep_detail, on_run=on_run)
     if out_of_order is not None:
         engine.read_in_time_order(*out_of_order)
     found = True
@@ -182,7 +170,7 @@ class StreamingParser:
     """
 
     def __init__(self, *, keep_detail: bool = False, include_incomplete: bool = False) -> None:
-        self._engine = engine_class()(keep_detail=keep_detail)
+        self._engine = Engine(keep_detail=keep_detail)
         self._include_incomplete = include_incomplete
         self._outcome: _Outcome | None = None
 

@@ -107,10 +107,6 @@ class ThreadDetail:
     """Contributions in the order the sections closed."""
 
 
-def _nan_to_zero(value: float) -> float:
-    return 0.0 if math.isnan(value) else value
-
-
 def ns_to_ms(value_ns: int) -> float:
     """``value_ns`` in ms (Python's correctly rounded division, also for the compiled engine)."""
     return value_ns / 1_000_000

@@ -5,7 +5,7 @@ Chrome trace-event JSON and Perfetto protobuf (as ftrace rows).  Only the open
 sections of each thread are held in Python; finished slices go to SQLite in
 multi-row ``INSERT`` statements, each as soon as its rows have ended.  A slice's
 ``line`` is the file line it began on (NULL when the input has no lines).
-``nnemu.query._compile.load_trace`` runs this module compiled by mypyc when it is built.
+A wheel runs this module compiled by mypyc (``nnemu._native``).
 
 Slice ids are given in begin order.  A slice's row is written when it ends, with
 ``subtree_end_id``: the last id given by then, so its descendants are the

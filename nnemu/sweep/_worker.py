@@ -172,9 +172,3 @@ def make_chunks(
         )
         for start in range(0, len(jobs), max(1, size))
     ]
-
-
-def preload() -> None:
-    """Import what a run needs (the local pool's forkserver calls this once, before forking)."""
-    import nnemu._emulator
-    import nnemu.overrides  # noqa: F401

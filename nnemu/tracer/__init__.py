@@ -3,9 +3,8 @@
 The vocabulary (``Layer``, ``Phase``, ...) is imported at once; the tracer, the
 writers and the ground truth on first use (a module ``__getattr__``), so that the
 trace readers (``nnemu parse``, ``nnemu query``) get the vocabulary without the
-emulator's kernel (trio) behind the tracer.  The tracer and the writers are those
-``_family`` picks: compiled by mypyc when built (``python -m nnemu._build tracer``),
-else the pure-Python source.
+emulator's kernel (trio) behind the tracer.  A wheel carries the tracer and the writers
+compiled by mypyc (``nnemu._native``).
 """
 
 from __future__ import annotations
@@ -40,29 +39,28 @@ if TYPE_CHECKING:
     from nnemu.tracer._writers import ChromeJsonWriter, FtraceWriter, open_trace_writer
 
 _HOMES = {
-    "BATCH_EVENTS": "nnemu.tracer._family",
+    "BATCH_EVENTS": "nnemu.tracer._tracer",
     "BatchSink": "nnemu.tracer._events",
     "FlowSink": "nnemu.tracer._events",
-    "Mark": "nnemu.tracer._family",
-    "mark": "nnemu.tracer._family",
+    "Mark": "nnemu.tracer._tracer",
+    "mark": "nnemu.tracer._tracer",
     "TraceEvent": "nnemu.tracer._events",
-    "Section": "nnemu.tracer._family",
+    "Section": "nnemu.tracer._tracer",
     "SectionInfo": "nnemu.tracer._events",
     "SectionKind": "nnemu.tracer._events",
     "TraceObserver": "nnemu.tracer._events",
-    "Tracer": "nnemu.tracer._family",
+    "Tracer": "nnemu.tracer._tracer",
     "TraceSink": "nnemu.tracer._events",
     "GroundTruth": "nnemu.tracer._truth",
     "CELL_LAYERS": "nnemu.tracer._truth_records",
     "CELL_PHASES": "nnemu.tracer._truth_records",
     "ProcessTruth": "nnemu.tracer._truth_records",
     "RunTruth": "nnemu.tracer._truth_records",
-    "ChromeJsonWriter": "nnemu.tracer._family",
-    "FtraceWriter": "nnemu.tracer._family",
-    "open_trace_writer": "nnemu.tracer._family",
+    "ChromeJsonWriter": "nnemu.tracer._writers",
+    "FtraceWriter": "nnemu.tracer._writers",
+    "open_trace_writer": "nnemu.tracer._writers",
 }
-"""Where each lazily imported name lives: the tracer's and the writers' classes come from
-``_family``, which picks the mypyc-compiled ones when they are built (``nnemu._native``)."""
+"""Where each lazily imported name lives."""
 
 __all__ = [
     "BATCH_EVENTS",

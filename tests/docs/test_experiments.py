@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.docs.test_tutorial import REPO, Command, check_steps, extract_steps
 from tests.docs.test_tutorial import _workdir as _workdir  # the `workdir` fixture
 
@@ -30,3 +32,7 @@ def test_comparing_runs_commands_print_what_they_show(workdir: Path) -> None:
     assert commands[-1].exit_code == 1
     problems = check_steps(steps, workdir, "docs/experiments.md")
     assert not problems, "\n\n".join(problems)
+
+
+pytestmark = pytest.mark.slow
+"""Every command of docs/experiments.md run as shown (replications, compare).  In the slow tier (pytest -m slow; CI runs it)."""

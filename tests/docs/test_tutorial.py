@@ -344,3 +344,7 @@ def test_edit_blocks_replace_their_lines_once_or_fail() -> None:
     assert edit.apply("apps:\n    threads: 1\nx\n") == "apps:\n    threads: 2\nx\n"
     with pytest.raises(ValueError, match=r"line 3: .* not in t\.py exactly once"):
         edit.apply("apps:\n    threads: 3\n")
+
+
+pytestmark = pytest.mark.slow
+"""Every command of the tutorial and the README run as shown (pytest runs among them).  In the slow tier (pytest -m slow; CI runs it)."""

@@ -106,6 +106,7 @@ for path in sys.argv[2:]:
 """
 
 
+@pytest.mark.slow  # every scenario twice in processes of their own
 def test_every_shipped_scenario_is_byte_identical_across_runs_and_hash_seeds():
     """Every shipped scenario gives the same HTML, text and JSON traces and report in every run and process."""
     paths = [str(p) for p in _scenario_files()]

@@ -15,6 +15,9 @@ import pytest
 
 from nnemu.parser import parse_file
 
+pytestmark = pytest.mark.slow
+"""Whole nnemu processes signalled at moments of their runs."""
+
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
 

@@ -216,3 +216,7 @@ def test_mutated_trace_through_query_and_replay(
     ):
         code, _, stderr = run_cli(argv)
         assert_clean(code, stderr)
+
+
+pytestmark = pytest.mark.slow
+"""Mutated traces and scenarios through every command.  In the slow tier (pytest -m slow; CI runs it)."""

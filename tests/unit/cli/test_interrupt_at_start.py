@@ -13,11 +13,15 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+"""Some 50 whole nnemu processes started and interrupted."""
+
 REPO = Path(__file__).resolve().parents[3]
 QUICKSTART = str(REPO / "scenarios/quickstart.yaml")
 
-# The child: what Python does for ``python -m nnemu.cli ARGS`` (argv[0] "-m" while the module
-# is looked for, ``runpy._run_module_as_main``) or for the console script (``nnemu.__main__``),
+# The child: what Python does for ``python -m nnemu ARGS`` or ``python -m nnemu.cli ARGS`` (argv[0]
+# "-m" while the module is looked for, ``runpy._run_module_as_main``) or for the console script
+# (``nnemu.__main__``),
 # with a finder that acts when the module named ``sys.argv[2]`` is first looked for: it sends
 # SIGINT to the process ("signal") or says ``up`` on stdout ("mark") for the test's own clock.
 _START = """
@@ -41,10 +45,9 @@ class Hook:
 
 
 sys.meta_path.insert(0, Hook)
-if entry == "-m":
-    sys.orig_argv = [sys.executable, "-m", "nnemu.cli", *args]
+if entry in ("-m nnemu", "-m nnemu.cli"):
     sys.argv = ["-m", *args]
-    runpy._run_module_as_main("nnemu.cli")
+    runpy._run_module_as_main(entry.split()[1])
 else:
     sys.argv = ["nnemu", *args]
     from nnemu.__main__ import main
@@ -61,12 +64,29 @@ def _start(entry: str, action: str, module: str) -> subprocess.Popen[str]:
     )
 
 
-@pytest.mark.parametrize("entry", ["-m", "console"])
+# In the order nnemu imports them: the CLI itself, its module-level imports, the logging set up
+# for ``run`` (structlog), the scenario's loader, the emulator and trio.
+_START_IMPORTS = [
+    "nnemu.cli",
+    "argparse",
+    "nnemu.errors",
+    "attr",
+    "structlog",
+    "yaml",
+    "nnemu._emulator",
+    "trio",
+]
+
+
 @pytest.mark.parametrize(
-    "module",
-    # In the order nnemu imports them: the CLI itself, its module-level imports, the logging
-    # set up for ``run`` (structlog), the scenario's loader, the emulator and trio.
-    ["nnemu.cli", "argparse", "nnemu.errors", "attr", "structlog", "yaml", "nnemu._emulator", "trio"],
+    ("entry", "module"),
+    [
+        (entry, module)
+        for entry in ("-m nnemu", "-m nnemu.cli", "console")
+        for module in _START_IMPORTS
+        # python -m nnemu.cli's own lookup is Python's, before any of nnemu/cli.py runs.
+        if (entry, module) != ("-m nnemu.cli", "nnemu.cli")
+    ],
 )
 def test_ctrl_c_during_an_import_says_interrupted(entry: str, module: str) -> None:
     """A SIGINT that arrives while a module of the CLI's start-up is being imported ends nnemu
@@ -77,7 +97,7 @@ def test_ctrl_c_during_an_import_says_interrupted(entry: str, module: str) -> No
     assert out == ""
 
 
-@pytest.mark.parametrize("entry", ["-m", "console"])
+@pytest.mark.parametrize("entry", ["-m nnemu", "console"])
 @pytest.mark.parametrize("delay_ms", [0, 10, 30, 60])
 def test_ctrl_c_at_any_moment_of_the_start(entry: str, delay_ms: int) -> None:
     """A Ctrl-C 0, 10, 30 or 60 ms after nnemu's package has loaded (while the CLI's modules are
@@ -134,8 +154,26 @@ def test_ctrl_c_while_a_class_is_built_from_source_exits_130(tmp_path: Path, mod
     assert (done.returncode, done.stderr, done.stdout) == (130, "interrupted by SIGINT\n", "")
 
 
-# A console script as pip writes it, under its real name ``nnemu``: the current entry point and
-# the one an install made before ``nnemu.__main__`` existed still has.
+def test_importing_nnemu_leaves_sigint_alone() -> None:
+    """A program that imports nnemu (and its command line, without running it) keeps Python's
+    SIGINT handling: only the command line's start makes a Ctrl-C quiet."""
+    code = (
+        "import signal, nnemu, nnemu.cli, nnemu.__main__\n"
+        "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+# A console script as pip writes it, under its real name ``nnemu``.
 _SCRIPT = """import signal, sys
 
 
@@ -156,18 +194,12 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize(
-    ("entry", "function"), [("nnemu.__main__", "main"), ("nnemu.cli", "console_main")]
-)
 @pytest.mark.parametrize("module", ["nnemu.cli", "argparse", "nnemu.errors"])
-def test_ctrl_c_while_the_console_script_imports(
-    tmp_path: Path, entry: str, function: str, module: str
-) -> None:
-    """The ``nnemu`` script, also one generated for the older entry point
-    ``nnemu.cli:console_main``, says ``interrupted by SIGINT`` and exits 130 when a SIGINT comes while it
-    imports the command line."""
+def test_ctrl_c_while_the_console_script_imports(tmp_path: Path, module: str) -> None:
+    """The ``nnemu`` script says ``interrupted by SIGINT`` and exits 130 when a SIGINT comes while
+    it imports the command line."""
     script = tmp_path / "nnemu"
-    script.write_text(_SCRIPT.format(module=module, entry=entry, function=function))
+    script.write_text(_SCRIPT.format(module=module, entry="nnemu.__main__", function="main"))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
         [sys.executable, str(script), "run", QUICKSTART],
@@ -291,5 +323,8 @@ def test_a_signal_cpython_cannot_raise_ends_as_an_interruption(kind: str, code: 
     assert "Traceback" not in result.stderr
     assert "Exception ignored" not in result.stderr
     assert result.stdout == "done\n"
-    assert result.stderr == f"interrupted by {kind} after the command's work: its outputs were written\n"
+    assert (
+        result.stderr
+        == f"interrupted by {kind} after the command's work: its outputs were written\n"
+    )
     assert result.returncode == code

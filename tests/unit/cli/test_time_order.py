@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from nnemu import _native
 from nnemu.parser import _api as parser_api
 from nnemu.parser import format_text, parse_file
 from nnemu.query import _loader as pure_loader
 from nnemu.query import open_trace
-from nnemu.query._compile import loader_module
 from nnemu.replay import _extract as extract
 from nnemu.trace import out_of_order_warning
 from tests.commands import run_cli, trace_processor_shell
@@ -139,7 +139,9 @@ def test_a_trace_too_big_to_sort_has_its_out_of_order_skipped(tmp_path, monkeypa
     path = _trace(tmp_path, NESTED)
     expected = f"{path}:7: warning: {out_of_order_warning(1, sorted_again=False)}"
     commands = [(("parse",), ()), (("replay", "-n"), ())]
-    if loader_module() is pure_loader:  # the compiled loader has the constant built in
+    if (
+        _native.extension_of("nnemu.query._loader") is None
+    ):  # compiled, it has the constant built in
         monkeypatch.setattr(pure_loader, "MAX_SORTED_BYTES", 10)
         commands.append((("query",), ("select 1",)))
         assert _slices(path) == [

@@ -17,6 +17,9 @@ import pytest
 from tests.commands import run_cli
 from tests.unit.sweep.sweeps import write
 
+pytestmark = pytest.mark.slow
+"""A Dask cluster started per test."""
+
 pytest.importorskip("distributed")
 pq = pytest.importorskip("pyarrow.parquet")
 

@@ -188,3 +188,7 @@ def test_a_signal_while_rows_are_appended_counts_them(
         assert len((tmp_path / "out" / "results.jsonl").read_text().splitlines()) == 1
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+pytestmark = pytest.mark.slow
+"""Sweeps in processes of their own, signalled mid-run.  In the slow tier (pytest -m slow; CI runs it)."""

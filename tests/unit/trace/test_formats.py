@@ -24,7 +24,7 @@ from nnemu.trace import (
 @pytest.mark.parametrize(
     ("head", "kind"),
     [
-        (gzip.compress(b"# tracer: nop\n"), TraceFormat.GZIP),
+        (gzip.compress(b"# tracer: nop\n", mtime=0), TraceFormat.GZIP),
         (b"PK\x03\x04rest", TraceFormat.ARCHIVE),
         (b"\x28\xb5\x2f\xfdzstd", TraceFormat.ARCHIVE),
         (b"\n\x85\x02\x00\x01", TraceFormat.BINARY),
@@ -72,7 +72,7 @@ def test_open_trace_gives_text_stream_or_chrome_rows(tmp_path: Path):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (gzip.compress(b"x"), "the file is gzip-compressed; decompress it first (gunzip -k)"),
+        (gzip.compress(b"x", mtime=0), "the file is gzip-compressed; decompress it first (gunzip -k)"),
         (b"PK\x03\x04", "the file is a compressed archive; extract the trace from it first"),
         (b"\x00\x01", "the file is binary and not a Perfetto protobuf trace"),
         (b'{"traceEvents": 3}', "not a Chrome trace"),
