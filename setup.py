@@ -35,12 +35,16 @@ def build_pure() -> bool:
     return os.environ.get(BUILD_PURE_ENV, "").strip() not in ("", "0")
 
 
+class NoMypyc(Exception):
+    """mypyc cannot be imported: a wheel cannot be compiled (an editable install needs none)."""
+
+
 def _extensions() -> list[Any]:
     """The compiled modules' extensions, from mypyc (it type-checks them first)."""
     try:
         from mypyc.build import mypycify
-    except ImportError as err:  # pyproject.toml's build requirements have mypy
-        raise SystemExit(
+    except ImportError as err:  # the build backend asks for mypy for a wheel
+        raise NoMypyc(
             f"nnemu: mypyc is needed to build the wheel ({err}); "
             f"{BUILD_PURE_ENV}=1 builds a pure-Python one"
         ) from err
@@ -80,9 +84,17 @@ class Build(build):
 class BuildNative(build_ext):
     """``build_ext``: the compiled modules for a wheel; nothing for an editable install."""
 
+    no_mypyc: NoMypyc | None = None
+    """Why the extensions could not be made, raised only if a wheel's build runs."""
+
     def finalize_options(self) -> None:
         if not (self.inplace or self.editable_mode or build_pure()):
-            self.distribution.ext_modules = _extensions()
+            # Setuptools finalizes this command for an editable install's metadata too, before
+            # it says the install is editable: a missing mypyc is an error only in run().
+            try:
+                self.distribution.ext_modules = _extensions()
+            except NoMypyc as err:
+                self.no_mypyc = err
             self.parallel = os.cpu_count() or 1
         super().finalize_options()
 
@@ -91,6 +103,8 @@ class BuildNative(build_ext):
             self._remove_in_place()
         elif build_pure():
             sys.stderr.write(f"nnemu: {BUILD_PURE_ENV} set: a pure-Python wheel\n")
+        elif self.no_mypyc is not None:
+            raise SystemExit(str(self.no_mypyc))
         else:
             super().run()
 
