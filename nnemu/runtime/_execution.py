@@ -122,6 +122,9 @@ class Execution:
         """Dimensions an execution produces for an output the model leaves unknown, per model
         output (absent: its unknown dimensions are 1)."""
         self._shapes: tuple[OutputShape, ...] | None = None
+        self._unspecified: set[int] = set()
+        """Outputs whose last ``setOutput`` failed with BAD_DATA: they are unspecified, and
+        a computation is BAD_DATA (``ExecutionBuilder``'s ``validateRequest``)."""
 
     @classmethod
     def create(cls, compilation: Compilation) -> tuple[ResultCode, Execution | None]:
@@ -157,15 +160,20 @@ class Execution:
         operand = main.operands[main.output_indexes[index]]
         if _fully_specified(operand.dimensions) or not operand.type.is_tensor:
             if length < operand.byte_size:
+                self._unspecified.add(index)
                 return ResultCode.BAD_DATA
         elif dims is not None:
             known = operand.dimensions
             produced = tuple(dims)
-            if (known and len(produced) != len(known)) or not _fully_specified(produced):
-                return ResultCode.BAD_DATA
-            if any(k and k != d for k, d in zip(known, produced, strict=False)):
+            if (
+                (known and len(produced) != len(known))
+                or not _fully_specified(produced)
+                or any(k and k != d for k, d in zip(known, produced, strict=False))
+            ):
+                self._unspecified.add(index)
                 return ResultCode.BAD_DATA
             self.output_dims[index] = produced
+        self._unspecified.discard(index)
         self.output_lengths[index] = length
         return _NO_ERROR
 
@@ -306,6 +314,8 @@ class Execution:
     def _start(self) -> ResultCode:
         if self._busy():
             return ResultCode.BAD_STATE
+        if self._unspecified:
+            return ResultCode.BAD_DATA
         self.started = self.computing = True
         self.finished_code = None
         self._shapes = None
@@ -380,7 +390,7 @@ class Execution:
                 await dependency._done.wait()
             if self._busy():
                 return ResultCode.BAD_STATE, None
-            if duration_ns and not self.compilation.single_device:
+            if self._unspecified or (duration_ns and not self.compilation.single_device):
                 return ResultCode.BAD_DATA, None
             main = self.compilation.model.main
             for index in main.output_indexes:

@@ -89,6 +89,32 @@ async def test_ValidationTestExecution_GetOutputOperandRankAndDimensions(
     ]
 
 
+@pytest.mark.parametrize(
+    "mode", ["compute", "startCompute", "burstCompute", "computeWithDependencies"]
+)
+async def test_unspecified_output_makes_every_mode_bad_data(autojump_clock, runtime_world, mode):
+    """ExecutionBuilder.cpp validateRequest ("starts compute when not all outputs specified"):
+    an output whose setOutput failed (a buffer too small for its fully specified dimensions)
+    stays unspecified, and starting a computation in any mode is BAD_DATA; a later setOutput
+    that succeeds specifies it again."""
+    world = runtime_world(DeviceSpec(name="npu", hal_version=V13))
+    seen: list[object] = []
+
+    async def app(runtime):
+        execution = await _execution(runtime, build_preset("add", "float32", {"size": 16}))
+        assert execution.set_output(0, 63) is BAD_DATA
+        seen.append(await _run(execution, mode))
+        assert execution.set_output(0, 64) is OK
+        seen.append(await _run(execution, mode))
+
+    await world.run(app)
+    expected = {
+        "startCompute": [(BAD_DATA, None), (OK, OK)],
+        "computeWithDependencies": [(BAD_DATA, None), (OK, OK)],
+    }
+    assert seen == expected.get(mode, [(BAD_DATA, None), (OK, None)])
+
+
 async def test_setOutput_fully_specified_too_small_is_bad_data(autojump_clock, runtime_world):
     """CTS TestValidation.cpp ValidationTestExecution.SetOutput (ModelArgumentInfo::
     createFromPointer): a buffer smaller than a fully specified output needs is BAD_DATA, an
