@@ -52,7 +52,22 @@ def build_model(spec: ModelSpec) -> Model:
         model = build_chain(
             [(layer.type, layer.output, layer.filter) for layer in spec.layers], spec.dtype
         )
-    return attrs.evolve(model, name=spec.name, relax_computation_float32_to_float16=spec.relaxed)
+    model = attrs.evolve(model, name=spec.name, relax_computation_float32_to_float16=spec.relaxed)
+    if spec.dynamic_outputs:
+        main = model.main
+        operands = list(main.operands)
+        for index in main.output_indexes:
+            operand = operands[index]
+            operands[index] = attrs.evolve(operand, dimensions=(0,) * len(operand.dimensions))
+        model = attrs.evolve(model, main=attrs.evolve(main, operands=tuple(operands)))
+    return model
+
+
+def output_dimensions(spec: ModelSpec) -> tuple[tuple[int, ...], ...]:
+    """The dimensions an execution produces for each output of ``spec``'s model (those of
+    the model without ``dynamic_outputs``)."""
+    main = build_model(attrs.evolve(spec, dynamic_outputs=False)).main
+    return tuple(main.operands[index].dimensions for index in main.output_indexes)
 
 
 @attrs.define
@@ -114,11 +129,13 @@ def _build_world(
     models = {spec.name: build_model(spec) for spec in scenario.models}
     # What an app's runtime reaches: the service itself (HIDL) or its AIDL IDevice.
     faces = [AidlDevice(service) if service.version.aidl else service for service in services]
+    produced = {spec.name: output_dimensions(spec) for spec in scenario.models}
     apps = [
         Application(
             spec,
             models[spec.model],
             scenario,
+            output_dims=produced[spec.model],
             kernel=kernel,
             tracer=tracer,
             binder=binder,

@@ -62,9 +62,12 @@ class Application:
         services: Sequence[DriverService | AidlDevice],
         nursery: trio.Nursery,
         files: FileSystem | None = None,
+        output_dims: Sequence[tuple[int, ...]] = (),
     ) -> None:
         self.spec = spec
         self.model = model
+        self._output_dims = tuple(output_dims)
+        """The dimensions each execution produces per model output (``setOutput``)."""
         self.kernel = kernel
         self.tracer = tracer
         self.nursery = nursery
@@ -97,6 +100,8 @@ class Application:
         self._log = logger.bind(app=spec.name)
         self._running_executors = 0
         self._bursts: dict[SimThread, Burst] = {}
+        self._reused: dict[SimThread, Execution] = {}
+        """Each app thread's reusable execution (``reusable``)."""
         self._executors_done = SimEvent(kernel)
         self.finished = False
         # Per-execution durations the spec fixes, rounded once rather than per frame.
@@ -257,6 +262,9 @@ class Application:
         try:
             await self._serve_queue()
         finally:
+            execution = self._reused.pop(current_thread(), None)
+            if execution is not None:
+                execution.free()
             self._running_executors -= 1
             if self._running_executors == 0:
                 await self.kernel.sync()
@@ -389,16 +397,12 @@ class Application:
         compilation = self._compilation
         assert compilation is not None
         with self.tracer.enter(_EXECUTE_MARK):
-            code, execution = Execution.create(compilation)
+            execution = self._reused.get(current_thread()) if spec.reusable else None
             if execution is None:
-                return code, False
-            execution.set_io()
-            if timeout_ns is not None:
-                execution.set_timeout(timeout_ns)
-            if spec.loop_timeout_ms is not None:
-                execution.set_loop_timeout(us(spec.loop_timeout_ms * 1e6))
-            if spec.measure_timing:
-                execution.set_measure_timing(True)
+                code, execution = Execution.create(compilation)
+                if execution is None:
+                    return code, False
+                self._set_up(execution, timeout_ns)
             if spec.execution_mode is _SYNC:
                 code = await execution.compute()
             elif spec.execution_mode is ExecutionMode.BURST:
@@ -414,5 +418,23 @@ class Application:
             late = (
                 code is _NO_ERROR and deadline is not None and self.kernel.task_now_ns() > deadline
             )
-            execution.free()
+            if not spec.reusable:
+                execution.free()
             return code, late
+
+    def _set_up(self, execution: Execution, timeout_ns: int | None) -> None:
+        """An execution's settings, before its first computation."""
+        spec = self.spec
+        execution.set_io()
+        for index, length in enumerate(spec.output_bytes):
+            dims = self._output_dims[index] if index < len(self._output_dims) else None
+            execution.set_output(index, length, dims)
+        if timeout_ns is not None:
+            execution.set_timeout(timeout_ns)
+        if spec.loop_timeout_ms is not None:
+            execution.set_loop_timeout(us(spec.loop_timeout_ms * 1e6))
+        if spec.measure_timing:
+            execution.set_measure_timing(True)
+        if spec.reusable:
+            execution.set_reusable(True)
+            self._reused[current_thread()] = execution

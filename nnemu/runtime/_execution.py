@@ -9,6 +9,7 @@ and §5).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Final
 
@@ -20,6 +21,7 @@ from nnemu.hal import (
     IBurst,
     MeasureTiming,
     Model,
+    OutputShape,
     ResultCode,
     Timing,
     code_to_status,
@@ -110,6 +112,19 @@ class Execution:
         """Absolute virtual deadline from ``set_timeout``, fixed when the execution starts."""
         self.fell_back = False
         """A step failed on its driver and the execution fell back to the CPU."""
+        self.reusable = False
+        """``setReusable``: the execution may compute again once a computation completed."""
+        self.computing = False
+        """A computation is in flight (``started``: one began, the settings are frozen)."""
+        self.output_lengths: dict[int, int] = {}
+        """Buffer length in bytes ``setOutput`` gave, per model output (absent: large enough)."""
+        self.output_dims: dict[int, tuple[int, ...]] = {}
+        """Dimensions an execution produces for an output the model leaves unknown, per model
+        output (absent: its unknown dimensions are 1)."""
+        self._shapes: tuple[OutputShape, ...] | None = None
+        self._unspecified: set[int] = set()
+        """Outputs whose last ``setOutput`` failed with BAD_DATA: they are unspecified, and
+        a computation is BAD_DATA (``ExecutionBuilder``'s ``validateRequest``)."""
 
     @classmethod
     def create(cls, compilation: Compilation) -> tuple[ResultCode, Execution | None]:
@@ -126,6 +141,124 @@ class Execution:
         span(_SET_INPUT_MARK, API_CALL_NS, len(main.input_indexes))
         span(_SET_OUTPUT_MARK, API_CALL_NS, len(main.output_indexes))
         return ResultCode.BAD_STATE if self.started else _NO_ERROR
+
+    def set_output(self, index: int, length: int, dims: Sequence[int] | None = None) -> ResultCode:
+        """ANeuralNetworksExecution_setOutput's checks for output ``index`` given ``length``
+        bytes (its trace span is ``set_io``'s); ``dims``: the dimensions the execution will
+        produce where the model leaves them unknown (0 or no rank).
+
+        As ``ExecutionBuilder::setOutput``: BAD_STATE once started, BAD_DATA for an index out
+        of range, and (``ModelArgumentInfo::createFromPointer``) BAD_DATA for a buffer smaller
+        than a fully specified output needs; an output not fully specified is only sized when
+        the execution ends (OUTPUT_INSUFFICIENT_SIZE, ``_sized``).
+        """
+        if self.started:
+            return ResultCode.BAD_STATE
+        main = self.compilation.model.main
+        if not 0 <= index < len(main.output_indexes):
+            return ResultCode.BAD_DATA
+        operand = main.operands[main.output_indexes[index]]
+        if _fully_specified(operand.dimensions) or not operand.type.is_tensor:
+            if length < operand.byte_size:
+                self._unspecified.add(index)
+                return ResultCode.BAD_DATA
+        elif dims is not None:
+            known = operand.dimensions
+            produced = tuple(dims)
+            if (
+                (known and len(produced) != len(known))
+                or not _fully_specified(produced)
+                or any(k and k != d for k, d in zip(known, produced, strict=False))
+            ):
+                self._unspecified.add(index)
+                return ResultCode.BAD_DATA
+            self.output_dims[index] = produced
+        self._unspecified.discard(index)
+        self.output_lengths[index] = length
+        return _NO_ERROR
+
+    def set_reusable(self, reusable: bool) -> ResultCode:
+        """ANeuralNetworksExecution_setReusable (feature level 5): BAD_STATE once a
+        computation started (``ExecutionBuilder::setReusable``)."""
+        with self.runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_setReusable"):
+            if self.started:
+                return ResultCode.BAD_STATE
+            self.reusable = reusable
+            return _NO_ERROR
+
+    def get_output_operand_rank(self, index: int) -> tuple[ResultCode, int]:
+        """ANeuralNetworksExecution_getOutputOperandRank: (code, rank).
+
+        As ``ExecutionBuilder::getOutputOperandRank``: BAD_STATE before the computation
+        completed or when it ended with an error other than OUTPUT_INSUFFICIENT_SIZE, BAD_DATA
+        for an index out of range; then the rank with OUTPUT_INSUFFICIENT_SIZE when the
+        output's buffer was too small, NO_ERROR otherwise.
+        """
+        with self.runtime.ndk_call(
+            Phase.EXECUTION, "ANeuralNetworksExecution_getOutputOperandRank"
+        ):
+            code, shape = self._output_shape(index)
+            if shape is None:
+                return code, 0
+            return code, len(shape.dimensions)
+
+    def get_output_operand_dimensions(self, index: int) -> tuple[ResultCode, tuple[int, ...]]:
+        """ANeuralNetworksExecution_getOutputOperandDimensions: (code, dimensions).
+
+        ``get_output_operand_rank``'s codes, and BAD_DATA for a scalar output
+        (``ExecutionBuilder::getOutputOperandDimensions``).
+        """
+        with self.runtime.ndk_call(
+            Phase.EXECUTION, "ANeuralNetworksExecution_getOutputOperandDimensions"
+        ):
+            code, shape = self._output_shape(index)
+            if shape is None:
+                return code, ()
+            if not shape.dimensions:
+                return ResultCode.BAD_DATA, ()
+            return code, shape.dimensions
+
+    def _output_shape(self, index: int) -> tuple[ResultCode, OutputShape | None]:
+        if self.computing or self.finished_code not in _SHAPED:
+            return ResultCode.BAD_STATE, None
+        if not 0 <= index < len(self.output_shapes):
+            return ResultCode.BAD_DATA, None
+        shape = self.output_shapes[index]
+        return (_NO_ERROR if shape.is_sufficient else ResultCode.OUTPUT_INSUFFICIENT_SIZE), shape
+
+    @property
+    def output_shapes(self) -> tuple[OutputShape, ...]:
+        """Per model output, after a computation ended with NO_ERROR or
+        OUTPUT_INSUFFICIENT_SIZE: its dimensions and whether its buffer was large enough
+        (``()`` before)."""
+        if self.finished_code not in _SHAPED:
+            return ()
+        if self._shapes is None:
+            self._shapes = self._measure()
+        return self._shapes
+
+    def _sized(self) -> ResultCode:
+        """The output shapes of a computation whose steps all succeeded: NO_ERROR, or
+        OUTPUT_INSUFFICIENT_SIZE when an output's buffer is smaller than its produced
+        dimensions need (what the driver, or the CPU executor, that writes it reports)."""
+        if not self.output_lengths:
+            return _NO_ERROR  # every buffer large enough: the shapes are made when asked for
+        self._shapes = shapes = self._measure()
+        if all(shape.is_sufficient for shape in shapes):
+            return _NO_ERROR
+        return ResultCode.OUTPUT_INSUFFICIENT_SIZE
+
+    def _measure(self) -> tuple[OutputShape, ...]:
+        main = self.compilation.model.main
+        shapes = []
+        for index, operand_index in enumerate(main.output_indexes):
+            operand = main.operands[operand_index]
+            dims = self.output_dims.get(index)
+            if dims is None:
+                dims = tuple(d or 1 for d in operand.dimensions)
+            needed = math.prod(dims) * operand.type.element_bytes
+            shapes.append(OutputShape(dims, needed <= self.output_lengths.get(index, needed)))
+        return tuple(shapes)
 
     def set_timeout(self, duration_ns: int) -> ResultCode:
         """ANeuralNetworksExecution_setTimeout: single-device compilations (BAD_DATA, checked
@@ -173,10 +306,19 @@ class Execution:
             value = timing.time_on_device_us if code in (0, 2) else timing.time_in_driver_us
             return ResultCode.NO_ERROR, UINT64_MAX if value == UINT64_MAX else value * 1000
 
+    def _busy(self) -> bool:
+        """No computation may start: one is in flight, or a non-reusable execution's ended
+        (``ExecutionBuilder::checkAndSetComputationState``)."""
+        return self.computing or (self.started and not self.reusable)
+
     def _start(self) -> ResultCode:
-        if self.started:
+        if self._busy():
             return ResultCode.BAD_STATE
-        self.started = True
+        if self._unspecified:
+            return ResultCode.BAD_DATA
+        self.started = self.computing = True
+        self.finished_code = None
+        self._shapes = None
         if self.timeout_ns is not None:
             self.deadline_ns = self.runtime.kernel.task_now_ns() + self.timeout_ns
             split = self.runtime.kernel.split
@@ -196,8 +338,12 @@ class Execution:
             if code is not _NO_ERROR:
                 return code
             code = await self._run_plan()
-            self.finished_code = code
+            self._finish(code)
             return code
+
+    def _finish(self, code: ResultCode) -> None:
+        self.finished_code = code
+        self.computing = False
 
     async def start_compute(self) -> tuple[ResultCode, Event | None]:
         """ANeuralNetworksExecution_startCompute: run the plan on a new thread; return an Event."""
@@ -213,7 +359,7 @@ class Execution:
 
             async def run() -> None:
                 code = await self._run_plan()
-                self.finished_code = code
+                self._finish(code)
                 await runtime.kernel.sync()
                 event._signal(code)
                 runtime.process.end_thread(thread)
@@ -242,9 +388,9 @@ class Execution:
         ):
             for dependency in dependencies:
                 await dependency._done.wait()
-            if self.started:
+            if self._busy():
                 return ResultCode.BAD_STATE, None
-            if duration_ns and not self.compilation.single_device:
+            if self._unspecified or (duration_ns and not self.compilation.single_device):
                 return ResultCode.BAD_DATA, None
             main = self.compilation.model.main
             for index in main.output_indexes:
@@ -253,7 +399,7 @@ class Execution:
                     return ResultCode.BAD_DATA, None
             self._start()
             code = await self._run_plan(fenced=True, duration_ns=duration_ns or None)
-            self.finished_code = code
+            self._finish(code)
             if code is not ResultCode.NO_ERROR:
                 return code, None
             event = Event(runtime)
@@ -276,7 +422,7 @@ class Execution:
                 code = await self._run_plan(burst=burst)
             finally:
                 burst.busy = False
-            self.finished_code = code
+            self._finish(code)
             return code
 
     # ------------------------------------------------------------ the plan
@@ -323,7 +469,7 @@ class Execution:
                 if compound:
                     return await self._full_cpu_fallback()
                 return _app_visible(code)
-        return ResultCode.NO_ERROR
+        return self._sized()
 
     async def _partial_cpu_fallback(self, step: Step) -> ResultCode:
         with self.runtime.tracer.section(Layer.RUNTIME, Phase.EXECUTION, "cpuFallbackPartial"):
@@ -331,7 +477,8 @@ class Execution:
 
     async def _full_cpu_fallback(self) -> ResultCode:
         with self.runtime.tracer.section(Layer.RUNTIME, Phase.EXECUTION, "cpuFallbackFull"):
-            return _app_visible(await self._run_on_cpu(self.compilation.model))
+            code = _app_visible(await self._run_on_cpu(self.compilation.model))
+        return self._sized() if code is _NO_ERROR else code
 
     async def _run_on_cpu(self, model: Model) -> ResultCode:
         """Run ``model`` with the CPU executor on the calling thread (nnapi-reference); the
@@ -455,6 +602,14 @@ class Execution:
             runtime.forget(device)
             return ResultCode.DEAD_OBJECT
         return status_to_code(status)
+
+
+_SHAPED: Final = (ResultCode.NO_ERROR, ResultCode.OUTPUT_INSUFFICIENT_SIZE)
+"""The results after which an execution's output shapes can be read."""
+
+
+def _fully_specified(dims: Sequence[int]) -> bool:
+    return bool(dims) and 0 not in dims
 
 
 def _app_visible(code: ResultCode) -> ResultCode:

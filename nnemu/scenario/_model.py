@@ -360,6 +360,9 @@ class ModelSpec:
     """Explicit chain of layers; exclusive with ``preset``."""
     relaxed: bool = False
     """relaxComputationFloat32toFloat16."""
+    dynamic_outputs: bool = False
+    """The model's outputs have unknown dimensions (0) at compile time; an execution
+    produces the dimensions the model would otherwise have."""
 
     def __attrs_post_init__(self) -> None:
         if (self.preset is None) == (not self.layers):
@@ -452,6 +455,11 @@ class AppSpec:
     """Compilation_setCaching with the app's cache directory and a token for its model."""
     compilations: int = limited(COUNT1, 1)
     """How many times the app compiles its model before running its workload (>= 1; app restarts)."""
+    reusable: bool = False
+    """Execution_setReusable: each app thread creates one execution and computes it for
+    every one of its executions."""
+    output_bytes: tuple[int, ...] = limited(INT0, ())
+    """Execution_setOutput's buffer length per model output (missing: exactly enough)."""
 
     def __attrs_post_init__(self) -> None:
         for attr in ("compile_timeout_ms", "execution_timeout_ms"):
