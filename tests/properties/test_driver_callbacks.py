@@ -312,7 +312,9 @@ _PERSISTENT = Reach(at_least=0.03)
 
 
 @_PERSISTENT.required
-@settings(max_examples=60, deadline=None)
+# Derandomized everywhere, not only in CI: a random draw reaches a PERSISTENT result in 4-61%
+# of examples, so the floor above would fail some runs of the README's pytest by chance.
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
 @given(plans())
 def test_missed_deadline_persistent_only_when_idle_estimate_exceeds_deadline(plan: Plan) -> None:
     """An execution ends MISSED_DEADLINE_PERSISTENT only if launch + plan x slowdown > deadline - now.

@@ -418,7 +418,7 @@ def test_summary_shows_where_each_apps_mean_latency_went() -> None:
 def test_summary_columns_keep_a_separator_however_wide_the_numbers() -> None:
     """An overloaded periodic app's figures outgrow their columns: each stays a word of its own
     (they printed ``109501273703.607520131.425541092.911`` for in flight, p50, p95, p99)."""
-    from nnemu.cli import _summary
+    from nnemu.cli import _SPLIT_HEADS, _summary
 
     data = {
         "scenario": "s",
@@ -439,10 +439,7 @@ def test_summary_columns_keep_a_separator_however_wide_the_numbers() -> None:
                     "p99": 607520131.425,
                     "mean": 123456789.5,
                 },
-                "latency_split_ms": dict.fromkeys(
-                    ("queue_wait", "ipc", "driver_launch", "compute", "retry", "runtime"),
-                    123456789.0,
-                ),
+                "latency_split_ms": dict.fromkeys(_SPLIT_HEADS, 123456789.0),
             }
         },
         "devices": {
@@ -470,5 +467,5 @@ def test_summary_columns_keep_a_separator_however_wide_the_numbers() -> None:
         "607520131.425",
         "-",
     ]
-    assert lines[6].split() == ["flood", "123456789.500", *["123456789.000"] * 6]
+    assert lines[6].split() == ["flood", "123456789.500", *["123456789.000"] * len(_SPLIT_HEADS)]
     assert lines[9].split() == ["npu", "12345678901", "100.0%", "1234567890123", "12345678901.0"]
