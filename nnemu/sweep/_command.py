@@ -84,7 +84,7 @@ def run_sweep_command(
             stderr.write(MISSING_MATPLOTLIB + "\n")
             return ExitCode.BAD_INPUT
     quiet_logs()  # the checks and Dask's timing run emulate here too
-    experiment = load_experiment(experiment_path)
+    experiment = load_experiment(experiment_path, progress=stderr)
     directory = out_dir or default_out(experiment_path)
     clashes = clash_problems(
         [
@@ -105,11 +105,11 @@ def run_sweep_command(
         return ExitCode.BAD_INPUT
     try:
         left = variants_left(experiment, sweep.done(retry_failed=retry_failed))
-        total = len(experiment.points()) * experiment.replications
+        total = experiment.point_count() * experiment.replications
         if sweep.rows:
             stderr.write(_resuming(sweep, total - len(left), total, retry_failed))
         if left:
-            stderr.write("".join(f"{warning}\n" for warning in experiment.ineffective_keys()))
+            stderr.write("".join(f"{warning}\n" for warning in experiment.ineffective_keys(stderr)))
         crash = frozenset(key for key in os.environ.get(CRASH_HOOK, "").split(",") if key)
         jobs: list[Job] = list(left)
         bar = CountProgress(stderr, label="sweep", total=total, already=total - len(left))
