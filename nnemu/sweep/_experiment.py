@@ -260,9 +260,16 @@ class _Loader:
                 self.problem(node, path, "expected at least one value, got an empty list")
                 return None
             values = tuple(_construct(item) for item in node.value)
+            first: dict[tuple[str, object], Node] = {}
             for item, value in zip(node.value, values, strict=True):
                 if value is None:
                     self.problem(item, path, "expected a value, got null")
+                earlier = first.setdefault(_sameness(value), item)
+                if earlier is not item:
+                    mark = earlier.start_mark
+                    where = f"{mark.line + 1}:{mark.column + 1}"
+                    message = f"{_clip(repr(value))} is listed already, at {where}: each value once"
+                    self.problem(item, path, message)
             return values
         if isinstance(node, MappingNode):
             entries = {key: (key_node, value) for key, key_node, value in self.mapping(node, path)}
@@ -290,13 +297,30 @@ class _Loader:
             low, high = float(bounds[0]), float(bounds[1])
             if steps == 1:
                 return (low,)
-            return tuple(round(low + (high - low) * i / (steps - 1), 12) for i in range(steps))
+            values = tuple(round(low + (high - low) * i / (steps - 1), 12) for i in range(steps))
+            if len(set(values)) < len(values):
+                self.problem(
+                    range_node,
+                    f"{path}.range",
+                    f"expected {steps} different values, got some twice: low and high are "
+                    f"{'the same' if low == high else 'too close'} (one value: steps: 1)",
+                )
+                return None
+            return values
         self.problem(
             node,
             path,
             f"expected a list of values or {{range: [low, high], steps: n}}, got {_shape(node)}",
         )
         return None
+
+
+def _sameness(value: Any) -> tuple[str, object]:
+    """What two varied values share when they make the same point: a number's value
+    (``5`` and ``5.0``), else the value as canonical JSON."""
+    if finite_number(value):
+        return ("number", float(value))
+    return ("value", json.dumps(value, sort_keys=True, default=str))
 
 
 def _join(path: str, key: str) -> str:

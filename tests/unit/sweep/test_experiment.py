@@ -190,3 +190,19 @@ def test_checking_the_points_shows_progress_on_a_terminal(tmp_path: Path) -> Non
     assert "checking the points" in terminal.getvalue()
     assert f"{experiment.point_count()}/{experiment.point_count()}" in terminal.getvalue()
     assert terminal.getvalue().endswith("\r")
+
+
+def test_a_value_listed_twice_is_refused_at_its_place(tmp_path: Path) -> None:
+    """``vary: {duration_ms: [100, 200, 100.0]}`` would run and list the point twice."""
+    path = write(
+        tmp_path,
+        f"scenario: {SCENARIO}\nvary:\n  duration_ms: [100, 200, 100.0]\n"
+        "  seed: {range: [3, 3], steps: 2}\nmetrics: [virtual_ms]\n",
+    )
+    with pytest.raises(ScenarioError) as caught:
+        load_experiment(path)
+    assert [str(problem) for problem in caught.value.problems] == [
+        f"{path}:3:27: vary.duration_ms: 100.0 is listed already, at 3:17: each value once",
+        f"{path}:4:17: vary.seed.range: expected 2 different values, got some twice: "
+        "low and high are the same (one value: steps: 1)",
+    ]
