@@ -61,7 +61,8 @@ def run_sweep_command(
     stdout: TextIO,
     stderr: TextIO,
 ) -> int:
-    """Run ``nnemu sweep``; the exit code (0 done, 2 bad input, 130 interrupted).
+    """Run ``nnemu sweep``; the exit code (0 done, 1 every run crashed, 2 bad input,
+    130 interrupted).
 
     ``resume`` keeps the results already in the directory, but runs again the variants that
     crashed (a worker died); ``retry_failed`` (which implies ``resume``) also those that failed.
@@ -224,4 +225,9 @@ def _finish(sweep: SweepDir, directory: str, plot: bool, stdout: TextIO, stderr:
             stdout.write(f"plots: {', '.join(written)}\n")
         else:
             stderr.write("--plot: no varied key has numbers only; nothing to plot against\n")
+    if rows and all(row["status"] == "crashed" for row in rows):
+        stderr.write(
+            f"every run crashed (its worker process died): see the error column of {path}\n"
+        )
+        return ExitCode.FAILED
     return ExitCode.OK
