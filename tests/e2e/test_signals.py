@@ -307,3 +307,28 @@ def test_a_signal_at_the_prompt_ends_the_run_at_once(
     assert data["interrupted"] == name
     assert 0 < data["virtual_ms"] < 200
     _assert_well_formed(trace)
+
+
+def test_sigterm_while_python_shuts_down_exits_143():
+    """A SIGTERM after the command's work, while the interpreter exits (an atexit callback
+    stands for those last ~20 ms), exits 143 and says so: not a Terminated that Python prints
+    as ignored (exit 0), nor death by the signal (-15)."""
+    program = (
+        "import atexit, os, signal, sys\n"
+        "atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))\n"
+        "from nnemu.cli import console_main\n"
+        f"sys.argv = ['nnemu', 'parse', {str(ROOT / 'tests/data/omr1.html')!r}]\n"
+        "console_main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 143
+    assert done.stderr == (
+        "interrupted by SIGTERM after the command's work: its outputs were written\n"
+    )
