@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 import urllib.parse
 from typing import Final, TextIO
@@ -28,6 +29,9 @@ _LOAD_TABLE: Final = "nnemu_load"
 """In a ``--db`` file: what it was loaded from (key, value), to reuse it."""
 _WARNING_TABLE: Final = "nnemu_load_warning"
 """In a ``--db`` file: the load's first warnings (line, message), then (NULL, total)."""
+
+_ESCAPED_BYTE: Final = re.compile("[\udc80-\udcff]")
+"""A byte that was not UTF-8, as Python's ``surrogateescape`` keeps it in a str."""
 
 PROMPT: Final = "nnemu> "
 CONTINUATION: Final = "  ...> "
@@ -89,6 +93,15 @@ def split_statements(text: str) -> tuple[list[str], str]:
     return statements, text[start:]
 
 
+def not_utf8(text: str) -> str:
+    """What is wrong with text read from bytes that are not UTF-8 (Python keeps such a byte as
+    a lone surrogate: standard input, the command line); "" when nothing is."""
+    bad = _ESCAPED_BYTE.search(text)
+    if bad is None:
+        return ""
+    return f"expected UTF-8 text, got byte {ord(bad.group()) - 0xDC00:#04x}"
+
+
 def run_sql(conn: Database, sql: str, mode: str, out: TextIO) -> None:
     """Run every statement of ``sql``; print the result of the last one.
 
@@ -134,6 +147,7 @@ class Shell:
         """
         interactive = _is_tty(self.stdin)
         buffer = ""
+        number = 0
         while True:
             if interactive:
                 self.stdout.write(CONTINUATION if buffer.strip() else PROMPT)
@@ -141,6 +155,12 @@ class Shell:
             line = self.stdin.readline()
             if not line:
                 break
+            number += 1
+            problem = not_utf8(line)
+            if problem:  # the statement it is part of is dropped
+                self._fail(f"standard input line {number}: {problem}")
+                buffer = ""
+                continue
             if not buffer.strip() and line.lstrip().startswith("."):
                 buffer = ""
                 if not self._command(line.strip()):
@@ -424,6 +444,10 @@ def run_query_command(
         try:
             if sql is None:
                 return Shell(database, stdin, stdout, stderr, mode).run()
+            problem = not_utf8(sql)
+            if problem:
+                stderr.write(f"query: the SQL argument: {problem}\n")
+                return ExitCode.BAD_INPUT
             if sql.lstrip().startswith("."):
                 return Shell(database, stdin, stdout, stderr, mode).command(sql)
             try:
