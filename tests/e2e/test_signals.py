@@ -332,3 +332,34 @@ def test_sigterm_while_python_shuts_down_exits_143():
     assert done.stderr == (
         "interrupted by SIGTERM after the command's work: its outputs were written\n"
     )
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_interrupts_a_long_sql_statement(tmp_path: Path, signum: int, code: int):
+    """Ctrl-C or SIGTERM during an endless recursive query ends it at once (SQLite ran the
+    statement to its end first: this one lived 37 s after the signal, for ever)."""
+    trace = tmp_path / "t.json"
+    trace.write_text(
+        '{"traceEvents": [{"name": "x", "ph": "X", "ts": 0, "dur": 1, "pid": 1, "tid": 1}]}',
+        encoding="utf-8",
+    )
+    endless = (
+        "with recursive c(x) as (select 1 union all select x + 1 from c) select count(*) from c"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nnemu.cli", "query", str(trace), endless],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    time.sleep(3.0)  # loaded (in 1 s) and in the statement
+    process.send_signal(signum)
+    try:
+        _, err = process.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail("the statement went on after the signal")
+    assert process.returncode == code
+    assert err == f"interrupted by {signal.Signals(signum).name}\n"
