@@ -341,9 +341,18 @@ def _add_sweep(add: _AddCommand) -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, except that a help or usage text that cannot be written (stdout on
+    a full device) raises the OSError, which ``main`` reports (argparse drops it: exit 0)."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if message:
+            (file or sys.stderr).write(message)
+
+
 def _parser() -> argparse.ArgumentParser:
     """``nnemu``'s argument parser: the common options, then each command's."""
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="nnemu",
         description="Emulate the Android NNAPI stack (app, runtime, HIDL IPC, driver) in virtual time.",
         parents=[_common_options(top=True)],
@@ -1375,6 +1384,13 @@ _LOST_SIGNALS: list[str] = []
 """Signals whose exception CPython could not raise (``_note_lost_signal``), in order."""
 
 
+def _exit_terminated(signum: int, frame: object) -> None:
+    """SIGTERM handler once ``console_main`` has its exit code: the outputs are written, so
+    say so and exit 143 at once (raising, while Python shuts down, would only be ignored)."""
+    os.write(2, b"interrupted by SIGTERM after the command's work: its outputs were written\n")
+    os._exit(ExitCode.TERMINATED)
+
+
 def _note_lost_signal(previous: Callable[[Any], object], unraisable: Any) -> None:
     """``sys.unraisablehook`` while the command line runs: a Ctrl-C (or SIGTERM) that lands in a
     callback CPython cannot raise from (a weakref's, such as the import system's module-lock
@@ -1414,8 +1430,10 @@ def console_main() -> None:
             )
             sys.stderr.flush()
         code = ExitCode.TERMINATED if name == "SIGTERM" else ExitCode.INTERRUPTED
-    # Done: a Ctrl-C now must not turn the exit status into 130 with nothing said.
+    # Done: a Ctrl-C now must not turn the exit status into 130 with nothing said; a SIGTERM
+    # while Python shuts down (~20 ms) exits 143 at once, not killed by the signal (-15).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_terminated)
     _forget_unhandled_interrupt()
     sys.exit(code)
 

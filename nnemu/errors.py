@@ -21,7 +21,8 @@ class ExitCode(enum.IntEnum):
     OK = 0
     """Success: every expectation held (``verify``: parser and ground truth agree)."""
     FAILED = 1
-    """A check failed: an expectation of ``run``/``replay``, or ``verify``'s agreement."""
+    """A check failed: an expectation of ``run``/``replay``, ``verify``'s agreement, a
+    ``compare --fail-if``; or every run of a ``sweep`` crashed."""
     BAD_INPUT = 2
     """Bad input (scenario, trace, option) or an output that cannot be written."""
     INTERRUPTED = 130

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import signal
 import sqlite3
+import threading
 import urllib.parse
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
 from nnemu._text import counted
-from nnemu.errors import ExitCode, TraceFormatError
+from nnemu.errors import ExitCode, Terminated, TraceFormatError
 from nnemu.query._loader import load_trace, placed_bytes
 from nnemu.query._output import MODES, Database, write_result
 from nnemu.query._schema import SCHEMA_VERSION, register_functions
@@ -27,6 +30,9 @@ _LOAD_TABLE: Final = "nnemu_load"
 """In a ``--db`` file: what it was loaded from (key, value), to reuse it."""
 _WARNING_TABLE: Final = "nnemu_load_warning"
 """In a ``--db`` file: the load's first warnings (line, message), then (NULL, total)."""
+
+_ESCAPED_BYTE: Final = re.compile("[\udc80-\udcff]")
+"""A byte that was not UTF-8, as Python's ``surrogateescape`` keeps it in a str."""
 
 PROMPT: Final = "nnemu> "
 CONTINUATION: Final = "  ...> "
@@ -88,6 +94,56 @@ def split_statements(text: str) -> tuple[list[str], str]:
     return statements, text[start:]
 
 
+class StatementSignals:
+    """Ctrl-C (SIGINT) and SIGTERM while the statements run (main thread; the handlers the
+    command line set, else none): noted, and the running statement interrupted, which
+    SQLite otherwise finishes first (an endless recursive query never).  ``check`` (after
+    a statement fails) and the end of the block raise what was noted: KeyboardInterrupt,
+    or ``Terminated`` for SIGTERM."""
+
+    def __init__(self, database: QueryDatabase | None) -> None:
+        self.database = database
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.signum is None:
+            self.signum = signum
+        if self.database is not None:
+            self.database.interrupt()
+
+    def check(self) -> None:
+        """Raise the signal noted, if any."""
+        if self.signum == signal.SIGTERM:
+            raise Terminated
+        if self.signum is not None:
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> StatementSignals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                current = signal.getsignal(signum)
+                if callable(current):  # Python's KeyboardInterrupt, the CLI's Terminated
+                    self._previous[signum] = current
+                    signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, kind: object, *_rest: object) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        if kind is None:
+            self.check()
+
+
+def not_utf8(text: str) -> str:
+    """What is wrong with text read from bytes that are not UTF-8 (Python keeps such a byte as
+    a lone surrogate: standard input, the command line); "" when nothing is."""
+    bad = _ESCAPED_BYTE.search(text)
+    if bad is None:
+        return ""
+    return f"expected UTF-8 text, got byte {ord(bad.group()) - 0xDC00:#04x}"
+
+
 def run_sql(conn: Database, sql: str, mode: str, out: TextIO) -> None:
     """Run every statement of ``sql``; print the result of the last one.
 
@@ -116,9 +172,16 @@ class Shell:
     """The interactive shell: SQL statements ending with ``;`` and dot commands."""
 
     def __init__(
-        self, conn: Database, stdin: TextIO, stdout: TextIO, stderr: TextIO, mode: str
+        self,
+        conn: Database,
+        stdin: TextIO,
+        stdout: TextIO,
+        stderr: TextIO,
+        mode: str,
+        signals: StatementSignals | None = None,
     ) -> None:
         self.conn = conn
+        self.signals = signals or StatementSignals(None)
         self.stdin = stdin
         self.stdout = stdout
         self.stderr = stderr
@@ -133,6 +196,7 @@ class Shell:
         """
         interactive = _is_tty(self.stdin)
         buffer = ""
+        number = 0
         while True:
             if interactive:
                 self.stdout.write(CONTINUATION if buffer.strip() else PROMPT)
@@ -140,6 +204,12 @@ class Shell:
             line = self.stdin.readline()
             if not line:
                 break
+            number += 1
+            problem = not_utf8(line)
+            if problem:  # the statement it is part of is dropped
+                self._fail(f"standard input line {number}: {problem}")
+                buffer = ""
+                continue
             if not buffer.strip() and line.lstrip().startswith("."):
                 buffer = ""
                 if not self._command(line.strip()):
@@ -160,6 +230,7 @@ class Shell:
         try:
             write_result(self.conn.execute(statement), self.mode, self.stdout)
         except query_errors() as err:
+            self.signals.check()  # "interrupted" by Ctrl-C or SIGTERM: the command ends
             self.errors += 1
             self.stderr.write(f"query: {explain_error(err)}\n")
         self.stdout.flush()
@@ -420,18 +491,22 @@ def run_query_command(
     # The first statement calling a table function moves the database to apsw.
     database = QueryDatabase(conn)
     try:
-        try:
+        with StatementSignals(database) as signals:
             if sql is None:
-                return Shell(database, stdin, stdout, stderr, mode).run()
+                return Shell(database, stdin, stdout, stderr, mode, signals).run()
+            problem = not_utf8(sql)
+            if problem:
+                stderr.write(f"query: the SQL argument: {problem}\n")
+                return ExitCode.BAD_INPUT
             if sql.lstrip().startswith("."):
-                return Shell(database, stdin, stdout, stderr, mode).command(sql)
+                return Shell(database, stdin, stdout, stderr, mode, signals).command(sql)
             try:
                 run_sql(database, sql, mode, stdout)
             except query_errors() as err:
+                signals.check()
                 stderr.write(f"query: {explain_error(err)}\n")
                 return ExitCode.BAD_INPUT
             return ExitCode.OK
-        finally:
-            database.close()
     finally:
+        database.close()
         conn.close()

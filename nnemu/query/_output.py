@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol, TextIO
@@ -31,12 +32,19 @@ class Database(Protocol):
         """Run one statement and return its ``Result``."""
 
 
+TABLE_SAMPLE_ROWS: Final = 1000
+"""Rows the text table holds to size and align its columns; the rest are written as they come."""
+MAX_CELL: Final = 1000
+"""Characters of a text table's cell (a longer one is cut, ending in ``…``; CSV and JSON keep
+every value whole)."""
+
+
 def _cell(value: object) -> str:
     if value is None:
         return NULL_TEXT
-    if isinstance(value, bytes):
-        return value.hex()
-    return str(value)
+    # A blob's hex is cut before it is made: a huge one would double in memory first.
+    text = value[: MAX_CELL // 2 + 1].hex() if isinstance(value, bytes) else str(value)
+    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
 
 def _json_value(value: object) -> object:
@@ -57,9 +65,12 @@ def _column_names(cursor: Result) -> list[str]:
 def write_table(columns: Sequence[str], rows: Iterable[Sequence[object]], out: TextIO) -> None:
     """Write rows as a text table: a header, a rule, then the rows.
 
-    A column of numbers (NULL allowed) is right-aligned.
+    A column of numbers (NULL allowed) is right-aligned.  The widths and alignment are those
+    of the first ``TABLE_SAMPLE_ROWS`` rows, so that memory stays bounded: later rows are
+    written as they come (a wider cell widens its line).
     """
-    raw = [tuple(row) for row in rows]
+    remaining = iter(rows)
+    raw = [tuple(row) for row in itertools.islice(remaining, TABLE_SAMPLE_ROWS)]
     numeric = [
         any(isinstance(row[i], int | float) for row in raw)
         and all(row[i] is None or isinstance(row[i], int | float) for row in raw)
@@ -72,7 +83,8 @@ def write_table(columns: Sequence[str], rows: Iterable[Sequence[object]], out: T
             widths[i] = max(widths[i], len(text))
     out.write("  ".join(name.ljust(widths[i]) for i, name in enumerate(columns)).rstrip() + "\n")
     out.write("  ".join("-" * width for width in widths) + "\n")
-    for row in cells:
+    later = ([_cell(value) for value in row] for row in remaining)
+    for row in itertools.chain(cells, later):
         line = "  ".join(
             text.rjust(widths[i]) if numeric[i] else text.ljust(widths[i])
             for i, text in enumerate(row)

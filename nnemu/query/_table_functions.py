@@ -379,6 +379,17 @@ class ApswResult:
 _CALL_RE: Final = re.compile(r"\b(?:" + "|".join(FUNCTIONS) + r")\b", re.IGNORECASE)
 
 
+PROGRESS_STEPS: Final = 100_000
+"""SQLite virtual-machine steps between two calls of ``_tick`` (a few ms)."""
+
+
+def _tick() -> bool:
+    """SQLite's progress callback: Python code, so that a signal handler (Ctrl-C) runs in the
+    middle of a long statement instead of after it (sqlite3 runs its statement without
+    the interpreter); False lets the statement go on."""
+    return False
+
+
 class QueryDatabase:
     """Runs statements on ``sqlite3`` until one calls a table function, then on apsw.
 
@@ -391,6 +402,15 @@ class QueryDatabase:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.apsw: ApswDatabase | None = None
+        conn.set_progress_handler(_tick, PROGRESS_STEPS)
+
+    def interrupt(self) -> None:
+        """Make the running statement fail with SQLite's ``interrupted`` (any thread; from a
+        signal handler, which ``_tick`` gives its moment to run)."""
+        if self.apsw is not None:
+            self.apsw.db.interrupt()
+        else:
+            self.conn.interrupt()
 
     def execute(self, sql: str, bindings: Sequence[Any] = ()) -> Any:
         """Run one statement; its rows are read from the result (a cursor).
@@ -401,6 +421,7 @@ class QueryDatabase:
         if self.apsw is None and _CALL_RE.search(sql):
             try:
                 self.apsw = ApswDatabase(to_apsw(self.conn, close=True))
+                self.apsw.db.set_progress_handler(_tick, PROGRESS_STEPS)
             except ImportError:
                 pass
         if self.apsw is not None:

@@ -61,7 +61,8 @@ def run_sweep_command(
     stdout: TextIO,
     stderr: TextIO,
 ) -> int:
-    """Run ``nnemu sweep``; the exit code (0 done, 2 bad input, 130 interrupted).
+    """Run ``nnemu sweep``; the exit code (0 done, 1 every run crashed, 2 bad input,
+    130 interrupted).
 
     ``resume`` keeps the results already in the directory, but runs again the variants that
     crashed (a worker died); ``retry_failed`` (which implies ``resume``) also those that failed.
@@ -84,7 +85,7 @@ def run_sweep_command(
             stderr.write(MISSING_MATPLOTLIB + "\n")
             return ExitCode.BAD_INPUT
     quiet_logs()  # the checks and Dask's timing run emulate here too
-    experiment = load_experiment(experiment_path)
+    experiment = load_experiment(experiment_path, progress=stderr)
     directory = out_dir or default_out(experiment_path)
     clashes = clash_problems(
         [
@@ -105,11 +106,11 @@ def run_sweep_command(
         return ExitCode.BAD_INPUT
     try:
         left = variants_left(experiment, sweep.done(retry_failed=retry_failed))
-        total = len(experiment.points()) * experiment.replications
+        total = experiment.point_count() * experiment.replications
         if sweep.rows:
             stderr.write(_resuming(sweep, total - len(left), total, retry_failed))
         if left:
-            stderr.write("".join(f"{warning}\n" for warning in experiment.ineffective_keys()))
+            stderr.write("".join(f"{warning}\n" for warning in experiment.ineffective_keys(stderr)))
         crash = frozenset(key for key in os.environ.get(CRASH_HOOK, "").split(",") if key)
         jobs: list[Job] = list(left)
         bar = CountProgress(stderr, label="sweep", total=total, already=total - len(left))
@@ -224,4 +225,9 @@ def _finish(sweep: SweepDir, directory: str, plot: bool, stdout: TextIO, stderr:
             stdout.write(f"plots: {', '.join(written)}\n")
         else:
             stderr.write("--plot: no varied key has numbers only; nothing to plot against\n")
+    if rows and all(row["status"] == "crashed" for row in rows):
+        stderr.write(
+            f"every run crashed (its worker process died): see the error column of {path}\n"
+        )
+        return ExitCode.FAILED
     return ExitCode.OK

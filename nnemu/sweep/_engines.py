@@ -12,10 +12,12 @@ that kills its worker a second time is recorded as ``crashed``.
 from __future__ import annotations
 
 import collections
+import functools
 import importlib
 import logging
 import math
 import multiprocessing
+import os
 import signal
 import tempfile
 import time
@@ -67,6 +69,7 @@ def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
     """
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["nnemu.sweep._worker", "nnemu._emulator", "nnemu.overrides"])
+    _start_forkserver()
 
     def new_pool() -> ProcessPoolExecutor:
         return ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_sigint)
@@ -142,6 +145,35 @@ def run_local(chunks: Sequence[Chunk], workers: int, on_rows: OnRows) -> None:
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _start_forkserver() -> None:
+    """Start the forkserver (once per process) in an empty directory.
+
+    It runs ``python -c``, whose ``sys.path`` begins with the current directory (Python 3.11
+    does not give it the parent's path): from the parent of a checkout, or any directory
+    holding an ``nnemu`` folder, the workers imported that folder instead of this nnemu, and
+    every variant crashed.  Started elsewhere, the workers import what the parent imported.
+    """
+    from multiprocessing import forkserver
+
+    here = os.getcwd()
+    os.chdir(_workers_directory())
+    try:
+        forkserver.ensure_running()
+    finally:
+        os.chdir(here)
+
+
+@functools.cache
+def _workers_directory() -> str:
+    """An empty directory for the forkserver and its workers, removed when nnemu exits."""
+    import atexit
+    import shutil
+
+    empty = tempfile.mkdtemp(prefix="nnemu-workers-")
+    atexit.register(shutil.rmtree, empty, ignore_errors=True)
+    return empty
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:

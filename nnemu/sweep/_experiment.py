@@ -26,14 +26,15 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final, TextIO
 
 import attrs
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from nnemu._files import DocumentTooLarge, read_document
+from nnemu._progress import CountProgress
 from nnemu.errors import Problem, ScenarioError
 from nnemu.overrides import OverrideError, apply_overrides, ineffective_sets
 from nnemu.scenario import Scenario, load_scenario_text
@@ -88,23 +89,31 @@ class Experiment:
 
     def points(self) -> list[dict[str, Any]]:
         """Every point of the cross product, the first key varying slowest."""
+        return list(self.each_point())
+
+    def each_point(self) -> Iterator[dict[str, Any]]:
+        """The points one by one (``points`` without the list)."""
         keys = self.varied_keys
-        return [
-            dict(zip(keys, values, strict=True))
-            for values in itertools.product(*(values for _, values in self.vary))
-        ]
+        for values in itertools.product(*(values for _, values in self.vary)):
+            yield dict(zip(keys, values, strict=True))
+
+    def point_count(self) -> int:
+        """How many points the cross product has (counted, not built)."""
+        return math.prod(len(values) for _, values in self.vary)
 
     def overrides_of(self, point: Mapping[str, Any]) -> tuple[str, ...]:
         """The ``KEY=VALUE`` assignments of ``point`` (the fixed ``set`` first)."""
         return tuple(assignment(key, value) for key, value in (*self.fixed, *point.items()))
 
-    def ineffective_keys(self) -> list[str]:
+    def ineffective_keys(self, progress: TextIO | None = None) -> list[str]:
         """A warning for each varied key that cannot change the result at any point
         (``nnemu.overrides.ineffective_sets`` on each point's scenario), with the first
-        point's reason."""
+        point's reason; a bar on the terminal ``progress`` counts the points."""
         reasons: dict[str, str] = {}
         effective: set[str] = set()
-        for point in self.points():
+        bar = CountProgress(progress, label="checking the keys", total=self.point_count())
+        for point in self.each_point():
+            bar.advance(1)
             scenario = apply_overrides(self.scenario, self.overrides_of(point))
             sets = [assignment(key, value) for key, value in point.items()]
             warned = {}
@@ -116,6 +125,7 @@ class Experiment:
                     reasons.setdefault(key, warned[key])
                 else:
                     effective.add(key)
+        bar.clear()
         return [
             f"warning: vary {key} {reasons[key].replace(': ', ' at any point: ', 1)}"
             for key in self.varied_keys
@@ -237,9 +247,16 @@ class _Loader:
                 self.problem(node, path, "expected at least one value, got an empty list")
                 return None
             values = tuple(_construct(item) for item in node.value)
+            first: dict[tuple[str, object], Node] = {}
             for item, value in zip(node.value, values, strict=True):
                 if value is None:
                     self.problem(item, path, "expected a value, got null")
+                earlier = first.setdefault(_sameness(value), item)
+                if earlier is not item:
+                    mark = earlier.start_mark
+                    where = f"{mark.line + 1}:{mark.column + 1}"
+                    message = f"{_clip(repr(value))} is listed already, at {where}: each value once"
+                    self.problem(item, path, message)
             return values
         if isinstance(node, MappingNode):
             entries = {key: (key_node, value) for key, key_node, value in self.mapping(node, path)}
@@ -267,13 +284,30 @@ class _Loader:
             low, high = float(bounds[0]), float(bounds[1])
             if steps == 1:
                 return (low,)
-            return tuple(round(low + (high - low) * i / (steps - 1), 12) for i in range(steps))
+            values = tuple(round(low + (high - low) * i / (steps - 1), 12) for i in range(steps))
+            if len(set(values)) < len(values):
+                self.problem(
+                    range_node,
+                    f"{path}.range",
+                    f"expected {steps} different values, got some twice: low and high are "
+                    f"{'the same' if low == high else 'too close'} (one value: steps: 1)",
+                )
+                return None
+            return values
         self.problem(
             node,
             path,
             f"expected a list of values or {{range: [low, high], steps: n}}, got {_shape(node)}",
         )
         return None
+
+
+def _sameness(value: Any) -> tuple[str, object]:
+    """What two varied values share when they make the same point: a number's value
+    (``5`` and ``5.0``), else the value as canonical JSON."""
+    if finite_number(value):
+        return ("number", float(value))
+    return ("value", json.dumps(value, sort_keys=True, default=str))
 
 
 def _join(path: str, key: str) -> str:
@@ -288,8 +322,9 @@ def _shape(node: Node) -> str:
     return repr(_construct(node))
 
 
-def load_experiment(path: str | os.PathLike[str]) -> Experiment:
-    """Load and check an experiment file (see the module docstring).
+def load_experiment(path: str | os.PathLike[str], progress: TextIO | None = None) -> Experiment:
+    """Load and check an experiment file (see the module docstring); a bar on the terminal
+    ``progress`` counts the points checked.
 
     Raises:
         ScenarioError: every problem found, with its position in the experiment file
@@ -310,9 +345,8 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     if root is None:
         raise ScenarioError([file_problem(source, "expected an experiment, got an empty file")])
     for scalar, reason in unreadable_scalars(root):
-        loader.problem(
-            scalar, "", f"expected a readable value, got {_clip(scalar.value)} ({reason})"
-        )
+        found = _clip(scalar.value)
+        loader.problem(scalar, "", f"expected a readable value, got {found} ({reason})")
     if loader.problems:
         raise ScenarioError(loader.problems)
     nodes: dict[str, Node] = {}
@@ -357,8 +391,9 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
                 else:
                     metrics.append((metric, item))
     total = replications * math.prod(len(values) for _, values, _ in vary)
-    if total > _MAX_VARIANTS:
+    if total > _MAX_VARIANTS:  # refused before the cross product is built
         loader.problem(root, "", f"expected at most {_MAX_VARIANTS:,} variants, got {total:,}")
+        raise ScenarioError(list(dict.fromkeys(loader.problems)))
     scenario_path, scenario_text, scenario = _base_scenario(loader, nodes.get("scenario"), source)
     if scenario is None:
         raise ScenarioError(list(dict.fromkeys(loader.problems)))
@@ -373,7 +408,7 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
         seed=scenario.seed if seed is None else seed,
         metrics=tuple(metric for metric, _ in metrics),
     )
-    base = _check_overrides(loader, experiment, nodes, fixed, vary)
+    base = _check_overrides(loader, experiment, nodes, fixed, vary, progress)
     if base is not None:
         _check_metrics(loader, base, metrics)
     if loader.problems:
@@ -423,8 +458,10 @@ def _check_overrides(
     nodes: Mapping[str, Node],
     fixed: Sequence[tuple[str, Any, Node]],
     vary: Sequence[tuple[str, tuple[Any, ...], Node]],
+    progress: TextIO | None = None,
 ) -> Scenario | None:
-    """Apply ``set``, each varied value, then each point; report what the scenario refuses.
+    """Apply ``set``, each varied value, then each point (counted by a bar on ``progress``);
+    report what the scenario refuses.
 
     Returns the scenario with ``set`` applied (None if it does not apply).
     """
@@ -457,13 +494,16 @@ def _check_overrides(
             loader.problem(item, f"vary.{key}", f"{shown}: {text}")
     if bad_values or len(vary) < 2:
         return base
-    for point in experiment.points():
+    bar = CountProgress(progress, label="checking the points", total=experiment.point_count())
+    for point in experiment.each_point():
+        bar.advance(1)
         try:
             apply_overrides(base, [assignment(k, v) for k, v in point.items()])
         except OverrideError as err:
             shown = json.dumps(point, sort_keys=True)
             for text in err.problems:
                 loader.problem(nodes["vary"], "vary", f"the point {shown}: {_strip(text)}")
+    bar.clear()
     return base
 
 

@@ -310,3 +310,59 @@ def test_a_signal_at_the_prompt_ends_the_run_at_once(
     assert data["interrupted"] == name
     assert 0 < data["virtual_ms"] < 200
     _assert_well_formed(trace)
+
+
+def test_sigterm_while_python_shuts_down_exits_143():
+    """A SIGTERM after the command's work, while the interpreter exits (an atexit callback
+    stands for those last ~20 ms), exits 143 and says so: not a Terminated that Python prints
+    as ignored (exit 0), nor death by the signal (-15)."""
+    program = (
+        "import atexit, os, signal, sys\n"
+        "atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))\n"
+        "from nnemu.cli import console_main\n"
+        f"sys.argv = ['nnemu', 'parse', {str(ROOT / 'tests/data/omr1.html')!r}]\n"
+        "console_main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 143
+    assert done.stderr == (
+        "interrupted by SIGTERM after the command's work: its outputs were written\n"
+    )
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_interrupts_a_long_sql_statement(tmp_path: Path, signum: int, code: int):
+    """Ctrl-C or SIGTERM during an endless recursive query ends it at once (SQLite ran the
+    statement to its end first: this one lived 37 s after the signal, for ever)."""
+    trace = tmp_path / "t.json"
+    trace.write_text(
+        '{"traceEvents": [{"name": "x", "ph": "X", "ts": 0, "dur": 1, "pid": 1, "tid": 1}]}',
+        encoding="utf-8",
+    )
+    endless = (
+        "with recursive c(x) as (select 1 union all select x + 1 from c) select count(*) from c"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nnemu.cli", "query", str(trace), endless],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    time.sleep(3.0)  # loaded (in 1 s) and in the statement
+    process.send_signal(signum)
+    try:
+        _, err = process.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail("the statement went on after the signal")
+    assert process.returncode == code
+    assert err == f"interrupted by {signal.Signals(signum).name}\n"

@@ -269,6 +269,26 @@ def test_full_disk_for_stdout_is_a_message() -> None:
     assert done.stderr == "standard output: cannot write: No space left on device\n"
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"]])
+def test_help_on_a_full_device_is_a_message(argv: list[str]) -> None:
+    """``nnemu --help > /dev/full`` fails as any other output does (argparse dropped the
+    error: exit 0 with no help written)."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "nnemu.cli", *argv],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert done.stderr == "standard output: cannot write: No space left on device\n"
+
+
 def test_version_and_global_options(capsys) -> None:
     """``--version`` prints the version; --log-format, -v and -q go before or after the command."""
     import pytest

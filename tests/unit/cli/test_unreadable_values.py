@@ -65,8 +65,7 @@ def test_a_range_bound_no_float_holds_is_placed(scenario: Path, tmp_path: Path) 
     code, _, err = run_cli("sweep", str(experiment), "--out", str(tmp_path / "out"))
     assert code == 2
     assert err.startswith(f"{experiment}:3:24: vary.duration_ms.range: expected [low, high], got")
-    # The 400-digit bound is cut, whatever the length of the temporary path before it.
-    assert len(err) - len(str(experiment)) < 150
+    assert len(err.split(" got ", 1)[1]) < 70  # the number cut, not its 401 digits
 
 
 def test_a_huge_integer_param_is_placed(tmp_path: Path) -> None:

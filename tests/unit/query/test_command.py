@@ -290,3 +290,46 @@ def test_db_refuses_to_replace_a_database_nnemu_did_not_write(write_trace, tmp_p
     assert run_query(write_trace(ROWS), "SELECT 1", db=str(ours))[0] == 0
     with contextlib.closing(sqlite3.connect(ours)) as conn:
         assert conn.execute("PRAGMA application_id").fetchone() == (0x6E6E656D,)
+
+
+def test_input_that_is_not_utf8_is_a_message(write_trace):
+    """A byte that is not UTF-8 on standard input (kept by Python as a surrogate) drops its
+    statement with a message, exit 2; in the SQL argument too (it was UnicodeEncodeError)."""
+    trace = write_trace(ROWS)
+    bad = b'select "\xff";'.decode("utf-8", "surrogateescape")
+    code, out, err = run_query(trace, stdin=f"select 1;\n{bad}\nselect 2;\n", as_csv=True)
+    assert (code, out) == (2, "1\n1\n2\n2\n")
+    assert err == "query: standard input line 2: expected UTF-8 text, got byte 0xff\n"
+    code, out, err = run_query(trace, bad)
+    assert (code, out) == (2, "")
+    assert err == "query: the SQL argument: expected UTF-8 text, got byte 0xff\n"
+
+
+def test_the_text_table_streams_past_its_sample(write_trace):
+    """The table sizes its columns on the first rows and writes the rest as they come (it held
+    every row: a 30M-row join ran out of memory); a huge blob's cell is cut, not hexed whole."""
+    from nnemu.query import _output
+
+    class Counting:
+        """Rows that say how many were taken before each line was written."""
+
+        def __init__(self, out: io.StringIO) -> None:
+            self.taken = 0
+            self.out = out
+            self.lines_when_taken: list[int] = []
+
+        def __iter__(self):
+            for index in range(_output.TABLE_SAMPLE_ROWS + 5):
+                self.taken += 1
+                self.lines_when_taken.append(self.out.getvalue().count("\n"))
+                yield (index, "x")
+
+    out = io.StringIO()
+    rows = Counting(out)
+    _output.write_table(["n", "s"], rows, out)
+    assert rows.lines_when_taken[-1] > _output.TABLE_SAMPLE_ROWS  # written before the last row
+    assert out.getvalue().count("\n") == _output.TABLE_SAMPLE_ROWS + 5 + 2
+    code, out_text, _ = run_query(write_trace(ROWS), "select randomblob(10000000) as b")
+    assert code == 0
+    assert len(out_text.splitlines()[2]) == _output.MAX_CELL
+    assert out_text.splitlines()[2].endswith("…")

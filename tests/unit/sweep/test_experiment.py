@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -160,4 +161,48 @@ metrics: [apps.camera.completed]
         "(camera, indexer), got 'nobody'",
         f"{path}:4:24: set.apps.camera.priorty: apps.camera.priorty: unknown key 'priorty'; "
         "did you mean 'priority'?",
+    ]
+
+
+def test_a_cross_product_past_the_limit_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    """4 keys x 1,000 steps (10**12 variants) is refused from the count (it built the product:
+    MemoryError after 36 s)."""
+    keys = ("duration_ms", "apps.camera.workload.rate_hz", "devices.npu.power.idle", "seed")
+    vary = "".join(f"  {key}: {{range: [1, 2], steps: 1000}}\n" for key in keys)
+    path = write(tmp_path, f"scenario: {SCENARIO}\nvary:\n{vary}metrics: [virtual_ms]\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_experiment(path)
+    assert [str(problem) for problem in caught.value.problems] == [
+        f"{path}:1:1: expected at most 10,000,000 variants, got 1,000,000,000,000"
+    ]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_checking_the_points_shows_progress_on_a_terminal(tmp_path: Path) -> None:
+    """Each point is checked against the scenario (minutes for 20,000 points): a terminal
+    sees a bar of the points checked, cleared when done."""
+    terminal = _Terminal()
+    experiment = load_experiment(write(tmp_path), progress=terminal)
+    assert "checking the points" in terminal.getvalue()
+    assert f"{experiment.point_count()}/{experiment.point_count()}" in terminal.getvalue()
+    assert terminal.getvalue().endswith("\r")
+
+
+def test_a_value_listed_twice_is_refused_at_its_place(tmp_path: Path) -> None:
+    """``vary: {duration_ms: [100, 200, 100.0]}`` would run and list the point twice."""
+    path = write(
+        tmp_path,
+        f"scenario: {SCENARIO}\nvary:\n  duration_ms: [100, 200, 100.0]\n"
+        "  seed: {range: [3, 3], steps: 2}\nmetrics: [virtual_ms]\n",
+    )
+    with pytest.raises(ScenarioError) as caught:
+        load_experiment(path)
+    assert [str(problem) for problem in caught.value.problems] == [
+        f"{path}:3:27: vary.duration_ms: 100.0 is listed already, at 3:17: each value once",
+        f"{path}:4:17: vary.seed.range: expected 2 different values, got some twice: "
+        "low and high are the same (one value: steps: 1)",
     ]
