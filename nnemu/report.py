@@ -17,6 +17,21 @@ import attrs
 
 from nnemu.scenario import Expectation, ExpectOp
 
+SPLIT_PARTS = (
+    "app_wait",
+    "binder_wait",
+    "device_queue",
+    "preempted",
+    "ipc",
+    "driver_launch",
+    "compute",
+    "retry",
+    "runtime",
+)
+"""The parts an execution's latency is split into, in report order and the
+order the HTML bars stack them (docs/report-schema.md)."""
+
+
 _OPS = {
     ExpectOp.LT: operator.lt,
     ExpectOp.LE: operator.le,

@@ -9,6 +9,7 @@ import attrs
 
 from nnemu.hal import ResultCode
 from nnemu.ipc import ExecutionSplit
+from nnemu.report import SPLIT_PARTS
 
 _EXACT_BELOW_US = 1024
 _MANTISSA_BITS = 10
@@ -81,20 +82,6 @@ class LatencyHistogram:
             if seen >= rank:
                 return self._lowest.get(bucket, bucket)
         return self.max_us
-
-
-SPLIT_PARTS = (
-    "app_wait",
-    "binder_wait",
-    "device_queue",
-    "preempted",
-    "ipc",
-    "driver_launch",
-    "compute",
-    "retry",
-    "runtime",
-)
-"""The parts an execution's latency is split into, in report order (docs/report-schema.md)."""
 
 
 @attrs.frozen

@@ -40,21 +40,10 @@ from nnemu.pictures._collect import (
     WhyPicture,
 )
 from nnemu.pictures._common import short_labels
+from nnemu.report import SPLIT_PARTS
 from nnemu.scenario import CPU_DEVICE_NAME
 from nnemu.scheduling import policy_named, preemption_for
 
-SPLIT_PARTS = (
-    "app_wait",
-    "binder_wait",
-    "device_queue",
-    "preempted",
-    "ipc",
-    "driver_launch",
-    "compute",
-    "retry",
-    "runtime",
-)
-"""The latency split's parts, in the order the bars stack them; other keys follow."""
 SPLIT_LABELS = {
     "app_wait": "app thread wait",
     "binder_wait": "binder thread wait",
