@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from nnemu._emulator import run
 from nnemu._files import write_text
+from nnemu._summary import summary
 from nnemu.errors import ExitCode, Interrupted, OutputError
 from nnemu.executions import execution_rows, write_executions
 from nnemu.overrides import OverrideError, apply_overrides, unchosen_sets
@@ -18,9 +19,6 @@ from nnemu.replay._whatif import fidelity_lines, ineffective_sets
 from nnemu.report import Report
 from nnemu.scenario import Scenario, dump_scenario
 from nnemu.tracer import TraceSink, open_trace_writer
-
-Summary = Callable[[dict[str, Any], TextIO], None]
-"""Prints a report's summary table (the CLI's ``nnemu run`` table)."""
 
 
 def _write_file(path: str, text: str, what: str, stderr: TextIO) -> bool:
@@ -50,7 +48,6 @@ def run_replay_command(
     stdin: TextIO,
     stdout: TextIO,
     stderr: TextIO,
-    summary: Summary,
 ) -> int:
     """Replay ``trace_path``; returns the exit code.
 
@@ -102,7 +99,6 @@ def run_replay_command(
                 warned=warned,
                 stdout=stdout,
                 stderr=stderr,
-                summary=summary,
             )
             if isinstance(result, int):
                 return result
@@ -195,7 +191,6 @@ def _play(
     warned: list[str],
     stdout: TextIO,
     stderr: TextIO,
-    summary: Summary,
 ) -> Report | int:
     """One run of the replay scenario under the stepper: its summary, recorded vs replayed
     latency and report; the exit code instead when the trace or report cannot be written or
