@@ -17,14 +17,14 @@ from nnemu.replay._build import (
     loop_problem,
 )
 from nnemu.replay._command import run_replay_command
-from nnemu.replay._extract import (
+from nnemu.replay._extract import extract_plan
+from nnemu.replay._plan import (
     ARRIVALS_HAL,
     ARRIVALS_LA,
     ARRIVALS_LR,
     TraceApp,
     TraceDriver,
     TracePlan,
-    extract_plan,
 )
 from nnemu.replay._stepper import PROMPT, SectionStacks, Stepper
 

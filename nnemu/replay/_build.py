@@ -21,7 +21,7 @@ from nnemu._emulator import build_model
 from nnemu._text import counted
 from nnemu.driver import BURST_POLL_NS, VALIDATE_NS_PER_OP, capabilities_from, compute_plan
 from nnemu.hal import ExecutionPreference, OperationType
-from nnemu.replay._extract import TraceApp, TraceDriver, TracePlan
+from nnemu.replay._plan import TraceApp, TraceDriver, TracePlan
 from nnemu.scenario import (
     MAX_EXECUTIONS,
     MAX_TIME_MS,

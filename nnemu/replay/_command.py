@@ -13,7 +13,8 @@ from nnemu.errors import ExitCode, Interrupted, OutputError
 from nnemu.executions import execution_rows, write_executions
 from nnemu.overrides import OverrideError, apply_overrides, unchosen_sets
 from nnemu.replay._build import build_replay, describe_build, describe_plan, loop_problem
-from nnemu.replay._extract import TracePlan, extract_plan
+from nnemu.replay._extract import extract_plan
+from nnemu.replay._plan import TracePlan
 from nnemu.replay._stepper import Stepper
 from nnemu.replay._whatif import fidelity_lines, ineffective_sets
 from nnemu.report import Report
