@@ -9,6 +9,9 @@ name it writes (``results.jsonl``, ``*.png``).
 
 Files that are not regular (``/dev/null``, ``/dev/stdout``, a pipe) are never compared: two
 outputs may both go to ``/dev/null``.
+
+Each output path is also checked to be writable (``output_problem``; ``refuse_outputs`` prints
+what was found), as the command line does before every command that writes.
 """
 
 from __future__ import annotations
