@@ -9,6 +9,9 @@ name it writes (``results.jsonl``, ``*.png``).
 
 Files that are not regular (``/dev/null``, ``/dev/stdout``, a pipe) are never compared: two
 outputs may both go to ``/dev/null``.
+
+Each output path is also checked to be writable (``output_problem``; ``refuse_outputs`` prints
+what was found), as the command line does before every command that writes.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import fnmatch
 import os
 import stat
 from collections.abc import Sequence
+from typing import TextIO
 
 import attrs
 
@@ -97,3 +101,96 @@ def clash_problems(roles: Sequence[Role]) -> list[str]:
                     f"{name} in it, {_whose(role)}"
                 )
     return problems
+
+
+def output_problem(option: str, path: str | None, what: str, *, directory: bool = False) -> str:
+    """Why ``path`` cannot take the output of ``option`` ("" when it can), checked before a run.
+
+    The check writes as the output will (permission bits say nothing for root, or on /proc or a
+    read-only mount): a file or directory it has to create for that is removed again at once,
+    and one already there is opened to write without being changed.
+    """
+    if path is None:
+        return ""
+    if not path.strip():
+        return f"{option}: expected a path to write the {what} to, got {path!r}"
+    if directory:
+        reason = _directory_problem(path)
+    elif os.path.isdir(path):
+        reason = "is a directory"
+    else:
+        parent = os.path.dirname(os.path.abspath(path))
+        reason = f"no such directory {parent}" if not os.path.isdir(parent) else _file_problem(path)
+    return f"{path}: cannot write the {what}: {reason}" if reason else ""
+
+
+def _write_problem(exc: OSError) -> str:
+    """The reason an output could not be written, as the pre-run checks say it."""
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return exc.strerror or str(exc)
+
+
+def _file_problem(path: str) -> str:
+    """Why the file ``path`` (its directory exists) cannot be written ("" when it can)."""
+    try:
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        return _existing_file_problem(path)
+    except OSError as exc:
+        return _write_problem(exc)
+    os.close(handle)
+    os.unlink(path)
+    return ""
+
+
+def _existing_file_problem(path: str) -> str:
+    """Why ``path``, which exists, cannot be written: a regular file is opened to write (not
+    truncated); a pipe or device only asks for permission (opening it could block or act)."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return "" if os.access(path, os.W_OK) else "permission denied"
+        handle = os.open(path, os.O_WRONLY)
+    except OSError as exc:
+        return _write_problem(exc)
+    os.close(handle)
+    return ""
+
+
+def _directory_problem(path: str) -> str:
+    """Why the directory ``path`` (created with its parents when missing) cannot take files."""
+    existing = os.path.abspath(path)
+    missing = ""
+    while not os.path.exists(existing):
+        existing, missing = os.path.dirname(existing), existing
+    if not os.path.isdir(existing):
+        return f"{existing} is not a directory"
+    try:
+        if missing:
+            os.mkdir(missing)  # the first directory that the output will create
+            os.rmdir(missing)
+        else:
+            probe = os.path.join(existing, f".nnemu-write-check-{os.getpid()}")
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.unlink(probe)
+    except OSError as exc:
+        return _write_problem(exc)
+    return ""
+
+
+def refuse_outputs(err: TextIO, *problems: str) -> bool:
+    """Print the problems with output paths found before a run; True if there were any."""
+    found = [problem for problem in problems if problem]
+    err.write("".join(f"{problem}\n" for problem in found))
+    return bool(found)
+
+
+def executions_output_problem(path: str | None) -> str:
+    """What is wrong with ``--executions PATH`` before a run ("" if nothing)."""
+    if path is None:
+        return ""
+    from nnemu.executions import executions_problem
+
+    return output_problem("--executions", path, "executions") or executions_problem(path)

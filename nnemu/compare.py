@@ -24,14 +24,14 @@ import operator
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TextIO
 
 import attrs
 
 from nnemu._files import DocumentTooLarge, read_document
 from nnemu._tails import TAIL_MIN, slowest_only
 from nnemu._text import counted, counts, fixed, interval_text, places
-from nnemu.errors import ResultsFormatError
+from nnemu.errors import ExitCode, ResultsFormatError
 from nnemu.replications import REPLICATIONS_KIND, metric_samples
 from nnemu.stats import mean_interval, sample_variance, t_quantile, welch_test
 
@@ -697,3 +697,33 @@ def format_comparison(comparison: Comparison) -> str:
                 measure = condition.format_measure(row)
                 lines.append(f"  HELD  {condition.text}{where}  ({measure})")
     return "\n".join(lines) + "\n"
+
+
+def run_compare_command(
+    a: str,
+    b: str,
+    *,
+    metrics: Sequence[str],
+    fail_if: Sequence[str],
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
+    """``nnemu compare A B``: print the comparison; 1 when a ``--fail-if`` condition held,
+    2 for a condition or metric that cannot be used."""
+    try:
+        conditions = [parse_condition(text) for text in fail_if]
+    except ValueError as exc:
+        stderr.write(f"{exc}\n")
+        return ExitCode.BAD_INPUT
+    sides = load_side(a), load_side(b)
+    try:
+        comparison = compare(*sides, metrics=metrics, conditions=conditions)
+    except ValueError as exc:
+        stderr.write(f"{exc}\n")
+        return ExitCode.BAD_INPUT
+    stdout.write(format_comparison(comparison))
+    held = comparison.held()
+    if held:
+        stderr.write("fail-if held: " + "; ".join(sorted({c.text for c, _, _ in held})) + "\n")
+        return ExitCode.FAILED
+    return ExitCode.OK

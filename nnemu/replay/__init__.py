@@ -6,25 +6,18 @@ turns it into a ``Scenario``, ``apply_overrides`` applies ``--set`` changes, and
 """
 
 from nnemu.overrides import OverrideError, apply_overrides
-from nnemu.replay._build import (
-    BuiltReplay,
-    ModelChoice,
-    build_replay,
-    choose_model,
-    derive_exec_ratio,
-    describe_build,
-    describe_plan,
-    loop_problem,
-)
+from nnemu.replay._build import build_replay, describe_build, describe_plan, loop_problem
+from nnemu.replay._built import BuiltReplay, ModelChoice, choose_model
 from nnemu.replay._command import run_replay_command
-from nnemu.replay._extract import (
+from nnemu.replay._devices import derive_exec_ratio
+from nnemu.replay._extract import extract_plan
+from nnemu.replay._plan import (
     ARRIVALS_HAL,
     ARRIVALS_LA,
     ARRIVALS_LR,
     TraceApp,
     TraceDriver,
     TracePlan,
-    extract_plan,
 )
 from nnemu.replay._stepper import PROMPT, SectionStacks, Stepper
 

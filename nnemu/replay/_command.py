@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from nnemu._emulator import run
 from nnemu._files import write_text
+from nnemu._summary import summary
 from nnemu.errors import ExitCode, Interrupted, OutputError
 from nnemu.executions import execution_rows, write_executions
 from nnemu.overrides import OverrideError, apply_overrides, unchosen_sets
 from nnemu.replay._build import build_replay, describe_build, describe_plan, loop_problem
-from nnemu.replay._extract import TracePlan, extract_plan
+from nnemu.replay._extract import extract_plan
+from nnemu.replay._plan import TracePlan
 from nnemu.replay._stepper import Stepper
 from nnemu.replay._whatif import fidelity_lines, ineffective_sets
 from nnemu.report import Report
 from nnemu.scenario import Scenario, dump_scenario
 from nnemu.tracer import TraceSink, open_trace_writer
-
-Summary = Callable[[dict[str, Any], TextIO], None]
-"""Prints a report's summary table (the CLI's ``nnemu run`` table)."""
 
 
 def _write_file(path: str, text: str, what: str, stderr: TextIO) -> bool:
@@ -50,7 +49,6 @@ def run_replay_command(
     stdin: TextIO,
     stdout: TextIO,
     stderr: TextIO,
-    summary: Summary,
 ) -> int:
     """Replay ``trace_path``; returns the exit code.
 
@@ -102,7 +100,6 @@ def run_replay_command(
                 warned=warned,
                 stdout=stdout,
                 stderr=stderr,
-                summary=summary,
             )
             if isinstance(result, int):
                 return result
@@ -195,7 +192,6 @@ def _play(
     warned: list[str],
     stdout: TextIO,
     stderr: TextIO,
-    summary: Summary,
 ) -> Report | int:
     """One run of the replay scenario under the stepper: its summary, recorded vs replayed
     latency and report; the exit code instead when the trace or report cannot be written or

@@ -13,7 +13,7 @@ from typing import Any
 
 from nnemu._tails import footnote, marked_cells, slowest_only
 from nnemu.overrides import ineffective_sets
-from nnemu.replay._extract import TracePlan
+from nnemu.replay._plan import TracePlan
 
 
 def _quantile(sorted_ns: Sequence[int], q: float) -> int:

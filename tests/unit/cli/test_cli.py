@@ -336,7 +336,7 @@ def test_verbosity_sets_the_log_level() -> None:
 
 def test_summary_shows_dashes_in_flight_and_whole_names() -> None:
     """No completion prints "-" percentiles; in-flight work is a column; long app names are whole."""
-    from nnemu.cli import _summary
+    from nnemu._summary import summary as _summary
 
     def app(submitted: int, completed: int, in_flight: int) -> dict[str, object]:
         return {
@@ -438,7 +438,8 @@ def test_summary_shows_where_each_apps_mean_latency_went() -> None:
 def test_summary_columns_keep_a_separator_however_wide_the_numbers() -> None:
     """An overloaded periodic app's figures outgrow their columns: each stays a word of its own
     (they printed ``109501273703.607520131.425541092.911`` for in flight, p50, p95, p99)."""
-    from nnemu.cli import _SPLIT_HEADS, _summary
+    from nnemu._summary import SPLIT_HEADS as _SPLIT_HEADS
+    from nnemu._summary import summary as _summary
 
     data = {
         "scenario": "s",

@@ -99,7 +99,7 @@ def test_run_summary_marks_the_boundary_counts(
 
 def test_marked_and_unmarked_rows_stay_aligned() -> None:
     """A marked cell's number ends where an unmarked one's does, and the errors column does not move."""
-    from nnemu.cli import _summary
+    from nnemu._summary import summary as _summary
 
     def app(completed: int) -> dict[str, object]:
         return {

@@ -20,7 +20,7 @@ import pytest
 from nnemu import run
 from nnemu.hal import ExecutionPreference
 from nnemu.replay import build_replay, describe_build, describe_plan, extract_plan
-from nnemu.replay._build import SMALL_LAYERS
+from nnemu.replay._devices import SMALL_LAYERS
 from nnemu.scenario import ExecutionMode
 from tests.unit.replay.helpers import REPO, record
 

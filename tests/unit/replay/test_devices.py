@@ -196,7 +196,7 @@ def test_executions_of_no_time_on_an_idle_device_are_compared_with_nothing() -> 
     """An app whose executions on an idle device all took 0 ns has no typical time: its overlapping ones are not counted as running (no division by zero)."""
     from array import array
 
-    from nnemu.replay._extract import _service, _units
+    from nnemu.replay._units import _service, _units
 
     begins = array("q", [0, 100, 1_000, 1_001])
     durations = array("q", [0, 10_000, 0, 5])
@@ -310,7 +310,7 @@ def test_queued_executions_are_timed_from_the_unit_they_took() -> None:
     """On 2 units, an execution that waited is timed from the end that freed a unit for it (first come, first served), not from the end just before its own."""
     from array import array
 
-    from nnemu.replay._extract import _service, _service_on_units
+    from nnemu.replay._units import _service, _service_on_units
 
     # a [0, 10] and b [1, 11] run; c (begun 2) waits for a's unit at 10, d (begun 3) for
     # b's at 11; c ends at 20, d at 21 (10 each on a unit; from the end before each: 9)

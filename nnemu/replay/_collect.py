@@ -1,0 +1,826 @@
+"""The trace reader's one streaming pass: ``_Collector`` folds the NNAPI sections of the rows
+into per-process summaries as they come."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from typing import Final
+
+from nnemu.errors import TraceFormatError
+from nnemu.hal import HalVersion
+from nnemu.replay._roles import (
+    _BURST_EXEC,
+    _BURST_REQUEST,
+    _CLIENT,
+    _IGNORED,
+    _LA_COMPILE,
+    _LA_EXEC,
+    _LA_OVERALL,
+    _LR_EXEC,
+    _LR_FINISH,
+    _LR_PRIORITY,
+    _LR_TIMEOUT,
+    _NOTIFY_EXEC,
+    _NOTIFY_PREP,
+    _SERVER,
+    _Role,
+    _role,
+)
+from nnemu.replay._tally import _AppTally, _DriverTally
+from nnemu.trace import (
+    MAX_ID,
+    NO_DUR,
+    NO_PHASE,
+    NOT_AN_EVENT,
+    NOT_CHROME_TRACE,
+    ROW_RE,
+    DumpProcess,
+    DumpThread,
+    FtraceLines,
+    atrace_tgid,
+    event_lines,
+    is_json_number,
+    json_time_ns,
+    negative_dur,
+    negative_ts,
+    not_a_number_dur,
+    not_a_number_ts,
+    pid_of,
+    pid_tid_problem,
+    system_text,
+    time_ordered,
+    timestamp_ns,
+)
+
+_VERSIONS: Final = (HalVersion.V1_0, HalVersion.V1_1, HalVersion.V1_2, HalVersion.V1_3)
+
+
+# ---------------------------------------------------------------------- reading
+#
+# One streaming pass: each NNAPI section is folded into per-process summaries when it
+# begins and when it ends (arrays of timestamps, counts, running maxima), so memory grows
+# with the executions an app issued, not with the rows of the trace.  The two sweeps that
+# need time order (executions in flight; which client call a server call answers) are fed
+# as the rows come, the events of one timestamp applied in the order a sort would give.
+
+_MAX_CACHED_NAMES: Final = 20_000
+
+
+class _Calls:
+    """Pairs the server calls of one ``Iface::method`` with its client calls.
+
+    A server call begins while its client call is open; among the open, unpaired client
+    calls it takes the one that began first (binder delivers transactions of equal latency
+    in order).  The pair is kept until its client call ends: a client call that ends with no
+    server call of its own while a server call that began inside it went to a client call
+    still open takes that server call, and the other waits again (two threads' transactions
+    overtook each other: IPC latency jitter).  Fed in time order; at one timestamp client
+    begins come first (by pid, tid), then server begins, then client ends.
+    """
+
+    __slots__ = ("_begins", "_ends", "_now", "_servers", "held", "waiting")
+
+    def __init__(self) -> None:
+        self._now: int | None = None
+        self._begins: list[tuple[int, int, int]] = []  # (pid, tid, serial)
+        # (driver pid, tid, execute, slot in the driver's execute clients or -1)
+        self._servers: list[tuple[int, int, bool, int]] = []
+        self._ends: list[int] = []  # serials
+        self.waiting: dict[int, tuple[int, int]] = {}  # serial -> (begin, pid), in begin order
+        # serial -> (begin, pid, its server call's begin, driver pid, execute, slot): paired,
+        # the client call still open
+        self.held: dict[int, tuple[int, int, int, int, bool, int]] = {}
+
+    def _at(self, ts: int, collector: _Collector) -> None:
+        if ts != self._now:
+            self.flush(collector)
+            self._now = ts
+
+    def client_begin(self, ts: int, pid: int, tid: int, serial: int, c: _Collector) -> None:
+        self._at(ts, c)
+        self._begins.append((pid, tid, serial))
+
+    def server_begin(
+        self, ts: int, pid: int, tid: int, execute: bool, slot: int, c: _Collector
+    ) -> None:
+        self._at(ts, c)
+        self._servers.append((pid, tid, execute, slot))
+
+    def client_end(self, ts: int, serial: int, c: _Collector) -> None:
+        self._at(ts, c)
+        self._ends.append(serial)
+
+    def flush(self, collector: _Collector) -> None:
+        """Apply the events of the current timestamp; pairs whose client call ended go to
+        ``collector``."""
+        ts = self._now
+        if ts is None:
+            return  # nothing fed yet
+        waiting = self.waiting
+        if self._begins:
+            self._begins.sort()
+            for pid, _, serial in self._begins:
+                waiting[serial] = (ts, pid)
+            self._begins.clear()
+        if self._servers:
+            self._servers.sort()
+            for driver_pid, _, execute, slot in self._servers:
+                if waiting:
+                    first = next(iter(waiting))
+                    begin, pid = waiting.pop(first)
+                    self.held[first] = (begin, pid, ts, driver_pid, execute, slot)
+            self._servers.clear()
+        for serial in self._ends:
+            self._end(serial, collector)
+        self._ends.clear()
+
+    def _end(self, serial: int, collector: _Collector) -> None:
+        """Client call ``serial`` ended: its pair goes to ``collector``; with none, it takes the
+        first server call that began inside it from a client call still open, if any."""
+        held = self.held
+        pair = held.pop(serial, None)
+        if pair is None:
+            mine = self.waiting.pop(serial, None)
+            if mine is None:
+                return
+            begin, pid = mine
+            inside = [(p[2], other) for other, p in held.items() if p[2] >= begin]
+            if not inside:
+                return  # (its server call is not in the trace)
+            other = min(inside)[1]
+            other_begin, other_pid, server_ts, driver_pid, execute, slot = held.pop(other)
+            waiting = self.waiting
+            waiting[other] = (other_begin, other_pid)  # it waits again, in begin order:
+            self.waiting = dict(sorted(waiting.items(), key=lambda item: (item[1][0], item[0])))
+            pair = (begin, pid, server_ts, driver_pid, execute, slot)
+        begin, pid, server_ts, driver_pid, execute, slot = pair
+        collector.paired(driver_pid, pid, server_ts - begin, execute, slot)
+
+    def close(self, collector: _Collector) -> None:
+        """The end of the trace: apply what is pending, and pair the client calls still
+        open with the server calls they hold."""
+        self.flush(collector)
+        for serial in list(self.held):
+            self._end(serial, collector)
+
+
+# Indexes into _AppTally.flight and the matching arrays.
+MAX_EVENT_WARNINGS: Final = 20
+"""JSON events skipped that get a warning line each (as ``nnemu query`` prints 20)."""
+
+
+_LA: Final = 0
+
+
+_LR: Final = 1
+
+
+_HAL: Final = 2
+
+
+def _without_last(
+    flat: array[int], count: int, aligned: array[int] | None = None
+) -> tuple[array[int], array[int] | None]:
+    """``flat`` (begin, tid, duration rows) without its last ``count`` rows, and ``aligned``
+    (one value per row) without theirs."""
+    rows = len(flat) // 3 - count
+    return flat[: 3 * rows], None if aligned is None else aligned[:rows]
+
+
+# The closed sections of an execution (``_Collector._uncut``): an app's [NN_LA_PE], runtime
+# and HAL client sections (``_AppTally.la_closed``, ...), a driver's synchronous execute
+# server sections and burst executions (``_DriverTally.sync_closed``, ``burst_closed``).
+_FOLD_LA: Final = 0
+
+
+_FOLD_LR: Final = 1
+
+
+_FOLD_HAL: Final = 2
+
+
+_FOLD_SYNC: Final = 3
+
+
+_FOLD_BURST: Final = 4
+
+
+def _last_ending_at(flat: array[int], ts: int) -> int:
+    """How many of the last rows of ``flat`` (begin, tid, duration) end at ``ts``."""
+    count = 0
+    i = len(flat) - 3
+    while i >= 0 and flat[i] + flat[i + 2] == ts:
+        count += 1
+        i -= 3
+    return count
+
+
+class _Collector:
+    """Folds the NNAPI sections of a trace into per-process summaries as they come."""
+
+    def __init__(self) -> None:
+        self.process_names: dict[int, str] = {}
+        self.thread_names: dict[int, str] = {}
+        self.thread_pid: dict[int, int] = {}
+        self.apps: dict[int, _AppTally] = {}
+        self.drivers: dict[int, _DriverTally] = {}
+        self.notify_exec: dict[int, array[int]] = {}
+        self.notify_prep: dict[int, array[int]] = {}
+        self.served: dict[tuple[int, int], int] = {}
+        self.bursts: dict[int, tuple[int, array[int], array[int]]] = {}
+        """client pid -> (burst executions run for it, deliveries, idles: the rows of
+        ``_DriverTally.burst_seen`` of its burst threads that took its requests), set by
+        ``finish``."""
+        # app tid -> [pid, begin of the innermost, depth, taken] of its open burst request
+        self._requests: dict[int, list[int]] = {}
+        self._calls: dict[str, _Calls] = {}
+        # tid -> stack of (begin, pid, role, client call serial / execute server's clients slot)
+        self._stacks: dict[int, list[tuple[int, int, _Role, int]]] = {}
+        self._roles: dict[str, _Role] = {}
+        self._serial = 0
+        # (tid, stack depth) of an open [NN_LA_PE] -> compile time nested in it so far
+        self._inside: dict[tuple[int, int], int] = {}
+        self.warnings: list[str] = []
+        """What is wrong with the file itself (``TracePlan.warnings``)."""
+        self.event_problems: list[tuple[int, str]] = []
+        """(file line or 0, message) of the first JSON events skipped (see ``_event_problem``)."""
+        self.event_problem_count = 0
+        """JSON events skipped for a wrong type (not an object, no ph, pid, tid or ts)."""
+        self.out_of_order = 0
+        """Rows (JSON: B/E events) earlier than the row before them on their thread."""
+        self.first_out_of_order = 0
+        """The file line of the first of them (0: not a line of the file)."""
+        self.time_sorted = False
+        """The rows were read again in time order because of ``out_of_order``."""
+        self._last_ts: dict[int, int] = {}
+        """tid -> the latest timestamp of its rows so far, in file order."""
+        self.json_last: int | None = None
+        """The latest time of the JSON events (an ``X`` event's end included)."""
+        self._watch_ts = -1
+        """The time of the latest end row that closed an execution's section."""
+        self._watch_tid = 0
+        """The thread of the latest end row at ``_watch_ts``."""
+        self._natural: tuple[int, dict[tuple[int, int], int]] = (-1, {})
+        """(time, how many of the sections closed at that time, by ``_FOLD_*`` and app or
+        driver pid, an end row out of (pid, tid) order followed there): they ended on their
+        own, not closed with a run (``_uncut``)."""
+        self.cut_at: int | None = None
+        """The trace's last timestamp, when the end of the capture closed executions there
+        (``_uncut``)."""
+
+    def _event_problem(self, line_number: int, message: str) -> None:
+        """A JSON event was skipped: kept for a warning (the first ``MAX_EVENT_WARNINGS``),
+        counted."""
+        self.event_problem_count += 1
+        if len(self.event_problems) < MAX_EVENT_WARNINGS:
+            self.event_problems.append((line_number, message))
+
+    def _check_order(self, tid: int, ts: int, line_number: int) -> None:
+        """Count a row of ``tid`` at ``ts`` earlier than its row before (in file order)."""
+        last = self._last_ts.get(tid)
+        if last is not None and ts < last:
+            self.out_of_order += 1
+            if self.out_of_order == 1:
+                self.first_out_of_order = line_number
+        else:
+            self._last_ts[tid] = ts
+
+    def _app(self, pid: int) -> _AppTally:
+        app = self.apps.get(pid)
+        if app is None:
+            app = self.apps[pid] = _AppTally()
+        return app
+
+    def _calls_of(self, key: str) -> _Calls:
+        calls = self._calls.get(key)
+        if calls is None:
+            calls = self._calls[key] = _Calls()
+        return calls
+
+    def paired(
+        self, driver_pid: int, client_pid: int, ipc_ns: int, execute: bool, slot: int
+    ) -> None:
+        """A server call of ``driver_pid`` answered a client call of ``client_pid`` (an
+        execute call: the ``slot`` of its driver's ``clients``)."""
+        driver = self.drivers[driver_pid]
+        driver.ipc.append(ipc_ns)
+        if execute:
+            driver.clients[slot] = client_pid
+            pair = (client_pid, driver_pid)
+            self.served[pair] = self.served.get(pair, 0) + 1
+
+    def begin(self, ts: int, pid: int, tid: int, name: str) -> None:
+        self.thread_pid.setdefault(tid, pid)
+        role = self._roles.get(name)
+        if role is None:
+            if len(self._roles) >= _MAX_CACHED_NAMES:
+                self._roles.clear()
+            role = self._roles[name] = _role(name)
+        serial = 0
+        kind = role.kind
+        if kind == _IGNORED:
+            pass
+        elif kind == _SERVER:
+            driver = self.drivers.get(pid)
+            if driver is None:
+                driver = self.drivers[pid] = _DriverTally()
+            if _VERSIONS.index(role.version) > _VERSIONS.index(driver.version):
+                driver.version, driver.evidence = role.version, role.text
+            slot = -1
+            if role.execute:
+                slot = serial = len(driver.clients)
+                driver.clients.append(0)
+            self._calls_of(role.text).server_begin(ts, pid, tid, role.execute, slot, self)
+            if role.async_server:
+                driver.async_begins.append(ts)
+                driver.async_slots.append(slot)
+            elif role.prepare:
+                driver.prep_begins.append(ts)
+        elif kind == _NOTIFY_EXEC:
+            self.notify_exec.setdefault(pid, array("q")).append(ts)
+        elif kind == _NOTIFY_PREP:
+            self.notify_prep.setdefault(pid, array("q")).append(ts)
+        elif kind == _BURST_EXEC:
+            self._burst_begin(ts, pid, tid)
+        else:
+            app = self._app(pid)
+            if kind == _LA_EXEC:
+                app.la_begins.append(ts)
+                app.flight[_LA].begin(ts, tid)
+            elif kind == _LR_EXEC:
+                app.lr_begins.append(ts)
+                app.flight[_LR].begin(ts, tid)
+                if role.mode is not None:
+                    app.modes[role.mode] = app.modes.get(role.mode, 0) + 1
+                if role.burst:
+                    self._request_begin(ts, pid, tid)
+            elif kind == _BURST_REQUEST:
+                self._request_begin(ts, pid, tid)
+            elif kind == _CLIENT:
+                self._serial = serial = self._serial + 1
+                self._calls_of(role.text).client_begin(ts, pid, tid, serial, self)
+                if role.execute:
+                    app.hal_begins.append(ts)
+                    app.flight[_HAL].begin(ts, tid)
+                elif role.prepare:
+                    app.prepares += 1
+            elif kind == _LA_OVERALL:
+                if app.po_name is None:
+                    app.po_name = role.text
+            elif kind == _LA_COMPILE:
+                app.la_compiles += 1
+            elif kind == _LR_FINISH:
+                app.finishes += 1
+            elif kind == _LR_PRIORITY:
+                app.priority_calls += 1
+            elif kind == _LR_TIMEOUT:
+                app.timeout_calls += 1
+        self._stacks.setdefault(tid, []).append((ts, pid, role, serial))
+
+    def end(self, ts: int, tid: int, line_number: int = 0) -> None:
+        stack = self._stacks.get(tid)
+        if not stack:
+            return  # an end whose begin was before the trace started
+        if ts < stack[-1][0]:
+            # Rows out of time order (counted by the reader) in a trace not read again in
+            # time order: this E ends nothing (in time order it comes before the section's
+            # B); the section stays open, never a negative latency.
+            return
+        begin, pid, role, serial = stack.pop()
+        if ts == self._watch_ts:
+            self._watch_row(ts, tid, pid)
+        kind = role.kind
+        if kind == _IGNORED:
+            return  # most sections: nothing to fold
+        folded = True  # (an execution's section: its end is watched, below)
+        if kind == _LA_EXEC:
+            app = self.apps[pid]
+            app.la_closed.extend((begin, tid, ts - begin))
+            app.flight[_LA].end(ts, tid)
+            inside = self._inside.pop((tid, len(stack)), 0) if self._inside else 0
+            if inside and app.la_inside is None:
+                app.la_inside = array("q", bytes(8 * (len(app.la_closed) // 3 - 1)))
+            if app.la_inside is not None:
+                app.la_inside.append(inside)
+        elif kind in (_LA_COMPILE, _LR_FINISH) or (kind == _CLIENT and role.prepare):
+            self._compiled_inside(stack, tid, ts - begin)
+            folded = False
+        elif kind == _LR_EXEC:
+            app = self.apps[pid]
+            app.lr_closed.extend((begin, tid, ts - begin))
+            app.flight[_LR].end(ts, tid)
+            if role.burst:
+                self._request_end(tid)
+        elif kind == _BURST_REQUEST:
+            self._request_end(tid)
+            folded = False
+        elif kind == _CLIENT:
+            self._calls[role.text].client_end(ts, serial, self)
+            folded = role.execute
+            if folded:
+                app = self.apps[pid]
+                app.hal_closed.extend((begin, tid, ts - begin))
+                app.flight[_HAL].end(ts, tid)
+        elif kind == _SERVER and role.execute and not role.async_server:
+            driver = self.drivers[pid]
+            driver.sync_closed.extend((begin, tid, ts - begin))
+            driver.sync_slots.append(serial)
+        elif kind == _BURST_EXEC:
+            burst_driver = self.drivers.get(pid)
+            if burst_driver is not None:
+                burst_driver.burst_closed.extend((begin, tid, ts - begin))
+                burst_driver.burst_last_end[tid] = ts
+        else:
+            folded = False
+        if folded and ts != self._watch_ts:
+            # An execution's section closed at a new time: watch the end rows after it
+            # there, in case they are the ones that close a run (``_uncut``).
+            self._watch_ts = ts
+            self._watch_tid = tid
+
+    def _watch_row(self, ts: int, tid: int, pid: int) -> None:
+        """An end row of ``tid`` at ``_watch_ts``: one out of (pid, tid) order after the
+        previous one there shows that the executions' sections closed there so far are not
+        closed by the rows that close a run (``_uncut``): they ended on their own
+        (``_natural``)."""
+        before = self._watch_tid
+        if (pid, tid) < (self.thread_pid.get(before, before), before):
+            self._natural = (ts, self._ending_at(ts))
+        self._watch_tid = tid
+
+    def _closed(self, what: int, pid: int) -> array[int]:
+        """The closed sections ``what`` (``_FOLD_*``) of app or driver ``pid``."""
+        if what == _FOLD_SYNC:
+            return self.drivers[pid].sync_closed
+        if what == _FOLD_BURST:
+            return self.drivers[pid].burst_closed
+        app = self.apps[pid]
+        return (app.la_closed, app.lr_closed, app.hal_closed)[what]
+
+    def _ending_at(self, ts: int) -> dict[tuple[int, int], int]:
+        """(``_FOLD_*``, app or driver pid) -> how many of its last closed sections end at
+        ``ts``."""
+        keys = [(what, pid) for pid in self.apps for what in (_FOLD_LA, _FOLD_LR, _FOLD_HAL)]
+        keys += [(what, pid) for pid in self.drivers for what in (_FOLD_SYNC, _FOLD_BURST)]
+        return {key: _last_ending_at(self._closed(*key), ts) for key in keys}
+
+    def _request_begin(self, ts: int, pid: int, tid: int) -> None:
+        """A request over a burst began on app thread ``tid`` (``burstCompute``, and the
+        controller's section nested in it: one request)."""
+        request = self._requests.get(tid)
+        if request is None:
+            self._requests[tid] = [pid, ts, 1, 0]
+        else:
+            request[1] = ts
+            request[2] += 1
+
+    def _request_end(self, tid: int) -> None:
+        request = self._requests.get(tid)
+        if request is not None:
+            request[2] -= 1
+            if request[2] <= 0:
+                del self._requests[tid]
+
+    def _burst_begin(self, ts: int, pid: int, tid: int) -> None:
+        """A burst execution began on driver ``pid``'s burst thread ``tid``: it takes an open
+        request no execution took yet, that of the client the thread served most so far
+        if one is open, else the latest; counted as that client's (``burst_claims``)."""
+        driver = self.drivers.get(pid)
+        if driver is None or not self._requests:
+            return
+        claims = driver.burst_claims.setdefault(tid, {})
+        leader = max(claims, key=lambda p: (claims[p], -p)) if claims else None
+        taken: list[int] | None = None
+        for request in self._requests.values():
+            if request[3] or request[0] == pid:
+                continue
+            if request[0] == leader:
+                taken = request
+                break
+            if taken is None or request[1] > taken[1]:
+                taken = request
+        if taken is None:
+            return
+        taken[3] = 1
+        client = taken[0]
+        claims[client] = claims.get(client, 0) + 1
+        last = driver.burst_last_end.get(tid)
+        idle = -1 if last is None else max(0, taken[1] - last)
+        driver.burst_seen.extend((tid, client, ts - taken[1], idle))
+
+    def _compiled_inside(
+        self, stack: list[tuple[int, int, _Role, int]], tid: int, duration: int
+    ) -> None:
+        """A compilation of ``duration`` ended on ``tid``: add it to the ``[NN_LA_PE]`` it is
+        nested in, unless it is itself inside an outer compilation (counted there)."""
+        for depth in range(len(stack) - 1, -1, -1):
+            role = stack[depth][2]
+            kind = role.kind
+            if kind in (_LA_COMPILE, _LR_FINISH) or (kind == _CLIENT and role.prepare):
+                return
+            if kind == _LA_EXEC:
+                key = (tid, depth)
+                self._inside[key] = self._inside.get(key, 0) + duration
+                return
+
+    def finish(self) -> None:
+        """Apply what the sweeps still hold; the sections still open stay as they are, and
+        so do those the end of the capture closed (``_uncut``)."""
+        for calls in self._calls.values():
+            calls.close(self)
+        for app in self.apps.values():
+            for flight in app.flight:
+                flight.flush()
+        self._uncut()
+        self._stacks.clear()
+        self._calls.clear()
+        self._requests.clear()
+        self._own_bursts()
+
+    def _uncut(self) -> None:
+        """Sections the end of the capture closed are not finished.  When nnemu stops a run
+        (its ``duration_ms``, or interrupted) its tracer closes every section still open at
+        that instant: end rows at the trace's last timestamp, after every other row, thread
+        by thread in (pid, tid) order (``Tracer.close``), leaving none open.  A device's
+        capture stopped mid-execution has no end row for them at all.  So when the trace
+        ends with no section open, the end rows at its last timestamp that every later end
+        row follows in (pid, tid) order are taken as that closing (``_watch_ts``,
+        ``_natural``): the executions, driver calls and burst
+        executions they closed are taken out of the closed ones (``TraceApp.never_ended``);
+        their begins stay (they were issued and began).  An execution that ended at that
+        instant on its own keeps its end (a thread the stop closed follows it out of order),
+        unless its thread sorts before every thread the stop closed."""
+        last = max(self._last_ts.values(), default=None)
+        if self.json_last is not None and (last is None or self.json_last > last):
+            last = self.json_last
+        if last is None or self._watch_ts != last or any(self._stacks.values()):
+            return  # (sections left open: a capture that stopped; or none closed at the end)
+        natural = self._natural[1] if self._natural[0] == last else {}
+        cut = 0
+        for (what, owner), count in self._ending_at(last).items():
+            count -= natural.get((what, owner), 0)
+            if count <= 0:
+                continue
+            cut += count
+            if what == _FOLD_SYNC:
+                driver = self.drivers[owner]
+                driver.sync_closed, slots = _without_last(
+                    driver.sync_closed, count, driver.sync_slots
+                )
+                if slots is not None:
+                    driver.sync_slots = slots
+            elif what == _FOLD_BURST:
+                driver = self.drivers[owner]
+                driver.burst_closed, _ = _without_last(driver.burst_closed, count)
+            else:
+                app = self.apps[owner]
+                if what == _FOLD_LA:
+                    app.la_closed, app.la_inside = _without_last(
+                        app.la_closed, count, app.la_inside
+                    )
+                elif what == _FOLD_LR:
+                    app.lr_closed, _ = _without_last(app.lr_closed, count)
+                else:
+                    app.hal_closed, _ = _without_last(app.hal_closed, count)
+        if cut:
+            self.cut_at = last
+
+    def _own_bursts(self) -> None:
+        """Each burst thread serves one client (one burst context): the one whose requests
+        its executions took most.  Its executions count as that client's (``served``,
+        ``bursts``)."""
+        for driver_pid, driver in self.drivers.items():
+            for tid, claims in driver.burst_claims.items():
+                if claims:
+                    driver.burst_owner[tid] = max(claims, key=lambda p: (claims[p], -p))
+            owner = driver.burst_owner
+            if not owner:
+                continue
+            closed = driver.burst_closed
+            for i in range(0, len(closed), 3):
+                client = owner.get(closed[i + 1])
+                if client is None:
+                    continue
+                pair = (client, driver_pid)
+                self.served[pair] = self.served.get(pair, 0) + 1
+                count, deliveries, idles = self.bursts.get(client, (0, array("q"), array("q")))
+                self.bursts[client] = (count + 1, deliveries, idles)
+            seen = driver.burst_seen
+            for i in range(0, len(seen), 4):
+                client = seen[i + 1]
+                if owner.get(seen[i]) != client:
+                    continue  # (a request of another client: not this thread's delivery)
+                _, deliveries, idles = self.bursts.setdefault(client, (0, array("q"), array("q")))
+                deliveries.append(seen[i + 2])
+                idles.append(seen[i + 3])
+
+    # -- ftrace text / systrace HTML
+
+    def _dump_row(self, row: DumpProcess | DumpThread) -> None:
+        if isinstance(row, DumpProcess):
+            self.process_names[row.pid] = row.name
+        else:
+            self.thread_pid.setdefault(row.tid, row.pid)
+            self.thread_names.setdefault(row.tid, row.name)
+
+    def read_ftrace(self, lines: Iterable[str], *, in_time_order: bool = False) -> FtraceLines:
+        """Read the rows of systrace HTML or ftrace text (``in_time_order``: sorted by time,
+        ``time_ordered``, as Perfetto matches them)."""
+        source = FtraceLines(lines, on_dump=self._dump_row)
+        self._read_rows(time_ordered(source) if in_time_order else source)
+        return source
+
+    def _read_rows(
+        self,
+        rows: Iterable[tuple[int, str]],
+        begin: Callable[[int, int, int, str], None] | None = None,
+        end: Callable[[int, int, int], None] | None = None,
+    ) -> None:
+        """Read ``rows`` (line number, row): each B row to ``begin`` (ts, pid, tid, name),
+        each E row to ``end`` (ts, tid, line number); by default this collector's."""
+        match = ROW_RE.match
+        thread_names = self.thread_names
+        begin = begin or self.begin
+        end = end or self.end
+        check_order = self._check_order
+        for line_number, line in rows:
+            if "tracing_mark_write" not in line:
+                continue
+            m = match(line)
+            if m is None:
+                continue
+            task, tid_text, tgid_column, seconds, fraction, kind, rest = m.groups()
+            ts = timestamp_ns(seconds, fraction)
+            tid = pid_of(tid_text)
+            if ts is None or tid is None:
+                continue  # out of range: not a row a kernel writes
+            if tid not in thread_names:
+                thread_names[tid] = task.strip()
+            check_order(tid, ts, line_number)
+            if kind == "B":
+                # B|tgid|name; B|tgid or B|tgid| is a slice with no name (Perfetto's trace
+                # processor names it "[empty slice name]"). Any other B row still opens a
+                # section, with no role: its E closes it, not the section it is in (parse
+                # warns of it; query skips it as Perfetto does, with a warning).
+                # The tgid as Perfetto reads it (+200, " 200"), the kind whatever follows B.
+                parts = rest.split("|", 2)
+                tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
+                pid = None if tgid is None else pid_of(str(tgid))
+                name = parts[2].rstrip("\n") if tgid is not None and len(parts) == 3 else ""
+                if tgid_column is not None and tgid_column.isdigit():
+                    pid = pid_of(tgid_column)
+                begin(ts, tid if pid is None else pid, tid, name)
+            else:
+                end(ts, tid, line_number)
+
+    # -- Chrome JSON
+
+    def read_json(self, document: object, source: str, text: str | None = None) -> None:
+        """Read a JSON trace parsed as one document (``{"traceEvents": [...]}`` or a list)
+        from ``text`` (which places its events' warnings); its ``systemTraceEvents`` text
+        (ftrace), if any, merged with the events by time, each row on the file line the
+        text is on."""
+        events = document.get("traceEvents") if isinstance(document, dict) else document
+        embedded = system_text(text, document)
+        rows: list[tuple[int, str]] = []
+        if embedded is not None:
+            ftrace = FtraceLines(embedded.text.splitlines(keepends=True), on_dump=self._dump_row)
+            rows = [(embedded.line, line) for _, line in ftrace]
+            if events is None:
+                events = []
+        if not isinstance(events, list):
+            raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
+        lines = event_lines(text, document, len(events)) if text is not None else None
+        self.read_json_events(
+            ((0 if lines is None else lines[index], event) for index, event in enumerate(events)),
+            rows,
+            rows_first=embedded is None or embedded.first,
+        )
+
+    def read_json_events(
+        self,
+        events: Iterable[tuple[int, object]],
+        rows: Sequence[tuple[int, str]] = (),
+        *,
+        rows_first: bool = True,
+    ) -> None:
+        """Read trace events in file order (a document's list, or ``json_line_events``
+        streaming a file of one event per line), each with the file line it starts on
+        (0: unknown), which places the warning for an event skipped (``event_problems``).
+        ``rows``: the ftrace rows of the document's ``systemTraceEvents`` (in file order
+        before the events with ``rows_first``, else after them), merged with the events by
+        time as Perfetto sorts both."""
+        ordered: list[tuple[int, int, int, int, str, int]] = []
+        if rows_first:
+            self._order_rows(rows, ordered, -len(rows))
+        count = 0
+        for index, (line_number, event) in enumerate(events):
+            count = index + 1
+            if not isinstance(event, dict):
+                self._event_problem(line_number, NOT_AN_EVENT)
+                continue
+            ph = event.get("ph")
+            if ph not in ("B", "E", "X", "M"):
+                if "ph" not in event:
+                    self._event_problem(line_number, NO_PHASE)
+                continue
+            raw_pid = event.get("pid")
+            raw_tid = event.get("tid", raw_pid)
+            pid, tid = _json_id(raw_pid), _json_id(raw_tid)
+            if pid is None or tid is None:
+                self._event_problem(line_number, pid_tid_problem(ph, raw_pid, raw_tid))
+                continue
+            if ph == "M":
+                name = (event.get("args") or {}).get("name")
+                if isinstance(name, str):
+                    if event.get("name") == "process_name":
+                        self.process_names[pid] = name
+                    elif event.get("name") == "thread_name":
+                        self.thread_names[tid] = name
+                continue
+            raw_ts = event.get("ts")
+            ts_ns = json_time_ns(raw_ts)
+            if ts_ns is None:
+                problem = (
+                    f"{ph!s} event's ts {raw_ts!r} is not finite or out of range; skipped"
+                    if is_json_number(raw_ts)
+                    else not_a_number_ts(raw_ts)
+                )
+                self._event_problem(line_number, problem)
+                continue
+            if ts_ns < 0:  # (parse and query refuse it, and Perfetto drops it)
+                self._event_problem(line_number, negative_ts(raw_ts))
+                continue
+            if ph == "X":
+                raw_dur = event.get("dur")
+                dur_ns = json_time_ns(raw_dur)
+                if dur_ns is None or dur_ns < 0:
+                    if raw_dur is None:
+                        problem = NO_DUR
+                    elif dur_ns is not None:
+                        problem = negative_dur(raw_dur)
+                    elif is_json_number(raw_dur):
+                        problem = (
+                            f"X event's dur {raw_dur!r} is not finite or out of range; skipped"
+                        )
+                    else:
+                        problem = not_a_number_dur(raw_dur)
+                    self._event_problem(line_number, problem)
+                    continue
+                ordered.append((ts_ns, index, 0, tid, str(event.get("name", "")), -1))
+                ordered.append((ts_ns + dur_ns, index, 1, tid, "", -1))
+                self.thread_pid.setdefault(tid, pid)
+            elif ph == "B":
+                self.thread_pid.setdefault(tid, pid)
+                ordered.append((ts_ns, index, 0, tid, str(event.get("name", "")), -1))
+            else:
+                ordered.append((ts_ns, index, 1, tid, "", -1))
+            # Said as parse and query say it (they read such a trace again in time order,
+            # as this always reads JSON).
+            self._check_order(tid, ts_ns, line_number)
+        if not rows_first:
+            self._order_rows(rows, ordered, count)
+        if self.out_of_order:
+            self.time_sorted = True
+        # JSON events may come in any order; B/E of one thread are in file order.
+        ordered.sort(key=lambda e: (e[0], e[1], e[2]))
+        if ordered and (self.json_last is None or ordered[-1][0] > self.json_last):
+            self.json_last = ordered[-1][0]
+        for ts_ns, _, kind, tid, name, pid in ordered:
+            if kind == 0:
+                self.begin(ts_ns, self.thread_pid[tid] if pid < 0 else pid, tid, name)
+            else:
+                self.end(ts_ns, tid)
+
+    def _order_rows(
+        self,
+        rows: Sequence[tuple[int, str]],
+        ordered: list[tuple[int, int, int, int, str, int]],
+        first_place: int,
+    ) -> None:
+        """Add ``rows`` (ftrace) to ``ordered`` as ``read_json_events`` sorts its events:
+        (ts, place, 0 for B or 1 for E, tid, name, pid), places counting from
+        ``first_place`` in file order; read as ``_read_rows`` reads them."""
+
+        def begin(ts: int, pid: int, tid: int, name: str) -> None:
+            ordered.append((ts, first_place + len(ordered) - start, 0, tid, name, pid))
+
+        def end(ts: int, tid: int, line_number: int) -> None:
+            del line_number
+            ordered.append((ts, first_place + len(ordered) - start, 1, tid, "", -1))
+
+        start = len(ordered)
+        self._read_rows(rows, begin, end)
+
+
+def _json_id(value: object) -> int | None:
+    """A JSON pid or tid as an int (a number, or a string of digits, as parse reads it), or
+    None: not one, or beyond Linux's ``pid_t``."""
+    if isinstance(value, str) and is_json_number(value):
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_ID:
+        return value
+    return None
