@@ -36,6 +36,10 @@ from nnemu.tracer import Layer, Phase, Tracer, mark
 logger = structlog.get_logger(layer="app")
 
 _EXECUTE_MARK = mark(Layer.APPLICATION, Phase.EXECUTION, "execute")
+RETRY_MARK: Final = "nnemu::retry "
+"""The name, followed by the refused attempt's result code, of the section an app's thread
+holds open while it backs off before retrying an execution (no NNTRACE tag: Android's
+parser ignores it; replay joins the attempts around it into one execution)."""
 """An NDK execution's mark, built once (``Tracer.enter``)."""
 
 
@@ -328,7 +332,8 @@ class Application:
                 break
             attempt += 1
             self.stats.retries += 1
-            await kernel.sleep(delay_ns)
+            with self.tracer.raw_section(RETRY_MARK + code.name):
+                await kernel.sleep(delay_ns)
             delay_ns = us(delay_ns * retry.backoff_factor)
             attempt_ns = kernel.task_now_ns()
         finished_ns = kernel.task_now_ns()

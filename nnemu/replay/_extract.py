@@ -71,6 +71,7 @@ from nnemu.trace import (
     time_ordered,
     timestamp_ns,
 )
+from nnemu.replay._attempts import RETRY_MARK, join_attempts
 from nnemu.tracer import NNAPI_HIDL_INTERFACES, Layer, Phase, safe_name
 
 _NN_INTERFACES: Final = NNAPI_HIDL_INTERFACES
@@ -297,6 +298,7 @@ _NOTIFY_EXEC: Final = 10
 _NOTIFY_PREP: Final = 11
 _BURST_EXEC: Final = 12
 _BURST_REQUEST: Final = 13
+_RETRY: Final = 14
 _BURST_EXECUTOR: Final = "BurstExecutorWithCache::"
 """The function of the ``[NN_LD_PE]`` section in which AOSP's sample driver runs one
 execution of a burst on the burst's server thread (no HIDL call per execution)."""
@@ -342,6 +344,8 @@ def _role(name: str) -> _Role:
     them) and the HIDL marks of the NNAPI interfaces; anything else is ignored."""
     if "[NN" in name:
         pass
+    elif name.startswith(RETRY_MARK):
+        return _Role(_RETRY)
     elif name.startswith("HIDL::"):
         parts = name.split("::")
         if len(parts) < 4 or parts[1] not in _NN_INTERFACES:
@@ -554,12 +558,14 @@ class _AppTally:
         "la_closed",
         "la_compiles",
         "la_inside",
+        "la_retried",
         "lr_begins",
         "lr_closed",
         "modes",
         "po_name",
         "prepares",
         "priority_calls",
+        "retry_marks",
         "timeout_calls",
     )
 
@@ -574,6 +580,10 @@ class _AppTally:
         """Compile time inside each row of ``la_closed`` (None until one held a compile)."""
         self.lr_closed = array("q")
         self.hal_closed = array("q")
+        self.la_retried = array("q")
+        """Begins of [NN_LA_PE] sections that followed a retry mark on their thread, and
+        (begin, tid, end) of the closed retry marks after them (``_attempts``)."""
+        self.retry_marks = array("q")
         self.flight = (_InFlight(), _InFlight(), _InFlight())
         self.modes: dict[ExecutionMode, int] = {}
         self.po_name: str | None = None
@@ -698,6 +708,8 @@ class _Collector:
         self._serial = 0
         # (tid, stack depth) of an open [NN_LA_PE] -> compile time nested in it so far
         self._inside: dict[tuple[int, int], int] = {}
+        self._retrying: set[int] = set()
+        """App threads whose last closed section was a retry mark (``_attempts``)."""
         self.warnings: list[str] = []
         """What is wrong with the file itself (``TracePlan.warnings``)."""
         self.event_problems: list[tuple[int, str]] = []
@@ -805,6 +817,9 @@ class _Collector:
             if kind == _LA_EXEC:
                 app.la_begins.append(ts)
                 app.flight[_LA].begin(ts, tid)
+                if tid in self._retrying:
+                    self._retrying.discard(tid)
+                    app.la_retried.append(ts)
             elif kind == _LR_EXEC:
                 app.lr_begins.append(ts)
                 app.flight[_LR].begin(ts, tid)
@@ -871,6 +886,10 @@ class _Collector:
                 self._request_end(tid)
         elif kind == _BURST_REQUEST:
             self._request_end(tid)
+            folded = False
+        elif kind == _RETRY:
+            self.apps[pid].retry_marks.extend((begin, tid, ts))
+            self._retrying.add(tid)
             folded = False
         elif kind == _CLIENT:
             self._calls[role.text].client_end(ts, serial, self)
@@ -1864,12 +1883,17 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
     )
     process_name = _process_name(reader, pid)
     base = safe_name(process_name) if process_name else f"app-{pid}"
+    bursts, deliveries, idles = reader.bursts.get(pid, (0, _NONE, _NONE))
+    if which == _LA and tally.retry_marks:
+        joined = join_attempts(
+            begins, closed, tally.la_inside, tally.retry_marks, tally.la_retried
+        )
+        begins, closed, tally.la_inside = joined.arrivals_ns, joined.closed, joined.inside
     order = _order(closed)
     latencies, closed_begins = closed[2::3], closed[::3]
     if order is not None:
         latencies = array("q", (latencies[i] for i in order))
         closed_begins = array("q", (closed_begins[i] for i in order))
-    bursts, deliveries, idles = reader.bursts.get(pid, (0, _NONE, _NONE))
     inside = _NONE
     if which == _LA and tally.la_inside is not None:
         inside = tally.la_inside
