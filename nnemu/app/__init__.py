@@ -1,8 +1,15 @@
 """The emulated client application: scenario workload -> runtime calls."""
 
-from nnemu.app._app import RETRY_MARK, Application
+from nnemu.app._app import FAILED_MARK, RETRY_MARK, WAITED_MARK, Application
 from nnemu.app._stats import SPLIT_PARTS, AppStats, ExecutionRecord, LatencyHistogram
 
 __all__ = [
+    "FAILED_MARK",
     "RETRY_MARK",
-    "SPLIT_PARTS", "AppStats", "Application", "ExecutionRecord", "LatencyHistogram"]
+    "SPLIT_PARTS",
+    "WAITED_MARK",
+    "AppStats",
+    "Application",
+    "ExecutionRecord",
+    "LatencyHistogram",
+]

@@ -36,6 +36,14 @@ import attrs
 from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
 from nnemu.hal import HalVersion
+from nnemu.replay._attempts import (
+    FAILED_MARK,
+    RETRY_MARK,
+    WAITED_MARK,
+    AttemptMarks,
+    join_attempts,
+    waited_ns,
+)
 from nnemu.scenario import CPU_DEVICE_NAME, ExecutionMode
 from nnemu.trace import (
     MAX_ID,
@@ -71,7 +79,6 @@ from nnemu.trace import (
     time_ordered,
     timestamp_ns,
 )
-from nnemu.replay._attempts import RETRY_MARK, join_attempts
 from nnemu.tracer import NNAPI_HIDL_INTERFACES, Layer, Phase, safe_name
 
 _NN_INTERFACES: Final = NNAPI_HIDL_INTERFACES
@@ -143,6 +150,9 @@ class TraceApp:
     """Duration of each closed section that gave an arrival (the recorded latencies)."""
     latency_begins_ns: array[int] = attrs.field(converter=_column, factory=tuple)
     """When each of ``latencies_ns`` began (trace clock), in the same order."""
+    failed: int = 0
+    """Executions that failed (nnemu's ``nnemu::failed`` mark, ``_attempts``): not in
+    ``latencies_ns``, as a run's report counts only completed ones."""
     never_ended: int = 0
     """Sections that gave an arrival but did not finish in the trace: still open at its end,
     or closed by the end of the capture (``TracePlan.cut_ns``)."""
@@ -299,6 +309,8 @@ _NOTIFY_PREP: Final = 11
 _BURST_EXEC: Final = 12
 _BURST_REQUEST: Final = 13
 _RETRY: Final = 14
+_WAITED: Final = 15
+_FAILED: Final = 16
 _BURST_EXECUTOR: Final = "BurstExecutorWithCache::"
 """The function of the ``[NN_LD_PE]`` section in which AOSP's sample driver runs one
 execution of a burst on the burst's server thread (no HIDL call per execution)."""
@@ -344,8 +356,8 @@ def _role(name: str) -> _Role:
     them) and the HIDL marks of the NNAPI interfaces; anything else is ignored."""
     if "[NN" in name:
         pass
-    elif name.startswith(RETRY_MARK):
-        return _Role(_RETRY)
+    elif name.startswith("nnemu::"):
+        return _nnemu_role(name)
     elif name.startswith("HIDL::"):
         parts = name.split("::")
         if len(parts) < 4 or parts[1] not in _NN_INTERFACES:
@@ -394,6 +406,19 @@ def _role(name: str) -> _Role:
             mode = _EXECUTION_API[mark.function]
             return _Role(_LR_EXEC, mode=mode, burst=mode is ExecutionMode.BURST)
         return _Role(_RUNTIME_COUNTS.get(mark.function, _IGNORED))
+    return _NOT_USED
+
+
+def _nnemu_role(name: str) -> _Role:
+    """nnemu's execution marks (``_attempts``)."""
+    if name.startswith(RETRY_MARK):
+        return _Role(_RETRY)
+    if name.startswith(FAILED_MARK):
+        return _Role(_FAILED)
+    if name.startswith(WAITED_MARK):
+        wait = waited_ns(name)
+        if wait is not None:
+            return _Role(_WAITED, str(wait))
     return _NOT_USED
 
 
@@ -546,10 +571,18 @@ class _Calls:
             self._end(serial, collector)
 
 
+def _marks(app: _AppTally) -> AttemptMarks:
+    """``app``'s execution marks (made at its first)."""
+    if app.attempts is None:
+        app.attempts = AttemptMarks()
+    return app.attempts
+
+
 class _AppTally:
     """What one process did as a client (kept for every process; drivers dropped at the end)."""
 
     __slots__ = (
+        "attempts",
         "finishes",
         "flight",
         "hal_begins",
@@ -558,14 +591,12 @@ class _AppTally:
         "la_closed",
         "la_compiles",
         "la_inside",
-        "la_retried",
         "lr_begins",
         "lr_closed",
         "modes",
         "po_name",
         "prepares",
         "priority_calls",
-        "retry_marks",
         "timeout_calls",
     )
 
@@ -580,10 +611,8 @@ class _AppTally:
         """Compile time inside each row of ``la_closed`` (None until one held a compile)."""
         self.lr_closed = array("q")
         self.hal_closed = array("q")
-        self.la_retried = array("q")
-        """Begins of [NN_LA_PE] sections that followed a retry mark on their thread, and
-        (begin, tid, end) of the closed retry marks after them (``_attempts``)."""
-        self.retry_marks = array("q")
+        self.attempts: AttemptMarks | None = None
+        """nnemu's execution marks, when the app wrote any (``_attempts``)."""
         self.flight = (_InFlight(), _InFlight(), _InFlight())
         self.modes: dict[ExecutionMode, int] = {}
         self.po_name: str | None = None
@@ -708,8 +737,6 @@ class _Collector:
         self._serial = 0
         # (tid, stack depth) of an open [NN_LA_PE] -> compile time nested in it so far
         self._inside: dict[tuple[int, int], int] = {}
-        self._retrying: set[int] = set()
-        """App threads whose last closed section was a retry mark (``_attempts``)."""
         self.warnings: list[str] = []
         """What is wrong with the file itself (``TracePlan.warnings``)."""
         self.event_problems: list[tuple[int, str]] = []
@@ -817,9 +844,8 @@ class _Collector:
             if kind == _LA_EXEC:
                 app.la_begins.append(ts)
                 app.flight[_LA].begin(ts, tid)
-                if tid in self._retrying:
-                    self._retrying.discard(tid)
-                    app.la_retried.append(ts)
+                if app.attempts is not None:
+                    app.attempts.attempt(ts, tid)
             elif kind == _LR_EXEC:
                 app.lr_begins.append(ts)
                 app.flight[_LR].begin(ts, tid)
@@ -848,6 +874,10 @@ class _Collector:
                 app.priority_calls += 1
             elif kind == _LR_TIMEOUT:
                 app.timeout_calls += 1
+            elif kind == _WAITED:
+                _marks(app).wait(tid, int(role.text))
+            elif kind == _FAILED:
+                _marks(app).fail(tid, ts)
         self._stacks.setdefault(tid, []).append((ts, pid, role, serial))
 
     def end(self, ts: int, tid: int, line_number: int = 0) -> None:
@@ -888,8 +918,7 @@ class _Collector:
             self._request_end(tid)
             folded = False
         elif kind == _RETRY:
-            self.apps[pid].retry_marks.extend((begin, tid, ts))
-            self._retrying.add(tid)
+            _marks(self.apps[pid]).retry(begin, tid, ts)
             folded = False
         elif kind == _CLIENT:
             self._calls[role.text].client_end(ts, serial, self)
@@ -1884,11 +1913,11 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
     process_name = _process_name(reader, pid)
     base = safe_name(process_name) if process_name else f"app-{pid}"
     bursts, deliveries, idles = reader.bursts.get(pid, (0, _NONE, _NONE))
-    if which == _LA and tally.retry_marks:
-        joined = join_attempts(
-            begins, closed, tally.la_inside, tally.retry_marks, tally.la_retried
-        )
+    failed = 0
+    if which == _LA and tally.attempts is not None:
+        joined = join_attempts(begins, closed, tally.la_inside, tally.attempts)
         begins, closed, tally.la_inside = joined.arrivals_ns, joined.closed, joined.inside
+        failed = joined.failed
     order = _order(closed)
     latencies, closed_begins = closed[2::3], closed[::3]
     if order is not None:
@@ -1915,7 +1944,8 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         timeout_calls=tally.timeout_calls,
         latencies_ns=latencies,
         latency_begins_ns=closed_begins,
-        never_ended=len(begins) - len(latencies),
+        never_ended=len(begins) - len(latencies) - failed,
+        failed=failed,
         compile_inside_ns=inside,
         burst_executions=bursts,
         burst_deliveries_ns=deliveries,
