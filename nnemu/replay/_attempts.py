@@ -92,6 +92,9 @@ class Joined:
     """Compile time inside each row of ``closed`` (its attempts' summed), or None."""
     failed: int
     """Executions whose last attempt ended with a failure mark (not in ``closed``)."""
+    refused: array[int]
+    """(begin, end) of each attempt that did not complete: one a retry mark followed, or a
+    failed execution's last."""
 
 
 def join_attempts(
@@ -135,11 +138,13 @@ def join_attempts(
     out = array("q")
     summed: array[int] | None = None if inside is None else array("q")
     failed = 0
+    refused = array("q")
     for row in range(rows):
         if row in later:
             continue
         last, compile_ns = row, 0 if inside is None else inside[row]
         while last in follows:
+            refused.extend((closed[3 * last], closed[3 * last] + closed[3 * last + 2]))
             last = follows[last]
             if inside is not None:
                 compile_ns += inside[last]
@@ -149,6 +154,7 @@ def join_attempts(
         end = closed[3 * last] + closed[3 * last + 2]
         if (tid, end) in marks.failed:
             failed += 1
+            refused.extend((closed[3 * last], end))
             continue
         arrival = begin - marks.waits.get((tid, begin), 0)
         out.extend((arrival, tid, end - arrival))
@@ -165,4 +171,33 @@ def join_attempts(
         else:
             waited = waits.get(begin)
             arrivals.append(begin - waited.pop() if waited else begin)
-    return Joined(array("q", sorted(arrivals)), out, summed, failed)
+    return Joined(array("q", sorted(arrivals)), out, summed, failed, refused)
+
+
+def completed_only(
+    clients: Sequence[int],
+    begins: Sequence[int],
+    durations: Sequence[int],
+    refused: dict[int, array[int]],
+) -> array[int]:
+    """``clients`` (a driver's client pid per execution, begun at ``begins``, lasting
+    ``durations``) with 0 for each execution that lay inside an attempt of its client that
+    did not complete (``refused``: client pid -> (begin, end) of those attempts): a refused
+    execution's short driver time is not the device's time for the app's model.  (Inside,
+    not only begun inside: an execution that completed can begin while another thread's
+    attempt is being refused, but it ends after it.)"""
+    spans = {pid: sorted(zip(flat[::2], flat[1::2], strict=True)) for pid, flat in refused.items()}
+    longest = {pid: max((end - start for start, end in w), default=0) for pid, w in spans.items()}
+    out = array("q", clients)
+    for index, (pid, begin, duration) in enumerate(zip(clients, begins, durations, strict=True)):
+        windows = spans.get(pid)
+        if not windows:
+            continue
+        # the windows that began by ``begin`` and may still be open then (threads overlap)
+        at = bisect.bisect_right(windows, (begin, 1 << 62)) - 1
+        while at >= 0 and windows[at][0] >= begin - longest[pid]:
+            if begin + duration <= windows[at][1]:
+                out[index] = 0
+                break
+            at -= 1
+    return out

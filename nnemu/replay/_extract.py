@@ -41,6 +41,7 @@ from nnemu.replay._attempts import (
     RETRY_MARK,
     WAITED_MARK,
     AttemptMarks,
+    completed_only,
     join_attempts,
     waited_ns,
 )
@@ -153,6 +154,9 @@ class TraceApp:
     failed: int = 0
     """Executions that failed (nnemu's ``nnemu::failed`` mark, ``_attempts``): not in
     ``latencies_ns``, as a run's report counts only completed ones."""
+    refused_ns: array[int] = attrs.field(converter=_column, factory=tuple)
+    """(begin, end) of each attempt nnemu's marks show did not complete (``_attempts``):
+    the driver executions begun inside one count for no app (``execution_clients`` 0)."""
     never_ended: int = 0
     """Sections that gave an arrival but did not finish in the trace: still open at its end,
     or closed by the end of the capture (``TracePlan.cut_ns``)."""
@@ -1814,6 +1818,19 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
             "no NNAPI execution found (no [NN_LA_PE], ANeuralNetworksExecution_* "
             "or IPreparedModel::execute* marks)",
         )
+    refused = {app.pid: app.refused_ns for app in apps if app.refused_ns}
+    if refused:
+        drivers = [
+            attrs.evolve(
+                d,
+                execution_clients=completed_only(
+                    d.execution_clients, d.execution_begins_ns, d.execution_ns, refused
+                ),
+            )
+            if d.execution_begins_ns
+            else d
+            for d in drivers
+        ]
     apps.sort(key=lambda a: (a.arrivals_ns[0], a.pid))
     taken_apps: set[str] = set()
     apps = [attrs.evolve(a, name=_unique(a.name, a.pid, taken_apps)) for a in apps]
@@ -1913,11 +1930,11 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
     process_name = _process_name(reader, pid)
     base = safe_name(process_name) if process_name else f"app-{pid}"
     bursts, deliveries, idles = reader.bursts.get(pid, (0, _NONE, _NONE))
-    failed = 0
+    failed, refused = 0, _NONE
     if which == _LA and tally.attempts is not None:
         joined = join_attempts(begins, closed, tally.la_inside, tally.attempts)
         begins, closed, tally.la_inside = joined.arrivals_ns, joined.closed, joined.inside
-        failed = joined.failed
+        failed, refused = joined.failed, joined.refused
     order = _order(closed)
     latencies, closed_begins = closed[2::3], closed[::3]
     if order is not None:
@@ -1946,6 +1963,7 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         latency_begins_ns=closed_begins,
         never_ended=len(begins) - len(latencies) - failed,
         failed=failed,
+        refused_ns=refused,
         compile_inside_ns=inside,
         burst_executions=bursts,
         burst_deliveries_ns=deliveries,
