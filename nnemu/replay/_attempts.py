@@ -95,6 +95,10 @@ class Joined:
     refused: array[int]
     """(begin, end) of each attempt that did not complete: one a retry mark followed, or a
     failed execution's last."""
+    retried: int
+    """Attempts after an execution's first (those a retry mark came before)."""
+    waited: int
+    """Executions whose frame waited for a thread (a wait mark)."""
 
 
 def join_attempts(
@@ -171,7 +175,27 @@ def join_attempts(
         else:
             waited = waits.get(begin)
             arrivals.append(begin - waited.pop() if waited else begin)
-    return Joined(array("q", sorted(arrivals)), out, summed, failed, refused)
+    return Joined(
+        array("q", sorted(arrivals)),
+        out,
+        summed,
+        failed,
+        refused,
+        len(marks.retried),
+        len(marks.waits),
+    )
+
+
+def marks_line(retried: int, waited: int, failed: int) -> str | None:
+    """What an app's execution marks changed, for the plan (None: it wrote none)."""
+    parts = []
+    if retried:
+        parts.append(f"{retried} later attempts joined to their execution (nnemu::retry)")
+    if waited:
+        parts.append(f"{waited} arrivals moved back by their wait for a thread (nnemu::waited)")
+    if failed:
+        parts.append(f"{failed} failed, not in the recorded row (nnemu::failed)")
+    return "nnemu's marks: " + "; ".join(parts) if parts else None
 
 
 def completed_only(

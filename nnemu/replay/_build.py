@@ -21,6 +21,7 @@ from nnemu._emulator import build_model
 from nnemu._text import counted
 from nnemu.driver import BURST_POLL_NS, VALIDATE_NS_PER_OP, capabilities_from, compute_plan
 from nnemu.hal import ExecutionPreference, OperationType
+from nnemu.replay._attempts import marks_line
 from nnemu.replay._extract import TraceApp, TraceDriver, TracePlan
 from nnemu.scenario import (
     MAX_EXECUTIONS,
@@ -937,6 +938,9 @@ def describe_plan(plan: TracePlan) -> list[str]:
             f"+{_ms(arrivals[0] - plan.t0_ns):.3f} ms"
             + (f"; {app.never_ended} did not finish in the trace" if app.never_ended else "")
         )
+        marked = marks_line(app.retried, app.waited, app.failed)
+        if marked:
+            lines.append(f"    {marked}")
         if gaps:
             shown = ", ".join(f"{g:.3f}" for g in gaps[:8]) + (", ..." if len(gaps) > 8 else "")
             lines.append(f"    gaps ms: {shown}")

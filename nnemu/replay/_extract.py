@@ -157,6 +157,10 @@ class TraceApp:
     refused_ns: array[int] = attrs.field(converter=_column, factory=tuple)
     """(begin, end) of each attempt nnemu's marks show did not complete (``_attempts``):
     the driver executions begun inside one count for no app (``execution_clients`` 0)."""
+    retried: int = 0
+    """Attempts joined to an earlier one of their execution (``_attempts``)."""
+    waited: int = 0
+    """Executions whose arrival a wait mark moved back (``_attempts``)."""
     never_ended: int = 0
     """Sections that gave an arrival but did not finish in the trace: still open at its end,
     or closed by the end of the capture (``TracePlan.cut_ns``)."""
@@ -1930,11 +1934,12 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
     process_name = _process_name(reader, pid)
     base = safe_name(process_name) if process_name else f"app-{pid}"
     bursts, deliveries, idles = reader.bursts.get(pid, (0, _NONE, _NONE))
-    failed, refused = 0, _NONE
+    failed, refused, retried, waited = 0, _NONE, 0, 0
     if which == _LA and tally.attempts is not None:
         joined = join_attempts(begins, closed, tally.la_inside, tally.attempts)
         begins, closed, tally.la_inside = joined.arrivals_ns, joined.closed, joined.inside
         failed, refused = joined.failed, joined.refused
+        retried, waited = joined.retried, joined.waited
     order = _order(closed)
     latencies, closed_begins = closed[2::3], closed[::3]
     if order is not None:
@@ -1964,6 +1969,8 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         never_ended=len(begins) - len(latencies) - failed,
         failed=failed,
         refused_ns=refused,
+        retried=retried,
+        waited=waited,
         compile_inside_ns=inside,
         burst_executions=bursts,
         burst_deliveries_ns=deliveries,
