@@ -19,7 +19,7 @@ import pytest
 from nnemu import run
 from nnemu.parser import parse_file
 from nnemu.replay import build_replay, extract_plan
-from nnemu.replay._build import describe_build
+from nnemu.replay._build import describe_plan
 from tests.unit.replay.helpers import REPO, record
 
 MARKED = ("qos_busy_retries", "qos_deadline_storm", "qos_driver_crash")
@@ -61,7 +61,7 @@ def test_busy_retries_figures(tmp_path: Path) -> None:
     assert len(app.arrivals_ns) == len(latencies) == 80
     assert (_quantile_ms(latencies, 0.5), _quantile_ms(latencies, 0.95)) == (11.588, 23.06)
     assert app.retried == 100
-    lines = describe_build(build_replay(extract_plan(str(path))))
+    lines = describe_plan(extract_plan(str(path)))
     assert "    nnemu's marks: 100 later attempts joined to their execution (nnemu::retry)" in lines
 
 
