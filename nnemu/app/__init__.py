@@ -1,7 +1,16 @@
 """The emulated client application: scenario workload -> runtime calls."""
 
-from nnemu.app._app import Application
+from nnemu.app._app import FAILED_MARK, RETRY_MARK, WAITED_MARK, Application
 from nnemu.app._stats import AppStats, ExecutionRecord, LatencyHistogram
 from nnemu.report import SPLIT_PARTS
 
-__all__ = ["SPLIT_PARTS", "AppStats", "Application", "ExecutionRecord", "LatencyHistogram"]
+__all__ = [
+    "FAILED_MARK",
+    "RETRY_MARK",
+    "SPLIT_PARTS",
+    "WAITED_MARK",
+    "AppStats",
+    "Application",
+    "ExecutionRecord",
+    "LatencyHistogram",
+]

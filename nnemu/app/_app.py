@@ -36,6 +36,17 @@ from nnemu.tracer import Layer, Phase, Tracer, mark
 logger = structlog.get_logger(layer="app")
 
 _EXECUTE_MARK = mark(Layer.APPLICATION, Phase.EXECUTION, "execute")
+RETRY_MARK: Final = "nnemu::retry "
+"""The name, followed by the refused attempt's result code, of the section an app's thread
+holds open while it backs off before retrying an execution (no NNTRACE tag: Android's
+parser ignores it; replay joins the attempts around it into one execution)."""
+WAITED_MARK: Final = "nnemu::waited "
+"""The name, followed by a count of ns and `` ns``, of an empty section just before an
+execution's first ``[NN_LA_PE]`` begin when its frame arrived that long before an app
+thread took it (none when it was taken at once)."""
+FAILED_MARK: Final = "nnemu::failed "
+"""The name, followed by the result code, of an empty section just after the last attempt
+of an execution that failed (none for one that completed)."""
 """An NDK execution's mark, built once (``Tracer.enter``)."""
 
 
@@ -306,6 +317,9 @@ class Application:
         self._started += 1
         seq = self._started
         started_ns = attempt_ns = kernel.task_now_ns()
+        if started_ns > arrival_ns:
+            with self.tracer.raw_section(f"{WAITED_MARK}{started_ns - arrival_ns} ns"):
+                pass
         detailed = self.records is not None
         while True:
             if self.tracer.flows:
@@ -328,9 +342,13 @@ class Application:
                 break
             attempt += 1
             self.stats.retries += 1
-            await kernel.sleep(delay_ns)
+            with self.tracer.raw_section(RETRY_MARK + code.name):
+                await kernel.sleep(delay_ns)
             delay_ns = us(delay_ns * retry.backoff_factor)
             attempt_ns = kernel.task_now_ns()
+        if code is not _NO_ERROR:
+            with self.tracer.raw_section(FAILED_MARK + code.name):
+                pass
         finished_ns = kernel.task_now_ns()
         latency_ns = finished_ns - arrival_ns
         self.stats.record(

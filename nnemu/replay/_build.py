@@ -16,6 +16,7 @@ from typing import Final
 from nnemu._text import counted
 from nnemu.driver import BURST_POLL_NS
 from nnemu.hal import ExecutionPreference
+from nnemu.replay._attempts import marks_line
 from nnemu.replay._built import BuiltReplay, Note, _ms, _Notes
 from nnemu.replay._devices import _app_model, _device, _fit_models
 from nnemu.replay._plan import TraceApp, TraceDriver, TracePlan
@@ -351,6 +352,9 @@ def describe_plan(plan: TracePlan) -> list[str]:
             f"+{_ms(arrivals[0] - plan.t0_ns):.3f} ms"
             + (f"; {app.never_ended} did not finish in the trace" if app.never_ended else "")
         )
+        marked = marks_line(app.retried, app.waited, app.failed)
+        if marked:
+            lines.append(f"    {marked}")
         if gaps:
             shown = ", ".join(f"{g:.3f}" for g in gaps[:8]) + (", ..." if len(gaps) > 8 else "")
             lines.append(f"    gaps ms: {shown}")

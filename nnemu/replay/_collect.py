@@ -13,6 +13,7 @@ from nnemu.replay._roles import (
     _BURST_EXEC,
     _BURST_REQUEST,
     _CLIENT,
+    _FAILED,
     _IGNORED,
     _LA_COMPILE,
     _LA_EXEC,
@@ -23,11 +24,13 @@ from nnemu.replay._roles import (
     _LR_TIMEOUT,
     _NOTIFY_EXEC,
     _NOTIFY_PREP,
+    _RETRY,
     _SERVER,
+    _WAITED,
     _Role,
     _role,
 )
-from nnemu.replay._tally import _AppTally, _DriverTally
+from nnemu.replay._tally import _AppTally, _DriverTally, _marks
 from nnemu.trace import (
     MAX_ID,
     NO_DUR,
@@ -348,6 +351,8 @@ class _Collector:
             if kind == _LA_EXEC:
                 app.la_begins.append(ts)
                 app.flight[_LA].begin(ts, tid)
+                if app.attempts is not None:
+                    app.attempts.attempt(ts, tid)
             elif kind == _LR_EXEC:
                 app.lr_begins.append(ts)
                 app.flight[_LR].begin(ts, tid)
@@ -376,6 +381,10 @@ class _Collector:
                 app.priority_calls += 1
             elif kind == _LR_TIMEOUT:
                 app.timeout_calls += 1
+            elif kind == _WAITED:
+                _marks(app).wait(tid, int(role.text))
+            elif kind == _FAILED:
+                _marks(app).fail(tid, ts)
         self._stacks.setdefault(tid, []).append((ts, pid, role, serial))
 
     def end(self, ts: int, tid: int, line_number: int = 0) -> None:
@@ -414,6 +423,9 @@ class _Collector:
                 self._request_end(tid)
         elif kind == _BURST_REQUEST:
             self._request_end(tid)
+            folded = False
+        elif kind == _RETRY:
+            _marks(self.apps[pid]).retry(begin, tid, ts)
             folded = False
         elif kind == _CLIENT:
             self._calls[role.text].client_end(ts, serial, self)

@@ -30,6 +30,7 @@ import attrs
 
 from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
+from nnemu.replay._attempts import completed_only, join_attempts
 from nnemu.replay._collect import _HAL, _LA, _LR, _Collector
 from nnemu.replay._plan import (
     ARRIVALS_HAL,
@@ -255,6 +256,19 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
             "no NNAPI execution found (no [NN_LA_PE], ANeuralNetworksExecution_* "
             "or IPreparedModel::execute* marks)",
         )
+    refused = {app.pid: app.refused_ns for app in apps if app.refused_ns}
+    if refused:
+        drivers = [
+            attrs.evolve(
+                d,
+                execution_clients=completed_only(
+                    d.execution_clients, d.execution_begins_ns, d.execution_ns, refused
+                ),
+            )
+            if d.execution_begins_ns
+            else d
+            for d in drivers
+        ]
     apps.sort(key=lambda a: (a.arrivals_ns[0], a.pid))
     taken_apps: set[str] = set()
     apps = [attrs.evolve(a, name=_unique(a.name, a.pid, taken_apps)) for a in apps]
@@ -353,12 +367,18 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
     )
     process_name = _process_name(reader, pid)
     base = safe_name(process_name) if process_name else f"app-{pid}"
+    bursts, deliveries, idles = reader.bursts.get(pid, (0, _NONE, _NONE))
+    failed, refused, retried, waited = 0, _NONE, 0, 0
+    if which == _LA and tally.attempts is not None:
+        joined = join_attempts(begins, closed, tally.la_inside, tally.attempts)
+        begins, closed, tally.la_inside = joined.arrivals_ns, joined.closed, joined.inside
+        failed, refused = joined.failed, joined.refused
+        retried, waited = joined.retried, joined.waited
     order = _order(closed)
     latencies, closed_begins = closed[2::3], closed[::3]
     if order is not None:
         latencies = array("q", (latencies[i] for i in order))
         closed_begins = array("q", (closed_begins[i] for i in order))
-    bursts, deliveries, idles = reader.bursts.get(pid, (0, _NONE, _NONE))
     inside = _NONE
     if which == _LA and tally.la_inside is not None:
         inside = tally.la_inside
@@ -380,7 +400,11 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         timeout_calls=tally.timeout_calls,
         latencies_ns=latencies,
         latency_begins_ns=closed_begins,
-        never_ended=len(begins) - len(latencies),
+        never_ended=len(begins) - len(latencies) - failed,
+        failed=failed,
+        refused_ns=refused,
+        retried=retried,
+        waited=waited,
         compile_inside_ns=inside,
         burst_executions=bursts,
         burst_deliveries_ns=deliveries,

@@ -62,6 +62,16 @@ class TraceApp:
     """Duration of each closed section that gave an arrival (the recorded latencies)."""
     latency_begins_ns: array[int] = attrs.field(converter=_column, factory=tuple)
     """When each of ``latencies_ns`` began (trace clock), in the same order."""
+    failed: int = 0
+    """Executions that failed (nnemu's ``nnemu::failed`` mark, ``_attempts``): not in
+    ``latencies_ns``, as a run's report counts only completed ones."""
+    refused_ns: array[int] = attrs.field(converter=_column, factory=tuple)
+    """(begin, end) of each attempt nnemu's marks show did not complete (``_attempts``):
+    the driver executions begun inside one count for no app (``execution_clients`` 0)."""
+    retried: int = 0
+    """Attempts joined to an earlier one of their execution (``_attempts``)."""
+    waited: int = 0
+    """Executions whose arrival a wait mark moved back (``_attempts``)."""
     never_ended: int = 0
     """Sections that gave an arrival but did not finish in the trace: still open at its end,
     or closed by the end of the capture (``TracePlan.cut_ns``)."""

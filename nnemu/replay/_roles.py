@@ -7,6 +7,7 @@ from typing import Final
 import attrs
 
 from nnemu.hal import HalVersion
+from nnemu.replay._attempts import FAILED_MARK, RETRY_MARK, WAITED_MARK, waited_ns
 from nnemu.scenario import ExecutionMode
 from nnemu.trace import (
     classify,
@@ -79,6 +80,9 @@ _BURST_EXEC: Final = 12
 
 
 _BURST_REQUEST: Final = 13
+_RETRY: Final = 14
+_WAITED: Final = 15
+_FAILED: Final = 16
 
 
 _BURST_EXECUTOR: Final = "BurstExecutorWithCache::"
@@ -130,6 +134,8 @@ def _role(name: str) -> _Role:
     them) and the HIDL marks of the NNAPI interfaces; anything else is ignored."""
     if "[NN" in name:
         pass
+    elif name.startswith("nnemu::"):
+        return _nnemu_role(name)
     elif name.startswith("HIDL::"):
         parts = name.split("::")
         if len(parts) < 4 or parts[1] not in _NN_INTERFACES:
@@ -178,6 +184,19 @@ def _role(name: str) -> _Role:
             mode = _EXECUTION_API[mark.function]
             return _Role(_LR_EXEC, mode=mode, burst=mode is ExecutionMode.BURST)
         return _Role(_RUNTIME_COUNTS.get(mark.function, _IGNORED))
+    return _NOT_USED
+
+
+def _nnemu_role(name: str) -> _Role:
+    """nnemu's execution marks (``_attempts``)."""
+    if name.startswith(RETRY_MARK):
+        return _Role(_RETRY)
+    if name.startswith(FAILED_MARK):
+        return _Role(_FAILED)
+    if name.startswith(WAITED_MARK):
+        wait = waited_ns(name)
+        if wait is not None:
+            return _Role(_WAITED, str(wait))
     return _NOT_USED
 
 

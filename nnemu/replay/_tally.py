@@ -6,6 +6,7 @@ from __future__ import annotations
 from array import array
 
 from nnemu.hal import HalVersion
+from nnemu.replay._attempts import AttemptMarks
 from nnemu.scenario import ExecutionMode
 
 
@@ -60,10 +61,18 @@ class _InFlight:
         self._begins.clear()
 
 
+def _marks(app: _AppTally) -> AttemptMarks:
+    """``app``'s execution marks (made at its first)."""
+    if app.attempts is None:
+        app.attempts = AttemptMarks()
+    return app.attempts
+
+
 class _AppTally:
     """What one process did as a client (kept for every process; drivers dropped at the end)."""
 
     __slots__ = (
+        "attempts",
         "finishes",
         "flight",
         "hal_begins",
@@ -92,6 +101,8 @@ class _AppTally:
         """Compile time inside each row of ``la_closed`` (None until one held a compile)."""
         self.lr_closed = array("q")
         self.hal_closed = array("q")
+        self.attempts: AttemptMarks | None = None
+        """nnemu's execution marks, when the app wrote any (``_attempts``)."""
         self.flight = (_InFlight(), _InFlight(), _InFlight())
         self.modes: dict[ExecutionMode, int] = {}
         self.po_name: str | None = None

@@ -57,6 +57,12 @@ def fidelity_lines(plan: TracePlan, data: Mapping[str, Any]) -> list[str]:
                 "did not finish in the trace (still running at its end): not in the recorded "
                 "row; the replay runs every arrival to its end"
             )
+        if app.failed:
+            notes.append(
+                f"{app.name}: {app.failed} of {len(app.arrivals_ns)} recorded executions "
+                "failed (nnemu's failure marks): not in the recorded row, as a run's report "
+                "times completed executions only"
+            )
         replayed = apps.get(app.name)
         if replayed is None:
             continue

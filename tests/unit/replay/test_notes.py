@@ -18,12 +18,12 @@ _EXEC_TIME = re.compile(
 )
 
 
-@pytest.mark.parametrize("name", ["two_apps_one_npu", "qos_busy_retries"])
+@pytest.mark.parametrize("name", ["two_apps_one_npu", "burst_low_latency"])
 def test_an_exec_time_note_is_an_equation_only_when_it_holds(name: str, tmp_path: Path) -> None:
     """Each device speed note says median = model + launch (+ the request's validation, for
-    a one-layer stand-in model) only when that sum is the median, within 2 µs; qos_busy_retries's
-    median (mostly refused executions, 2 µs) is below any mobilenet, so its model is the
-    one-layer stand-in with no launch."""
+    a one-layer stand-in model) only when that sum is the median, within 2 µs;
+    burst_low_latency's hotword apps' medians (15 µs and less) are below any mobilenet, so
+    their model is the one-layer stand-in."""
     path = tmp_path / "t.html"
     record(REPO / "scenarios" / f"{name}.yaml", path)
     lines = describe_build(build_replay(extract_plan(str(path))))
@@ -37,7 +37,7 @@ def test_an_exec_time_note_is_an_equation_only_when_it_holds(name: str, tmp_path
         else:
             assert model + launch_us / 1000 > median
     small = [note for note in notes if "one SOFTMAX layer" in note["rest"]]
-    assert bool(small) == (name == "qos_busy_retries")
+    assert bool(small) == (name == "burst_low_latency")
 
 
 def test_a_partitioned_models_calls_give_no_jitter(tmp_path: Path) -> None:
