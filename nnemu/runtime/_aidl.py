@@ -32,7 +32,12 @@ from nnemu.hal import (
 )
 from nnemu.ipc import DEAD, Binder, CallbackRef, DeadObject, Endpoint
 from nnemu.runtime._canonical import NO_CACHE, CacheHandles
-from nnemu.runtime._devices import AidlDriverDevice, AidlDriverPreparedModel, RuntimeDevice
+from nnemu.runtime._devices import (
+    AidlDriverDevice,
+    AidlDriverPreparedModel,
+    DriverConnection,
+    RuntimeDevice,
+)
 from nnemu.runtime._versioned import PreparedModelCallback, _wait_for_callback
 from nnemu.sim import Kernel
 from nnemu.tracer import Layer, Phase, Tracer
@@ -127,7 +132,7 @@ class AidlIPreparedModel:
         return None
 
 
-class AidlIDevice:
+class AidlIDevice(DriverConnection[AidlDriverDevice]):
     """An AIDL IDevice behind the canonical interface, over the binder."""
 
     def __init__(
@@ -140,13 +145,9 @@ class AidlIDevice:
         client: Endpoint,
         uid: int,
     ) -> None:
-        self.service = service
-        self.version = service.version
-        self.kernel = kernel
-        self.tracer = tracer
-        self.binder = binder
-        self.client = client
-        self.uid = uid
+        super().__init__(
+            service, kernel=kernel, tracer=tracer, binder=binder, client=client, uid=uid
+        )
         self._iface = service.version.interface("IDevice")
 
     async def call(self, method: str, serve: Callable[[], Awaitable[Any]]) -> Any:

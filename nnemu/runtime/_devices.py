@@ -5,6 +5,8 @@ Discovery (``Runtime`` through ``VersionedIDevice``) builds them: docs/hal-seman
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Generic, TypeVar
+
 import attrs
 
 from nnemu.hal import (
@@ -21,6 +23,11 @@ from nnemu.hal import (
 )
 from nnemu.ipc import CallbackRef, Endpoint
 from nnemu.scenario import CPU_DEVICE_NAME as CPU_DEVICE_NAME  # the one definition
+
+if TYPE_CHECKING:
+    from nnemu.ipc import Binder
+    from nnemu.sim import Kernel
+    from nnemu.tracer import Tracer
 
 CPU_CAPABILITIES = Capabilities(
     relaxed_float32_to_float16_scalar=PerformanceInfo(1.0, 1.0),
@@ -44,6 +51,32 @@ AidlDriverDevice = IAidlDevice[Endpoint, CallbackRef]
 
 AidlDriverPreparedModel = IAidlPreparedModel[Endpoint]
 """An AIDL driver's prepared model as the runtime reaches it."""
+
+ServiceT = TypeVar("ServiceT", DriverDevice, AidlDriverDevice)
+
+
+class DriverConnection(Generic[ServiceT]):
+    """What the runtime holds of one driver service: the service, its HAL version, and what
+    a call to it needs (the kernel, the tracer, the binder, this process's endpoint and uid).
+    Each HAL family's IDevice adapter is one (HIDL ``VersionedIDevice``, AIDL ``AidlIDevice``)."""
+
+    def __init__(
+        self,
+        service: ServiceT,
+        *,
+        kernel: Kernel,
+        tracer: Tracer,
+        binder: Binder,
+        client: Endpoint,
+        uid: int,
+    ) -> None:
+        self.service: ServiceT = service
+        self.version = service.version
+        self.kernel = kernel
+        self.tracer = tracer
+        self.binder = binder
+        self.client = client
+        self.uid = uid
 
 
 @attrs.define

@@ -35,9 +35,14 @@ from nnemu.runtime._canonical import (
     CanonicalDevice,
     CanonicalPreparedModel,
 )
-from nnemu.runtime._devices import DriverDevice, DriverPreparedModel, RuntimeDevice
+from nnemu.runtime._devices import (
+    DriverConnection,
+    DriverDevice,
+    DriverPreparedModel,
+    RuntimeDevice,
+)
 from nnemu.sim import Kernel, SimEvent
-from nnemu.tracer import Layer, Phase, Tracer
+from nnemu.tracer import Layer, Phase
 
 _V1_3: Final = HalVersion.V1_3
 """``HalVersion.V1_3`` as a module constant: ``execute`` compares with it once an execution, and
@@ -284,26 +289,8 @@ class VersionedIPreparedModel:
         return context if status is ErrorStatus.NONE else None
 
 
-class VersionedIDevice:
+class VersionedIDevice(DriverConnection[DriverDevice]):
     """Calls a driver through the newest interface it implements, over the binder."""
-
-    def __init__(
-        self,
-        service: DriverDevice,
-        *,
-        kernel: Kernel,
-        tracer: Tracer,
-        binder: Binder,
-        client: Endpoint,
-        uid: int,
-    ) -> None:
-        self.service = service
-        self.version = service.version
-        self.kernel = kernel
-        self.tracer = tracer
-        self.binder = binder
-        self.client = client
-        self.uid = uid
 
     async def call(self, iface: str, method: str, serve: Callable[[], Awaitable[Any]]) -> Any:
         """One synchronous HIDL call to the driver."""
