@@ -192,8 +192,8 @@ def _death(driver: TraceDriver, device: DeviceSpec, plan: TracePlan, notes: _Not
     notes.derive(
         f"devices.{driver.name}.faults: crash at {at_ms:.3f} ms (its process died "
         f"{_ms(driver.died_ns - plan.t0_ns):+.3f} ms from the first execution: nnemu::died; "
-        f"the replay's time 0 is {first.name}'s start, {_ms(plan.t0_ns - origin_ns):.3f} ms "
-        "before it)",
+        f"the replay's time 0 is {first.name}'s start ([NN_LA_PO]), "
+        f"{_ms(plan.t0_ns - origin_ns):.3f} ms before the first execution)",
         f"devices.{driver.name}.faults",
     )
     crash = FaultSpec(kind=FaultKind.CRASH, at_ms=at_ms)
@@ -304,7 +304,8 @@ def _app(
         # Its compilation allowed the CPU: pinned, it would fail where it fell back.
         notes.derive(
             f"{where}.devices: all (every execution it sent a driver went to {known[0]}, "
-            f"which died; {app.fallbacks} of its executions ran on the CPU: cpuFallback*)",
+            f"which died, and {app.fallbacks} cpuFallbackFull/Partial sections show its "
+            "runtime ran work on the CPU: its compilation allowed it)",
             f"{where}.devices",
         )
     elif len(known) == 1:
