@@ -423,7 +423,7 @@ def test_summary_shows_where_each_apps_mean_latency_went() -> None:
     lines = out.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("mean ms"))
     assert lines[head].split() == [
-        "mean", "ms", "latency", "app", "binder", "queue", "preempt", "ipc", "launch",
+        "mean", "ms", "latency", "app", "binder", "device_queue", "preempt", "ipc", "launch",
         "compute", "retry", "runtime",
     ]  # fmt: skip
     for line in lines[head + 1 : head + 3]:
