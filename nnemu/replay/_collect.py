@@ -234,8 +234,7 @@ class _Collector:
         self.notify_exec: dict[int, array[int]] = {}
         self.notify_prep: dict[int, array[int]] = {}
         self.served: dict[tuple[int, int], int] = {}
-        self.died: dict[int, int] = {}
-        """driver pid -> when its ``nnemu::died`` mark says the process died."""
+        self.died: dict[int, int] = {}  # driver pid -> the time of its nnemu::died mark
         self.bursts: dict[int, tuple[int, array[int], array[int]]] = {}
         """client pid -> (burst executions run for it, deliveries, idles: the rows of
         ``_DriverTally.burst_seen`` of its burst threads that took its requests), set by
@@ -393,9 +392,8 @@ class _Collector:
                 _marks(app).wait(tid, int(role.text))
             elif kind == _FAILED:
                 _marks(app).fail(tid, ts)
-            elif kind == _QOS:
-                if app.qos is None:
-                    app.qos = role.text
+            elif kind == _QOS and app.qos is None:
+                app.qos = role.text  # (the first: ``nnemu::qos``)
             elif kind == _LR_FALLBACK:
                 app.fallbacks += 1
         self._stacks.setdefault(tid, []).append((ts, pid, role, serial))
