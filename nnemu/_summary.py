@@ -74,7 +74,7 @@ def summary(data: dict[str, Any], out: TextIO) -> None:
 SPLIT_HEADS = {
     "app_wait": "app",
     "binder_wait": "binder",
-    "device_queue": "queue",
+    "device_queue": "device_queue",
     "preempted": "preempt",
     "ipc": "ipc",
     "driver_launch": "launch",
@@ -82,7 +82,11 @@ SPLIT_HEADS = {
     "retry": "retry",
     "runtime": "runtime",
 }
-"""The summary's column heads for the parts of ``latency_split_ms``."""
+"""The summary's column heads for the parts of ``latency_split_ms`` (``device_queue`` by the
+key's own name: ``queue`` alone read as any queue, the binder's included)."""
+
+SPLIT_WIDTHS = {part: max(9, len(head) + 1) for part, head in SPLIT_HEADS.items()}
+"""Each split column's width: 9, or its head and a space."""
 
 
 def _split_summary(apps: dict[str, Any], out: TextIO) -> None:
@@ -96,12 +100,14 @@ def _split_summary(apps: dict[str, Any], out: TextIO) -> None:
     if not shown:
         return
     width = max([3, *(len(name) for name in shown)]) + 2
-    heads = "".join(f"{head:>9}" for head in SPLIT_HEADS.values())
+    heads = "".join(f"{head:>{SPLIT_WIDTHS[part]}}" for part, head in SPLIT_HEADS.items())
     out.write(f"\n{'mean ms':<{width}}{'latency':>9}{heads}\n")
     for name, app in shown.items():
         split = app["latency_split_ms"]
         mean = f"{app['latency_ms']['mean']:.3f}"
-        parts = cells((mean, 9), *((f"{split[part]:.3f}", 9) for part in SPLIT_HEADS))
+        parts = cells(
+            (mean, 9), *((f"{split[part]:.3f}", SPLIT_WIDTHS[part]) for part in SPLIT_HEADS)
+        )
         out.write(f"{name:<{width}}{parts}\n")
 
 
@@ -215,13 +221,14 @@ def replications_summary(replications: Replications, out: TextIO) -> None:
         out.write(footnote(marked, " in at least one replication") + "\n")
     split = [name for name in apps if f"apps.{name}.latency_split_ms.compute" in intervals]
     if split:
-        heads = "".join(f"{head:>9}" for head in SPLIT_HEADS.values())
+        heads = "".join(f"{head:>{SPLIT_WIDTHS[part]}}" for part, head in SPLIT_HEADS.items())
         out.write(f"\n{'mean ms':<{width}}{'latency':>9}{heads}\n")
         for name in split:
             paths = [f"apps.{name}.latency_ms.mean"] + [
                 f"apps.{name}.latency_split_ms.{part}" for part in SPLIT_HEADS
             ]
-            means, halves = cells(paths, (9,) * len(paths), (3,) * len(paths))
+            widths = (9, *SPLIT_WIDTHS.values())
+            means, halves = cells(paths, widths, (3,) * len(paths))
             out.write(f"{name:<{width}}{means}\n")
             out.write(f"{'  ± 95% CI':<{width}}{halves}".rstrip() + "\n")
     devices = sorted({path.split(".")[1] for path in intervals if path.startswith("devices.")})

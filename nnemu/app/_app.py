@@ -47,7 +47,24 @@ thread took it (none when it was taken at once)."""
 FAILED_MARK: Final = "nnemu::failed "
 """The name, followed by the result code, of an empty section just after the last attempt
 of an execution that failed (none for one that completed)."""
+QOS_MARK: Final = "nnemu::qos "
+"""The name, followed by the app's ``priority=NAME`` and, when set, its
+``execution_timeout_ns=N``, ``compile_timeout_ns=N`` and ``drop_late_frames``, of an empty
+section at the begin of its ``[NN_LA_PO]`` section: what ``setPriority``/``setTimeout`` were
+given, which no NNTRACE mark carries (``qos_mark``)."""
 """An NDK execution's mark, built once (``Tracer.enter``)."""
+
+
+def qos_mark(spec: AppSpec) -> str:
+    """The name of ``spec``'s ``QOS_MARK`` section (timeouts in whole ns, as the app sets them)."""
+    parts = [f"{QOS_MARK}priority={spec.priority.name}"]
+    if spec.execution_timeout_ms:
+        parts.append(f"execution_timeout_ns={us(spec.execution_timeout_ms * 1e6)}")
+    if spec.compile_timeout_ms:
+        parts.append(f"compile_timeout_ns={us(spec.compile_timeout_ms * 1e6)}")
+    if spec.drop_late_frames:
+        parts.append("drop_late_frames")
+    return " ".join(parts)
 
 
 # Enum members the per-execution path compares with or returns, as module constants: on
@@ -133,6 +150,8 @@ class Application:
         await kernel.sleep_until(us(spec.workload.start_ms * 1e6))
         try:
             with tracer.section(Layer.APPLICATION, Phase.OVERALL, spec.name):
+                with tracer.raw_section(qos_mark(spec)):
+                    pass
                 compiled = False
                 for number in range(spec.compilations):
                     # Earlier compilations model earlier launches of the app: compile, free.

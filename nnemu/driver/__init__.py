@@ -17,7 +17,7 @@ from nnemu.driver._burst import BURST_POLL_NS, FMQ_TRANSFER_NS, BurstContext
 from nnemu.driver._device import Device, DeviceStats, Job
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef
 from nnemu.driver._prepared import FencedResult, PreparedModel
-from nnemu.driver._service import DriverService
+from nnemu.driver._service import DIED_MARK, DriverService
 from nnemu.hal import CACHE_TOKEN_BYTES  # re-exported: where it lived before nnemu.hal
 from nnemu.sim import us  # re-exported: drivers and apps round their durations with it
 
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BURST_POLL_NS",
     "CACHE_TOKEN_BYTES",
+    "DIED_MARK",
     "FMQ_TRANSFER_NS",
     "VALIDATE_NS_PER_OP",
     "AidlDevice",

@@ -41,12 +41,17 @@ from nnemu.hal import (
 )
 from nnemu.ipc import Binder, Endpoint, ExecutionSplit
 from nnemu.scenario import CpuSpec, DeadlinePolicy, DeviceSpec, FaultKind
-from nnemu.sim import FileHandle, Kernel, ProcessTable, SimQueue, us
+from nnemu.sim import FileHandle, Kernel, ProcessTable, SimQueue, as_thread, us
 from nnemu.tracer import Layer, Phase, Section, Tracer
 
 logger = structlog.get_logger(layer="driver")
 
 AIDL_SYSTEM_UID = 1000
+
+DIED_MARK = "nnemu::died"
+"""The name of an empty section on a driver process's main thread at the instant the process
+dies (a ``crash`` fault): ftrace has no mark for a process's death, and Android's parser
+ignores a section with no NNTRACE tag (replay reads it: the replayed driver dies then)."""
 
 
 @attrs.frozen
@@ -166,6 +171,8 @@ class DriverService:
             return
         self.log.warning("driver_died")
         self.tracer.process_died(self.process.pid)
+        with as_thread(self.process.main_thread), self.tracer.raw_section(DIED_MARK):
+            pass
         self.status = DeviceStatus.UNKNOWN
         self.device.die()
         self.endpoint.kill()

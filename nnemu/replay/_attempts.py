@@ -14,6 +14,10 @@ them; docs/trace-contract.md, "nnemu's execution marks"):
 So an execution arrived at its first attempt's begin less its wait and lasted to its last
 attempt's end, as the run's report counts it (arrival to result, waits, retries and
 backoffs included), and only a completed one has a recorded latency, as in the report.
+
+Two more say what no NNTRACE mark carries: ``nnemu::qos priority=NAME ...`` (the app's
+priority and timeouts, ``parse_qos``) at the begin of its ``[NN_LA_PO]`` section, and
+``nnemu::died`` on a driver process's main thread when the process died.
 """
 
 from __future__ import annotations
@@ -25,9 +29,56 @@ from collections.abc import Sequence
 
 import attrs
 
-from nnemu.app import FAILED_MARK, RETRY_MARK, WAITED_MARK
+from nnemu.app import FAILED_MARK, QOS_MARK, RETRY_MARK, WAITED_MARK
+from nnemu.driver import DIED_MARK
+from nnemu.hal import Priority
 
-__all__ = ["FAILED_MARK", "RETRY_MARK", "WAITED_MARK", "AttemptMarks", "Joined", "join_attempts"]
+__all__ = [
+    "DIED_MARK",
+    "FAILED_MARK",
+    "QOS_MARK",
+    "RETRY_MARK",
+    "WAITED_MARK",
+    "AppQos",
+    "AttemptMarks",
+    "Joined",
+    "join_attempts",
+    "parse_qos",
+]
+
+
+@attrs.frozen(kw_only=True)
+class AppQos:
+    """An app's QoS settings, from its ``nnemu::qos`` mark."""
+
+    priority: Priority
+    """What its compilation's ``setPriority`` was given."""
+    execution_timeout_ns: int | None = None
+    """Each execution's ``setTimeout``, ns (None: none)."""
+    compile_timeout_ns: int | None = None
+    """Its compilation's ``setTimeout``, ns (None: none)."""
+    drop_late_frames: bool = False
+    """Whether it drops a frame older than its execution timeout."""
+
+
+def _ns(value: str) -> int | None:
+    return int(value) if value.isdigit() and len(value) <= 18 and int(value) > 0 else None
+
+
+def parse_qos(text: str) -> AppQos | None:
+    """The settings a ``nnemu::qos`` mark names after its prefix (``priority=HIGH
+    execution_timeout_ns=15000000``), or None when it names no priority (a word it does
+    not know is skipped: a later nnemu may add some)."""
+    fields = dict(word.partition("=")[::2] for word in text.split())
+    priority = Priority.__members__.get(fields.get("priority", ""))
+    if priority is None:
+        return None
+    return AppQos(
+        priority=priority,
+        execution_timeout_ns=_ns(fields.get("execution_timeout_ns", "")),
+        compile_timeout_ns=_ns(fields.get("compile_timeout_ns", "")),
+        drop_late_frames="drop_late_frames" in fields,
+    )
 
 
 def waited_ns(name: str) -> int | None:

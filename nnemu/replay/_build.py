@@ -11,7 +11,9 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
+
+import attrs
 
 from nnemu._text import counted
 from nnemu.driver import BURST_POLL_NS
@@ -24,7 +26,10 @@ from nnemu.scenario import (
     MAX_EXECUTIONS,
     MAX_TIME_MS,
     AppSpec,
+    DeviceSpec,
     ExecutionMode,
+    FaultKind,
+    FaultSpec,
     IpcSpec,
     ModelSpec,
     Scenario,
@@ -105,6 +110,10 @@ def build_replay(
     setters: set[int] = set()
     devices = [_device(driver, plan, model_of_app, setters, notes) for driver in plan.drivers]
     _fit_models(plan, devices, model_of_app, setters, notes)
+    devices = [
+        _death(driver, device, plan, notes)
+        for driver, device in zip(plan.drivers, devices, strict=True)
+    ]
     models = [model_of_app[app.pid] for app in plan.apps]
     ipc = _ipc(plan, notes)
     driver_by_pid = {d.pid: d for d in plan.drivers}
@@ -121,6 +130,9 @@ def build_replay(
         )
         for index, app in enumerate(plan.apps)
     ]
+    unmarked = _timing_only(plan)
+    if unmarked:
+        notes.warnings.append(unmarked)
     workloads = [f"apps.{app.name}.workload" for app in plan.apps]
     if fast:
         notes.assume(
@@ -144,6 +156,48 @@ def build_replay(
         loop_period_ms=_ms(period_ns),
         warnings=tuple(notes.warnings),
     )
+
+
+def _timing_only(plan: TracePlan) -> str | None:
+    """The warning for apps with no ``nnemu::qos`` mark (a device's trace, or an nnemu one
+    from before the mark): what their replay assumes, the timing-only rule
+    (docs/replay.md, "A trace without nnemu's marks"); None when every app has one."""
+    bare = [app for app in plan.apps if app.qos is None]
+    if not bare:
+        return None
+    setters = [
+        f"{app.name} called setTimeout {app.timeout_calls}x" for app in bare if app.timeout_calls
+    ]
+    every = len(bare) == len(plan.apps)
+    return (
+        f"no nnemu marks for {'any app' if every else ', '.join(a.name for a in bare)} in "
+        "the trace (a device's trace): no deadlines in the trace, replayed without "
+        "deadlines"
+        + (f" ({'; '.join(setters)}; its value is not traced)" if setters else "")
+        + " at priority medium; each [NN_LA_PE] section (else runtime or HAL execute call) "
+        "taken as one execution, from its begin to its end whatever its result; and no "
+        "driver dies"
+    )
+
+
+def _death(driver: TraceDriver, device: DeviceSpec, plan: TracePlan, notes: _Notes) -> DeviceSpec:
+    """``device`` with a ``crash`` fault when nnemu's ``nnemu::died`` mark says its driver
+    process died: as long after the first app's start (its ``[NN_LA_PO]`` begin, else its
+    first arrival) as in the trace, the time the replay's first app starts from."""
+    if driver.died_ns is None:
+        return device
+    first = plan.apps[0]
+    origin_ns = first.start_ns if first.start_ns is not None else plan.t0_ns
+    at_ms = round(max(0.0, _ms(driver.died_ns - origin_ns)), 3)
+    notes.derive(
+        f"devices.{driver.name}.faults: crash at {at_ms:.3f} ms (its process died "
+        f"{_ms(driver.died_ns - plan.t0_ns):+.3f} ms from the first execution: nnemu::died; "
+        f"the replay's time 0 is {first.name}'s start ([NN_LA_PO]), "
+        f"{_ms(plan.t0_ns - origin_ns):.3f} ms before the first execution)",
+        f"devices.{driver.name}.faults",
+    )
+    crash = FaultSpec(kind=FaultKind.CRASH, at_ms=at_ms)
+    return attrs.evolve(device, faults=(*device.faults, crash))
 
 
 def _ipc(plan: TracePlan, notes: _Notes) -> IpcSpec:
@@ -241,7 +295,20 @@ def _app(
         notes.derive(f"{where}.threads: {threads} (most executions in flight)", f"{where}.threads")
     devices_used: tuple[str, ...] | None = None
     known = [driver_by_pid[p].name for p in app.driver_pids if p in driver_by_pid]
-    if len(known) == 1:
+    died = [
+        driver_by_pid[p]
+        for p in app.driver_pids
+        if p in driver_by_pid and driver_by_pid[p].died_ns is not None
+    ]
+    if len(known) == 1 and died and app.fallbacks:
+        # Its compilation allowed the CPU: pinned, it would fail where it fell back.
+        notes.derive(
+            f"{where}.devices: all (every execution it sent a driver went to {known[0]}, "
+            f"which died, and {app.fallbacks} cpuFallbackFull/Partial sections show its "
+            "runtime ran work on the CPU: its compilation allowed it)",
+            f"{where}.devices",
+        )
+    elif len(known) == 1:
         devices_used = (known[0],)
         notes.derive(
             f"{where}.devices: [{known[0]}] (every execution went to it)", f"{where}.devices"
@@ -251,7 +318,8 @@ def _app(
             f"{where}: executions went to {', '.join(known)} (all devices kept)",
             f"{where}.devices",
         )
-    notes.assumed.extend(_unrecorded_settings(app, where))
+    qos = _qos(app, where, devices_used, notes)
+    notes.assumed.extend(_unrecorded_settings(app, where, qos))
     return AppSpec(
         name=app.name,
         uid=uid,
@@ -261,7 +329,46 @@ def _app(
         preference=preference,
         threads=threads,
         workload=workload,
+        **qos,
     )
+
+
+def _qos(
+    app: TraceApp, where: str, devices: tuple[str, ...] | None, notes: _Notes
+) -> dict[str, Any]:
+    """The app's priority and timeouts from its ``nnemu::qos`` mark (empty: no mark).  A
+    timeout needs the one device it reaches (``createForDevices``), as when it was set."""
+    qos = app.qos
+    if qos is None:
+        return {}
+    settings: dict[str, Any] = {"priority": qos.priority}
+    shown = [f"{where}.priority: {qos.priority.name.lower()}"]
+    keys = [f"{where}.priority", f"{where}.execution_timeout_ms"]
+    timeouts = {
+        "execution_timeout_ms": qos.execution_timeout_ns,
+        "compile_timeout_ms": qos.compile_timeout_ns,
+    }
+    for key, ns in timeouts.items():
+        if ns is None:
+            continue
+        if devices is None or len(devices) != 1:
+            notes.warnings.append(
+                f"{where}.{key}: {_ms(ns):g} (nnemu::qos) not replayed: it needs the app "
+                "pinned to one device, and its executions went to no single one"
+            )
+            continue
+        settings[key] = _ms(ns)
+        shown.append(f"{key} {_ms(ns):g}")
+        if f"{where}.{key}" not in keys:
+            keys.append(f"{where}.{key}")
+    if qos.drop_late_frames and "execution_timeout_ms" in settings:
+        settings["drop_late_frames"] = True
+        shown.append("drop_late_frames")
+        keys.append(f"{where}.drop_late_frames")
+    if len(shown) == 1:
+        shown.append("no deadline")
+    notes.derive(f"{', '.join(shown)} (nnemu::qos)", *keys)
+    return settings
 
 
 MIN_BURST_EVIDENCE: Final = 3
@@ -298,26 +405,30 @@ def _burst_preference(app: TraceApp, wake_ns: int | None, notes: _Notes) -> Exec
     return ExecutionPreference.LOW_POWER
 
 
-def _unrecorded_settings(app: TraceApp, where: str) -> list[Note]:
-    """What a replay assumes for the settings traces do not carry (priority, deadline, one
-    compilation)."""
+def _unrecorded_settings(app: TraceApp, where: str, qos: dict[str, Any]) -> list[Note]:
+    """What a replay assumes for the settings the trace does not carry (priority and
+    deadline without an ``nnemu::qos`` mark, one compilation)."""
     priority, deadline = f"{where}.priority", f"{where}.execution_timeout_ms"
     lines = []
-    if app.priority_calls:
+    if qos:
+        pass  # derived from its nnemu::qos mark (``_qos``)
+    elif app.priority_calls:
         lines.append(
             Note(
                 f"{where}.priority: medium (setPriority was called {app.priority_calls}x; "
-                "traces do not carry its value)",
+                "the trace does not carry its value: no nnemu::qos mark)",
                 (priority,),
             )
         )
     else:
         lines.append(Note(f"{where}.priority: medium (no priority in the trace)", (priority,)))
-    if app.timeout_calls:
+    if qos:
+        pass
+    elif app.timeout_calls:
         lines.append(
             Note(
                 f"{where}: no deadline (setTimeout was called {app.timeout_calls}x; "
-                "traces do not carry its value)",
+                "the trace does not carry its value: no nnemu::qos mark)",
                 (deadline,),
             )
         )
@@ -368,14 +479,31 @@ def describe_plan(plan: TracePlan) -> list[str]:
             for p, n in zip(app.driver_pids, app.driver_executions, strict=True)
         )
         lines.append(f"    executions on: {used or 'no driver seen (CPU)'}")
-        lines.append(
-            "    priority, deadline: not in the trace"
-            + (
-                f" (setPriority x{app.priority_calls}, setTimeout x{app.timeout_calls})"
-                if app.priority_calls or app.timeout_calls
-                else ""
+        qos = app.qos
+        if qos is not None:
+            timeouts = [
+                f"{what} timeout {_ms(ns):g} ms"
+                for what, ns in (
+                    ("execution", qos.execution_timeout_ns),
+                    ("compilation", qos.compile_timeout_ns),
+                )
+                if ns is not None
+            ]
+            lines.append(
+                f"    priority {qos.priority.name.lower()}; "
+                + ("; ".join(timeouts) if timeouts else "no deadline")
+                + ("; drops late frames" if qos.drop_late_frames else "")
+                + " (nnemu::qos)"
             )
-        )
+        else:
+            lines.append(
+                "    priority, deadline: not in the trace"
+                + (
+                    f" (setPriority x{app.priority_calls}, setTimeout x{app.timeout_calls})"
+                    if app.priority_calls or app.timeout_calls
+                    else ""
+                )
+            )
     for driver in plan.drivers:
         process = f" ({driver.process_name})" if driver.process_name else ""
         lines.append(f"  driver {driver.name}: pid {driver.pid}{process}")

@@ -13,17 +13,20 @@ from nnemu.replay._roles import (
     _BURST_EXEC,
     _BURST_REQUEST,
     _CLIENT,
+    _DIED,
     _FAILED,
     _IGNORED,
     _LA_COMPILE,
     _LA_EXEC,
     _LA_OVERALL,
     _LR_EXEC,
+    _LR_FALLBACK,
     _LR_FINISH,
     _LR_PRIORITY,
     _LR_TIMEOUT,
     _NOTIFY_EXEC,
     _NOTIFY_PREP,
+    _QOS,
     _RETRY,
     _SERVER,
     _WAITED,
@@ -231,6 +234,7 @@ class _Collector:
         self.notify_exec: dict[int, array[int]] = {}
         self.notify_prep: dict[int, array[int]] = {}
         self.served: dict[tuple[int, int], int] = {}
+        self.died: dict[int, int] = {}  # driver pid -> the time of its nnemu::died mark
         self.bursts: dict[int, tuple[int, array[int], array[int]]] = {}
         """client pid -> (burst executions run for it, deliveries, idles: the rows of
         ``_DriverTally.burst_seen`` of its burst threads that took its requests), set by
@@ -346,6 +350,8 @@ class _Collector:
             self.notify_prep.setdefault(pid, array("q")).append(ts)
         elif kind == _BURST_EXEC:
             self._burst_begin(ts, pid, tid)
+        elif kind == _DIED:
+            self.died.setdefault(pid, ts)
         else:
             app = self._app(pid)
             if kind == _LA_EXEC:
@@ -373,6 +379,7 @@ class _Collector:
             elif kind == _LA_OVERALL:
                 if app.po_name is None:
                     app.po_name = role.text
+                    app.po_begin = ts
             elif kind == _LA_COMPILE:
                 app.la_compiles += 1
             elif kind == _LR_FINISH:
@@ -385,6 +392,10 @@ class _Collector:
                 _marks(app).wait(tid, int(role.text))
             elif kind == _FAILED:
                 _marks(app).fail(tid, ts)
+            elif kind == _QOS and app.qos is None:
+                app.qos = role.text  # (the first: ``nnemu::qos``)
+            elif kind == _LR_FALLBACK:
+                app.fallbacks += 1
         self._stacks.setdefault(tid, []).append((ts, pid, role, serial))
 
     def end(self, ts: int, tid: int, line_number: int = 0) -> None:

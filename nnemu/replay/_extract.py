@@ -30,7 +30,7 @@ import attrs
 
 from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
-from nnemu.replay._attempts import completed_only, join_attempts
+from nnemu.replay._attempts import completed_only, join_attempts, parse_qos
 from nnemu.replay._collect import _HAL, _LA, _LR, _Collector
 from nnemu.replay._plan import (
     ARRIVALS_HAL,
@@ -346,6 +346,7 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         burst_clients=burst_clients,
         prepare_ns=tuple(preparations),
         unfinished=len(tally.clients) - len(executions),
+        died_ns=reader.died.get(pid),
     )
 
 
@@ -409,4 +410,7 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         burst_executions=bursts,
         burst_deliveries_ns=deliveries,
         burst_idle_ns=idles,
+        qos=None if tally.qos is None else parse_qos(tally.qos),
+        start_ns=tally.po_begin,
+        fallbacks=tally.fallbacks,
     )

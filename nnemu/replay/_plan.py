@@ -11,6 +11,7 @@ from typing import Final
 import attrs
 
 from nnemu.hal import HalVersion
+from nnemu.replay._attempts import AppQos
 from nnemu.scenario import ExecutionMode
 
 ARRIVALS_LA: Final = "[NN_LA_PE] begins"
@@ -90,6 +91,14 @@ class TraceApp:
     burst_idle_ns: array[int] = attrs.field(converter=_column, factory=tuple)
     """For each of ``burst_deliveries_ns``: from the burst thread's previous execution end to
     the request's begin (-1: its first)."""
+    qos: AppQos | None = None
+    """Its priority and timeouts, from nnemu's ``nnemu::qos`` mark (None: no mark, as in a
+    device's trace)."""
+    start_ns: int | None = None
+    """When its first ``[NN_LA_PO]`` section began (trace clock), if it has one."""
+    fallbacks: int = 0
+    """Executions (or partitions) its runtime ran on the CPU instead of a driver
+    (``cpuFallbackFull``/``cpuFallbackPartial`` sections)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -142,6 +151,8 @@ class TraceDriver:
     unfinished: int = 0
     """Execute server calls begun that did not finish in the trace (no notify, no end, or
     closed by the end of the capture: ``TracePlan.cut_ns``); not in ``execution_ns``."""
+    died_ns: int | None = None
+    """When the process died (nnemu's ``nnemu::died`` mark; trace clock), or None."""
 
     @property
     def median_execution_ns(self) -> int | None:

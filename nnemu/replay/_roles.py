@@ -7,7 +7,14 @@ from typing import Final
 import attrs
 
 from nnemu.hal import HalVersion
-from nnemu.replay._attempts import FAILED_MARK, RETRY_MARK, WAITED_MARK, waited_ns
+from nnemu.replay._attempts import (
+    DIED_MARK,
+    FAILED_MARK,
+    QOS_MARK,
+    RETRY_MARK,
+    WAITED_MARK,
+    waited_ns,
+)
 from nnemu.scenario import ExecutionMode
 from nnemu.trace import (
     classify,
@@ -83,6 +90,9 @@ _BURST_REQUEST: Final = 13
 _RETRY: Final = 14
 _WAITED: Final = 15
 _FAILED: Final = 16
+_QOS: Final = 17
+_DIED: Final = 18
+_LR_FALLBACK: Final = 19
 
 
 _BURST_EXECUTOR: Final = "BurstExecutorWithCache::"
@@ -100,6 +110,8 @@ _RUNTIME_COUNTS: Final = {
     "ANeuralNetworksCompilation_setPriority": _LR_PRIORITY,
     "ANeuralNetworksCompilation_setTimeout": _LR_TIMEOUT,
     "ANeuralNetworksExecution_setTimeout": _LR_TIMEOUT,
+    "cpuFallbackFull": _LR_FALLBACK,
+    "cpuFallbackPartial": _LR_FALLBACK,
 }
 
 
@@ -188,7 +200,11 @@ def _role(name: str) -> _Role:
 
 
 def _nnemu_role(name: str) -> _Role:
-    """nnemu's execution marks (``_attempts``)."""
+    """nnemu's execution, QoS and death marks (``_attempts``)."""
+    if name.startswith(QOS_MARK):
+        return _Role(_QOS, name[len(QOS_MARK) :])
+    if name == DIED_MARK:
+        return _Role(_DIED)
     if name.startswith(RETRY_MARK):
         return _Role(_RETRY)
     if name.startswith(FAILED_MARK):

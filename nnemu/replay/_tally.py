@@ -73,6 +73,7 @@ class _AppTally:
 
     __slots__ = (
         "attempts",
+        "fallbacks",
         "finishes",
         "flight",
         "hal_begins",
@@ -84,9 +85,11 @@ class _AppTally:
         "lr_begins",
         "lr_closed",
         "modes",
+        "po_begin",
         "po_name",
         "prepares",
         "priority_calls",
+        "qos",
         "timeout_calls",
     )
 
@@ -106,6 +109,12 @@ class _AppTally:
         self.flight = (_InFlight(), _InFlight(), _InFlight())
         self.modes: dict[ExecutionMode, int] = {}
         self.po_name: str | None = None
+        self.po_begin: int | None = None
+        """When its first ``[NN_LA_PO]`` section began."""
+        self.qos: str | None = None
+        """What its first ``nnemu::qos`` mark names after the prefix (``_attempts.parse_qos``)."""
+        self.fallbacks = 0
+        """Its runtime's ``cpuFallbackFull``/``cpuFallbackPartial`` sections."""
         self.finishes = 0
         self.la_compiles = 0
         self.prepares = 0

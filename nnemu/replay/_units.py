@@ -64,7 +64,8 @@ def _units(
 
     An execution that began while the device had none open ran from its begin: its driver
     time is its app's device time on an idle device (``_typical`` of those, per client; of
-    the device's when its client has none).  One that began while another was open either
+    the device's when its client has none, and then it counts only for the fit: a unit
+    count of 1 is returned with ``beside``).  One that began while another was open either
     waited for a unit and then ran (its ``serial`` time), or ran beside it from its begin, on
     another unit: counted so only when its whole driver time is inside its app's band around
     the typical time and its ``serial`` time is below the band (as two executions begun
@@ -90,10 +91,14 @@ def _units(
     device_typical = _typical([d for ds in on_idle.values() for d in ds])
     typical = {client: _typical(ds) for client, ds in on_idle.items()}
     beside = [False] * count
+    guessed = [False] * count
+    """Judged by the device's typical time: its app never began on an idle device."""
     found = False
     for i in range(count):
         if idle[i]:
             continue
+        if clients[i] and clients[i] not in typical:
+            guessed[i] = True
         centre, band = typical.get(clients[i], device_typical)
         whole, after = durations[i], serial[i]
         if centre <= 0 or whole <= 0 or abs(math.log(whole / centre)) > band:
@@ -104,13 +109,19 @@ def _units(
     if not found:
         return 1, None
     # (time, +1 begin / -1 end) of the executions running: at one time, ends first.
+    # An execution judged by another app's time counts for the fit, not for the count
+    # (qos_binder_bound's four indexer threads, begun at once behind the camera's first
+    # execution, read as a second unit by the camera's time).
     running = sorted(
         (time, step)
         for i in range(count)
-        if idle[i] or beside[i]
+        if idle[i] or (beside[i] and not guessed[i])
         for time, step in ((begins[i], 1), (begins[i] + durations[i], -1))
     )
-    return _weighed_units(running, count, beside)
+    units, weighed = _weighed_units(running, count, beside)
+    if weighed is None and any(b and g for b, g in zip(beside, guessed, strict=True)):
+        return 1, beside  # (``_device_units`` fits the units)
+    return units, weighed
 
 
 def _weighed_units(
@@ -267,6 +278,8 @@ def _device_units(
         fitted, spreads = _fitted_units(all_begins, all_durations, all_clients, all_serial)
         if fitted not in (1, units):  # (1: the times cannot tell, alike or no unit helps)
             units, fit = fitted, spreads
+    if beside is not None and units == 1 and not fit:
+        beside = None  # (only executions judged by another app's time; the fit found 1)
     if beside is None or units == 1:
         for k, row in enumerate(timed):
             if row[3] < 0:

@@ -423,7 +423,7 @@ def test_summary_shows_where_each_apps_mean_latency_went() -> None:
     lines = out.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("mean ms"))
     assert lines[head].split() == [
-        "mean", "ms", "latency", "app", "binder", "queue", "preempt", "ipc", "launch",
+        "mean", "ms", "latency", "app", "binder", "device_queue", "preempt", "ipc", "launch",
         "compute", "retry", "runtime",
     ]  # fmt: skip
     for line in lines[head + 1 : head + 3]:
@@ -490,3 +490,18 @@ def test_summary_columns_keep_a_separator_however_wide_the_numbers() -> None:
     ]
     assert lines[6].split() == ["flood", "123456789.500", *["123456789.000"] * len(_SPLIT_HEADS)]
     assert lines[9].split() == ["npu", "12345678901", "100.0%", "1234567890123", "12345678901.0"]
+
+
+def test_summary_heads_the_device_queue_by_its_report_key() -> None:
+    """Issue 25 item 6: the ``mean ms`` block names the wait at the device ``device_queue``,
+    as ``latency_split_ms.device_queue`` does (it said ``queue``), its figure under its head."""
+    code, out, err = run_cli("run", str(REPO / "scenarios/two_apps_one_npu.yaml"))
+    assert code == 0, err
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("mean ms"))
+    head = lines[at].split()
+    assert head[head.index("binder") + 1] == "device_queue"
+    assert "queue" not in head
+    camera = lines[at + 1]
+    end = lines[at].index("device_queue") + len("device_queue")
+    assert camera[:end].split()[-1] == camera.split()[4]  # the 4th part, right-aligned under it

@@ -131,15 +131,16 @@ def test_query_orders_a_mixed_json_as_perfettos_trace_processor(tmp_path: Path) 
 
 
 def _out_of_order(text: str) -> str:
-    """``text`` (ftrace) with its first B row whose next row on the thread is its E written
-    after that E: an end mark before its begin in the file."""
+    """``text`` (ftrace) with its first B row whose next row on the thread is its E, at a
+    later time, written after that E: an end mark before its begin in the file (an empty
+    section, such as nnemu's ``nnemu::qos`` mark, ends at its begin's time: no disorder)."""
     lines = text.splitlines(keepends=True)
     for index, line in enumerate(lines):
         if "tracing_mark_write: B|" not in line:
             continue
-        head = line.split("[", 1)[0]
+        head, stamp = line.split("[", 1)[0], line.split(": tracing_mark_write")[0].split()[-1]
         later = next(j for j in range(index + 1, len(lines)) if lines[j].startswith(head))
-        if "tracing_mark_write: E|" in lines[later]:
+        if "tracing_mark_write: E|" in lines[later] and f" {stamp}: " not in lines[later]:
             lines[index], lines[later] = lines[later], lines[index]
             return "".join(lines)
     raise AssertionError("no B row followed by its E")

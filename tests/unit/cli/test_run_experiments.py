@@ -428,7 +428,7 @@ def test_replications_show_the_latency_split_and_energy_of_the_runs(tmp_path: Pa
     lines = out.splitlines()
     head = lines.index(next(line for line in lines if line.startswith("mean ms")))
     assert lines[head].split() == [
-        "mean", "ms", "latency", "app", "binder", "queue", "preempt", "ipc", "launch",
+        "mean", "ms", "latency", "app", "binder", "device_queue", "preempt", "ipc", "launch",
         "compute", "retry", "runtime",
     ]  # fmt: skip
     camera = lines[head + 1].split()

@@ -89,14 +89,22 @@ def test_refused_attempts_do_not_set_the_device_speed(tmp_path: Path) -> None:
         assert replayed["batcher"]["latency_ms"][q] == pytest.approx(recorded, rel=0.15)
 
 
-def test_marks_leave_the_parsers_tables_alone(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "mark"),
+    [
+        ("qos_deadline_storm", "|nnemu::failed MISSED_DEADLINE_TRANSIENT"),
+        ("qos_deadline_storm", "|nnemu::qos priority=MEDIUM execution_timeout_ns=15000000"),
+        ("qos_driver_crash", "|nnemu::died"),
+    ],
+)
+def test_marks_leave_the_parsers_tables_alone(name: str, mark: str, tmp_path: Path) -> None:
     """Android's parser ignores a section whose name has no NNTRACE tag and no ``HIDL``
     (frameworks/ml/nn/tools/systrace_parser/parser/tracker.py), and so does nnemu's: the
-    trace without the marks gives the same tables."""
-    path = tmp_path / "storm.html"
-    record(REPO / "scenarios/qos_deadline_storm.yaml", path)
+    trace without the marks (execution, QoS and death marks) gives the same tables."""
+    path = tmp_path / f"{name}.html"
+    record(REPO / "scenarios" / f"{name}.yaml", path)
     text = path.read_text(encoding="utf-8")
-    assert "|nnemu::failed MISSED_DEADLINE_TRANSIENT" in text
+    assert mark in text
     bare = tmp_path / "bare.html"
     bare.write_text(_without_marks(text), encoding="utf-8")
     assert len(bare.read_text(encoding="utf-8")) < len(text)

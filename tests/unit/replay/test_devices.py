@@ -22,19 +22,7 @@ from nnemu.replay import build_replay, describe_build, describe_plan, extract_pl
 from nnemu.scenario import load_scenario
 from tests.unit.replay.helpers import OMR1, REPO, record
 
-SCENARIOS = [
-    pytest.param(
-        name,
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="four synchronous executions held in the driver (each on a binder thread)"
-            " while a preempted one waits read as 2 units: the fit does not know preemption",
-        ),
-    )
-    if name == "qos_binder_bound"
-    else name
-    for name in sorted(p.stem for p in (REPO / "scenarios").glob("*.yaml"))
-]
+SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.yaml"))
 
 
 def _busy_counters(path: Path) -> dict[int, int]:

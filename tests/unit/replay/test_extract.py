@@ -168,7 +168,7 @@ def test_executions_that_never_end_share_a_bounded_number_of_threads(tmp_path: P
     assert (app.max_in_flight, app.never_ended, len(app.latencies_ns)) == (200, 190, 10)
     built = build_replay(plan)
     assert built.scenario.apps[0].threads == MAX_UNFINISHED_THREADS
-    (warning,) = built.warnings
+    (warning,) = [w for w in built.warnings if ".threads:" in w]
     assert warning.startswith(
         f"apps.{app.name}.threads: 64, not 200: 190 of its executions never end"
     )
@@ -179,7 +179,7 @@ def test_few_executions_in_flight_at_the_cut_keep_their_threads(tmp_path: Path):
     plan = extract_plan(str(_open_on_threads(tmp_path, 5)))
     built = build_replay(plan)
     assert built.scenario.apps[0].threads == 5
-    assert built.warnings == ()
+    assert [w for w in built.warnings if ".threads:" in w] == []
 
 
 def test_json_trace_is_streamed_and_reads_as_the_whole_document(tmp_path: Path, monkeypatch):
