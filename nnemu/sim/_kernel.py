@@ -57,18 +57,7 @@ from nnemu.sim._threads import (
     leave_thread,
     virtual_time_ms,
 )
-from nnemu.sim._waits import (
-    NO_WAIT,
-    SUSPEND,
-    asleep,
-    done,
-    event_wait,
-    get_after,
-    pool_acquire,
-    queue_get,
-    shell,
-    suspended,
-)
+from nnemu.sim._waits import NO_WAIT, SUSPEND, done, shell, suspended, then
 
 __all__ = [
     "Kernel",
@@ -441,7 +430,7 @@ class Kernel:
         # Its trio task ends once trio runs it (one that had not started yet returns at once).
         self._shells_to_end += 1
 
-    def park(self, until_ns: int | None = None) -> Awaitable[object]:
+    def park(self, until_ns: int | None = None) -> Awaitable[Any]:
         """Give up the baton until woken through ``wait_handle()`` or until ``until_ns``:
         ``await kernel.park()``.
 
@@ -495,9 +484,7 @@ class Kernel:
         proc, token = handle
         if proc.token != token:
             return False
-        running = self._running  # (``assert_synced``, checked inline: it is rarely ahead)
-        if running is not None and running.lag_ns:
-            self.assert_synced()
+        self.assert_synced()
         proc.token += 1
         proc.resume_value = value
         self._ready.append(proc)
@@ -507,14 +494,7 @@ class Kernel:
         """Wake the longest-waiting task of ``handles`` with ``value``, dropping handles of
         tasks woken already; False if no task was waiting."""
         while handles:
-            proc, token = handles.popleft()  # (``wake``, inline)
-            if proc.token == token:
-                running = self._running
-                if running is not None and running.lag_ns:
-                    self.assert_synced()
-                proc.token += 1
-                proc.resume_value = value
-                self._ready.append(proc)
+            if self.wake(handles.popleft(), value):
                 return True
         return False
 
@@ -522,10 +502,10 @@ class Kernel:
         """Wait until virtual time ``t_ns`` (at least until the task's own clock):
         ``await kernel.sleep_until(t)``.
 
-        (``park(t_ns)``, inline: a plain method returning what to await, ``NO_WAIT`` when
-        time simply moves on, ``_waits.asleep()`` when the task must give up the baton.)
+        The task's lag is slept off with it (its own clock is where the wait starts from),
+        then it parks until ``t_ns`` (``park``: when nothing else can happen first, time
+        simply moves on, without a task switch).
         """
-        heap = self._heap
         proc = self._running
         if proc is not None and proc.lag_ns:
             reached = self.clock_ns + proc.lag_ns
@@ -534,66 +514,11 @@ class Kernel:
             if reached > t_ns:
                 t_ns = reached
             proc.lag_ns = 0
-        if (
-            proc is not None
-            and not self._ready
-            and (not heap or heap[0][0] > t_ns)
-            and (self._stop_ns is None or t_ns <= self._stop_ns)
-            and not self.realtime
-            and not self._closing
-            and self.observer is None  # a stepper sees every wait as a kernel event
-        ):
-            # Nothing else can happen before t_ns: move time on without a task switch.
-            if t_ns > self.clock_ns:
-                self.clock_ns = t_ns
-            return NO_WAIT
-        # ``park(t_ns)`` without its fast path (just ruled out) and its lag check (synced).
-        if self._closing:
-            raise GeneratorExit  # as ``park``: the run is being torn down
-        if proc is None:
-            raise KernelStopped("the emulation is not running")
-        if t_ns < self.clock_ns:
-            t_ns = self.clock_ns
-        self._seq += 1
-        heapq.heappush(heap, (t_ns, self._seq, proc, proc.token))
-        return asleep()  # the stepper runs others, then resumes this when its timer fires
+        return self.park(t_ns)
 
     def sleep(self, duration_ns: int) -> Awaitable[None]:
-        """Wait ``duration_ns`` of virtual time from the task's own clock: ``await kernel.sleep(d)``.
-
-        (``sleep_until(own time + duration_ns)``, inline in a running task: one call fewer.)
-        """
-        proc = self._running
-        if proc is None:
-            return self.sleep_until(
-                self.clock_ns + duration_ns if duration_ns > 0 else self.clock_ns
-            )
-        heap = self._heap
-        t_ns = self.clock_ns + proc.lag_ns
-        if proc.lag_ns:
-            if t_ns > self._reached_ns:
-                self._reached_ns = t_ns
-            proc.lag_ns = 0
-        if duration_ns > 0:
-            t_ns += duration_ns
-        if (
-            not self._ready
-            and (not heap or heap[0][0] > t_ns)
-            and (self._stop_ns is None or t_ns <= self._stop_ns)
-            and not self.realtime
-            and not self._closing
-            and self.observer is None
-        ):
-            if t_ns > self.clock_ns:
-                self.clock_ns = t_ns
-            return NO_WAIT
-        if self._closing:
-            raise GeneratorExit
-        if t_ns < self.clock_ns:
-            t_ns = self.clock_ns
-        self._seq += 1
-        heapq.heappush(heap, (t_ns, self._seq, proc, proc.token))
-        return asleep()
+        """Wait ``duration_ns`` of virtual time from the task's own clock: ``await kernel.sleep(d)``."""
+        return self.sleep_until(self.task_now_ns() + max(duration_ns, 0))
 
     def call_at(self, t_ns: int, callback: Callable[[], None]) -> None:
         """Run the plain function ``callback`` at virtual time ``t_ns`` (in sequence order)."""
@@ -655,13 +580,12 @@ class SimEvent:
     def wait(self) -> Awaitable[Any]:
         """Wait until set; the latched value: ``await event.wait()``.
 
-        (A plain method returning what to await: a task ahead of the clock syncs first,
-        step by step, in ``_waits.event_wait``.)
+        (A plain method returning what to await: see ``SimQueue.get``.)
         """
         kernel = self._kernel
-        proc = kernel._running
-        if proc is not None and proc.lag_ns:
-            return event_wait(self)
+        synced = kernel.sync()
+        if synced is not NO_WAIT:
+            return then(synced, self.wait)
         if self.is_set:
             return done(self.value)
         self._waiters.append(kernel.wait_handle())
@@ -684,34 +608,25 @@ class SimQueue:
     def put_nowait(self, item: object) -> None:
         """Append ``item``, handing it straight to the longest-waiting getter if any."""
         kernel = self._kernel
-        running = kernel._running  # (``assert_synced``, checked inline)
-        if running is not None and running.lag_ns:
-            kernel.assert_synced()
-        getters = self._getters
-        if not getters or not kernel.wake_first(getters, item):
+        kernel.assert_synced()
+        if not kernel.wake_first(self._getters, item):
             self._items.append(item)
 
     def get(self) -> Awaitable[Any]:
         """Take the oldest item, waiting for one if the queue is empty: ``await queue.get()``.
 
-        (A plain method returning what to await: in a running task it syncs, then takes
-        the item, or its wait handle and parks, ``wait_handle`` and ``park`` inline; when
-        the sync gives up the baton, the rest follows in ``_waits.get_after``; outside a
-        task and while the run is torn down, step by step in ``_waits.queue_get``, with
-        the kernel's own checks.)
+        (A plain method returning what to await: it syncs, then takes the item, or a wait
+        handle and parks; when the sync itself gives up the baton, ``_waits.then`` awaits
+        it and calls ``get`` again.)
         """
         kernel = self._kernel
-        proc = kernel._running
-        if proc is None or kernel._closing:
-            return queue_get(self)
-        if proc.lag_ns:
-            synced = kernel.sleep_until(kernel.clock_ns + proc.lag_ns)  # (``sync``)
-            if synced is not NO_WAIT:
-                return get_after(synced, self)
+        synced = kernel.sync()
+        if synced is not NO_WAIT:
+            return then(synced, self.get)
         if self._items:
             return done(self._items.popleft())
-        self._getters.append((proc, proc.token))
-        return suspended()
+        self._getters.append(kernel.wait_handle())
+        return kernel.park()
 
 
 _SHELL_BATCH: Final = 64
@@ -741,32 +656,29 @@ class ThreadPool:
         """Borrow a thread (the lowest-numbered free one), waiting FIFO if all are busy:
         ``await pool.acquire()``.
 
-        (A plain method returning what to await: a free thread at once when the task is not
-        ahead of the clock, else step by step, in ``_waits.pool_acquire``.)
+        (A plain method returning what to await: see ``SimQueue.get``.  A thread handed
+        over by ``release`` leaves as many lent out as before, so only a thread taken from
+        the free ones can raise ``peak_in_use``.)
         """
-        proc = self._kernel._running
+        kernel = self._kernel
+        synced = kernel.sync()
+        if synced is not NO_WAIT:
+            return then(synced, self.acquire)
         free = self._free
-        if (proc is None or not proc.lag_ns) and free and not self._waiters:
+        if free and not self._waiters:
             thread = free.pop()
-            in_use = len(self.threads) - len(free)  # (``count_in_use``, inline)
+            in_use = len(self.threads) - len(free)
             if in_use > self.peak_in_use:
                 self.peak_in_use = in_use
             return done(thread)
-        return pool_acquire(self)
-
-    def count_in_use(self) -> None:
-        """Note the threads lent out now in ``peak_in_use`` (after a thread is lent)."""
-        in_use = len(self.threads) - len(self._free)
-        if in_use > self.peak_in_use:
-            self.peak_in_use = in_use
+        self._waiters.append(kernel.wait_handle())
+        return kernel.park()
 
     def release(self, thread: SimThread) -> None:
         """Return ``thread``, handing it to the oldest waiter if any."""
         kernel = self._kernel
-        running = kernel._running  # (``assert_synced``, checked inline)
-        if running is not None and running.lag_ns:
-            kernel.assert_synced()
-        if not self._waiters or not kernel.wake_first(self._waiters, thread):
+        kernel.assert_synced()
+        if not kernel.wake_first(self._waiters, thread):
             free = self._free
             if not free or free[-1].tid > thread.tid:
                 free.append(thread)  # the lowest free tid (the usual case: it was just lent)

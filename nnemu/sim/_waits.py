@@ -5,9 +5,9 @@ coroutine (``types.coroutine``), and a mypyc-compiled generator or coroutine is 
 kind to an interpreted caller (it would be wrapped, or resumed through a method call).
 So the kernel's waits (``Kernel.sleep_until``, ``park``, ``SimQueue.get``, ...), compiled
 or not, do their work when called and hand out one of these to await: ``NO_WAIT``
-(nothing to wait for), ``done(value)`` (a value at once), ``asleep()``/``suspended()``
-(give the baton back to the stepper).  A wait that must suspend and then do more (sync,
-then park) is an ``async def`` here, which calls the kernel's waits step by step.
+(nothing to wait for), ``done(value)`` (a value at once), ``suspended()`` (give the baton
+back to the stepper).  A wait that must sync first, when the sync itself gives the baton
+up, hands out ``then(synced, wait)``, which awaits the sync and then the wait once more.
 
 Emulated code awaits what the wait returned at once (``await kernel.sleep(d)``), so the
 work done at the call is done when it would have been done inside the await.
@@ -16,16 +16,14 @@ work done at the call is done when it would have been done inside the await.
 from __future__ import annotations
 
 import types
-from collections.abc import Awaitable, Generator
-from typing import TYPE_CHECKING, Any, Final, cast
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, Final, cast
 
 from trio.lowlevel import current_task, wait_task_rescheduled
 
-if TYPE_CHECKING:
-    from nnemu.sim._threads import SimThread
-
 # The kernel's objects below are typed Any: they are the compiled kernel's or the pure
-# one's (``nnemu.sim`` picks), and this module is typed against neither.
+# one's (a wheel's or the source's), and this module, which the kernel imports, is typed
+# against neither.
 
 
 class _Suspend:
@@ -63,12 +61,6 @@ def suspended() -> Generator[_Suspend, object, object]:
 
 
 @types.coroutine
-def asleep() -> Generator[_Suspend, object, None]:
-    """Give the baton back to the stepper until the thread's timer fires."""
-    yield SUSPEND
-
-
-@types.coroutine
 def done(value: object) -> Generator[_Suspend, object, Any]:
     """``value`` at once, as what to await."""
     return value
@@ -76,11 +68,14 @@ def done(value: object) -> Generator[_Suspend, object, Any]:
 
 
 @types.coroutine
-def get_after(synced: Awaitable[None], queue: Any) -> Generator[_Suspend, object, Any]:
-    """``SimQueue.get`` once the task has given up the baton to sync (``synced``): then the
-    oldest item, or a park (``get`` again, now that the task is not ahead of the clock)."""
+def then(
+    synced: Awaitable[None], wait: Callable[[], Awaitable[Any]]
+) -> Generator[_Suspend, object, Any]:
+    """A wait whose sync gave up the baton (``synced``): await that, then call the wait
+    again (``wait``: ``SimQueue.get``, say), now that the task is not ahead of the clock,
+    and await what it returns."""
     yield from cast(Generator[_Suspend, object, None], synced)
-    return (yield from cast(Generator[_Suspend, object, Any], queue.get()))
+    return (yield from cast(Generator[_Suspend, object, Any], wait()))
 
 
 async def shell(kernel: Any, proc: Any) -> None:
@@ -102,39 +97,3 @@ async def shell(kernel: Any, proc: Any) -> None:
             kernel._reached_ns = max(kernel._reached_ns, kernel.clock_ns + proc.lag_ns)
             proc.lag_ns = 0
         raise
-
-
-async def event_wait(event: Any) -> Any:
-    """``SimEvent.wait`` step by step: sync first, then the latched value or a park."""
-    kernel = event._kernel
-    await kernel.sync()
-    if event.is_set:
-        return event.value
-    event._waiters.append(kernel.wait_handle())
-    return await kernel.park()
-
-
-async def queue_get(queue: Any) -> Any:
-    """``SimQueue.get`` step by step: sync first, then the oldest item or a park (also
-    outside a task and while the run is torn down, where the kernel's checks raise)."""
-    kernel = queue._kernel
-    await kernel.sync()
-    if queue._items:
-        return queue._items.popleft()
-    queue._getters.append(kernel.wait_handle())
-    return await kernel.park()
-
-
-async def pool_acquire(pool: Any) -> SimThread:
-    """``ThreadPool.acquire`` step by step: sync first, then a free thread or a park."""
-    kernel = pool._kernel
-    await kernel.sync()
-    free: list[SimThread] = pool._free
-    thread: SimThread
-    if free and not pool._waiters:
-        thread = free.pop()
-    else:
-        pool._waiters.append(kernel.wait_handle())
-        thread = cast("SimThread", await kernel.park())
-    pool.count_in_use()
-    return thread

@@ -97,7 +97,10 @@ metrics: [apps.camera.latency_ms.p99]
         ["run", "--help"],
         ["parse", "{trace}"],
         ["run", str(SCENARIOS / "two_apps_one_npu.yaml")],
-        ["sweep", "{tmp}/exp.yaml", "--out", "{tmp}/out", "--workers", "1"],
+        pytest.param(  # (a forkserver pool started: ~30 s under load)
+            ["sweep", "{tmp}/exp.yaml", "--out", "{tmp}/out", "--workers", "1"],
+            marks=pytest.mark.slow,
+        ),
         ["query", "{trace}", "SELECT count(*) FROM slice"],
         ["compare", "{a}", "{b}"],
         ["replay", "-n", "{trace}"],

@@ -78,6 +78,7 @@ def _service(device: str) -> str:
     return f"android.hardware.neuralnetworks@1.3-service-{device}"
 
 
+@pytest.mark.slow
 @NAMES
 @given(app=names, device=names)
 @example(app="a</script>b", device="npu")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import event, example, given, settings, target
 
 from nnemu._emulator import build_model
@@ -56,6 +57,7 @@ def test_generated_scenarios_are_valid(scenario: Scenario) -> None:
     assert load_scenario_text(dump_scenario(scenario)) == scenario
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(scenarios(durations=True))
 def test_conservation_per_app(scenario: Scenario) -> None:
@@ -103,6 +105,7 @@ def _check_no_error_within_deadline(records: RunRecords) -> None:
     _reached(checked)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     scenarios(
@@ -149,6 +152,7 @@ def _jitter_overrun_scenario() -> Scenario:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @example(_jitter_overrun_scenario())
 @given(
@@ -184,6 +188,7 @@ _BOTH_WAYS = Reach(at_least=0.2)
 """Examples with a PERSISTENT result or a completion under ``abort`` (the property's cases)."""
 
 
+@pytest.mark.slow
 @_BOTH_WAYS.required
 @settings(max_examples=60, deadline=None)
 @given(scenarios(min_apps=2, pinned=True, contended=True, near_deadlines=True))

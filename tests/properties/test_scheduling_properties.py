@@ -11,6 +11,7 @@ import itertools
 from typing import Any
 
 import attrs
+import pytest
 import trio
 import trio.testing
 from hypothesis import event, example, given, settings, target
@@ -464,6 +465,7 @@ def deadline_cases(draw: st.DrawFn) -> tuple[Scenario, int, float]:
     return scenario, app, draw(st.floats(0.05, 1.2))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(deadline_cases())
 def test_abort_refuses_nothing_the_ignore_run_finishes_in_time(

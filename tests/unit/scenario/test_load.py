@@ -83,6 +83,7 @@ def test_full_scenario_round_trips():
     assert load_scenario_text(dump_scenario(s), s.source) == s
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(scenarios())
 def test_generated_scenarios_round_trip(s: Scenario):

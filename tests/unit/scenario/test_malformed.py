@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -99,6 +100,7 @@ def mutated(draw: st.DrawFn, base: str) -> str:
     return text
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=500, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated(FULL_TEXT))
 def test_mutated_scenario_never_raises_anything_else(text: str):
@@ -106,6 +108,7 @@ def test_mutated_scenario_never_raises_anything_else(text: str):
     check(text)
 
 
+@pytest.mark.slow
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_mutated_generated_scenario_never_raises_anything_else(data: st.DataObject):

@@ -317,6 +317,27 @@ async def test_wait_handle_with_lag_is_a_bug(autojump_clock):
     assert kernel.clock_ns == MS
 
 
+@pytest.mark.parametrize("crowded", [False, True])
+async def test_a_sleep_ends_the_wait_of_an_earlier_handle(autojump_clock, crowded):
+    """A wait handle taken before a sleep is stale once the sleep ends, whether the sleep
+    moved time on alone (nothing else scheduled) or gave the baton to another task."""
+    kernel = Kernel()
+    woken: list[bool] = []
+
+    async def sleeper():
+        handle = kernel.wait_handle()
+        await kernel.sleep(2 * MS)
+        woken.append(kernel.wake(handle, "late"))
+
+    async def other():
+        await kernel.sleep(MS)
+
+    tasks = [(_thread(1), sleeper)] + ([(_thread(2), other)] if crowded else [])
+    await _run(kernel, *tasks)
+    assert woken == [False]
+    assert kernel.clock_ns == 2 * MS
+
+
 async def _interleaving() -> list[tuple[str, int]]:
     kernel = Kernel()
     log: list[tuple[str, int]] = []
