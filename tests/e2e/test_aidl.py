@@ -33,11 +33,13 @@ def test_report_says_which_hal_each_device_spoke(tmp_path: Path):
 
 def test_trace_carries_aidl_ndk_marks_for_the_aidl_driver_only(tmp_path: Path):
     """The AIDL driver's calls are AIDL::ndk::<Iface>::<method> marks, the HIDL one's HIDL::...;
-    the AIDL NPU's fenced app runs executeFenced over AIDL."""
+    the v4 NPU is prepared with prepareModelWithConfig and its fenced app runs
+    executeFencedWithConfig, as the runtime calls a feature-level-8 driver."""
     trace, _ = _traced(tmp_path, ".html")
     text = trace.read_text()
-    assert "AIDL::ndk::IDevice::prepareModel::server" in text
-    assert "AIDL::ndk::IPreparedModel::executeFenced::server" in text
+    assert "AIDL::ndk::IDevice::prepareModelWithConfig::server" in text
+    assert "AIDL::ndk::IPreparedModel::executeFencedWithConfig::server" in text
+    assert "AIDL::ndk::IDevice::prepareModel::server" not in text
     assert "AIDL::ndk::IPreparedModelCallback::notify::client" in text
     assert "HIDL::IDevice::prepareModel_1_3::server" in text
     assert "AIDL::ndk::IDevice::prepareModel_1_3" not in text
@@ -71,7 +73,7 @@ def test_trace_processor_opens_the_pftrace(tmp_path: Path):
     query = tmp_path / "q.sql"
     query.write_text(
         "SELECT count(*) AS n FROM slice"
-        " WHERE name = 'AIDL::ndk::IPreparedModel::executeFenced::server';\n"
+        " WHERE name = 'AIDL::ndk::IPreparedModel::executeFencedWithConfig::server';\n"
     )
     done = subprocess.run(
         [shell, "-q", str(query), str(trace)], capture_output=True, text=True, check=True
