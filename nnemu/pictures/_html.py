@@ -147,7 +147,7 @@ def _summary(page: _Page, report: Mapping[str, Any]) -> None:
         hal = escape(str(device.get("hal", "-")))  # (the runtime's CPU device speaks none)
         page.add(
             f'<tr><td class="name">{escape(name)}</td><td class="name">{hal}</td>'
-            f'<td>{device["executions"]}</td>'
+            f"<td>{device['executions']}</td>"
             f"<td>{device['busy_fraction'] * 100:.1f}%</td><td>{device['preemptions']}</td>"
             f"<td>{device.get('energy', 0.0):.1f}</td></tr>"
         )
