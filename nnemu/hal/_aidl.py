@@ -11,6 +11,10 @@ What differs from the HIDL family (docs/hal-semantics.md, "The AIDL HAL"):
 - ``Timing`` is in nanoseconds, ``-1`` for unknown;
 - an output buffer too small is not an error: ``ExecutionResult.outputSufficientSize`` is
   false and the call succeeds.
+- a burst is an ``IBurst`` binder object (one call per execution, each request pool named
+  by a memory identifier token), not an FMQ ``IBurstContext``;
+- v4 adds the ``*WithConfig`` calls and reusable ``IExecution``s (``_aidl_config`` has their
+  values).
 
 The interfaces are Protocols, one method per AIDL method under its AIDL name, as
 ``_interfaces`` does for HIDL.  ``EndpointT`` and ``CallbackT`` are the transport's.

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from nnemu.hal import (
     CACHE_TOKEN_BYTES,
-    NO_DEADLINE,
     DeviceType,
     ErrorStatus,
     ExecutionConfig,
@@ -38,6 +37,7 @@ from nnemu.runtime._aidl_exec import (
     AidlIExecution,
     execution_answer,
     fenced_answer,
+    ns_or_none,
 )
 from nnemu.runtime._canonical import (
     NO_CACHE,
@@ -59,9 +59,8 @@ if TYPE_CHECKING:
     from nnemu.runtime._canonical import CanonicalDevice, CanonicalPreparedModel
 
 
-def _ns(value: int | None) -> int:
-    """The runtime's optional nanoseconds as AIDL passes them: ``-1`` for none."""
-    return NO_DEADLINE if value is None else value
+_ns = ns_or_none
+"""The runtime's optional nanoseconds as AIDL passes them: ``-1`` for none."""
 
 
 class AidlIPreparedModel:
