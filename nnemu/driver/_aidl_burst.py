@@ -32,8 +32,13 @@ from nnemu.hal import (
 )
 
 if TYPE_CHECKING:
-    from nnemu.driver._aidl_prepared import AidlFencedResult, AidlPreparedModel
-    from nnemu.hal import IAidlBurst, IAidlExecution
+    from nnemu.hal import (
+        IAidlBurst,
+        IAidlExecution,
+        IAidlFencedExecutionCallback,
+        IAidlPreparedModel,
+    )
+    from nnemu.ipc import Endpoint
 
 
 def check_config(config: ExecutionConfig) -> ServiceSpecificError | None:
@@ -46,10 +51,11 @@ def check_config(config: ExecutionConfig) -> ServiceSpecificError | None:
 
 
 class AidlBurst:
-    """AIDL IBurst of a prepared model (``SampleBurst``)."""
+    """AIDL IBurst of a prepared model (``SampleBurst``) of a driver of AIDL ``version``."""
 
-    def __init__(self, prepared: AidlPreparedModel) -> None:
+    def __init__(self, prepared: IAidlPreparedModel[Endpoint], version: HalVersion) -> None:
         self.prepared = prepared
+        self.version = version
         self.in_flight = False
         """An execution is running on this burst."""
         self.released: list[int] = []
@@ -86,7 +92,7 @@ class AidlBurst:
         deadline_ns: int,
     ) -> ExecutionResult | ServiceSpecificError | UnknownTransaction:
         """IBurst::executeSynchronouslyWithConfig (v4)."""
-        if self.prepared.prepared.version is not HalVersion.AIDL_V4:
+        if self.version is not HalVersion.AIDL_V4:
             return UnknownTransaction()
         refused = check_config(config)
         if refused is not None:
@@ -113,7 +119,7 @@ class AidlExecution:
     """AIDL IExecution (v4): a reusable execution of one request and ExecutionConfig."""
 
     def __init__(
-        self, prepared: AidlPreparedModel, request: Request, config: ExecutionConfig
+        self, prepared: IAidlPreparedModel[Endpoint], request: Request, config: ExecutionConfig
     ) -> None:
         self.prepared = prepared
         self.request = request
@@ -130,7 +136,7 @@ class AidlExecution:
 
     async def executeFenced(
         self, wait_for: Sequence[object | None], deadline_ns: int, duration_ns: int
-    ) -> AidlFencedResult | ServiceSpecificError:
+    ) -> IAidlFencedExecutionCallback | ServiceSpecificError:
         """IExecution::executeFenced."""
         config = self.config
         return await self.prepared.executeFenced(

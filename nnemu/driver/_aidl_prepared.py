@@ -122,7 +122,7 @@ class AidlPreparedModel:
 
     async def configureExecutionBurst(self) -> AidlBurst | ServiceSpecificError:
         """configureExecutionBurst: an IBurst (``SampleBurst``) over this prepared model."""
-        return AidlBurst(self)
+        return AidlBurst(self, self.prepared.version)
 
     @property
     def _v4(self) -> bool:
