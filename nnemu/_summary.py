@@ -11,6 +11,16 @@ if TYPE_CHECKING:
     from nnemu.replications import Replications
 
 
+HAL_WIDTH = 9
+"""Width of the device tables' ``hal`` column (``aidl-v4`` and two spaces)."""
+
+
+def hal_of(device: dict[str, Any]) -> str:
+    """A report device's HAL (``devices.D.hal``: ``1.3``, ``aidl-v4``), ``-`` for the
+    runtime's own CPU device, which speaks none."""
+    return str(device.get("hal", "-"))
+
+
 def summary(data: dict[str, Any], out: TextIO) -> None:
     """The run's summary tables: per app (submitted = completed + failed + dropped + in flight)
     and per device.  Latency percentiles are "-" for an app with no completion; a p95 or p99
@@ -57,12 +67,14 @@ def summary(data: dict[str, Any], out: TextIO) -> None:
     _split_summary(data["apps"], out)
     width = max([6, *(len(name) for name in data["devices"])]) + 2
     out.write(
-        f"\n{'device':<{width}}{'executions':>11}{'busy':>9}{'preemptions':>13}{'energy':>10}\n"
+        f"\n{'device':<{width}}{'hal':<{HAL_WIDTH}}{'executions':>11}{'busy':>9}"
+        f"{'preemptions':>13}{'energy':>10}\n"
     )
     for name, device in data["devices"].items():
         busy = right(f"{device['busy_fraction'] * 100:.1f}", 8)
         counts = cells((device["preemptions"], 13), (f"{device.get('energy', 0.0):.1f}", 10))
-        out.write(f"{name:<{width}}{right(device['executions'], 11)}{busy}%{counts}\n")
+        hal = f"{hal_of(device):<{HAL_WIDTH}}"
+        out.write(f"{name:<{width}}{hal}{right(device['executions'], 11)}{busy}%{counts}\n")
     if data["expectations"]:
         out.write("\nexpectations\n")
         for result in data["expectations"]:
@@ -236,15 +248,22 @@ def replications_summary(replications: Replications, out: TextIO) -> None:
     devices = [name for name in names if name in devices] + [n for n in devices if n not in names]
     width = max([10, *(len(name) for name in devices)]) + 2
     out.write(
-        f"\n{'device':<{width}}{'executions':>11}{'busy':>9}{'preemptions':>13}{'energy':>10}\n"
+        f"\n{'device':<{width}}{'hal':<{HAL_WIDTH}}{'executions':>11}{'busy':>9}"
+        f"{'preemptions':>13}{'energy':>10}\n"
     )
+    reported = replications.reports[0].data.get("devices", {})
     for name in devices:
         paths = [
             f"devices.{name}.{key}"
             for key in ("executions", "busy_fraction", "preemptions", "energy")
         ]
         means, halves = cells(paths, (11, 9, 13, 10), (1, 1, 1, 1))
-        out.write(f"{name:<{width}}{means}\n" + f"{'  ± 95% CI':<{width}}{halves}".rstrip() + "\n")
+        hal = f"{hal_of(reported.get(name, {})):<{HAL_WIDTH}}"
+        out.write(
+            f"{name:<{width}}{hal}{means}\n"
+            + f"{'  ± 95% CI':<{width}}{'':<{HAL_WIDTH}}{halves}".rstrip()
+            + "\n"
+        )
     if notes:
         out.write("\n" + "".join(f"{note}\n" for note in notes))
     expectations = replications.expectations()

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
-from nnemu.driver import CallbackRef, DriverService, PreparedModel
+from nnemu.driver import AidlDevice, CallbackRef, DriverService, PreparedModel
 from nnemu.hal import HalVersion, MeasureTiming, Model, Request
 from nnemu.ipc import Binder, Endpoint
 from nnemu.runtime import Runtime
@@ -131,7 +131,8 @@ class RuntimeWorld(_World):
                 binder=self.binder,
                 process=self.process,
                 endpoint=self.endpoint,
-                services=self.services,
+                # An AIDL driver is reached through its AIDL IDevice, as nnemu.run does.
+                services=[AidlDevice(s) if s.version.aidl else s for s in self.services],
                 cpu=CpuSpec(),
                 nursery=nursery,
             )

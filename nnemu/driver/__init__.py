@@ -12,6 +12,7 @@ cost model they price work with is ``nnemu.cost``.
 
 from nnemu.cost import ComputePlan, capabilities_from, compute_plan
 from nnemu.driver._aidl import AidlDevice
+from nnemu.driver._aidl_burst import AidlBurst, AidlExecution
 from nnemu.driver._aidl_prepared import AidlFencedResult, AidlPreparedModel
 from nnemu.driver._burst import BURST_POLL_NS, FMQ_TRANSFER_NS, BurstContext
 from nnemu.driver._device import Device, DeviceStats, Job
@@ -44,7 +45,9 @@ __all__ = [
     "DIED_MARK",
     "FMQ_TRANSFER_NS",
     "VALIDATE_NS_PER_OP",
+    "AidlBurst",
     "AidlDevice",
+    "AidlExecution",
     "AidlFencedResult",
     "AidlPreparedModel",
     "BurstContext",

@@ -24,8 +24,11 @@ from nnemu.hal import (
     ErrorStatus,
     HalVersion,
     Model,
+    PrepareModelConfig,
     ServiceSpecificError,
+    UnknownTransaction,
     check_duration,
+    check_hints,
     optional_ns,
 )
 from nnemu.ipc import CallbackRef, Endpoint
@@ -132,6 +135,37 @@ class AidlDevice:
             version, optional_ns(deadline_ns), model_cache, data_cache, token, callback, uid=uid
         )
         return None if status is ErrorStatus.NONE else ServiceSpecificError(status)
+
+    async def prepareModelWithConfig(
+        self,
+        model: Model,
+        config: PrepareModelConfig,
+        callback: CallbackRef | None,
+        *,
+        uid: int = 0,
+    ) -> ServiceSpecificError | UnknownTransaction | None:
+        """prepareModelWithConfig (v4): prepareModel with the config's arguments.
+
+        The compilation hints are checked first (a token twice is INVALID_ARGUMENT, notified
+        and returned as prepareModel's own launch errors are), then ignored.
+        """
+        if self.version is not HalVersion.AIDL_V4:
+            return UnknownTransaction()
+        if check_hints(config.compilation_hints) is not None:
+            if callback is not None:
+                self.service._refuse(callback, self.version, ErrorStatus.INVALID_ARGUMENT)
+            return ServiceSpecificError(ErrorStatus.INVALID_ARGUMENT)
+        return await self.prepareModel(
+            model,
+            config.preference,
+            config.priority,
+            config.deadline_ns,
+            config.model_cache,
+            config.data_cache,
+            config.cache_token,
+            callback,
+            uid=uid,
+        )
 
 
 if TYPE_CHECKING:

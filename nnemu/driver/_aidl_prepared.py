@@ -1,7 +1,10 @@
 """The AIDL family's IPreparedModel and IFencedExecutionCallback over the HIDL family's.
 
 What ``IPreparedModelCallback::notify`` hands an AIDL client (``_service`` wraps its
-prepared models in them); ``_aidl`` has the AIDL IDevice and the family's rules.
+prepared models in them); ``_aidl`` has the AIDL IDevice and the family's rules,
+``_aidl_burst`` the IBurst and (v4) IExecution it hands out.  The v4 methods
+(``*WithConfig``, ``createReusableExecution``) take an ExecutionConfig and answer as their
+v1 counterparts; a service of an older AIDL version answers them STATUS_UNKNOWN_TRANSACTION.
 """
 
 from __future__ import annotations
@@ -11,14 +14,19 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from nnemu.driver._aidl_burst import AidlBurst, AidlExecution, check_config
+from nnemu.driver._hidl import VALIDATE_NS_PER_OP
 from nnemu.hal import (
     AidlTiming,
     ErrorStatus,
+    ExecutionConfig,
     ExecutionResult,
+    HalVersion,
     MeasureTiming,
     Model,
     Request,
     ServiceSpecificError,
+    UnknownTransaction,
     check_duration,
     optional_ns,
 )
@@ -111,3 +119,64 @@ class AidlPreparedModel:
         if status is not ErrorStatus.NONE or result is None:
             return ServiceSpecificError(status)
         return AidlFencedResult(result)
+
+    async def configureExecutionBurst(self) -> AidlBurst | ServiceSpecificError:
+        """configureExecutionBurst: an IBurst (``SampleBurst``) over this prepared model."""
+        return AidlBurst(self, self.prepared.version)
+
+    @property
+    def _v4(self) -> bool:
+        return self.prepared.version is HalVersion.AIDL_V4
+
+    async def executeSynchronouslyWithConfig(
+        self, request: Request, config: ExecutionConfig, deadline_ns: int
+    ) -> ExecutionResult | ServiceSpecificError | UnknownTransaction:
+        """executeSynchronouslyWithConfig (v4): executeSynchronously with the config's
+        measureTiming and loop timeout, its hints checked (no token twice) and ignored."""
+        if not self._v4:
+            return UnknownTransaction()
+        refused = check_config(config)
+        if refused is not None:
+            return refused
+        return await self.executeSynchronously(
+            request, config.measure_timing, deadline_ns, config.loop_timeout_duration_ns
+        )
+
+    async def executeFencedWithConfig(
+        self,
+        request: Request,
+        wait_for: Sequence[object | None],
+        config: ExecutionConfig,
+        deadline_ns: int,
+        duration_ns: int,
+    ) -> AidlFencedResult | ServiceSpecificError | UnknownTransaction:
+        """executeFencedWithConfig (v4): executeFenced with the config's settings."""
+        if not self._v4:
+            return UnknownTransaction()
+        refused = check_config(config)
+        if refused is not None:
+            return refused
+        return await self.executeFenced(
+            request,
+            wait_for,
+            config.measure_timing,
+            deadline_ns,
+            config.loop_timeout_duration_ns,
+            duration_ns,
+        )
+
+    async def createReusableExecution(
+        self, request: Request, config: ExecutionConfig
+    ) -> AidlExecution | ServiceSpecificError | UnknownTransaction:
+        """createReusableExecution (v4): the request is validated now (INVALID_ARGUMENT),
+        and so is the config; each IExecution call runs them again."""
+        if not self._v4:
+            return UnknownTransaction()
+        refused = check_config(config)
+        if refused is not None:
+            return refused
+        prepared = self.prepared
+        prepared.service.kernel.work(VALIDATE_NS_PER_OP)  # (inside the binder call's section)
+        if prepared.check_request(request, None) is not None:
+            return ServiceSpecificError(ErrorStatus.INVALID_ARGUMENT)
+        return AidlExecution(self, request, config)

@@ -11,6 +11,10 @@ What differs from the HIDL family (docs/hal-semantics.md, "The AIDL HAL"):
 - ``Timing`` is in nanoseconds, ``-1`` for unknown;
 - an output buffer too small is not an error: ``ExecutionResult.outputSufficientSize`` is
   false and the call succeeds.
+- a burst is an ``IBurst`` binder object (one call per execution, each request pool named
+  by a memory identifier token), not an FMQ ``IBurstContext``;
+- v4 adds the ``*WithConfig`` calls and reusable ``IExecution``s (``_aidl_config`` has their
+  values).
 
 The interfaces are Protocols, one method per AIDL method under its AIDL name, as
 ``_interfaces`` does for HIDL.  ``EndpointT`` and ``CallbackT`` are the transport's.
@@ -23,6 +27,7 @@ from typing import Final, Protocol, runtime_checkable
 
 import attrs
 
+from nnemu.hal._aidl_config import ExecutionConfig, PrepareModelConfig, UnknownTransaction
 from nnemu.hal._enums import DeviceType, ErrorStatus, HalVersion
 from nnemu.hal._interfaces import CallbackT, EndpointT
 from nnemu.hal._types import UINT64_MAX, Capabilities, Model, OutputShape, Request, Timing
@@ -99,6 +104,57 @@ class IAidlFencedExecutionCallback(Protocol):
 
 
 @runtime_checkable
+class IAidlBurst(Protocol):
+    """AIDL IBurst (what ``IPreparedModel::configureExecutionBurst`` hands back): synchronous
+    executions over binder, one at a time, each request pool named by a memory identifier
+    token (-1: none) the driver may cache resources under until ``releaseMemoryResource``."""
+
+    async def executeSynchronously(
+        self,
+        request: Request,
+        memory_identifier_tokens: Sequence[int],
+        measure_timing: bool,
+        deadline_ns: int,
+        loop_timeout_duration_ns: int,
+    ) -> ExecutionResult | ServiceSpecificError:
+        """executeSynchronously: one token per request pool, each >= -1."""
+        ...
+
+    async def executeSynchronouslyWithConfig(
+        self,
+        request: Request,
+        memory_identifier_tokens: Sequence[int],
+        config: ExecutionConfig,
+        deadline_ns: int,
+    ) -> ExecutionResult | ServiceSpecificError | UnknownTransaction:
+        """executeSynchronouslyWithConfig (v4)."""
+        ...
+
+    async def releaseMemoryResource(
+        self, memory_identifier_token: int
+    ) -> ServiceSpecificError | None:
+        """releaseMemoryResource: the client no longer uses the memory of that token."""
+        ...
+
+
+@runtime_checkable
+class IAidlExecution(Protocol):
+    """AIDL IExecution (v4): a reusable execution of one request and ExecutionConfig."""
+
+    async def executeSynchronously(
+        self, deadline_ns: int
+    ) -> ExecutionResult | ServiceSpecificError:
+        """executeSynchronously: the request and config given at creation, run again."""
+        ...
+
+    async def executeFenced(
+        self, wait_for: Sequence[object | None], deadline_ns: int, duration_ns: int
+    ) -> IAidlFencedExecutionCallback | ServiceSpecificError:
+        """executeFenced: as IPreparedModel's, with the creation's request and config."""
+        ...
+
+
+@runtime_checkable
 class IAidlPreparedModel(Protocol[EndpointT]):
     """AIDL IPreparedModel: no asynchronous execute; errors as service-specific statuses."""
 
@@ -133,6 +189,33 @@ class IAidlPreparedModel(Protocol[EndpointT]):
     ) -> IAidlFencedExecutionCallback | ServiceSpecificError:
         """executeFenced: FencedExecutionResult's callback (its syncFence is already
         signalled), or the call's service-specific error."""
+        ...
+
+    async def configureExecutionBurst(self) -> IAidlBurst | ServiceSpecificError:
+        """configureExecutionBurst: an IBurst for this prepared model."""
+        ...
+
+    async def executeSynchronouslyWithConfig(
+        self, request: Request, config: ExecutionConfig, deadline_ns: int
+    ) -> ExecutionResult | ServiceSpecificError | UnknownTransaction:
+        """executeSynchronouslyWithConfig (v4)."""
+        ...
+
+    async def executeFencedWithConfig(
+        self,
+        request: Request,
+        wait_for: Sequence[object | None],
+        config: ExecutionConfig,
+        deadline_ns: int,
+        duration_ns: int,
+    ) -> IAidlFencedExecutionCallback | ServiceSpecificError | UnknownTransaction:
+        """executeFencedWithConfig (v4)."""
+        ...
+
+    async def createReusableExecution(
+        self, request: Request, config: ExecutionConfig
+    ) -> IAidlExecution | ServiceSpecificError | UnknownTransaction:
+        """createReusableExecution (v4): an IExecution of ``request`` and ``config``."""
         ...
 
 
@@ -196,4 +279,15 @@ class IAidlDevice(Protocol[EndpointT, CallbackT]):
         uid: int = ...,
     ) -> ServiceSpecificError | None:
         """prepareModelFromCache."""
+        ...
+
+    async def prepareModelWithConfig(
+        self,
+        model: Model,
+        config: PrepareModelConfig,
+        callback: CallbackT | None,
+        *,
+        uid: int = ...,
+    ) -> ServiceSpecificError | UnknownTransaction | None:
+        """prepareModelWithConfig (v4): prepareModel's arguments in a PrepareModelConfig."""
         ...

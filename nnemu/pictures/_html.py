@@ -140,12 +140,14 @@ def _summary(page: _Page, report: Mapping[str, Any]) -> None:
     if marked:
         page.add(f'<p class="note" id="summary-tails">{escape(footnote(marked))}</p>')
     page.add(
-        '<table id="summary-devices"><tr><th class="name">device</th><th>executions</th>'
-        "<th>busy</th><th>preemptions</th><th>energy</th></tr>"
+        '<table id="summary-devices"><tr><th class="name">device</th><th class="name">hal</th>'
+        "<th>executions</th><th>busy</th><th>preemptions</th><th>energy</th></tr>"
     )
     for name, device in report["devices"].items():
+        hal = escape(str(device.get("hal", "-")))  # (the runtime's CPU device speaks none)
         page.add(
-            f'<tr><td class="name">{escape(name)}</td><td>{device["executions"]}</td>'
+            f'<tr><td class="name">{escape(name)}</td><td class="name">{hal}</td>'
+            f"<td>{device['executions']}</td>"
             f"<td>{device['busy_fraction'] * 100:.1f}%</td><td>{device['preemptions']}</td>"
             f"<td>{device.get('energy', 0.0):.1f}</td></tr>"
         )

@@ -17,21 +17,34 @@ from typing import TYPE_CHECKING, Any
 
 from nnemu.hal import (
     CACHE_TOKEN_BYTES,
-    NO_DEADLINE,
     DeviceType,
     ErrorStatus,
+    ExecutionConfig,
     ExecutionPreference,
     HalVersion,
-    IBurst,
     MeasureTiming,
     Model,
+    PrepareModelConfig,
     Priority,
     Request,
     ServiceSpecificError,
     Timing,
+    UnknownTransaction,
 )
 from nnemu.ipc import DEAD, Binder, CallbackRef, DeadObject, Endpoint
-from nnemu.runtime._canonical import NO_CACHE, CacheHandles
+from nnemu.runtime._aidl_exec import (
+    AidlIBurst,
+    AidlIExecution,
+    execution_answer,
+    fenced_answer,
+    ns_or_none,
+)
+from nnemu.runtime._canonical import (
+    NO_CACHE,
+    CachedRequestExecution,
+    CacheHandles,
+    CanonicalExecution,
+)
 from nnemu.runtime._devices import (
     AidlDriverDevice,
     AidlDriverPreparedModel,
@@ -46,9 +59,8 @@ if TYPE_CHECKING:
     from nnemu.runtime._canonical import CanonicalDevice, CanonicalPreparedModel
 
 
-def _ns(value: int | None) -> int:
-    """The runtime's optional nanoseconds as AIDL passes them: ``-1`` for none."""
-    return NO_DEADLINE if value is None else value
+_ns = ns_or_none
+"""The runtime's optional nanoseconds as AIDL passes them: ``-1`` for none."""
 
 
 class AidlIPreparedModel:
@@ -76,24 +88,35 @@ class AidlIPreparedModel:
         deadline_ns: int | None,
         loop_timeout_ns: int,
     ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
-        """executeSynchronously (AIDL has no asynchronous execute)."""
-        answer = await self._binder.call(
-            self.endpoint,
-            self._iface,
-            "executeSynchronously",
-            self.prepared.executeSynchronously,
-            request,
-            measure is MeasureTiming.YES,
-            _ns(deadline_ns),
-            loop_timeout_ns,
-        )
-        if isinstance(answer, DeadObject):
-            return DEAD, None
-        if isinstance(answer, ServiceSpecificError):
-            return answer.status, None
-        if not answer.output_sufficient_size:
-            return ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, None
-        return ErrorStatus.NONE, answer.timing.to_hidl()
+        """executeSynchronously (AIDL has no asynchronous execute); on a v4 driver
+        executeSynchronouslyWithConfig, as ``aidl::utils::PreparedModel`` does from
+        feature level 8."""
+        measured = measure is MeasureTiming.YES
+        if self.version is HalVersion.AIDL_V4:
+            config = ExecutionConfig(
+                measure_timing=measured, loop_timeout_duration_ns=loop_timeout_ns
+            )
+            answer = await self._binder.call(
+                self.endpoint,
+                self._iface,
+                "executeSynchronouslyWithConfig",
+                self.prepared.executeSynchronouslyWithConfig,
+                request,
+                config,
+                _ns(deadline_ns),
+            )
+        else:
+            answer = await self._binder.call(
+                self.endpoint,
+                self._iface,
+                "executeSynchronously",
+                self.prepared.executeSynchronously,
+                request,
+                measured,
+                _ns(deadline_ns),
+                loop_timeout_ns,
+            )
+        return execution_answer(answer)
 
     async def execute_fenced(
         self,
@@ -103,33 +126,86 @@ class AidlIPreparedModel:
         loop_timeout_ns: int,
         duration_ns: int | None,
     ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
-        """executeFenced (no fences to wait for); the timings from the callback's getExecutionInfo."""
+        """executeFenced (no fences to wait for; executeFencedWithConfig on a v4 driver);
+        the timings from the callback's getExecutionInfo."""
+        measured = measure is MeasureTiming.YES
+        if self.version is HalVersion.AIDL_V4:
+            config = ExecutionConfig(
+                measure_timing=measured, loop_timeout_duration_ns=loop_timeout_ns
+            )
+            answer = await self._binder.call(
+                self.endpoint,
+                self._iface,
+                "executeFencedWithConfig",
+                partial(
+                    self.prepared.executeFencedWithConfig,
+                    request,
+                    (),
+                    config,
+                    _ns(deadline_ns),
+                    _ns(duration_ns),
+                ),
+            )
+        else:
+            answer = await self._binder.call(
+                self.endpoint,
+                self._iface,
+                "executeFenced",
+                partial(
+                    self.prepared.executeFenced,
+                    request,
+                    (),
+                    measured,
+                    _ns(deadline_ns),
+                    loop_timeout_ns,
+                    _ns(duration_ns),
+                ),
+            )
+        return fenced_answer(answer)
+
+    async def configure_execution_burst(
+        self, callback: object, preference: int
+    ) -> AidlIBurst | None:
+        """configureExecutionBurst: the driver's IBurst, or None when it cannot burst (then the
+        burst's executions go through the prepared model, as the runtime falls back)."""
         answer = await self._binder.call(
             self.endpoint,
             self._iface,
-            "executeFenced",
-            partial(
-                self.prepared.executeFenced,
-                request,
-                (),
-                measure is MeasureTiming.YES,
-                _ns(deadline_ns),
-                loop_timeout_ns,
-                _ns(duration_ns),
-            ),
+            "configureExecutionBurst",
+            self.prepared.configureExecutionBurst,
+        )
+        if isinstance(answer, DeadObject | ServiceSpecificError):
+            return None
+        return AidlIBurst(answer, version=self.version, binder=self._binder, endpoint=self.endpoint)
+
+    async def create_reusable_execution(
+        self, request: Request, measure: MeasureTiming, loop_timeout_ns: int
+    ) -> tuple[ErrorStatus | DeadObject, CanonicalExecution | None]:
+        """``PreparedModel::createReusableExecution``: a v4 driver's IExecution (one
+        createReusableExecution call), else the cached request (no call)."""
+        if self.version is not HalVersion.AIDL_V4:
+            return ErrorStatus.NONE, CachedRequestExecution(self, request, measure, loop_timeout_ns)
+        config = ExecutionConfig(
+            measure_timing=measure is MeasureTiming.YES, loop_timeout_duration_ns=loop_timeout_ns
+        )
+        answer = await self._binder.call(
+            self.endpoint,
+            self._iface,
+            "createReusableExecution",
+            self.prepared.createReusableExecution,
+            request,
+            config,
         )
         if isinstance(answer, DeadObject):
-            return DEAD, None, None
+            return DEAD, None
         if isinstance(answer, ServiceSpecificError):
-            return answer.status, None, None
-        launched, fenced, status = answer.getExecutionInfo()
-        if status is not ErrorStatus.NONE:
-            return status, None, None
-        return status, launched.to_hidl(), fenced.to_hidl()
-
-    async def configure_execution_burst(self, callback: object, preference: int) -> IBurst | None:
-        """No AIDL IBurst is emulated yet: the runtime runs a burst's executions one by one."""
-        return None
+            return answer.status, None
+        if isinstance(answer, UnknownTransaction):
+            return ErrorStatus.GENERAL_FAILURE, None
+        execution = AidlIExecution(
+            answer, version=self.version, binder=self._binder, endpoint=self.endpoint
+        )
+        return ErrorStatus.NONE, execution
 
 
 class AidlIDevice(DriverConnection[AidlDriverDevice]):
@@ -231,6 +307,21 @@ class AidlIDevice(DriverConnection[AidlDriverDevice]):
         """prepareModel; waits for the callback."""
         model_cache, data_cache, token = cache
         token = token or b"\0" * CACHE_TOKEN_BYTES
+        if self.version is HalVersion.AIDL_V4:
+            # Feature level 8: prepareModelWithConfig (aidl::utils::Device::prepareModel).
+            config = PrepareModelConfig(
+                preference=int(preference),
+                priority=int(priority),
+                deadline_ns=_ns(deadline_ns),
+                model_cache=model_cache,
+                data_cache=data_cache,
+                cache_token=token,
+            )
+            with self.tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModel"):
+                return await self._wait_prepared(
+                    "prepareModelWithConfig",
+                    lambda ref: self._with_config(model, config, ref),
+                )
         with self.tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModel"):
             return await self._wait_prepared(
                 "prepareModel",
@@ -246,6 +337,15 @@ class AidlIDevice(DriverConnection[AidlDriverDevice]):
                     uid=self.uid,
                 ),
             )
+
+    async def _with_config(
+        self, model: Model, config: PrepareModelConfig, ref: CallbackRef
+    ) -> ServiceSpecificError | None:
+        """The driver's prepareModelWithConfig; an unknown transaction is a GENERAL_FAILURE."""
+        answer = await self.service.prepareModelWithConfig(model, config, ref, uid=self.uid)
+        if isinstance(answer, UnknownTransaction):
+            return ServiceSpecificError(ErrorStatus.GENERAL_FAILURE)
+        return answer
 
     async def prepare_model_from_cache(
         self, deadline_ns: int | None, cache: CacheHandles

@@ -6,7 +6,11 @@ types/include/nnapi/``).  A HAL family's adapter implements them over that famil
 interfaces: the HIDL 1.0-1.3 family's is ``VersionedIDevice`` / ``VersionedIPreparedModel``
 (``_versioned.py``, over ``nnemu.hal``'s ``IDevice`` / ``IPreparedModel``); the AIDL
 family's is ``AidlIDevice`` / ``AidlIPreparedModel`` beside it (``_aidl.py``, over
-``IAidlDevice`` / ``IAidlPreparedModel``).
+``IAidlDevice`` / ``IAidlPreparedModel``).  A burst is a ``CanonicalBurst`` (AIDL's IBurst)
+or, for a HIDL driver, the FMQ ``IBurst`` context the R runtime's ExecutionBurstController
+drives; a reusable execution's step is a ``CanonicalExecution`` (``nn::IExecution``): an
+AIDL v4 driver's IExecution, or ``CachedRequestExecution`` for every other driver, as
+AOSP's ``ExecutionWithCachedRequest`` runs the cached request through the prepared model.
 """
 
 from __future__ import annotations
@@ -79,9 +83,83 @@ class CanonicalPreparedModel(Protocol):
         launch and the timing from the input fences signalling."""
         ...
 
-    async def configure_execution_burst(self, callback: object, preference: int) -> IBurst | None:
+    async def configure_execution_burst(
+        self, callback: object, preference: int
+    ) -> IBurst | CanonicalBurst | None:
         """A burst's server side, or None when the driver cannot burst."""
         ...
+
+    async def create_reusable_execution(
+        self, request: Request, measure: MeasureTiming, loop_timeout_ns: int
+    ) -> tuple[ErrorStatus | DeadObject, CanonicalExecution | None]:
+        """``nn::IPreparedModel::createReusableExecution``: the step of a reusable execution."""
+        ...
+
+
+class CanonicalBurst(Protocol):
+    """``nn::IBurst`` of a driver whose burst is a binder object (AIDL's IBurst)."""
+
+    async def execute(
+        self,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int,
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+        """One execution through the burst: its status and the driver's timing."""
+        ...
+
+
+class CanonicalExecution(Protocol):
+    """``nn::IExecution``: one driver step of a reusable execution, computed again and again."""
+
+    async def compute(
+        self, deadline_ns: int | None
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+        """One computation: its status and the driver's timing."""
+        ...
+
+    async def compute_fenced(
+        self, deadline_ns: int | None, duration_ns: int | None
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
+        """One fenced computation: status, timing from launch, timing from the fences."""
+        ...
+
+
+class CachedRequestExecution:
+    """A reusable execution of a driver that has no IExecution: each computation executes
+    the cached request through the prepared model, as ``ExecutionWithCachedRequest``
+    (``hardware/interfaces/neuralnetworks/aidl/utils/src/Execution.cpp``, AIDL v1-v3) and the
+    HIDL utils' ``Execution`` (``1.3/utils/src/PreparedModel.cpp``
+    ``createReusableExecution``) do."""
+
+    def __init__(
+        self,
+        prepared: CanonicalPreparedModel,
+        request: Request,
+        measure: MeasureTiming,
+        loop_timeout_ns: int,
+    ) -> None:
+        self.prepared = prepared
+        self.request = request
+        self.measure = measure
+        self.loop_timeout_ns = loop_timeout_ns
+
+    async def compute(
+        self, deadline_ns: int | None
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+        """The prepared model's execute."""
+        return await self.prepared.execute(
+            self.request, self.measure, deadline_ns, self.loop_timeout_ns
+        )
+
+    async def compute_fenced(
+        self, deadline_ns: int | None, duration_ns: int | None
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
+        """The prepared model's execute_fenced."""
+        return await self.prepared.execute_fenced(
+            self.request, self.measure, deadline_ns, self.loop_timeout_ns, duration_ns
+        )
 
 
 class CanonicalDevice(Protocol):

@@ -25,7 +25,12 @@ from nnemu.hal import (
     status_to_code,
 )
 from nnemu.ipc import DeadObject
-from nnemu.runtime._canonical import NO_CACHE, CacheHandles, CanonicalPreparedModel
+from nnemu.runtime._canonical import (
+    NO_CACHE,
+    CacheHandles,
+    CanonicalBurst,
+    CanonicalPreparedModel,
+)
 from nnemu.runtime._devices import RuntimeDevice
 from nnemu.runtime._plan import Step, choose_devices, make_steps
 from nnemu.runtime._runtime import PER_OP_NS, ModelBuilder
@@ -276,8 +281,9 @@ class Burst:
 
     def __init__(self, compilation: Compilation) -> None:
         self.compilation = compilation
-        self.contexts: dict[int, IBurst] = {}
-        """The burst context of each driver step that could configure one, by step index."""
+        self.contexts: dict[int, IBurst | CanonicalBurst] = {}
+        """The burst of each driver step that could configure one, by step index: a HIDL
+        driver's FMQ context, or an AIDL driver's IBurst."""
         self.busy = False
         """An execution is running through this burst."""
 

@@ -22,13 +22,14 @@ from nnemu.hal import (
     MeasureTiming,
     Model,
     OutputShape,
+    Request,
     ResultCode,
     Timing,
     code_to_status,
     status_to_code,
 )
 from nnemu.ipc import FMQ_TRANSFER_NS, DeadObject
-from nnemu.runtime._canonical import CanonicalPreparedModel
+from nnemu.runtime._canonical import CanonicalBurst, CanonicalExecution, CanonicalPreparedModel
 from nnemu.runtime._compilation import Burst, Compilation
 from nnemu.runtime._devices import CPU_DEVICE_NAME, RuntimeDevice
 from nnemu.runtime._plan import Step
@@ -121,6 +122,8 @@ class Execution:
         self.output_dims: dict[int, tuple[int, ...]] = {}
         """Dimensions an execution produces for an output the model leaves unknown, per model
         output (absent: its unknown dimensions are 1)."""
+        self._step_executions: dict[int, CanonicalExecution] = {}
+        """A reusable execution's driver steps' reusable executions, by step index."""
         self._shapes: tuple[OutputShape, ...] | None = None
         self._unspecified: set[int] = set()
         """Outputs whose last ``setOutput`` failed with BAD_DATA: they are unspecified, and
@@ -441,11 +444,16 @@ class Execution:
             context = burst.contexts.get(index) if burst is not None else None
             if step.device.is_cpu:
                 code = await self._run_on_cpu(step.model)
-            elif context is not None:
+            elif isinstance(context, IBurst):  # a HIDL driver's FMQ burst
                 code = await self._run_on_burst(compilation.prepared[index], context)
             else:
                 code = await self._run_on_driver(
-                    compilation.prepared[index], step.device, fenced, duration_ns
+                    compilation.prepared[index],
+                    step.device,
+                    fenced,
+                    duration_ns,
+                    burst=context,
+                    step=index,
                 )
             if code is _NO_ERROR:
                 continue
@@ -540,6 +548,32 @@ class Execution:
                             split.on_device(CPU_DEVICE_NAME, started, started, ended, 0)
             return ResultCode.NO_ERROR
 
+    async def _compute_reused(
+        self,
+        prepared: CanonicalPreparedModel,
+        request: Request,
+        measure: MeasureTiming,
+        step: int,
+        fenced: bool,
+        duration_ns: int | None,
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
+        """One computation of driver step ``step`` of a reusable execution, through the
+        step's reusable execution: created at the first computation (``StepExecutor``'s,
+        with the execution's measure and loop timeout, frozen by then); a failed creation's
+        status is the computation's."""
+        reused = self._step_executions.get(step)
+        if reused is None:
+            status, reused = await prepared.create_reusable_execution(
+                request, measure, self.loop_timeout_ns
+            )
+            if reused is None:
+                return status, None, None
+            self._step_executions[step] = reused
+        if fenced:
+            return await reused.compute_fenced(self.deadline_ns, duration_ns)
+        status, timing = await reused.compute(self.deadline_ns)
+        return status, timing, timing
+
     async def _run_on_burst(self, prepared: CanonicalPreparedModel, context: IBurst) -> ResultCode:
         """ExecutionBurstController::compute: one request packet over the burst's FMQs."""
         runtime = self.runtime
@@ -572,8 +606,13 @@ class Execution:
         device: RuntimeDevice,
         fenced: bool,
         duration_ns: int | None,
+        *,
+        burst: CanonicalBurst | None = None,
+        step: int = 0,
     ) -> ResultCode:
-        """DriverPreparedModel::execute(Fenced): one step on a driver, over the binder."""
+        """DriverPreparedModel::execute(Fenced): one step on a driver, over the binder --
+        through an AIDL driver's IBurst for ``burst``, and through the step's reusable
+        execution (created at the first computation) for a reusable execution."""
         runtime = self.runtime
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
@@ -583,7 +622,16 @@ class Execution:
             kernel.work(PER_OP_NS * (len(request.inputs) + len(request.outputs)))
             section.switch_to(_IPC_MARK[fenced])
             try:
-                if fenced:
+                if burst is not None:
+                    status, timing = await burst.execute(
+                        request, measure, self.deadline_ns, self.loop_timeout_ns
+                    )
+                    timing_fenced = timing
+                elif self.reusable:
+                    status, timing, timing_fenced = await self._compute_reused(
+                        prepared, request, measure, step, fenced, duration_ns
+                    )
+                elif fenced:
                     status, timing, timing_fenced = await prepared.execute_fenced(
                         request, measure, self.deadline_ns, self.loop_timeout_ns, duration_ns
                     )

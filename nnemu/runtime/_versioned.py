@@ -31,6 +31,7 @@ from nnemu.hal import (
 from nnemu.ipc import DEAD, Binder, CallbackRef, DeadObject, Endpoint
 from nnemu.runtime._canonical import (
     NO_CACHE,
+    CachedRequestExecution,
     CacheHandles,
     CanonicalDevice,
     CanonicalPreparedModel,
@@ -272,6 +273,12 @@ class VersionedIPreparedModel:
         if status is not ErrorStatus.NONE or fenced_callback is None:
             return status, None, None
         return fenced_callback.get_execution_info()
+
+    async def create_reusable_execution(
+        self, request: Request, measure: MeasureTiming, loop_timeout_ns: int
+    ) -> tuple[ErrorStatus, CachedRequestExecution]:
+        """The HIDL utils' ``createReusableExecution``: the cached request, no driver call."""
+        return ErrorStatus.NONE, CachedRequestExecution(self, request, measure, loop_timeout_ns)
 
     async def configure_execution_burst(self, callback: object, preference: int) -> IBurst | None:
         """configureExecutionBurst (1.2+): the burst context, or None when the driver cannot burst."""

@@ -25,8 +25,16 @@ _PHASES: Final = {phase.value: phase for phase in Phase}
 SWITCH_MARKER: Final = "[SW]"
 SUBTRACT_MARKER: Final = "[SUB]"
 
-# Driver-side NNAPI HIDL interfaces: a process serving one of them is a driver.
-_DRIVER_INTERFACES: Final = ("IDevice", "IPreparedModel", "IBuffer", "IBurstContext")
+# Driver-side NNAPI HIDL interfaces (and AIDL's IBurst, IExecution): a process serving one
+# of them is a driver.
+_DRIVER_INTERFACES: Final = (
+    "IDevice",
+    "IPreparedModel",
+    "IBuffer",
+    "IBurstContext",
+    "IBurst",
+    "IExecution",
+)
 # Asynchronous execution launchers; the driver's time runs from the server
 # call's begin to the begin of the IExecutionCallback notification it sends.
 _ASYNC_EXECUTE_METHODS: Final = frozenset({"execute", "execute_1_2", "execute_1_3"})
@@ -95,6 +103,9 @@ def _hidl_phase(name: str) -> Phase:
         return Phase.INITIALIZATION
     if "prepareModel" in name or "getSupportedOperations" in name:
         return Phase.COMPILATION
+    if "createReusableExecution" in name:
+        # AIDL v4: set up inside a reusable execution's first computation.
+        return Phase.EXECUTION
     if "IPreparedModelCallback" in name:
         return Phase.COMPILATION
     if "configureExecutionBurst" in name:
@@ -174,7 +185,10 @@ def _classify_aidl(name: str) -> Mark:
     rest = name[name.index(_AIDL_NDK) + len(_AIDL_NDK) :]
     mark = _classify_hidl("HIDL::" + rest)
     call = _AIDL_NDK + mark.call.removeprefix("HIDL::") if mark.call else ""
-    return attrs.evolve(mark, function=name, call=call)
+    # AIDL's configureExecutionBurst hands back a binder object (IBurst), not a burst
+    # server thread: nothing is launched.
+    launches = mark.prepare_server and "configureExecutionBurst" not in rest
+    return attrs.evolve(mark, function=name, call=call, prepare_server=launches)
 
 
 def classify(name: str) -> Mark:

@@ -37,7 +37,9 @@ CELL_PHASES: Final = (
 """Phases with a column in the statistics."""
 MAIN_PHASES: Final = CELL_PHASES[:5]
 
-_DRIVER_INTERFACES: Final = frozenset({"IDevice", "IPreparedModel", "IBuffer", "IBurstContext"})
+_DRIVER_INTERFACES: Final = frozenset(
+    {"IDevice", "IPreparedModel", "IBuffer", "IBurstContext", "IBurst", "IExecution"}
+)
 _ASYNC_EXECUTE: Final = frozenset({"execute", "execute_1_2", "execute_1_3"})
 START_COMPUTE: Final = frozenset(
     {
@@ -64,6 +66,8 @@ def _hidl_phase(iface: str, method: str) -> Phase:
         return Phase.COMPILATION
     if method == "configureExecutionBurst":
         return Phase.INITIALIZATION  # a burst is set up in Burst_create, as the parser says
+    if method == "createReusableExecution":
+        return Phase.EXECUTION  # (AIDL v4) inside a reusable execution's first computation
     if (
         "execute" in method.lower()
         or iface in ("IExecutionCallback", "IFencedExecutionCallback", "IBuffer")
@@ -313,7 +317,8 @@ def read_hidl(detail: str, section: OpenSection, proc: ProcessState) -> HidlMark
     """What the raw mark ``detail`` (HIDL's, or an AIDL NDK one) means; a server call of a driver interface marks ``proc``
     as a driver and ``section`` as an asynchronous server when it is one."""
     hidl = detail.split("::")
-    if len(hidl) == 5 and hidl[0] == "AIDL" and hidl[1] == "ndk":
+    aidl = len(hidl) == 5 and hidl[0] == "AIDL" and hidl[1] == "ndk"
+    if aidl:
         del hidl[1]  # an AIDL NDK mark counts as the HIDL mark of its interface and method
     elif len(hidl) != 4 or hidl[0] != "HIDL":
         return NOT_HIDL
@@ -328,7 +333,8 @@ def read_hidl(detail: str, section: OpenSection, proc: ProcessState) -> HidlMark
         if iface in _DRIVER_INTERFACES:
             proc.driver = True
             section.async_server = iface == "IPreparedModel" and method in _ASYNC_EXECUTE
-            burst = method == "configureExecutionBurst"
+            # (AIDL's configureExecutionBurst hands back an IBurst: no server thread)
+            burst = method == "configureExecutionBurst" and not aidl
             launches_work = (
                 section.async_server or burst or (iface == "IDevice" and "prepareModel" in method)
             )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from nnemu.driver import PreparedModel
-from nnemu.hal import ErrorStatus, ResultCode, build_preset
+from nnemu.hal import ErrorStatus, HalVersion, ResultCode, build_preset
 from nnemu.runtime import Burst, Execution
 from nnemu.scenario import DeviceSpec
 from tests.conformance.test_cts_dynamic_shapes import _dynamic, _execution
@@ -25,6 +25,10 @@ from tests.conformance.test_cts_execution import _force
 OK, BAD_STATE = ResultCode.NO_ERROR, ResultCode.BAD_STATE
 INSUFFICIENT = ResultCode.OUTPUT_INSUFFICIENT_SIZE
 MODES = ["compute", "startCompute", "burstCompute", "computeWithDependencies"]
+HALS = [HalVersion.V1_3, HalVersion.AIDL_V4]
+"""A HIDL 1.3 driver (each computation executes the cached request) and an AIDL v4 one (the
+step's IExecution from createReusableExecution, as aidl::utils::PreparedModel from feature
+level 8): the runtime's rules hold over both."""
 
 
 def _count(monkeypatch) -> list[int]:
@@ -60,15 +64,16 @@ async def _once(execution: Execution, mode: str, burst: Burst | None = None) -> 
     return await event.wait()
 
 
+@pytest.mark.parametrize("hal", HALS, ids=lambda v: v.value)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("reusable", [False, True], ids=["non-reusable", "reusable"])
 async def test_checkAndSetComputationState_compute_again(
-    autojump_clock, runtime_world, monkeypatch, mode, reusable
+    autojump_clock, runtime_world, monkeypatch, mode, reusable, hal
 ):
     """ExecutionBuilder::checkAndSetComputationState: a second computation of a completed
     execution is BAD_STATE unless it is reusable; a reusable one computes three times (the
     driver runs three times)."""
-    world = runtime_world(DeviceSpec(name="npu"))
+    world = runtime_world(DeviceSpec(name="npu", hal_version=hal))
     runs = _count(monkeypatch)
     codes: list[ResultCode] = []
 
@@ -134,11 +139,12 @@ async def test_setReusable_after_the_first_computation_is_bad_state(autojump_clo
     assert codes == [BAD_STATE] * 5 + [OK]
 
 
-async def test_reusable_execution_after_an_error(autojump_clock, runtime_world, monkeypatch):
+@pytest.mark.parametrize("hal", HALS, ids=lambda v: v.value)
+async def test_reusable_execution_after_an_error(autojump_clock, runtime_world, monkeypatch, hal):
     """ExecutionBuilder::checkAndSetComputationState: an execution that completed with an
     error is completed like any other: a reusable one computes again, and each computation's
     result is its own (the driver fails every time here)."""
-    world = runtime_world(DeviceSpec(name="npu"))
+    world = runtime_world(DeviceSpec(name="npu", hal_version=hal))
     _force(monkeypatch, ErrorStatus.GENERAL_FAILURE)
     codes: list[object] = []
 
@@ -153,11 +159,12 @@ async def test_reusable_execution_after_an_error(autojump_clock, runtime_world, 
     assert codes == [ResultCode.OP_FAILED, BAD_STATE] * 2
 
 
-async def test_reusable_execution_resizes_nothing(autojump_clock, runtime_world):
+@pytest.mark.parametrize("hal", HALS, ids=lambda v: v.value)
+async def test_reusable_execution_resizes_nothing(autojump_clock, runtime_world, hal):
     """A reusable execution's outputs keep the buffer set before its first computation:
     a dynamic output one byte short is OUTPUT_INSUFFICIENT_SIZE on every computation, and
     the shapes are readable after each (ExecutionBuilder::getOutputOperandDimensions)."""
-    world = runtime_world(DeviceSpec(name="npu"))
+    world = runtime_world(DeviceSpec(name="npu", hal_version=hal))
     seen: list[object] = []
 
     async def app(runtime):

@@ -33,11 +33,13 @@ def test_report_says_which_hal_each_device_spoke(tmp_path: Path):
 
 def test_trace_carries_aidl_ndk_marks_for_the_aidl_driver_only(tmp_path: Path):
     """The AIDL driver's calls are AIDL::ndk::<Iface>::<method> marks, the HIDL one's HIDL::...;
-    the AIDL NPU's fenced app runs executeFenced over AIDL."""
+    the v4 NPU is prepared with prepareModelWithConfig and its fenced app runs
+    executeFencedWithConfig, as the runtime calls a feature-level-8 driver."""
     trace, _ = _traced(tmp_path, ".html")
     text = trace.read_text()
-    assert "AIDL::ndk::IDevice::prepareModel::server" in text
-    assert "AIDL::ndk::IPreparedModel::executeFenced::server" in text
+    assert "AIDL::ndk::IDevice::prepareModelWithConfig::server" in text
+    assert "AIDL::ndk::IPreparedModel::executeFencedWithConfig::server" in text
+    assert "AIDL::ndk::IDevice::prepareModel::server" not in text
     assert "AIDL::ndk::IPreparedModelCallback::notify::client" in text
     assert "HIDL::IDevice::prepareModel_1_3::server" in text
     assert "AIDL::ndk::IDevice::prepareModel_1_3" not in text
@@ -71,9 +73,43 @@ def test_trace_processor_opens_the_pftrace(tmp_path: Path):
     query = tmp_path / "q.sql"
     query.write_text(
         "SELECT count(*) AS n FROM slice"
-        " WHERE name = 'AIDL::ndk::IPreparedModel::executeFenced::server';\n"
+        " WHERE name = 'AIDL::ndk::IPreparedModel::executeFencedWithConfig::server';\n"
     )
     done = subprocess.run(
         [shell, "-q", str(query), str(trace)], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip().splitlines()[-1] == "62"
+
+
+V4_SCENARIO = ROOT / "scenarios/aidl_v4_reusable.yaml"
+
+
+def test_v4_scenario_runs_reusable_executions_and_bursts_over_aidl(tmp_path: Path):
+    """scenarios/aidl_v4_reusable.yaml: the camera's reusable execution is one
+    createReusableExecution and one IExecution::executeSynchronously per frame; the NPU's
+    burst is one IBurst::executeSynchronouslyWithConfig per execution; the GPU's HIDL burst
+    sends no binder call per execution; nothing reaches the NPU's IPreparedModel execute."""
+    trace = tmp_path / "trace.txt"
+    report = run(load_scenario(V4_SCENARIO), sinks=[open_trace_writer(trace)]).data
+    text = trace.read_text()
+
+    def count(name: str) -> int:
+        return text.count(f"|{name}::server\n")
+
+    assert report["apps"]["camera"]["completed"] == 60
+    assert report["apps"]["hotword_npu"]["completed"] == 200
+    assert count("AIDL::ndk::IPreparedModel::createReusableExecution") == 1
+    assert count("AIDL::ndk::IExecution::executeSynchronously") == 60
+    assert count("AIDL::ndk::IBurst::executeSynchronouslyWithConfig") == 200
+    assert count("AIDL::ndk::IPreparedModel::configureExecutionBurst") == 1
+    assert "AIDL::ndk::IPreparedModel::executeSynchronously" not in text
+    assert count("HIDL::IPreparedModel::configureExecutionBurst") == 1
+    assert "HIDL::IPreparedModel::executeSynchronously" not in text
+
+
+def test_v4_scenario_verifies():
+    """nnemu verify on the v4 scenario: the parsed IBurst / IExecution / createReusableExecution
+    marks agree with the ground truth, cell by cell."""
+    code, out, err = run_cli("-q", "verify", str(V4_SCENARIO))
+    assert code == 0, out + err
+    assert "verify: ok" in out

@@ -465,6 +465,7 @@ def test_summary_columns_keep_a_separator_however_wide_the_numbers() -> None:
         },
         "devices": {
             "npu": {
+                "hal": "aidl-v4",
                 "executions": 12345678901,
                 "busy_fraction": 1.0,
                 "preemptions": 1234567890123,
@@ -489,7 +490,14 @@ def test_summary_columns_keep_a_separator_however_wide_the_numbers() -> None:
         "-",
     ]
     assert lines[6].split() == ["flood", "123456789.500", *["123456789.000"] * len(_SPLIT_HEADS)]
-    assert lines[9].split() == ["npu", "12345678901", "100.0%", "1234567890123", "12345678901.0"]
+    assert lines[9].split() == [
+        "npu",
+        "aidl-v4",
+        "12345678901",
+        "100.0%",
+        "1234567890123",
+        "12345678901.0",
+    ]
 
 
 def test_summary_heads_the_device_queue_by_its_report_key() -> None:

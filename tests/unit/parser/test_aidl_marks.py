@@ -46,3 +46,42 @@ def test_aidl_callback_notify_ends_a_preparation_and_is_not_counted():
     mark = classify("AIDL::ndk::IPreparedModelCallback::notify::client")
     assert mark.layer is None
     assert mark.prepare_notify_client
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        "IBurst::executeSynchronously",
+        "IBurst::executeSynchronouslyWithConfig",
+        "IBurst::releaseMemoryResource",
+        "IExecution::executeSynchronously",
+        "IExecution::executeFenced",
+        "IPreparedModel::createReusableExecution",
+        "IPreparedModel::executeSynchronouslyWithConfig",
+        "IPreparedModel::executeFencedWithConfig",
+    ],
+)
+def test_aidl_burst_and_v4_execution_calls_are_driver_execution(method: str):
+    """IBurst and IExecution calls (and v4's createReusableExecution, *WithConfig) are an
+    AIDL driver's execution work: their server side makes the process a driver and is filed
+    under PE, their client side is IPC; none launches work that a notify ends."""
+    server = classify(f"AIDL::ndk::{method}::server")
+    client = classify(f"AIDL::ndk::{method}::client")
+    assert (server.layer, server.phase) == (Layer.DRIVER, Phase.EXECUTION)
+    assert (client.layer, client.phase) == (Layer.IPC, Phase.EXECUTION)
+    assert server.driver_server
+    assert server.hidl_server
+    assert not server.prepare_server
+    assert not server.async_execute_server
+
+
+def test_aidl_configure_execution_burst_launches_nothing():
+    """AIDL's configureExecutionBurst hands back an IBurst binder object, where HIDL's starts a
+    burst server thread: the AIDL server call is not a launch; IDevice::prepareModelWithConfig
+    is one, as prepareModel."""
+    aidl = classify("AIDL::ndk::IPreparedModel::configureExecutionBurst::server")
+    hidl = classify("HIDL::IPreparedModel::configureExecutionBurst::server")
+    assert hidl.prepare_server
+    assert not aidl.prepare_server
+    assert aidl.driver_server
+    assert classify("AIDL::ndk::IDevice::prepareModelWithConfig::server").prepare_server

@@ -567,16 +567,19 @@ def test_lane_labels_show_the_cpu_paths_name_whole(checkpoint_run) -> None:
 
 
 def test_device_table_has_the_energy_the_summary_prints(checkpoint_run) -> None:
-    """The page's device table has the energy column of ``nnemu run``'s device table, with the
-    report's figure to one decimal."""
+    """The page's device table has the hal and energy columns of ``nnemu run``'s device table:
+    the HAL each driver spoke (``-`` for the runtime's CPU device) and the report's energy to
+    one decimal."""
     data, report = checkpoint_run
     text = render_html(data, report)
     table = text[text.index('<table id="summary-devices">') :]
     table = table[: table.index("</table>")]
+    assert '<th class="name">hal</th>' in table
     assert "<th>energy</th>" in table
     for name, device in report.data["devices"].items():
+        hal = device.get("hal", "-")
         assert (
-            f'<td class="name">{name}</td><td>{device["executions"]}</td>'
+            f'<td class="name">{name}</td><td class="name">{hal}</td><td>{device["executions"]}</td>'
             f"<td>{device['busy_fraction'] * 100:.1f}%</td><td>{device['preemptions']}</td>"
             f"<td>{device['energy']:.1f}</td></tr>"
         ) in table

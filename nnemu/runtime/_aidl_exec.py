@@ -1,0 +1,170 @@
+"""The AIDL family's IBurst and IExecution behind the canonical interface.
+
+As ``hardware/interfaces/neuralnetworks/aidl/utils/src/Burst.cpp`` and ``PreparedModel.cpp``
+(Android 14): a burst execution is ``IBurst::executeSynchronously`` over the binder
+(``executeSynchronouslyWithConfig`` on a v4 driver), with one memory identifier token per
+request pool -- the token of an ANeuralNetworksMemory the burst cached, ``-1`` for a pool
+that is not one; nnemu's requests carry the runtime's own pools for pointer arguments
+(``convertRequestFromPointerToShared``), so every token is ``-1`` and nothing is ever
+released.  A v4 driver's reusable execution is an IExecution
+(``IPreparedModel::createReusableExecution`` once, then ``IExecution::executeSynchronously``
+or ``executeFenced`` per computation).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from nnemu.hal import (
+    NO_DEADLINE,
+    ErrorStatus,
+    ExecutionConfig,
+    ExecutionResult,
+    HalVersion,
+    IAidlBurst,
+    IAidlExecution,
+    IAidlFencedExecutionCallback,
+    MeasureTiming,
+    Request,
+    ServiceSpecificError,
+    Timing,
+    UnknownTransaction,
+)
+from nnemu.ipc import DEAD, Binder, DeadObject, Endpoint
+
+_NO_TOKEN: Final = -1
+"""The memory identifier token of a request pool the burst has not cached."""
+
+
+def ns_or_none(value: int | None) -> int:
+    """The runtime's optional nanoseconds as AIDL passes them: ``-1`` for none."""
+    return NO_DEADLINE if value is None else value
+
+
+def execution_answer(
+    answer: ExecutionResult | ServiceSpecificError | UnknownTransaction | DeadObject,
+) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+    """A synchronous AIDL execution's answer as the runtime's (status, timing): a
+    service-specific error's code is the status; ``outputSufficientSize`` false is
+    OUTPUT_INSUFFICIENT_SIZE; an unknown transaction a GENERAL_FAILURE."""
+    if isinstance(answer, DeadObject):
+        return DEAD, None
+    if isinstance(answer, ServiceSpecificError):
+        return answer.status, None
+    if isinstance(answer, UnknownTransaction):
+        return ErrorStatus.GENERAL_FAILURE, None
+    if not answer.output_sufficient_size:
+        return ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, None
+    return ErrorStatus.NONE, answer.timing.to_hidl()
+
+
+def fenced_answer(
+    answer: IAidlFencedExecutionCallback | ServiceSpecificError | UnknownTransaction | DeadObject,
+) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
+    """A fenced AIDL execution's answer: the status and the callback's two timings."""
+    if isinstance(answer, DeadObject):
+        return DEAD, None, None
+    if isinstance(answer, ServiceSpecificError):
+        return answer.status, None, None
+    if isinstance(answer, UnknownTransaction):
+        return ErrorStatus.GENERAL_FAILURE, None, None
+    launched, fenced, status = answer.getExecutionInfo()
+    if status is not ErrorStatus.NONE:
+        return status, None, None
+    return status, launched.to_hidl(), fenced.to_hidl()
+
+
+class AidlIBurst:
+    """An AIDL IBurst behind the canonical interface (``aidl::utils::Burst``)."""
+
+    def __init__(
+        self, burst: IAidlBurst, *, version: HalVersion, binder: Binder, endpoint: Endpoint
+    ) -> None:
+        self.burst = burst
+        self.version = version
+        self.endpoint = endpoint
+        self._binder = binder
+        self._iface = version.interface("IBurst")
+
+    async def execute(
+        self,
+        request: Request,
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int,
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+        """``Burst::execute``: one synchronous execution through the IBurst."""
+        tokens = (_NO_TOKEN,) * len(request.pool_sizes)
+        measured = measure is MeasureTiming.YES
+        if self.version is HalVersion.AIDL_V4:
+            config = ExecutionConfig(
+                measure_timing=measured, loop_timeout_duration_ns=loop_timeout_ns
+            )
+            answer = await self._binder.call(
+                self.endpoint,
+                self._iface,
+                "executeSynchronouslyWithConfig",
+                self.burst.executeSynchronouslyWithConfig,
+                request,
+                tokens,
+                config,
+                ns_or_none(deadline_ns),
+            )
+        else:
+            answer = await self._binder.call(
+                self.endpoint,
+                self._iface,
+                "executeSynchronously",
+                self.burst.executeSynchronously,
+                request,
+                tokens,
+                measured,
+                ns_or_none(deadline_ns),
+                loop_timeout_ns,
+            )
+        return execution_answer(answer)
+
+
+class AidlIExecution:
+    """An AIDL v4 IExecution behind the canonical interface (``aidl::utils::Execution``)."""
+
+    def __init__(
+        self,
+        execution: IAidlExecution,
+        *,
+        version: HalVersion,
+        binder: Binder,
+        endpoint: Endpoint,
+    ) -> None:
+        self.execution = execution
+        self.endpoint = endpoint
+        self._binder = binder
+        self._iface = version.interface("IExecution")
+
+    async def compute(
+        self, deadline_ns: int | None
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+        """``IExecution::executeSynchronously``."""
+        answer = await self._binder.call(
+            self.endpoint,
+            self._iface,
+            "executeSynchronously",
+            self.execution.executeSynchronously,
+            ns_or_none(deadline_ns),
+        )
+        return execution_answer(answer)
+
+    async def compute_fenced(
+        self, deadline_ns: int | None, duration_ns: int | None
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
+        """``IExecution::executeFenced`` (no fences to wait for)."""
+        answer = await self._binder.call(
+            self.endpoint,
+            self._iface,
+            "executeFenced",
+            self.execution.executeFenced,
+            (),
+            ns_or_none(deadline_ns),
+            ns_or_none(duration_ns),
+        )
+        return fenced_answer(answer)
