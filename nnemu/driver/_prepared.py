@@ -15,6 +15,7 @@ from typing import Final
 import attrs
 
 from nnemu.cost import ComputePlan
+from nnemu.driver._buffer import ManagedBuffer, update_device_memories
 from nnemu.driver._burst import BurstContext
 from nnemu.driver._device import Job
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef, DriverHost, measured_timing
@@ -209,6 +210,11 @@ class PreparedModel:
                 return error, None
             if any(fence is None for fence in wait_for):
                 return ErrorStatus.INVALID_ARGUMENT, None
+            memories: tuple[ManagedBuffer | None, ...] = ()
+            if request.pool_tokens:
+                error, memories = self.device_memories(request)
+                if error is not None:
+                    return error, None
             signalled = kernel.task_now_ns()
             bound = deadline_ns
             if duration_ns is not None:
@@ -217,6 +223,8 @@ class PreparedModel:
             # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
             section.switch_through(_FENCED_MARKS[1], _FENCED_MARKS[0])
             status, on_device = await self.compute(bound, loop_timeout_ns)
+            if status is _NONE and memories:
+                status = update_device_memories(request, memories, self.output_shapes()) or status
             if status is not _NONE:
                 return status, None
             ended = kernel.task_now_ns()
@@ -240,6 +248,13 @@ class PreparedModel:
             service.device.stats.refused_by_uid[self.uid] += 1
             return ErrorStatus.MISSED_DEADLINE_PERSISTENT
         return None
+
+    def device_memories(
+        self, request: Request
+    ) -> tuple[ErrorStatus | None, tuple[ManagedBuffer | None, ...]]:
+        """The request's device memories, checked as the execution starts (the sample driver's
+        ``createRunTimePoolInfos``): the error, or each pool's buffer (None: shared memory)."""
+        return self.service.buffers.pools(request, self)
 
     async def compute(
         self, deadline_ns: int | None, loop_timeout_ns: int | None
@@ -335,8 +350,17 @@ class PreparedModel:
                     if split is not None:
                         split.device_queue_ns += kernel.task_now_ns() - launched_ns
                     with tracer.enter(_ASYNC_MARKS[1]) as section:
+                        memories: tuple[ManagedBuffer | None, ...] = ()
+                        if request.pool_tokens:
+                            error, memories = self.device_memories(request)
+                            if error is not None:
+                                notify(error, (), NO_TIMING)
+                                return
                         section.switch_to(_ASYNC_MARKS[0])
                         status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
+                        if status is _NONE and memories:
+                            shapes = self.output_shapes()
+                            status = update_device_memories(request, memories, shapes) or status
                     shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
                     timing = measured_timing(measure, status, on_device, entered, kernel.clock_ns)
                     notify(status.downgraded(version), shapes, timing)
@@ -362,10 +386,16 @@ class PreparedModel:
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             error = self.check_request(request, deadline_ns)
+            memories: tuple[ManagedBuffer | None, ...] = ()
+            if error is None and request.pool_tokens:
+                error, memories = self.device_memories(request)
             if error is not None:
                 return error.downgraded(version), (), NO_TIMING
             section.switch_through(_SYNC_MARKS[1], _SYNC_MARKS[0])
             status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
+            if status is _NONE and memories:
+                shapes = self.output_shapes()
+                status = update_device_memories(request, memories, shapes) or status
             timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
             if status is _NONE:  # (nothing to downgrade)
                 return status, self._output_shapes or self.output_shapes(), timing

@@ -25,6 +25,7 @@ import attrs
 
 from nnemu.hal._enums import DeviceType, ErrorStatus, HalVersion
 from nnemu.hal._interfaces import CallbackT, EndpointT
+from nnemu.hal._memory import BufferDesc, BufferRole, DeviceBuffer
 from nnemu.hal._types import UINT64_MAX, Capabilities, Model, OutputShape, Request, Timing
 
 NO_DEADLINE: Final = -1
@@ -196,4 +197,14 @@ class IAidlDevice(Protocol[EndpointT, CallbackT]):
         uid: int = ...,
     ) -> ServiceSpecificError | None:
         """prepareModelFromCache."""
+        ...
+
+    async def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[object | None],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> DeviceBuffer | ServiceSpecificError:
+        """allocate: device memory for the roles (``DeviceBuffer{buffer, token}``)."""
         ...
