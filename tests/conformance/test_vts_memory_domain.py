@@ -950,3 +950,28 @@ async def test_allocate_on_a_full_device_is_general_failure(autojump_clock):
         assert (status, buffer, token) == (GENERAL, None, 0)
 
     await _run("hidl1.3", body)()
+
+
+async def test_SampleDriver_token_0_refused_at_launch_unknown_token_in_callback(autojump_clock):
+    """SampleDriver.cpp executeBase / asyncExecute: token 0 fails ``validateRequest``
+    (``validatePool``: token > 0), so execute_1_3 returns INVALID_ARGUMENT at launch; an
+    unknown token passes it and fails in ``createRunTimePoolInfos``, through the callback."""
+
+    async def body(client: Client) -> None:
+        operand = _test_operand("TENSOR_FLOAT32")
+        size = _size(operand)
+        prepared = await client.prepare(conv_model(operand))
+        assert isinstance(prepared, PreparedModel)
+        for token, launch_status in ((0, INVALID), (100, NONE)):
+            request = _request([_device(1)], [_shared(0, size)], [size], token)
+            recorder, ref = client.world.callback()
+            launch = await client.call(
+                "IPreparedModel",
+                "execute_1_3",
+                lambda r=request, f=ref: prepared.execute_1_3(r, MeasureTiming.NO, None, None, f),
+            )
+            await client.world.settle()
+            assert launch is launch_status
+            assert [args[0] for args in recorder.notifies] == [INVALID]
+
+    await _run("hidl1.3", body)()
