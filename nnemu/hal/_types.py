@@ -47,6 +47,10 @@ def _arguments(value: Iterable[RequestArgument]) -> tuple[RequestArgument, ...]:
     return tuple(value)
 
 
+def _tokens(value: Iterable[int | None]) -> tuple[int | None, ...]:
+    return tuple(value)
+
+
 def _tuple_of_ints(value: object) -> tuple[int, ...]:
     return tuple(int(v) for v in value)  # type: ignore[attr-defined]
 
@@ -164,7 +168,7 @@ class Request:
     """One argument per model output, in order."""
     pool_sizes: tuple[int, ...] = attrs.field(default=(), converter=_tuple_of_ints)
     """Sizes in bytes of the memory pools (0 for a device memory's)."""
-    pool_tokens: tuple[int | None, ...] = attrs.field(default=(), converter=tuple)
+    pool_tokens: tuple[int | None, ...] = attrs.field(default=(), converter=_tokens)
     """HAL 1.3 ``MemoryPool`` kinds: per pool, None for shared memory, else the token of
     the device memory it is (``IDevice::allocate``); ``()``: every pool is shared memory."""
 

@@ -31,6 +31,14 @@ from nnemu.ipc import FMQ_TRANSFER_NS, DeadObject
 from nnemu.runtime._canonical import CanonicalPreparedModel
 from nnemu.runtime._compilation import Burst, Compilation
 from nnemu.runtime._devices import CPU_DEVICE_NAME, RuntimeDevice
+from nnemu.runtime._memory import (
+    Memory,
+    MemoryArgument,
+    finish_outputs,
+    inputs_ready,
+    memory_request,
+    set_from_memory,
+)
 from nnemu.runtime._plan import Step
 from nnemu.runtime._runtime import API_CALL_NS, PER_OP_NS, Runtime
 from nnemu.sim import SimEvent, us
@@ -121,6 +129,8 @@ class Execution:
         self.output_dims: dict[int, tuple[int, ...]] = {}
         """Dimensions an execution produces for an output the model leaves unknown, per model
         output (absent: its unknown dimensions are 1)."""
+        self.memories: dict[tuple[bool, int], MemoryArgument] = {}
+        """Inputs (False, i) and outputs (True, i) set from an ANeuralNetworksMemory."""
         self._shapes: tuple[OutputShape, ...] | None = None
         self._unspecified: set[int] = set()
         """Outputs whose last ``setOutput`` failed with BAD_DATA: they are unspecified, and
@@ -176,6 +186,18 @@ class Execution:
         self._unspecified.discard(index)
         self.output_lengths[index] = length
         return _NO_ERROR
+
+    def set_input_from_memory(
+        self, index: int, memory: Memory, offset: int = 0, length: int = 0
+    ) -> ResultCode:
+        """ANeuralNetworksExecution_setInputFromMemory (``_memory.set_from_memory``)."""
+        return set_from_memory(self, False, index, memory, offset, length)
+
+    def set_output_from_memory(
+        self, index: int, memory: Memory, offset: int = 0, length: int = 0
+    ) -> ResultCode:
+        """ANeuralNetworksExecution_setOutputFromMemory (``_memory.set_from_memory``)."""
+        return set_from_memory(self, True, index, memory, offset, length)
 
     def set_reusable(self, reusable: bool) -> ResultCode:
         """ANeuralNetworksExecution_setReusable (feature level 5): BAD_STATE once a
@@ -316,6 +338,8 @@ class Execution:
             return ResultCode.BAD_STATE
         if self._unspecified:
             return ResultCode.BAD_DATA
+        if self.memories and not inputs_ready(self.memories):
+            return ResultCode.OP_FAILED  # an uninitialized input memory
         self.started = self.computing = True
         self.finished_code = None
         self._shapes = None
@@ -342,6 +366,8 @@ class Execution:
             return code
 
     def _finish(self, code: ResultCode) -> None:
+        if self.memories:
+            finish_outputs(self.memories, code is _NO_ERROR)
         self.finished_code = code
         self.computing = False
 
@@ -577,6 +603,8 @@ class Execution:
         runtime = self.runtime
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
+        if self.memories and len(self.compilation.steps) == 1:
+            request = memory_request(request, self.memories)
         measure = _MEASURE_YES if self.measure else _MEASURE_NO
         status: ErrorStatus | DeadObject
         with runtime.tracer.enter(_IO_MARK[fenced]) as section:
