@@ -104,6 +104,8 @@ class PreparedModel:
         self.validated_request: Request | None = None
         self._output_shapes: tuple[OutputShape, ...] | None = None
         self._launch_ns = us(service.spec.cost.launch_us * 1000)
+        self._io_ns_per_kb = service.spec.cost.io_us_per_kb * 1000
+        self._io: tuple[Request | None, int] = (None, 0)
 
     @property
     def endpoint(self) -> Endpoint:
@@ -221,7 +223,13 @@ class PreparedModel:
                 end = signalled + duration_ns
                 bound = end if bound is None else min(bound, end)
             # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
-            section.switch_through(_FENCED_MARKS[1], _FENCED_MARKS[0])
+            io_ns = self.io_ns(request)
+            if io_ns:
+                section.switch_to(_FENCED_MARKS[1])
+                self._move_io(io_ns)
+                section.switch_to(_FENCED_MARKS[0])
+            else:
+                section.switch_through(_FENCED_MARKS[1], _FENCED_MARKS[0])
             status, on_device = await self.compute(bound, loop_timeout_ns)
             if status is _NONE and memories:
                 status = update_device_memories(request, memories, self.output_shapes()) or status
@@ -248,6 +256,32 @@ class PreparedModel:
             service.device.stats.refused_by_uid[self.uid] += 1
             return ErrorStatus.MISSED_DEADLINE_PERSISTENT
         return None
+
+    def io_ns(self, request: Request) -> int:
+        """Driver time to move the request's shared-memory inputs and outputs to and from the
+        device (``io_us_per_kb``; arguments in device memory cost nothing)."""
+        if not self._io_ns_per_kb:
+            return 0
+        last, cost = self._io
+        if request is not last:
+            moved = sum(
+                argument.location.length
+                for argument in (*request.inputs, *request.outputs)
+                if not argument.has_no_value
+                and request.token_of(argument.location.pool_index) is None
+            )
+            cost = us(moved * self._io_ns_per_kb / 1024)
+            self._io = (request, cost)
+        return cost
+
+    def _move_io(self, io_ns: int) -> None:
+        """Spend ``io_ns`` moving shared-memory arguments: driver time before the device,
+        counted with the driver's launch in the execution's split."""
+        kernel = self.service.kernel
+        kernel.work(io_ns)
+        split = kernel.split
+        if split is not None:
+            split.launch_ns += io_ns
 
     def device_memories(
         self, request: Request
@@ -356,6 +390,9 @@ class PreparedModel:
                             if error is not None:
                                 notify(error, (), NO_TIMING)
                                 return
+                        io_ns = self.io_ns(request)
+                        if io_ns:
+                            self._move_io(io_ns)
                         section.switch_to(_ASYNC_MARKS[0])
                         status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
                         if status is _NONE and memories:
@@ -391,7 +428,13 @@ class PreparedModel:
                 error, memories = self.device_memories(request)
             if error is not None:
                 return error.downgraded(version), (), NO_TIMING
-            section.switch_through(_SYNC_MARKS[1], _SYNC_MARKS[0])
+            io_ns = self.io_ns(request)
+            if io_ns:
+                section.switch_to(_SYNC_MARKS[1])
+                self._move_io(io_ns)
+                section.switch_to(_SYNC_MARKS[0])
+            else:
+                section.switch_through(_SYNC_MARKS[1], _SYNC_MARKS[0])
             status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
             if status is _NONE and memories:
                 shapes = self.output_shapes()
