@@ -158,12 +158,16 @@ class Application:
         finally:
             self.finished = True
 
-    async def _device_memories(self, compilation: Compilation) -> DeviceMemories:
+    async def _device_memories(self, compilation: Compilation) -> DeviceMemories | None:
         """``memory: device``: allocate the memories (a compilation-phase section), then copy
-        the inputs in (an execution-phase one), as the app's own marks."""
+        the inputs in (an execution-phase one), as the app's own marks; None (the app sets
+        its inputs and outputs from its own buffers) when a memory cannot be created."""
         tracer = self.tracer
         with tracer.section(Layer.APPLICATION, Phase.COMPILATION, "allocateMemories"):
             memories = await DeviceMemories.create(compilation)
+        if memories is None:
+            self._log.info("device_memory_unavailable")
+            return None
         with tracer.section(Layer.APPLICATION, Phase.EXECUTION, "copyInputs"):
             await memories.fill_inputs()
         return memories

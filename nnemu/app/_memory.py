@@ -12,7 +12,6 @@ copies each output back into its ashmem region after a successful execution (the
 
 from __future__ import annotations
 
-from nnemu.errors import EmulatorBug
 from nnemu.hal import ResultCode
 from nnemu.runtime import Compilation, Execution, Memory, MemoryDesc
 
@@ -29,9 +28,9 @@ class DeviceMemories:
         """(device memory, the app's ashmem region) per model output."""
 
     @classmethod
-    async def create(cls, compilation: Compilation) -> DeviceMemories:
+    async def create(cls, compilation: Compilation) -> DeviceMemories | None:
         """A memory per input and per output of ``compilation``, each with an ashmem region
-        (``fill_inputs`` copies the inputs' in)."""
+        (``fill_inputs`` copies the inputs' in); None when a memory cannot be created."""
         runtime = compilation.runtime
         main = compilation.model.main
         inputs: list[tuple[Memory, Memory]] = []
@@ -53,7 +52,10 @@ class DeviceMemories:
                     code, memory = await Memory.create_from_desc(desc)
                 desc.free()
                 if memory is None:
-                    raise EmulatorBug(f"Memory_createFromDesc failed: {code.name}")
+                    # No memory for a role (a compilation for explicit devices whose driver
+                    # cannot allocate: no fallback, Memory.cpp): the app keeps to setInput.
+                    cls(inputs, outputs).free()
+                    return None
                 _, ashmem = Memory.create_from_fd(runtime, max(memory.size, 1))
                 assert ashmem is not None
                 (outputs if is_output else inputs).append((memory, ashmem))

@@ -223,13 +223,10 @@ class PreparedModel:
                 end = signalled + duration_ns
                 bound = end if bound is None else min(bound, end)
             # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
+            section.switch_through(_FENCED_MARKS[1], _FENCED_MARKS[0])
             io_ns = self.io_ns(request)
             if io_ns:
-                section.switch_to(_FENCED_MARKS[1])
                 self._move_io(io_ns)
-                section.switch_to(_FENCED_MARKS[0])
-            else:
-                section.switch_through(_FENCED_MARKS[1], _FENCED_MARKS[0])
             status, on_device = await self.compute(bound, loop_timeout_ns)
             if status is _NONE and memories:
                 status = update_device_memories(request, memories, self.output_shapes()) or status
@@ -276,7 +273,10 @@ class PreparedModel:
 
     def _move_io(self, io_ns: int) -> None:
         """Spend ``io_ns`` moving shared-memory arguments: driver time before the device,
-        counted with the driver's launch in the execution's split."""
+        counted with the driver's launch in the execution's split.  It is written in the
+        driver's execution phase: the sample driver's inputs-and-outputs switch has no time
+        of its own, and the runtime's PIO cell, which the parser deducts a driver's PIO
+        from, would go negative."""
         kernel = self.service.kernel
         kernel.work(io_ns)
         split = kernel.split
@@ -390,10 +390,10 @@ class PreparedModel:
                             if error is not None:
                                 notify(error, (), NO_TIMING)
                                 return
+                        section.switch_to(_ASYNC_MARKS[0])
                         io_ns = self.io_ns(request)
                         if io_ns:
                             self._move_io(io_ns)
-                        section.switch_to(_ASYNC_MARKS[0])
                         status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
                         if status is _NONE and memories:
                             shapes = self.output_shapes()
@@ -428,13 +428,10 @@ class PreparedModel:
                 error, memories = self.device_memories(request)
             if error is not None:
                 return error.downgraded(version), (), NO_TIMING
+            section.switch_through(_SYNC_MARKS[1], _SYNC_MARKS[0])
             io_ns = self.io_ns(request)
             if io_ns:
-                section.switch_to(_SYNC_MARKS[1])
                 self._move_io(io_ns)
-                section.switch_to(_SYNC_MARKS[0])
-            else:
-                section.switch_through(_SYNC_MARKS[1], _SYNC_MARKS[0])
             status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
             if status is _NONE and memories:
                 shapes = self.output_shapes()
