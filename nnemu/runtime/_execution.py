@@ -603,8 +603,10 @@ class Execution:
         runtime = self.runtime
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
-        if self.memories and len(self.compilation.steps) == 1:
-            request = memory_request(request, self.memories)
+        if self.memories:
+            compilation = self.compilation
+            step = next(i for i, p in compilation.prepared.items() if p is prepared)
+            request = memory_request(request, self.memories, compilation, step)
         measure = _MEASURE_YES if self.measure else _MEASURE_NO
         status: ErrorStatus | DeadObject
         with runtime.tracer.enter(_IO_MARK[fenced]) as section:

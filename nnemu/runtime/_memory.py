@@ -13,9 +13,9 @@ starts (``ExecutionBuilder::compute``).  ``Memory.copy`` is ``ANeuralNetworksMem
 ashmem to device memory is the driver's ``IBuffer::copyFrom``, the other way ``copyTo``,
 device to device both through a runtime AHardwareBuffer.
 
-Device memory is allocated for a compilation that runs as one step on one driver; the
-roles of a partitioned compilation's inputs and outputs fall back (nnemu does not map a
-memory to one partition's arguments).
+A role of a partitioned compilation names the input or output of each step that reads or
+writes its operand (``forEachStepRoleOfInput``/``Output``); device memory is allocated only
+when those steps are all on one driver.
 """
 
 from __future__ import annotations
@@ -169,28 +169,58 @@ class MemoryDesc:
     ) -> tuple[
         set[RuntimeDevice], list[CanonicalPreparedModel], list[BufferRole], list[BufferRole]
     ]:
-        """The devices the roles run on, and the ``allocate`` arguments for them (a role of a
-        one-step compilation names its prepared model's own input or output)."""
+        """``MemoryBuilder::addRole``'s step roles: the devices of the steps that read or
+        write each role's operand, and the ``allocate`` arguments for them (each step's
+        prepared model and its own input or output index)."""
         devices: set[RuntimeDevice] = set()
         models: list[CanonicalPreparedModel] = []
         inputs: list[BufferRole] = []
         outputs: list[BufferRole] = []
         for role in self.roles:
             compilation, is_output, index = role
-            for step in compilation.steps:
-                devices.add(step.device)
-            if len(compilation.steps) != 1 or 0 not in compilation.prepared:
-                continue
-            prepared = compilation.prepared[0]
-            if prepared not in models:
-                models.append(prepared)
-            buffer_role = BufferRole(
-                model_index=models.index(prepared),
-                io_index=index,
-                frequency=self.frequencies[role],
-            )
-            (outputs if is_output else inputs).append(buffer_role)
+            for step_index, step_output, io_index in step_roles_of(compilation, is_output, index):
+                devices.add(compilation.steps[step_index].device)
+                prepared = compilation.prepared.get(step_index)
+                if prepared is None:
+                    continue  # a CPU step
+                if prepared not in models:
+                    models.append(prepared)
+                buffer_role = BufferRole(
+                    model_index=models.index(prepared),
+                    io_index=io_index,
+                    frequency=self.frequencies[role],
+                )
+                (outputs if step_output else inputs).append(buffer_role)
         return devices, models, inputs, outputs
+
+
+def step_roles_of(
+    compilation: Compilation, is_output: bool, index: int
+) -> list[tuple[int, bool, int]]:
+    """``forEachStepRoleOfInput``/``Output``: (step, is an output of it, its io index) of
+    every step reading compilation input ``index`` or reading or writing output ``index``."""
+    steps = compilation.steps
+    if len(steps) == 1:
+        return [(0, is_output, index)]
+    main = compilation.model.main
+    operand = (main.output_indexes if is_output else main.input_indexes)[index]
+    roles: list[tuple[int, bool, int]] = []
+    for step_index, step in enumerate(steps):
+        # The step's operands in ``submodel``'s order: first use in its operations.
+        used: list[int] = []
+        for op_index in step.operations:
+            operation = main.operations[op_index]
+            for used_index in (*operation.inputs, *operation.outputs):
+                if used_index not in used:
+                    used.append(used_index)
+        step_main = step.model.main
+        for k, local in enumerate(step_main.input_indexes):
+            if used[local] == operand:
+                roles.append((step_index, False, k))
+        for k, local in enumerate(step_main.output_indexes):
+            if used[local] == operand:
+                roles.append((step_index, True, k))
+    return roles
 
 
 @attrs.define(eq=False)
@@ -240,9 +270,9 @@ class Memory:
             devices, models, inputs, outputs = desc.step_roles()
             code = ResultCode.OP_FAILED
             memory: Memory | None = None
-            if len(devices) == 1 and models:
+            if len(devices) == 1:
                 [device] = devices
-                if not device.is_cpu:
+                if not device.is_cpu and models:
                     status, buffer = await runtime.versioned(device).allocate(
                         BufferDesc(dimensions=desc.dimensions), models, inputs, outputs
                     )
@@ -254,7 +284,7 @@ class Memory:
                         memory = cls(runtime, MemoryKind.DEVICE, size, buffer=buffer)
                     else:
                         code = status_to_code(status)
-                elif size:
+                elif device.is_cpu and size:
                     code = ResultCode.NO_ERROR  # CpuDevice::allocate: ashmem
                     memory = cls(runtime, MemoryKind.ASHMEM, size)
             fallback = size != 0 and all(c.fallback_allowed for c, _, _ in desc.roles)
@@ -395,21 +425,29 @@ def finish_outputs(memories: dict[tuple[bool, int], MemoryArgument], success: bo
             memory.initialized = success
 
 
-def memory_request(request: Request, memories: dict[tuple[bool, int], MemoryArgument]) -> Request:
-    """The request of a one-step execution with device memories: each argument set from a
-    device memory names a pool of its token (offset and length 0)."""
+def memory_request(
+    request: Request,
+    memories: dict[tuple[bool, int], MemoryArgument],
+    compilation: Compilation,
+    step_index: int,
+) -> Request:
+    """The request of step ``step_index`` with device memories: each of the step's inputs
+    and outputs that is a compilation argument set from a device memory names a pool of
+    its token (offset and length 0)."""
     pool_sizes = list(request.pool_sizes)
     tokens: list[int | None] = [None] * len(pool_sizes)
     arguments = {False: list(request.inputs), True: list(request.outputs)}
     for (is_output, index), (memory, _, _) in sorted(memories.items(), key=lambda kv: kv[0]):
         token = memory.token
-        if token is None or index >= len(arguments[is_output]):
+        if token is None:
             continue
-        arguments[is_output][index] = RequestArgument(
-            location=DataLocation(pool_index=len(pool_sizes))
-        )
-        pool_sizes.append(0)
-        tokens.append(token)
+        for step, step_output, io_index in step_roles_of(compilation, is_output, index):
+            if step != step_index or io_index >= len(arguments[step_output]):
+                continue
+            location = DataLocation(pool_index=len(pool_sizes))
+            arguments[step_output][io_index] = RequestArgument(location=location)
+            pool_sizes.append(0)
+            tokens.append(token)
     if len(pool_sizes) == len(request.pool_sizes):
         return request
     return Request(

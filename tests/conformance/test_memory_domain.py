@@ -199,10 +199,10 @@ async def test_MemoryDomainTest_SinglePartition(
 async def test_MemoryDomainTest_MultiplePartitions(
     autojump_clock, runtime_world, monkeypatch, v12, explicit, answer
 ):
-    """TestMemoryDomain.cpp MemoryDomainTest.MultiplePartitions, its input1 and output0 cases:
-    a role shared by partitions on different drivers is never allocated on a device (OP_FAILED
-    with explicit devices, else ashmem / BLOB).  (Its input0 case, a role of one partition,
-    is not expressed: nnemu allocates device memory only for one-step compilations.)"""
+    """TestMemoryDomain.cpp MemoryDomainTest.MultiplePartitions: input0, read by one
+    partition only, is that partition's driver's memory when allocate answers OK (else the
+    fallback rules); input1 and output0, shared by partitions on different drivers, are never
+    allocated on a device (OP_FAILED with explicit devices, else ashmem / BLOB)."""
     _allocate_returns(monkeypatch, answer)
     world = runtime_world(
         _driver("test_driver_add", (OperationType.ADD,), v12),
@@ -215,11 +215,18 @@ async def test_MemoryDomainTest_MultiplePartitions(
         names = ["test_driver_add", "test_driver_sub", "test_driver_mul"]
         compilation = await _compile(runtime, memory_model(), names, explicit)
         assert len(compilation.steps) == 3
+        seen.append(await _allocate(runtime, compilation, [0], []))
         seen.append(await _allocate(runtime, compilation, [1], []))
         seen.append(await _allocate(runtime, compilation, [], [0]))
 
     await world.run(app)
-    for code, memory in seen:
+    (code, memory), *shared = seen
+    if answer == "OK":
+        assert code is OK
+        assert memory.kind is MemoryKind.DEVICE
+    else:
+        _expect_fallback(code, memory, explicit=explicit, v12=v12)
+    for code, memory in shared:
         _expect_fallback(code, memory, explicit=explicit, v12=v12)
 
 
@@ -376,6 +383,45 @@ async def test_ValidationTestExecutionDeviceMemory_SetInputOutputFromMemory(
 
     await world.run(app)
     assert seen == [BAD_DATA, BAD_DATA, BAD_DATA, OK, OK, BAD_DATA]
+
+
+async def test_partitioned_execution_reads_a_partitions_device_memory(
+    autojump_clock, runtime_world
+):
+    """TestMemoryDomain.cpp's MultiplePartitions model run: input0 in the ADD partition's
+    device memory reaches that partition's driver by token (its step's input 0), the other
+    partitions' requests name no device memory, and the execution completes."""
+    world = runtime_world(
+        _driver("test_driver_add", (OperationType.ADD,), False),
+        _driver("test_driver_sub", (OperationType.SUB,), False),
+        _driver("test_driver_mul", (OperationType.MUL,), False),
+    )
+    seen = []
+    requests = []
+
+    async def app(runtime):
+        names = ["test_driver_add", "test_driver_sub", "test_driver_mul"]
+        compilation = await _compile(runtime, memory_model(), names, True)
+        _, memory = await _allocate(runtime, compilation, [0], [])
+        _, ashmem = Memory.create_from_fd(runtime, 4)
+        seen.append(await ashmem.copy(memory))
+        _, execution = Execution.create(compilation)
+        assert execution.set_io() is OK
+        assert execution.set_output(1, 4, (1,)) is OK
+        assert execution.set_input_from_memory(0, memory) is OK
+        for index, prepared in compilation.prepared.items():
+            execute = prepared.prepared.executeSynchronously_1_3
+
+            async def spy(request, *args, _execute=execute, _index=index):
+                requests.append((_index, request.pool_tokens))
+                return await _execute(request, *args)
+
+            prepared.prepared.executeSynchronously_1_3 = spy
+        seen.append(await execution.compute())
+
+    await world.run(app)
+    assert seen == [OK, OK]
+    assert requests == [(0, (None, None, 1)), (1, ()), (2, ())]
 
 
 async def test_ExecutionBuilder_uninitialized_input_memory_then_output_initializes(
