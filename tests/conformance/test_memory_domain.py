@@ -456,3 +456,22 @@ async def test_ExecutionBuilder_uninitialized_input_memory_then_output_initializ
     await world.run(app)
     assert seen == [OP_FAILED, False, OK, True, OK, OK]
     assert world.service("npu").buffers.live == 1
+
+
+async def test_Manager_CpuDevice_allocate_is_ashmem(autojump_clock, runtime_world):
+    """Manager.cpp CpuDevice::allocate: roles on the runtime's CPU device alone give ashmem
+    (not the BLOB fallback), and an unknown size is OP_FAILED (no fallback either)."""
+    world = runtime_world()
+    seen = []
+
+    async def app(runtime):
+        compilation = await _compile(runtime, memory_model(), [], False)
+        assert [step.device.is_cpu for step in compilation.steps] == [True]
+        seen.append(await _allocate(runtime, compilation, [0], []))
+        seen.append(await _allocate(runtime, compilation, [], [1]))
+
+    await world.run(app)
+    [(code, memory), failed] = seen
+    assert code is OK
+    assert memory.kind is MemoryKind.ASHMEM
+    assert failed == (OP_FAILED, None)
