@@ -333,13 +333,15 @@ class Execution:
         (``ExecutionBuilder::checkAndSetComputationState``)."""
         return self.computing or (self.started and not self.reusable)
 
-    def _start(self) -> ResultCode:
+    def _start(self, *, fenced: bool = False) -> ResultCode:
         if self._busy():
             return ResultCode.BAD_STATE
         if self._unspecified:
             return ResultCode.BAD_DATA
-        if self.memories and not inputs_ready(self.memories):
-            return ResultCode.OP_FAILED  # an uninitialized input memory
+        if self.memories and not fenced and not inputs_ready(self.memories):
+            # ExecutionBuilder::compute's validateInputDimensions; computeFenced has no such
+            # check (the driver refuses the uninitialized memory instead).
+            return ResultCode.OP_FAILED
         self.started = self.computing = True
         self.finished_code = None
         self._shapes = None
@@ -423,7 +425,7 @@ class Execution:
                 operand = main.operands[index]
                 if operand.type.is_tensor and (not operand.dimensions or 0 in operand.dimensions):
                     return ResultCode.BAD_DATA, None
-            self._start()
+            self._start(fenced=True)
             code = await self._run_plan(fenced=True, duration_ns=duration_ns or None)
             self._finish(code)
             if code is not ResultCode.NO_ERROR:

@@ -475,3 +475,25 @@ async def test_Manager_CpuDevice_allocate_is_ashmem(autojump_clock, runtime_worl
     assert code is OK
     assert memory.kind is MemoryKind.ASHMEM
     assert failed == (OP_FAILED, None)
+
+
+async def test_ExecutionBuilder_computeFenced_leaves_an_uninitialized_memory_to_the_driver(
+    autojump_clock, runtime_world
+):
+    """ExecutionBuilder.cpp computeFenced has no validateInputDimensions: an uninitialized
+    input memory reaches the driver, whose executeFenced refuses it (GENERAL_FAILURE:
+    OP_FAILED, no event; createForDevices, so no fallback)."""
+    world = runtime_world(DeviceSpec(name="npu"))
+    seen = []
+
+    async def app(runtime):
+        compilation = await _add_compilation(runtime)
+        _, memory = await _allocate(runtime, compilation, [0], [0])
+        _, execution = Execution.create(compilation)
+        assert execution.set_io() is OK
+        assert execution.set_input_from_memory(0, memory) is OK
+        seen.append(await execution.start_compute_with_dependencies(()))
+        seen.append(execution.started)
+
+    await world.run(app)
+    assert seen == [(OP_FAILED, None), True]
