@@ -159,17 +159,13 @@ class Application:
             self.finished = True
 
     async def _device_memories(self, compilation: Compilation) -> DeviceMemories | None:
-        """``memory: device``: allocate the memories (a compilation-phase section), then copy
-        the inputs in (an execution-phase one), as the app's own marks; None (the app sets
-        its inputs and outputs from its own buffers) when a memory cannot be created."""
-        tracer = self.tracer
-        with tracer.section(Layer.APPLICATION, Phase.COMPILATION, "allocateMemories"):
+        """``memory: device``: allocate the memories (an app compilation-phase section; the
+        first execution copies the inputs in); None (the app sets its inputs and outputs
+        from its own buffers) when a memory cannot be created."""
+        with self.tracer.section(Layer.APPLICATION, Phase.COMPILATION, "allocateMemories"):
             memories = await DeviceMemories.create(compilation)
         if memories is None:
             self._log.info("device_memory_unavailable")
-            return None
-        with tracer.section(Layer.APPLICATION, Phase.EXECUTION, "copyInputs"):
-            await memories.fill_inputs()
         return memories
 
     async def _compile_with_retries(self) -> bool:
@@ -436,6 +432,9 @@ class Application:
         compilation = self._compilation
         assert compilation is not None
         with self.tracer.enter(_EXECUTE_MARK):
+            memories = self._memories
+            if memories is not None:
+                await memories.fill_inputs(self.kernel)  # the first frame copies the inputs in
             execution = self._reused.get(current_thread()) if spec.reusable else None
             if execution is None:
                 code, execution = Execution.create(compilation)
@@ -453,8 +452,8 @@ class Application:
                     code, event = await execution.start_compute_with_dependencies(())
                 if event is not None:
                     code = await event.wait()
-            if code is _NO_ERROR and self._memories is not None:
-                code = await self._memories.read_outputs()  # the app reads its results
+            if code is _NO_ERROR and memories is not None:
+                code = await memories.read_outputs()  # the app reads its results
             deadline = execution.deadline_ns
             late = (
                 code is _NO_ERROR and deadline is not None and self.kernel.task_now_ns() > deadline

@@ -3,8 +3,8 @@
 After its compilation the app describes each input and output as a memory role of it
 (``ANeuralNetworksMemoryDesc``), creates the memory (``Memory_createFromDesc``: the driver's
 ``IDevice::allocate``, or the runtime's ashmem/BLOB fallback) inside an ``[NN_LA_PC]``
-section, then copies each input's data in once from an ashmem region (``Memory_copy``, the
-driver's ``IBuffer::copyFrom``) inside an ``[NN_LA_PE]`` one.  Every
+section; its first execution copies each input's data in from an ashmem region
+(``Memory_copy``, the driver's ``IBuffer::copyFrom``), once.  Every
 execution then reads and writes them by token (``setInput/OutputFromMemory``), and the app
 copies each output back into its ashmem region after a successful execution (the driver's
 ``IBuffer::copyTo``): that copy is part of the execution's time.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from nnemu.hal import ResultCode
 from nnemu.runtime import Compilation, Execution, Memory, MemoryDesc
+from nnemu.sim import Kernel, SimEvent
 
 
 class DeviceMemories:
@@ -26,6 +27,7 @@ class DeviceMemories:
         self._sources = [ashmem for _, ashmem in inputs]
         self.outputs = outputs
         """(device memory, the app's ashmem region) per model output."""
+        self._filled: SimEvent | None = None
 
     @classmethod
     async def create(cls, compilation: Compilation) -> DeviceMemories | None:
@@ -61,12 +63,20 @@ class DeviceMemories:
                 (outputs if is_output else inputs).append((memory, ashmem))
         return cls(inputs, outputs)
 
-    async def fill_inputs(self) -> None:
-        """Copy each input's data in from its ashmem region, once, and free the region."""
+    async def fill_inputs(self, kernel: Kernel) -> None:
+        """Copy each input's data in from its ashmem region and free the region, once: the
+        first caller copies, a concurrent one waits for it."""
+        filled = self._filled
+        if filled is not None:
+            await filled.wait()
+            return
+        filled = self._filled = SimEvent(kernel)
         for memory, ashmem in zip(self.inputs, self._sources, strict=True):
             await ashmem.copy(memory)
             ashmem.free()
         self._sources = []
+        await kernel.sync()  # (an event is set in virtual time, not ahead of it)
+        filled.set()
 
     def set_up(self, execution: Execution) -> None:
         """``setInputFromMemory`` / ``setOutputFromMemory`` for every input and output."""

@@ -367,18 +367,6 @@ MEMORY_DOMAINS = Topic(
             show=SHOW_MEMORY,
         ),
         StepSpec(
-            title="Memory_copy from ashmem -> IBuffer::copyFrom: the input, once",
-            text=(
-                "Copying shared memory into the device memory is the driver's copyFrom (its "
-                "memcpy, 4 GB/s); it initializes the memory. Reading it uninitialized would have "
-                "been OP_FAILED before the execution started."
-            ),
-            process="ondevice",
-            anchor=r"^\[NN_LA_PE\]copyInputs",
-            processes=("ondevice", "npu"),
-            show=SHOW_MEMORY,
-        ),
-        StepSpec(
             title="An execution on shared memory: the driver moves 48 KiB",
             text=(
                 "setInput/setOutput: the request's pools are shared memory, and the driver "
@@ -391,17 +379,32 @@ MEMORY_DOMAINS = Topic(
             show=SHOW_MEMORY,
         ),
         StepSpec(
-            title="An execution on device memory: by token, then IBuffer::copyTo",
+            title="The first execution on device memory: inputs copied in, then by token",
             text=(
-                "setInputFromMemory/setOutputFromMemory: the request names the memories by token "
-                "(offset and length 0) and the driver moves nothing; the output written "
-                "initializes its memory. The app then reads its result: Memory_copy into ashmem "
-                "is the driver's copyTo, one more binder round trip. Here that costs more than "
-                "the 48 us saved; device memory pays off when more data stays on the device "
-                "(scenarios/device_memory_vs_ashmem.yaml: 592 KiB an execution)."
+                "The app's first frame copies its inputs into their memories (Memory_copy from "
+                "ashmem -> the driver's IBuffer::copyFrom, its memcpy at 4 GB/s), which "
+                "initializes them; reading one uninitialized would have been OP_FAILED before "
+                "the execution started. setInputFromMemory/setOutputFromMemory: the request "
+                "names the memories by token (offset and length 0) and the driver moves "
+                "nothing; the output written initializes its memory. The app then reads its "
+                "result: Memory_copy into ashmem is the driver's copyTo."
             ),
             process="ondevice",
             anchor=r"^\[NN_LA_PE\]execute",
+            processes=("ondevice", "npu"),
+            show=SHOW_MEMORY,
+        ),
+        StepSpec(
+            title="A later execution on device memory: by token, then IBuffer::copyTo",
+            text=(
+                "Nothing to copy in any more: the inputs stay on the device. Each frame still "
+                "copies its output out, one binder round trip, which here costs more than the "
+                "48 us the driver saved; device memory pays off when more data stays on the "
+                "device (scenarios/device_memory_vs_ashmem.yaml: 592 KiB an execution)."
+            ),
+            process="ondevice",
+            anchor=r"^\[NN_LA_PE\]execute",
+            occurrence=-1,
             processes=("ondevice", "npu"),
             show=SHOW_MEMORY,
         ),

@@ -139,8 +139,8 @@ class MemoryMode(enum.Enum):
     ASHMEM = "ashmem"
     """Shared memory the driver reads and writes in every execution (``setInput``)."""
     DEVICE = "device"
-    """Device memory (``Memory_createFromDesc``), the inputs copied in once, the outputs
-    copied out (``Memory_copy``) after every execution."""
+    """Device memory (``Memory_createFromDesc``), the inputs copied in by the first execution,
+    the outputs copied out (``Memory_copy``) after every execution."""
 
 
 class WorkloadKind(enum.Enum):
