@@ -29,7 +29,7 @@ from nnemu.sim import Kernel, SimProcess
 from nnemu.tracer import Tracer
 
 if TYPE_CHECKING:
-    from nnemu.driver._buffer import BufferTracker
+    from nnemu.driver._tracker import BufferTracker
 
 __all__ = ["VALIDATE_NS_PER_OP", "CallbackRef", "DriverHost", "ServedModel", "measured_timing"]
 

@@ -15,10 +15,10 @@ from typing import Final
 import attrs
 
 from nnemu.cost import ComputePlan
-from nnemu.driver._buffer import ManagedBuffer, update_device_memories
 from nnemu.driver._burst import BurstContext
 from nnemu.driver._device import Job
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef, DriverHost, measured_timing
+from nnemu.driver._tracker import ManagedBuffer, update_device_memories
 from nnemu.hal import (
     NO_TIMING,
     DeviceStatus,

@@ -22,10 +22,11 @@ import trio
 
 from nnemu.cost import capabilities_from, compute_plan
 from nnemu.driver._aidl_prepared import AidlPreparedModel
-from nnemu.driver._buffer import BufferTracker, SampleBuffer, allocate
+from nnemu.driver._buffer import SampleBuffer, allocate
 from nnemu.driver._device import Device
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef
 from nnemu.driver._prepared import PreparedModel
+from nnemu.driver._tracker import BufferTracker
 from nnemu.hal import (
     CACHE_TOKEN_BYTES,
     BufferDesc,

@@ -25,7 +25,7 @@ import attrs
 
 from nnemu.hal._enums import DeviceType, ErrorStatus, HalVersion
 from nnemu.hal._interfaces import CallbackT, EndpointT
-from nnemu.hal._memory import BufferDesc, BufferRole, DeviceBuffer
+from nnemu.hal._memory import BufferDesc, BufferRole, SharedMemory
 from nnemu.hal._types import UINT64_MAX, Capabilities, Model, OutputShape, Request, Timing
 
 NO_DEADLINE: Final = -1
@@ -135,6 +135,31 @@ class IAidlPreparedModel(Protocol[EndpointT]):
         """executeFenced: FencedExecutionResult's callback (its syncFence is already
         signalled), or the call's service-specific error."""
         ...
+
+
+@runtime_checkable
+class IAidlBuffer(Protocol):
+    """AIDL ``IBuffer`` (``_memory.IBuffer``'s copies), failing with a service-specific error."""
+
+    async def copyTo(self, dst: SharedMemory) -> ServiceSpecificError | None:
+        """copyTo."""
+        ...
+
+    async def copyFrom(
+        self, src: SharedMemory, dimensions: Sequence[int]
+    ) -> ServiceSpecificError | None:
+        """copyFrom."""
+        ...
+
+
+@attrs.frozen
+class DeviceBuffer:
+    """AIDL ``DeviceBuffer``: what ``IDevice::allocate`` answers, the buffer and its token."""
+
+    buffer: IAidlBuffer
+    """The driver's buffer object."""
+    token: int
+    """The token a request names the memory by (> 0)."""
 
 
 @runtime_checkable

@@ -1,5 +1,7 @@
 """Memory domains (HAL 1.3, AIDL): ``BufferDesc``, ``BufferRole``, shared memory, ``IBuffer``.
 
+(The AIDL family's ``IBuffer`` and ``DeviceBuffer`` are in ``_aidl``.)
+
 A driver allocates *device memory* for roles (an input or output of a prepared model) with
 ``IDevice::allocate`` and hands back an ``IBuffer`` and a token; a request names that memory
 by its token (a ``Request.pool_tokens`` entry) instead of a shared-memory pool.  The rules
@@ -11,15 +13,12 @@ sample driver's ``ManagedBuffer`` (``common/BufferTracker.cpp``); docs/hal-seman
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import attrs
 
 from nnemu.hal._enums import ErrorStatus, OperandType
 from nnemu.hal._types import Model, Operand, _tuple_of_ints
-
-if TYPE_CHECKING:
-    from nnemu.hal._aidl import ServiceSpecificError
 
 INVALID_BUFFER_TOKEN = 0
 """The token ``allocate`` answers with a failure (``kInvalidBufferToken``); never a valid one."""
@@ -86,8 +85,9 @@ def data_size(kind: OperandType, dimensions: Sequence[int]) -> int:
     return size
 
 
-Role = tuple[object, bool, int]
-"""(the driver's prepared model, is an output, io index): one role of an allocated buffer."""
+PreparedModelRole = tuple[object, bool, int]
+"""(the driver's prepared model, is an output, io index): one role of an allocated buffer
+(AOSP ``PreparedModelRole``)."""
 
 
 def validate_memory_desc(
@@ -96,7 +96,7 @@ def validate_memory_desc(
     input_roles: Iterable[BufferRole],
     output_roles: Iterable[BufferRole],
     resolve: Callable[[object], tuple[object, Model] | None],
-) -> tuple[frozenset[Role], Operand] | str:
+) -> tuple[frozenset[PreparedModelRole], Operand] | str:
     """Check an ``allocate`` request as ``validateMemoryDesc`` does.
 
     Args:
@@ -114,7 +114,7 @@ def validate_memory_desc(
     """
     if not prepared_models:
         return "no prepared models"
-    roles: set[Role] = set()
+    roles: set[PreparedModelRole] = set()
     operands: list[Operand] = []
     for is_output, role_list in ((False, list(input_roles)), (True, list(output_roles))):
         what = "output" if is_output else "input"
@@ -167,28 +167,3 @@ class IBuffer(Protocol):
     async def copyFrom(self, src: SharedMemory, dimensions: Sequence[int]) -> ErrorStatus:
         """copyFrom: ``src`` (same size) into the buffer, with its dimensions; initializes it."""
         ...
-
-
-@runtime_checkable
-class IAidlBuffer(Protocol):
-    """AIDL ``IBuffer``: the same, failing with a service-specific error."""
-
-    async def copyTo(self, dst: SharedMemory) -> ServiceSpecificError | None:
-        """copyTo."""
-        ...
-
-    async def copyFrom(
-        self, src: SharedMemory, dimensions: Sequence[int]
-    ) -> ServiceSpecificError | None:
-        """copyFrom."""
-        ...
-
-
-@attrs.frozen
-class DeviceBuffer:
-    """AIDL ``DeviceBuffer``: what ``IDevice::allocate`` answers, the buffer and its token."""
-
-    buffer: IAidlBuffer
-    """The driver's buffer object."""
-    token: int
-    """The token a request names the memory by (> 0)."""

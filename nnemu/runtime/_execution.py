@@ -191,13 +191,17 @@ class Execution:
         self, index: int, memory: Memory, offset: int = 0, length: int = 0
     ) -> ResultCode:
         """ANeuralNetworksExecution_setInputFromMemory (``_memory.set_from_memory``)."""
-        return set_from_memory(self, False, index, memory, offset, length)
+        return set_from_memory(
+            self.compilation, self.started, self.memories, False, index, memory, offset, length
+        )
 
     def set_output_from_memory(
         self, index: int, memory: Memory, offset: int = 0, length: int = 0
     ) -> ResultCode:
         """ANeuralNetworksExecution_setOutputFromMemory (``_memory.set_from_memory``)."""
-        return set_from_memory(self, True, index, memory, offset, length)
+        return set_from_memory(
+            self.compilation, self.started, self.memories, True, index, memory, offset, length
+        )
 
     def set_reusable(self, reusable: bool) -> ResultCode:
         """ANeuralNetworksExecution_setReusable (feature level 5): BAD_STATE once a

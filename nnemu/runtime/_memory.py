@@ -48,7 +48,6 @@ from nnemu.tracer import Phase
 if TYPE_CHECKING:
     from nnemu.runtime._canonical import CanonicalPreparedModel
     from nnemu.runtime._devices import RuntimeDevice
-    from nnemu.runtime._execution import Execution
 
 
 class MemoryKind(enum.Enum):
@@ -378,23 +377,25 @@ MemoryArgument = tuple[Memory, int, int]
 
 
 def set_from_memory(
-    execution: Execution,
+    compilation: Compilation,
+    started: bool,
+    memories: dict[tuple[bool, int], MemoryArgument],
     is_output: bool,
     index: int,
     memory: Memory,
     offset: int,
     length: int,
 ) -> ResultCode:
-    """``ExecutionBuilder::setInputFromMemory`` / ``setOutputFromMemory``: BAD_STATE once
+    """``ExecutionBuilder::setInputFromMemory`` / ``setOutputFromMemory`` of an execution of
+    ``compilation`` (its ``started`` state, the ``memories`` it records them in): BAD_STATE once
     started; BAD_DATA for an index out of range, a use the memory's validator refuses (a
     desc's memory only in its roles, offset and length 0; shared memory within its size,
     not both 0), or a length other than the operand needs."""
     name = "setOutputFromMemory" if is_output else "setInputFromMemory"
-    runtime = execution.runtime
+    runtime = compilation.runtime
     with runtime.ndk_call(Phase.INPUTS_AND_OUTPUTS, f"ANeuralNetworksExecution_{name}"):
-        if execution.started:
+        if started:
             return ResultCode.BAD_STATE
-        compilation = execution.compilation
         main = compilation.model.main
         indexes = main.output_indexes if is_output else main.input_indexes
         if not 0 <= index < len(indexes):
@@ -405,7 +406,7 @@ def set_from_memory(
         needed = data_size(OperandType(operand.type), operand.dimensions)
         if (offset or length) and needed and length != needed:
             return ResultCode.BAD_DATA
-        execution.memories[(is_output, index)] = (memory, offset, length)
+        memories[(is_output, index)] = (memory, offset, length)
         return ResultCode.NO_ERROR
 
 
