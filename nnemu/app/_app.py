@@ -15,13 +15,14 @@ from typing import Final
 import structlog
 import trio
 
+from nnemu.app._memory import DeviceMemories
 from nnemu.app._stats import AppStats, ExecutionRecord
 from nnemu.driver import AidlDevice, DriverService, us
 from nnemu.errors import EmulatorBug
 from nnemu.hal import Model, ResultCode
 from nnemu.ipc import Binder, Endpoint, ExecutionSplit
 from nnemu.runtime import Burst, Compilation, Execution, ModelBuilder, Runtime
-from nnemu.scenario import AppSpec, ExecutionMode, Scenario, WorkloadKind
+from nnemu.scenario import AppSpec, ExecutionMode, MemoryMode, Scenario, WorkloadKind
 from nnemu.sim import (
     FileSystem,
     Kernel,
@@ -131,6 +132,8 @@ class Application:
         self._reused: dict[SimThread, Execution] = {}
         """Each app thread's reusable execution (``reusable``)."""
         self._executors_done = SimEvent(kernel)
+        self._memories: DeviceMemories | None = None
+        """The device memories of ``memory: device``."""
         self.finished = False
         # Per-execution durations the spec fixes, rounded once rather than per frame.
         self._timeout_ns = (
@@ -162,13 +165,27 @@ class Application:
                     if not compiled:
                         break
                 if compiled:
-                    await self._run_workload()
                     assert self._compilation is not None
+                    if spec.memory is MemoryMode.DEVICE:
+                        self._memories = await self._device_memories(self._compilation)
+                    await self._run_workload()
+                    if self._memories is not None:
+                        self._memories.free()
                     for burst in self._bursts.values():
                         burst.free()
                     self._compilation.free()
         finally:
             self.finished = True
+
+    async def _device_memories(self, compilation: Compilation) -> DeviceMemories | None:
+        """``memory: device``: allocate the memories (an app compilation-phase section; the
+        first execution copies the inputs in); None (the app sets its inputs and outputs
+        from its own buffers) when a memory cannot be created."""
+        with self.tracer.section(Layer.APPLICATION, Phase.COMPILATION, "allocateMemories"):
+            memories = await DeviceMemories.create(compilation)
+        if memories is None:
+            self._log.info("device_memory_unavailable")
+        return memories
 
     async def _compile_with_retries(self) -> bool:
         """Compile; retry TRANSIENT failures as the app's retry policy says."""
@@ -434,6 +451,9 @@ class Application:
         compilation = self._compilation
         assert compilation is not None
         with self.tracer.enter(_EXECUTE_MARK):
+            memories = self._memories
+            if memories is not None:
+                await memories.fill_inputs(self.kernel)  # the first frame copies the inputs in
             execution = self._reused.get(current_thread()) if spec.reusable else None
             if execution is None:
                 code, execution = Execution.create(compilation)
@@ -451,6 +471,8 @@ class Application:
                     code, event = await execution.start_compute_with_dependencies(())
                 if event is not None:
                     code = await event.wait()
+            if code is _NO_ERROR and memories is not None:
+                code = await memories.read_outputs()  # the app reads its results
             deadline = execution.deadline_ns
             late = (
                 code is _NO_ERROR and deadline is not None and self.kernel.task_now_ns() > deadline
@@ -462,7 +484,10 @@ class Application:
     def _set_up(self, execution: Execution, timeout_ns: int | None) -> None:
         """An execution's settings, before its first computation."""
         spec = self.spec
-        execution.set_io()
+        if self._memories is not None:
+            self._memories.set_up(execution)
+        else:
+            execution.set_io()
         for index, length in enumerate(spec.output_bytes):
             dims = self._output_dims[index] if index < len(self._output_dims) else None
             execution.set_output(index, length, dims)

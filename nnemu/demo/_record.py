@@ -118,6 +118,10 @@ def describe(value: object) -> str:
         if len(rest) == 1 and isinstance(rest[0], tuple) and rest[0]:
             flags = " ".join("yes" if flag else "no" for flag in rest[0])
             return f"{status}, supported per operation: {flags}"
+        if len(rest) == 2 and isinstance(rest[1], int) and not isinstance(rest[1], bool):
+            if rest[0] is None:  # allocate's failure: a null IBuffer and token 0
+                return f"{status}, null IBuffer, token {rest[1]}"
+            return f"{status}, IBuffer, token {rest[1]}"
         if len(rest) == 2 and isinstance(rest[1], Timing):
             shapes = "output shapes" if rest[0] else "no output shapes"
             return f"{status}, {shapes}{_timing(rest[1])}"

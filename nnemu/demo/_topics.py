@@ -336,7 +336,90 @@ DRIVER_DEATH = Topic(
     ),
 )
 
+SHOW_MEMORY = (
+    r"^(HIDL::|\[NN_LA_P[CE]\]|\[NN_LR_P[CEIO]+\]ANeuralNetworks(Memory|Execution_(compute|"
+    r"set\w*FromMemory))|\[NN_LI_P[CE]\]|\[NN_LD_P[CE]\]|\[SW\]\[NN_LD_PE\])"
+)
+"""Marks of the memory-domains demo: the Memory API's calls beside the default ones."""
+
+MEMORY_DOMAINS = Topic(
+    name="memory-domains",
+    title="Memory domains: device memory vs shared memory",
+    teaches="MemoryDesc + createFromDesc -> IDevice::allocate, IBuffer copies, executions by token",
+    scenario="memory-domains.yaml",
+    intro=(
+        "The same ADD model (32 KiB in, 16 KiB out) on one HAL 1.3 NPU whose driver takes "
+        "1 us per KiB to move an execution's shared-memory arguments: 'shared' sets them from "
+        "its own buffers, 'ondevice' (20 ms later) keeps them in device memory."
+    ),
+    steps=(
+        StepSpec(
+            title="Memory_createFromDesc -> IDevice::allocate: an IBuffer and a token",
+            text=(
+                "A MemoryDesc names roles (an input or output of a finished compilation). With "
+                "every role on one HAL 1.3 device the runtime asks its driver to allocate: the "
+                "answer is an IBuffer living in the driver process and a token (from 1) that "
+                "requests name it by. The memory starts uninitialized."
+            ),
+            process="ondevice",
+            anchor=r"^\[NN_LA_PC\]allocateMemories",
+            processes=("ondevice", "npu"),
+            show=SHOW_MEMORY,
+        ),
+        StepSpec(
+            title="An execution on shared memory: the driver moves 48 KiB",
+            text=(
+                "setInput/setOutput: the request's pools are shared memory, and the driver "
+                "spends 48 us moving the arguments before the device runs (its execution "
+                "section, counted with the launch)."
+            ),
+            process="shared",
+            anchor=r"^\[NN_LA_PE\]execute",
+            processes=("shared", "npu"),
+            show=SHOW_MEMORY,
+        ),
+        StepSpec(
+            title="The first execution on device memory: inputs copied in, then by token",
+            text=(
+                "The app's first frame copies its inputs into their memories (Memory_copy from "
+                "ashmem -> the driver's IBuffer::copyFrom, its memcpy at 4 GB/s), which "
+                "initializes them; reading one uninitialized would have been OP_FAILED before "
+                "the execution started. setInputFromMemory/setOutputFromMemory: the request "
+                "names the memories by token (offset and length 0) and the driver moves "
+                "nothing; the output written initializes its memory. The app then reads its "
+                "result: Memory_copy into ashmem is the driver's copyTo."
+            ),
+            process="ondevice",
+            anchor=r"^\[NN_LA_PE\]execute",
+            processes=("ondevice", "npu"),
+            show=SHOW_MEMORY,
+        ),
+        StepSpec(
+            title="A later execution on device memory: by token, then IBuffer::copyTo",
+            text=(
+                "Nothing to copy in any more: the inputs stay on the device. Each frame still "
+                "copies its output out, one binder round trip, which here costs more than the "
+                "48 us the driver saved; device memory pays off when more data stays on the "
+                "device (scenarios/device_memory_vs_ashmem.yaml: 592 KiB an execution)."
+            ),
+            process="ondevice",
+            anchor=r"^\[NN_LA_PE\]execute",
+            occurrence=-1,
+            processes=("ondevice", "npu"),
+            show=SHOW_MEMORY,
+        ),
+    ),
+)
+
 TOPICS: dict[str, Topic] = {
-    topic.name: topic for topic in (PREPARE, EXECUTION_MODES, PRIORITIES, DEADLINES, DRIVER_DEATH)
+    topic.name: topic
+    for topic in (
+        PREPARE,
+        EXECUTION_MODES,
+        PRIORITIES,
+        DEADLINES,
+        DRIVER_DEATH,
+        MEMORY_DOMAINS,
+    )
 }
 """Every topic, in teaching order."""

@@ -2,7 +2,8 @@
 
 Rooms: ``_service`` (the driver process and IDevice), ``_prepared`` (IPreparedModel and
 its executions), ``_burst`` (IBurstContext), ``_device`` (compute units, scheduling,
-preemption, deadlines), ``_hidl`` (what both sides share) and ``_aidl`` /
+preemption, deadlines), ``_hidl`` (what both sides share), ``_buffer`` / ``_tracker``
+(memory domains: ``allocate``, ``IBuffer``, device memories by token) and ``_aidl`` /
 ``_aidl_prepared`` (the AIDL family: the same service and prepared models behind the AIDL
 interfaces).  The classes implement the HIDL family's interfaces of ``nnemu.hal``
 (``IDevice``, ``IPreparedModel``, ``IBurst``, ``IFencedExecutionCallback``) and the AIDL

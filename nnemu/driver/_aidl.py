@@ -18,8 +18,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nnemu.driver._aidl_prepared import AidlFencedResult, AidlPreparedModel
+from nnemu.driver._buffer import aidl_answer
 from nnemu.hal import (
+    BufferDesc,
+    BufferRole,
     Capabilities,
+    DeviceBuffer,
     DeviceType,
     ErrorStatus,
     HalVersion,
@@ -166,6 +170,17 @@ class AidlDevice:
             callback,
             uid=uid,
         )
+
+    async def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[object | None],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> DeviceBuffer | ServiceSpecificError:
+        """allocate: ``DeviceBuffer{buffer, token}``, or the call's service-specific error."""
+        answer = await self.service.allocate(desc, prepared_models, input_roles, output_roles)
+        return aidl_answer(answer)
 
 
 if TYPE_CHECKING:

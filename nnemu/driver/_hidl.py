@@ -8,7 +8,7 @@ and what a burst needs of its prepared model: the driver's modules meet at them,
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import structlog
 
@@ -27,6 +27,9 @@ from nnemu.ipc import CallbackRef, Endpoint, ExecutionSplit
 from nnemu.scenario import DeviceSpec
 from nnemu.sim import Kernel, SimProcess
 from nnemu.tracer import Tracer
+
+if TYPE_CHECKING:
+    from nnemu.driver._tracker import BufferTracker
 
 __all__ = ["VALIDATE_NS_PER_OP", "CallbackRef", "DriverHost", "ServedModel", "measured_timing"]
 
@@ -47,6 +50,7 @@ class DriverHost(Protocol):
     status: DeviceStatus
     log: structlog.typing.FilteringBoundLogger
     memory_used: int
+    buffers: BufferTracker
     bursts: int
     failure_probability: float
 

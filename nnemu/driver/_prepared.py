@@ -18,6 +18,7 @@ from nnemu.cost import ComputePlan
 from nnemu.driver._burst import BurstContext
 from nnemu.driver._device import Job
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef, DriverHost, measured_timing
+from nnemu.driver._tracker import ManagedBuffer, update_device_memories
 from nnemu.hal import (
     NO_TIMING,
     DeviceStatus,
@@ -103,6 +104,8 @@ class PreparedModel:
         self.validated_request: Request | None = None
         self._output_shapes: tuple[OutputShape, ...] | None = None
         self._launch_ns = us(service.spec.cost.launch_us * 1000)
+        self._io_ns_per_kb = service.spec.cost.io_us_per_kb * 1000
+        self._io: tuple[Request | None, int] = (None, 0)
 
     @property
     def endpoint(self) -> Endpoint:
@@ -209,6 +212,11 @@ class PreparedModel:
                 return error, None
             if any(fence is None for fence in wait_for):
                 return ErrorStatus.INVALID_ARGUMENT, None
+            memories: tuple[ManagedBuffer | None, ...] = ()
+            if request.pool_tokens:
+                error, memories = self.device_memories(request)
+                if error is not None:
+                    return error, None
             signalled = kernel.task_now_ns()
             bound = deadline_ns
             if duration_ns is not None:
@@ -216,7 +224,12 @@ class PreparedModel:
                 bound = end if bound is None else min(bound, end)
             # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
             section.switch_through(_FENCED_MARKS[1], _FENCED_MARKS[0])
+            io_ns = self.io_ns(request)
+            if io_ns:
+                self._move_io(io_ns)
             status, on_device = await self.compute(bound, loop_timeout_ns)
+            if status is _NONE and memories:
+                status = update_device_memories(request, memories, self.output_shapes()) or status
             if status is not _NONE:
                 return status, None
             ended = kernel.task_now_ns()
@@ -240,6 +253,42 @@ class PreparedModel:
             service.device.stats.refused_by_uid[self.uid] += 1
             return ErrorStatus.MISSED_DEADLINE_PERSISTENT
         return None
+
+    def io_ns(self, request: Request) -> int:
+        """Driver time to move the request's shared-memory inputs and outputs to and from the
+        device (``io_us_per_kb``; arguments in device memory cost nothing)."""
+        if not self._io_ns_per_kb:
+            return 0
+        last, cost = self._io
+        if request is not last:
+            moved = sum(
+                argument.location.length
+                for argument in (*request.inputs, *request.outputs)
+                if not argument.has_no_value
+                and request.token_of(argument.location.pool_index) is None
+            )
+            cost = us(moved * self._io_ns_per_kb / 1024)
+            self._io = (request, cost)
+        return cost
+
+    def _move_io(self, io_ns: int) -> None:
+        """Spend ``io_ns`` moving shared-memory arguments: driver time before the device,
+        counted with the driver's launch in the execution's split.  It is written in the
+        driver's execution phase: the sample driver's inputs-and-outputs switch has no time
+        of its own, and the runtime's PIO cell, which the parser deducts a driver's PIO
+        from, would go negative."""
+        kernel = self.service.kernel
+        kernel.work(io_ns)
+        split = kernel.split
+        if split is not None:
+            split.launch_ns += io_ns
+
+    def device_memories(
+        self, request: Request
+    ) -> tuple[ErrorStatus | None, tuple[ManagedBuffer | None, ...]]:
+        """The request's device memories, checked as the execution starts (the sample driver's
+        ``createRunTimePoolInfos``): the error, or each pool's buffer (None: shared memory)."""
+        return self.service.buffers.pools(request, self)
 
     async def compute(
         self, deadline_ns: int | None, loop_timeout_ns: int | None
@@ -335,8 +384,20 @@ class PreparedModel:
                     if split is not None:
                         split.device_queue_ns += kernel.task_now_ns() - launched_ns
                     with tracer.enter(_ASYNC_MARKS[1]) as section:
+                        memories: tuple[ManagedBuffer | None, ...] = ()
+                        if request.pool_tokens:
+                            error, memories = self.device_memories(request)
+                            if error is not None:
+                                notify(error, (), NO_TIMING)
+                                return
                         section.switch_to(_ASYNC_MARKS[0])
+                        io_ns = self.io_ns(request)
+                        if io_ns:
+                            self._move_io(io_ns)
                         status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
+                        if status is _NONE and memories:
+                            shapes = self.output_shapes()
+                            status = update_device_memories(request, memories, shapes) or status
                     shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
                     timing = measured_timing(measure, status, on_device, entered, kernel.clock_ns)
                     notify(status.downgraded(version), shapes, timing)
@@ -362,10 +423,19 @@ class PreparedModel:
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             error = self.check_request(request, deadline_ns)
+            memories: tuple[ManagedBuffer | None, ...] = ()
+            if error is None and request.pool_tokens:
+                error, memories = self.device_memories(request)
             if error is not None:
                 return error.downgraded(version), (), NO_TIMING
             section.switch_through(_SYNC_MARKS[1], _SYNC_MARKS[0])
+            io_ns = self.io_ns(request)
+            if io_ns:
+                self._move_io(io_ns)
             status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
+            if status is _NONE and memories:
+                shapes = self.output_shapes()
+                status = update_device_memories(request, memories, shapes) or status
             timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
             if status is _NONE:  # (nothing to downgrade)
                 return status, self._output_shapes or self.output_shapes(), timing

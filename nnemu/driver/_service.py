@@ -22,11 +22,15 @@ import trio
 
 from nnemu.cost import capabilities_from, compute_plan
 from nnemu.driver._aidl_prepared import AidlPreparedModel
+from nnemu.driver._buffer import SampleBuffer, allocate
 from nnemu.driver._device import Device
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef
 from nnemu.driver._prepared import PreparedModel
+from nnemu.driver._tracker import BufferTracker
 from nnemu.hal import (
     CACHE_TOKEN_BYTES,
+    BufferDesc,
+    BufferRole,
     Capabilities,
     DeviceStatus,
     DeviceType,
@@ -111,6 +115,8 @@ class DriverService:
         )
         self.status = DeviceStatus.AVAILABLE
         self.memory_used = 0
+        self.buffers = BufferTracker()
+        """The device memories ``allocate`` handed out, by token."""
         self._jobs: SimQueue = SimQueue(kernel)
         self._workers = [
             self.process.new_thread(f"nn-worker-{i + 1}") for i in range(spec.worker_threads)
@@ -379,6 +385,16 @@ class DriverService:
         return await self._from_cache(
             HalVersion.V1_3, deadline_ns, model_cache, data_cache, token, callback, uid=uid
         )
+
+    async def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[object | None],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> tuple[ErrorStatus, SampleBuffer | None, int]:
+        """IDevice::allocate (1.3): device memory for the roles, as ``SampleDriver::allocate``."""
+        return allocate(self, desc, prepared_models, input_roles, output_roles)
 
     async def _from_cache(
         self,

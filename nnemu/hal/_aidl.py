@@ -30,6 +30,7 @@ import attrs
 from nnemu.hal._aidl_config import ExecutionConfig, PrepareModelConfig, UnknownTransaction
 from nnemu.hal._enums import DeviceType, ErrorStatus, HalVersion
 from nnemu.hal._interfaces import CallbackT, EndpointT
+from nnemu.hal._memory import BufferDesc, BufferRole, SharedMemory
 from nnemu.hal._types import UINT64_MAX, Capabilities, Model, OutputShape, Request, Timing
 
 NO_DEADLINE: Final = -1
@@ -220,6 +221,31 @@ class IAidlPreparedModel(Protocol[EndpointT]):
 
 
 @runtime_checkable
+class IAidlBuffer(Protocol):
+    """AIDL ``IBuffer`` (``_memory.IBuffer``'s copies), failing with a service-specific error."""
+
+    async def copyTo(self, dst: SharedMemory) -> ServiceSpecificError | None:
+        """copyTo."""
+        ...
+
+    async def copyFrom(
+        self, src: SharedMemory, dimensions: Sequence[int]
+    ) -> ServiceSpecificError | None:
+        """copyFrom."""
+        ...
+
+
+@attrs.frozen
+class DeviceBuffer:
+    """AIDL ``DeviceBuffer``: what ``IDevice::allocate`` answers, the buffer and its token."""
+
+    buffer: IAidlBuffer
+    """The driver's buffer object."""
+    token: int
+    """The token a request names the memory by (> 0)."""
+
+
+@runtime_checkable
 class IAidlDevice(Protocol[EndpointT, CallbackT]):
     """AIDL IDevice: a driver service registered as ``android.hardware.neuralnetworks.IDevice/<name>``."""
 
@@ -290,4 +316,14 @@ class IAidlDevice(Protocol[EndpointT, CallbackT]):
         uid: int = ...,
     ) -> ServiceSpecificError | UnknownTransaction | None:
         """prepareModelWithConfig (v4): prepareModel's arguments in a PrepareModelConfig."""
+        ...
+
+    async def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[object | None],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> DeviceBuffer | ServiceSpecificError:
+        """allocate: device memory for the roles (``DeviceBuffer{buffer, token}``)."""
         ...

@@ -26,6 +26,7 @@ from nnemu.hal._enums import (
     HalVersion,
     MeasureTiming,
 )
+from nnemu.hal._memory import BufferDesc, BufferRole, IBuffer
 from nnemu.hal._types import Capabilities, Model, OutputShape, Request, Timing
 
 EndpointT = TypeVar("EndpointT", covariant=True)
@@ -250,6 +251,16 @@ class IDevice(Protocol[EndpointT, CallbackT]):
         uid: int = ...,
     ) -> ErrorStatus:
         """prepareModelFromCache_1_3."""
+        ...
+
+    async def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[object | None],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> tuple[ErrorStatus, IBuffer | None, int]:
+        """allocate (1.3): device memory for the roles; (status, buffer, token > 0)."""
         ...
 
 

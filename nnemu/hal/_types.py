@@ -47,6 +47,10 @@ def _arguments(value: Iterable[RequestArgument]) -> tuple[RequestArgument, ...]:
     return tuple(value)
 
 
+def _tokens(value: Iterable[int | None]) -> tuple[int | None, ...]:
+    return tuple(value)
+
+
 def _tuple_of_ints(value: object) -> tuple[int, ...]:
     return tuple(int(v) for v in value)  # type: ignore[attr-defined]
 
@@ -163,7 +167,15 @@ class Request:
     outputs: tuple[RequestArgument, ...] = attrs.field(converter=_arguments)
     """One argument per model output, in order."""
     pool_sizes: tuple[int, ...] = attrs.field(default=(), converter=_tuple_of_ints)
-    """Sizes in bytes of the memory pools."""
+    """Sizes in bytes of the memory pools (0 for a device memory's)."""
+    pool_tokens: tuple[int | None, ...] = attrs.field(default=(), converter=_tokens)
+    """HAL 1.3 ``MemoryPool`` kinds: per pool, None for shared memory, else the token of
+    the device memory it is (``IDevice::allocate``); ``()``: every pool is shared memory."""
+
+    def token_of(self, pool_index: int) -> int | None:
+        """The device memory token of pool ``pool_index``, or None for shared memory."""
+        tokens = self.pool_tokens
+        return tokens[pool_index] if pool_index < len(tokens) else None
 
 
 @attrs.frozen

@@ -646,7 +646,10 @@ def _validate_argument(
         return f"{where} has a negative location field"
     if loc.pool_index >= len(request.pool_sizes):
         return f"{where} refers to pool {loc.pool_index} of {len(request.pool_sizes)}"
-    if loc.offset + loc.length > request.pool_sizes[loc.pool_index]:
+    # A device memory's pool has size 0: its arguments have offset and length 0
+    # (MemoryAccessVerifier in ValidateHal.cpp).
+    size = 0 if request.token_of(loc.pool_index) is not None else request.pool_sizes[loc.pool_index]
+    if loc.offset + loc.length > size:
         return f"{where} range ends past pool {loc.pool_index}"
     dims = operand.dimensions
     if argument.dimensions:
@@ -699,6 +702,11 @@ def validate_request(request: Request, model: Model) -> str | None:
                 return reason
     if any(size < 0 for size in request.pool_sizes):
         return "request has a negative pool size"
+    tokens = request.pool_tokens
+    if tokens and len(tokens) != len(request.pool_sizes):
+        return f"request has {len(tokens)} pool kinds for {len(request.pool_sizes)} pools"
+    if any(token is not None and token <= 0 for token in tokens):
+        return "request names device memory by an invalid token"  # validatePool: token > 0
     for i, output in enumerate(request.outputs):
         for j, other in enumerate(request.outputs[:i]):
             if _overlap(output, other):

@@ -11,12 +11,14 @@ and ``outputSufficientSize`` false is OUTPUT_INSUFFICIENT_SIZE.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from nnemu.hal import (
     CACHE_TOKEN_BYTES,
+    BufferDesc,
+    BufferRole,
     DeviceType,
     ErrorStatus,
     ExecutionConfig,
@@ -39,6 +41,7 @@ from nnemu.runtime._aidl_exec import (
     fenced_answer,
     ns_or_none,
 )
+from nnemu.runtime._buffers import CanonicalBuffer, allocated
 from nnemu.runtime._canonical import (
     NO_CACHE,
     CachedRequestExecution,
@@ -359,6 +362,31 @@ class AidlIDevice(DriverConnection[AidlDriverDevice]):
                     _ns(deadline_ns), model_cache, data_cache, token, ref, uid=self.uid
                 ),
             )
+
+    async def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[CanonicalPreparedModel],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> tuple[ErrorStatus | DeadObject, CanonicalBuffer | None]:
+        """allocate: ``DeviceBuffer{buffer, token}`` or the call's service-specific error."""
+        models = [getattr(p, "prepared", p) for p in prepared_models]
+        service = self.service
+        answer = await self.call(
+            "allocate",
+            partial(service.allocate, desc, models, tuple(input_roles), tuple(output_roles)),
+        )
+        if isinstance(answer, DeadObject):
+            return DEAD, None
+        if isinstance(answer, ServiceSpecificError):
+            return answer.status, None
+        status, buffer, token = allocated(ErrorStatus.NONE, answer.buffer, answer.token)
+        if buffer is None:
+            return status, None
+        return status, CanonicalBuffer(
+            buffer, token, version=self.version, endpoint=service.endpoint, binder=self.binder
+        )
 
 
 if TYPE_CHECKING:

@@ -15,9 +15,12 @@ AOSP's ``ExecutionWithCachedRequest`` runs the cached request through the prepar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from nnemu.hal import (
+    BufferDesc,
+    BufferRole,
     ErrorStatus,
     ExecutionPreference,
     HalVersion,
@@ -29,6 +32,7 @@ from nnemu.hal import (
     Timing,
 )
 from nnemu.ipc import DeadObject, Endpoint
+from nnemu.runtime._buffers import CanonicalBuffer
 from nnemu.runtime._devices import RuntimeDevice
 from nnemu.sim import FileHandle
 
@@ -188,4 +192,14 @@ class CanonicalDevice(Protocol):
         self, deadline_ns: int | None, cache: CacheHandles
     ) -> tuple[ErrorStatus | DeadObject, CanonicalPreparedModel | None]:
         """Prepare from the compilation cache: the status and the prepared model."""
+        ...
+
+    async def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[CanonicalPreparedModel],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> tuple[ErrorStatus | DeadObject, CanonicalBuffer | None]:
+        """IDevice::allocate (1.3, AIDL): device memory for the roles, or why not."""
         ...

@@ -32,6 +32,14 @@ from nnemu.ipc import FMQ_TRANSFER_NS, DeadObject
 from nnemu.runtime._canonical import CanonicalBurst, CanonicalExecution, CanonicalPreparedModel
 from nnemu.runtime._compilation import Burst, Compilation
 from nnemu.runtime._devices import CPU_DEVICE_NAME, RuntimeDevice
+from nnemu.runtime._memory import (
+    Memory,
+    MemoryArgument,
+    finish_outputs,
+    inputs_ready,
+    memory_request,
+    set_from_memory,
+)
 from nnemu.runtime._plan import Step
 from nnemu.runtime._runtime import API_CALL_NS, PER_OP_NS, Runtime
 from nnemu.sim import SimEvent, us
@@ -124,6 +132,8 @@ class Execution:
         output (absent: its unknown dimensions are 1)."""
         self._step_executions: dict[int, CanonicalExecution] = {}
         """A reusable execution's driver steps' reusable executions, by step index."""
+        self.memories: dict[tuple[bool, int], MemoryArgument] = {}
+        """Inputs (False, i) and outputs (True, i) set from an ANeuralNetworksMemory."""
         self._shapes: tuple[OutputShape, ...] | None = None
         self._unspecified: set[int] = set()
         """Outputs whose last ``setOutput`` failed with BAD_DATA: they are unspecified, and
@@ -179,6 +189,22 @@ class Execution:
         self._unspecified.discard(index)
         self.output_lengths[index] = length
         return _NO_ERROR
+
+    def set_input_from_memory(
+        self, index: int, memory: Memory, offset: int = 0, length: int = 0
+    ) -> ResultCode:
+        """ANeuralNetworksExecution_setInputFromMemory (``_memory.set_from_memory``)."""
+        return set_from_memory(
+            self.compilation, self.started, self.memories, False, index, memory, offset, length
+        )
+
+    def set_output_from_memory(
+        self, index: int, memory: Memory, offset: int = 0, length: int = 0
+    ) -> ResultCode:
+        """ANeuralNetworksExecution_setOutputFromMemory (``_memory.set_from_memory``)."""
+        return set_from_memory(
+            self.compilation, self.started, self.memories, True, index, memory, offset, length
+        )
 
     def set_reusable(self, reusable: bool) -> ResultCode:
         """ANeuralNetworksExecution_setReusable (feature level 5): BAD_STATE once a
@@ -314,11 +340,15 @@ class Execution:
         (``ExecutionBuilder::checkAndSetComputationState``)."""
         return self.computing or (self.started and not self.reusable)
 
-    def _start(self) -> ResultCode:
+    def _start(self, *, fenced: bool = False) -> ResultCode:
         if self._busy():
             return ResultCode.BAD_STATE
         if self._unspecified:
             return ResultCode.BAD_DATA
+        if self.memories and not fenced and not inputs_ready(self.memories):
+            # ExecutionBuilder::compute's validateInputDimensions; computeFenced has no such
+            # check (the driver refuses the uninitialized memory instead).
+            return ResultCode.OP_FAILED
         self.started = self.computing = True
         self.finished_code = None
         self._shapes = None
@@ -345,6 +375,8 @@ class Execution:
             return code
 
     def _finish(self, code: ResultCode) -> None:
+        if self.memories:
+            finish_outputs(self.memories, code is _NO_ERROR)
         self.finished_code = code
         self.computing = False
 
@@ -400,7 +432,7 @@ class Execution:
                 operand = main.operands[index]
                 if operand.type.is_tensor and (not operand.dimensions or 0 in operand.dimensions):
                     return ResultCode.BAD_DATA, None
-            self._start()
+            self._start(fenced=True)
             code = await self._run_plan(fenced=True, duration_ns=duration_ns or None)
             self._finish(code)
             if code is not ResultCode.NO_ERROR:
@@ -616,6 +648,10 @@ class Execution:
         runtime = self.runtime
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
+        if self.memories:
+            compilation = self.compilation
+            step = next(i for i, p in compilation.prepared.items() if p is prepared)
+            request = memory_request(request, self.memories, compilation, step)
         measure = _MEASURE_YES if self.measure else _MEASURE_NO
         status: ErrorStatus | DeadObject
         with runtime.tracer.enter(_IO_MARK[fenced]) as section:

@@ -9,12 +9,14 @@ objects live here too.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from nnemu.hal import (
     CACHE_TOKEN_BYTES,
+    BufferDesc,
+    BufferRole,
     DeviceType,
     ErrorStatus,
     ExecutionPreference,
@@ -29,6 +31,7 @@ from nnemu.hal import (
     Timing,
 )
 from nnemu.ipc import DEAD, Binder, CallbackRef, DeadObject, Endpoint
+from nnemu.runtime._buffers import CanonicalBuffer, allocated
 from nnemu.runtime._canonical import (
     NO_CACHE,
     CachedRequestExecution,
@@ -444,3 +447,29 @@ class VersionedIDevice(DriverConnection[DriverDevice]):
             else:
                 serve = partial(service.prepareModelFromCache, *caching, uid=uid)
             return await self._wait_prepared(method, serve, callback)
+
+    async def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[CanonicalPreparedModel],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> tuple[ErrorStatus | DeadObject, CanonicalBuffer | None]:
+        """IDevice::allocate (1.3; an older driver has none: GENERAL_FAILURE, no call)."""
+        if not self.version.at_least(HalVersion.V1_3):
+            return ErrorStatus.GENERAL_FAILURE, None
+        models = [getattr(p, "prepared", p) for p in prepared_models]
+        service = self.service
+        answer = await self.call(
+            "IDevice",
+            "allocate",
+            partial(service.allocate, desc, models, tuple(input_roles), tuple(output_roles)),
+        )
+        if isinstance(answer, DeadObject):
+            return DEAD, None
+        status, buffer, token = allocated(*answer)
+        if buffer is None:
+            return status, None
+        return status, CanonicalBuffer(
+            buffer, token, version=self.version, endpoint=service.endpoint, binder=self.binder
+        )

@@ -133,6 +133,16 @@ class ExecutionMode(enum.Enum):
     BURST = "burst"
 
 
+class MemoryMode(enum.Enum):
+    """Where an app keeps its inputs and outputs between executions."""
+
+    ASHMEM = "ashmem"
+    """Shared memory the driver reads and writes in every execution (``setInput``)."""
+    DEVICE = "device"
+    """Device memory (``Memory_createFromDesc``), the inputs copied in by the first execution,
+    the outputs copied out (``Memory_copy``) after every execution."""
+
+
 class WorkloadKind(enum.Enum):
     """Arrival process of an app's executions."""
 
@@ -235,6 +245,9 @@ class DeviceCostSpec:
     """Log-normal sigma applied to each execution's compute time (>= 0; 0 = deterministic)."""
     prepare_from_cache_ms: float = limited(TIME, 1.0)
     """prepareModelFromCache time, when the driver caches compilations (>= 0)."""
+    io_us_per_kb: float = limited(TIME_US, 0.0)
+    """Driver time per KiB to move an execution's shared-memory inputs and outputs to and
+    from the device (0: free); device memory (an app's ``memory: device``) skips it."""
 
 
 @attrs.frozen(kw_only=True)
@@ -460,6 +473,8 @@ class AppSpec:
     every one of its executions."""
     output_bytes: tuple[int, ...] = limited(INT0, ())
     """Execution_setOutput's buffer length per model output (missing: exactly enough)."""
+    memory: MemoryMode = MemoryMode.ASHMEM
+    """Inputs and outputs in shared memory, or in device memory (Memory_createFromDesc)."""
 
     def __attrs_post_init__(self) -> None:
         for attr in ("compile_timeout_ms", "execution_timeout_ms"):

@@ -34,6 +34,7 @@ from nnemu.scenario._model import (
     FaultSpec,
     IpcSpec,
     LayerSpec,
+    MemoryMode,
     ModelSpec,
     PerformanceSpec,
     PerfSpec,
@@ -57,6 +58,7 @@ _SPELLINGS: Final[dict[type[enum.Enum], dict[str, enum.Enum]]] = {
     DeadlinePolicy: {m.value: m for m in DeadlinePolicy},
     FaultKind: {m.value: m for m in FaultKind},
     ExecutionMode: {m.value: m for m in ExecutionMode},
+    MemoryMode: {m.value: m for m in MemoryMode},
     WorkloadKind: {m.value: m for m in WorkloadKind},
 }
 _ANY_CASE: Final[dict[type[enum.Enum], dict[str, enum.Enum]]] = {
