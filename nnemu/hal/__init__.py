@@ -34,6 +34,7 @@ from nnemu.hal._enums import (
     code_to_status,
     status_to_code,
 )
+from nnemu.hal._fence import FenceState, ISyncFence
 from nnemu.hal._interfaces import (
     CallbackT,
     EndpointT,
@@ -89,6 +90,7 @@ __all__ = [
     "ExecuteResult",
     "ExecutionPreference",
     "ExecutionResult",
+    "FenceState",
     "HalVersion",
     "IAidlDevice",
     "IAidlFencedExecutionCallback",
@@ -99,6 +101,7 @@ __all__ = [
     "IFencedExecutionCallback",
     "IPreparedModel",
     "IPreparedModelCallback",
+    "ISyncFence",
     "MeasureTiming",
     "Model",
     "OpWork",

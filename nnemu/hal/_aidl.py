@@ -24,6 +24,7 @@ from typing import Final, Protocol, runtime_checkable
 import attrs
 
 from nnemu.hal._enums import DeviceType, ErrorStatus, HalVersion
+from nnemu.hal._fence import ISyncFence
 from nnemu.hal._interfaces import CallbackT, EndpointT
 from nnemu.hal._types import UINT64_MAX, Capabilities, Model, OutputShape, Request, Timing
 
@@ -93,6 +94,11 @@ def optional_ns(value_ns: int) -> int | None:
 class IAidlFencedExecutionCallback(Protocol):
     """AIDL IFencedExecutionCallback."""
 
+    @property
+    def syncFence(self) -> ISyncFence | None:
+        """FencedExecutionResult.syncFence (None: an invalid handle, the work done)."""
+        ...
+
     def getExecutionInfo(self) -> tuple[AidlTiming, AidlTiming, ErrorStatus]:
         """getExecutionInfo: timingLaunched, timingFenced and the execution's ErrorStatus."""
         ...
@@ -125,14 +131,14 @@ class IAidlPreparedModel(Protocol[EndpointT]):
     async def executeFenced(
         self,
         request: Request,
-        wait_for: Sequence[object | None],
+        wait_for: Sequence[ISyncFence | None],
         measure_timing: bool,
         deadline_ns: int,
         loop_timeout_duration_ns: int,
         duration_ns: int,
     ) -> IAidlFencedExecutionCallback | ServiceSpecificError:
-        """executeFenced: FencedExecutionResult's callback (its syncFence is already
-        signalled), or the call's service-specific error."""
+        """executeFenced: FencedExecutionResult's callback (with its ``syncFence``), or the
+        call's service-specific error."""
         ...
 
 

@@ -11,7 +11,7 @@ and ``outputSufficientSize`` false is OUTPUT_INSUFFICIENT_SIZE.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,9 @@ from nnemu.hal import (
     ErrorStatus,
     ExecutionPreference,
     HalVersion,
+    IAidlFencedExecutionCallback,
     IBurst,
+    ISyncFence,
     MeasureTiming,
     Model,
     Priority,
@@ -31,7 +33,7 @@ from nnemu.hal import (
     Timing,
 )
 from nnemu.ipc import DEAD, Binder, CallbackRef, DeadObject, Endpoint
-from nnemu.runtime._canonical import NO_CACHE, CacheHandles
+from nnemu.runtime._canonical import NO_CACHE, CacheHandles, FencedAnswer, FencedLaunch
 from nnemu.runtime._devices import (
     AidlDriverDevice,
     AidlDriverPreparedModel,
@@ -102,8 +104,10 @@ class AidlIPreparedModel:
         deadline_ns: int | None,
         loop_timeout_ns: int,
         duration_ns: int | None,
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
-        """executeFenced (no fences to wait for); the timings from the callback's getExecutionInfo."""
+        wait_for: Sequence[ISyncFence] = (),
+    ) -> FencedAnswer:
+        """executeFenced; the timings from the callback's getExecutionInfo, or the
+        FencedExecutionResult's fence and callback when its work is still under way."""
         answer = await self._binder.call(
             self.endpoint,
             self._iface,
@@ -111,7 +115,7 @@ class AidlIPreparedModel:
             partial(
                 self.prepared.executeFenced,
                 request,
-                (),
+                tuple(wait_for),
                 measure is MeasureTiming.YES,
                 _ns(deadline_ns),
                 loop_timeout_ns,
@@ -119,13 +123,20 @@ class AidlIPreparedModel:
             ),
         )
         if isinstance(answer, DeadObject):
-            return DEAD, None, None
+            return DEAD, None, None, None
         if isinstance(answer, ServiceSpecificError):
-            return answer.status, None, None
-        launched, fenced, status = answer.getExecutionInfo()
+            return answer.status, None, None, None
+        if answer.syncFence is not None:
+            return (
+                ErrorStatus.NONE,
+                None,
+                None,
+                FencedLaunch(answer.syncFence, partial(_info, answer)),
+            )
+        status, launched, fenced = _info(answer)
         if status is not ErrorStatus.NONE:
-            return status, None, None
-        return status, launched.to_hidl(), fenced.to_hidl()
+            return status, None, None, None
+        return status, launched, fenced, None
 
     async def configure_execution_burst(self, callback: object, preference: int) -> IBurst | None:
         """No AIDL IBurst is emulated yet: the runtime runs a burst's executions one by one."""
@@ -268,3 +279,9 @@ if TYPE_CHECKING:
     ) -> tuple[CanonicalDevice, CanonicalPreparedModel]:
         """The AIDL family's adapters implement the canonical interface: mypy checks it here."""
         return device, prepared
+
+
+def _info(callback: IAidlFencedExecutionCallback) -> tuple[ErrorStatus, Timing, Timing]:
+    """An AIDL fenced callback's getExecutionInfo as the runtime's (status first, HIDL timing)."""
+    launched, fenced, status = callback.getExecutionInfo()
+    return status, launched.to_hidl(), fenced.to_hidl()

@@ -11,13 +11,17 @@ family's is ``AidlIDevice`` / ``AidlIPreparedModel`` beside it (``_aidl.py``, ov
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Protocol
+
+import attrs
 
 from nnemu.hal import (
     ErrorStatus,
     ExecutionPreference,
     HalVersion,
     IBurst,
+    ISyncFence,
     MeasureTiming,
     Model,
     Priority,
@@ -33,6 +37,21 @@ CacheHandles = tuple[tuple[FileHandle, ...], tuple[FileHandle, ...], bytes]
 
 NO_CACHE: CacheHandles = ((), (), b"")
 """No cache files and no token."""
+
+
+@attrs.frozen
+class FencedLaunch:
+    """A driver's ``executeFenced`` that returned before its work ended."""
+
+    sync_fence: ISyncFence
+    """The fence the driver signals when the work ends (in error when it fails)."""
+    info: Callable[[], tuple[ErrorStatus, Timing, Timing]]
+    """Its callback's getExecutionInfo: status, timingLaunched, timingFenced."""
+
+
+FencedAnswer = tuple[ErrorStatus | DeadObject, Timing | None, Timing | None, FencedLaunch | None]
+"""What ``execute_fenced`` answers: status, timing from launch, timing from the fences, and
+the fence and callback of work still under way."""
 
 
 class CanonicalPreparedModel(Protocol):
@@ -74,9 +93,11 @@ class CanonicalPreparedModel(Protocol):
         deadline_ns: int | None,
         loop_timeout_ns: int,
         duration_ns: int | None,
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
-        """One fenced execution (no fences to wait for): its status, the timing from the
-        launch and the timing from the input fences signalling."""
+        wait_for: Sequence[ISyncFence] = (),
+    ) -> FencedAnswer:
+        """One fenced execution waiting for ``wait_for``: its status, the timing from the
+        launch, the timing from the input fences signalling, and -- when the driver
+        returned before its work ended -- its fence and callback (the timings then None)."""
         ...
 
     async def configure_execution_burst(self, callback: object, preference: int) -> IBurst | None:
