@@ -21,6 +21,7 @@ from nnemu.hal import (
     DeviceType,
     ErrorStatus,
     ExecutionPreference,
+    FenceState,
     HalVersion,
     IAidlFencedExecutionCallback,
     IBurst,
@@ -121,6 +122,7 @@ class AidlIPreparedModel:
                 loop_timeout_ns,
                 _ns(duration_ns),
             ),
+            reply_overlaps=_left_pending,
         )
         if isinstance(answer, DeadObject):
             return DEAD, None, None, None
@@ -285,3 +287,10 @@ def _info(callback: IAidlFencedExecutionCallback) -> tuple[ErrorStatus, Timing, 
     """An AIDL fenced callback's getExecutionInfo as the runtime's (status first, HIDL timing)."""
     launched, fenced, status = callback.getExecutionInfo()
     return status, launched.to_hidl(), fenced.to_hidl()
+
+
+def _left_pending(answer: IAidlFencedExecutionCallback | ServiceSpecificError) -> bool:
+    """Whether an executeFenced answer's fence has yet to signal (its work under way)."""
+    if isinstance(answer, ServiceSpecificError) or answer.syncFence is None:
+        return False
+    return answer.syncFence.poll() is FenceState.ACTIVE

@@ -22,6 +22,7 @@ from nnemu.hal import (
     HalVersion,
     IBurst,
     IExecutionCallback,
+    IFencedExecutionCallback,
     IPreparedModelCallback,
     ISyncFence,
     MeasureTiming,
@@ -274,6 +275,7 @@ class VersionedIPreparedModel:
                 loop_timeout_ns,
                 duration_ns,
             ),
+            reply_overlaps=_left_pending,
         )
         if isinstance(answer, DeadObject):
             return DEAD, None, None, None
@@ -300,6 +302,13 @@ class VersionedIPreparedModel:
             return None
         status, context = answer
         return context if status is ErrorStatus.NONE else None
+
+
+def _left_pending(answer: tuple[ErrorStatus, IFencedExecutionCallback | None]) -> bool:
+    """Whether an executeFenced answer's fence has yet to signal (its work under way)."""
+    callback = answer[1]
+    fence = callback.sync_fence if callback is not None else None
+    return fence is not None and fence.poll() is FenceState.ACTIVE
 
 
 class VersionedIDevice(DriverConnection[DriverDevice]):
