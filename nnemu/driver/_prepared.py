@@ -350,7 +350,13 @@ class PreparedModel:
         service = self.service
         reason = None
         if request is not self.validated_request:
-            reason = validate_request(request, self.model)
+            # A 1.0/1.1 service keeps a V1_0 model, which has no dynamic output shapes
+            # (ValidateHal.cpp validateRequest: allowUnspecified = version >= V1_2).
+            reason = validate_request(
+                request,
+                self.model,
+                allow_unspecified_output=service.version.at_least(HalVersion.V1_2),
+            )
             if reason is None:
                 self.validated_request = request
         if reason is not None:
