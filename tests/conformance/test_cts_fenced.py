@@ -16,17 +16,20 @@ producer's fence (``ANeuralNetworksEvent_createFromSyncFenceFd``).
 from __future__ import annotations
 
 import pytest
+import trio
 
+from nnemu.driver import AidlDevice
 from nnemu.hal import (
     UINT64_MAX,
     ErrorStatus,
     FenceState,
+    HalVersion,
     MeasureTiming,
     ResultCode,
     build_preset,
 )
-from nnemu.runtime import Compilation, Event, Execution
-from nnemu.scenario import DeviceSpec
+from nnemu.runtime import Compilation, Event, Execution, Runtime
+from nnemu.scenario import CpuSpec, DeviceSpec
 from nnemu.sim import SyncFence, signalled_fence
 from tests.conformance._harness import MS, V12, V13, request_for
 from tests.conformance._harness import model as harness_model
@@ -56,6 +59,28 @@ def _execution(compilation: Compilation, *, in_memory: bool = False) -> Executio
     assert execution.set_io() is OK
     execution.outputs_in_memory = in_memory
     return execution
+
+
+async def _run(world, app) -> None:
+    """``world.run(app)``, with an AIDL service behind its AIDL IDevice, as ``nnemu run``
+    puts it (``_emulator``)."""
+    async with trio.open_nursery() as nursery:
+        faces = [AidlDevice(s) if s.version.aidl else s for s in world.services]
+        runtime = Runtime(
+            kernel=world.kernel,
+            tracer=world.tracer,
+            binder=world.binder,
+            process=world.process,
+            endpoint=world.endpoint,
+            services=faces,
+            cpu=CpuSpec(),
+            nursery=nursery,
+        )
+        for service in world.services:
+            service.start(nursery)
+        world.kernel.spawn(nursery, lambda: app(runtime), thread=world.process.main_thread)
+        await world.kernel.run()
+        nursery.cancel_scope.cancel()
 
 
 def _signal_at(kernel, fence: SyncFence, at_ns: int, ok: bool = True) -> None:
@@ -253,11 +278,12 @@ async def test_computeFenced_pointer_outputs_wait_for_the_fence(autojump_clock, 
     assert states == [FenceState.SIGNALED, FenceState.ACTIVE]
 
 
-async def test_TestValidation_FencedExecution_chain(autojump_clock, runtime_world):
+@pytest.mark.parametrize("version", [V13, HalVersion.AIDL_V4], ids=lambda v: v.value)
+async def test_TestValidation_FencedExecution_chain(autojump_clock, runtime_world, version):
     """CTS TestValidation.cpp ValidationTestExecution.FencedExecution: a second execution
     waits for the first one's event (its sync fence); both succeed, and the second's
-    work starts only once the first's fence signalled."""
-    world = runtime_world(DeviceSpec(name="npu", hal_version=V13, sync_fences=True))
+    work starts only once the first's fence signalled (HIDL 1.3 and AIDL alike)."""
+    world = runtime_world(DeviceSpec(name="npu", hal_version=version, sync_fences=True))
     results: list[object] = []
 
     async def app(runtime):
@@ -275,7 +301,7 @@ async def test_TestValidation_FencedExecution_chain(autojump_clock, runtime_worl
         _, fenced_in_driver = second.get_duration(3)
         results.append(fenced_in_driver < in_driver)
 
-    await world.run(app)
+    await _run(world, app)
     assert results == [
         (OK, OK, FenceState.ACTIVE, FenceState.ACTIVE),
         (OK, OK),
