@@ -14,7 +14,7 @@ executeFenced`` / ``CpuPreparedModel::executeFenced``, android11-release.)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from nnemu.hal import (
     FenceState,
@@ -22,17 +22,16 @@ from nnemu.hal import (
     MeasureTiming,
     Model,
     ResultCode,
+    Timing,
     code_to_status,
     status_to_code,
 )
 from nnemu.ipc import DeadObject
 from nnemu.runtime._canonical import CanonicalPreparedModel, FencedLaunch
+from nnemu.runtime._compilation import Compilation
 from nnemu.runtime._devices import RuntimeDevice
-from nnemu.runtime._runtime import API_CALL_NS, PER_OP_NS
+from nnemu.runtime._runtime import API_CALL_NS, PER_OP_NS, Runtime
 from nnemu.tracer import Layer, Phase, mark
-
-if TYPE_CHECKING:
-    from nnemu.runtime._execution import Execution
 
 _EXECUTE_FENCED = "DriverPreparedModel::executeFenced"
 _IO_MARK: Final = mark(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, _EXECUTE_FENCED)
@@ -40,6 +39,27 @@ _IPC_MARK: Final = mark(Layer.IPC, Phase.EXECUTION, _EXECUTE_FENCED)
 _RESULTS_MARK: Final = mark(Layer.RUNTIME, Phase.RESULTS, _EXECUTE_FENCED)
 _NO_ERROR: Final = ResultCode.NO_ERROR
 _SIGNALED: Final = FenceState.SIGNALED
+
+
+class Execution(Protocol):
+    """What of ``nnemu.runtime.Execution`` a fenced plan uses (a Protocol: ``_execution``
+    imports this module)."""
+
+    compilation: Compilation
+    runtime: Runtime
+    measure: bool
+    deadline_ns: int | None
+    loop_timeout_ns: int
+    outputs_in_memory: bool
+    timing: Timing | None
+    timing_fenced: Timing | None
+    fell_back: bool
+
+    def _sized(self) -> ResultCode: ...
+
+    async def _run_on_cpu(self, model: Model) -> ResultCode: ...
+
+    async def _full_cpu_fallback(self) -> ResultCode: ...
 
 
 async def compute_fenced(
