@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
+from functools import partial
 from typing import Final
 
 import structlog
@@ -19,9 +20,9 @@ from nnemu.app._memory import DeviceMemories
 from nnemu.app._stats import AppStats, ExecutionRecord
 from nnemu.driver import AidlDevice, DriverService, us
 from nnemu.errors import EmulatorBug
-from nnemu.hal import Model, ResultCode
+from nnemu.hal import FenceState, Model, ResultCode
 from nnemu.ipc import Binder, Endpoint, ExecutionSplit
-from nnemu.runtime import Burst, Compilation, Execution, ModelBuilder, Runtime
+from nnemu.runtime import Burst, Compilation, Event, Execution, ModelBuilder, Runtime
 from nnemu.scenario import AppSpec, ExecutionMode, MemoryMode, Scenario, WorkloadKind
 from nnemu.sim import (
     FileSystem,
@@ -73,6 +74,7 @@ def qos_mark(spec: AppSpec) -> str:
 # a global ~10), bench/README.md.
 _NO_ERROR: Final = ResultCode.NO_ERROR
 _SYNC: Final = ExecutionMode.SYNC
+_ACTIVE: Final = FenceState.ACTIVE
 
 
 class Application:
@@ -131,6 +133,9 @@ class Application:
         self._bursts: dict[SimThread, Burst] = {}
         self._reused: dict[SimThread, Execution] = {}
         """Each app thread's reusable execution (``reusable``)."""
+        self._stages: dict[SimThread, list[SimQueue]] = {}
+        """Each app thread's stage threads' queues (``pipeline``)."""
+        self._stage_count = 0
         self._executors_done = SimEvent(kernel)
         self._memories: DeviceMemories | None = None
         """The device memories of ``memory: device``."""
@@ -312,6 +317,8 @@ class Application:
             execution = self._reused.pop(current_thread(), None)
             if execution is not None:
                 execution.free()
+            for queue in self._stages.pop(current_thread(), ()):
+                queue.put_nowait(None)
             self._running_executors -= 1
             if self._running_executors == 0:
                 await self.kernel.sync()
@@ -464,11 +471,14 @@ class Application:
                 code = await execution.compute()
             elif spec.execution_mode is ExecutionMode.BURST:
                 code = await execution.burst_compute(await self._burst(compilation))
+            elif spec.execution_mode is ExecutionMode.ASYNC:
+                code, event = await execution.start_compute()
+                if event is not None:
+                    code = await event.wait()
+            elif spec.pipeline > 1:
+                code, execution = await self._pipeline(compilation, execution, timeout_ns)
             else:
-                if spec.execution_mode is ExecutionMode.ASYNC:
-                    code, event = await execution.start_compute()
-                else:
-                    code, event = await execution.start_compute_with_dependencies(())
+                code, event = await execution.start_compute_with_dependencies(())
                 if event is not None:
                     code = await event.wait()
             if code is _NO_ERROR and memories is not None:
@@ -480,6 +490,109 @@ class Application:
             if not spec.reusable:
                 execution.free()
             return code, late
+
+    async def _pipeline(
+        self, compilation: Compilation, first: Execution, timeout_ns: int | None
+    ) -> tuple[ResultCode, Execution]:
+        """A frame of ``pipeline`` fenced executions, one stage per thread: stage k's
+        startComputeWithDependencies depends on stage k-1's event, then its thread waits
+        for its own event (Event_wait).
+
+        The stages hand their data on in ANeuralNetworksMemory (``outputs_in_memory``), so
+        a stage's call returns once its driver has the work, and a driver with
+        ``sync_fences`` waits for the previous stage's fence itself.  Each stage has its
+        own thread (this one for the first, ``_stage_threads`` for the others) because
+        Android's trace contract, like its ``systrace_parser``, allows one
+        startCompute..Event_wait window open per thread.  Returns the frame's code -- the
+        first launch that failed, else the last stage's wait (a failed stage's fence
+        signals in error, and so fails every stage after it) -- and the last stage's
+        execution, which the caller frees (the others are freed here).
+        """
+        kernel = self.kernel
+        frame = kernel.split
+        helpers = self._stage_threads()
+        ended = SimEvent(kernel)
+        launches: dict[int, tuple[ResultCode, Execution | None]] = {}
+        waits: dict[int, ResultCode] = {}
+        measured: list[tuple[ExecutionSplit, bool]] = []
+        pending = [1]  # stage tasks under way
+
+        async def stage(index: int, execution: Execution | None, before: Event | None) -> None:
+            # A later stage is measured apart: launched while the stage before it still
+            # computes, only its device's parts are on the frame's path.
+            split = frame if frame is None or not index else ExecutionSplit(frame.detailed)
+            outer, kernel.split = kernel.split, split
+            try:
+                event = None
+                if execution is None:
+                    code, execution = Execution.create(compilation)
+                    if execution is not None:
+                        self._set_up(execution, timeout_ns)
+                if execution is not None:
+                    execution.outputs_in_memory = True
+                    code, event = await execution.start_compute_with_dependencies(
+                        () if before is None else (before,)
+                    )
+                launches[index] = (code, execution)
+                if split is not frame and split is not None:
+                    fence = before.sync_fence if before is not None else None
+                    measured.append((split, fence is not None and fence.poll() is _ACTIVE))
+                if event is not None:
+                    await kernel.sync()
+                    if index < len(helpers):
+                        pending[0] += 1
+                        helpers[index].put_nowait(partial(stage, index + 1, None, event))
+                    waits[index] = await event.wait()
+            finally:
+                kernel.split = outer
+            await kernel.sync()
+            pending[0] -= 1
+            if not pending[0]:
+                ended.set()
+
+        await stage(0, first, None)
+        await ended.wait()
+        code = _NO_ERROR
+        last = first
+        for index in sorted(launches):
+            launch_code, execution = launches[index]
+            if execution is not None:
+                if execution is not last:
+                    last.free()
+                last = execution
+            if launch_code is not _NO_ERROR:
+                code = launch_code
+                break
+            code = waits[index]
+        if frame is not None:
+            for split, overlapped in measured:
+                frame.merge(split, device_only=overlapped)
+        return code, last
+
+    def _stage_threads(self) -> list[SimQueue]:
+        """The current app thread's stage threads (``pipeline`` - 1 of them, started at its
+        first frame): each runs the stage jobs put on its queue until it gets None."""
+        worker = current_thread()
+        queues = self._stages.get(worker)
+        if queues is None:
+            queues = []
+            for _ in range(self.spec.pipeline - 1):
+                self._stage_count += 1
+                thread = self.process.new_thread(f"{self.spec.name[:8]}-st{self._stage_count}")
+                queue = SimQueue(self.kernel)
+                self.kernel.spawn(self.nursery, self._serve_stage, queue, thread, thread=thread)
+                queues.append(queue)
+            self._stages[worker] = queues
+        return queues
+
+    async def _serve_stage(self, queue: SimQueue, thread: SimThread) -> None:
+        while True:
+            job = await queue.get()
+            if job is None:
+                break
+            await job()
+        self.process.end_thread(thread)
+        self.tracer.end_thread(thread)
 
     def _set_up(self, execution: Execution, timeout_ns: int | None) -> None:
         """An execution's settings, before its first computation."""

@@ -108,6 +108,12 @@ def describe(value: object) -> str:
         status = value[0].name
         rest = value[1:]
         if len(rest) == 1 and rest[0] is not None and hasattr(rest[0], "get_execution_info"):
+            fence = getattr(rest[0], "sync_fence", None)
+            if fence is not None:
+                return (
+                    f"{status}, a sync fence the driver signals when the work ends "
+                    f"({fence.poll().name} now), and its callback"
+                )
             fenced_status, launched, _ = rest[0].get_execution_info()
             return (
                 f"{status}, empty sync fence (done in the call), callback status "
@@ -157,10 +163,18 @@ class CallLog:
             *args: Any,
             payload_bytes: int = 0,
             launches: object = None,
+            reply_overlaps: Callable[[Any], bool] | None = None,
         ) -> Any:
             thread = current_thread()
             result = await original_call(
-                callee, iface, method, serve, *args, payload_bytes=payload_bytes, launches=launches
+                callee,
+                iface,
+                method,
+                serve,
+                *args,
+                payload_bytes=payload_bytes,
+                launches=launches,
+                reply_overlaps=reply_overlaps,
             )
             text = describe(result)
             if text:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         IAidlExecution,
         IAidlFencedExecutionCallback,
         IAidlPreparedModel,
+        ISyncFence,
     )
     from nnemu.ipc import Endpoint
 
@@ -135,7 +136,7 @@ class AidlExecution:
         )
 
     async def executeFenced(
-        self, wait_for: Sequence[object | None], deadline_ns: int, duration_ns: int
+        self, wait_for: Sequence[ISyncFence | None], deadline_ns: int, duration_ns: int
     ) -> IAidlFencedExecutionCallback | ServiceSpecificError:
         """IExecution::executeFenced."""
         config = self.config

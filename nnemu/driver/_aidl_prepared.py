@@ -22,6 +22,7 @@ from nnemu.hal import (
     ExecutionConfig,
     ExecutionResult,
     HalVersion,
+    ISyncFence,
     MeasureTiming,
     Model,
     Request,
@@ -33,25 +34,27 @@ from nnemu.hal import (
 from nnemu.ipc import Endpoint
 
 if TYPE_CHECKING:
-    from nnemu.driver._prepared import FencedResult, PreparedModel
+    from nnemu.driver._prepared import FencedCallback, FencedResult, PreparedModel
 
 _MEASURE = {True: MeasureTiming.YES, False: MeasureTiming.NO}
 
 
 @attrs.frozen
 class AidlFencedResult:
-    """AIDL IFencedExecutionCallback over the HIDL family's fenced result."""
+    """AIDL FencedExecutionResult (its ``syncFence`` and ``callback``, one object) over the
+    HIDL family's fenced callback."""
 
-    result: FencedResult
+    result: FencedResult | FencedCallback
+
+    @property
+    def syncFence(self) -> ISyncFence | None:
+        """The sync fence the work signals (None: the work was done inside the call)."""
+        return self.result.sync_fence
 
     def getExecutionInfo(self) -> tuple[AidlTiming, AidlTiming, ErrorStatus]:
         """timingLaunched, timingFenced (ns, -1 unknown) and the execution's status."""
-        result = self.result
-        return (
-            AidlTiming.from_hidl(result.timing_launched),
-            AidlTiming.from_hidl(result.timing_fenced),
-            result.status,
-        )
+        status, launched, fenced = self.result.get_execution_info()
+        return AidlTiming.from_hidl(launched), AidlTiming.from_hidl(fenced), status
 
 
 class AidlPreparedModel:
@@ -94,13 +97,13 @@ class AidlPreparedModel:
     async def executeFenced(
         self,
         request: Request,
-        wait_for: Sequence[object | None],
+        wait_for: Sequence[ISyncFence | None],
         measure_timing: bool,
         deadline_ns: int,
         loop_timeout_duration_ns: int,
         duration_ns: int,
     ) -> AidlFencedResult | ServiceSpecificError:
-        """executeFenced: runs inside the call; its FencedExecutionResult's callback."""
+        """executeFenced: the FencedExecutionResult (its fence and callback), or the error."""
         refused = (
             check_duration(deadline_ns)
             or check_duration(loop_timeout_duration_ns)
@@ -145,7 +148,7 @@ class AidlPreparedModel:
     async def executeFencedWithConfig(
         self,
         request: Request,
-        wait_for: Sequence[object | None],
+        wait_for: Sequence[ISyncFence | None],
         config: ExecutionConfig,
         deadline_ns: int,
         duration_ns: int,

@@ -24,7 +24,9 @@ from nnemu.hal import (
     DeviceStatus,
     ErrorStatus,
     ExecutionPreference,
+    FenceState,
     HalVersion,
+    ISyncFence,
     MeasureTiming,
     Model,
     OutputShape,
@@ -35,7 +37,7 @@ from nnemu.hal import (
 )
 from nnemu.ipc import Endpoint
 from nnemu.scenario import DeadlinePolicy
-from nnemu.sim import us
+from nnemu.sim import SyncFence, us
 from nnemu.tracer import Layer, Mark, Phase, mark
 
 
@@ -60,6 +62,7 @@ _EXECUTE_BASE_MARK: Final = mark(Layer.DRIVER, Phase.EXECUTION, "SampleDriver::e
 _AVAILABLE: Final = DeviceStatus.AVAILABLE
 _NONE: Final = ErrorStatus.NONE
 _V1_3: Final = HalVersion.V1_3
+_SIGNALED: Final = FenceState.SIGNALED
 
 
 @attrs.frozen
@@ -74,9 +77,47 @@ class FencedResult:
     timing_fenced: Timing
     """Inputs signalled to fence signal."""
 
+    @property
+    def sync_fence(self) -> ISyncFence | None:
+        """The sync fence handed back with it: none (the work is done)."""
+        return None
+
     def get_execution_info(self) -> tuple[ErrorStatus, Timing, Timing]:
         """IFencedExecutionCallback::getExecutionInfo."""
         return self.status, self.timing_launched, self.timing_fenced
+
+
+class FencedCallback:
+    """The IFencedExecutionCallback of a ``sync_fences`` device's executeFenced, handed back
+    with the fence its worker thread signals: GENERAL_FAILURE and no timing until then
+    (``IFencedExecutionCallback.hal``), the execution's status and timings after."""
+
+    def __init__(self, fence: SyncFence) -> None:
+        self.sync_fence: ISyncFence | None = fence
+        """The fence the work signals."""
+        self._fence = fence
+        self._info: tuple[ErrorStatus, Timing, Timing] = (
+            ErrorStatus.GENERAL_FAILURE,
+            NO_TIMING,
+            NO_TIMING,
+        )
+
+    def finish(self, status: ErrorStatus, launched: Timing, fenced: Timing) -> None:
+        """The work ended with ``status``: keep the answers, then signal the fence."""
+        self._info = (status, launched, fenced)
+        self._fence.signal(status is _NONE)
+
+    def get_execution_info(self) -> tuple[ErrorStatus, Timing, Timing]:
+        """IFencedExecutionCallback::getExecutionInfo: status, timingLaunched, timingFenced."""
+        return self._info
+
+
+def _bound(deadline_ns: int | None, duration_ns: int | None, signalled_ns: int) -> int | None:
+    """The earlier of the deadline and the input fences' signal + ``duration_ns``."""
+    if duration_ns is None:
+        return deadline_ns
+    end = signalled_ns + duration_ns
+    return end if deadline_ns is None else min(deadline_ns, end)
 
 
 class PreparedModel:
@@ -186,21 +227,27 @@ class PreparedModel:
     async def executeFenced(
         self,
         request: Request,
-        wait_for: Sequence[object | None],
+        wait_for: Sequence[ISyncFence | None],
         measure: MeasureTiming,
         deadline_ns: int | None,
         loop_timeout_ns: int | None,
         duration_ns: int | None,
-    ) -> tuple[ErrorStatus, FencedResult | None]:
-        """IPreparedModel::executeFenced (1.3): runs inside the call, like the sample driver.
+    ) -> tuple[ErrorStatus, FencedResult | FencedCallback | None]:
+        """IPreparedModel::executeFenced (1.3); the sync fence rides on the callback
+        (``sync_fence``, None for the empty handle).
 
         As ``SamplePreparedModel::executeFenced``: the request (outputs fully specified),
-        then the deadline, then the wait fences (a null one is INVALID_ARGUMENT) are
-        checked; the work's error is returned from the call itself with no fence and no
-        callback; on success the callback's ``timingFenced`` runs from the fences'
-        signal (after the checks), ``timingLaunched`` from the call.
+        then the deadline are checked, then each wait fence in turn: a null one is
+        INVALID_ARGUMENT, one that does not signal (``syncWait(fd, -1)``) GENERAL_FAILURE;
+        the work runs inside the call, and its error is returned from the call itself with no
+        fence and no callback; on success the callback's ``timingFenced`` runs from the
+        fences' signal, ``timingLaunched`` from the call.  A device with ``sync_fences``
+        instead returns at once, after the checks that need no waiting, with a fence that a
+        worker thread signals (in error when the work fails) once it waited for the input
+        fences and did the work (``_fenced_task``).
         """
-        tracer, kernel = self.service.tracer, self.service.kernel
+        service = self.service
+        tracer, kernel = service.tracer, service.kernel
         with tracer.enter(_FENCED_MARKS[0]) as section:
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
@@ -210,18 +257,32 @@ class PreparedModel:
             error = self.check_request(request, deadline_ns)
             if error is not None:
                 return error, None
-            if any(fence is None for fence in wait_for):
-                return ErrorStatus.INVALID_ARGUMENT, None
             memories: tuple[ManagedBuffer | None, ...] = ()
             if request.pool_tokens:
                 error, memories = self.device_memories(request)
                 if error is not None:
                     return error, None
+            fences = tuple(fence for fence in wait_for if fence is not None)
+            if service.spec.sync_fences:
+                if len(fences) != len(wait_for):
+                    return ErrorStatus.INVALID_ARGUMENT, None
+                return await self._launch_fenced(
+                    request,
+                    memories,
+                    fences,
+                    measure,
+                    deadline_ns,
+                    loop_timeout_ns,
+                    duration_ns,
+                    entered,
+                )
+            for fence in wait_for:
+                if fence is None:
+                    return ErrorStatus.INVALID_ARGUMENT, None
+                if await fence.wait() is not _SIGNALED:
+                    return ErrorStatus.GENERAL_FAILURE, None  # "syncWait failed"
             signalled = kernel.task_now_ns()
-            bound = deadline_ns
-            if duration_ns is not None:
-                end = signalled + duration_ns
-                bound = end if bound is None else min(bound, end)
+            bound = _bound(deadline_ns, duration_ns, signalled)
             # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
             section.switch_through(_FENCED_MARKS[1], _FENCED_MARKS[0])
             io_ns = self.io_ns(request)
@@ -237,13 +298,103 @@ class PreparedModel:
             fenced = measured_timing(measure, status, on_device, signalled, ended)
             return ErrorStatus.NONE, FencedResult(status, launched, fenced)
 
+    async def _launch_fenced(
+        self,
+        request: Request,
+        memories: tuple[ManagedBuffer | None, ...],
+        wait_for: tuple[ISyncFence, ...],
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+        duration_ns: int | None,
+        entered: int,
+    ) -> tuple[ErrorStatus, FencedCallback | None]:
+        """executeFenced on a ``sync_fences`` device: hand the work to a worker thread and
+        return its fence and callback at once (GENERAL_FAILURE if no worker can take it)."""
+        service = self.service
+        kernel = service.kernel
+        await kernel.sync()
+        fence = SyncFence(kernel, f"{service.spec.name}:executeFenced")
+        callback = FencedCallback(fence)
+        split = kernel.split
+
+        async def task() -> None:
+            outer, kernel.split = kernel.split, split
+            try:
+                await self._fenced_task(
+                    callback,
+                    request,
+                    memories,
+                    wait_for,
+                    measure,
+                    deadline_ns,
+                    loop_timeout_ns,
+                    duration_ns,
+                    entered,
+                )
+            finally:
+                kernel.split = outer
+                if fence.state is FenceState.ACTIVE and not kernel.closing:
+                    # The worker ended without finishing (its process died): the driver's
+                    # timeline goes away and its fences signal in error.
+                    callback.finish(ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING)
+
+        if not service._launch(task):
+            return ErrorStatus.GENERAL_FAILURE, None
+        return ErrorStatus.NONE, callback
+
+    async def _fenced_task(
+        self,
+        callback: FencedCallback,
+        request: Request,
+        memories: tuple[ManagedBuffer | None, ...],
+        wait_for: tuple[ISyncFence, ...],
+        measure: MeasureTiming,
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+        duration_ns: int | None,
+        entered: int,
+    ) -> None:
+        """A ``sync_fences`` device's fenced work, on a worker thread: wait for the input
+        fences (untraced: the thread sleeps), then compute (moving the request's shared-memory
+        arguments, updating its device memories), then signal the fence."""
+        service = self.service
+        tracer, kernel = service.tracer, service.kernel
+        for fence in wait_for:
+            if await fence.wait() is not _SIGNALED:
+                callback.finish(ErrorStatus.GENERAL_FAILURE, NO_TIMING, NO_TIMING)
+                return
+        signalled = kernel.task_now_ns()
+        bound = _bound(deadline_ns, duration_ns, signalled)
+        with tracer.enter(_FENCED_MARKS[1]) as section:
+            section.switch_to(_FENCED_MARKS[0])
+            io_ns = self.io_ns(request)
+            if io_ns:
+                self._move_io(io_ns)
+            status, on_device = await self.compute(bound, loop_timeout_ns)
+            if status is _NONE and memories:
+                status = update_device_memories(request, memories, self.output_shapes()) or status
+        await kernel.sync()
+        ended = kernel.clock_ns
+        callback.finish(
+            status,
+            measured_timing(measure, status, on_device, entered, ended),
+            measured_timing(measure, status, on_device, signalled, ended),
+        )
+
     # The sample driver's execution paths. -----------------------------------
     def check_request(self, request: Request, deadline_ns: int | None) -> ErrorStatus | None:
         """Validate ``request`` and the deadline before any work: the error status, or None."""
         service = self.service
         reason = None
         if request is not self.validated_request:
-            reason = validate_request(request, self.model)
+            # A 1.0/1.1 service keeps a V1_0 model, which has no dynamic output shapes
+            # (ValidateHal.cpp validateRequest: allowUnspecified = version >= V1_2).
+            reason = validate_request(
+                request,
+                self.model,
+                allow_unspecified_output=service.version.at_least(HalVersion.V1_2),
+            )
             if reason is None:
                 self.validated_request = request
         if reason is not None:

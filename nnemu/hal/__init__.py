@@ -46,6 +46,7 @@ from nnemu.hal._enums import (
     code_to_status,
     status_to_code,
 )
+from nnemu.hal._fence import FenceState, ISyncFence
 from nnemu.hal._interfaces import (
     CallbackT,
     EndpointT,
@@ -118,6 +119,7 @@ __all__ = [
     "ExecutionPreference",
     "ExecutionResult",
     "ExtensionNameAndPrefix",
+    "FenceState",
     "HalVersion",
     "IAidlBuffer",
     "IAidlBurst",
@@ -132,6 +134,7 @@ __all__ = [
     "IFencedExecutionCallback",
     "IPreparedModel",
     "IPreparedModelCallback",
+    "ISyncFence",
     "MeasureTiming",
     "Model",
     "OpWork",

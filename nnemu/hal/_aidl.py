@@ -29,6 +29,7 @@ import attrs
 
 from nnemu.hal._aidl_config import ExecutionConfig, PrepareModelConfig, UnknownTransaction
 from nnemu.hal._enums import DeviceType, ErrorStatus, HalVersion
+from nnemu.hal._fence import ISyncFence
 from nnemu.hal._interfaces import CallbackT, EndpointT
 from nnemu.hal._memory import BufferDesc, BufferRole, SharedMemory
 from nnemu.hal._types import UINT64_MAX, Capabilities, Model, OutputShape, Request, Timing
@@ -99,6 +100,11 @@ def optional_ns(value_ns: int) -> int | None:
 class IAidlFencedExecutionCallback(Protocol):
     """AIDL IFencedExecutionCallback."""
 
+    @property
+    def syncFence(self) -> ISyncFence | None:
+        """FencedExecutionResult.syncFence (None: an invalid handle, the work done)."""
+        ...
+
     def getExecutionInfo(self) -> tuple[AidlTiming, AidlTiming, ErrorStatus]:
         """getExecutionInfo: timingLaunched, timingFenced and the execution's ErrorStatus."""
         ...
@@ -149,7 +155,7 @@ class IAidlExecution(Protocol):
         ...
 
     async def executeFenced(
-        self, wait_for: Sequence[object | None], deadline_ns: int, duration_ns: int
+        self, wait_for: Sequence[ISyncFence | None], deadline_ns: int, duration_ns: int
     ) -> IAidlFencedExecutionCallback | ServiceSpecificError:
         """executeFenced: as IPreparedModel's, with the creation's request and config."""
         ...
@@ -182,14 +188,14 @@ class IAidlPreparedModel(Protocol[EndpointT]):
     async def executeFenced(
         self,
         request: Request,
-        wait_for: Sequence[object | None],
+        wait_for: Sequence[ISyncFence | None],
         measure_timing: bool,
         deadline_ns: int,
         loop_timeout_duration_ns: int,
         duration_ns: int,
     ) -> IAidlFencedExecutionCallback | ServiceSpecificError:
-        """executeFenced: FencedExecutionResult's callback (its syncFence is already
-        signalled), or the call's service-specific error."""
+        """executeFenced: FencedExecutionResult's callback (with its ``syncFence``), or the
+        call's service-specific error."""
         ...
 
     async def configureExecutionBurst(self) -> IAidlBurst | ServiceSpecificError:
@@ -205,7 +211,7 @@ class IAidlPreparedModel(Protocol[EndpointT]):
     async def executeFencedWithConfig(
         self,
         request: Request,
-        wait_for: Sequence[object | None],
+        wait_for: Sequence[ISyncFence | None],
         config: ExecutionConfig,
         deadline_ns: int,
         duration_ns: int,

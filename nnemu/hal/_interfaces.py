@@ -26,6 +26,7 @@ from nnemu.hal._enums import (
     HalVersion,
     MeasureTiming,
 )
+from nnemu.hal._fence import ISyncFence
 from nnemu.hal._memory import BufferDesc, BufferRole, IBuffer
 from nnemu.hal._types import Capabilities, Model, OutputShape, Request, Timing
 
@@ -44,8 +45,15 @@ ExecuteResult = tuple[ErrorStatus, tuple[OutputShape, ...], Timing]
 class IFencedExecutionCallback(Protocol):
     """IFencedExecutionCallback (1.3): what ``executeFenced`` hands back with its fence."""
 
+    @property
+    def sync_fence(self) -> ISyncFence | None:
+        """The sync fence ``executeFenced`` returned beside it (None: the empty handle, the
+        work done inside the call)."""
+        ...
+
     def get_execution_info(self) -> tuple[ErrorStatus, Timing, Timing]:
-        """getExecutionInfo: status, timing from launch and timing from the fences."""
+        """getExecutionInfo: status, timing from launch and timing from the fences
+        (GENERAL_FAILURE and no timing before the fence signalled)."""
         ...
 
 
@@ -131,13 +139,13 @@ class IPreparedModel(Protocol[EndpointT, CallbackT]):
     async def executeFenced(
         self,
         request: Request,
-        wait_for: Sequence[object | None],
+        wait_for: Sequence[ISyncFence | None],
         measure: MeasureTiming,
         deadline_ns: int | None,
         loop_timeout_ns: int | None,
         duration_ns: int | None,
     ) -> tuple[ErrorStatus, IFencedExecutionCallback | None]:
-        """executeFenced (1.3): the (signalled) fence's status and its callback."""
+        """executeFenced (1.3): the launch's status and the callback (with its fence)."""
         ...
 
 

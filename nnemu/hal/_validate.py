@@ -635,7 +635,13 @@ def validate_model(model: Model, version: HalVersion) -> str | None:
 
 
 def _validate_argument(
-    where: str, argument: RequestArgument, operand: Operand, request: Request, *, is_input: bool
+    where: str,
+    argument: RequestArgument,
+    operand: Operand,
+    request: Request,
+    *,
+    is_input: bool,
+    allow_unspecified: bool = True,
 ) -> str | None:
     loc = argument.location
     if argument.has_no_value:
@@ -662,6 +668,10 @@ def _validate_argument(
     kind = _operand_type(operand)
     if is_input and kind is not None and kind.is_tensor and (not dims or 0 in dims):
         return f"{where} dimensions are not fully specified"
+    if not allow_unspecified and 0 in dims:
+        # ValidateHal.cpp validateRequestArguments, allowUnspecified false: a dimension the
+        # model leaves 0 must be given by the request, and none given may be 0.
+        return f"{where} dimension {dims.index(0)} is unspecified (0)"
     return None
 
 
@@ -675,8 +685,15 @@ def _overlap(a: RequestArgument, b: RequestArgument) -> bool:
     return a.location.offset < b_end and b.location.offset < a_end
 
 
-def validate_request(request: Request, model: Model) -> str | None:
+def validate_request(
+    request: Request, model: Model, *, allow_unspecified_output: bool = True
+) -> str | None:
     """Check ``request`` against ``model``'s main subgraph (AOSP ``validateRequest``).
+
+    Args:
+        allow_unspecified_output: whether an output may leave a dimension unspecified (0):
+            AOSP passes ``version >= V1_2 && allowUnspecifiedOutput``, so a 1.0/1.1 model's
+            outputs, which have no dynamic shapes, must be fully specified.
 
     Returns:
         None if the request is valid, else a short reason.
@@ -697,6 +714,7 @@ def validate_request(request: Request, model: Model) -> str | None:
                 main.operands[index],
                 request,
                 is_input=what == "input",
+                allow_unspecified=allow_unspecified_output or what == "input",
             )
             if reason:
                 return reason

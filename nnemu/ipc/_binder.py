@@ -137,12 +137,15 @@ class Binder:
         *args: *Ts,
         payload_bytes: int = 0,
         launches: object = None,
+        reply_overlaps: Callable[[T], bool] | None = None,
     ) -> T | DeadObject:
         """A synchronous HIDL call: run ``serve(*args)`` on one of ``callee``'s binder threads.
 
         Returns what ``serve`` returns, or DEAD when the callee is (or dies) dead.
         ``launches`` is the flow key of the callback an asynchronous launch will notify
-        (``oneway(..., completes=...)`` ends the flow).
+        (``oneway(..., completes=...)`` ends the flow).  ``reply_overlaps(answer)`` says
+        whether the answer left work under way in the callee (a fenced execution's pending
+        fence): its reply then travels while that work runs, off the execution's path.
         """
         kernel, tracer = self.kernel, self.tracer
         # (``_start`` and, without jitter, ``latency_ns``, inline: this is on every
@@ -196,9 +199,13 @@ class Binder:
             if reply_ns is None:
                 reply_ns = self.latency_ns()
             await kernel.sleep(reply_ns)
-            if split is not None and launches is None:
+            if (
+                split is not None
+                and launches is None
+                and (reply_overlaps is None or not reply_overlaps(result))
+            ):
                 # An asynchronous launch's reply travels while the driver already works:
-                # the callback, not the reply, is on the execution's path.
+                # the callback (or the fence), not the reply, is on the execution's path.
                 split.ipc_ns += reply_ns
             return result
 

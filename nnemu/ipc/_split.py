@@ -84,3 +84,26 @@ class ExecutionSplit:
             self.device_start_ns = start_ns
         self.device_end_ns = end_ns
         self.preemptions += preemptions
+
+    def merge(self, other: ExecutionSplit, *, device_only: bool = False) -> None:
+        """Add ``other``'s parts (a stage of the same frame, measured apart): all of them, or
+        with ``device_only`` only the device's (queue, preemption, launch, compute, energy,
+        stretches) when its launch ran while an earlier stage computed, off the path."""
+        if not device_only:
+            self.binder_ns += other.binder_ns
+            self.ipc_ns += other.ipc_ns
+        self.device_queue_ns += other.device_queue_ns
+        self.preempted_ns += other.preempted_ns
+        self.launch_ns += other.launch_ns
+        self.compute_ns += other.compute_ns
+        self.energy += other.energy
+        for name in other.devices:
+            if not self.devices or self.devices[-1] != name:
+                self.devices = (*self.devices, name)
+        if self.device_arrival_ns is None:
+            self.device_arrival_ns = other.device_arrival_ns
+        if self.device_start_ns is None:
+            self.device_start_ns = other.device_start_ns
+        if other.device_end_ns is not None:
+            self.device_end_ns = other.device_end_ns
+        self.preemptions += other.preemptions

@@ -23,7 +23,10 @@ from nnemu.hal import (
     ErrorStatus,
     ExecutionConfig,
     ExecutionPreference,
+    FenceState,
     HalVersion,
+    IAidlFencedExecutionCallback,
+    ISyncFence,
     MeasureTiming,
     Model,
     PrepareModelConfig,
@@ -38,7 +41,6 @@ from nnemu.runtime._aidl_exec import (
     AidlIBurst,
     AidlIExecution,
     execution_answer,
-    fenced_answer,
     ns_or_none,
 )
 from nnemu.runtime._buffers import CanonicalBuffer, allocated
@@ -47,6 +49,8 @@ from nnemu.runtime._canonical import (
     CachedRequestExecution,
     CacheHandles,
     CanonicalExecution,
+    FencedAnswer,
+    FencedLaunch,
 )
 from nnemu.runtime._devices import (
     AidlDriverDevice,
@@ -128,9 +132,11 @@ class AidlIPreparedModel:
         deadline_ns: int | None,
         loop_timeout_ns: int,
         duration_ns: int | None,
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
-        """executeFenced (no fences to wait for; executeFencedWithConfig on a v4 driver);
-        the timings from the callback's getExecutionInfo."""
+        wait_for: Sequence[ISyncFence] = (),
+    ) -> FencedAnswer:
+        """executeFenced (executeFencedWithConfig on a v4 driver); the timings from the
+        callback's getExecutionInfo, or the FencedExecutionResult's fence and callback when
+        its work is still under way."""
         measured = measure is MeasureTiming.YES
         if self.version is HalVersion.AIDL_V4:
             config = ExecutionConfig(
@@ -143,11 +149,12 @@ class AidlIPreparedModel:
                 partial(
                     self.prepared.executeFencedWithConfig,
                     request,
-                    (),
+                    tuple(wait_for),
                     config,
                     _ns(deadline_ns),
                     _ns(duration_ns),
                 ),
+                reply_overlaps=_left_pending,
             )
         else:
             answer = await self._binder.call(
@@ -157,14 +164,31 @@ class AidlIPreparedModel:
                 partial(
                     self.prepared.executeFenced,
                     request,
-                    (),
+                    tuple(wait_for),
                     measured,
                     _ns(deadline_ns),
                     loop_timeout_ns,
                     _ns(duration_ns),
                 ),
+                reply_overlaps=_left_pending,
             )
-        return fenced_answer(answer)
+        if isinstance(answer, DeadObject):
+            return DEAD, None, None, None
+        if isinstance(answer, ServiceSpecificError):
+            return answer.status, None, None, None
+        if isinstance(answer, UnknownTransaction):
+            return ErrorStatus.GENERAL_FAILURE, None, None, None
+        if answer.syncFence is not None:
+            return (
+                ErrorStatus.NONE,
+                None,
+                None,
+                FencedLaunch(answer.syncFence, partial(_info, answer)),
+            )
+        status, launched, fenced = _info(answer)
+        if status is not ErrorStatus.NONE:
+            return status, None, None, None
+        return status, launched, fenced, None
 
     async def configure_execution_burst(
         self, callback: object, preference: int
@@ -396,3 +420,18 @@ if TYPE_CHECKING:
     ) -> tuple[CanonicalDevice, CanonicalPreparedModel]:
         """The AIDL family's adapters implement the canonical interface: mypy checks it here."""
         return device, prepared
+
+
+def _info(callback: IAidlFencedExecutionCallback) -> tuple[ErrorStatus, Timing, Timing]:
+    """An AIDL fenced callback's getExecutionInfo as the runtime's (status first, HIDL timing)."""
+    launched, fenced, status = callback.getExecutionInfo()
+    return status, launched.to_hidl(), fenced.to_hidl()
+
+
+def _left_pending(
+    answer: IAidlFencedExecutionCallback | ServiceSpecificError | UnknownTransaction | DeadObject,
+) -> bool:
+    """Whether an executeFenced answer's fence has yet to signal (its work under way)."""
+    if isinstance(answer, ServiceSpecificError | UnknownTransaction | DeadObject):
+        return False
+    return answer.syncFence is not None and answer.syncFence.poll() is FenceState.ACTIVE

@@ -23,7 +23,6 @@ from nnemu.hal import (
     HalVersion,
     IAidlBurst,
     IAidlExecution,
-    IAidlFencedExecutionCallback,
     MeasureTiming,
     Request,
     ServiceSpecificError,
@@ -56,22 +55,6 @@ def execution_answer(
     if not answer.output_sufficient_size:
         return ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, None
     return ErrorStatus.NONE, answer.timing.to_hidl()
-
-
-def fenced_answer(
-    answer: IAidlFencedExecutionCallback | ServiceSpecificError | UnknownTransaction | DeadObject,
-) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
-    """A fenced AIDL execution's answer: the status and the callback's two timings."""
-    if isinstance(answer, DeadObject):
-        return DEAD, None, None
-    if isinstance(answer, ServiceSpecificError):
-        return answer.status, None, None
-    if isinstance(answer, UnknownTransaction):
-        return ErrorStatus.GENERAL_FAILURE, None, None
-    launched, fenced, status = answer.getExecutionInfo()
-    if status is not ErrorStatus.NONE:
-        return status, None, None
-    return status, launched.to_hidl(), fenced.to_hidl()
 
 
 class AidlIBurst:
@@ -153,18 +136,3 @@ class AidlIExecution:
             ns_or_none(deadline_ns),
         )
         return execution_answer(answer)
-
-    async def compute_fenced(
-        self, deadline_ns: int | None, duration_ns: int | None
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
-        """``IExecution::executeFenced`` (no fences to wait for)."""
-        answer = await self._binder.call(
-            self.endpoint,
-            self._iface,
-            "executeFenced",
-            self.execution.executeFenced,
-            (),
-            ns_or_none(deadline_ns),
-            ns_or_none(duration_ns),
-        )
-        return fenced_answer(answer)

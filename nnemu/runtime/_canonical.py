@@ -15,8 +15,10 @@ AOSP's ``ExecutionWithCachedRequest`` runs the cached request through the prepar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
+
+import attrs
 
 from nnemu.hal import (
     BufferDesc,
@@ -25,6 +27,7 @@ from nnemu.hal import (
     ExecutionPreference,
     HalVersion,
     IBurst,
+    ISyncFence,
     MeasureTiming,
     Model,
     Priority,
@@ -41,6 +44,21 @@ CacheHandles = tuple[tuple[FileHandle, ...], tuple[FileHandle, ...], bytes]
 
 NO_CACHE: CacheHandles = ((), (), b"")
 """No cache files and no token."""
+
+
+@attrs.frozen
+class FencedLaunch:
+    """A driver's ``executeFenced`` that returned before its work ended."""
+
+    sync_fence: ISyncFence
+    """The fence the driver signals when the work ends (in error when it fails)."""
+    info: Callable[[], tuple[ErrorStatus, Timing, Timing]]
+    """Its callback's getExecutionInfo: status, timingLaunched, timingFenced."""
+
+
+FencedAnswer = tuple[ErrorStatus | DeadObject, Timing | None, Timing | None, FencedLaunch | None]
+"""What ``execute_fenced`` answers: status, timing from launch, timing from the fences, and
+the fence and callback of work still under way."""
 
 
 class CanonicalPreparedModel(Protocol):
@@ -82,9 +100,11 @@ class CanonicalPreparedModel(Protocol):
         deadline_ns: int | None,
         loop_timeout_ns: int,
         duration_ns: int | None,
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
-        """One fenced execution (no fences to wait for): its status, the timing from the
-        launch and the timing from the input fences signalling."""
+        wait_for: Sequence[ISyncFence] = (),
+    ) -> FencedAnswer:
+        """One fenced execution waiting for ``wait_for``: its status, the timing from the
+        launch, the timing from the input fences signalling, and -- when the driver
+        returned before its work ended -- its fence and callback (the timings then None)."""
         ...
 
     async def configure_execution_burst(
@@ -123,12 +143,6 @@ class CanonicalExecution(Protocol):
         """One computation: its status and the driver's timing."""
         ...
 
-    async def compute_fenced(
-        self, deadline_ns: int | None, duration_ns: int | None
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
-        """One fenced computation: status, timing from launch, timing from the fences."""
-        ...
-
 
 class CachedRequestExecution:
     """A reusable execution of a driver that has no IExecution: each computation executes
@@ -155,14 +169,6 @@ class CachedRequestExecution:
         """The prepared model's execute."""
         return await self.prepared.execute(
             self.request, self.measure, deadline_ns, self.loop_timeout_ns
-        )
-
-    async def compute_fenced(
-        self, deadline_ns: int | None, duration_ns: int | None
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
-        """The prepared model's execute_fenced."""
-        return await self.prepared.execute_fenced(
-            self.request, self.measure, deadline_ns, self.loop_timeout_ns, duration_ns
         )
 
 

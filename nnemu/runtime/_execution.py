@@ -10,7 +10,7 @@ and §5).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from nnemu.hal import (
@@ -18,7 +18,9 @@ from nnemu.hal import (
     LOOP_TIMEOUT_MAXIMUM_NS,
     UINT64_MAX,
     ErrorStatus,
+    FenceState,
     IBurst,
+    ISyncFence,
     MeasureTiming,
     Model,
     OutputShape,
@@ -32,6 +34,7 @@ from nnemu.ipc import FMQ_TRANSFER_NS, DeadObject
 from nnemu.runtime._canonical import CanonicalBurst, CanonicalExecution, CanonicalPreparedModel
 from nnemu.runtime._compilation import Burst, Compilation
 from nnemu.runtime._devices import CPU_DEVICE_NAME, RuntimeDevice
+from nnemu.runtime._fenced import compute_fenced
 from nnemu.runtime._memory import (
     Memory,
     MemoryArgument,
@@ -57,7 +60,6 @@ _FREE_MARK = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_free
 # A driver step's section names: the runtime's (PIO, then PR) and the IPC phase's (PE).
 _EXECUTE = "DriverPreparedModel::execute"
 _EXECUTE_IPC = "DriverPreparedModel::execute::execute"
-_EXECUTE_FENCED = "DriverPreparedModel::executeFenced"
 # The marks of one driver step, built once (Tracer.enter, Section.switch_to).
 # Enum members the per-execution path compares with or returns, as module constants: on
 # Python 3.11 ``Enum.MEMBER`` goes through ``EnumType.__getattr__``'s lookup hook (~60 ns;
@@ -65,37 +67,69 @@ _EXECUTE_FENCED = "DriverPreparedModel::executeFenced"
 _NO_ERROR: Final = ResultCode.NO_ERROR
 _MEASURE_YES: Final = MeasureTiming.YES
 _MEASURE_NO: Final = MeasureTiming.NO
+_NONE: Final = ErrorStatus.NONE
+_OP_FAILED: Final = ResultCode.OP_FAILED
 
-_IO_MARK = {
-    False: mark(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, _EXECUTE),
-    True: mark(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, _EXECUTE_FENCED),
-}
-_IPC_MARK = {
-    False: mark(Layer.IPC, Phase.EXECUTION, _EXECUTE_IPC),
-    True: mark(Layer.IPC, Phase.EXECUTION, _EXECUTE_FENCED),
-}
-_RESULTS_MARK = {
-    False: mark(Layer.RUNTIME, Phase.RESULTS, _EXECUTE),
-    True: mark(Layer.RUNTIME, Phase.RESULTS, _EXECUTE_FENCED),
-}
+_IO_MARK: Final = mark(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, _EXECUTE)
+_IPC_MARK: Final = mark(Layer.IPC, Phase.EXECUTION, _EXECUTE_IPC)
+_RESULTS_MARK: Final = mark(Layer.RUNTIME, Phase.RESULTS, _EXECUTE)
 _BURST_MARK = mark(Layer.IPC, Phase.EXECUTION, "ExecutionBurstController::compute")
 
 
 class Event:
-    """ANeuralNetworksEvent: completion of an asynchronous or fenced execution."""
+    """ANeuralNetworksEvent: completion of an asynchronous or fenced execution.
 
-    def __init__(self, runtime: Runtime) -> None:
+    An event over a sync fence (a fenced execution whose driver returned one, or
+    ``create_from_sync_fence``) is AOSP's ``SyncFenceEvent``: waiting waits for the fence,
+    and its status is the fenced callback's when the fence signalled in error
+    (GENERAL_FAILURE without a callback).  Any other is a ``CallbackEvent``.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        sync_fence: ISyncFence | None = None,
+        info: Callable[[], tuple[ErrorStatus, Timing, Timing]] | None = None,
+    ) -> None:
         self.runtime = runtime
         self._done = SimEvent(runtime.kernel)
+        self.sync_fence = sync_fence
+        """The sync fence the event stands for (``getSyncFenceFd``), or None."""
+        self._info = info
+
+    @classmethod
+    def create_from_sync_fence(cls, runtime: Runtime, fence: ISyncFence) -> Event:
+        """ANeuralNetworksEvent_createFromSyncFenceFd: an event over another producer's fence
+        (an invalid fd is BAD_DATA in AOSP; an emulated fence is always valid)."""
+        return cls(runtime, fence)
 
     def _signal(self, code: ResultCode) -> None:
         self._done.set(code)
+
+    async def wait_done(self) -> None:
+        """``IEvent::wait``: block until it completed, without the NDK call or a status."""
+        if self.sync_fence is not None:
+            await self.sync_fence.wait()
+        else:
+            await self._done.wait()
+
+    def status(self) -> ErrorStatus:
+        """``SyncFenceEvent::getStatus`` of a completed fence event."""
+        fence = self.sync_fence
+        if fence is None or fence.poll() is FenceState.SIGNALED:
+            return ErrorStatus.NONE
+        if self._info is None:
+            return ErrorStatus.GENERAL_FAILURE
+        return self._info()[0]
 
     async def wait(self) -> ResultCode:
         """ANeuralNetworksEvent_wait: block (no timeout) and return the execution's code."""
         runtime = self.runtime
         with runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksEvent_wait"):
             await runtime.kernel.sync()
+            if self.sync_fence is not None:
+                await self.sync_fence.wait()
+                return status_to_code(self.status())
             code: ResultCode = await self._done.wait()
             return code
 
@@ -138,6 +172,9 @@ class Execution:
         self._unspecified: set[int] = set()
         """Outputs whose last ``setOutput`` failed with BAD_DATA: they are unspecified, and
         a computation is BAD_DATA (``ExecutionBuilder``'s ``validateRequest``)."""
+        self.outputs_in_memory = False
+        """The outputs are ANeuralNetworksMemory (``setOutputFromMemory``), not pointers: a
+        fenced execution then returns without waiting for its driver's fence (``_fenced``)."""
 
     @classmethod
     def create(cls, compilation: Compilation) -> tuple[ResultCode, Execution | None]:
@@ -408,21 +445,26 @@ class Execution:
     ) -> tuple[ResultCode, Event | None]:
         """ANeuralNetworksExecution_startComputeWithDependencies (fenced execution).
 
-        As the R runtime (``NeuralNetworks.cpp``, ``ExecutionBuilder::computeFenced``): the
-        dependencies are waited for first, and their results do not matter (an event without
-        a sync fence -- every event here: the emulated drivers, like the sample driver,
-        return none -- is only waited on); then BAD_STATE once started, BAD_DATA for a
-        non-zero ``duration_ns`` without exactly one device or for a model output whose
-        dimensions are not fully specified; then the plan runs, ``executeFenced`` on 1.3
-        drivers, a synchronous execution otherwise.  A failure is returned here, with no
-        event; on success the event is already signalled (the drivers run inside the call).
+        As the R runtime (``NeuralNetworks.cpp``, ``ExecutionBuilder::computeFenced``): a
+        dependency without a sync fence is waited for first and its result does not matter;
+        the others' fences are handed to the plan (``_fenced.compute_fenced``).  Then
+        BAD_STATE once started, BAD_DATA for a non-zero ``duration_ns`` without exactly one
+        device or for a model output whose dimensions are not fully specified; then the
+        plan runs.  A failure is returned here, with no event.  On success the event stands
+        for the last step's sync fence when its driver returned one -- the execution
+        completes when that fence signals, in error when the work failed -- and is already
+        signalled otherwise.
         """
         runtime = self.runtime
         with runtime.ndk_call(
             Phase.EXECUTION, "ANeuralNetworksExecution_startComputeWithDependencies"
         ):
+            wait_for = []
             for dependency in dependencies:
-                await dependency._done.wait()
+                if dependency.sync_fence is None:
+                    await dependency.wait_done()
+                else:
+                    wait_for.append(dependency.sync_fence)
             if self._busy():
                 return ResultCode.BAD_STATE, None
             if self._unspecified or (duration_ns and not self.compilation.single_device):
@@ -433,14 +475,28 @@ class Execution:
                 if operand.type.is_tensor and (not operand.dimensions or 0 in operand.dimensions):
                     return ResultCode.BAD_DATA, None
             self._start(fenced=True)
-            code = await self._run_plan(fenced=True, duration_ns=duration_ns or None)
-            self._finish(code)
+            code, launch = await compute_fenced(self, tuple(wait_for), duration_ns or None)
             if code is not ResultCode.NO_ERROR:
+                self._finish(code)
                 return code, None
-            event = Event(runtime)
             await runtime.kernel.sync()
-            event._signal(code)
-            return ResultCode.NO_ERROR, event
+            if launch is None:
+                self._finish(code)
+                event = Event(runtime)
+                event._signal(code)
+                return ResultCode.NO_ERROR, event
+            info = launch.info
+
+            def completed(state: FenceState) -> None:
+                status, timing, timing_fenced = info()
+                if state is FenceState.SIGNALED:
+                    self.timing, self.timing_fenced = timing, timing_fenced
+                    self._finish(ResultCode.NO_ERROR)
+                else:
+                    self._finish(status_to_code(status) if status is not _NONE else _OP_FAILED)
+
+            launch.sync_fence.on_signal(completed)
+            return ResultCode.NO_ERROR, Event(runtime, launch.sync_fence, info)
 
     async def burst_compute(self, burst: Burst) -> ResultCode:
         """ANeuralNetworksExecution_burstCompute: run through a burst (one execution at a time)."""
@@ -461,13 +517,7 @@ class Execution:
             return code
 
     # ------------------------------------------------------------ the plan
-    async def _run_plan(
-        self,
-        *,
-        fenced: bool = False,
-        duration_ns: int | None = None,
-        burst: Burst | None = None,
-    ) -> ResultCode:
+    async def _run_plan(self, *, burst: Burst | None = None) -> ResultCode:
         """Run every step; CPU fallback as the R runtime does it."""
         compilation = self.compilation
         steps = compilation.steps
@@ -480,12 +530,7 @@ class Execution:
                 code = await self._run_on_burst(compilation.prepared[index], context)
             else:
                 code = await self._run_on_driver(
-                    compilation.prepared[index],
-                    step.device,
-                    fenced,
-                    duration_ns,
-                    burst=context,
-                    step=index,
+                    compilation.prepared[index], step.device, burst=context, step=index
                 )
             if code is _NO_ERROR:
                 continue
@@ -501,9 +546,6 @@ class Execution:
                 if compound:
                     return await self._full_cpu_fallback()
                 return _app_visible(code)
-            if fenced:
-                # startComputeFenced: a failed driver step means the whole model on the CPU.
-                return await self._full_cpu_fallback()
             code = await self._partial_cpu_fallback(step)
             if code is not ResultCode.NO_ERROR:
                 if compound:
@@ -586,9 +628,7 @@ class Execution:
         request: Request,
         measure: MeasureTiming,
         step: int,
-        fenced: bool,
-        duration_ns: int | None,
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
         """One computation of driver step ``step`` of a reusable execution, through the
         step's reusable execution: created at the first computation (``StepExecutor``'s,
         with the execution's measure and loop timeout, frozen by then); a failed creation's
@@ -599,12 +639,9 @@ class Execution:
                 request, measure, self.loop_timeout_ns
             )
             if reused is None:
-                return status, None, None
+                return status, None
             self._step_executions[step] = reused
-        if fenced:
-            return await reused.compute_fenced(self.deadline_ns, duration_ns)
-        status, timing = await reused.compute(self.deadline_ns)
-        return status, timing, timing
+        return await reused.compute(self.deadline_ns)
 
     async def _run_on_burst(self, prepared: CanonicalPreparedModel, context: IBurst) -> ResultCode:
         """ExecutionBurstController::compute: one request packet over the burst's FMQs."""
@@ -636,52 +673,40 @@ class Execution:
         self,
         prepared: CanonicalPreparedModel,
         device: RuntimeDevice,
-        fenced: bool,
-        duration_ns: int | None,
         *,
         burst: CanonicalBurst | None = None,
         step: int = 0,
     ) -> ResultCode:
-        """DriverPreparedModel::execute(Fenced): one step on a driver, over the binder --
-        through an AIDL driver's IBurst for ``burst``, and through the step's reusable
-        execution (created at the first computation) for a reusable execution."""
+        """DriverPreparedModel::execute: one step on a driver, over the binder -- through an
+        AIDL driver's IBurst for ``burst``, and through the step's reusable execution (created
+        at the first computation) for a reusable execution (a fenced execution's steps are
+        ``_fenced``'s)."""
         runtime = self.runtime
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
         if self.memories:
-            compilation = self.compilation
-            step = next(i for i, p in compilation.prepared.items() if p is prepared)
-            request = memory_request(request, self.memories, compilation, step)
+            request = memory_request(request, self.memories, self.compilation, step)
         measure = _MEASURE_YES if self.measure else _MEASURE_NO
         status: ErrorStatus | DeadObject
-        with runtime.tracer.enter(_IO_MARK[fenced]) as section:
+        with runtime.tracer.enter(_IO_MARK) as section:
             kernel.work(PER_OP_NS * (len(request.inputs) + len(request.outputs)))
-            section.switch_to(_IPC_MARK[fenced])
+            section.switch_to(_IPC_MARK)
             try:
                 if burst is not None:
                     status, timing = await burst.execute(
                         request, measure, self.deadline_ns, self.loop_timeout_ns
                     )
-                    timing_fenced = timing
                 elif self.reusable:
-                    status, timing, timing_fenced = await self._compute_reused(
-                        prepared, request, measure, step, fenced, duration_ns
-                    )
-                elif fenced:
-                    status, timing, timing_fenced = await prepared.execute_fenced(
-                        request, measure, self.deadline_ns, self.loop_timeout_ns, duration_ns
-                    )
+                    status, timing = await self._compute_reused(prepared, request, measure, step)
                 else:
                     status, timing = await prepared.execute(
                         request, measure, self.deadline_ns, self.loop_timeout_ns
                     )
-                    timing_fenced = timing
             finally:
                 # The results phase is charged however the call ended.
-                section.switch_to(_RESULTS_MARK[fenced])
+                section.switch_to(_RESULTS_MARK)
                 kernel.work(API_CALL_NS)
-        self.timing = timing
-        self.timing_fenced = timing_fenced
+        self.timing = self.timing_fenced = timing
         if isinstance(status, DeadObject):
             runtime.forget(device)
             return ResultCode.DEAD_OBJECT

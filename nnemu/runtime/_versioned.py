@@ -20,10 +20,13 @@ from nnemu.hal import (
     DeviceType,
     ErrorStatus,
     ExecutionPreference,
+    FenceState,
     HalVersion,
     IBurst,
     IExecutionCallback,
+    IFencedExecutionCallback,
     IPreparedModelCallback,
+    ISyncFence,
     MeasureTiming,
     Model,
     Priority,
@@ -38,6 +41,8 @@ from nnemu.runtime._canonical import (
     CacheHandles,
     CanonicalDevice,
     CanonicalPreparedModel,
+    FencedAnswer,
+    FencedLaunch,
 )
 from nnemu.runtime._devices import (
     DriverConnection,
@@ -244,18 +249,23 @@ class VersionedIPreparedModel:
         deadline_ns: int | None,
         loop_timeout_ns: int,
         duration_ns: int | None,
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None, Timing | None]:
-        """executeFenced on 1.3 (no fences to wait for); older drivers run ``execute``.
+        wait_for: Sequence[ISyncFence] = (),
+    ) -> FencedAnswer:
+        """executeFenced on 1.3; older drivers: wait for the fences, then run ``execute``.
 
-        Returns the status, the timing from the launch and the timing from the input
-        fences signalling.  A 1.3 driver returns its error from the call itself (the
-        sample driver's executeFenced); the emulated drivers signal the result fence
-        inside the call, so on success both timings come from the fenced callback's
-        getExecutionInfo.  An older driver's one timing stands for both.
+        As ``VersionedIPreparedModel::executeFenced``: a 1.3 driver's error comes back from
+        the call itself; on success its callback's getExecutionInfo gives both timings when
+        the work was done inside the call (an empty sync fence), else the fence and the
+        callback come back for the runtime to wait on.  Before 1.3 the runtime waits for
+        each fence itself (one that does not signal: GENERAL_FAILURE, OP_FAILED to the
+        app) and executes synchronously; the one timing stands for both.
         """
         if self.version is not HalVersion.V1_3:
+            for fence in wait_for:
+                if await fence.wait() is not FenceState.SIGNALED:
+                    return ErrorStatus.GENERAL_FAILURE, None, None, None
             status, timing = await self.execute(request, measure, deadline_ns, loop_timeout_ns)
-            return status, timing, timing
+            return status, timing, timing, None
         answer = await self._binder.call(
             self.endpoint,
             "IPreparedModel",
@@ -263,19 +273,24 @@ class VersionedIPreparedModel:
             partial(
                 self.prepared.executeFenced,
                 request,
-                (),
+                tuple(wait_for),
                 measure,
                 deadline_ns,
                 loop_timeout_ns,
                 duration_ns,
             ),
+            reply_overlaps=_left_pending,
         )
         if isinstance(answer, DeadObject):
-            return DEAD, None, None
+            return DEAD, None, None, None
         status, fenced_callback = answer[0], answer[1]
         if status is not ErrorStatus.NONE or fenced_callback is None:
-            return status, None, None
-        return fenced_callback.get_execution_info()
+            return status, None, None, None
+        returned = fenced_callback.sync_fence
+        if returned is not None:
+            return status, None, None, FencedLaunch(returned, fenced_callback.get_execution_info)
+        info_status, launched, fenced = fenced_callback.get_execution_info()
+        return info_status, launched, fenced, None
 
     async def create_reusable_execution(
         self, request: Request, measure: MeasureTiming, loop_timeout_ns: int
@@ -297,6 +312,13 @@ class VersionedIPreparedModel:
             return None
         status, context = answer
         return context if status is ErrorStatus.NONE else None
+
+
+def _left_pending(answer: tuple[ErrorStatus, IFencedExecutionCallback | None]) -> bool:
+    """Whether an executeFenced answer's fence has yet to signal (its work under way)."""
+    callback = answer[1]
+    fence = callback.sync_fence if callback is not None else None
+    return fence is not None and fence.poll() is FenceState.ACTIVE
 
 
 class VersionedIDevice(DriverConnection[DriverDevice]):

@@ -176,6 +176,10 @@ WORKLOAD_REQUIRED: Final = {
     WorkloadKind.TRACE: ("arrivals_ms",),
 }
 """The fields each workload kind needs."""
+SYNC_FENCES_RULE: Final = "false unless hal_version is 1.3 or AIDL (executeFenced)"
+"""Which devices may return sync fences."""
+PIPELINE_RULE: Final = "1 unless execution_mode is fenced and reusable is false"
+"""Which apps may chain fenced executions."""
 _WINDOW: Final = frozenset({"at_ms", "until_ms"})
 FAULT_FIELDS: Final = {
     FaultKind.CRASH: (("at_ms",), frozenset({"at_ms"})),
@@ -312,6 +316,14 @@ class DeviceSpec:
     """Most executions waiting for a compute unit; None = unbounded."""
     faults: tuple[FaultSpec, ...] = ()
     """Injected faults."""
+    sync_fences: bool = False
+    """executeFenced returns at once with a sync fence that a worker thread signals when the
+    work ends (in error when it fails), instead of working inside the call as the sample
+    driver does (HAL 1.3 and AIDL only)."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.sync_fences and not self.hal_version.at_least(HalVersion.V1_3):
+            raise SpecValueError("DeviceSpec", "sync_fences", SYNC_FENCES_RULE, self.sync_fences)
 
 
 @attrs.frozen(kw_only=True)
@@ -475,8 +487,14 @@ class AppSpec:
     """Execution_setOutput's buffer length per model output (missing: exactly enough)."""
     memory: MemoryMode = MemoryMode.ASHMEM
     """Inputs and outputs in shared memory, or in device memory (Memory_createFromDesc)."""
+    pipeline: int = limited(COUNT1, 1)
+    """Fenced executions per frame (>= 1): each one's startComputeWithDependencies depends
+    on the previous one's event, and the frame waits for the last (execution_mode fenced,
+    not reusable, when > 1)."""
 
     def __attrs_post_init__(self) -> None:
+        if self.pipeline > 1 and (self.execution_mode is not ExecutionMode.FENCED or self.reusable):
+            raise SpecValueError("AppSpec", "pipeline", PIPELINE_RULE, self.pipeline)
         for attr in ("compile_timeout_ms", "execution_timeout_ms"):
             if getattr(self, attr) is not None and (self.devices is None or len(self.devices) != 1):
                 raise SpecValueError(

@@ -12,6 +12,7 @@ from yaml.nodes import SequenceNode
 
 from nnemu.errors import EmulatorBug
 from nnemu.hal import (
+    HalVersion,
     OperationType,
     build_chain,
     build_preset,
@@ -26,11 +27,14 @@ from nnemu.scenario._model import (
     DTYPES,
     FAULT_FIELDS,
     LAYERS_WITH_FILTER,
+    PIPELINE_RULE,
     PRESETS,
+    SYNC_FENCES_RULE,
     WORKLOAD_FIELDS,
     WORKLOAD_REQUIRED,
     AppSpec,
     DeviceSpec,
+    ExecutionMode,
     FaultKind,
     FaultSpec,
     LayerSpec,
@@ -92,6 +96,13 @@ class _Checker(_Walker):
                 f"expected a device name other than {CPU_DEVICE_NAME!r} "
                 f"(the runtime's CPU device), got {CPU_DEVICE_NAME!r}",
             )
+        version = m.values.get("hal_version")
+        if (
+            m.values.get("sync_fences") is True
+            and isinstance(version, HalVersion)
+            and not version.at_least(HalVersion.V1_3)
+        ):
+            self.expected(*m.at("sync_fences"), SYNC_FENCES_RULE)
         files = m.values.get("cache_files")
         if isinstance(files, tuple) and len(files) != 2:
             node, path = m.at("cache_files")
@@ -246,6 +257,11 @@ class _Checker(_Walker):
                     "(setTimeout needs a single-device compilation)",
                     found,
                 )
+        pipeline = m.values.get("pipeline")
+        if isinstance(pipeline, int) and pipeline > 1:
+            mode = m.values.get("execution_mode", ExecutionMode.SYNC)
+            if mode is not ExecutionMode.FENCED or m.values.get("reusable") is True:
+                self.expected(*m.at("pipeline"), PIPELINE_RULE)
         if not m.given("workload") and not self.has_duration:
             self.problem(
                 m.node,

@@ -5,6 +5,7 @@ by mypyc with the tracer (``nnemu._native``).  Thread identities and the waits' 
 (``_threads``, ``_waits``) are never compiled.
 """
 
+from nnemu.sim._fence import SyncFence, signalled_fence
 from nnemu.sim._files import FileHandle, FileSystem
 from nnemu.sim._kernel import Kernel, SimEvent, SimQueue, ThreadPool, WakeHandle, us
 from nnemu.sim._process import ProcessTable, SimProcess
@@ -28,12 +29,14 @@ __all__ = [
     "SimProcess",
     "SimQueue",
     "SimThread",
+    "SyncFence",
     "ThreadPool",
     "WakeHandle",
     "as_thread",
     "current_thread",
     "enter_thread",
     "leave_thread",
+    "signalled_fence",
     "us",
     "virtual_time_ms",
 ]

@@ -174,6 +174,11 @@ class Kernel:
         """Called with (time, description) before each timer or timed callback is taken
         (manual stepping); None costs nothing."""
 
+    @property
+    def closing(self) -> bool:
+        """Whether the run is being torn down (cleanup code of cancelled tasks is running)."""
+        return self._closing
+
     # ------------------------------------------------------------------ time
     def task_now_ns(self) -> int:
         """The running task's own time (ns): ``clock_ns`` plus the CPU work it has done since

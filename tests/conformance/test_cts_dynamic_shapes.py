@@ -15,7 +15,7 @@ import pytest
 from nnemu.hal import ErrorStatus, Model, ResultCode, build_preset
 from nnemu.runtime import Compilation, Execution
 from nnemu.scenario import DeviceSpec
-from tests.conformance._harness import V12, V13
+from tests.conformance._harness import V10, V11, V12, V13, request_for
 from tests.conformance.test_cts_execution import _force, _perf, _run
 
 OK, BAD_DATA, BAD_STATE = ResultCode.NO_ERROR, ResultCode.BAD_DATA, ResultCode.BAD_STATE
@@ -234,3 +234,49 @@ async def test_fenced_execution_refuses_unknown_output_dimensions(autojump_clock
 
     await world.run(app)
     assert seen == [(BAD_DATA, None)]
+
+
+@pytest.mark.parametrize("version", [V10, V11, V12, V13], ids=_hal_id)
+async def test_validateRequest_pre12_outputs_fully_specified(autojump_clock, driver_world, version):
+    """common/ValidateHal.cpp validateRequest: an output may leave a dimension unspecified only
+    for a 1.2+ model (``allowUnspecified = version >= V1_2 && allowUnspecifiedOutput``): a
+    1.0/1.1 driver, which keeps a V1_0 model, refuses the request with INVALID_ARGUMENT."""
+    world = driver_world(version)
+    answers: list[object] = []
+    m = _dynamic()
+
+    async def client():
+        prepared = await world.prepared_model(version, m)
+        answers.append(await world.execute_async(V10, prepared, request_for(m)))
+
+    await world.run(client)
+    [(launch, notifies)] = answers
+    if version in (V10, V11):
+        assert launch is ErrorStatus.INVALID_ARGUMENT
+        assert [n[0] for n in notifies] == [ErrorStatus.INVALID_ARGUMENT]
+    else:
+        assert launch is ErrorStatus.NONE
+        assert [n[0] for n in notifies] == [ErrorStatus.NONE]
+
+
+@pytest.mark.parametrize("version", [V10, V11], ids=_hal_id)
+async def test_pre12_driver_unknown_output_dimensions_run_on_the_cpu(
+    autojump_clock, runtime_world, version
+):
+    """ExecutionBuilder.cpp asyncStartComputePartitioned over ValidateHal.cpp validateRequest:
+    a 1.0/1.1 driver refuses an execution whose output dimensions are unknown, so with
+    Compilation_create the runtime reruns the step on the CPU (NO_ERROR, the shapes from
+    the CPU executor) and with createForDevices the app gets BAD_DATA."""
+    world = runtime_world(DeviceSpec(name="npu", hal_version=version, performance=_perf(0.1)))
+    seen: list[object] = []
+
+    async def app(runtime):
+        fallback = await _execution(runtime, _dynamic())
+        seen.append(await fallback.compute())
+        seen.append((fallback.fell_back, runtime.cpu_stats.executions))
+        seen.append(fallback.get_output_operand_dimensions(0))
+        only = await _execution(runtime, _dynamic(), names=["npu"])
+        seen.append(await only.compute())
+
+    await world.run(app)
+    assert seen == [OK, (True, 1), (OK, (1, 1)), BAD_DATA]  # unknown dims produce 1 here

@@ -5,10 +5,15 @@ The S runtime's rules (packages/modules/NeuralNetworks runtime/ExecutionBuilder.
 ``setReusable`` is BAD_STATE once a computation started; a non-reusable execution
 computes once (BAD_STATE on the next compute), a reusable one any number of times, but
 never while one of its computations is in flight (BAD_STATE); every setter stays frozen
-after the first computation.  The CTS ``ValidationTestExecution`` reusable cases of
-runtime/test/TestValidation.cpp assert these codes; the stored AOSP index here holds the
-runtime sources, not those test bodies, so each test names the runtime function it holds
-the emulation to.
+after the first computation.  Each test names the CTS case of
+packages/modules/NeuralNetworks ``runtime/test/`` it mirrors: ``TestValidation.cpp``
+``ValidationTestCompilation.ExecutionUsability`` (its ``explicitlyDisableReusablility``
+and ``testTooLate`` parts), ``ReusableExecutionConcurrent`` /
+``NonReusableExecutionConcurrent`` (``testConcurrentExecution``), and ``TestExecution.cpp``
+``ExecutionTest10``-``13.WaitReusable`` (``TestWait(reusable=true)``: ``computeHelper``
+computes twice).  Not expressible: ``ValidationTestExecution.ExecutionSetReusable`` (a null
+execution is UNEXPECTED_NULL; Python passes no null) and ``TestGenerated.cpp``'s reusable
+variants (they compare output data, which nnemu does not compute).
 """
 
 from __future__ import annotations
@@ -70,9 +75,10 @@ async def _once(execution: Execution, mode: str, burst: Burst | None = None) -> 
 async def test_checkAndSetComputationState_compute_again(
     autojump_clock, runtime_world, monkeypatch, mode, reusable, hal
 ):
-    """ExecutionBuilder::checkAndSetComputationState: a second computation of a completed
-    execution is BAD_STATE unless it is reusable; a reusable one computes three times (the
-    driver runs three times)."""
+    """CTS TestValidation.cpp ValidationTestCompilation.ExecutionUsability (a non-reusable
+    execution is BAD_STATE when computed again, in each mode) and TestExecution.cpp
+    ExecutionTest13.WaitReusable (a reusable one computes again); here three times, the
+    driver running each time (ExecutionBuilder::checkAndSetComputationState)."""
     world = runtime_world(DeviceSpec(name="npu", hal_version=hal))
     runs = _count(monkeypatch)
     codes: list[ResultCode] = []
@@ -94,9 +100,12 @@ async def test_checkAndSetComputationState_compute_again(
 
 @pytest.mark.parametrize("reusable", [False, True], ids=["non-reusable", "reusable"])
 async def test_checkAndSetComputationState_in_flight(autojump_clock, runtime_world, reusable):
-    """ExecutionBuilder::checkAndSetComputationState: while a computation is in flight
-    (startCompute before its event signalled) every compute of the same execution is
-    BAD_STATE, reusable or not; once it completed a reusable execution computes again."""
+    """CTS TestValidation.cpp ValidationTestCompilation.ReusableExecutionConcurrent /
+    NonReusableExecutionConcurrent (testConcurrentExecution: of two concurrent computations
+    one may be BAD_STATE), made deterministic: while a computation is in flight every
+    compute of the same execution is BAD_STATE, reusable or not, and so are the output
+    shapes (TestExecution.cpp getDimensionsWhileRunning); once it completed a reusable
+    execution computes again (ExecutionBuilder::checkAndSetComputationState)."""
     world = runtime_world(DeviceSpec(name="npu"))
     codes: list[object] = []
 
@@ -116,9 +125,10 @@ async def test_checkAndSetComputationState_in_flight(autojump_clock, runtime_wor
 
 
 async def test_setReusable_after_the_first_computation_is_bad_state(autojump_clock, runtime_world):
-    """ExecutionBuilder::setReusable: BAD_STATE once a computation started (even one that
-    completed), so a non-reusable execution cannot be made reusable afterwards; the other
-    settings (setOutput, setLoopTimeout, setTimeout, setMeasureTiming) are frozen too."""
+    """CTS TestValidation.cpp ValidationTestCompilation.ExecutionUsability, testTooLate:
+    setReusable(true/false) is BAD_STATE once a computation started (ExecutionBuilder::
+    setReusable), and so are setOutput and setLoopTimeout (with setTimeout and
+    setMeasureTiming, which ExecutionTiming checks); a reusable execution still computes."""
     world = runtime_world(DeviceSpec(name="npu"))
     codes: list[ResultCode] = []
 
@@ -141,9 +151,10 @@ async def test_setReusable_after_the_first_computation_is_bad_state(autojump_clo
 
 @pytest.mark.parametrize("hal", HALS, ids=lambda v: v.value)
 async def test_reusable_execution_after_an_error(autojump_clock, runtime_world, monkeypatch, hal):
-    """ExecutionBuilder::checkAndSetComputationState: an execution that completed with an
-    error is completed like any other: a reusable one computes again, and each computation's
-    result is its own (the driver fails every time here)."""
+    """CTS TestExecution.cpp ExecutionTest13.WaitReusable with a driver forced to
+    GENERAL_FAILURE (kTestValues): each computation of the reusable execution returns
+    OP_FAILED and its output dimensions are BAD_STATE, the second like the first
+    (ExecutionBuilder::checkAndSetComputationState: an error completes it too)."""
     world = runtime_world(DeviceSpec(name="npu", hal_version=hal))
     _force(monkeypatch, ErrorStatus.GENERAL_FAILURE)
     codes: list[object] = []
@@ -161,9 +172,10 @@ async def test_reusable_execution_after_an_error(autojump_clock, runtime_world, 
 
 @pytest.mark.parametrize("hal", HALS, ids=lambda v: v.value)
 async def test_reusable_execution_resizes_nothing(autojump_clock, runtime_world, hal):
-    """A reusable execution's outputs keep the buffer set before its first computation:
-    a dynamic output one byte short is OUTPUT_INSUFFICIENT_SIZE on every computation, and
-    the shapes are readable after each (ExecutionBuilder::getOutputOperandDimensions)."""
+    """CTS TestExecution.cpp ExecutionTest13.WaitReusable, OUTPUT_INSUFFICIENT_SIZE flavor:
+    both computations of a reusable execution whose dynamic output is one byte short end
+    OUTPUT_INSUFFICIENT_SIZE, and the dimensions are readable after each with that code
+    (the buffer set before the first computation is kept)."""
     world = runtime_world(DeviceSpec(name="npu", hal_version=hal))
     seen: list[object] = []
 

@@ -21,6 +21,7 @@ from nnemu.hal import OperationType
 from nnemu.scenario import (
     AppSpec,
     DeviceSpec,
+    ExecutionMode,
     FaultKind,
     FaultSpec,
     LayerSpec,
@@ -53,6 +54,7 @@ REQUIRED: dict[type, dict[str, Any]] = {
 NEEDS: dict[tuple[type, str], dict[str, Any]] = {
     (FaultSpec, "probability"): {"kind": FaultKind.TRANSIENT_FAILURE, "at_ms": None},
     (LayerSpec, "filter"): {"type": OperationType.CONV_2D, "output": (1, 1, 1, 1)},
+    (AppSpec, "pipeline"): {"execution_mode": ExecutionMode.FENCED},
     (WorkloadSpec, "period_ms"): {"kind": WorkloadKind.PERIODIC, "period_ms": 1.0},
     (WorkloadSpec, "rate_hz"): {"kind": WorkloadKind.POISSON, "rate_hz": 1.0},
     (WorkloadSpec, "burst_size"): {
