@@ -23,9 +23,7 @@ from nnemu.hal import (
     ErrorStatus,
     ExecutionConfig,
     ExecutionPreference,
-    FenceState,
     HalVersion,
-    IAidlFencedExecutionCallback,
     ISyncFence,
     MeasureTiming,
     Model,
@@ -41,6 +39,8 @@ from nnemu.runtime._aidl_exec import (
     AidlIBurst,
     AidlIExecution,
     execution_answer,
+    fenced_launch_answer,
+    left_pending,
     ns_or_none,
 )
 from nnemu.runtime._buffers import CanonicalBuffer, allocated
@@ -50,7 +50,6 @@ from nnemu.runtime._canonical import (
     CacheHandles,
     CanonicalExecution,
     FencedAnswer,
-    FencedLaunch,
 )
 from nnemu.runtime._devices import (
     AidlDriverDevice,
@@ -154,7 +153,7 @@ class AidlIPreparedModel:
                     _ns(deadline_ns),
                     _ns(duration_ns),
                 ),
-                reply_overlaps=_left_pending,
+                reply_overlaps=left_pending,
             )
         else:
             answer = await self._binder.call(
@@ -170,25 +169,9 @@ class AidlIPreparedModel:
                     loop_timeout_ns,
                     _ns(duration_ns),
                 ),
-                reply_overlaps=_left_pending,
+                reply_overlaps=left_pending,
             )
-        if isinstance(answer, DeadObject):
-            return DEAD, None, None, None
-        if isinstance(answer, ServiceSpecificError):
-            return answer.status, None, None, None
-        if isinstance(answer, UnknownTransaction):
-            return ErrorStatus.GENERAL_FAILURE, None, None, None
-        if answer.syncFence is not None:
-            return (
-                ErrorStatus.NONE,
-                None,
-                None,
-                FencedLaunch(answer.syncFence, partial(_info, answer)),
-            )
-        status, launched, fenced = _info(answer)
-        if status is not ErrorStatus.NONE:
-            return status, None, None, None
-        return status, launched, fenced, None
+        return fenced_launch_answer(answer)
 
     async def configure_execution_burst(
         self, callback: object, preference: int
@@ -420,18 +403,3 @@ if TYPE_CHECKING:
     ) -> tuple[CanonicalDevice, CanonicalPreparedModel]:
         """The AIDL family's adapters implement the canonical interface: mypy checks it here."""
         return device, prepared
-
-
-def _info(callback: IAidlFencedExecutionCallback) -> tuple[ErrorStatus, Timing, Timing]:
-    """An AIDL fenced callback's getExecutionInfo as the runtime's (status first, HIDL timing)."""
-    launched, fenced, status = callback.getExecutionInfo()
-    return status, launched.to_hidl(), fenced.to_hidl()
-
-
-def _left_pending(
-    answer: IAidlFencedExecutionCallback | ServiceSpecificError | UnknownTransaction | DeadObject,
-) -> bool:
-    """Whether an executeFenced answer's fence has yet to signal (its work under way)."""
-    if isinstance(answer, ServiceSpecificError | UnknownTransaction | DeadObject):
-        return False
-    return answer.syncFence is not None and answer.syncFence.poll() is FenceState.ACTIVE

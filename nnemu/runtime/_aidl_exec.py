@@ -13,6 +13,8 @@ or ``executeFenced`` per computation).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
 from typing import Final
 
 from nnemu.hal import (
@@ -20,9 +22,12 @@ from nnemu.hal import (
     ErrorStatus,
     ExecutionConfig,
     ExecutionResult,
+    FenceState,
     HalVersion,
     IAidlBurst,
     IAidlExecution,
+    IAidlFencedExecutionCallback,
+    ISyncFence,
     MeasureTiming,
     Request,
     ServiceSpecificError,
@@ -30,6 +35,7 @@ from nnemu.hal import (
     UnknownTransaction,
 )
 from nnemu.ipc import DEAD, Binder, DeadObject, Endpoint
+from nnemu.runtime._canonical import FencedAnswer, FencedLaunch
 
 _NO_TOKEN: Final = -1
 """The memory identifier token of a request pool the burst has not cached."""
@@ -55,6 +61,40 @@ def execution_answer(
     if not answer.output_sufficient_size:
         return ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, None
     return ErrorStatus.NONE, answer.timing.to_hidl()
+
+
+def fenced_launch_answer(
+    answer: IAidlFencedExecutionCallback | ServiceSpecificError | UnknownTransaction | DeadObject,
+) -> FencedAnswer:
+    """A fenced AIDL execution's answer as the runtime's: the status and the callback's two
+    timings, or the result's fence and callback when its work is still under way."""
+    if isinstance(answer, DeadObject):
+        return DEAD, None, None, None
+    if isinstance(answer, ServiceSpecificError):
+        return answer.status, None, None, None
+    if isinstance(answer, UnknownTransaction):
+        return ErrorStatus.GENERAL_FAILURE, None, None, None
+    if answer.syncFence is not None:
+        return ErrorStatus.NONE, None, None, FencedLaunch(answer.syncFence, partial(_info, answer))
+    status, launched, fenced = _info(answer)
+    if status is not ErrorStatus.NONE:
+        return status, None, None, None
+    return status, launched, fenced, None
+
+
+def left_pending(
+    answer: IAidlFencedExecutionCallback | ServiceSpecificError | UnknownTransaction | DeadObject,
+) -> bool:
+    """Whether an executeFenced answer's fence has yet to signal (its work under way)."""
+    if isinstance(answer, ServiceSpecificError | UnknownTransaction | DeadObject):
+        return False
+    return answer.syncFence is not None and answer.syncFence.poll() is FenceState.ACTIVE
+
+
+def _info(callback: IAidlFencedExecutionCallback) -> tuple[ErrorStatus, Timing, Timing]:
+    """An AIDL fenced callback's getExecutionInfo as the runtime's (status first, HIDL timing)."""
+    launched, fenced, status = callback.getExecutionInfo()
+    return status, launched.to_hidl(), fenced.to_hidl()
 
 
 class AidlIBurst:
@@ -136,3 +176,21 @@ class AidlIExecution:
             ns_or_none(deadline_ns),
         )
         return execution_answer(answer)
+
+    async def compute_fenced(
+        self, deadline_ns: int | None, duration_ns: int | None, wait_for: Sequence[ISyncFence]
+    ) -> FencedAnswer:
+        """``IExecution::executeFenced`` after ``wait_for``."""
+        answer = await self._binder.call(
+            self.endpoint,
+            self._iface,
+            "executeFenced",
+            partial(
+                self.execution.executeFenced,
+                tuple(wait_for),
+                ns_or_none(deadline_ns),
+                ns_or_none(duration_ns),
+            ),
+            reply_overlaps=left_pending,
+        )
+        return fenced_launch_answer(answer)

@@ -143,6 +143,13 @@ class CanonicalExecution(Protocol):
         """One computation: its status and the driver's timing."""
         ...
 
+    async def compute_fenced(
+        self, deadline_ns: int | None, duration_ns: int | None, wait_for: Sequence[ISyncFence]
+    ) -> FencedAnswer:
+        """One fenced computation after ``wait_for`` (as ``CanonicalPreparedModel``'s
+        ``execute_fenced`` answers)."""
+        ...
+
 
 class CachedRequestExecution:
     """A reusable execution of a driver that has no IExecution: each computation executes
@@ -169,6 +176,14 @@ class CachedRequestExecution:
         """The prepared model's execute."""
         return await self.prepared.execute(
             self.request, self.measure, deadline_ns, self.loop_timeout_ns
+        )
+
+    async def compute_fenced(
+        self, deadline_ns: int | None, duration_ns: int | None, wait_for: Sequence[ISyncFence]
+    ) -> FencedAnswer:
+        """The prepared model's execute_fenced."""
+        return await self.prepared.execute_fenced(
+            self.request, self.measure, deadline_ns, self.loop_timeout_ns, duration_ns, wait_for
         )
 
 

@@ -622,17 +622,12 @@ class Execution:
                             split.on_device(CPU_DEVICE_NAME, started, started, ended, 0)
             return ResultCode.NO_ERROR
 
-    async def _compute_reused(
-        self,
-        prepared: CanonicalPreparedModel,
-        request: Request,
-        measure: MeasureTiming,
-        step: int,
-    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
-        """One computation of driver step ``step`` of a reusable execution, through the
-        step's reusable execution: created at the first computation (``StepExecutor``'s,
-        with the execution's measure and loop timeout, frozen by then); a failed creation's
-        status is the computation's."""
+    async def reused_step(
+        self, prepared: CanonicalPreparedModel, request: Request, measure: MeasureTiming, step: int
+    ) -> tuple[ErrorStatus | DeadObject, CanonicalExecution | None]:
+        """Driver step ``step``'s reusable execution: created at the first computation
+        (``StepExecutor``'s, with the execution's measure and loop timeout, frozen by then);
+        a failed creation's status, and None."""
         reused = self._step_executions.get(step)
         if reused is None:
             status, reused = await prepared.create_reusable_execution(
@@ -641,6 +636,16 @@ class Execution:
             if reused is None:
                 return status, None
             self._step_executions[step] = reused
+        return ErrorStatus.NONE, reused
+
+    async def _compute_reused(
+        self, prepared: CanonicalPreparedModel, request: Request, measure: MeasureTiming, step: int
+    ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
+        """One computation of driver step ``step`` of a reusable execution, through the
+        step's reusable execution; a failed creation's status is the computation's."""
+        status, reused = await self.reused_step(prepared, request, measure, step)
+        if reused is None:
+            return status, None
         return await reused.compute(self.deadline_ns)
 
     async def _run_on_burst(self, prepared: CanonicalPreparedModel, context: IBurst) -> ResultCode:

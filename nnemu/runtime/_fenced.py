@@ -17,17 +17,23 @@ from collections.abc import Sequence
 from typing import Final, Protocol
 
 from nnemu.hal import (
+    ErrorStatus,
     FenceState,
     ISyncFence,
     MeasureTiming,
     Model,
+    Request,
     ResultCode,
     Timing,
     code_to_status,
     status_to_code,
 )
 from nnemu.ipc import DeadObject
-from nnemu.runtime._canonical import CanonicalPreparedModel, FencedLaunch
+from nnemu.runtime._canonical import (
+    CanonicalExecution,
+    CanonicalPreparedModel,
+    FencedLaunch,
+)
 from nnemu.runtime._compilation import Compilation
 from nnemu.runtime._devices import RuntimeDevice
 from nnemu.runtime._memory import MemoryArgument, memory_request
@@ -56,6 +62,11 @@ class Execution(Protocol):
     timing_fenced: Timing | None
     fell_back: bool
     memories: dict[tuple[bool, int], MemoryArgument]
+    reusable: bool
+
+    async def reused_step(
+        self, prepared: CanonicalPreparedModel, request: Request, measure: MeasureTiming, step: int
+    ) -> tuple[ErrorStatus | DeadObject, CanonicalExecution | None]: ...
 
     def _sized(self) -> ResultCode: ...
 
@@ -130,9 +141,9 @@ async def _driver_step(
     runtime = execution.runtime
     kernel = runtime.kernel
     request = runtime.request_for(prepared.model)
+    compilation = execution.compilation
+    step = next(i for i, p in compilation.prepared.items() if p is prepared)
     if execution.memories:
-        compilation = execution.compilation
-        step = next(i for i, p in compilation.prepared.items() if p is prepared)
         request = memory_request(request, execution.memories, compilation, step)
     measure = MeasureTiming.YES if execution.measure else MeasureTiming.NO
     launch: FencedLaunch | None = None
@@ -140,14 +151,24 @@ async def _driver_step(
         kernel.work(PER_OP_NS * (len(request.inputs) + len(request.outputs)))
         section.switch_to(_IPC_MARK)
         try:
-            status, timing, timing_fenced, launch = await prepared.execute_fenced(
-                request,
-                measure,
-                execution.deadline_ns,
-                execution.loop_timeout_ns,
-                duration_ns,
-                wait_for,
-            )
+            if execution.reusable:  # through the step's reusable execution
+                status, reused = await execution.reused_step(prepared, request, measure, step)
+                if reused is not None:
+                    answer = await reused.compute_fenced(
+                        execution.deadline_ns, duration_ns, wait_for
+                    )
+                else:
+                    answer = status, None, None, None
+            else:
+                answer = await prepared.execute_fenced(
+                    request,
+                    measure,
+                    execution.deadline_ns,
+                    execution.loop_timeout_ns,
+                    duration_ns,
+                    wait_for,
+                )
+            status, timing, timing_fenced, launch = answer
         finally:
             # The results phase is charged however the call ended.
             section.switch_to(_RESULTS_MARK)
