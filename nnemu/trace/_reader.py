@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from nnemu._progress import Progress
 from nnemu.trace._chrome import NotLineJson, chrome_document_events, chrome_events, json_line_events
@@ -20,9 +20,6 @@ from nnemu.trace._events import PROBLEM, RESTART, Event
 from nnemu.trace._ftrace import DumpEvents, row_events
 from nnemu.trace._html import FtraceLines
 from nnemu.trace._rows import time_ordered
-
-if TYPE_CHECKING:
-    from nnemu.trace._perfetto import PerfettoLines
 
 
 class TraceEvents:
@@ -55,15 +52,6 @@ class TraceEvents:
         self.lines: FtraceLines | None = None
         """The last reading's ``FtraceLines`` (text and Perfetto traces): whether it found
         ftrace, was HTML, was cut short, and its last line."""
-        self.perfetto: PerfettoLines | None = None
-        """The last reading's ``PerfettoLines`` (a Perfetto trace)."""
-        self.one_a_line = False
-        """A JSON file's last reading read one event per line (no ``RESTART``)."""
-
-    @property
-    def byte_places(self) -> bool:
-        """Events are placed by byte offset (a Perfetto protobuf trace), not line."""
-        return self.kind is TraceFormat.PERFETTO
 
     def events(self, *, in_time_order: bool = False) -> Iterator[Event]:
         """The file's events, read from its start.
@@ -92,8 +80,8 @@ class TraceEvents:
         def problem(offset: int, message: str) -> None:
             pending.append((PROBLEM, 0, offset, 0, 0, message, None))
 
-        self.perfetto = PerfettoLines(self.path, on_dump=dumps, on_problem=problem)
-        self.lines = FtraceLines(self.perfetto, on_dump=dumps)
+        pftrace = PerfettoLines(self.path, on_dump=dumps, on_problem=problem)
+        self.lines = FtraceLines(pftrace, on_dump=dumps)
         yield from row_events(self.lines, dumps)
 
     def _text_events(self, in_time_order: bool) -> Iterator[Event]:
@@ -111,14 +99,13 @@ class TraceEvents:
         with open(self.path, encoding="utf-8", errors="replace") as handle:
             # One event per line (as nnemu and Chrome write it) is streamed; anything
             # else is parsed as one document (in memory).
-            self.one_a_line = True
             try:
                 with Progress(self.path, handle, self.progress, label=self.label) as bar:
                     lines = json_line_events(bar.lines(handle), strict=self.strict_lines)
                     yield from chrome_events(lines)
                 return
             except NotLineJson:
-                self.one_a_line = False
+                pass
             yield (RESTART, 0, 0, 0, 0, "", None)
             handle.seek(0)
             text = handle.read()

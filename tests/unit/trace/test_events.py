@@ -88,7 +88,6 @@ def test_a_json_document_restarts_the_reading(quickstart: dict[str, Path]):
     assert RESTART not in {event[0] for event in events[1:]}
     lined = TraceEvents(quickstart["json"])
     assert RESTART not in {event[0] for event in lined.events()}
-    assert lined.one_a_line
 
 
 def test_json_events_of_the_wrong_shape_are_problems_on_their_lines(tmp_path: Path):
