@@ -614,29 +614,32 @@ class _Collector:
 
     # -- reading canonical events (``nnemu.trace.TraceEvents``)
 
-    def read_rows(self, events: Iterable[Event], problem: Callable[[int, str], None]) -> None:
-        """Apply the events of a text or Perfetto trace in the order they come (a text
-        trace read again in time order: in that order); each ``PROBLEM`` to ``problem``
-        (place, message)."""
+    def read_rows(
+        self, batches: Iterable[list[Event]], problem: Callable[[int, str], None]
+    ) -> None:
+        """Apply the events of a text or Perfetto trace (``TraceEvents.batches``) in the
+        order they come (a text trace read again in time order: in that order); each
+        ``PROBLEM`` to ``problem`` (place, message)."""
         thread_names = self.thread_names
         begin = self.begin
         end = self.end
         check_order = self._check_order
-        for kind, ts, place, pid, tid, name, extra in events:
-            if kind == BEGIN:
-                if tid not in thread_names:
-                    thread_names[tid] = str(extra).strip()
-                check_order(tid, ts, place)
-                begin(ts, pid, tid, name)
-            elif kind == END:
-                if tid not in thread_names:
-                    thread_names[tid] = str(extra).strip()
-                check_order(tid, ts, place)
-                end(ts, tid, place)
-            elif kind == PROBLEM:
-                problem(place, name)
-            else:
-                self._named(kind, pid, tid, name, extra)
+        for batch in batches:
+            for kind, ts, place, pid, tid, name, extra in batch:
+                if kind == BEGIN:
+                    if tid not in thread_names:
+                        thread_names[tid] = str(extra).strip()
+                    check_order(tid, ts, place)
+                    begin(ts, pid, tid, name)
+                elif kind == END:
+                    if tid not in thread_names:
+                        thread_names[tid] = str(extra).strip()
+                    check_order(tid, ts, place)
+                    end(ts, tid, place)
+                elif kind == PROBLEM:
+                    problem(place, name)
+                else:
+                    self._named(kind, pid, tid, name, extra)
 
     def _named(self, kind: int, pid: int, tid: int, name: str, extra: object) -> None:
         """A ``PROCESS`` or ``THREAD`` event: a process dump's row, or a JSON name (a

@@ -77,7 +77,7 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
             # A bad packet is wrong with the file: a warning, placed as parse places it.
             collector.warnings.append(f"{path}: byte {offset}: warning: {message}")
 
-        collector.read_rows(trace.events(), problem)
+        collector.read_rows(trace.batches(), problem)
         collector.finish()
         if collector.out_of_order:  # its rows' numbers are not the file's: the whole file
             warning = out_of_order_warning(collector.out_of_order, sorted_again=False)
@@ -96,12 +96,12 @@ def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
         _warn_of_out_of_order(collector, path)
         collector.finish()
         return collector, "json"
-    collector.read_rows(trace.events(), _no_problem)
+    collector.read_rows(trace.batches(), _no_problem)
     if collector.out_of_order and os.path.getsize(path) <= MAX_SORTED_BYTES:
         # Read again in time order, as Perfetto matches the rows.
         early = (collector.out_of_order, collector.first_out_of_order)
         collector = _Collector()
-        collector.read_rows(trace.events(in_time_order=True), _no_problem)
+        collector.read_rows(trace.batches(in_time_order=True), _no_problem)
         collector.out_of_order, collector.first_out_of_order = early
         collector.time_sorted = True
     lines = trace.lines

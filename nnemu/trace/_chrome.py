@@ -16,6 +16,7 @@ writes it, one line, or pretty-printed).
 from __future__ import annotations
 
 import decimal
+import itertools
 import json
 import math
 import re
@@ -27,7 +28,7 @@ import attrs
 
 from nnemu.errors import TraceFormatError
 from nnemu.trace._events import BEGIN, COMPLETE, END, PROBLEM, PROCESS, THREAD, Event
-from nnemu.trace._ftrace import DumpEvents, row_events
+from nnemu.trace._ftrace import DumpEvents, one_line_blocks, row_batches
 from nnemu.trace._html import FtraceLines
 from nnemu.trace._rows import MAX_ABS_NS, MAX_ID
 
@@ -503,7 +504,7 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Iterator[Event]:
 def chrome_document_events(source: str, text: str) -> Iterator[Event]:
     """A Chrome trace read as one document (``{"traceEvents": [...]}`` or a list) as
     canonical events: ``chrome_events`` of its events, each on the file line it starts on,
-    and the rows of its ``systemTraceEvents`` text (``row_events``, each on the line the
+    and the rows of its ``systemTraceEvents`` text (``row_batches``, each on the line the
     text is on) before or after them as the text is in the file; the text's process dump
     first.
 
@@ -532,9 +533,9 @@ def chrome_document_events(source: str, text: str) -> Iterator[Event]:
     dumps.pending.clear()
     first = embedded is None or embedded.first
     if first:
-        yield from row_events(rows)
+        yield from itertools.chain.from_iterable(row_batches(one_line_blocks(rows)))
     yield from chrome_events(
         (0 if lines is None else lines[index], event) for index, event in enumerate(events)
     )
     if not first:
-        yield from row_events(rows)
+        yield from itertools.chain.from_iterable(row_batches(one_line_blocks(rows)))
