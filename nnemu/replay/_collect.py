@@ -1,5 +1,6 @@
-"""The trace reader's one streaming pass: ``_Collector`` folds the NNAPI sections of the rows
-into per-process summaries as they come."""
+"""Replay's one streaming pass: ``_Collector`` folds the NNAPI sections of a trace's canonical
+events (``nnemu.trace.TraceEvents``, whatever the format) into per-process summaries as they
+come."""
 
 from __future__ import annotations
 
