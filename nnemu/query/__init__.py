@@ -16,7 +16,8 @@ from __future__ import annotations
 import sqlite3
 
 from nnemu.query._command import run_query_command, split_statements
-from nnemu.query._loader import Warn, load_trace
+from nnemu.query._load import load_trace
+from nnemu.query._loader import Warn
 from nnemu.query._marks import KINDS, MarkInfo, describe
 from nnemu.query._python import QueryResult, TraceProcessor
 from nnemu.query._summary import LoadSummary

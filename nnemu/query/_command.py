@@ -13,7 +13,8 @@ from typing import Any, Final, TextIO
 
 from nnemu._text import counted
 from nnemu.errors import ExitCode, Terminated, TraceFormatError
-from nnemu.query._loader import load_trace, placed_bytes
+from nnemu.query._load import load_trace
+from nnemu.query._loader import placed_bytes
 from nnemu.query._output import MODES, Database, write_result
 from nnemu.query._schema import SCHEMA_VERSION, register_functions
 from nnemu.query._table_functions import QueryDatabase, explain_error, query_errors

@@ -5,7 +5,9 @@ Chrome trace-event JSON and Perfetto protobuf (as ftrace rows).  Only the open
 sections of each thread are held in Python; finished slices go to SQLite in
 multi-row ``INSERT`` statements, each as soon as its rows have ended.  A slice's
 ``line`` is the file line it began on (NULL when the input has no lines).
-A wheel runs this module compiled by mypyc (``nnemu._native``).
+A wheel runs this module compiled by mypyc (``nnemu._native``), with ``_slice_rows`` (how
+slice and args rows are written) and ``_json_loader`` (``JsonLoader``: Chrome JSON events);
+``_load.load_trace`` reads a file with them.
 
 Slice ids are given in begin order.  A slice's row is written when it ends, with
 ``subtree_end_id``: the last id given by then, so its descendants are the
@@ -14,33 +16,38 @@ slices of its track with ids in ``(id, subtree_end_id]``.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import json
-import os
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Final, TextIO
+from collections.abc import Callable, Iterable
+from typing import Final
 
-from nnemu._progress import Progress
-from nnemu._text import counted
-from nnemu.errors import TraceFormatError
 from nnemu.query._marks import PLAIN, MarkInfo, describe
-from nnemu.query._perfetto_tables import RESET_TABLES, PerfettoRows, flow_id
-from nnemu.query._schema import create_tables, finish_schema
-from nnemu.query._summary import LoadSummary
+from nnemu.query._perfetto_tables import PerfettoRows
+from nnemu.query._schema import finish_schema
+from nnemu.query._slice_rows import (
+    ALL_NULLS,
+    ARG_VALUES,
+    ARGS_PER_INSERT,
+    ARGS_STATEMENT,
+    END_AT,
+    NULL_ARGS,
+    NULL_CATEGORY,
+    NULL_LAYER,
+    NULL_LINE,
+    NULL_PARENT,
+    NULL_PHASE,
+    ROWS_PER_INSERT,
+    SLICE_STEPS,
+    OpenSlice,
+    SliceInsert,
+    insert_rows,
+)
 from nnemu.trace import (
     HEAD_RE,
     MALFORMED_ROW,
     MAX_ABS_NS,
     MAX_ID,
-    MAX_SORTED_BYTES,
-    NO_DUR,
-    NO_PHASE,
-    NO_PID_TID,
-    NOT_AN_EVENT,
-    NOT_CHROME_TRACE,
     ROW_RE,
     ROW_SEPARATOR,
     UNKNOWN_TGID,
@@ -49,41 +56,15 @@ from nnemu.trace import (
     DumpThread,
     Flow,
     FtraceLines,
-    NotLineJson,
-    SystemText,
-    TraceFormat,
     atrace_tgid,
-    event_lines,
-    file_format,
-    is_json_number,
     is_mark_row,
-    json_line_events,
-    json_problem,
-    json_time_ns,
-    negative_dur,
-    negative_ts,
-    not_a_number_dur,
-    not_a_number_ts,
-    out_of_order_warning,
     pid_of_tgid,
-    pid_tid_problem,
-    refuse_unreadable,
-    system_text,
     time_ordered,
     timestamp_ns,
 )
 
-_BULK_LOAD_PRAGMAS: Final = (
-    "PRAGMA page_size = 16384",
-    "PRAGMA journal_mode = OFF",
-    "PRAGMA synchronous = OFF",
-    "PRAGMA cache_size = -32768",
-)
-"""A fresh database being filled: 16 KiB pages (a load is ~5% cheaper than with the default
-4 KiB: fewer page splits), no rollback journal, no fsync, a 32 MB page cache."""
 _MAX_CACHED_NAMES: Final = 20_000
 _UNKNOWN_TASK: Final = "<...>"
-_JSON_SLICE_PHASES: Final = frozenset({"B", "E", "X", "i", "I", "n"})
 _FAST_STAMP: Final = 16
 """Longest ``SECONDS.FFFFFF`` timestamp the fast path reads: 15 digits (< ``MAX_ABS_NS``)."""
 _SEPARATOR_LENGTH: Final = len(ROW_SEPARATOR)
@@ -97,7 +78,6 @@ _UNTERMINATED: Final = (
 )
 EMPTY_SLICE_NAME: Final = "[empty slice name]"
 """The name Perfetto's trace processor gives the slice of a ``B|tgid`` or ``B|tgid|`` row."""
-_JSON_FLOW_PHASES: Final = frozenset({"s", "t", "f"})
 
 Warn = Callable[[int, str], None]
 """Receives (where, message) for each recoverable problem: ``where`` is the file's line
@@ -115,88 +95,6 @@ def placed_bytes(where: int) -> int | None:
     return -1 - where if where < 0 else None
 
 
-_ROWS_PER_INSERT: Final = 200
-"""Rows per multi-row ``INSERT ... VALUES (...), (...)`` (far fewer statement steps than
-one ``executemany`` row at a time; 200 x 13 parameters is within SQLite's limit)."""
-_ARGS_PER_INSERT: Final = 1000
-"""``args`` rows per ``INSERT`` (3 values each; ~7% less insert time than 200 rows in
-isolation, within noise in a whole load; 500 slice rows were no better than 200)."""
-_ARG_VALUES: Final = 3 * _ARGS_PER_INSERT
-"""Values of one ``args`` statement: buffered rows are written once there are this many."""
-_ARGS_STATEMENT: Final = "INSERT INTO args VALUES " + ", ".join(["(?, ?, ?)"] * _ARGS_PER_INSERT)
-
-
-def _insert_rows(
-    conn: sqlite3.Connection,
-    table: str,
-    width: int,
-    flat: Sequence[object],
-    rows: int = _ROWS_PER_INSERT,
-) -> None:
-    """Insert the rows of ``width`` values laid end to end in ``flat`` into ``table``, in order,
-    ``rows`` to a statement."""
-    one = "(" + ", ".join("?" * width) + ")"
-    step = rows * width
-    whole = len(flat) - len(flat) % step
-    if whole:
-        statement = f"INSERT INTO {table} VALUES " + ", ".join([one] * rows)
-        execute = conn.execute
-        for start in range(0, whole, step):
-            execute(statement, flat[start : start + step])
-    if whole < len(flat):
-        conn.executemany(
-            f"INSERT INTO {table} VALUES {one}",
-            [flat[start : start + width] for start in range(whole, len(flat), width)],
-        )
-
-
-_SLICE_COLUMNS: Final = (
-    "id",
-    "ts",
-    "dur",
-    "name",
-    "depth",
-    "parent_id",
-    "track_id",
-    "category",
-    "layer",
-    "phase",
-    "kind",
-    "arg_set_id",
-    "line",
-    "subtree_end_id",
-)
-"""The ``slice`` table's columns, in the order of a section's list (``INSERT`` names them)."""
-_NO_PARENT: Final = 1
-"""Bit of a section's ``_NULLS``: its ``parent_id`` is None."""
-_NO_CATEGORY: Final = 2
-"""Bit: its ``category`` is None."""
-_NO_LAYER: Final = 4
-"""Bit: its ``layer`` is None."""
-_NO_PHASE: Final = 8
-"""Bit: its ``phase`` is None."""
-_NO_ARGS: Final = 16
-"""Bit: its ``arg_set_id`` is None."""
-_NO_LINE: Final = 32
-"""Bit: its ``line`` is None (the input has no lines: Perfetto protobuf, a JSON document)."""
-_NULLABLE: Final = (
-    (_NO_PARENT, 5),
-    (_NO_CATEGORY, 7),
-    (_NO_LAYER, 8),
-    (_NO_PHASE, 9),
-    (_NO_ARGS, 11),
-    (_NO_LINE, 12),
-)
-"""(bit, column index) of each column that may be None."""
-_ALL_NULLS: Final = _NO_PARENT | _NO_CATEGORY | _NO_LAYER | _NO_PHASE | _NO_ARGS | _NO_LINE
-_SLICE_STEPS: Final = tuple(
-    (len(_SLICE_COLUMNS) - bin(nulls).count("1")) * _ROWS_PER_INSERT
-    for nulls in range(_ALL_NULLS + 1)
-)
-"""Values of one slice statement, by ``_NULLS`` (each bit leaves one column out): a set of
-None columns' rows are written once there are this many."""
-
-
 class _Tail:
     """A row's text after ``tracing_mark_write: `` read (cached per distinct text)."""
 
@@ -212,12 +110,12 @@ class _Tail:
         self.malformed = malformed
         """A begin that is not ``B|<tgid>|<name>`` (``begin_name``): no slice."""
         self.nulls = (
-            _NO_CATEGORY  # ftrace rows have none
-            | (_NO_LAYER if info.layer is None else 0)
-            | (_NO_PHASE if info.phase is None else 0)
-            | (0 if info.args else _NO_ARGS)
+            NULL_CATEGORY  # ftrace rows have none
+            | (NULL_LAYER if info.layer is None else 0)
+            | (NULL_PHASE if info.phase is None else 0)
+            | (0 if info.args else NULL_ARGS)
         )
-        """A begin's slice's ``_NULLS`` but for ``_NO_PARENT`` and ``_NO_LINE``."""
+        """A begin's slice's ``_NULLS`` but for ``NULL_PARENT`` and ``NULL_LINE``."""
         self.values: tuple[str, ...] = tuple(
             value for value in (info.layer, info.phase, info.kind) if value is not None
         )
@@ -227,43 +125,6 @@ class _Tail:
 
 
 _BAD_TAIL: Final = _Tail("", "", "", False, _NOT_A_MARK)
-
-
-class _SliceInsert:
-    """How the slice rows whose None columns are one set are written: those columns are left
-    out of the ``INSERT`` (SQLite stores NULL), so no None is bound (Python's sqlite3 looks
-    an adapter up for each None it binds: ~0.3 µs, a quarter of a row's insert)."""
-
-    __slots__ = ("one", "statement", "width")
-
-    one: str
-    """The one-row ``INSERT``."""
-    statement: str
-    """The ``_ROWS_PER_INSERT``-row ``INSERT``."""
-    width: int
-    """Values per row."""
-
-    def __init__(self, nulls: int) -> None:
-        left_out = {index for bit, index in _NULLABLE if nulls & bit}
-        names = ", ".join(name for i, name in enumerate(_SLICE_COLUMNS) if i not in left_out)
-        self.width = len(_SLICE_COLUMNS) - len(left_out)
-        values = "(" + ", ".join("?" * self.width) + ")"
-        self.one = f"INSERT INTO slice ({names}) VALUES {values}"
-        self.statement = f"INSERT INTO slice ({names}) VALUES " + ", ".join(
-            [values] * _ROWS_PER_INSERT
-        )
-
-
-# A section is a list laid out as its ``slice`` row without the columns that are None:
-# (id, ts, dur, name, depth, [parent_id], track_id, [category], [layer], [phase], kind,
-# [arg_set_id], [line], subtree_end_id), and last its ``_NULLS``: which columns are left out
-# (bits ``_NO_PARENT``...).  While it is open, ``dur`` holds its end (None but for JSON X
-# (complete) and instant events) and ``subtree_end_id`` is 0; its end takes the bits off,
-# fills both in and adds the row to the rows of its bits (``Loader._flats``), which are
-# written as soon as they fill one statement (``_SLICE_STEPS``).
-_Open = list[object]
-_END: Final = 2
-"""Index of ``dur`` in an open section: its end (None unless known in advance)."""
 
 
 class _Thread:
@@ -277,7 +138,7 @@ class _Thread:
         self.tgid = tgid
         self.name: str | None = None
         self.track_id: int | None = None
-        self.stack: list[_Open] = []
+        self.stack: list[OpenSlice] = []
 
     def top(self) -> tuple[int, int] | None:
         """(id, ts) of the innermost open section, or None."""
@@ -287,23 +148,6 @@ class _Thread:
         assert isinstance(ident, int)
         assert isinstance(ts, int)
         return ident, ts
-
-
-def _int(value: object) -> int | None:
-    """A JSON pid or tid as an int, or None (not an integer, or out of pid_t's range)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        digits = text.removeprefix("-")
-        if not (digits.isascii() and digits.isdigit() and len(digits) <= 10):
-            return None
-        value = int(text)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, int) and abs(value) <= MAX_ID:
-        return value
-    return None
 
 
 def begin_name(rest: str) -> str | None:
@@ -338,15 +182,6 @@ def _payload_tgid(rest: str) -> int | None:
     return None if tgid is None else pid_of_tgid(tgid)
 
 
-def _arg_value(value: object) -> object:
-    """A JSON arg as SQLite stores it (JSON text for what SQLite has no type for)."""
-    if isinstance(value, str | float) or (
-        isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63
-    ):
-        return value
-    return json.dumps(value, sort_keys=True)
-
-
 class Loader:
     """Feeds trace events into an open database with the query tables."""
 
@@ -357,10 +192,10 @@ class Loader:
         self._next_track = 0
         self._threads: dict[int, _Thread] = {}
         self._all_threads: list[_Thread] = []
-        self._flats: list[list[object]] = [[] for _ in range(_ALL_NULLS + 1)]
+        self._flats: list[list[object]] = [[] for _ in range(ALL_NULLS + 1)]
         """The finished slices' rows to write, by their ``_NULLS``, laid end to end (fewer
         than one statement's: a full statement's are written at once)."""
-        self._inserts: dict[int, _SliceInsert] = {}
+        self._inserts: dict[int, SliceInsert] = {}
         """How slice rows are written, by their ``_NULLS``."""
         self._arg_rows: list[object] = []
         """The ``args`` rows to write: (arg_set_id, key, value) laid end to end."""
@@ -422,31 +257,31 @@ class Loader:
             info = self._cache[name] = describe(name)
         return info
 
-    def _insert(self, nulls: int) -> _SliceInsert:
+    def _insert(self, nulls: int) -> SliceInsert:
         """How the rows of ``nulls`` are written (made on first use)."""
         insert = self._inserts.get(nulls)
         if insert is None:
-            insert = self._inserts[nulls] = _SliceInsert(nulls)
+            insert = self._inserts[nulls] = SliceInsert(nulls)
         return insert
 
     def _write_slices(self, nulls: int) -> None:
-        """Insert the rows of ``nulls``, one statement's worth (``_SLICE_STEPS``), and empty
+        """Insert the rows of ``nulls``, one statement's worth (``SLICE_STEPS``), and empty
         their list (kept: no slice of it is copied)."""
         flat = self._flats[nulls]
         self.conn.execute(self._insert(nulls).statement, flat)
         flat.clear()
-        self.slices += _ROWS_PER_INSERT
+        self.slices += ROWS_PER_INSERT
 
     def _write_args(self) -> None:
         """Insert the ``args`` rows of the whole statements buffered; keep the rest."""
         rows = self._arg_rows
-        if len(rows) == _ARG_VALUES:
-            self.conn.execute(_ARGS_STATEMENT, rows)
+        if len(rows) == ARG_VALUES:
+            self.conn.execute(ARGS_STATEMENT, rows)
             rows.clear()
             return
-        whole = len(rows) - len(rows) % _ARG_VALUES
-        for start in range(0, whole, _ARG_VALUES):
-            self.conn.execute(_ARGS_STATEMENT, rows[start : start + _ARG_VALUES])
+        whole = len(rows) - len(rows) % ARG_VALUES
+        for start in range(0, whole, ARG_VALUES):
+            self.conn.execute(ARGS_STATEMENT, rows[start : start + ARG_VALUES])
         del rows[:whole]
 
     def _flush(self) -> None:
@@ -462,24 +297,24 @@ class Loader:
                 self.slices += len(flat) // width
                 flat.clear()
         if self._arg_rows:
-            _insert_rows(self.conn, "args", 3, self._arg_rows, _ARGS_PER_INSERT)
+            insert_rows(self.conn, "args", 3, self._arg_rows, ARGS_PER_INSERT)
             self._arg_rows.clear()
 
-    def _emit(self, record: _Open, dur: int) -> None:
+    def _emit(self, record: OpenSlice, dur: int) -> None:
         nulls = record.pop()
         assert isinstance(nulls, int)
-        record[_END] = dur
+        record[END_AT] = dur
         record[-1] = self._next_id - 1
         flat = self._flats[nulls]
         flat += record
-        if len(flat) >= _SLICE_STEPS[nulls]:
+        if len(flat) >= SLICE_STEPS[nulls]:
             self._write_slices(nulls)
 
     def _expire(self, thread: _Thread, ts: int) -> None:
         """Close the complete/instant events on top of the stack that ended by ``ts``."""
         stack = thread.stack
         while stack:
-            end = stack[-1][_END]
+            end = stack[-1][END_AT]
             if end is None or end > ts:  # type: ignore[operator]
                 return
             record = stack.pop()
@@ -499,7 +334,7 @@ class Loader:
         """Open a slice (``end`` given: a complete event that closes itself at ``end``) that
         began on the file's line ``line`` (None: unknown)."""
         stack = thread.stack
-        if stack and stack[-1][_END] is not None:
+        if stack and stack[-1][END_AT] is not None:
             self._expire(thread, ts)
         if thread.track_id is None:
             thread.track_id = self._next_track
@@ -517,19 +352,19 @@ class Loader:
         for key, value in info.args:
             arg_set_id = ident
             arg_rows += (ident, key, value)
-        if len(arg_rows) >= _ARG_VALUES:
+        if len(arg_rows) >= ARG_VALUES:
             self._write_args()
-        record: _Open = [ident, ts, end, name, len(stack)]
+        record: OpenSlice = [ident, ts, end, name, len(stack)]
         nulls = 0
         if stack:
             record.append(stack[-1][0])
         else:
-            nulls = _NO_PARENT
+            nulls = NULL_PARENT
         record.append(thread.track_id)
         for bit, value in (
-            (_NO_CATEGORY, category),
-            (_NO_LAYER, info.layer),
-            (_NO_PHASE, info.phase),
+            (NULL_CATEGORY, category),
+            (NULL_LAYER, info.layer),
+            (NULL_PHASE, info.phase),
         ):
             if value is None:
                 nulls |= bit
@@ -537,11 +372,11 @@ class Loader:
                 record.append(value)
         record.append(info.kind)
         if arg_set_id is None:
-            nulls |= _NO_ARGS
+            nulls |= NULL_ARGS
         else:
             record.append(arg_set_id)
         if line is None:
-            nulls |= _NO_LINE
+            nulls |= NULL_LINE
         else:
             record.append(line)
         record += (0, nulls)
@@ -564,7 +399,7 @@ class Loader:
         """Close the innermost open B section of ``thread`` (warn when there is none)."""
         stack = thread.stack
         while stack:
-            end = stack[-1][_END]
+            end = stack[-1][END_AT]
             if end is None:
                 break
             # A complete event still running at this E: it ends at its own end.
@@ -607,7 +442,7 @@ class Loader:
         # (perfetto.slice_begun).  C| counter rows go to _slow_row, which hands them
         # to perfetto.ftrace_counter.
         next_id = self._next_id
-        record: _Open
+        record: OpenSlice
         for first, block in source.blocks():
             line_number = first - 1
             if file_lines and block and block[-1][-1:] != "\n":
@@ -724,7 +559,7 @@ class Loader:
                             ident,
                             line_number,
                             0,
-                            tail_info.nulls | _NO_PARENT,
+                            tail_info.nulls | NULL_PARENT,
                         ]
                     else:
                         record = [
@@ -737,7 +572,7 @@ class Loader:
                             *values,
                             line_number,
                             0,
-                            tail_info.nulls | _NO_PARENT,
+                            tail_info.nulls | NULL_PARENT,
                         ]
                     if extra:
                         if len(extra) == 2:
@@ -747,11 +582,11 @@ class Loader:
                         else:
                             for at in range(0, len(extra), 2):
                                 add_args((ident, extra[at], extra[at + 1]))
-                        if len(arg_rows) >= _ARG_VALUES:
+                        if len(arg_rows) >= ARG_VALUES:
                             self._write_args()
                     if not file_lines:
                         del record[-3]
-                        record[-1] |= _NO_LINE  # type: ignore[operator]
+                        record[-1] |= NULL_LINE  # type: ignore[operator]
                     stack.append(record)
                 elif stack and ts >= stack[-1][1]:  # type: ignore[operator]
                     record = stack.pop()
@@ -761,7 +596,7 @@ class Loader:
                     record[2] = ts - record[1]  # type: ignore[operator]
                     record[-1] = next_id - 1
                     flat += record
-                    if len(flat) >= _SLICE_STEPS[nulls]:
+                    if len(flat) >= SLICE_STEPS[nulls]:
                         self._write_slices(nulls)
                 else:
                     self._next_id = next_id
@@ -885,111 +720,6 @@ class Loader:
 
     # -- JSON --------------------------------------------------------------
 
-    def json_event(
-        self, event: object, line_number: int | None, *, store_line: bool = True
-    ) -> None:
-        """Load one Chrome trace event (B, E, X, instants and name metadata); warn of one that
-        is not an object, has no ``ph``, or a pid, tid or ts of the wrong type, as parse does.
-        ``line_number`` places warnings, and is the slice's ``line`` if ``store_line``."""
-        where = line_number or 0
-        if not isinstance(event, Mapping):
-            self.warn(where, NOT_AN_EVENT)
-            return
-        ph = event.get("ph")
-        if ph == "M":
-            self._json_metadata(event, where)
-            return
-        if ph not in _JSON_SLICE_PHASES:
-            if ph in _JSON_FLOW_PHASES or ph == "C":
-                self._json_flow_or_counter(event, ph, where)
-            elif "ph" not in event:
-                self.warn(where, NO_PHASE)
-            return  # async events have no thread slice
-        raw_pid = event.get("pid")
-        raw_tid = event.get("tid", raw_pid)
-        pid = _int(raw_pid)
-        tid = _int(raw_tid)
-        if pid is None or tid is None:
-            self.warn(where, pid_tid_problem(ph, raw_pid, raw_tid))
-            return
-        raw_ts = event.get("ts")
-        ts = json_time_ns(raw_ts)
-        if ts is None:
-            if not is_json_number(raw_ts):
-                self.warn(where, not_a_number_ts(raw_ts))
-            else:
-                self.warn(
-                    where, f"{ph!s} event's ts {raw_ts!r} is not finite or out of range; skipped"
-                )
-            return
-        if ts < 0:  # (parse refuses it, and Perfetto drops it)
-            self.warn(where, negative_ts(raw_ts))
-            return
-        raw_dur = event.get("dur")
-        dur = 0
-        if ph == "X":
-            if raw_dur is None:
-                self.warn(where, NO_DUR)
-                return
-            if not is_json_number(raw_dur):
-                self.warn(where, not_a_number_dur(raw_dur))
-                return
-            dur = json_time_ns(raw_dur) or 0
-            if dur < 0:
-                self.warn(where, negative_dur(raw_dur))
-                return
-        thread = self._thread(tid, pid)
-        self._check_order(thread, ts, where)
-        if ph == "E":
-            self.end(thread, ts, where)
-            return
-        end: int | None = None
-        if ph == "X":
-            end = min(MAX_ABS_NS, ts + dur)
-        elif ph != "B":
-            end = ts
-        args: list[tuple[str, object]] = []
-        event_args = event.get("args")
-        if isinstance(event_args, Mapping):
-            for key, value in event_args.items():
-                args.append((f"args.{key}", _arg_value(value)))
-        category = event.get("cat")
-        self.begin(
-            thread,
-            ts,
-            str(event.get("name", "")),
-            category=category if isinstance(category, str) else None,
-            args=args,
-            end=end,
-            line=line_number if store_line else None,
-        )
-
-    def _json_flow_or_counter(self, event: Mapping[str, object], ph: str, where: int) -> None:
-        """A JSON flow (``s``, ``t``, ``f``) or counter (``C``) event."""
-        pid = _int(event.get("pid"))
-        ts = json_time_ns(event.get("ts"))
-        if ts is not None and ts < 0:
-            ts = None  # (out of range, as for the other events)
-        name = str(event.get("name", ""))
-        if ph == "C":
-            args = event.get("args")
-            if pid is None or ts is None:
-                self.warn(where, "C event without a pid and a finite ts in range; skipped")
-            elif isinstance(args, Mapping):
-                self.perfetto.json_counter(pid, name, ts, args, where)
-            return
-        tid = _int(event.get("tid", pid))
-        ident = flow_id(event.get("id"))
-        if tid is None or ts is None or ident is None:
-            self.warn(where, f"{ph} event without a tid, an id and a finite ts in range; skipped")
-            return
-        thread = self._thread(tid, pid)
-        if thread.stack and thread.stack[-1][_END] is not None:
-            self._expire(thread, ts)
-        top = thread.top()
-        key = (str(event.get("cat", "")), name, ident)
-        self.perfetto.flow_event(ph, key, thread.utid, top, event.get("bp") == "e", where)
-
     def track_event(self, event: Flow | Counter) -> None:
         """A Perfetto TrackEvent flow id (on the slice just begun) or counter value."""
         if isinstance(event, Counter):
@@ -998,73 +728,6 @@ class Loader:
         thread = self._thread(event.tid, event.pid)
         top = thread.top()
         self.perfetto.track_event_flow(event.flow_id, top, terminating=event.terminating, where=0)
-
-    def _json_metadata(self, event: Mapping[str, object], where: int) -> None:
-        args = event.get("args")
-        name = args.get("name") if isinstance(args, Mapping) else None
-        raw_pid = event.get("pid")
-        pid = _int(raw_pid)
-        if not is_json_number(raw_pid) or not is_json_number(event.get("tid", raw_pid)):
-            self.warn(where, NO_PID_TID)  # as parse says it; out of range: no name, silently
-            return
-        if not isinstance(name, str):
-            return
-        if event.get("name") == "process_name" and pid is not None:
-            self._process_names[pid] = name
-        elif event.get("name") == "thread_name":
-            tid = _int(event.get("tid"))
-            if tid is not None:
-                self._json_thread_names[(pid, tid)] = name
-
-    def load_json_in_time_order(
-        self,
-        events: Iterable[tuple[int | None, object]],
-        *,
-        store_line: bool,
-        rows: Sequence[tuple[int, str]] = (),
-        rows_first: bool = True,
-    ) -> None:
-        """Load (file line, event) pairs sorted by ``ts``, ties in file order (as Perfetto
-        matches them); an event without a usable ``ts`` keeps its place after the one before
-        it.  ``store_line``: as ``json_event``'s.  ``rows``: the document's
-        ``systemTraceEvents`` rows (``system_rows``), merged with the events by time (in
-        file order before them with ``rows_first``, else after them), as Perfetto sorts
-        both."""
-        keyed: list[tuple[int, int, int | None, object]] = []
-        if rows_first:
-            _key_rows(keyed, rows)
-        last = -MAX_ABS_NS - 1
-        for line_number, event in events:
-            if isinstance(event, Mapping):
-                ts = json_time_ns(event.get("ts"))
-                if ts is not None:
-                    last = ts
-            keyed.append((last, len(keyed), line_number, event))
-        if not rows_first:
-            _key_rows(keyed, rows)
-        keyed.sort(key=_by_time_then_place)
-        for _, _, line_number, event in keyed:
-            if isinstance(event, _SystemRow):
-                self._slow_row(0 if line_number is None else line_number, event.text)
-            else:
-                self.json_event(event, line_number, store_line=store_line)
-
-    def system_rows(self, embedded: SystemText) -> list[tuple[int, str]]:
-        """The ``tracing_mark_write`` rows of a JSON document's ``systemTraceEvents`` text,
-        each numbered with the file line the text is on (its process dump read here); its
-        slices keep line NULL, as the document's events do."""
-        self._file_lines = False
-        source = FtraceLines(embedded.text.splitlines(keepends=True), on_dump=self._dump_row)
-        return [(embedded.line, line) for _, line in source if "tracing_mark_write" in line]
-
-    def load_json_lines(self, stream: Iterable[str]) -> None:
-        """Load a JSON trace written one event per line (as nnemu and Chrome write it).
-
-        Raises:
-            NotLineJson: A line is not a whole event; the caller reads the document.
-        """
-        for line_number, event in json_line_events(stream):
-            self.json_event(event, line_number)
 
     # -- the end -----------------------------------------------------------
 
@@ -1078,7 +741,7 @@ class Loader:
             stack = thread.stack
             while stack:
                 record = stack.pop()
-                end = record[_END]
+                end = record[END_AT]
                 if end is None:
                     self.open_slices += 1
                 self._emit(record, -1 if end is None else end - record[1])  # type: ignore[operator]
@@ -1135,325 +798,3 @@ class Loader:
                 thread.tgid = dumped[0]
             return dumped[1]
         return None
-
-
-def _sniff(path: str) -> str:
-    """``json`` for a Chrome JSON trace, ``perfetto`` for a Perfetto protobuf trace,
-    ``ftrace`` for systrace HTML or ftrace text.
-
-    Raises:
-        TraceFormatError: the file is compressed or binary.
-    """
-    kind = file_format(path)
-    refuse_unreadable(path, kind)
-    return {TraceFormat.JSON: "json", TraceFormat.PERFETTO: "perfetto"}.get(kind, "ftrace")
-
-
-def _reset(conn: sqlite3.Connection) -> None:
-    for table in ("slice", "args", "thread_track", "thread", "process", *RESET_TABLES):
-        conn.execute(f"DELETE FROM {table}")
-
-
-def load_trace(
-    path: str, conn: sqlite3.Connection, warn: Warn, *, progress: TextIO | None = None
-) -> LoadSummary:
-    """Create the query tables in ``conn`` and load the trace at ``path``.
-
-    The load is one transaction with SQLite's journal and syncing off (``conn`` is
-    a fresh database: a failed load leaves nothing worth keeping), indexes last.
-
-    Args:
-        path: systrace ``.html``, ftrace text, Chrome/nnemu ``.json``, or a Perfetto
-            protobuf trace (``.perfetto-trace``, ``.pftrace``, plain or gzip).
-        conn: An empty database.
-        warn: Called with (line number, message) for each recoverable problem.
-        progress: Where to draw a progress bar (only if a terminal, for big files).
-
-    Returns:
-        What was loaded.
-
-    Raises:
-        TraceFormatError: Nothing to load (no ftrace data, no slices, invalid JSON).
-        OSError: The file cannot be read.
-    """
-    source = os.fspath(path)
-    for pragma in _BULK_LOAD_PRAGMAS:
-        conn.execute(pragma)
-    create_tables(conn)
-    kind = _sniff(source)
-    # Each warning erases the progress bar first: a line of its own, not glued to the bar.
-    shown = _BelowBar(warn)
-    # A text or JSON trace small enough to be read again in time order (rows out of it)
-    # holds its warnings until the load ends: those of the reading that counts, then the
-    # load's own, all sorted by line as parse sorts its diagnostics; a bigger one (read
-    # once) gives them as it reads.
-    small = kind != "perfetto" and os.path.getsize(source) <= MAX_SORTED_BYTES
-    held = _HeldWarn(shown) if small else None
-    out: Warn = shown if held is None else held
-    try:
-        summary = _load(source, kind, conn, out, held, shown, progress)
-    except TraceFormatError:
-        if held is not None:
-            held.release()
-        raise
-    if held is not None:
-        held.release()
-    return summary
-
-
-def _load(
-    source: str,
-    kind: str,
-    conn: sqlite3.Connection,
-    warn: Warn,
-    held: _HeldWarn | None,
-    shown: _BelowBar,
-    progress: TextIO | None,
-) -> LoadSummary:
-    """``load_trace`` of a trace of ``kind``, its warnings to ``warn`` (``held``: they are
-    held, and a trace read again in time order drops those of its first reading)."""
-    loader = Loader(conn, warn)
-    last_line = 0
-    label = f"loading {os.path.basename(source)}"
-    with contextlib.ExitStack() as cleanup:
-        # The bar is kept through finish() (the last rows and the indexes), shown as a stage.
-        bar: Progress | None = None
-        if kind == "json":
-            stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
-            bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
-            shown.bar = bar
-            counting = _CountedWarn(warn)
-            loader = Loader(conn, counting)
-            one_a_line = True
-            try:
-                loader.load_json_lines(bar.lines(stream))
-            except NotLineJson:
-                _reset(conn)
-                stream.seek(0)
-                one_a_line = False
-                # The document's events are the same, in the same order, on the same lines:
-                # the warnings the line pass gave already are not given again.
-                loader = _load_json_document(
-                    source, stream, conn, _CountedWarn(warn, skip=counting.count)
-                )
-            if held is not None and loader.out_of_order:
-                # Matched again in time order, as Perfetto matches them; the warnings are
-                # those of that reading.
-                _reset(conn)
-                held.discard()
-                first_reading = loader
-                stream.seek(0)
-                if one_a_line:
-                    loader = Loader(conn, warn)
-                    loader.load_json_in_time_order(json_line_events(stream), store_line=True)
-                else:
-                    loader = _load_json_document(source, stream, conn, warn, in_time_order=True)
-                loader.read_again_after(first_reading)
-        elif kind == "perfetto":
-            from nnemu.trace import PerfettoLines
-
-            # Rows made from packets: a problem is placed by the packet's byte offset.
-            pftrace = PerfettoLines(
-                source, on_problem=lambda offset, message: warn(byte_place(offset), message)
-            )
-
-            def warn_at_packet(line_number: int, message: str) -> None:
-                del line_number  # of the rows made from the packets
-                warn(byte_place(pftrace.last_offset), message)
-
-            loader = Loader(conn, warn_at_packet)
-            pftrace.on_dump = loader._dump_row
-            pftrace.on_track_event = loader.track_event
-            loader.load_ftrace(pftrace, file_lines=False)
-            loader.first_out_of_order = 0  # its rows' numbers are no place in the file
-        else:
-            stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
-            bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
-            shown.bar = bar
-            lines = loader.load_ftrace(bar.lines(stream))
-            last_line = lines.last_line_number
-            if not lines.found_ftrace:
-                raise TraceFormatError(
-                    source,
-                    last_line,
-                    "",
-                    "no ftrace data found (expected a systrace HTML trace-data block"
-                    " starting with '# tracer:', ftrace text, or a JSON trace)",
-                )
-            kind = "systrace" if lines.is_html else "ftrace"
-            if held is not None and loader.out_of_order:
-                # Matched again in time order, as Perfetto matches them; the warnings are
-                # those of that reading.
-                _reset(conn)
-                held.discard()
-                first_reading = loader
-                loader = Loader(conn, warn)
-                stream.seek(0)
-                loader.load_in_time_order(stream)
-                loader.read_again_after(first_reading)
-        if bar is not None:
-            bar.stage("file read; building indexes")
-        threads, processes = loader.finish()
-    shown.bar = None
-    if loader.slices == 0:
-        raise TraceFormatError(
-            source,
-            last_line,
-            "",
-            "no slices found (tracing_mark_write B/E rows, or JSON B/E/X events)",
-        )
-    if loader.out_of_order:
-        warning = out_of_order_warning(loader.out_of_order, sorted_again=loader.time_sorted)
-        warn(loader.first_out_of_order, warning)
-    if loader.open_slices:
-        warn(
-            last_line,
-            f"{counted(loader.open_slices, 'section')} still open at the end of the trace (dur = -1)",
-        )
-    return LoadSummary(
-        source=source,
-        format=kind,
-        slices=loader.slices,
-        open_slices=loader.open_slices,
-        unmatched_ends=loader.unmatched_ends,
-        out_of_order=loader.out_of_order,
-        threads=threads,
-        processes=processes,
-    )
-
-
-def _load_json_document(
-    source: str,
-    stream: TextIO,
-    conn: sqlite3.Connection,
-    warn: Warn,
-    *,
-    in_time_order: bool = False,
-) -> Loader:
-    """Read a JSON trace as one document (an event array or ``{"traceEvents": [...]}``),
-    its events in file order or ``in_time_order`` (``Loader.load_json_in_time_order``).
-
-    Raises:
-        TraceFormatError: Not JSON, or no list of events, as parse and replay say it.
-    """
-    text = stream.read()
-    try:
-        document = json.loads(text)
-    except (ValueError, RecursionError) as err:  # ValueError: also an int of > 4300 digits
-        line, message = json_problem(err)
-        raise TraceFormatError(source, line, "", message) from None
-    loader = Loader(conn, warn)
-    # Chrome JSON can carry the systrace text of the same capture: its rows are read where
-    # the text is in the file (before or after the events) and placed on its file line.
-    embedded = system_text(text, document)
-    events = document.get("traceEvents") if isinstance(document, Mapping) else document
-    if events is None and embedded is not None:
-        events = []
-    if not isinstance(events, list):
-        raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
-    # Each event's file line places its warnings (as parse places them); a document's
-    # slices keep line NULL (its lines are not one event each).
-    lines = event_lines(text, document, len(events))
-    del text
-    rows = loader.system_rows(embedded) if embedded is not None else []
-    first = embedded is None or embedded.first
-    if in_time_order:
-        loader.load_json_in_time_order(
-            (
-                (None if lines is None else lines[index], event)
-                for index, event in enumerate(events)
-            ),
-            store_line=False,
-            rows=rows,
-            rows_first=first,
-        )
-        return loader
-    if first:
-        for row_line, row in rows:
-            loader._slow_row(row_line, row)
-    for index, event in enumerate(events):
-        loader.json_event(event, None if lines is None else lines[index], store_line=False)
-    if not first:
-        for row_line, row in rows:
-            loader._slow_row(row_line, row)
-    return loader
-
-
-def _by_time_then_place(item: tuple[int, int, int | None, object]) -> tuple[int, int]:
-    return item[0], item[1]
-
-
-class _SystemRow:
-    """An ftrace row of a JSON document's ``systemTraceEvents``, among its events."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-def _key_rows(
-    keyed: list[tuple[int, int, int | None, object]], rows: Sequence[tuple[int, str]]
-) -> None:
-    """Append ``rows`` to ``keyed`` as ``load_json_in_time_order`` sorts them: by their
-    timestamp (a row without one after the row before it), then their place."""
-    last = -MAX_ABS_NS - 1
-    for line_number, line in rows:
-        m = ROW_RE.match(line)
-        if m is not None:
-            ts = timestamp_ns(m.group(4), m.group(5))
-            if ts is not None:
-                last = ts
-        keyed.append((last, len(keyed), line_number, _SystemRow(line)))
-
-
-class _HeldWarn:
-    """A ``Warn`` that keeps the warnings until ``release`` passes them on, by line."""
-
-    def __init__(self, warn: Warn) -> None:
-        self.warn = warn
-        self.held: list[tuple[int, str]] = []
-
-    def __call__(self, where: int, message: str) -> None:
-        self.held.append((where, message))
-
-    def discard(self) -> None:
-        """Forget the warnings held (those of a reading done again)."""
-        self.held.clear()
-
-    def release(self) -> None:
-        """Pass the warnings held on to the ``Warn`` given, sorted by line (in the order
-        given on one line; a warning of no line, ``0``, last)."""
-        for where, message in sorted(self.held, key=_place):
-            self.warn(where, message)
-        self.held.clear()
-
-
-def _place(item: tuple[int, str]) -> int:
-    return item[0] if item[0] > 0 else MAX_ABS_NS
-
-
-class _BelowBar:
-    """A ``Warn`` that erases the progress bar (when one is drawn) before each warning, so
-    that the warning is a line of its own; the bar is drawn again at its next update."""
-
-    def __init__(self, warn: Warn) -> None:
-        self.warn = warn
-        self.bar: Progress | None = None
-
-    def __call__(self, where: int, message: str) -> None:
-        if self.bar is not None:
-            self.bar.clear()
-        self.warn(where, message)
-
-
-class _CountedWarn:
-    """A ``Warn`` that counts the warnings and passes them on, but for the first ``skip``."""
-
-    def __init__(self, warn: Warn, *, skip: int = 0) -> None:
-        self.warn = warn
-        self.skip = skip
-        self.count = 0
-
-    def __call__(self, where: int, message: str) -> None:
-        self.count += 1
-        if self.count > self.skip:
-            self.warn(where, message)

@@ -1,13 +1,13 @@
-"""The trace reader's one streaming pass: ``_Collector`` folds the NNAPI sections of the rows
-into per-process summaries as they come."""
+"""Replay's one streaming pass: ``_Collector`` folds the NNAPI sections of a trace's canonical
+events (``nnemu.trace.TraceEvents``, whatever the format) into per-process summaries as they
+come."""
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
-from nnemu.errors import TraceFormatError
 from nnemu.hal import HalVersion
 from nnemu.replay._roles import (
     _BURST_EXEC,
@@ -35,28 +35,14 @@ from nnemu.replay._roles import (
 )
 from nnemu.replay._tally import _AppTally, _DriverTally, _marks
 from nnemu.trace import (
-    MAX_ID,
-    NO_DUR,
-    NO_PHASE,
-    NOT_AN_EVENT,
-    NOT_CHROME_TRACE,
-    ROW_RE,
-    DumpProcess,
-    DumpThread,
-    FtraceLines,
-    atrace_tgid,
-    event_lines,
-    is_json_number,
-    json_time_ns,
-    negative_dur,
-    negative_ts,
-    not_a_number_dur,
-    not_a_number_ts,
-    pid_of,
-    pid_tid_problem,
-    system_text,
-    time_ordered,
-    timestamp_ns,
+    BEGIN,
+    COMPLETE,
+    END,
+    PROBLEM,
+    PROCESS,
+    RESTART,
+    THREAD,
+    Event,
 )
 
 _VERSIONS: Final = (HalVersion.V1_0, HalVersion.V1_1, HalVersion.V1_2, HalVersion.V1_3)
@@ -638,172 +624,92 @@ class _Collector:
                 deliveries.append(seen[i + 2])
                 idles.append(seen[i + 3])
 
-    # -- ftrace text / systrace HTML
+    # -- reading canonical events (``nnemu.trace.TraceEvents``)
 
-    def _dump_row(self, row: DumpProcess | DumpThread) -> None:
-        if isinstance(row, DumpProcess):
-            self.process_names[row.pid] = row.name
-        else:
-            self.thread_pid.setdefault(row.tid, row.pid)
-            self.thread_names.setdefault(row.tid, row.name)
-
-    def read_ftrace(self, lines: Iterable[str], *, in_time_order: bool = False) -> FtraceLines:
-        """Read the rows of systrace HTML or ftrace text (``in_time_order``: sorted by time,
-        ``time_ordered``, as Perfetto matches them)."""
-        source = FtraceLines(lines, on_dump=self._dump_row)
-        self._read_rows(time_ordered(source) if in_time_order else source)
-        return source
-
-    def _read_rows(
-        self,
-        rows: Iterable[tuple[int, str]],
-        begin: Callable[[int, int, int, str], None] | None = None,
-        end: Callable[[int, int, int], None] | None = None,
+    def read_rows(
+        self, batches: Iterable[list[Event]], problem: Callable[[int, str], None]
     ) -> None:
-        """Read ``rows`` (line number, row): each B row to ``begin`` (ts, pid, tid, name),
-        each E row to ``end`` (ts, tid, line number); by default this collector's."""
-        match = ROW_RE.match
+        """Apply the events of a text or Perfetto trace (``TraceEvents.batches``) in the
+        order they come (a text trace read again in time order: in that order); each
+        ``PROBLEM`` to ``problem`` (place, message)."""
         thread_names = self.thread_names
-        begin = begin or self.begin
-        end = end or self.end
+        begin = self.begin
+        end = self.end
         check_order = self._check_order
-        for line_number, line in rows:
-            if "tracing_mark_write" not in line:
-                continue
-            m = match(line)
-            if m is None:
-                continue
-            task, tid_text, tgid_column, seconds, fraction, kind, rest = m.groups()
-            ts = timestamp_ns(seconds, fraction)
-            tid = pid_of(tid_text)
-            if ts is None or tid is None:
-                continue  # out of range: not a row a kernel writes
-            if tid not in thread_names:
-                thread_names[tid] = task.strip()
-            check_order(tid, ts, line_number)
-            if kind == "B":
-                # B|tgid|name; B|tgid or B|tgid| is a slice with no name (Perfetto's trace
-                # processor names it "[empty slice name]"). Any other B row still opens a
-                # section, with no role: its E closes it, not the section it is in (parse
-                # warns of it; query skips it as Perfetto does, with a warning).
-                # The tgid as Perfetto reads it (+200, " 200"), the kind whatever follows B.
-                parts = rest.split("|", 2)
-                tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
-                pid = None if tgid is None else pid_of(str(tgid))
-                name = parts[2].rstrip("\n") if tgid is not None and len(parts) == 3 else ""
-                if tgid_column is not None and tgid_column.isdigit():
-                    pid = pid_of(tgid_column)
-                begin(ts, tid if pid is None else pid, tid, name)
+        for batch in batches:
+            for kind, ts, place, pid, tid, name, extra in batch:
+                if kind == BEGIN:
+                    if tid not in thread_names:
+                        thread_names[tid] = str(extra).strip()
+                    check_order(tid, ts, place)
+                    begin(ts, pid, tid, name)
+                elif kind == END:
+                    if tid not in thread_names:
+                        thread_names[tid] = str(extra).strip()
+                    check_order(tid, ts, place)
+                    end(ts, tid, place)
+                elif kind == PROBLEM:
+                    problem(place, name)
+                else:
+                    self._named(kind, pid, tid, name, extra)
+
+    def _named(self, kind: int, pid: int, tid: int, name: str, extra: object) -> None:
+        """A ``PROCESS`` or ``THREAD`` event: a process dump's row, or a JSON name (a
+        thread's renames it)."""
+        if kind == PROCESS:
+            self.process_names[pid] = name
+        elif kind == THREAD:
+            if extra:
+                self.thread_names[tid] = name
             else:
-                end(ts, tid, line_number)
+                self.thread_pid.setdefault(tid, pid)
+                self.thread_names.setdefault(tid, name)
 
-    # -- Chrome JSON
-
-    def read_json(self, document: object, source: str, text: str | None = None) -> None:
-        """Read a JSON trace parsed as one document (``{"traceEvents": [...]}`` or a list)
-        from ``text`` (which places its events' warnings); its ``systemTraceEvents`` text
-        (ftrace), if any, merged with the events by time, each row on the file line the
-        text is on."""
-        events = document.get("traceEvents") if isinstance(document, dict) else document
-        embedded = system_text(text, document)
-        rows: list[tuple[int, str]] = []
-        if embedded is not None:
-            ftrace = FtraceLines(embedded.text.splitlines(keepends=True), on_dump=self._dump_row)
-            rows = [(embedded.line, line) for _, line in ftrace]
-            if events is None:
-                events = []
-        if not isinstance(events, list):
-            raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
-        lines = event_lines(text, document, len(events)) if text is not None else None
-        self.read_json_events(
-            ((0 if lines is None else lines[index], event) for index, event in enumerate(events)),
-            rows,
-            rows_first=embedded is None or embedded.first,
-        )
-
-    def read_json_events(
-        self,
-        events: Iterable[tuple[int, object]],
-        rows: Sequence[tuple[int, str]] = (),
-        *,
-        rows_first: bool = True,
-    ) -> None:
-        """Read trace events in file order (a document's list, or ``json_line_events``
-        streaming a file of one event per line), each with the file line it starts on
-        (0: unknown), which places the warning for an event skipped (``event_problems``).
-        ``rows``: the ftrace rows of the document's ``systemTraceEvents`` (in file order
-        before the events with ``rows_first``, else after them), merged with the events by
-        time as Perfetto sorts both."""
+    def read_json_events(self, events: Iterator[Event]) -> bool:
+        """Read the events of a JSON trace in file order (``PROBLEM``: an event skipped, kept
+        for a warning, ``event_problems``), then apply them in time order, as Perfetto sorts
+        them: by time, then file order (a begin before an end).  A document's
+        ``systemTraceEvents`` rows come among them (events whose ``extra`` is their task),
+        with their own process.  False when the reading restarts (``RESTART``: the events
+        so far are void; the rest of ``events`` is the file read again)."""
         ordered: list[tuple[int, int, int, int, str, int]] = []
-        if rows_first:
-            self._order_rows(rows, ordered, -len(rows))
-        count = 0
-        for index, (line_number, event) in enumerate(events):
-            count = index + 1
-            if not isinstance(event, dict):
-                self._event_problem(line_number, NOT_AN_EVENT)
-                continue
-            ph = event.get("ph")
-            if ph not in ("B", "E", "X", "M"):
-                if "ph" not in event:
-                    self._event_problem(line_number, NO_PHASE)
-                continue
-            raw_pid = event.get("pid")
-            raw_tid = event.get("tid", raw_pid)
-            pid, tid = _json_id(raw_pid), _json_id(raw_tid)
-            if pid is None or tid is None:
-                self._event_problem(line_number, pid_tid_problem(ph, raw_pid, raw_tid))
-                continue
-            if ph == "M":
-                name = (event.get("args") or {}).get("name")
-                if isinstance(name, str):
-                    if event.get("name") == "process_name":
-                        self.process_names[pid] = name
-                    elif event.get("name") == "thread_name":
-                        self.thread_names[tid] = name
-                continue
-            raw_ts = event.get("ts")
-            ts_ns = json_time_ns(raw_ts)
-            if ts_ns is None:
-                problem = (
-                    f"{ph!s} event's ts {raw_ts!r} is not finite or out of range; skipped"
-                    if is_json_number(raw_ts)
-                    else not_a_number_ts(raw_ts)
-                )
-                self._event_problem(line_number, problem)
-                continue
-            if ts_ns < 0:  # (parse and query refuse it, and Perfetto drops it)
-                self._event_problem(line_number, negative_ts(raw_ts))
-                continue
-            if ph == "X":
-                raw_dur = event.get("dur")
-                dur_ns = json_time_ns(raw_dur)
-                if dur_ns is None or dur_ns < 0:
-                    if raw_dur is None:
-                        problem = NO_DUR
-                    elif dur_ns is not None:
-                        problem = negative_dur(raw_dur)
-                    elif is_json_number(raw_dur):
-                        problem = (
-                            f"X event's dur {raw_dur!r} is not finite or out of range; skipped"
-                        )
+        check_order = self._check_order
+        thread_pid = self.thread_pid
+        thread_names = self.thread_names
+        place = 0
+        for kind, ts, line_number, pid, tid, name, extra in events:
+            place += 1
+            if kind in (BEGIN, END):
+                if extra is not None:  # a row of the systemTraceEvents text
+                    if tid not in thread_names:
+                        thread_names[tid] = str(extra).strip()
+                    check_order(tid, ts, line_number)
+                    if kind == BEGIN:
+                        ordered.append((ts, place, 0, tid, name, pid))
                     else:
-                        problem = not_a_number_dur(raw_dur)
-                    self._event_problem(line_number, problem)
+                        ordered.append((ts, place, 1, tid, "", -1))
                     continue
-                ordered.append((ts_ns, index, 0, tid, str(event.get("name", "")), -1))
-                ordered.append((ts_ns + dur_ns, index, 1, tid, "", -1))
-                self.thread_pid.setdefault(tid, pid)
-            elif ph == "B":
-                self.thread_pid.setdefault(tid, pid)
-                ordered.append((ts_ns, index, 0, tid, str(event.get("name", "")), -1))
+                if kind == BEGIN:
+                    thread_pid.setdefault(tid, pid)
+                    ordered.append((ts, place, 0, tid, name, -1))
+                else:
+                    ordered.append((ts, place, 1, tid, "", -1))
+            elif kind == COMPLETE:
+                assert isinstance(extra, int)
+                ordered.append((ts, place, 0, tid, name, -1))
+                ordered.append((ts + extra, place, 1, tid, "", -1))
+                thread_pid.setdefault(tid, pid)
+            elif kind == PROBLEM:
+                self._event_problem(line_number, name)
+                continue
+            elif kind == RESTART:
+                return False
             else:
-                ordered.append((ts_ns, index, 1, tid, "", -1))
+                self._named(kind, pid, tid, name, extra)
+                continue
             # Said as parse and query say it (they read such a trace again in time order,
             # as this always reads JSON).
-            self._check_order(tid, ts_ns, line_number)
-        if not rows_first:
-            self._order_rows(rows, ordered, count)
+            check_order(tid, ts, line_number)
         if self.out_of_order:
             self.time_sorted = True
         # JSON events may come in any order; B/E of one thread are in file order.
@@ -815,35 +721,4 @@ class _Collector:
                 self.begin(ts_ns, self.thread_pid[tid] if pid < 0 else pid, tid, name)
             else:
                 self.end(ts_ns, tid)
-
-    def _order_rows(
-        self,
-        rows: Sequence[tuple[int, str]],
-        ordered: list[tuple[int, int, int, int, str, int]],
-        first_place: int,
-    ) -> None:
-        """Add ``rows`` (ftrace) to ``ordered`` as ``read_json_events`` sorts its events:
-        (ts, place, 0 for B or 1 for E, tid, name, pid), places counting from
-        ``first_place`` in file order; read as ``_read_rows`` reads them."""
-
-        def begin(ts: int, pid: int, tid: int, name: str) -> None:
-            ordered.append((ts, first_place + len(ordered) - start, 0, tid, name, pid))
-
-        def end(ts: int, tid: int, line_number: int) -> None:
-            del line_number
-            ordered.append((ts, first_place + len(ordered) - start, 1, tid, "", -1))
-
-        start = len(ordered)
-        self._read_rows(rows, begin, end)
-
-
-def _json_id(value: object) -> int | None:
-    """A JSON pid or tid as an int (a number, or a string of digits, as parse reads it), or
-    None: not one, or beyond Linux's ``pid_t``."""
-    if isinstance(value, str) and is_json_number(value):
-        value = int(value)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_ID:
-        return value
-    return None
+        return True

@@ -20,7 +20,6 @@ as the parser does) and the HIDL marks of the NNAPI interfaces.  From them:
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 from array import array
@@ -28,7 +27,6 @@ from typing import Final, TextIO
 
 import attrs
 
-from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
 from nnemu.replay._attempts import completed_only, join_attempts, parse_qos
 from nnemu.replay._collect import _HAL, _LA, _LR, _Collector
@@ -46,13 +44,9 @@ from nnemu.scenario import CPU_DEVICE_NAME
 from nnemu.trace import (
     MAX_SORTED_BYTES,
     TRUNCATED_HTML,
-    NotLineJson,
+    TraceEvents,
     TraceFormat,
-    file_format,
-    json_line_events,
-    json_problem,
     out_of_order_warning,
-    refuse_unreadable,
 )
 from nnemu.tracer import safe_name
 
@@ -76,75 +70,59 @@ def _warn_of_events(collector: _Collector, path: str) -> None:
 
 def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
     collector = _Collector()
-    kind = file_format(path)
-    refuse_unreadable(path, kind)
-    if kind is TraceFormat.PERFETTO:
-        from nnemu.trace import PerfettoLines
+    trace = TraceEvents(path, progress=progress, strict_lines=True)
+    if trace.kind is TraceFormat.PERFETTO:
 
         def problem(offset: int, message: str) -> None:
             # A bad packet is wrong with the file: a warning, placed as parse places it.
             collector.warnings.append(f"{path}: byte {offset}: warning: {message}")
 
-        pftrace = PerfettoLines(path, on_dump=collector._dump_row, on_problem=problem)
-        collector.read_ftrace(pftrace)
+        collector.read_rows(trace.batches(), problem)
         collector.finish()
         if collector.out_of_order:  # its rows' numbers are not the file's: the whole file
             warning = out_of_order_warning(collector.out_of_order, sorted_again=False)
             collector.warnings.append(f"{path}: warning: {warning}")
         return collector, "perfetto"
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        if kind is TraceFormat.JSON:
-            # One event per line (as nnemu and Chrome write it) is streamed; anything
-            # else is parsed as one document (in memory).
-            try:
-                with Progress(
-                    path, handle, progress, label=f"reading {os.path.basename(path)}"
-                ) as bar:
-                    collector.read_json_events(json_line_events(bar.lines(handle), strict=True))
-                collector.finish()
-                _warn_of_events(collector, path)
-                _warn_of_out_of_order(collector, path)
-                return collector, "json"
-            except NotLineJson:
-                collector = _Collector()
-                handle.seek(0)
-            text = handle.read()
-            try:
-                document = json.loads(text)
-            except (ValueError, RecursionError) as err:  # also an int of > 4300 digits
-                line, message = json_problem(err)
-                raise TraceFormatError(path, line, "", message) from err
-            collector.read_json(document, path, text)
-            del text
+    if trace.kind is TraceFormat.JSON:
+        events = trace.events()
+        if collector.read_json_events(events):
+            collector.finish()
             _warn_of_events(collector, path)
-            fmt = "json"
-        else:
-            label = f"reading {os.path.basename(path)}"
-            with Progress(path, handle, progress, label=label) as bar:
-                lines = collector.read_ftrace(bar.lines(handle))
-            if collector.out_of_order and os.path.getsize(path) <= MAX_SORTED_BYTES:
-                # Read again in time order, as Perfetto matches the rows.
-                early = (collector.out_of_order, collector.first_out_of_order)
-                collector = _Collector()
-                handle.seek(0)
-                lines = collector.read_ftrace(handle, in_time_order=True)
-                collector.out_of_order, collector.first_out_of_order = early
-                collector.time_sorted = True
-            if not lines.found_ftrace:
-                raise TraceFormatError(
-                    path,
-                    lines.last_line_number,
-                    "",
-                    "no ftrace data found (expected systrace HTML or ftrace text)",
-                )
-            fmt = "systrace" if lines.is_html else "ftrace"
-            if lines.truncated:
-                collector.warnings.append(
-                    f"{path}:{lines.last_line_number}: warning: {TRUNCATED_HTML}"
-                )
+            _warn_of_out_of_order(collector, path)
+            return collector, "json"
+        collector = _Collector()  # not one event per line: the document's events
+        collector.read_json_events(events)
+        _warn_of_events(collector, path)
+        _warn_of_out_of_order(collector, path)
+        collector.finish()
+        return collector, "json"
+    collector.read_rows(trace.batches(), _no_problem)
+    if collector.out_of_order and os.path.getsize(path) <= MAX_SORTED_BYTES:
+        # Read again in time order, as Perfetto matches the rows.
+        early = (collector.out_of_order, collector.first_out_of_order)
+        collector = _Collector()
+        collector.read_rows(trace.batches(in_time_order=True), _no_problem)
+        collector.out_of_order, collector.first_out_of_order = early
+        collector.time_sorted = True
+    lines = trace.lines
+    assert lines is not None
+    if not lines.found_ftrace:
+        raise TraceFormatError(
+            path,
+            lines.last_line_number,
+            "",
+            "no ftrace data found (expected systrace HTML or ftrace text)",
+        )
+    if lines.truncated:
+        collector.warnings.append(f"{path}:{lines.last_line_number}: warning: {TRUNCATED_HTML}")
     _warn_of_out_of_order(collector, path)
     collector.finish()
-    return collector, fmt
+    return collector, "systrace" if lines.is_html else "ftrace"
+
+
+def _no_problem(place: int, message: str) -> None:
+    """(A text trace's rows give no ``PROBLEM`` event.)"""
+    del place, message
 
 
 def _warn_of_out_of_order(collector: _Collector, path: str) -> None:

@@ -22,7 +22,10 @@
 * formats: ``detect_format`` (gzip, archives, Perfetto, binary, JSON, text, or no trace
   at all: ``NO_TRACE_EVENTS``) and ``open_trace``, the one function that opens a path by
   its format;
-* marks: ``classify`` (NNTRACE layer/phase tags, HIDL calls).
+* marks: ``classify`` (NNTRACE layer/phase tags, HIDL calls);
+* canonical events: ``TraceEvents`` (the one reader: a file's format told once, its events
+  from the module of that format) and the event kinds (``BEGIN``, ``END``, ``COMPLETE``,
+  ``PROCESS``, ``THREAD``, ``PROBLEM``, ``RESTART``; ``Event``).
 """
 
 from typing import TYPE_CHECKING, Final
@@ -63,6 +66,18 @@ from nnemu.trace._detect import (
     refuse_stdin,
     refuse_unreadable,
 )
+from nnemu.trace._events import (
+    BEGIN,
+    COMPLETE,
+    COUNTER,
+    END,
+    FLOW,
+    PROBLEM,
+    PROCESS,
+    RESTART,
+    THREAD,
+    Event,
+)
 from nnemu.trace._html import (
     MAX_LINE,
     PROCESS_DUMP,
@@ -76,6 +91,7 @@ from nnemu.trace._html import (
     process_name,
 )
 from nnemu.trace._marks import OPAQUE, Mark, classify
+from nnemu.trace._reader import TraceEvents
 from nnemu.trace._rows import (
     HEAD_RE,
     MALFORMED_ROW,
@@ -137,6 +153,11 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "BEGIN",
+    "COMPLETE",
+    "COUNTER",
+    "END",
+    "FLOW",
     "GZIP_MAGIC",
     "HEAD_BYTES",
     "HEAD_RE",
@@ -153,10 +174,14 @@ __all__ = [
     "NO_PID_TID",
     "NO_TRACE_EVENTS",
     "OPAQUE",
+    "PROBLEM",
+    "PROCESS",
     "PROCESS_DUMP",
+    "RESTART",
     "ROW_RE",
     "ROW_SEPARATOR",
     "STDIN_UNSUPPORTED",
+    "THREAD",
     "TRACE_DATA_OPEN",
     "TRUNCATED_HTML",
     "UNKNOWN_TGID",
@@ -165,6 +190,7 @@ __all__ = [
     "Counter",
     "DumpProcess",
     "DumpThread",
+    "Event",
     "Flow",
     "FtraceLines",
     "Mark",
@@ -178,6 +204,7 @@ __all__ = [
     "SliceEnd",
     "SystemText",
     "ThreadName",
+    "TraceEvents",
     "TraceFormat",
     "atrace_counter_value",
     "atrace_tgid",

@@ -16,6 +16,7 @@ writes it, one line, or pretty-printed).
 from __future__ import annotations
 
 import decimal
+import itertools
 import json
 import math
 import re
@@ -25,6 +26,9 @@ from typing import Final
 
 import attrs
 
+from nnemu.errors import TraceFormatError
+from nnemu.trace._events import BEGIN, COMPLETE, END, PROBLEM, PROCESS, THREAD, Event
+from nnemu.trace._ftrace import DumpEvents, one_line_blocks, row_batches
 from nnemu.trace._html import FtraceLines
 from nnemu.trace._rows import MAX_ABS_NS, MAX_ID
 
@@ -414,3 +418,124 @@ def read_chrome_json(text: str) -> ChromeRows:
         problems=tuple(problems),
         last_line_number=number,
     )
+
+
+# -- as canonical events (``nnemu.trace._events``) ---------------------------------
+
+
+def json_id(value: object) -> int | None:
+    """A JSON pid or tid as an int (a number, or a string of digits, as parse reads it), or
+    None: not one, or beyond Linux's ``pid_t``."""
+    if isinstance(value, str) and is_json_number(value):
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_ID:
+        return value
+    return None
+
+
+def chrome_events(events: Iterable[tuple[int, object]]) -> Iterator[Event]:
+    """The ``B``, ``E``, ``X`` and name-metadata (``M``) events of a Chrome trace as
+    canonical events, in file order, each placed on its file line (0: not known).
+
+    ``events`` are (file line, event): a document's list or ``json_line_events``. An event
+    that is not an object, has no ``ph``, a pid or tid that is no id, a ``ts`` (an ``X``:
+    a ``dur``) that is no time, or a negative ``ts`` or ``dur`` is a ``PROBLEM`` (what
+    parse and query say of it); other phases are skipped.  ``X`` is one ``COMPLETE``.
+    """
+    for line_number, event in events:
+        if not isinstance(event, dict):
+            yield (PROBLEM, 0, line_number, 0, 0, NOT_AN_EVENT, None)
+            continue
+        ph = event.get("ph")
+        if ph not in ("B", "E", "X", "M"):
+            if "ph" not in event:
+                yield (PROBLEM, 0, line_number, 0, 0, NO_PHASE, None)
+            continue
+        raw_pid = event.get("pid")
+        raw_tid = event.get("tid", raw_pid)
+        pid, tid = json_id(raw_pid), json_id(raw_tid)
+        if pid is None or tid is None:
+            yield (PROBLEM, 0, line_number, 0, 0, pid_tid_problem(ph, raw_pid, raw_tid), None)
+            continue
+        if ph == "M":
+            name = (event.get("args") or {}).get("name")
+            if isinstance(name, str):
+                if event.get("name") == "process_name":
+                    yield (PROCESS, 0, line_number, pid, 0, name, None)
+                elif event.get("name") == "thread_name":
+                    yield (THREAD, 0, line_number, pid, tid, name, True)
+            continue
+        raw_ts = event.get("ts")
+        ts_ns = json_time_ns(raw_ts)
+        if ts_ns is None:
+            problem = (
+                f"{ph!s} event's ts {raw_ts!r} is not finite or out of range; skipped"
+                if is_json_number(raw_ts)
+                else not_a_number_ts(raw_ts)
+            )
+            yield (PROBLEM, 0, line_number, 0, 0, problem, None)
+            continue
+        if ts_ns < 0:  # (parse and query refuse it, and Perfetto drops it)
+            yield (PROBLEM, 0, line_number, 0, 0, negative_ts(raw_ts), None)
+            continue
+        if ph == "X":
+            raw_dur = event.get("dur")
+            dur_ns = json_time_ns(raw_dur)
+            if dur_ns is None or dur_ns < 0:
+                if raw_dur is None:
+                    problem = NO_DUR
+                elif dur_ns is not None:
+                    problem = negative_dur(raw_dur)
+                elif is_json_number(raw_dur):
+                    problem = f"X event's dur {raw_dur!r} is not finite or out of range; skipped"
+                else:
+                    problem = not_a_number_dur(raw_dur)
+                yield (PROBLEM, 0, line_number, 0, 0, problem, None)
+                continue
+            yield (COMPLETE, ts_ns, line_number, pid, tid, str(event.get("name", "")), dur_ns)
+        elif ph == "B":
+            yield (BEGIN, ts_ns, line_number, pid, tid, str(event.get("name", "")), None)
+        else:
+            yield (END, ts_ns, line_number, pid, tid, "", None)
+
+
+def chrome_document_events(source: str, text: str) -> Iterator[Event]:
+    """A Chrome trace read as one document (``{"traceEvents": [...]}`` or a list) as
+    canonical events: ``chrome_events`` of its events, each on the file line it starts on,
+    and the rows of its ``systemTraceEvents`` text (``row_batches``, each on the line the
+    text is on) before or after them as the text is in the file; the text's process dump
+    first.
+
+    Raises:
+        TraceFormatError: ``text`` is not JSON, or holds no list of events.
+    """
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as err:  # also an int of > 4300 digits
+        line, message = json_problem(err)
+        raise TraceFormatError(source, line, "", message) from err
+    events = document.get("traceEvents") if isinstance(document, dict) else document
+    embedded = system_text(text, document)
+    rows: list[tuple[int, str]] = []
+    dumps = DumpEvents()
+    if embedded is not None:
+        ftrace = FtraceLines(embedded.text.splitlines(keepends=True), on_dump=dumps)
+        rows = [(embedded.line, line) for _, line in ftrace]
+        if events is None:
+            events = []
+    if not isinstance(events, list):
+        raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
+    lines = event_lines(text, document, len(events))
+    del text
+    yield from dumps.pending
+    dumps.pending.clear()
+    first = embedded is None or embedded.first
+    if first:
+        yield from itertools.chain.from_iterable(row_batches(one_line_blocks(rows)))
+    yield from chrome_events(
+        (0 if lines is None else lines[index], event) for index, event in enumerate(events)
+    )
+    if not first:
+        yield from itertools.chain.from_iterable(row_batches(one_line_blocks(rows)))

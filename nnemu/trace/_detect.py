@@ -1,9 +1,11 @@
 """What a trace file is, and the one place that opens a trace by its format.
 
 ``detect_format`` tells a file's format by its first bytes; ``open_trace``
-opens a path and gives its rows, dispatching on that format.  A new format
-gets a ``TraceFormat`` member, a test in ``detect_format`` and a branch in
-``open_trace`` that turns it into rows.  A Perfetto protobuf trace (plain or
+opens a path and gives its rows, dispatching on that format (for the parser, which
+reads rows); ``TraceEvents`` (``_reader``) gives a file's canonical events.  A new
+format gets a ``TraceFormat`` member, a test in ``detect_format``, a module that yields
+its events (a branch in ``TraceEvents.events``) and, while the parser reads rows, a
+branch in ``open_trace`` that turns it into rows.  A Perfetto protobuf trace (plain or
 gzip-compressed) is told by its content: binary bytes that walk as
 ``Trace.packet`` records (``looks_like_perfetto``).  A file short enough to be read whole
 by ``detect_format`` is also told by what it holds: nothing (blank, or a JSON trace whose

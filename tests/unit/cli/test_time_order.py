@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from nnemu import _native
 from nnemu.parser import _api as parser_api
 from nnemu.parser import format_text, parse_file
-from nnemu.query import _loader as pure_loader
+from nnemu.query import _load as query_load
 from nnemu.query import open_trace
 from nnemu.replay import _extract as extract
 from nnemu.trace import out_of_order_warning
@@ -138,16 +137,12 @@ def test_a_trace_too_big_to_sort_has_its_out_of_order_skipped(tmp_path, monkeypa
     monkeypatch.setattr(extract, "MAX_SORTED_BYTES", 10)
     path = _trace(tmp_path, NESTED)
     expected = f"{path}:7: warning: {out_of_order_warning(1, sorted_again=False)}"
-    commands = [(("parse",), ()), (("replay", "-n"), ())]
-    if (
-        _native.extension_of("nnemu.query._loader") is None
-    ):  # compiled, it has the constant built in
-        monkeypatch.setattr(pure_loader, "MAX_SORTED_BYTES", 10)
-        commands.append((("query",), ("select 1",)))
-        assert _slices(path) == [
-            (1_000_000_000, -1, "[NN_LA_PE]outer", 0),
-            (1_500_000_000, 500_000_000, "[NN_LR_PC]inner", 1),
-        ]
+    monkeypatch.setattr(query_load, "MAX_SORTED_BYTES", 10)
+    commands = [(("parse",), ()), (("replay", "-n"), ()), (("query",), ("select 1",))]
+    assert _slices(path) == [
+        (1_000_000_000, -1, "[NN_LA_PE]outer", 0),
+        (1_500_000_000, 500_000_000, "[NN_LR_PC]inner", 1),
+    ]
     for command, after in commands:
         code, out, err = run_cli(*command, str(path), *after)
         assert code == 0, err

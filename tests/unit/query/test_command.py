@@ -240,12 +240,12 @@ def test_a_warning_is_a_line_of_its_own_under_the_progress_bar(tmp_path, monkeyp
     """A warning met while the progress bar is drawn (a trace too big to read again) erases
     the bar first: it starts a line of its own, never glued to the bar."""
     import nnemu._progress as progress
-    from nnemu.query import _loader
+    from nnemu.query import _load
 
     monkeypatch.setattr(progress, "MIN_BYTES", 0)
     monkeypatch.setattr(progress, "_INTERVAL_S", 0.0)
     monkeypatch.setattr(progress, "_EVERY_LINES", 1)
-    monkeypatch.setattr(_loader, "MAX_SORTED_BYTES", 0)  # the pure loader: read once
+    monkeypatch.setattr(_load, "MAX_SORTED_BYTES", 0)  # read once
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -264,7 +264,7 @@ def test_a_warning_is_a_line_of_its_own_under_the_progress_bar(tmp_path, monkeyp
     def warn(line: int, message: str) -> None:
         terminal.write(f"{path}:{line}: warning: {message}\n")
 
-    _loader.load_trace(str(path), sqlite3.connect(":memory:"), warn, progress=terminal)
+    _load.load_trace(str(path), sqlite3.connect(":memory:"), warn, progress=terminal)
     text = terminal.getvalue()
     assert "loading t.txt [" in text
     at = text.index(f"{path}:151: warning: malformed begin mark")

@@ -189,8 +189,6 @@ def test_json_trace_is_streamed_and_reads_as_the_whole_document(tmp_path: Path, 
 
     import attrs
 
-    from nnemu.replay import _extract
-
     lined = tmp_path / "q.json"
     record(QUICKSTART, lined)
     document = tmp_path / "one-line.json"
@@ -201,7 +199,7 @@ def test_json_trace_is_streamed_and_reads_as_the_whole_document(tmp_path: Path, 
         raise AssertionError("json.load called on a one-event-per-line file")
 
     with monkeypatch.context() as patch:
-        patch.setattr(_extract.json, "load", no_load)
+        patch.setattr(json, "load", no_load)
         streamed = extract_plan(str(lined))
     assert attrs.evolve(streamed, source=from_document.source) == from_document
     cut = tmp_path / "cut.json"

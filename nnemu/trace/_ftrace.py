@@ -1,0 +1,90 @@
+"""Systrace HTML and ftrace text as canonical events (``nnemu.trace._events``).
+
+``row_batches`` turns the blocks of lines ``FtraceLines.blocks`` gives (or ``time_ordered``
+rows, ``one_line_blocks``; or a Perfetto trace's rows from ``PerfettoLines``) into lists of
+``BEGIN``/``END`` events, each placed on its line, with the thread name the row's ``TASK``
+column shows; the process and thread names of a ``PROCESS DUMP`` come as
+``PROCESS``/``THREAD`` events where the dump is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from nnemu.trace._events import BEGIN, END, PROCESS, THREAD, Event
+from nnemu.trace._html import DumpProcess, DumpThread
+from nnemu.trace._rows import ROW_RE, atrace_tgid, pid_of, timestamp_ns
+
+
+class DumpEvents:
+    """An ``on_dump`` for ``FtraceLines`` that keeps its rows as events until
+    ``row_batches`` gives them, in their place among the rows."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending: list[Event] = []
+
+    def __call__(self, row: DumpProcess | DumpThread) -> None:
+        if isinstance(row, DumpProcess):
+            self.pending.append((PROCESS, 0, 0, row.pid, 0, row.name, None))
+        else:
+            self.pending.append((THREAD, 0, 0, row.pid, row.tid, row.name, False))
+
+
+def row_batches(
+    blocks: Iterable[tuple[int, list[str]]], dumps: DumpEvents | None = None
+) -> Iterator[list[Event]]:
+    """The ``tracing_mark_write`` B/E rows of ``blocks`` (the number of a block's first line,
+    its consecutive lines: ``FtraceLines.blocks``) as events, a list per block.
+
+    A row ``ROW_RE`` does not read, or whose time or tid is out of range, is no event (not
+    a row a kernel writes).  ``B|tgid|name`` begins a slice of process ``tgid`` (read as
+    Perfetto's trace processor reads it: ``+200``, `` 200``); ``B|tgid``, ``B|tgid|`` or any
+    other ``B`` payload begins one with no name (``""``: its ``E`` closes it).  A row's TGID
+    column, when it is a number, names the process; with neither, the thread is its own.
+    The event's last field is the row's ``TASK`` column as written (strip it to use it).
+    ``dumps``: the ``on_dump`` of the ``FtraceLines`` that reads the lines; its events come
+    before the rows after them.
+    """
+    match = ROW_RE.match
+    pending = dumps.pending if dumps is not None else []
+    for first, block in blocks:
+        out: list[Event] = []
+        if pending:
+            out += pending
+            pending.clear()
+        line_number = first - 1
+        for line in block:
+            line_number += 1
+            if "tracing_mark_write" not in line:
+                continue
+            m = match(line)
+            if m is None:
+                continue
+            task, tid_text, tgid_column, seconds, fraction, kind, rest = m.groups()
+            ts = timestamp_ns(seconds, fraction)
+            tid = pid_of(tid_text)
+            if ts is None or tid is None:
+                continue  # out of range: not a row a kernel writes
+            if kind == "B":
+                parts = rest.split("|", 2)
+                tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
+                pid = None if tgid is None else pid_of(str(tgid))
+                name = parts[2].rstrip("\n") if tgid is not None and len(parts) == 3 else ""
+                if tgid_column is not None and tgid_column.isdigit():
+                    pid = pid_of(tgid_column)
+                out.append((BEGIN, ts, line_number, tid if pid is None else pid, tid, name, task))
+            else:
+                out.append((END, ts, line_number, -1, tid, "", task))
+        if out:
+            yield out
+    if pending:
+        yield pending[:]
+        pending.clear()
+
+
+def one_line_blocks(rows: Iterable[tuple[int, str]]) -> Iterator[tuple[int, list[str]]]:
+    """Numbered lines (``time_ordered``'s, not consecutive) as ``row_batches`` reads blocks."""
+    for number, line in rows:
+        yield number, [line]

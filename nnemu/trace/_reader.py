@@ -1,0 +1,129 @@
+"""The one trace reader: a file's format told once, its events from that format's module.
+
+``TraceEvents(path)`` tells the format (``file_format``; refused with ``refuse_unreadable``)
+and ``events()`` gives the file's canonical events (``nnemu.trace._events``) from the module
+of its format: ``_ftrace`` for systrace HTML and ftrace text (and a Perfetto protobuf trace's
+rows, from ``PerfettoLines``), ``_chrome`` for Chrome JSON.  A new format is a
+``TraceFormat`` member, a module that yields the events, and a branch in ``events``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from typing import Final, TextIO
+
+from nnemu._progress import Progress
+from nnemu.trace._chrome import NotLineJson, chrome_document_events, chrome_events, json_line_events
+from nnemu.trace._detect import TraceFormat, file_format, refuse_unreadable
+from nnemu.trace._events import PROBLEM, RESTART, Event
+from nnemu.trace._ftrace import DumpEvents, one_line_blocks, row_batches
+from nnemu.trace._html import FtraceLines
+from nnemu.trace._rows import time_ordered
+
+
+class TraceEvents:
+    """A trace file whose format is told once, read for its events (each reading anew).
+
+    Raises (``__init__``):
+        TraceFormatError: ``path`` is ``-``, or a format no reader reads (compressed,
+            binary) or a file with no trace (``refuse_unreadable``).
+        OSError: The file cannot be read.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        progress: TextIO | None = None,
+        label: str = "reading",
+        strict_lines: bool = False,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.kind = file_format(self.path)
+        """The file's format."""
+        refuse_unreadable(self.path, self.kind)
+        self.progress = progress
+        """Where a progress bar is drawn (a terminal) while a text or JSON file is read."""
+        self.label = f"{label} {os.path.basename(self.path)}"
+        self.strict_lines = strict_lines
+        """A JSON file is read one event per line only if it is exactly that
+        (``json_line_events``' ``strict``)."""
+        self.lines: FtraceLines | None = None
+        """The last reading's ``FtraceLines`` (text and Perfetto traces): whether it found
+        ftrace, was HTML, was cut short, and its last line."""
+
+    def events(self, *, in_time_order: bool = False) -> Iterator[Event]:
+        """The file's events, read from its start (``batches``, one at a time)."""
+        return itertools.chain.from_iterable(self.batches(in_time_order=in_time_order))
+
+    def batches(self, *, in_time_order: bool = False) -> Iterator[list[Event]]:
+        """The file's events, read from its start, in lists (a reader's loop over a list
+        costs less per event than a generator's).
+
+        A text trace's rows come in file order, or ``in_time_order`` (``time_ordered``: as
+        Perfetto's trace processor matches them); a JSON file's events in file order (one
+        event per line streamed; else, after a ``RESTART``, the document's); a Perfetto
+        trace's in time order (its problems as ``PROBLEM`` events at their byte offsets).
+
+        Raises:
+            TraceFormatError: A JSON document that is not a trace; a Perfetto trace whose
+                first packet cannot be read.
+        """
+        if self.kind is TraceFormat.PERFETTO:
+            return self._perfetto_batches()
+        if self.kind is TraceFormat.JSON:
+            return _chunks(self._json_events())
+        return self._text_batches(in_time_order)
+
+    def _perfetto_batches(self) -> Iterator[list[Event]]:
+        from nnemu.trace._perfetto import PerfettoLines
+
+        dumps = DumpEvents()
+        pending = dumps.pending
+
+        def problem(offset: int, message: str) -> None:
+            pending.append((PROBLEM, 0, offset, 0, 0, message, None))
+
+        pftrace = PerfettoLines(self.path, on_dump=dumps, on_problem=problem)
+        self.lines = FtraceLines(pftrace, on_dump=dumps)
+        # (Its rows come a line at a time, each after the names and problems before it.)
+        return _chunks(itertools.chain.from_iterable(row_batches(self.lines.blocks(), dumps)))
+
+    def _text_batches(self, in_time_order: bool) -> Iterator[list[Event]]:
+        dumps = DumpEvents()
+        with open(self.path, encoding="utf-8", errors="replace") as handle:
+            if in_time_order:
+                self.lines = FtraceLines(handle, on_dump=dumps)
+                yield from row_batches(one_line_blocks(time_ordered(self.lines)), dumps)
+                return
+            with Progress(self.path, handle, self.progress, label=self.label) as bar:
+                self.lines = FtraceLines(bar.lines(handle), on_dump=dumps)
+                yield from row_batches(self.lines.blocks(), dumps)
+
+    def _json_events(self) -> Iterator[Event]:
+        with open(self.path, encoding="utf-8", errors="replace") as handle:
+            # One event per line (as nnemu and Chrome write it) is streamed; anything
+            # else is parsed as one document (in memory).
+            try:
+                with Progress(self.path, handle, self.progress, label=self.label) as bar:
+                    lines = json_line_events(bar.lines(handle), strict=self.strict_lines)
+                    yield from chrome_events(lines)
+                return
+            except NotLineJson:
+                pass
+            yield (RESTART, 0, 0, 0, 0, "", None)
+            handle.seek(0)
+            text = handle.read()
+        yield from chrome_document_events(self.path, text)
+
+
+_CHUNK: Final = 4096
+"""Events per list of a reader that yields them one at a time."""
+
+
+def _chunks(events: Iterator[Event]) -> Iterator[list[Event]]:
+    """``events`` in lists of ``_CHUNK``."""
+    while chunk := list(itertools.islice(events, _CHUNK)):
+        yield chunk
