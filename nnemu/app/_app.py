@@ -31,7 +31,7 @@ from nnemu.sim import (
     SimThread,
     current_thread,
 )
-from nnemu.tracer import Layer, Phase, Tracer, mark
+from nnemu.tracer import Layer, Phase, Tracer, mark, raw_mark
 
 logger = structlog.get_logger(layer="app")
 
@@ -47,7 +47,7 @@ thread took it (none when it was taken at once)."""
 FAILED_MARK: Final = "nnemu::failed "
 """The name, followed by the result code, of an empty section just after the last attempt
 of an execution that failed (none for one that completed)."""
-"""An NDK execution's mark, built once (``Tracer.enter``)."""
+"""An NDK execution's mark, built once."""
 
 
 # Enum members the per-execution path compares with or returns, as module constants: on
@@ -132,7 +132,7 @@ class Application:
         kernel, tracer, spec = self.kernel, self.tracer, self.spec
         await kernel.sleep_until(us(spec.workload.start_ms * 1e6))
         try:
-            with tracer.section(Layer.APPLICATION, Phase.OVERALL, spec.name):
+            with tracer.section(mark(Layer.APPLICATION, Phase.OVERALL, spec.name)):
                 compiled = False
                 for number in range(spec.compilations):
                     # Earlier compilations model earlier launches of the app: compile, free.
@@ -167,7 +167,7 @@ class Application:
 
     async def _compile(self) -> bool:
         """Build and compile the model; False (and the code recorded) when that fails."""
-        with self.tracer.section(Layer.APPLICATION, Phase.COMPILATION, "compileModel"):
+        with self.tracer.section(mark(Layer.APPLICATION, Phase.COMPILATION, "compileModel")):
             started = self.kernel.task_now_ns()
             code, builder = await self.runtime.create_model(self.model)
             compilation = None
@@ -318,7 +318,7 @@ class Application:
         seq = self._started
         started_ns = attempt_ns = kernel.task_now_ns()
         if started_ns > arrival_ns:
-            with self.tracer.raw_section(f"{WAITED_MARK}{started_ns - arrival_ns} ns"):
+            with self.tracer.section(raw_mark(f"{WAITED_MARK}{started_ns - arrival_ns} ns")):
                 pass
         detailed = self.records is not None
         while True:
@@ -342,12 +342,12 @@ class Application:
                 break
             attempt += 1
             self.stats.retries += 1
-            with self.tracer.raw_section(RETRY_MARK + code.name):
+            with self.tracer.section(raw_mark(RETRY_MARK + code.name)):
                 await kernel.sleep(delay_ns)
             delay_ns = us(delay_ns * retry.backoff_factor)
             attempt_ns = kernel.task_now_ns()
         if code is not _NO_ERROR:
-            with self.tracer.raw_section(FAILED_MARK + code.name):
+            with self.tracer.section(raw_mark(FAILED_MARK + code.name)):
                 pass
         finished_ns = kernel.task_now_ns()
         latency_ns = finished_ns - arrival_ns
@@ -414,7 +414,7 @@ class Application:
         spec = self.spec
         compilation = self._compilation
         assert compilation is not None
-        with self.tracer.enter(_EXECUTE_MARK):
+        with self.tracer.section(_EXECUTE_MARK):
             execution = self._reused.get(current_thread()) if spec.reusable else None
             if execution is None:
                 code, execution = Execution.create(compilation)

@@ -46,7 +46,7 @@ def _marks(detail: str) -> tuple[Mark, Mark]:
     )
 
 
-# The sample driver's execution marks, built once (Tracer.enter, Section.switch_to).
+# The sample driver's execution marks, built once.
 _FENCED_MARKS: Final = _marks("SamplePreparedModel::executeFenced")
 _SYNC_MARKS: Final = _marks("SampleDriver::executeSynchronouslyBase")
 _ASYNC_MARKS: Final = _marks("SampleDriver::asyncExecute")
@@ -169,7 +169,7 @@ class PreparedModel:
         # ANeuralNetworksBurst_create (LR PP), where PE may not nest, so nnemu files it
         # as initialization (PI), the phase Android's parser gives the HIDL call itself.
         with service.tracer.section(
-            Layer.DRIVER, Phase.INITIALIZATION, "SampleDriver::configureExecutionBurst"
+            mark(Layer.DRIVER, Phase.INITIALIZATION, "SampleDriver::configureExecutionBurst")
         ):
             if callback is None:
                 return ErrorStatus.INVALID_ARGUMENT, None
@@ -198,7 +198,7 @@ class PreparedModel:
         signal (after the checks), ``timingLaunched`` from the call.
         """
         tracer, kernel = self.service.tracer, self.service.kernel
-        with tracer.enter(_FENCED_MARKS[0]) as section:
+        with tracer.section(_FENCED_MARKS[0]) as section:
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             main = self.model.main
@@ -215,7 +215,8 @@ class PreparedModel:
                 end = signalled + duration_ns
                 bound = end if bound is None else min(bound, end)
             # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
-            section.switch_through(_FENCED_MARKS[1], _FENCED_MARKS[0])
+            section.switch(_FENCED_MARKS[1])  # (inputs and outputs: no time of their own)
+            section.switch(_FENCED_MARKS[0])
             status, on_device = await self.compute(bound, loop_timeout_ns)
             if status is not _NONE:
                 return status, None
@@ -300,7 +301,7 @@ class PreparedModel:
         """execute / execute_1_2 / execute_1_3: launch on a worker thread, answer by callback."""
         service = self.service
         tracer, kernel = service.tracer, service.kernel
-        with tracer.enter(_EXECUTE_BASE_MARK):
+        with tracer.section(_EXECUTE_BASE_MARK):
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             if callback is None:
@@ -334,8 +335,8 @@ class PreparedModel:
                 try:
                     if split is not None:
                         split.device_queue_ns += kernel.task_now_ns() - launched_ns
-                    with tracer.enter(_ASYNC_MARKS[1]) as section:
-                        section.switch_to(_ASYNC_MARKS[0])
+                    with tracer.section(_ASYNC_MARKS[1]) as section:
+                        section.switch(_ASYNC_MARKS[0])
                         status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
                     shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
                     timing = measured_timing(measure, status, on_device, entered, kernel.clock_ns)
@@ -358,13 +359,14 @@ class PreparedModel:
     ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
         """executeSynchronously(_1_3): run inside the call, answer with the return value."""
         tracer, kernel = self.service.tracer, self.service.kernel
-        with tracer.enter(_SYNC_MARKS[0]) as section:
+        with tracer.section(_SYNC_MARKS[0]) as section:
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             error = self.check_request(request, deadline_ns)
             if error is not None:
                 return error.downgraded(version), (), NO_TIMING
-            section.switch_through(_SYNC_MARKS[1], _SYNC_MARKS[0])
+            section.switch(_SYNC_MARKS[1])  # (inputs and outputs: no time of their own)
+            section.switch(_SYNC_MARKS[0])
             status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
             timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
             if status is _NONE:  # (nothing to downgrade)

@@ -42,7 +42,7 @@ from nnemu.hal import (
 from nnemu.ipc import Binder, Endpoint, ExecutionSplit
 from nnemu.scenario import CpuSpec, DeadlinePolicy, DeviceSpec, FaultKind
 from nnemu.sim import FileHandle, Kernel, ProcessTable, SimQueue, us
-from nnemu.tracer import Layer, Phase, Section, Tracer
+from nnemu.tracer import Layer, Phase, Section, Tracer, mark
 
 logger = structlog.get_logger(layer="driver")
 
@@ -210,7 +210,7 @@ class DriverService:
     # ------------------------------------------------------------- IDevice
     def _driver_section(self, phase: Phase, detail: str) -> Section:
         """A scoped ``[NN_LD_<phase>]SampleDriver::<detail>`` section."""
-        return self.tracer.section(Layer.DRIVER, phase, f"SampleDriver::{detail}")
+        return self.tracer.section(mark(Layer.DRIVER, phase, f"SampleDriver::{detail}"))
 
     async def getCapabilities(self) -> tuple[ErrorStatus, Capabilities]:
         """IDevice::getCapabilities (and _1_1/_1_2/_1_3: the same value in this model)."""
@@ -422,7 +422,9 @@ class DriverService:
         uid: int,
     ) -> None:
         kernel, tracer = self.kernel, self.tracer
-        with tracer.section(Layer.DRIVER, Phase.COMPILATION, "SamplePreparedModel::loadFromCache"):
+        with tracer.section(
+            mark(Layer.DRIVER, Phase.COMPILATION, "SamplePreparedModel::loadFromCache")
+        ):
             await kernel.sleep(us(self.spec.cost.prepare_from_cache_ms * 1e6))
             if not self.endpoint.alive:
                 return
@@ -559,7 +561,9 @@ class DriverService:
     ) -> None:
         """The background preparation (a detached thread in the sample driver)."""
         kernel, tracer = self.kernel, self.tracer
-        with tracer.section(Layer.DRIVER, Phase.COMPILATION, "SamplePreparedModel::initialize"):
+        with tracer.section(
+            mark(Layer.DRIVER, Phase.COMPILATION, "SamplePreparedModel::initialize")
+        ):
             cost = self.spec.cost
             prepare_ns = us(
                 (cost.prepare_ms + cost.prepare_ms_per_op * len(model.main.operations)) * 1e6

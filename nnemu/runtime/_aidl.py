@@ -40,7 +40,7 @@ from nnemu.runtime._devices import (
 )
 from nnemu.runtime._versioned import PreparedModelCallback, _wait_for_callback
 from nnemu.sim import Kernel
-from nnemu.tracer import Layer, Phase, Tracer
+from nnemu.tracer import Layer, Phase, Tracer, mark
 
 if TYPE_CHECKING:
     from nnemu.runtime._canonical import CanonicalDevice, CanonicalPreparedModel
@@ -165,7 +165,7 @@ class AidlIDevice(DriverConnection[AidlDriverDevice]):
             ("getType", service.getType),
             ("getNumberOfCacheFilesNeeded", service.getNumberOfCacheFilesNeeded),
         ):
-            with tracer.section(Layer.IPC, Phase.INITIALIZATION, method):
+            with tracer.section(mark(Layer.IPC, Phase.INITIALIZATION, method)):
                 answer = await self.call(method, serve)
             if isinstance(answer, DeadObject | ServiceSpecificError):
                 return None
@@ -185,7 +185,7 @@ class AidlIDevice(DriverConnection[AidlDriverDevice]):
 
     async def get_supported_operations(self, model: Model) -> tuple[bool, ...] | DeadObject:
         """Per-operation support; an error or a wrong-length answer means 'none supported'."""
-        with self.tracer.section(Layer.IPC, Phase.COMPILATION, "getSupportedOperations"):
+        with self.tracer.section(mark(Layer.IPC, Phase.COMPILATION, "getSupportedOperations")):
             answer = await self.call(
                 "getSupportedOperations", partial(self.service.getSupportedOperations, model)
             )
@@ -231,7 +231,7 @@ class AidlIDevice(DriverConnection[AidlDriverDevice]):
         """prepareModel; waits for the callback."""
         model_cache, data_cache, token = cache
         token = token or b"\0" * CACHE_TOKEN_BYTES
-        with self.tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModel"):
+        with self.tracer.section(mark(Layer.IPC, Phase.COMPILATION, "prepareModel")):
             return await self._wait_prepared(
                 "prepareModel",
                 lambda ref: self.service.prepareModel(
@@ -252,7 +252,7 @@ class AidlIDevice(DriverConnection[AidlDriverDevice]):
     ) -> tuple[ErrorStatus | DeadObject, AidlIPreparedModel | None]:
         """prepareModelFromCache; waits for the callback."""
         model_cache, data_cache, token = cache
-        with self.tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModelFromCache"):
+        with self.tracer.section(mark(Layer.IPC, Phase.COMPILATION, "prepareModelFromCache")):
             return await self._wait_prepared(
                 "prepareModelFromCache",
                 lambda ref: self.service.prepareModelFromCache(

@@ -43,13 +43,13 @@ _SET_OUTPUT_MARK = mark(
 )
 _COMPUTE_MARK = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_compute")
 _FREE_MARK = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_free")
-"""The NDK calls of an execution that a sync execution makes every time (``Tracer.span``,
-``Tracer.enter_call``: one call where ``Runtime.ndk_call`` takes several)."""
+"""The NDK calls of an execution that a sync execution makes every time, built once
+(``Tracer.span``, ``Tracer.section`` with the call's CPU time)."""
 # A driver step's section names: the runtime's (PIO, then PR) and the IPC phase's (PE).
 _EXECUTE = "DriverPreparedModel::execute"
 _EXECUTE_IPC = "DriverPreparedModel::execute::execute"
 _EXECUTE_FENCED = "DriverPreparedModel::executeFenced"
-# The marks of one driver step, built once (Tracer.enter, Section.switch_to).
+# The marks of one driver step, built once.
 # Enum members the per-execution path compares with or returns, as module constants: on
 # Python 3.11 ``Enum.MEMBER`` goes through ``EnumType.__getattr__``'s lookup hook (~60 ns;
 # a global ~10), bench/README.md.
@@ -333,7 +333,7 @@ class Execution:
     # ------------------------------------------------------------ modes
     async def compute(self) -> ResultCode:
         """ANeuralNetworksExecution_compute: run the plan on the calling thread."""
-        with self.runtime.tracer.enter_call(_COMPUTE_MARK, API_CALL_NS):  # (``ndk_call``)
+        with self.runtime.tracer.section(_COMPUTE_MARK, work_ns=API_CALL_NS):  # (``ndk_call``)
             code = self._start()
             if code is not _NO_ERROR:
                 return code
@@ -472,11 +472,13 @@ class Execution:
         return self._sized()
 
     async def _partial_cpu_fallback(self, step: Step) -> ResultCode:
-        with self.runtime.tracer.section(Layer.RUNTIME, Phase.EXECUTION, "cpuFallbackPartial"):
+        with self.runtime.tracer.section(
+            mark(Layer.RUNTIME, Phase.EXECUTION, "cpuFallbackPartial")
+        ):
             return await self._run_on_cpu(step.model)
 
     async def _full_cpu_fallback(self) -> ResultCode:
-        with self.runtime.tracer.section(Layer.RUNTIME, Phase.EXECUTION, "cpuFallbackFull"):
+        with self.runtime.tracer.section(mark(Layer.RUNTIME, Phase.EXECUTION, "cpuFallbackFull")):
             code = _app_visible(await self._run_on_cpu(self.compilation.model))
         return self._sized() if code is _NO_ERROR else code
 
@@ -498,11 +500,11 @@ class Execution:
     async def _compute_on_cpu(self, model: Model) -> ResultCode:
         runtime = self.runtime
         kernel, tracer = runtime.kernel, runtime.tracer
-        with tracer.section(Layer.RUNTIME, Phase.EXECUTION, "StepExecutor::computeOnCpu"):
+        with tracer.section(mark(Layer.RUNTIME, Phase.EXECUTION, "StepExecutor::computeOnCpu")):
             plan = runtime.cpu_plan(model)
             runtime.cpu_stats.executions += 1
             started = kernel.task_now_ns()
-            with tracer.section(Layer.CPU, Phase.EXECUTION, "run"):
+            with tracer.section(mark(Layer.CPU, Phase.EXECUTION, "run")):
                 try:
                     deadline = self.deadline_ns
                     for index, op_ns in enumerate(plan.op_ns):
@@ -516,14 +518,16 @@ class Execution:
                             per_iteration = op_ns / iterations
                             needed = int(self.loop_timeout_ns // per_iteration) + 1
                             if needed < iterations:
-                                with tracer.section(Layer.CPU, Phase.COMPUTATION, pco):
+                                with tracer.section(mark(Layer.CPU, Phase.COMPUTATION, pco)):
                                     kernel.work(us(needed * per_iteration))
                                 await kernel.sync()
                                 return ResultCode.MISSED_DEADLINE_TRANSIENT
                         transform = us(op_ns * 0.1)
-                        with tracer.section(Layer.CPU, Phase.TRANSFORMATION, ptr) as operation:
+                        with tracer.section(
+                            mark(Layer.CPU, Phase.TRANSFORMATION, ptr)
+                        ) as operation:
                             kernel.work(transform)
-                            operation.switch(Layer.CPU, Phase.COMPUTATION, pco)
+                            operation.switch(mark(Layer.CPU, Phase.COMPUTATION, pco))
                             kernel.work(op_ns - transform)
                         # The CPU executor is the calling thread: other threads run meanwhile.
                         await kernel.sync()
@@ -546,7 +550,7 @@ class Execution:
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
         measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
-        with runtime.tracer.enter(_BURST_MARK):
+        with runtime.tracer.section(_BURST_MARK):
             # The request packet reaches a spinning server at once; a sleeping one is woken.
             wake_ns = runtime.binder.latency_ns()
             delivery_ns = context.delivery_ns(kernel.task_now_ns(), wake_ns)
@@ -579,9 +583,9 @@ class Execution:
         request = runtime.request_for(prepared.model)
         measure = _MEASURE_YES if self.measure else _MEASURE_NO
         status: ErrorStatus | DeadObject
-        with runtime.tracer.enter(_IO_MARK[fenced]) as section:
+        with runtime.tracer.section(_IO_MARK[fenced]) as section:
             kernel.work(PER_OP_NS * (len(request.inputs) + len(request.outputs)))
-            section.switch_to(_IPC_MARK[fenced])
+            section.switch(_IPC_MARK[fenced])
             try:
                 if fenced:
                     status, timing, timing_fenced = await prepared.execute_fenced(
@@ -594,7 +598,7 @@ class Execution:
                     timing_fenced = timing
             finally:
                 # The results phase is charged however the call ended.
-                section.switch_to(_RESULTS_MARK[fenced])
+                section.switch(_RESULTS_MARK[fenced])
                 kernel.work(API_CALL_NS)
         self.timing = timing
         self.timing_fenced = timing_fenced

@@ -101,7 +101,7 @@ async def test_marks_ahead_of_the_clock_wait_for_it_and_process_comes_after_earl
     thread = ProcessTable().spawn("app", 10001).main_thread
 
     async def task() -> None:
-        with tracer.section(Layer.RUNTIME, Phase.EXECUTION, "a"):
+        with tracer.section(mark(Layer.RUNTIME, Phase.EXECUTION, "a")):
             kernel.work(5_000)  # the task's clock runs 5 µs ahead of the kernel's
         tracer.process(4242, "late")  # the B at 0 is due, the E at 5 µs is not
         await kernel.sleep(10_000)
@@ -121,7 +121,7 @@ async def test_marks_ahead_of_the_clock_wait_for_it_and_process_comes_after_earl
 
 async def test_an_event_sink_gets_a_blocks_end_as_soon_as_the_block_exits(autojump_clock):
     """With a sink that takes events one by one, a block's E (and a switch's B) reach it at
-    once, not at the next begin (batching tracers leave that check to the next begin)."""
+    once, not at the next begin."""
     kernel = Kernel()
     sink = _EventSink()
     tracer = Tracer(kernel, [sink])
@@ -129,9 +129,9 @@ async def test_an_event_sink_gets_a_blocks_end_as_soon_as_the_block_exits(autoju
     seen_after: list[int] = []
 
     async def task() -> None:
-        with tracer.enter(mark(Layer.RUNTIME, Phase.EXECUTION, "a")) as section:
+        with tracer.section(mark(Layer.RUNTIME, Phase.EXECUTION, "a")) as section:
             await kernel.sleep(2_000)
-            section.switch_to(mark(Layer.RUNTIME, Phase.RESULTS, "a"))
+            section.switch(mark(Layer.RUNTIME, Phase.RESULTS, "a"))
             seen_after.append(len(sink.seen))
             await kernel.sleep(3_000)
         seen_after.append(len(sink.seen))
@@ -166,14 +166,15 @@ async def test_a_mark_earlier_than_those_held_reaches_the_sink_before_them(
 
     async def run_ahead() -> None:
         kernel.work(5_000)  # this task's marks are 5 µs ahead of the kernel's clock
-        with tracer.enter(a) as section:
-            section.switch_through(b, a)
+        with tracer.section(a) as section:
+            section.switch(b)
+            section.switch(a)
         tracer.span(b, 1_000)
         await kernel.sleep(1_000)
 
     async def run_behind() -> None:
-        with tracer.enter(b) as section:
-            section.switch_to(a)
+        with tracer.section(b) as section:
+            section.switch(a)
             kernel.work(5_000)
 
     async with trio.open_nursery() as nursery:
