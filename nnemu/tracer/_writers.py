@@ -274,14 +274,18 @@ class FtraceWriter:
 
 
 class _JsonThread:
-    """What is constant on one thread's JSON events, as UTF-8: built once per thread."""
+    """What is constant on one thread's JSON events, as UTF-8: built once per thread.
+
+    Each piece starts with the ``,`` and newline that separate it from the event before
+    (``ChromeJsonWriter._write`` drops the file's first one).
+    """
 
     __slots__ = ("begins", "end", "named", "place", "thread")
 
     def __init__(self, thread: SimThread) -> None:
         self.place: Final = b'"pid": %d, "tid": %d, "ts": ' % (thread.pid, thread.tid)
         """An event's ``pid``, ``tid`` and ``ts`` key, in ``sort_keys`` order."""
-        self.end: Final = b'{"ph": "E", ' + self.place
+        self.end: Final = b',\n{"ph": "E", ' + self.place
         """An ``E`` event up to its timestamp."""
         self.begins: Final[dict[str, bytes]] = {}
         """A ``B`` event up to its timestamp, by section name (made on first use)."""
@@ -290,12 +294,9 @@ class _JsonThread:
         self.thread: Final = thread
         """The thread itself, which keeps its ``id`` from being reused."""
 
-    def begin(self, name: str) -> bytes:
-        """A ``B`` event up to its timestamp, for a section called ``name``."""
-        text = self.begins[name] = (
-            b'{"cat": "nnapi", "name": ' + json.dumps(name).encode() + b', "ph": "B", ' + self.place
-        )
-        return text
+
+_NO_JSON_THREAD: Final = _JsonThread(SimThread(0, 0, ""))
+"""The thread before a batch's first event (never written)."""
 
 
 def _json_ts(ts_ns: int) -> bytes:
@@ -313,32 +314,29 @@ class ChromeJsonWriter:
     docs/perfetto.md.  Each event is what ``json.dumps(event, sort_keys=True)`` writes, built
     as the systrace writer builds its lines: what is constant on a thread's events (its
     ``pid``/``tid``, each ``B`` event up to its timestamp, the ``E`` event's) is made once, as
-    UTF-8, and an event is its pieces copied into one buffer, a batch's events one write.
+    UTF-8, with the separator before it, and so is each timestamp's text with the event's
+    closing brace; an event is those two pieces copied into one buffer, a batch's events
+    one write.
     """
 
     def __init__(self, out: TextIO | BinaryIO) -> None:
         self._out = _Output(out)
-        self._separator = b""
-        """What goes before the next event (``,`` and a newline, but before the first)."""
+        self._first = True
+        """Whether no event is written yet (the first goes without its leading separator)."""
         self._threads: dict[int, _JsonThread] = {}
         """By ``id`` of the thread object."""
         self._named: set[SimThread] = set()
         self._counters: dict[tuple[int, str], bytes] = {}
         """A ``C`` event between its value and its timestamp, by (pid, name)."""
-        self._second = (-1, b"")
-        """The second the last timestamp was in: (its number, its text)."""
+        self._last_ts = -1
+        self._stamp = b""
+        """The text of ``_last_ts`` and the closing brace."""
         self._buffer = BytesWriter()
         """A batch's events (emptied after each batch)."""
         self._out.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
 
     def _event(self, event: dict[str, object]) -> None:
-        self._text(json.dumps(event, sort_keys=True).encode())
-
-    def _text(self, text: bytes) -> None:
-        # Separator and event in one write: the file never ends in a bare ",".
-        self._buffer.write(self._separator)
-        self._buffer.write(text)
-        self._separator = b",\n"
+        self._buffer.write(b",\n" + json.dumps(event, sort_keys=True).encode())
 
     def process(self, pid: int, name: str) -> None:
         """Write the process_name metadata event."""
@@ -351,35 +349,48 @@ class ChromeJsonWriter:
         track = self._threads[id(thread)] = _JsonThread(thread)
         return track
 
-    def _name(self, track: _JsonThread) -> None:
-        """Write the thread_name metadata event (before the thread's first begin)."""
-        track.named = True
-        thread = track.thread
-        if thread not in self._named:
-            self._named.add(thread)
-            self._event(
-                {
-                    "ph": "M",
-                    "name": "thread_name",
-                    "pid": thread.pid,
-                    "tid": thread.tid,
-                    "args": {"name": thread.name},
-                }
-            )
+    def _begin(self, track: _JsonThread, name: str) -> bytes:
+        """A ``B`` event up to its timestamp on ``track``, for a section called ``name``; the
+        thread's ``thread_name`` event first if this is its first (a track's first begin
+        always comes here: its ``begins`` is empty)."""
+        if not track.named:
+            track.named = True
+            thread = track.thread
+            if thread not in self._named:
+                self._named.add(thread)
+                self._event(
+                    {
+                        "ph": "M",
+                        "name": "thread_name",
+                        "pid": thread.pid,
+                        "tid": thread.tid,
+                        "args": {"name": thread.name},
+                    }
+                )
+        text = track.begins[name] = (
+            b',\n{"cat": "nnapi", "name": '
+            + json.dumps(name).encode()
+            + b', "ph": "B", '
+            + track.place
+        )
+        return text
+
+    def _counter(self, pid: int, name: str) -> bytes:
+        """A ``C`` event of counter ``name`` between its value and its timestamp."""
+        middle = self._counters[pid, name] = b'}, "name": %s, "ph": "C", "pid": %d, "ts": ' % (
+            json.dumps(name).encode(),
+            pid,
+        )
+        return middle
 
     def receive(self, events: Sequence[TraceEvent]) -> None:
         """Write the events of a batch (slices, flows, counters) in one block."""
         threads = self._threads
         buffer = self._buffer
-        digits = _DIGITS3
-        last_ts = -1
-        # A timestamp's text is whole µs as ``<seconds><milli><micro>.0`` (no object made but
-        # each new second's text), else what ``repr`` gives the float (in ``seconds``).
-        second, seconds = self._second
-        milli = micro = b""
-        close = b".0}"
+        last_ts = self._last_ts
+        stamp = self._stamp
         last_thread: SimThread | None = None
-        track: _JsonThread | None = None
+        track = _NO_JSON_THREAD
         # (As in ``FtraceWriter.receive``: read the events without the info's nested checks.)
         rows = cast(
             "list[tuple[int, SimThread, str | None, object]]",
@@ -388,64 +399,50 @@ class ChromeJsonWriter:
         for ts, thread, name, info in rows:
             if ts != last_ts:
                 last_ts = ts
+                # A whole number of µs past the first second (nearly every one) is what
+                # ``_json_ts`` gives, in one format.
                 if ts % 1000 == 0 and 1_000_000_000 <= ts < 10**18:
-                    us = ts // 1000
-                    if us // 1_000_000 != second:
-                        second = us // 1_000_000
-                        seconds = b"%d" % second
-                    milli = digits[us // 1000 % 1000]
-                    micro = digits[us % 1000]
-                    close = b".0}"
+                    stamp = b"%d.0}" % (ts // 1000)
                 else:
-                    second = -1
-                    seconds = _json_ts(ts)
-                    milli = micro = b""
-                    close = b"}"
-            if name is None and isinstance(info, _CounterMark):
-                middle = self._counters.get((info.pid, info.name))
-                if middle is None:
-                    middle = self._counters[info.pid, info.name] = (
-                        b'}, "name": %s, "ph": "C", "pid": %d, "ts": '
-                        % (
-                            json.dumps(info.name).encode(),
-                            info.pid,
-                        )
-                    )
-                buffer.write(self._separator)
-                self._separator = b",\n"
-                buffer.write(b'{"args": {"value": %d' % info.value)
-                buffer.write(middle)
-            else:
-                if thread is not last_thread or track is None:
+                    stamp = _json_ts(ts) + b"}"
+            if name is not None or info is None:
+                if thread is not last_thread:
                     track = threads.get(id(thread)) or self._thread(thread)
                     last_thread = thread
-                if name is not None and not track.named:
-                    self._name(track)
-                buffer.write(self._separator)
-                self._separator = b",\n"
                 if name is not None:
-                    buffer.write(track.begins.get(name) or track.begin(name))
-                elif info is None:
+                    buffer.write(track.begins.get(name) or self._begin(track, name))
+                else:
                     buffer.write(track.end)
-                elif isinstance(info, _FlowMark):
-                    if info.terminating:
-                        buffer.write(b'{"bp": "e", "cat": "nnapi-flow", "id": %d, ' % info.flow_id)
-                        buffer.write(b'"name": "flow", "ph": "f", ')
-                    else:
-                        buffer.write(b'{"cat": "nnapi-flow", "id": %d, ' % info.flow_id)
-                        buffer.write(b'"name": "flow", "ph": "s", ')
-                    buffer.write(track.place)
-            buffer.write(seconds)
-            buffer.write(milli)
-            buffer.write(micro)
-            buffer.write(close)
-        self._second = (second, seconds)
+            elif isinstance(info, _CounterMark):
+                buffer.write(b',\n{"args": {"value": %d' % info.value)
+                buffer.write(
+                    self._counters.get((info.pid, info.name)) or self._counter(info.pid, info.name)
+                )
+            elif isinstance(info, _FlowMark):
+                if thread is not last_thread:
+                    track = threads.get(id(thread)) or self._thread(thread)
+                    last_thread = thread
+                if info.terminating:
+                    buffer.write(b',\n{"bp": "e", "cat": "nnapi-flow", "id": %d, ' % info.flow_id)
+                    buffer.write(b'"name": "flow", "ph": "f", ')
+                else:
+                    buffer.write(b',\n{"cat": "nnapi-flow", "id": %d, ' % info.flow_id)
+                    buffer.write(b'"name": "flow", "ph": "s", ')
+                buffer.write(track.place)
+            else:
+                continue
+            buffer.write(stamp)
+        self._last_ts = last_ts
+        self._stamp = stamp
         self._write()
 
     def _write(self) -> None:
-        """Write the buffered events."""
+        """Write the buffered events (the file's first without its leading separator)."""
         data = self._buffer.getvalue()
         self._buffer.truncate(0)
+        if self._first and data:
+            self._first = False
+            data = data[2:]
         self._out.write(data)
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
@@ -520,25 +517,19 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def _varint_size(value: int) -> int:
-    """How many bytes ``_varint(value)`` has."""
-    if value < 0:
-        return 10
-    size = 1
-    while value > 0x7F:
-        value >>= 7
-        size += 1
-    return size
+_TS_GROUPS: Final = tuple(b"\x40" + bytes((n | 0x80,)) for n in range(128))
+"""The ``timestamp`` tag and a varint's first 7-bit group (more follow), by the group."""
+
+_GROUPS: Final = tuple(bytes((n | 0x80,)) for n in range(128))
+"""A varint's 7-bit group when more follow, by the group."""
+
+_HEADS: Final = tuple(b"\x0a" + bytes((n,)) for n in range(128))
+"""A ``Trace.packet`` record's tag (field 1, length-delimited) and one-byte length, by length."""
 
 
-def _put_varint(buffer: BytesWriter, value: int) -> None:
-    """Write ``_varint(value)`` into ``buffer``, byte by byte (no object made)."""
-    if value < 0:
-        value += 1 << 64
-    while value > 0x7F:
-        buffer.append((value & 0x7F) | 0x80)
-        value >>= 7
-    buffer.append(value)
+def _head(size: int) -> bytes:
+    """The tag and length of a ``Trace.packet`` record of ``size`` bytes."""
+    return _HEADS[size] if size < 0x80 else b"\x0a" + _varint(size)
 
 
 def _field(tag: bytes, payload: bytes) -> bytes:
@@ -564,6 +555,10 @@ class _PfThread:
         """A begin packet (no flows) after its timestamp, by the slice's name (interned)."""
         self.thread: Final = thread
         """The thread itself, which keeps its ``id`` from being reused."""
+
+
+_NO_PF_THREAD: Final = _PfThread(SimThread(0, 0, ""))
+"""The thread before a batch's first event (never written)."""
 
 
 class PerfettoWriter:
@@ -598,37 +593,42 @@ class PerfettoWriter:
         self._started = False
         self._last_ts = -1
         self._ts_field = b""
-        """The timestamp field of ``_last_ts``."""
+        """The ``timestamp`` field of ``_last_ts`` (the last packet's time, nearly always the
+        next one's too)."""
+        self._ts_high = 0
+        self._ts_rest = b""
+        """``_last_ts >> 14`` when at least 1, and its varint."""
         self._held: _PfThread | None = None
         """The thread of the begin held for its flows (None: none held)."""
         self._held_name = ""
         self._held_ts = 0
-        self._event_ts = -1
-        self._event_ts_size = 0
-        """The last timestamp an event packet had, and its varint's size."""
         self._held_flows = b""
 
     # ------------------------------------------------------------ output
     def _timestamp(self, ts_ns: int) -> bytes:
+        """The ``timestamp`` field of ``ts_ns``: its first two 7-bit groups from tables and
+        the rest (the time in units of 16.384 µs) kept while it lasts."""
         if ts_ns != self._last_ts:
             self._last_ts = ts_ns
-            self._ts_field = _TS + _varint(ts_ns)
+            high = ts_ns >> 14
+            if high <= 0:
+                self._ts_field = _TS + _varint(ts_ns)
+            else:
+                if high != self._ts_high:
+                    self._ts_high = high
+                    self._ts_rest = _varint(high)
+                self._ts_field = (
+                    _TS_GROUPS[ts_ns & 0x7F] + _GROUPS[ts_ns >> 7 & 0x7F] + self._ts_rest
+                )
         return self._ts_field
 
-    def _event_head(self, ts_ns: int, rest: int) -> None:
-        """Write a packet's record header and timestamp; ``rest`` bytes of fields follow."""
-        if ts_ns != self._event_ts:
-            self._event_ts = ts_ns
-            self._event_ts_size = _varint_size(ts_ns)
-        size = 1 + self._event_ts_size + rest
+    def _event(self, ts_ns: int, body: bytes) -> None:
+        """Write an event's packet: its record header, its ``timestamp`` field and ``body``."""
+        field = self._ts_field if ts_ns == self._last_ts else self._timestamp(ts_ns)
         buffer = self._buffer
-        buffer.append(0x0A)  # field 1 (Trace.packet), length-delimited
-        if size < 0x80:
-            buffer.append(size)
-        else:
-            buffer.write(_varint(size))
-        buffer.append(0x40)  # TracePacket.timestamp (field 8)
-        _put_varint(buffer, ts_ns)
+        buffer.write(_head(len(field) + len(body)))
+        buffer.write(field)
+        buffer.write(body)
 
     def _packet(self, ts_field: bytes, tail: bytes) -> None:
         """Write one ``Trace.packet`` record (field 1): ``ts_field`` and ``tail`` are its fields."""
@@ -648,6 +648,24 @@ class PerfettoWriter:
             except OSError as exc:
                 self._error = exc
 
+    def _begin(self, thread: _PfThread, name: str, flows: bytes = b"") -> bytes:
+        """A begin packet's fields after its timestamp, for a slice ``name`` on ``thread`` with
+        ``flows`` (``flow_ids`` fields); with none, kept in ``thread.begins`` for the next
+        (without the interned name a first use carries)."""
+        iid = self._iids.get(name)
+        interned = b""
+        if iid is None:
+            number = _varint(len(self._iids) + 1)
+            iid = self._iids[name] = b"\x50" + number
+            # interned_data (field 12) { event_names (2) { iid (1), name (2) } }
+            entry = _field(b"\x12", b"\x08" + number + _text_field(b"\x12", name))
+            interned = _field(b"\x62", entry)
+        event = _SLICE_BEGIN + iid + thread.uuid
+        if flows:
+            return _SEQUENCE + _field(_TRACK_EVENT, event + flows) + interned
+        tail = thread.begins[name] = _SEQUENCE + _field(_TRACK_EVENT, event)
+        return tail + interned
+
     def _release(self) -> None:
         """Write the begin held for its flows."""
         thread = self._held
@@ -656,25 +674,9 @@ class PerfettoWriter:
         self._held = None
         name = self._held_name
         flows = self._held_flows
-        tail = thread.begins.get(name)
-        if tail is None or flows:
-            iid = self._iids.get(name)
-            interned = b""
-            if iid is None:
-                number = _varint(len(self._iids) + 1)
-                iid = self._iids[name] = b"\x50" + number
-                # interned_data (field 12) { event_names (2) { iid (1), name (2) } }
-                entry = _field(b"\x12", b"\x08" + number + _text_field(b"\x12", name))
-                interned = _field(b"\x62", entry)
-            event = _SLICE_BEGIN + iid + thread.uuid
-            if not flows:
-                tail = thread.begins[name] = _SEQUENCE + _field(_TRACK_EVENT, event)
-                tail += interned
-            else:
-                self._held_flows = b""
-                tail = _SEQUENCE + _field(_TRACK_EVENT, event + flows) + interned
-        self._event_head(self._held_ts, len(tail))
-        self._buffer.write(tail)
+        self._held_flows = b""
+        tail = None if flows else thread.begins.get(name)
+        self._event(self._held_ts, tail or self._begin(thread, name, flows))
 
     # ------------------------------------------------------------ tracks
     def _start(self, ts_ns: int) -> None:
@@ -750,16 +752,25 @@ class PerfettoWriter:
             self._packet(b"", _field(b"\x12", self._process_entry(pid, name)) + _SEQUENCE)
 
     def receive(self, events: Sequence[TraceEvent]) -> None:
-        """Write the packets of ``events``: slices, the flows on them, counter values."""
+        """Write the packets of ``events``: slices, the flows on them, counter values.
+
+        A begin is written at once, unless a flow follows it (the tracer delivers a
+        section's flows right after its begin) or it ends the batch: then it is held until
+        the next event that is not a flow on its thread, and its flows go into its packet.
+        """
         threads = self._threads
+        buffer = self._buffer
         last_thread: SimThread | None = None
-        track: _PfThread | None = None
+        track = _NO_PF_THREAD
+        last_ts = -1
+        field = b""
         # (As in ``FtraceWriter.receive``: read the events without the info's nested checks.)
         rows = cast(
             "list[tuple[int, SimThread, str | None, object]]",
             events if isinstance(events, list) else list(events),
         )
-        for ts, thread, name, info in rows:
+        count = len(rows)
+        for index, (ts, thread, name, info) in enumerate(rows, 1):
             if name is None and info is not None:
                 if isinstance(info, _FlowMark):
                     held = self._held
@@ -772,29 +783,34 @@ class PerfettoWriter:
                     event = self._counters.get((info.pid, info.name))
                     if event is None:
                         event = self._counter_event(ts, info.pid, info.name)
-                    value_size = _varint_size(info.value)
-                    size = len(event) + value_size  # (< 128: a 1-byte length)
-                    self._event_head(ts, 4 + size)
-                    buffer = self._buffer
-                    buffer.write(_SEQUENCE)
-                    buffer.append(0x5A)  # track_event (field 11)
-                    buffer.append(size)
-                    buffer.write(event)
-                    _put_varint(buffer, info.value)
+                    value = _varint(info.value)
+                    # track_event (field 11), its length (< 128) and the TrackEvent
+                    body = _SEQUENCE + _TRACK_EVENT + _BYTES1[len(event) + len(value)]
+                    self._event(ts, body + event + value)
                 continue
             if self._held is not None:
                 self._release()
-            if thread is not last_thread or track is None:
+            if thread is not last_thread:
                 track = threads.get(id(thread)) or self._thread(ts, thread)
                 last_thread = thread
             if name is None:
-                self._event_head(ts, len(track.end))
-                self._buffer.write(track.end)
+                tail = track.end
+            elif index < count and not isinstance(rows[index][3], _FlowMark):
+                tail = track.begins.get(name) or self._begin(track, name)
             else:
                 self._held = track
                 self._held_name = name
                 self._held_ts = ts
-        if len(self._buffer) >= self.flush_bytes:
+                continue
+            # (``_event``, inline: every slice event comes here.)
+            if ts != last_ts:
+                last_ts = ts
+                field = self._timestamp(ts)
+            size = len(field) + len(tail)
+            buffer.write(_HEADS[size] if size < 0x80 else _head(size))
+            buffer.write(field)
+            buffer.write(tail)
+        if len(buffer) >= self.flush_bytes:
             self._flush()
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
