@@ -371,7 +371,8 @@ class Tracer:
             if work_ns:
                 self._kernel.work(work_ns)
             return _UNTRACED
-        depth = self._depth_now()
+        thread = _thread_now()  # (most begins follow one on the same thread: no call then)
+        depth = self._last_depth if thread is self._last_thread else self._depth_of(thread)
         level = depth.open
         depth.open = level + 1
         self._write(depth.thread, mark.name, mark.event_info)
@@ -449,8 +450,10 @@ class Tracer:
     def _depth_now(self) -> _Depth:
         """The current thread's depth (the last begin's thread's, remembered)."""
         thread = _thread_now()
-        if thread is self._last_thread:
-            return self._last_depth
+        return self._last_depth if thread is self._last_thread else self._depth_of(thread)
+
+    def _depth_of(self, thread: SimThread | None) -> _Depth:
+        """The depth of ``thread``, the current one, remembered as the last begin's."""
         if thread is None:
             thread = current_thread()  # (not an emulated thread: an ``EmulatorBug``)
         depth = self._by_id.get(id(thread)) or self._new_depth(thread)
