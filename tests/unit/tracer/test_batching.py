@@ -10,7 +10,7 @@ import trio
 
 from nnemu import run
 from nnemu.scenario import load_scenario
-from nnemu.sim import Kernel, ProcessTable, SimThread
+from nnemu.sim import Kernel, ProcessTable, SimThread, as_thread
 from nnemu.tracer import (
     BATCH_EVENTS,
     Layer,
@@ -196,4 +196,42 @@ async def test_a_mark_earlier_than_those_held_reaches_the_sink_before_them(
         (5_000, behind.tid, None),
         (5_000, behind.tid, None),
         (6_000, ahead.tid, None),
+    ]
+
+
+@pytest.mark.parametrize("sink_type", [_BatchSink, _EventSink])
+async def test_a_mark_from_a_kernel_callback_keeps_its_place_among_a_tasks_marks_ahead(
+    autojump_clock, sink_type: type[_EventSink]
+):
+    """A kernel callback runs with the task that gave the baton up as the running one: its
+    mark, at the clock's time, still goes before the marks that task wrote ahead of it."""
+    kernel = Kernel()
+    sink = sink_type()
+    tracer = Tracer(kernel, [sink])
+    table = ProcessTable()
+    ahead = table.spawn("ahead", 10001).main_thread
+    binder = table.spawn("binder", 10002).main_thread
+    a, b = mark(Layer.RUNTIME, Phase.EXECUTION, "a"), mark(Layer.IPC, Phase.EXECUTION, "b")
+
+    def arrived() -> None:
+        with as_thread(binder), tracer.section(b):
+            pass
+
+    async def run_ahead() -> None:
+        kernel.call_at(1_000, arrived)
+        kernel.work(5_000)  # this task's marks are 5 µs ahead of the kernel's clock
+        with tracer.section(a):
+            pass
+        await kernel.sleep(1_000)  # gives the baton up; ``arrived`` runs at 1 µs
+
+    async with trio.open_nursery() as nursery:
+        kernel.spawn(nursery, run_ahead, thread=ahead)
+        await kernel.run()
+        nursery.cancel_scope.cancel()
+    tracer.close()
+    assert [(ts, tid, name) for ts, _, tid, name in sink.seen] == [
+        (1_000, binder.tid, "[NN_LI_PE]b"),
+        (1_000, binder.tid, None),
+        (5_000, ahead.tid, "[NN_LR_PE]a"),
+        (5_000, ahead.tid, None),
     ]
