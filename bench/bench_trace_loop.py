@@ -1,8 +1,8 @@
 """The tracer alone: an execution's marks in a loop on one emulated thread, traced and not.
 
 One kernel task writes, per pattern, what one execution of ``bench_stack.py``'s workload
-writes through the tracer's per-execution calls (``section`` x6, one with ``work_ns``, two of
-them raw marks; ``span`` x4; ``switch`` x4: 30 events), then sleeps 10 µs of virtual time.  Variants, alternated, best of ``--repeat`` by ``process_time``:
+writes through the tracer's per-execution calls (``section`` x10, five with ``work_ns``, two of
+them raw marks; ``switch`` x4: 30 events), then sleeps 10 µs of virtual time.  Variants, alternated, best of ``--repeat`` by ``process_time``:
 
 * ``off``     -- no sink (the tracer disabled: what the call sites cost untraced);
 * ``null``    -- a batch sink that does nothing (the tracer's own bookkeeping);
@@ -58,8 +58,10 @@ def one(variant: str, patterns: int, tmp: Path) -> float:
     async def task() -> None:
         for _ in range(patterns):
             with tracer.section(m0):
-                tracer.span(m1, 1000)
-                tracer.span(m2, 1000)
+                with tracer.section(m1, work_ns=1000):
+                    pass
+                with tracer.section(m2, work_ns=1000):
+                    pass
                 with tracer.section(m3, work_ns=500) as call:
                     call.switch(m4)
                     with (
@@ -71,8 +73,10 @@ def one(variant: str, patterns: int, tmp: Path) -> float:
                         driver.switch(m7)
                         kernel.work(300)
                     call.switch(m5)
-                tracer.span(m1, 1000)
-                tracer.span(m2, 1000)
+                with tracer.section(m1, work_ns=1000):
+                    pass
+                with tracer.section(m2, work_ns=1000):
+                    pass
             with tracer.section(m4):
                 kernel.work(100)
             await kernel.sleep(10_000)

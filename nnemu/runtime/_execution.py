@@ -43,8 +43,7 @@ _SET_OUTPUT_MARK = mark(
 )
 _COMPUTE_MARK = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_compute")
 _FREE_MARK = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_free")
-"""The NDK calls of an execution that a sync execution makes every time, built once
-(``Tracer.span``, ``Tracer.section`` with the call's CPU time)."""
+"""The NDK calls of an execution that a sync execution makes every time, built once."""
 # A driver step's section names: the runtime's (PIO, then PR) and the IPC phase's (PE).
 _EXECUTE = "DriverPreparedModel::execute"
 _EXECUTE_IPC = "DriverPreparedModel::execute::execute"
@@ -129,17 +128,21 @@ class Execution:
     @classmethod
     def create(cls, compilation: Compilation) -> tuple[ResultCode, Execution | None]:
         """ANeuralNetworksExecution_create: the compilation must be finished."""
-        compilation.runtime.tracer.span(_CREATE_MARK, API_CALL_NS)  # (nothing traced inside)
-        if not compilation.finished:
-            return ResultCode.BAD_STATE, None
-        return _NO_ERROR, cls(compilation)
+        with compilation.runtime.tracer.section(_CREATE_MARK, work_ns=API_CALL_NS):
+            if not compilation.finished:
+                return ResultCode.BAD_STATE, None
+            return _NO_ERROR, cls(compilation)
 
     def set_io(self) -> ResultCode:
         """ANeuralNetworksExecution_setInput/setOutput for every model input and output."""
-        span = self.runtime.tracer.span
+        section = self.runtime.tracer.section
         main = self.compilation.model.main
-        span(_SET_INPUT_MARK, API_CALL_NS, len(main.input_indexes))
-        span(_SET_OUTPUT_MARK, API_CALL_NS, len(main.output_indexes))
+        for _ in main.input_indexes:
+            with section(_SET_INPUT_MARK, work_ns=API_CALL_NS):
+                pass  # (the checks are set_output's; nothing traced or awaited)
+        for _ in main.output_indexes:
+            with section(_SET_OUTPUT_MARK, work_ns=API_CALL_NS):
+                pass
         return ResultCode.BAD_STATE if self.started else _NO_ERROR
 
     def set_output(self, index: int, length: int, dims: Sequence[int] | None = None) -> ResultCode:
@@ -328,7 +331,8 @@ class Execution:
 
     def free(self) -> None:
         """ANeuralNetworksExecution_free."""
-        self.runtime.tracer.span(_FREE_MARK, API_CALL_NS)
+        with self.runtime.tracer.section(_FREE_MARK, work_ns=API_CALL_NS):
+            pass
 
     # ------------------------------------------------------------ modes
     async def compute(self) -> ResultCode:

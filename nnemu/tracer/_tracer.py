@@ -394,25 +394,6 @@ class Tracer:
                 depth.open -= 1
                 self._write(depth.thread, None, None)
 
-    def span(self, mark: Mark, work_ns: int, count: int = 1) -> None:
-        """``count`` sections ``mark`` one after the other, each charged ``work_ns`` of CPU time:
-        what ``with tracer.section(mark, work_ns=work_ns): pass`` writes ``count`` times.
-
-        For an NDK call with nothing traced or awaited inside (an execution's create,
-        setInput, setOutput, free).  Kept beside ``section`` for the per-execution path:
-        bench/bench_stack.py tracing on ÷ off, see this function's commit.
-        """
-        kernel = self._kernel
-        if not self.enabled:
-            kernel.work(work_ns * count)
-            return
-        thread = self._depth_now().thread
-        name, info = mark.name, mark.event_info
-        for _ in range(count):
-            self._write(thread, name, info)
-            kernel.work(work_ns)
-            self._write(thread, None, None)
-
     def flow_out(self, key: Hashable) -> None:
         """Start a flow (an arrow) at the section just begun on this thread; ``flow_in(key)`` ends it.
 

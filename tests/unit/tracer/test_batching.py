@@ -169,7 +169,8 @@ async def test_a_mark_earlier_than_those_held_reaches_the_sink_before_them(
         with tracer.section(a) as section:
             section.switch(b)
             section.switch(a)
-        tracer.span(b, 1_000)
+        with tracer.section(b, work_ns=1_000):
+            pass
         await kernel.sleep(1_000)
 
     async def run_behind() -> None:

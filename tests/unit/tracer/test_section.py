@@ -209,8 +209,9 @@ async def _calls(one_call: bool, observed: bool) -> tuple[list[tuple], list[tupl
         if observed:
             tracer.add_observer(observer)
         if one_call:
-            tracer.span(io, 2 * US, 2)
-            tracer.span(io, 2 * US, 0)
+            for _ in range(2):
+                with tracer.section(io, work_ns=2 * US):
+                    pass
             section = tracer.section(call, work_ns=3 * US)
         else:
             for _ in range(2):
@@ -224,7 +225,8 @@ async def _calls(one_call: bool, observed: bool) -> tuple[list[tuple], list[tupl
             section.switch(io)
             section.switch(call)
             if one_call:
-                tracer.span(io, 1 * US)
+                with tracer.section(io, work_ns=1 * US):
+                    pass
             else:
                 with tracer.section(io):
                     kernel.work(1 * US)
@@ -235,11 +237,9 @@ async def _calls(one_call: bool, observed: bool) -> tuple[list[tuple], list[tupl
 
 
 @pytest.mark.parametrize("observed", [False, True])
-async def test_span_and_work_ns_write_what_a_block_with_work_inside_writes(
-    autojump_clock, observed
-):
-    """``span`` and ``section(mark, work_ns=...)`` give sinks and observers the marks, and the
-    task the CPU time, of ``section`` blocks with ``Kernel.work`` inside, batched or not."""
+async def test_work_ns_writes_what_a_block_with_work_inside_writes(autojump_clock, observed):
+    """``section(mark, work_ns=...)`` gives sinks and observers the marks, and the task the CPU
+    time, of a ``section`` block with ``Kernel.work`` inside, batched or not."""
     events, infos, times = await _calls(one_call=True, observed=observed)
     assert (events, infos, times) == await _calls(one_call=False, observed=observed)
     assert _shape_of(events) == [
@@ -260,9 +260,9 @@ async def test_span_and_work_ns_write_what_a_block_with_work_inside_writes(
     assert len(infos) == (12 if observed else 0)
 
 
-async def test_span_and_work_ns_charge_the_time_while_tracing_is_off(autojump_clock):
-    """With tracing off, ``span`` and ``section(mark, work_ns=...)`` write nothing but still
-    charge the task's CPU time."""
+async def test_work_ns_is_charged_while_tracing_is_off(autojump_clock):
+    """With tracing off, ``section(mark, work_ns=...)`` writes nothing but still charges the
+    task's CPU time."""
     kernel = Kernel()
     tracer = Tracer(kernel, [])
     thread = ProcessTable().spawn("app", 10001).main_thread
@@ -270,7 +270,9 @@ async def test_span_and_work_ns_charge_the_time_while_tracing_is_off(autojump_cl
     call = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_free")
 
     async def task() -> None:
-        tracer.span(call, 2 * US, 3)
+        for _ in range(3):
+            with tracer.section(call, work_ns=2 * US):
+                pass
         with tracer.section(call, work_ns=5 * US):
             times.append(kernel.task_now_ns())
 
