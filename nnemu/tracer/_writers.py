@@ -274,11 +274,8 @@ class FtraceWriter:
 
 
 class _JsonThread:
-    """What is constant on one thread's JSON events, as UTF-8: built once per thread.
-
-    Each piece starts with the ``,`` and newline that separate it from the event before
-    (``ChromeJsonWriter._write`` drops the file's first one).
-    """
+    """What is constant on one thread's JSON events, as UTF-8, each with the ``,`` and newline
+    before it (``ChromeJsonWriter._write`` drops the file's first): built once per thread."""
 
     __slots__ = ("begins", "end", "named", "place", "thread")
 
@@ -375,14 +372,6 @@ class ChromeJsonWriter:
         )
         return text
 
-    def _counter(self, pid: int, name: str) -> bytes:
-        """A ``C`` event of counter ``name`` between its value and its timestamp."""
-        middle = self._counters[pid, name] = b'}, "name": %s, "ph": "C", "pid": %d, "ts": ' % (
-            json.dumps(name).encode(),
-            pid,
-        )
-        return middle
-
     def receive(self, events: Sequence[TraceEvent]) -> None:
         """Write the events of a batch (slices, flows, counters) in one block."""
         threads = self._threads
@@ -414,10 +403,14 @@ class ChromeJsonWriter:
                 else:
                     buffer.write(track.end)
             elif isinstance(info, _CounterMark):
+                middle = self._counters.get((info.pid, info.name))
+                if middle is None:
+                    middle = self._counters[info.pid, info.name] = (
+                        b'}, "name": %s, "ph": "C", "pid": %d, "ts": '
+                        % (json.dumps(info.name).encode(), info.pid)
+                    )
                 buffer.write(b',\n{"args": {"value": %d' % info.value)
-                buffer.write(
-                    self._counters.get((info.pid, info.name)) or self._counter(info.pid, info.name)
-                )
+                buffer.write(middle)
             elif isinstance(info, _FlowMark):
                 if thread is not last_thread:
                     track = threads.get(id(thread)) or self._thread(thread)
@@ -537,10 +530,6 @@ def _field(tag: bytes, payload: bytes) -> bytes:
     return tag + _varint(len(payload)) + payload
 
 
-def _text_field(tag: bytes, text: str) -> bytes:
-    return _field(tag, text.encode())
-
-
 class _PfThread:
     """What is constant on one thread's TrackEvent packets, after the timestamp: built once."""
 
@@ -658,7 +647,7 @@ class PerfettoWriter:
             number = _varint(len(self._iids) + 1)
             iid = self._iids[name] = b"\x50" + number
             # interned_data (field 12) { event_names (2) { iid (1), name (2) } }
-            entry = _field(b"\x12", b"\x08" + number + _text_field(b"\x12", name))
+            entry = _field(b"\x12", b"\x08" + number + _field(b"\x12", name.encode()))
             interned = _field(b"\x62", entry)
         event = _SLICE_BEGIN + iid + thread.uuid
         if flows:
@@ -695,7 +684,7 @@ class PerfettoWriter:
     @staticmethod
     def _process_entry(pid: int, name: str) -> bytes:
         """``ProcessTree.processes`` (field 1): pid, ``cmdline[0]`` = the name."""
-        return _field(b"\x0a", b"\x08" + _varint(pid) + _text_field(b"\x1a", name))
+        return _field(b"\x0a", b"\x08" + _varint(pid) + _field(b"\x1a", name.encode()))
 
     def _descriptor(self, ts_ns: int, descriptor: bytes) -> None:
         """A packet with ``track_descriptor`` (field 60)."""
@@ -708,7 +697,7 @@ class PerfettoWriter:
         process = b"\x08" + _varint(pid)  # ProcessDescriptor { pid (1), process_name (6) }
         name = self._processes.get(pid)
         if name is not None:
-            process += _text_field(b"\x32", name)
+            process += _field(b"\x32", name.encode())
         self._descriptor(ts_ns, b"\x08" + _varint(pid) + _field(b"\x1a", process))
 
     def _thread(self, ts_ns: int, thread: SimThread) -> _PfThread:
@@ -720,12 +709,12 @@ class PerfettoWriter:
             self._describe_process(thread.pid, ts_ns)
             pid, tid = _varint(thread.pid), _varint(thread.tid)
             # ProcessTree.threads (2) { tid (1), name (2), tgid (3) }
-            entry = b"\x08" + tid + _text_field(b"\x12", thread.name) + b"\x18" + pid
+            entry = b"\x08" + tid + _field(b"\x12", thread.name.encode()) + b"\x18" + pid
             self._packet(
                 self._timestamp(ts_ns), _field(b"\x12", _field(b"\x12", entry)) + _SEQUENCE
             )
             # TrackDescriptor { uuid (1), thread (4) { pid, tid, thread_name (5) }, parent_uuid (5) }
-            described = b"\x08" + pid + b"\x10" + tid + _text_field(b"\x2a", thread.name)
+            described = b"\x08" + pid + b"\x10" + tid + _field(b"\x2a", thread.name.encode())
             uuid = _varint(THREAD_UUID_BASE + thread.tid)
             self._descriptor(ts_ns, b"\x08" + uuid + _field(b"\x22", described) + b"\x28" + pid)
         return track
@@ -737,7 +726,7 @@ class PerfettoWriter:
         self._describe_process(pid, ts_ns)
         uuid = _varint(COUNTER_UUID_BASE + len(self._counters) + 1)
         # TrackDescriptor { uuid (1), name (2), parent_uuid (5), counter (8) {} }
-        descriptor = b"\x08" + uuid + _text_field(b"\x12", name) + b"\x28" + _varint(pid)
+        descriptor = b"\x08" + uuid + _field(b"\x12", name.encode()) + b"\x28" + _varint(pid)
         self._descriptor(ts_ns, descriptor + b"\x42\x00")
         # type (9) = TYPE_COUNTER, track_uuid (11), counter_value (30) follows
         event = self._counters[pid, name] = b"\x48\x04\x58" + uuid + b"\xf0\x01"
