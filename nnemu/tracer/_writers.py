@@ -510,24 +510,34 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-_TS_GROUPS: Final = tuple(b"\x40" + bytes((n | 0x80,)) for n in range(128))
-"""The ``timestamp`` tag and a varint's first 7-bit group (more follow), by the group."""
+def _varint_size(value: int) -> int:
+    """How many bytes ``_varint(value)`` has."""
+    if value < 0:
+        return 10
+    size = 1
+    while value > 0x7F:
+        value >>= 7
+        size += 1
+    return size
 
-_GROUPS: Final = tuple(bytes((n | 0x80,)) for n in range(128))
-"""A varint's 7-bit group when more follow, by the group."""
 
-_HEADS: Final = tuple(b"\x0a" + bytes((n,)) for n in range(128))
-"""A ``Trace.packet`` record's tag (field 1, length-delimited) and one-byte length, by length."""
-
-
-def _head(size: int) -> bytes:
-    """The tag and length of a ``Trace.packet`` record of ``size`` bytes."""
-    return _HEADS[size] if size < 0x80 else b"\x0a" + _varint(size)
+def _put_varint(buffer: BytesWriter, value: int) -> None:
+    """Write ``_varint(value)`` into ``buffer``, byte by byte (no object made)."""
+    if value < 0:
+        value += 1 << 64
+    while value > 0x7F:
+        buffer.append((value & 0x7F) | 0x80)
+        value >>= 7
+    buffer.append(value)
 
 
 def _field(tag: bytes, payload: bytes) -> bytes:
     """A length-delimited field: ``tag``, the payload's length, the payload."""
     return tag + _varint(len(payload)) + payload
+
+
+def _text_field(tag: bytes, text: str) -> bytes:
+    return _field(tag, text.encode())
 
 
 class _PfThread:
@@ -544,10 +554,6 @@ class _PfThread:
         """A begin packet (no flows) after its timestamp, by the slice's name (interned)."""
         self.thread: Final = thread
         """The thread itself, which keeps its ``id`` from being reused."""
-
-
-_NO_PF_THREAD: Final = _PfThread(SimThread(0, 0, ""))
-"""The thread before a batch's first event (never written)."""
 
 
 class PerfettoWriter:
@@ -582,42 +588,37 @@ class PerfettoWriter:
         self._started = False
         self._last_ts = -1
         self._ts_field = b""
-        """The ``timestamp`` field of ``_last_ts`` (the last packet's time, nearly always the
-        next one's too)."""
-        self._ts_high = 0
-        self._ts_rest = b""
-        """``_last_ts >> 14`` when at least 1, and its varint."""
+        """The timestamp field of ``_last_ts``."""
         self._held: _PfThread | None = None
         """The thread of the begin held for its flows (None: none held)."""
         self._held_name = ""
         self._held_ts = 0
+        self._event_ts = -1
+        self._event_ts_size = 0
+        """The last timestamp an event packet had, and its varint's size."""
         self._held_flows = b""
 
     # ------------------------------------------------------------ output
     def _timestamp(self, ts_ns: int) -> bytes:
-        """The ``timestamp`` field of ``ts_ns``: its first two 7-bit groups from tables and
-        the rest (the time in units of 16.384 µs) kept while it lasts."""
         if ts_ns != self._last_ts:
             self._last_ts = ts_ns
-            high = ts_ns >> 14
-            if high <= 0:
-                self._ts_field = _TS + _varint(ts_ns)
-            else:
-                if high != self._ts_high:
-                    self._ts_high = high
-                    self._ts_rest = _varint(high)
-                self._ts_field = (
-                    _TS_GROUPS[ts_ns & 0x7F] + _GROUPS[ts_ns >> 7 & 0x7F] + self._ts_rest
-                )
+            self._ts_field = _TS + _varint(ts_ns)
         return self._ts_field
 
-    def _event(self, ts_ns: int, body: bytes) -> None:
-        """Write an event's packet: its record header, its ``timestamp`` field and ``body``."""
-        field = self._ts_field if ts_ns == self._last_ts else self._timestamp(ts_ns)
+    def _event_head(self, ts_ns: int, rest: int) -> None:
+        """Write a packet's record header and timestamp; ``rest`` bytes of fields follow."""
+        if ts_ns != self._event_ts:
+            self._event_ts = ts_ns
+            self._event_ts_size = _varint_size(ts_ns)
+        size = 1 + self._event_ts_size + rest
         buffer = self._buffer
-        buffer.write(_head(len(field) + len(body)))
-        buffer.write(field)
-        buffer.write(body)
+        buffer.append(0x0A)  # field 1 (Trace.packet), length-delimited
+        if size < 0x80:
+            buffer.append(size)
+        else:
+            buffer.write(_varint(size))
+        buffer.append(0x40)  # TracePacket.timestamp (field 8)
+        _put_varint(buffer, ts_ns)
 
     def _packet(self, ts_field: bytes, tail: bytes) -> None:
         """Write one ``Trace.packet`` record (field 1): ``ts_field`` and ``tail`` are its fields."""
@@ -637,24 +638,6 @@ class PerfettoWriter:
             except OSError as exc:
                 self._error = exc
 
-    def _begin(self, thread: _PfThread, name: str, flows: bytes = b"") -> bytes:
-        """A begin packet's fields after its timestamp, for a slice ``name`` on ``thread`` with
-        ``flows`` (``flow_ids`` fields); with none, kept in ``thread.begins`` for the next
-        (without the interned name a first use carries)."""
-        iid = self._iids.get(name)
-        interned = b""
-        if iid is None:
-            number = _varint(len(self._iids) + 1)
-            iid = self._iids[name] = b"\x50" + number
-            # interned_data (field 12) { event_names (2) { iid (1), name (2) } }
-            entry = _field(b"\x12", b"\x08" + number + _field(b"\x12", name.encode()))
-            interned = _field(b"\x62", entry)
-        event = _SLICE_BEGIN + iid + thread.uuid
-        if flows:
-            return _SEQUENCE + _field(_TRACK_EVENT, event + flows) + interned
-        tail = thread.begins[name] = _SEQUENCE + _field(_TRACK_EVENT, event)
-        return tail + interned
-
     def _release(self) -> None:
         """Write the begin held for its flows."""
         thread = self._held
@@ -663,9 +646,25 @@ class PerfettoWriter:
         self._held = None
         name = self._held_name
         flows = self._held_flows
-        self._held_flows = b""
-        tail = None if flows else thread.begins.get(name)
-        self._event(self._held_ts, tail or self._begin(thread, name, flows))
+        tail = thread.begins.get(name)
+        if tail is None or flows:
+            iid = self._iids.get(name)
+            interned = b""
+            if iid is None:
+                number = _varint(len(self._iids) + 1)
+                iid = self._iids[name] = b"\x50" + number
+                # interned_data (field 12) { event_names (2) { iid (1), name (2) } }
+                entry = _field(b"\x12", b"\x08" + number + _text_field(b"\x12", name))
+                interned = _field(b"\x62", entry)
+            event = _SLICE_BEGIN + iid + thread.uuid
+            if not flows:
+                tail = thread.begins[name] = _SEQUENCE + _field(_TRACK_EVENT, event)
+                tail += interned
+            else:
+                self._held_flows = b""
+                tail = _SEQUENCE + _field(_TRACK_EVENT, event + flows) + interned
+        self._event_head(self._held_ts, len(tail))
+        self._buffer.write(tail)
 
     # ------------------------------------------------------------ tracks
     def _start(self, ts_ns: int) -> None:
@@ -684,7 +683,7 @@ class PerfettoWriter:
     @staticmethod
     def _process_entry(pid: int, name: str) -> bytes:
         """``ProcessTree.processes`` (field 1): pid, ``cmdline[0]`` = the name."""
-        return _field(b"\x0a", b"\x08" + _varint(pid) + _field(b"\x1a", name.encode()))
+        return _field(b"\x0a", b"\x08" + _varint(pid) + _text_field(b"\x1a", name))
 
     def _descriptor(self, ts_ns: int, descriptor: bytes) -> None:
         """A packet with ``track_descriptor`` (field 60)."""
@@ -697,7 +696,7 @@ class PerfettoWriter:
         process = b"\x08" + _varint(pid)  # ProcessDescriptor { pid (1), process_name (6) }
         name = self._processes.get(pid)
         if name is not None:
-            process += _field(b"\x32", name.encode())
+            process += _text_field(b"\x32", name)
         self._descriptor(ts_ns, b"\x08" + _varint(pid) + _field(b"\x1a", process))
 
     def _thread(self, ts_ns: int, thread: SimThread) -> _PfThread:
@@ -709,12 +708,12 @@ class PerfettoWriter:
             self._describe_process(thread.pid, ts_ns)
             pid, tid = _varint(thread.pid), _varint(thread.tid)
             # ProcessTree.threads (2) { tid (1), name (2), tgid (3) }
-            entry = b"\x08" + tid + _field(b"\x12", thread.name.encode()) + b"\x18" + pid
+            entry = b"\x08" + tid + _text_field(b"\x12", thread.name) + b"\x18" + pid
             self._packet(
                 self._timestamp(ts_ns), _field(b"\x12", _field(b"\x12", entry)) + _SEQUENCE
             )
             # TrackDescriptor { uuid (1), thread (4) { pid, tid, thread_name (5) }, parent_uuid (5) }
-            described = b"\x08" + pid + b"\x10" + tid + _field(b"\x2a", thread.name.encode())
+            described = b"\x08" + pid + b"\x10" + tid + _text_field(b"\x2a", thread.name)
             uuid = _varint(THREAD_UUID_BASE + thread.tid)
             self._descriptor(ts_ns, b"\x08" + uuid + _field(b"\x22", described) + b"\x28" + pid)
         return track
@@ -726,7 +725,7 @@ class PerfettoWriter:
         self._describe_process(pid, ts_ns)
         uuid = _varint(COUNTER_UUID_BASE + len(self._counters) + 1)
         # TrackDescriptor { uuid (1), name (2), parent_uuid (5), counter (8) {} }
-        descriptor = b"\x08" + uuid + _field(b"\x12", name.encode()) + b"\x28" + _varint(pid)
+        descriptor = b"\x08" + uuid + _text_field(b"\x12", name) + b"\x28" + _varint(pid)
         self._descriptor(ts_ns, descriptor + b"\x42\x00")
         # type (9) = TYPE_COUNTER, track_uuid (11), counter_value (30) follows
         event = self._counters[pid, name] = b"\x48\x04\x58" + uuid + b"\xf0\x01"
@@ -741,25 +740,16 @@ class PerfettoWriter:
             self._packet(b"", _field(b"\x12", self._process_entry(pid, name)) + _SEQUENCE)
 
     def receive(self, events: Sequence[TraceEvent]) -> None:
-        """Write the packets of ``events``: slices, the flows on them, counter values.
-
-        A begin is written at once, unless a flow follows it (the tracer delivers a
-        section's flows right after its begin) or it ends the batch: then it is held until
-        the next event that is not a flow on its thread, and its flows go into its packet.
-        """
+        """Write the packets of ``events``: slices, the flows on them, counter values."""
         threads = self._threads
-        buffer = self._buffer
         last_thread: SimThread | None = None
-        track = _NO_PF_THREAD
-        last_ts = -1
-        field = b""
+        track: _PfThread | None = None
         # (As in ``FtraceWriter.receive``: read the events without the info's nested checks.)
         rows = cast(
             "list[tuple[int, SimThread, str | None, object]]",
             events if isinstance(events, list) else list(events),
         )
-        count = len(rows)
-        for index, (ts, thread, name, info) in enumerate(rows, 1):
+        for ts, thread, name, info in rows:
             if name is None and info is not None:
                 if isinstance(info, _FlowMark):
                     held = self._held
@@ -772,34 +762,29 @@ class PerfettoWriter:
                     event = self._counters.get((info.pid, info.name))
                     if event is None:
                         event = self._counter_event(ts, info.pid, info.name)
-                    value = _varint(info.value)
-                    # track_event (field 11), its length (< 128) and the TrackEvent
-                    body = _SEQUENCE + _TRACK_EVENT + _BYTES1[len(event) + len(value)]
-                    self._event(ts, body + event + value)
+                    value_size = _varint_size(info.value)
+                    size = len(event) + value_size  # (< 128: a 1-byte length)
+                    self._event_head(ts, 4 + size)
+                    buffer = self._buffer
+                    buffer.write(_SEQUENCE)
+                    buffer.append(0x5A)  # track_event (field 11)
+                    buffer.append(size)
+                    buffer.write(event)
+                    _put_varint(buffer, info.value)
                 continue
             if self._held is not None:
                 self._release()
-            if thread is not last_thread:
+            if thread is not last_thread or track is None:
                 track = threads.get(id(thread)) or self._thread(ts, thread)
                 last_thread = thread
             if name is None:
-                tail = track.end
-            elif index < count and not isinstance(rows[index][3], _FlowMark):
-                tail = track.begins.get(name) or self._begin(track, name)
+                self._event_head(ts, len(track.end))
+                self._buffer.write(track.end)
             else:
                 self._held = track
                 self._held_name = name
                 self._held_ts = ts
-                continue
-            # (``_event``, inline: every slice event comes here.)
-            if ts != last_ts:
-                last_ts = ts
-                field = self._timestamp(ts)
-            size = len(field) + len(tail)
-            buffer.write(_HEADS[size] if size < 0x80 else _head(size))
-            buffer.write(field)
-            buffer.write(tail)
-        if len(buffer) >= self.flush_bytes:
+        if len(self._buffer) >= self.flush_bytes:
             self._flush()
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
