@@ -1,9 +1,8 @@
 """The tracer alone: an execution's marks in a loop on one emulated thread, traced and not.
 
 One kernel task writes, per pattern, what one execution of ``bench_stack.py``'s workload
-writes through the tracer's per-execution calls (``enter`` x3, ``span`` x4, ``enter_call``,
-``raw_section`` x2, ``switch_to`` x2, ``switch_through``: 30 events), then sleeps 10 µs of
-virtual time.  Variants, alternated, best of ``--repeat`` by ``process_time``:
+writes through the tracer's per-execution calls (``section`` x10, five with ``work_ns``, two of
+them raw marks; ``switch`` x4: 30 events), then sleeps 10 µs of virtual time.  Variants, alternated, best of ``--repeat`` by ``process_time``:
 
 * ``off``     -- no sink (the tracer disabled: what the call sites cost untraced);
 * ``null``    -- a batch sink that does nothing (the tracer's own bookkeeping);
@@ -38,7 +37,7 @@ VARIANTS = ("off", "null", "devnull", "file")
 def one(variant: str, patterns: int, tmp: Path) -> float:
     """CPU seconds of ``patterns`` patterns with ``variant``'s sink."""
     from nnemu.sim import Kernel, ProcessTable
-    from nnemu.tracer import Layer, Phase, Tracer, mark, open_trace_writer
+    from nnemu.tracer import Layer, Phase, Tracer, mark, open_trace_writer, raw_mark
 
     kernel = Kernel()
     sinks: list[Any] = []
@@ -53,25 +52,32 @@ def one(variant: str, patterns: int, tmp: Path) -> float:
     m0, m1, m2, m3, m4, m5, m6, m7 = (
         mark(Layer.RUNTIME, Phase.EXECUTION, f"m{i}") for i in range(8)
     )
+    client = raw_mark("HIDL::IDevice::execute::client")
+    server = raw_mark("HIDL::IDevice::execute::server")
 
     async def task() -> None:
         for _ in range(patterns):
-            with tracer.enter(m0):
-                tracer.span(m1, 1000)
-                tracer.span(m2, 1000)
-                with tracer.enter_call(m3, 500) as call:
-                    call.switch_to(m4)
+            with tracer.section(m0):
+                with tracer.section(m1, work_ns=1000):
+                    pass
+                with tracer.section(m2, work_ns=1000):
+                    pass
+                with tracer.section(m3, work_ns=500) as call:
+                    call.switch(m4)
                     with (
-                        tracer.raw_section("HIDL::IDevice::execute::client"),
-                        tracer.raw_section("HIDL::IDevice::execute::server"),
-                        tracer.enter(m5) as driver,
+                        tracer.section(client),
+                        tracer.section(server),
+                        tracer.section(m5) as driver,
                     ):
-                        driver.switch_through(m6, m7)
+                        driver.switch(m6)
+                        driver.switch(m7)
                         kernel.work(300)
-                    call.switch_to(m5)
-                tracer.span(m1, 1000)
-                tracer.span(m2, 1000)
-            with tracer.enter(m4):
+                    call.switch(m5)
+                with tracer.section(m1, work_ns=1000):
+                    pass
+                with tracer.section(m2, work_ns=1000):
+                    pass
+            with tracer.section(m4):
                 kernel.work(100)
             await kernel.sleep(10_000)
 

@@ -33,7 +33,7 @@ from nnemu.sim import (
     SimThread,
     current_thread,
 )
-from nnemu.tracer import Layer, Phase, Tracer, mark
+from nnemu.tracer import Layer, Phase, Tracer, mark, raw_mark
 
 logger = structlog.get_logger(layer="app")
 
@@ -157,8 +157,8 @@ class Application:
         kernel, tracer, spec = self.kernel, self.tracer, self.spec
         await kernel.sleep_until(us(spec.workload.start_ms * 1e6))
         try:
-            with tracer.section(Layer.APPLICATION, Phase.OVERALL, spec.name):
-                with tracer.raw_section(qos_mark(spec)):
+            with tracer.section(mark(Layer.APPLICATION, Phase.OVERALL, spec.name)):
+                with tracer.section(raw_mark(qos_mark(spec))):
                     pass
                 compiled = False
                 for number in range(spec.compilations):
@@ -186,7 +186,7 @@ class Application:
         """``memory: device``: allocate the memories (an app compilation-phase section; the
         first execution copies the inputs in); None (the app sets its inputs and outputs
         from its own buffers) when a memory cannot be created."""
-        with self.tracer.section(Layer.APPLICATION, Phase.COMPILATION, "allocateMemories"):
+        with self.tracer.section(mark(Layer.APPLICATION, Phase.COMPILATION, "allocateMemories")):
             memories = await DeviceMemories.create(compilation)
         if memories is None:
             self._log.info("device_memory_unavailable")
@@ -208,7 +208,7 @@ class Application:
 
     async def _compile(self) -> bool:
         """Build and compile the model; False (and the code recorded) when that fails."""
-        with self.tracer.section(Layer.APPLICATION, Phase.COMPILATION, "compileModel"):
+        with self.tracer.section(mark(Layer.APPLICATION, Phase.COMPILATION, "compileModel")):
             started = self.kernel.task_now_ns()
             code, builder = await self.runtime.create_model(self.model)
             compilation = None
@@ -361,7 +361,7 @@ class Application:
         seq = self._started
         started_ns = attempt_ns = kernel.task_now_ns()
         if started_ns > arrival_ns:
-            with self.tracer.raw_section(f"{WAITED_MARK}{started_ns - arrival_ns} ns"):
+            with self.tracer.section(raw_mark(f"{WAITED_MARK}{started_ns - arrival_ns} ns")):
                 pass
         detailed = self.records is not None
         while True:
@@ -385,12 +385,12 @@ class Application:
                 break
             attempt += 1
             self.stats.retries += 1
-            with self.tracer.raw_section(RETRY_MARK + code.name):
+            with self.tracer.section(raw_mark(RETRY_MARK + code.name)):
                 await kernel.sleep(delay_ns)
             delay_ns = us(delay_ns * retry.backoff_factor)
             attempt_ns = kernel.task_now_ns()
         if code is not _NO_ERROR:
-            with self.tracer.raw_section(FAILED_MARK + code.name):
+            with self.tracer.section(raw_mark(FAILED_MARK + code.name)):
                 pass
         finished_ns = kernel.task_now_ns()
         latency_ns = finished_ns - arrival_ns
@@ -457,7 +457,7 @@ class Application:
         spec = self.spec
         compilation = self._compilation
         assert compilation is not None
-        with self.tracer.enter(_EXECUTE_MARK):
+        with self.tracer.section(_EXECUTE_MARK):
             memories = self._memories
             if memories is not None:
                 await memories.fill_inputs(self.kernel)  # the first frame copies the inputs in

@@ -35,7 +35,7 @@ from nnemu.ipc import Endpoint
 from nnemu.report import Report
 from nnemu.scenario import Scenario, load_scenario_text
 from nnemu.sim import SimEvent, SimThread
-from nnemu.tracer import TraceSink, open_trace_writer
+from nnemu.tracer import TraceSink, open_trace_writer, raw_mark
 
 SCENARIO_DIR: Traversable = resources.files("nnemu.demo") / "scenarios"
 """The demos' scenarios: package data (``nnemu/demo/scenarios/``), so an installed nnemu has them."""
@@ -117,7 +117,7 @@ async def _probe(emulator: Emulator, endpoint: Endpoint, facts: list[str]) -> No
         latch = _Latch(SimEvent(kernel))
         ref = CallbackRef(endpoint, latch.notify)
         preference = int(ExecutionPreference.FAST_SINGLE_ANSWER)
-        with tracer.raw_section(f"VtsValidation::prepareModel_1_3({label})"):
+        with tracer.section(raw_mark(f"VtsValidation::prepareModel_1_3({label})")):
             launch = await binder.call(
                 service.endpoint,
                 "IDevice",

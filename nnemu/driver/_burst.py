@@ -13,7 +13,7 @@ __all__ = ["BURST_POLL_NS", "FMQ_TRANSFER_NS", "BurstContext"]
 BURST_POLL_NS = 50_000
 """How long the sample driver's burst server spins on the request queue before it sleeps."""
 
-# The burst server's marks, built once (``Tracer.enter``).
+# The burst server's marks, built once.
 _PACKET_MARK = mark(Layer.IPC, Phase.EXECUTION, "ExecutionBurstServer getting packet")
 _SERVE_MARK = mark(
     Layer.IPC,
@@ -62,12 +62,12 @@ class BurstContext:
         prepared = self.prepared
         service = prepared.service
         tracer, kernel, version = service.tracer, service.kernel, service.version
-        with tracer.enter(_PACKET_MARK):
+        with tracer.section(_PACKET_MARK):
             kernel.work(FMQ_TRANSFER_NS)
         try:
-            with tracer.enter(_SERVE_MARK):
+            with tracer.section(_SERVE_MARK):
                 entered = kernel.task_now_ns()
-                with tracer.enter(_EXECUTOR_MARK):
+                with tracer.section(_EXECUTOR_MARK):
                     kernel.work(VALIDATE_NS_PER_OP)
                     error = prepared.check_request(request, None)
                     if error is not None:

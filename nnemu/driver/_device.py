@@ -707,8 +707,10 @@ class _CpuMarks:
         if tracer is None or job.next_op < 0 or self._op is not None:
             return
         if self._run is None:
-            self._run = tracer.enter(_RUN_MARK)
-        self._op = tracer.section(Layer.CPU, Phase.COMPUTATION, job.plan.names_of(job.next_op)[1])
+            self._run = tracer.section(_RUN_MARK)
+        self._op = tracer.section(
+            mark(Layer.CPU, Phase.COMPUTATION, job.plan.names_of(job.next_op)[1])
+        )
 
     def end_op(self) -> None:
         """Close the open operation mark, if any."""

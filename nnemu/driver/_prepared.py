@@ -49,7 +49,7 @@ def _marks(detail: str) -> tuple[Mark, Mark]:
     )
 
 
-# The sample driver's execution marks, built once (Tracer.enter, Section.switch_to).
+# The sample driver's execution marks, built once.
 _FENCED_MARKS: Final = _marks("SamplePreparedModel::executeFenced")
 _SYNC_MARKS: Final = _marks("SampleDriver::executeSynchronouslyBase")
 _ASYNC_MARKS: Final = _marks("SampleDriver::asyncExecute")
@@ -213,7 +213,7 @@ class PreparedModel:
         # ANeuralNetworksBurst_create (LR PP), where PE may not nest, so nnemu files it
         # as initialization (PI), the phase Android's parser gives the HIDL call itself.
         with service.tracer.section(
-            Layer.DRIVER, Phase.INITIALIZATION, "SampleDriver::configureExecutionBurst"
+            mark(Layer.DRIVER, Phase.INITIALIZATION, "SampleDriver::configureExecutionBurst")
         ):
             if callback is None:
                 return ErrorStatus.INVALID_ARGUMENT, None
@@ -248,7 +248,7 @@ class PreparedModel:
         """
         service = self.service
         tracer, kernel = service.tracer, service.kernel
-        with tracer.enter(_FENCED_MARKS[0]) as section:
+        with tracer.section(_FENCED_MARKS[0]) as section:
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             main = self.model.main
@@ -284,7 +284,8 @@ class PreparedModel:
             signalled = kernel.task_now_ns()
             bound = _bound(deadline_ns, duration_ns, signalled)
             # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
-            section.switch_through(_FENCED_MARKS[1], _FENCED_MARKS[0])
+            section.switch(_FENCED_MARKS[1])
+            section.switch(_FENCED_MARKS[0])
             io_ns = self.io_ns(request)
             if io_ns:
                 self._move_io(io_ns)
@@ -366,8 +367,8 @@ class PreparedModel:
                 return
         signalled = kernel.task_now_ns()
         bound = _bound(deadline_ns, duration_ns, signalled)
-        with tracer.enter(_FENCED_MARKS[1]) as section:
-            section.switch_to(_FENCED_MARKS[0])
+        with tracer.section(_FENCED_MARKS[1]) as section:
+            section.switch(_FENCED_MARKS[0])
             io_ns = self.io_ns(request)
             if io_ns:
                 self._move_io(io_ns)
@@ -500,7 +501,7 @@ class PreparedModel:
         """execute / execute_1_2 / execute_1_3: launch on a worker thread, answer by callback."""
         service = self.service
         tracer, kernel = service.tracer, service.kernel
-        with tracer.enter(_EXECUTE_BASE_MARK):
+        with tracer.section(_EXECUTE_BASE_MARK):
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             if callback is None:
@@ -534,14 +535,14 @@ class PreparedModel:
                 try:
                     if split is not None:
                         split.device_queue_ns += kernel.task_now_ns() - launched_ns
-                    with tracer.enter(_ASYNC_MARKS[1]) as section:
+                    with tracer.section(_ASYNC_MARKS[1]) as section:
                         memories: tuple[ManagedBuffer | None, ...] = ()
                         if request.pool_tokens:
                             error, memories = self.device_memories(request)
                             if error is not None:
                                 notify(error, (), NO_TIMING)
                                 return
-                        section.switch_to(_ASYNC_MARKS[0])
+                        section.switch(_ASYNC_MARKS[0])
                         io_ns = self.io_ns(request)
                         if io_ns:
                             self._move_io(io_ns)
@@ -570,7 +571,7 @@ class PreparedModel:
     ) -> tuple[ErrorStatus, tuple[OutputShape, ...], Timing]:
         """executeSynchronously(_1_3): run inside the call, answer with the return value."""
         tracer, kernel = self.service.tracer, self.service.kernel
-        with tracer.enter(_SYNC_MARKS[0]) as section:
+        with tracer.section(_SYNC_MARKS[0]) as section:
             entered = kernel.task_now_ns()
             kernel.work(VALIDATE_NS_PER_OP)
             error = self.check_request(request, deadline_ns)
@@ -579,7 +580,8 @@ class PreparedModel:
                 error, memories = self.device_memories(request)
             if error is not None:
                 return error.downgraded(version), (), NO_TIMING
-            section.switch_through(_SYNC_MARKS[1], _SYNC_MARKS[0])
+            section.switch(_SYNC_MARKS[1])
+            section.switch(_SYNC_MARKS[0])
             io_ns = self.io_ns(request)
             if io_ns:
                 self._move_io(io_ns)

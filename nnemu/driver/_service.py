@@ -46,7 +46,7 @@ from nnemu.hal import (
 from nnemu.ipc import Binder, Endpoint, ExecutionSplit
 from nnemu.scenario import CpuSpec, DeadlinePolicy, DeviceSpec, FaultKind
 from nnemu.sim import FileHandle, Kernel, ProcessTable, SimQueue, as_thread, us
-from nnemu.tracer import Layer, Phase, Section, Tracer
+from nnemu.tracer import Layer, Phase, Section, Tracer, mark, raw_mark
 
 logger = structlog.get_logger(layer="driver")
 
@@ -177,7 +177,7 @@ class DriverService:
             return
         self.log.warning("driver_died")
         self.tracer.process_died(self.process.pid)
-        with as_thread(self.process.main_thread), self.tracer.raw_section(DIED_MARK):
+        with as_thread(self.process.main_thread), self.tracer.section(raw_mark(DIED_MARK)):
             pass
         self.status = DeviceStatus.UNKNOWN
         self.device.die()
@@ -223,7 +223,7 @@ class DriverService:
     # ------------------------------------------------------------- IDevice
     def _driver_section(self, phase: Phase, detail: str) -> Section:
         """A scoped ``[NN_LD_<phase>]SampleDriver::<detail>`` section."""
-        return self.tracer.section(Layer.DRIVER, phase, f"SampleDriver::{detail}")
+        return self.tracer.section(mark(Layer.DRIVER, phase, f"SampleDriver::{detail}"))
 
     async def getCapabilities(self) -> tuple[ErrorStatus, Capabilities]:
         """IDevice::getCapabilities (and _1_1/_1_2/_1_3: the same value in this model)."""
@@ -445,7 +445,9 @@ class DriverService:
         uid: int,
     ) -> None:
         kernel, tracer = self.kernel, self.tracer
-        with tracer.section(Layer.DRIVER, Phase.COMPILATION, "SamplePreparedModel::loadFromCache"):
+        with tracer.section(
+            mark(Layer.DRIVER, Phase.COMPILATION, "SamplePreparedModel::loadFromCache")
+        ):
             await kernel.sleep(us(self.spec.cost.prepare_from_cache_ms * 1e6))
             if not self.endpoint.alive:
                 return
@@ -582,7 +584,9 @@ class DriverService:
     ) -> None:
         """The background preparation (a detached thread in the sample driver)."""
         kernel, tracer = self.kernel, self.tracer
-        with tracer.section(Layer.DRIVER, Phase.COMPILATION, "SamplePreparedModel::initialize"):
+        with tracer.section(
+            mark(Layer.DRIVER, Phase.COMPILATION, "SamplePreparedModel::initialize")
+        ):
             cost = self.spec.cost
             prepare_ns = us(
                 (cost.prepare_ms + cost.prepare_ms_per_op * len(model.main.operations)) * 1e6

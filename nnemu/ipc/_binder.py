@@ -27,7 +27,7 @@ import structlog
 from nnemu.ipc._split import ExecutionSplit
 from nnemu.scenario import IpcSpec
 from nnemu.sim import Kernel, SimProcess, ThreadPool, as_thread, enter_thread, leave_thread, us
-from nnemu.tracer import Tracer
+from nnemu.tracer import Mark, Tracer, raw_mark
 
 logger = structlog.get_logger(layer="ipc")
 
@@ -87,9 +87,9 @@ class Binder:
         self._rng = rng
         self._mean_ns = spec.latency_us * 1000.0
         self.transactions = 0
-        # ``HIDL::<Iface>::<method>`` and its proxy's and stub's section names, by
+        # ``HIDL::<Iface>::<method>`` and its proxy's and stub's section marks, by
         # (iface, method): built once, not on every transaction.
-        self._names: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self._names: dict[tuple[str, str], tuple[str, Mark, Mark]] = {}
         # One-way latencies by payload size while there is no jitter (then no draw).
         self._fixed_latency: dict[int, int] | None = {} if spec.jitter <= 0 else None
         self.on_call: Callable[[str], None] | None = None
@@ -114,15 +114,19 @@ class Binder:
             base *= math.exp(self._rng.gauss(-sigma * sigma / 2.0, sigma))
         return us(base)
 
-    def _start(self, iface: str, method: str) -> tuple[str, str, str]:
+    def _start(self, iface: str, method: str) -> tuple[str, Mark, Mark]:
         """Count a transaction and tell ``on_call``; return its ``HIDL::<Iface>::<method>``
-        and the section names of its proxy (``...::client``) and stub (``...::server``)."""
+        and the section marks of its proxy (``...::client``) and stub (``...::server``)."""
         names = self._names.get((iface, method))
         if names is None:
             name = (
                 f"{iface}::{method}" if iface.startswith("AIDL::") else f"HIDL::{iface}::{method}"
             )
-            names = self._names[iface, method] = (name, name + "::client", name + "::server")
+            names = self._names[iface, method] = (
+                name,
+                raw_mark(name + "::client"),
+                raw_mark(name + "::server"),
+            )
         self.transactions += 1
         if self.on_call is not None:
             self.on_call(names[0])
@@ -161,7 +165,7 @@ class Binder:
         fixed = self._fixed_latency
         flows, tx = tracer.flows, self.transactions
         split = kernel.split
-        with tracer.raw_section(client):
+        with tracer.section(client):
             if flows:
                 tracer.flow_out(tx)  # the arrow to the ::server slice
             if not callee.alive:
@@ -183,7 +187,7 @@ class Binder:
             try:
                 token = enter_thread(thread)  # (``as_thread``, without its block object)
                 try:
-                    with tracer.raw_section(server):
+                    with tracer.section(server):
                         if flows:
                             tracer.flow_in(tx)
                             tracer.flow_out(launches)  # the arrow to the callback's notify
@@ -231,7 +235,7 @@ class Binder:
         kernel, tracer = self.kernel, self.tracer
         _, client, server = self._start(iface, method)
         flows, tx = tracer.flows, self.transactions
-        with tracer.raw_section(client):  # the proxy of a oneway call returns at once
+        with tracer.section(client):  # the proxy of a oneway call returns at once
             if flows:
                 tracer.flow_out(tx)
                 tracer.flow_in(completes)  # the arrow from the call this notify completes
@@ -247,9 +251,10 @@ class Binder:
             if not callee.alive:
                 return
             # The server stub's section spans two kernel callbacks (it arrives, it is
-            # served), so it is begun and ended by hand rather than as a block.
+            # served), so it is begun and ended by hand, as hidl-gen's stubs write
+            # atrace_begin and atrace_end.
             with as_thread(thread):
-                tracer.raw_begin(server)
+                tracer.begin(server)
                 if flows:
                     tracer.flow_in(tx)
 

@@ -59,7 +59,7 @@ from nnemu.runtime._devices import (
 )
 from nnemu.runtime._versioned import PreparedModelCallback, _wait_for_callback
 from nnemu.sim import Kernel
-from nnemu.tracer import Layer, Phase, Tracer
+from nnemu.tracer import Layer, Phase, Tracer, mark
 
 if TYPE_CHECKING:
     from nnemu.runtime._canonical import CanonicalDevice, CanonicalPreparedModel
@@ -251,7 +251,7 @@ class AidlIDevice(DriverConnection[AidlDriverDevice]):
             ("getType", service.getType),
             ("getNumberOfCacheFilesNeeded", service.getNumberOfCacheFilesNeeded),
         ):
-            with tracer.section(Layer.IPC, Phase.INITIALIZATION, method):
+            with tracer.section(mark(Layer.IPC, Phase.INITIALIZATION, method)):
                 answer = await self.call(method, serve)
             if isinstance(answer, DeadObject | ServiceSpecificError):
                 return None
@@ -271,7 +271,7 @@ class AidlIDevice(DriverConnection[AidlDriverDevice]):
 
     async def get_supported_operations(self, model: Model) -> tuple[bool, ...] | DeadObject:
         """Per-operation support; an error or a wrong-length answer means 'none supported'."""
-        with self.tracer.section(Layer.IPC, Phase.COMPILATION, "getSupportedOperations"):
+        with self.tracer.section(mark(Layer.IPC, Phase.COMPILATION, "getSupportedOperations")):
             answer = await self.call(
                 "getSupportedOperations", partial(self.service.getSupportedOperations, model)
             )
@@ -327,12 +327,12 @@ class AidlIDevice(DriverConnection[AidlDriverDevice]):
                 data_cache=data_cache,
                 cache_token=token,
             )
-            with self.tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModel"):
+            with self.tracer.section(mark(Layer.IPC, Phase.COMPILATION, "prepareModel")):
                 return await self._wait_prepared(
                     "prepareModelWithConfig",
                     lambda ref: self._with_config(model, config, ref),
                 )
-        with self.tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModel"):
+        with self.tracer.section(mark(Layer.IPC, Phase.COMPILATION, "prepareModel")):
             return await self._wait_prepared(
                 "prepareModel",
                 lambda ref: self.service.prepareModel(
@@ -362,7 +362,7 @@ class AidlIDevice(DriverConnection[AidlDriverDevice]):
     ) -> tuple[ErrorStatus | DeadObject, AidlIPreparedModel | None]:
         """prepareModelFromCache; waits for the callback."""
         model_cache, data_cache, token = cache
-        with self.tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModelFromCache"):
+        with self.tracer.section(mark(Layer.IPC, Phase.COMPILATION, "prepareModelFromCache")):
             return await self._wait_prepared(
                 "prepareModelFromCache",
                 lambda ref: self.service.prepareModelFromCache(

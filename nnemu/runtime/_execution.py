@@ -55,12 +55,11 @@ _SET_OUTPUT_MARK = mark(
 )
 _COMPUTE_MARK = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_compute")
 _FREE_MARK = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_free")
-"""The NDK calls of an execution that a sync execution makes every time (``Tracer.span``,
-``Tracer.enter_call``: one call where ``Runtime.ndk_call`` takes several)."""
+"""The NDK calls of an execution that a sync execution makes every time, built once."""
 # A driver step's section names: the runtime's (PIO, then PR) and the IPC phase's (PE).
 _EXECUTE = "DriverPreparedModel::execute"
 _EXECUTE_IPC = "DriverPreparedModel::execute::execute"
-# The marks of one driver step, built once (Tracer.enter, Section.switch_to).
+# The marks of one driver step, built once.
 # Enum members the per-execution path compares with or returns, as module constants: on
 # Python 3.11 ``Enum.MEMBER`` goes through ``EnumType.__getattr__``'s lookup hook (~60 ns;
 # a global ~10), bench/README.md.
@@ -179,17 +178,21 @@ class Execution:
     @classmethod
     def create(cls, compilation: Compilation) -> tuple[ResultCode, Execution | None]:
         """ANeuralNetworksExecution_create: the compilation must be finished."""
-        compilation.runtime.tracer.span(_CREATE_MARK, API_CALL_NS)  # (nothing traced inside)
-        if not compilation.finished:
-            return ResultCode.BAD_STATE, None
-        return _NO_ERROR, cls(compilation)
+        with compilation.runtime.tracer.section(_CREATE_MARK, work_ns=API_CALL_NS):
+            if not compilation.finished:
+                return ResultCode.BAD_STATE, None
+            return _NO_ERROR, cls(compilation)
 
     def set_io(self) -> ResultCode:
         """ANeuralNetworksExecution_setInput/setOutput for every model input and output."""
-        span = self.runtime.tracer.span
+        section = self.runtime.tracer.section
         main = self.compilation.model.main
-        span(_SET_INPUT_MARK, API_CALL_NS, len(main.input_indexes))
-        span(_SET_OUTPUT_MARK, API_CALL_NS, len(main.output_indexes))
+        for _ in main.input_indexes:
+            with section(_SET_INPUT_MARK, work_ns=API_CALL_NS):
+                pass  # (the checks are set_output's; nothing traced or awaited)
+        for _ in main.output_indexes:
+            with section(_SET_OUTPUT_MARK, work_ns=API_CALL_NS):
+                pass
         return ResultCode.BAD_STATE if self.started else _NO_ERROR
 
     def set_output(self, index: int, length: int, dims: Sequence[int] | None = None) -> ResultCode:
@@ -398,12 +401,13 @@ class Execution:
 
     def free(self) -> None:
         """ANeuralNetworksExecution_free."""
-        self.runtime.tracer.span(_FREE_MARK, API_CALL_NS)
+        with self.runtime.tracer.section(_FREE_MARK, work_ns=API_CALL_NS):
+            pass
 
     # ------------------------------------------------------------ modes
     async def compute(self) -> ResultCode:
         """ANeuralNetworksExecution_compute: run the plan on the calling thread."""
-        with self.runtime.tracer.enter_call(_COMPUTE_MARK, API_CALL_NS):  # (``ndk_call``)
+        with self.runtime.tracer.section(_COMPUTE_MARK, work_ns=API_CALL_NS):  # (``ndk_call``)
             code = self._start()
             if code is not _NO_ERROR:
                 return code
@@ -554,11 +558,13 @@ class Execution:
         return self._sized()
 
     async def _partial_cpu_fallback(self, step: Step) -> ResultCode:
-        with self.runtime.tracer.section(Layer.RUNTIME, Phase.EXECUTION, "cpuFallbackPartial"):
+        with self.runtime.tracer.section(
+            mark(Layer.RUNTIME, Phase.EXECUTION, "cpuFallbackPartial")
+        ):
             return await self._run_on_cpu(step.model)
 
     async def _full_cpu_fallback(self) -> ResultCode:
-        with self.runtime.tracer.section(Layer.RUNTIME, Phase.EXECUTION, "cpuFallbackFull"):
+        with self.runtime.tracer.section(mark(Layer.RUNTIME, Phase.EXECUTION, "cpuFallbackFull")):
             code = _app_visible(await self._run_on_cpu(self.compilation.model))
         return self._sized() if code is _NO_ERROR else code
 
@@ -580,11 +586,11 @@ class Execution:
     async def _compute_on_cpu(self, model: Model) -> ResultCode:
         runtime = self.runtime
         kernel, tracer = runtime.kernel, runtime.tracer
-        with tracer.section(Layer.RUNTIME, Phase.EXECUTION, "StepExecutor::computeOnCpu"):
+        with tracer.section(mark(Layer.RUNTIME, Phase.EXECUTION, "StepExecutor::computeOnCpu")):
             plan = runtime.cpu_plan(model)
             runtime.cpu_stats.executions += 1
             started = kernel.task_now_ns()
-            with tracer.section(Layer.CPU, Phase.EXECUTION, "run"):
+            with tracer.section(mark(Layer.CPU, Phase.EXECUTION, "run")):
                 try:
                     deadline = self.deadline_ns
                     for index, op_ns in enumerate(plan.op_ns):
@@ -598,14 +604,16 @@ class Execution:
                             per_iteration = op_ns / iterations
                             needed = int(self.loop_timeout_ns // per_iteration) + 1
                             if needed < iterations:
-                                with tracer.section(Layer.CPU, Phase.COMPUTATION, pco):
+                                with tracer.section(mark(Layer.CPU, Phase.COMPUTATION, pco)):
                                     kernel.work(us(needed * per_iteration))
                                 await kernel.sync()
                                 return ResultCode.MISSED_DEADLINE_TRANSIENT
                         transform = us(op_ns * 0.1)
-                        with tracer.section(Layer.CPU, Phase.TRANSFORMATION, ptr) as operation:
+                        with tracer.section(
+                            mark(Layer.CPU, Phase.TRANSFORMATION, ptr)
+                        ) as operation:
                             kernel.work(transform)
-                            operation.switch(Layer.CPU, Phase.COMPUTATION, pco)
+                            operation.switch(mark(Layer.CPU, Phase.COMPUTATION, pco))
                             kernel.work(op_ns - transform)
                         # The CPU executor is the calling thread: other threads run meanwhile.
                         await kernel.sync()
@@ -654,7 +662,7 @@ class Execution:
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
         measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
-        with runtime.tracer.enter(_BURST_MARK):
+        with runtime.tracer.section(_BURST_MARK):
             # The request packet reaches a spinning server at once; a sleeping one is woken.
             wake_ns = runtime.binder.latency_ns()
             delivery_ns = context.delivery_ns(kernel.task_now_ns(), wake_ns)
@@ -693,9 +701,9 @@ class Execution:
             request = memory_request(request, self.memories, self.compilation, step)
         measure = _MEASURE_YES if self.measure else _MEASURE_NO
         status: ErrorStatus | DeadObject
-        with runtime.tracer.enter(_IO_MARK) as section:
+        with runtime.tracer.section(_IO_MARK) as section:
             kernel.work(PER_OP_NS * (len(request.inputs) + len(request.outputs)))
-            section.switch_to(_IPC_MARK)
+            section.switch(_IPC_MARK)
             try:
                 if burst is not None:
                     status, timing = await burst.execute(
@@ -709,7 +717,7 @@ class Execution:
                     )
             finally:
                 # The results phase is charged however the call ended.
-                section.switch_to(_RESULTS_MARK)
+                section.switch(_RESULTS_MARK)
                 kernel.work(API_CALL_NS)
         self.timing = self.timing_fenced = timing
         if isinstance(status, DeadObject):

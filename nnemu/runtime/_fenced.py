@@ -147,9 +147,9 @@ async def _driver_step(
         request = memory_request(request, execution.memories, compilation, step)
     measure = MeasureTiming.YES if execution.measure else MeasureTiming.NO
     launch: FencedLaunch | None = None
-    with runtime.tracer.enter(_IO_MARK) as section:
+    with runtime.tracer.section(_IO_MARK) as section:
         kernel.work(PER_OP_NS * (len(request.inputs) + len(request.outputs)))
-        section.switch_to(_IPC_MARK)
+        section.switch(_IPC_MARK)
         try:
             if execution.reusable:  # through the step's reusable execution
                 status, reused = await execution.reused_step(prepared, request, measure, step)
@@ -171,7 +171,7 @@ async def _driver_step(
             status, timing, timing_fenced, launch = answer
         finally:
             # The results phase is charged however the call ended.
-            section.switch_to(_RESULTS_MARK)
+            section.switch(_RESULTS_MARK)
             kernel.work(API_CALL_NS)
         if (
             launch is not None

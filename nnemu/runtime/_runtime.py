@@ -55,29 +55,6 @@ _NDK_MARKS: dict[str, Mark] = {}
 """The NDK calls' ``[NN_LR_<phase>]name`` marks by name, built on first use."""
 
 
-class NdkCall:
-    """The block of an NDK call made while tracing is off (``Runtime.ndk_call``).
-
-    One stateless block per runtime serves every call on every thread, so the several
-    NDK calls of each untraced execution allocate nothing.  (A traced call's block is
-    its ``Section``.)  Should tracing start inside the block, its exit ends the
-    innermost section of the current thread, as before.
-    """
-
-    __slots__ = ("_tracer",)
-
-    def __init__(self, tracer: Tracer) -> None:
-        self._tracer = tracer
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc_info: object) -> None:
-        tracer = self._tracer
-        if tracer.enabled:
-            tracer.end()
-
-
 class Runtime:
     """The NNAPI runtime inside one app process."""
 
@@ -125,32 +102,24 @@ class Runtime:
         """(start_ns, end_ns, result code name, deadline_ns) of each CPU execution, when the
         run keeps per-execution records (``keep_executions``)."""
         self._requests: dict[int, tuple[Model, Request]] = {}
-        self._ndk_call = NdkCall(tracer)
 
-    def ndk_call(self, phase: Phase, name: str) -> NdkCall | Section:
+    def ndk_call(self, phase: Phase, name: str) -> Section:
         """One NDK function: its ``[NN_LR_<phase>]name`` section, charged the API call's CPU time.
 
         ``with runtime.ndk_call(Phase.EXECUTION, "ANeuralNetworksExecution_compute"):``
-        -- the section ends when the block exits, however it exits.  Traced, the block
-        is the section itself (its exit writes the end mark without looking up the thread).
+        -- the section ends when the block exits, however it exits.
         """
-        tracer = self.tracer
-        if tracer.enabled:
-            ndk_mark = _NDK_MARKS.get(name)
-            if ndk_mark is None or ndk_mark.info[2] is not phase:
-                ndk_mark = _NDK_MARKS[name] = mark(Layer.RUNTIME, phase, name)
-            section = tracer.enter(ndk_mark)
-            self.kernel.work(API_CALL_NS)
-            return section
-        self.kernel.work(API_CALL_NS)
-        return self._ndk_call
+        ndk_mark = _NDK_MARKS.get(name)
+        if ndk_mark is None or ndk_mark.info[2] is not phase:
+            ndk_mark = _NDK_MARKS[name] = mark(Layer.RUNTIME, phase, name)
+        return self.tracer.section(ndk_mark, work_ns=API_CALL_NS)
 
     # -------------------------------------------------------------- devices
     async def _discover(self) -> list[RuntimeDevice]:
         """Device discovery (once per process): drop every device that fails a query."""
         if self._devices is None:
             with self.tracer.section(
-                Layer.RUNTIME, Phase.INITIALIZATION, "DeviceManager::findAvailableDevices"
+                mark(Layer.RUNTIME, Phase.INITIALIZATION, "DeviceManager::findAvailableDevices")
             ):
                 devices: list[RuntimeDevice] = []
                 for service in self._services:
@@ -247,7 +216,7 @@ class ModelBuilder:
         with runtime.ndk_call(Phase.PREPARATION, "ANeuralNetworksModel_finish"):
             if self.finished:
                 return ResultCode.BAD_STATE
-            with runtime.tracer.section(Layer.UTILITY, Phase.UNSPECIFIED, "validateModel"):
+            with runtime.tracer.section(mark(Layer.UTILITY, Phase.UNSPECIFIED, "validateModel")):
                 runtime.kernel.work(PER_OP_NS * len(self.model.main.operations))
                 reason = validate_model(self.model, HalVersion.V1_3)
             if reason is not None:

@@ -51,7 +51,7 @@ from nnemu.runtime._devices import (
     RuntimeDevice,
 )
 from nnemu.sim import Kernel, SimEvent
-from nnemu.tracer import Layer, Phase
+from nnemu.tracer import Layer, Phase, mark
 
 _V1_3: Final = HalVersion.V1_3
 """``HalVersion.V1_3`` as a module constant: ``execute`` compares with it once an execution, and
@@ -332,7 +332,7 @@ class VersionedIDevice(DriverConnection[DriverDevice]):
         """Query capabilities, version string, type, extensions, cache counts; None drops the device."""
         tracer, service, version = self.tracer, self.service, self.version
         method = version.method("getCapabilities")
-        with tracer.section(Layer.IPC, Phase.INITIALIZATION, method):
+        with tracer.section(mark(Layer.IPC, Phase.INITIALIZATION, method)):
             result = await self.call("IDevice", method, service.getCapabilities)
         if isinstance(result, DeadObject) or result[0] is not ErrorStatus.NONE:
             return None
@@ -348,7 +348,7 @@ class VersionedIDevice(DriverConnection[DriverDevice]):
                 ("getNumberOfCacheFilesNeeded", service.getNumberOfCacheFilesNeeded),
             ):
                 if method == "getSupportedExtensions":
-                    with tracer.section(Layer.IPC, Phase.INITIALIZATION, method):
+                    with tracer.section(mark(Layer.IPC, Phase.INITIALIZATION, method)):
                         answer = await self.call("IDevice", method, serve)
                 else:
                     answer = await self.call("IDevice", method, serve)
@@ -376,7 +376,7 @@ class VersionedIDevice(DriverConnection[DriverDevice]):
         """
         tracer, service, version = self.tracer, self.service, self.version
         method = version.method("getSupportedOperations")
-        with tracer.section(Layer.IPC, Phase.COMPILATION, method):
+        with tracer.section(mark(Layer.IPC, Phase.COMPILATION, method)):
             result = await self.call(
                 "IDevice", method, partial(service.getSupportedOperations, model, version)
             )
@@ -426,9 +426,9 @@ class VersionedIDevice(DriverConnection[DriverDevice]):
         model_cache, data_cache, token = cache
         token = token or b"\0" * CACHE_TOKEN_BYTES
         uid = self.uid
-        with tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModel"):
-            with tracer.subtract_section(
-                Layer.RUNTIME, Phase.COMPILATION, f"VersionedIDevice::{method}"
+        with tracer.section(mark(Layer.IPC, Phase.COMPILATION, "prepareModel")):
+            with tracer.section(
+                mark(Layer.RUNTIME, Phase.COMPILATION, f"VersionedIDevice::{method}", subtract=True)
             ):
                 kernel.work(10_000)  # converting the model to the driver's HAL version
             serve: Callable[[], Awaitable[ErrorStatus]]
@@ -461,7 +461,7 @@ class VersionedIDevice(DriverConnection[DriverDevice]):
         model_cache, data_cache, token = cache
         uid = self.uid
         method = version.method("prepareModelFromCache", since=HalVersion.V1_2)
-        with tracer.section(Layer.IPC, Phase.COMPILATION, "prepareModelFromCache"):
+        with tracer.section(mark(Layer.IPC, Phase.COMPILATION, "prepareModelFromCache")):
             serve: Callable[[], Awaitable[ErrorStatus]]
             caching = (model_cache, data_cache, token, ref)
             if version is HalVersion.V1_3:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
         TraceObserver,
         TraceSink,
     )
-    from nnemu.tracer._tracer import BATCH_EVENTS, Mark, Section, Tracer, mark
+    from nnemu.tracer._tracer import BATCH_EVENTS, Mark, Section, Tracer, mark, raw_mark
     from nnemu.tracer._truth import GroundTruth
     from nnemu.tracer._truth_records import CELL_LAYERS, CELL_PHASES, ProcessTruth, RunTruth
     from nnemu.tracer._writers import ChromeJsonWriter, FtraceWriter, open_trace_writer
@@ -44,6 +44,7 @@ _HOMES = {
     "FlowSink": "nnemu.tracer._events",
     "Mark": "nnemu.tracer._tracer",
     "mark": "nnemu.tracer._tracer",
+    "raw_mark": "nnemu.tracer._tracer",
     "TraceEvent": "nnemu.tracer._events",
     "Section": "nnemu.tracer._tracer",
     "SectionInfo": "nnemu.tracer._events",
@@ -91,6 +92,7 @@ __all__ = [
     "mark",
     "name_problem",
     "open_trace_writer",
+    "raw_mark",
     "safe_name",
     "tag",
     "thread_name",

@@ -71,13 +71,13 @@ class SectionKind(enum.Enum):
     """How a section was begun (what an observer needs to apply the contract's rules)."""
 
     PLAIN = "plain"
-    """``begin``: an NNTRACE_FULL scope."""
+    """``mark(...)``: an NNTRACE_FULL scope."""
     SWITCH = "switch"
-    """``switch``: ends the innermost section's phase and starts another (``[SW]``)."""
+    """``Section.switch``: ends the innermost section's phase and starts another (``[SW]``)."""
     SUBTRACT = "subtract"
-    """``subtract``: work deducted from the enclosing section (``[SUB]``)."""
+    """``mark(..., subtract=True)``: work deducted from the enclosing section (``[SUB]``)."""
     RAW = "raw"
-    """``raw_begin``: a section with no NNTRACE tag (the HIDL proxies' and stubs' marks)."""
+    """``raw_mark``: a section with no NNTRACE tag (the HIDL proxies' and stubs' marks)."""
 
 
 SectionInfo = tuple[SectionKind, Layer | None, Phase | None, str]
@@ -90,8 +90,7 @@ EventInfo: TypeAlias = "SectionInfo | _FlowMark | _CounterMark | None"
 
 TraceEvent = tuple[int, SimThread, str | None, EventInfo]
 """(ts_ns, thread, name, info): a begin when ``name`` is set, else an end (``info`` None);
-a begin's ``info`` is the section's structured information, which a prebuilt ``Mark``
-always carries and the other begins build only while an observer is attached.
+a begin's ``info`` is the section's structured information, which its ``Mark`` carries.
 (With a ``FlowSink`` attached the buffer also holds flow and counter events: ``name`` None
 and ``info`` a ``_FlowMark`` or ``_CounterMark``; only the sinks that take flows see them.)"""
 

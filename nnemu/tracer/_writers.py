@@ -274,14 +274,15 @@ class FtraceWriter:
 
 
 class _JsonThread:
-    """What is constant on one thread's JSON events, as UTF-8: built once per thread."""
+    """What is constant on one thread's JSON events, as UTF-8, each with the ``,`` and newline
+    before it (``ChromeJsonWriter._write`` drops the file's first): built once per thread."""
 
     __slots__ = ("begins", "end", "named", "place", "thread")
 
     def __init__(self, thread: SimThread) -> None:
         self.place: Final = b'"pid": %d, "tid": %d, "ts": ' % (thread.pid, thread.tid)
         """An event's ``pid``, ``tid`` and ``ts`` key, in ``sort_keys`` order."""
-        self.end: Final = b'{"ph": "E", ' + self.place
+        self.end: Final = b',\n{"ph": "E", ' + self.place
         """An ``E`` event up to its timestamp."""
         self.begins: Final[dict[str, bytes]] = {}
         """A ``B`` event up to its timestamp, by section name (made on first use)."""
@@ -290,12 +291,9 @@ class _JsonThread:
         self.thread: Final = thread
         """The thread itself, which keeps its ``id`` from being reused."""
 
-    def begin(self, name: str) -> bytes:
-        """A ``B`` event up to its timestamp, for a section called ``name``."""
-        text = self.begins[name] = (
-            b'{"cat": "nnapi", "name": ' + json.dumps(name).encode() + b', "ph": "B", ' + self.place
-        )
-        return text
+
+_NO_JSON_THREAD: Final = _JsonThread(SimThread(0, 0, ""))
+"""The thread before a batch's first event (never written)."""
 
 
 def _json_ts(ts_ns: int) -> bytes:
@@ -313,32 +311,29 @@ class ChromeJsonWriter:
     docs/perfetto.md.  Each event is what ``json.dumps(event, sort_keys=True)`` writes, built
     as the systrace writer builds its lines: what is constant on a thread's events (its
     ``pid``/``tid``, each ``B`` event up to its timestamp, the ``E`` event's) is made once, as
-    UTF-8, and an event is its pieces copied into one buffer, a batch's events one write.
+    UTF-8, with the separator before it, and so is each timestamp's text with the event's
+    closing brace; an event is those two pieces copied into one buffer, a batch's events
+    one write.
     """
 
     def __init__(self, out: TextIO | BinaryIO) -> None:
         self._out = _Output(out)
-        self._separator = b""
-        """What goes before the next event (``,`` and a newline, but before the first)."""
+        self._first = True
+        """Whether no event is written yet (the first goes without its leading separator)."""
         self._threads: dict[int, _JsonThread] = {}
         """By ``id`` of the thread object."""
         self._named: set[SimThread] = set()
         self._counters: dict[tuple[int, str], bytes] = {}
         """A ``C`` event between its value and its timestamp, by (pid, name)."""
-        self._second = (-1, b"")
-        """The second the last timestamp was in: (its number, its text)."""
+        self._last_ts = -1
+        self._stamp = b""
+        """The text of ``_last_ts`` and the closing brace."""
         self._buffer = BytesWriter()
         """A batch's events (emptied after each batch)."""
         self._out.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
 
     def _event(self, event: dict[str, object]) -> None:
-        self._text(json.dumps(event, sort_keys=True).encode())
-
-    def _text(self, text: bytes) -> None:
-        # Separator and event in one write: the file never ends in a bare ",".
-        self._buffer.write(self._separator)
-        self._buffer.write(text)
-        self._separator = b",\n"
+        self._buffer.write(b",\n" + json.dumps(event, sort_keys=True).encode())
 
     def process(self, pid: int, name: str) -> None:
         """Write the process_name metadata event."""
@@ -351,35 +346,40 @@ class ChromeJsonWriter:
         track = self._threads[id(thread)] = _JsonThread(thread)
         return track
 
-    def _name(self, track: _JsonThread) -> None:
-        """Write the thread_name metadata event (before the thread's first begin)."""
-        track.named = True
-        thread = track.thread
-        if thread not in self._named:
-            self._named.add(thread)
-            self._event(
-                {
-                    "ph": "M",
-                    "name": "thread_name",
-                    "pid": thread.pid,
-                    "tid": thread.tid,
-                    "args": {"name": thread.name},
-                }
-            )
+    def _begin(self, track: _JsonThread, name: str) -> bytes:
+        """A ``B`` event up to its timestamp on ``track``, for a section called ``name``; the
+        thread's ``thread_name`` event first if this is its first (a track's first begin
+        always comes here: its ``begins`` is empty)."""
+        if not track.named:
+            track.named = True
+            thread = track.thread
+            if thread not in self._named:
+                self._named.add(thread)
+                self._event(
+                    {
+                        "ph": "M",
+                        "name": "thread_name",
+                        "pid": thread.pid,
+                        "tid": thread.tid,
+                        "args": {"name": thread.name},
+                    }
+                )
+        text = track.begins[name] = (
+            b',\n{"cat": "nnapi", "name": '
+            + json.dumps(name).encode()
+            + b', "ph": "B", '
+            + track.place
+        )
+        return text
 
     def receive(self, events: Sequence[TraceEvent]) -> None:
         """Write the events of a batch (slices, flows, counters) in one block."""
         threads = self._threads
         buffer = self._buffer
-        digits = _DIGITS3
-        last_ts = -1
-        # A timestamp's text is whole µs as ``<seconds><milli><micro>.0`` (no object made but
-        # each new second's text), else what ``repr`` gives the float (in ``seconds``).
-        second, seconds = self._second
-        milli = micro = b""
-        close = b".0}"
+        last_ts = self._last_ts
+        stamp = self._stamp
         last_thread: SimThread | None = None
-        track: _JsonThread | None = None
+        track = _NO_JSON_THREAD
         # (As in ``FtraceWriter.receive``: read the events without the info's nested checks.)
         rows = cast(
             "list[tuple[int, SimThread, str | None, object]]",
@@ -388,64 +388,54 @@ class ChromeJsonWriter:
         for ts, thread, name, info in rows:
             if ts != last_ts:
                 last_ts = ts
+                # A whole number of µs past the first second (nearly every one) is what
+                # ``_json_ts`` gives, in one format.
                 if ts % 1000 == 0 and 1_000_000_000 <= ts < 10**18:
-                    us = ts // 1000
-                    if us // 1_000_000 != second:
-                        second = us // 1_000_000
-                        seconds = b"%d" % second
-                    milli = digits[us // 1000 % 1000]
-                    micro = digits[us % 1000]
-                    close = b".0}"
+                    stamp = b"%d.0}" % (ts // 1000)
                 else:
-                    second = -1
-                    seconds = _json_ts(ts)
-                    milli = micro = b""
-                    close = b"}"
-            if name is None and isinstance(info, _CounterMark):
+                    stamp = _json_ts(ts) + b"}"
+            if name is not None or info is None:
+                if thread is not last_thread:
+                    track = threads.get(id(thread)) or self._thread(thread)
+                    last_thread = thread
+                if name is not None:
+                    buffer.write(track.begins.get(name) or self._begin(track, name))
+                else:
+                    buffer.write(track.end)
+            elif isinstance(info, _CounterMark):
                 middle = self._counters.get((info.pid, info.name))
                 if middle is None:
                     middle = self._counters[info.pid, info.name] = (
                         b'}, "name": %s, "ph": "C", "pid": %d, "ts": '
-                        % (
-                            json.dumps(info.name).encode(),
-                            info.pid,
-                        )
+                        % (json.dumps(info.name).encode(), info.pid)
                     )
-                buffer.write(self._separator)
-                self._separator = b",\n"
-                buffer.write(b'{"args": {"value": %d' % info.value)
+                buffer.write(b',\n{"args": {"value": %d' % info.value)
                 buffer.write(middle)
-            else:
-                if thread is not last_thread or track is None:
+            elif isinstance(info, _FlowMark):
+                if thread is not last_thread:
                     track = threads.get(id(thread)) or self._thread(thread)
                     last_thread = thread
-                if name is not None and not track.named:
-                    self._name(track)
-                buffer.write(self._separator)
-                self._separator = b",\n"
-                if name is not None:
-                    buffer.write(track.begins.get(name) or track.begin(name))
-                elif info is None:
-                    buffer.write(track.end)
-                elif isinstance(info, _FlowMark):
-                    if info.terminating:
-                        buffer.write(b'{"bp": "e", "cat": "nnapi-flow", "id": %d, ' % info.flow_id)
-                        buffer.write(b'"name": "flow", "ph": "f", ')
-                    else:
-                        buffer.write(b'{"cat": "nnapi-flow", "id": %d, ' % info.flow_id)
-                        buffer.write(b'"name": "flow", "ph": "s", ')
-                    buffer.write(track.place)
-            buffer.write(seconds)
-            buffer.write(milli)
-            buffer.write(micro)
-            buffer.write(close)
-        self._second = (second, seconds)
+                if info.terminating:
+                    buffer.write(b',\n{"bp": "e", "cat": "nnapi-flow", "id": %d, ' % info.flow_id)
+                    buffer.write(b'"name": "flow", "ph": "f", ')
+                else:
+                    buffer.write(b',\n{"cat": "nnapi-flow", "id": %d, ' % info.flow_id)
+                    buffer.write(b'"name": "flow", "ph": "s", ')
+                buffer.write(track.place)
+            else:
+                continue
+            buffer.write(stamp)
+        self._last_ts = last_ts
+        self._stamp = stamp
         self._write()
 
     def _write(self) -> None:
-        """Write the buffered events."""
+        """Write the buffered events (the file's first without its leading separator)."""
         data = self._buffer.getvalue()
         self._buffer.truncate(0)
+        if self._first and data:
+            self._first = False
+            data = data[2:]
         self._out.write(data)
 
     def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:

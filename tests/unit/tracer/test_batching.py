@@ -10,7 +10,7 @@ import trio
 
 from nnemu import run
 from nnemu.scenario import load_scenario
-from nnemu.sim import Kernel, ProcessTable, SimThread
+from nnemu.sim import Kernel, ProcessTable, SimThread, as_thread
 from nnemu.tracer import (
     BATCH_EVENTS,
     Layer,
@@ -101,7 +101,7 @@ async def test_marks_ahead_of_the_clock_wait_for_it_and_process_comes_after_earl
     thread = ProcessTable().spawn("app", 10001).main_thread
 
     async def task() -> None:
-        with tracer.section(Layer.RUNTIME, Phase.EXECUTION, "a"):
+        with tracer.section(mark(Layer.RUNTIME, Phase.EXECUTION, "a")):
             kernel.work(5_000)  # the task's clock runs 5 µs ahead of the kernel's
         tracer.process(4242, "late")  # the B at 0 is due, the E at 5 µs is not
         await kernel.sleep(10_000)
@@ -121,7 +121,7 @@ async def test_marks_ahead_of_the_clock_wait_for_it_and_process_comes_after_earl
 
 async def test_an_event_sink_gets_a_blocks_end_as_soon_as_the_block_exits(autojump_clock):
     """With a sink that takes events one by one, a block's E (and a switch's B) reach it at
-    once, not at the next begin (batching tracers leave that check to the next begin)."""
+    once, not at the next begin."""
     kernel = Kernel()
     sink = _EventSink()
     tracer = Tracer(kernel, [sink])
@@ -129,9 +129,9 @@ async def test_an_event_sink_gets_a_blocks_end_as_soon_as_the_block_exits(autoju
     seen_after: list[int] = []
 
     async def task() -> None:
-        with tracer.enter(mark(Layer.RUNTIME, Phase.EXECUTION, "a")) as section:
+        with tracer.section(mark(Layer.RUNTIME, Phase.EXECUTION, "a")) as section:
             await kernel.sleep(2_000)
-            section.switch_to(mark(Layer.RUNTIME, Phase.RESULTS, "a"))
+            section.switch(mark(Layer.RUNTIME, Phase.RESULTS, "a"))
             seen_after.append(len(sink.seen))
             await kernel.sleep(3_000)
         seen_after.append(len(sink.seen))
@@ -166,14 +166,16 @@ async def test_a_mark_earlier_than_those_held_reaches_the_sink_before_them(
 
     async def run_ahead() -> None:
         kernel.work(5_000)  # this task's marks are 5 µs ahead of the kernel's clock
-        with tracer.enter(a) as section:
-            section.switch_through(b, a)
-        tracer.span(b, 1_000)
+        with tracer.section(a) as section:
+            section.switch(b)
+            section.switch(a)
+        with tracer.section(b, work_ns=1_000):
+            pass
         await kernel.sleep(1_000)
 
     async def run_behind() -> None:
-        with tracer.enter(b) as section:
-            section.switch_to(a)
+        with tracer.section(b) as section:
+            section.switch(a)
             kernel.work(5_000)
 
     async with trio.open_nursery() as nursery:
@@ -195,4 +197,42 @@ async def test_a_mark_earlier_than_those_held_reaches_the_sink_before_them(
         (5_000, behind.tid, None),
         (5_000, behind.tid, None),
         (6_000, ahead.tid, None),
+    ]
+
+
+@pytest.mark.parametrize("sink_type", [_BatchSink, _EventSink])
+async def test_a_mark_from_a_kernel_callback_keeps_its_place_among_a_tasks_marks_ahead(
+    autojump_clock, sink_type: type[_EventSink]
+):
+    """A kernel callback runs with the task that gave the baton up as the running one: its
+    mark, at the clock's time, still goes before the marks that task wrote ahead of it."""
+    kernel = Kernel()
+    sink = sink_type()
+    tracer = Tracer(kernel, [sink])
+    table = ProcessTable()
+    ahead = table.spawn("ahead", 10001).main_thread
+    binder = table.spawn("binder", 10002).main_thread
+    a, b = mark(Layer.RUNTIME, Phase.EXECUTION, "a"), mark(Layer.IPC, Phase.EXECUTION, "b")
+
+    def arrived() -> None:
+        with as_thread(binder), tracer.section(b):
+            pass
+
+    async def run_ahead() -> None:
+        kernel.call_at(1_000, arrived)
+        kernel.work(5_000)  # this task's marks are 5 µs ahead of the kernel's clock
+        with tracer.section(a):
+            pass
+        await kernel.sleep(1_000)  # gives the baton up; ``arrived`` runs at 1 µs
+
+    async with trio.open_nursery() as nursery:
+        kernel.spawn(nursery, run_ahead, thread=ahead)
+        await kernel.run()
+        nursery.cancel_scope.cancel()
+    tracer.close()
+    assert [(ts, tid, name) for ts, _, tid, name in sink.seen] == [
+        (1_000, binder.tid, "[NN_LI_PE]b"),
+        (1_000, binder.tid, None),
+        (5_000, ahead.tid, "[NN_LR_PE]a"),
+        (5_000, ahead.tid, None),
     ]

@@ -6,7 +6,7 @@ import pytest
 import trio
 
 from nnemu.sim import Kernel, ProcessTable
-from nnemu.tracer import Layer, Phase, SectionKind, Tracer, mark
+from nnemu.tracer import Layer, Phase, SectionKind, Tracer, mark, raw_mark
 from tests.unit.ipc.test_binder import RecordingSink
 
 US = 1_000
@@ -42,11 +42,11 @@ async def test_section_with_switches_ends_every_mark_it_opened(autojump_clock):
     """A section with two phase switches writes one E per B when its block exits."""
 
     async def body(kernel: Kernel, tracer: Tracer) -> None:
-        with tracer.section(Layer.CPU, Phase.TRANSFORMATION, "run") as section:
+        with tracer.section(mark(Layer.CPU, Phase.TRANSFORMATION, "run")) as section:
             await kernel.sleep(10 * US)
-            section.switch(Layer.CPU, Phase.COMPUTATION, "run")
+            section.switch(mark(Layer.CPU, Phase.COMPUTATION, "run"))
             await kernel.sleep(20 * US)
-            section.switch(Layer.CPU, Phase.RESULTS, "run")
+            section.switch(mark(Layer.CPU, Phase.RESULTS, "run"))
             await kernel.sleep(5 * US)
         await kernel.sleep(1 * US)
 
@@ -67,12 +67,12 @@ async def test_section_ends_when_its_block_raises(autojump_clock):
     async def body(kernel: Kernel, tracer: Tracer) -> None:
         with (  # noqa: PT012 - the raise must happen inside the sections
             pytest.raises(ValueError, match="bad"),
-            tracer.section(Layer.RUNTIME, Phase.EXECUTION, "outer"),
-            tracer.raw_section("HIDL::IDevice::getStatus::client"),
+            tracer.section(mark(Layer.RUNTIME, Phase.EXECUTION, "outer")),
+            tracer.section(raw_mark("HIDL::IDevice::getStatus::client")),
         ):
             await kernel.sleep(7 * US)
             raise ValueError("bad")
-        with tracer.subtract_section(Layer.RUNTIME, Phase.COMPILATION, "sub"):
+        with tracer.section(mark(Layer.RUNTIME, Phase.COMPILATION, "sub", subtract=True)):
             await kernel.sleep(3 * US)
 
     sink = await _run_on_a_thread(body)
@@ -94,11 +94,11 @@ async def test_section_opened_untraced_stays_unmarked_when_tracing_starts(autoju
     thread = ProcessTable().spawn("app", 10001).main_thread
 
     async def task() -> None:
-        with tracer.section(Layer.CPU, Phase.TRANSFORMATION, "run") as section:
+        with tracer.section(mark(Layer.CPU, Phase.TRANSFORMATION, "run")) as section:
             tracer.add_observer(late)
-            section.switch(Layer.CPU, Phase.COMPUTATION, "run")
+            section.switch(mark(Layer.CPU, Phase.COMPUTATION, "run"))
             await kernel.sleep(5 * US)
-        with tracer.section(Layer.CPU, Phase.RESULTS, "after"):
+        with tracer.section(mark(Layer.CPU, Phase.RESULTS, "after")):
             await kernel.sleep(1 * US)
 
     async with trio.open_nursery() as nursery:
@@ -128,74 +128,67 @@ class _InfoObserver:
         pass
 
 
-async def _marks_and_infos(prebuilt: bool) -> tuple[list[tuple], list[tuple]]:
-    """The sink's events and an observer's infos of one body, with or without prebuilt marks."""
-    io_mark = mark(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "d")
-    exe_mark = mark(Layer.DRIVER, Phase.EXECUTION, "d")
-    ndk_mark = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_compute")
+async def test_observers_get_each_marks_kind_layer_and_phase(autojump_clock):
+    """A plain, a subtract, a raw section and a switch reach the sink by name and an observer
+    with their kind, layer, phase and detail (AOSP ``NNTRACE_FULL``, ``_SUBTRACT``, ``_SWITCH``
+    and a bare ``ScopedTrace``)."""
     observer = _InfoObserver()
+    io_mark = mark(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "d")
 
     async def body(kernel: Kernel, tracer: Tracer) -> None:
         tracer.add_observer(observer)
-        if prebuilt:
-            tracer.begin_mark(ndk_mark)
-        else:
-            tracer.begin(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_compute")
-        kernel.work(4 * US)  # marks ahead of the kernel's clock carry the task's time
-        opened = (
-            tracer.enter(exe_mark)
-            if prebuilt
-            else tracer.section(Layer.DRIVER, Phase.EXECUTION, "d")
-        )
-        with opened as section:
-            kernel.work(2 * US)
-            if prebuilt:
-                section.switch_to(io_mark)
-            else:
-                section.switch(Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "d")
-            await kernel.sleep(10 * US)
-        tracer.end()
+        with tracer.section(mark(Layer.DRIVER, Phase.EXECUTION, "d")) as section:
+            kernel.work(2 * US)  # marks ahead of the kernel's clock carry the task's time
+            section.switch(io_mark)
+            with (
+                tracer.section(mark(Layer.RUNTIME, Phase.COMPILATION, "s", subtract=True)),
+                tracer.section(raw_mark("HIDL::IDevice::execute::client")),
+            ):
+                await kernel.sleep(10 * US)
 
     sink = await _run_on_a_thread(body)
-    return sink.events, observer.infos
-
-
-async def test_prebuilt_marks_write_what_the_named_calls_write(autojump_clock):
-    """``enter``/``switch_to``/``begin_mark`` give sinks and observers the same events as
-    ``section``/``switch``/``begin`` with the same layer, phase and detail."""
-    events, infos = await _marks_and_infos(prebuilt=True)
-    assert (events, infos) == await _marks_and_infos(prebuilt=False)
-    assert [e[3] if e[0] == "B" else "E" for e in events] == [
-        "[NN_LR_PE]ANeuralNetworksExecution_compute",
+    assert [e[3] if e[0] == "B" else "E" for e in sink.events] == [
         "[NN_LD_PE]d",
         "[SW][NN_LD_PIO]d",
+        "[SUB][NN_LR_PC]s",
+        "HIDL::IDevice::execute::client",
+        "E",
         "E",
         "E",
         "E",
     ]
-    assert infos[2] == (6 * US, (SectionKind.SWITCH, Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "d"))
+    assert observer.infos[:4] == [
+        (0, (SectionKind.PLAIN, Layer.DRIVER, Phase.EXECUTION, "d")),
+        (2 * US, (SectionKind.SWITCH, Layer.DRIVER, Phase.INPUTS_AND_OUTPUTS, "d")),
+        (2 * US, (SectionKind.SUBTRACT, Layer.RUNTIME, Phase.COMPILATION, "s")),
+        (2 * US, (SectionKind.RAW, None, None, "HIDL::IDevice::execute::client")),
+    ]
     assert mark(Layer.DRIVER, Phase.EXECUTION, "d") is mark(Layer.DRIVER, Phase.EXECUTION, "d")
 
 
-async def test_a_section_ended_by_an_outer_end_writes_nothing_more(autojump_clock):
-    """Once ``end`` has closed a block's section, the block's switch and exit write nothing,
-    and the next block on the thread (handed the same level again) marks as usual."""
+async def test_a_section_ended_by_an_outer_exit_writes_nothing_more(autojump_clock):
+    """Once an outer section's exit has closed an inner one (a block held across callbacks,
+    as a oneway stub's), the inner's switch and exit write nothing, and the next block on
+    the thread (handed the same level again) marks as usual."""
     outer = mark(Layer.RUNTIME, Phase.EXECUTION, "a")
     switched = mark(Layer.RUNTIME, Phase.RESULTS, "a")
 
     async def body(kernel: Kernel, tracer: Tracer) -> None:
-        with tracer.enter(outer) as section:
+        held = tracer.section(outer)
+        with tracer.section(outer) as section:
             await kernel.sleep(1 * US)
-            tracer.end()
-            section.switch_to(switched)
+            held.__exit__(None, None, None)
+            section.switch(switched)
             await kernel.sleep(1 * US)
-        with tracer.enter(outer) as again:
-            again.switch_to(switched)
+        with tracer.section(outer) as again:
+            again.switch(switched)
             await kernel.sleep(1 * US)
 
     sink = await _run_on_a_thread(body)
     assert _shape(sink) == [
         ("B", 0, "[NN_LR_PE]a"),
+        ("B", 0, "[NN_LR_PE]a"),
+        ("E", 1 * US, ""),
         ("E", 1 * US, ""),
         ("B", 2 * US, "[NN_LR_PE]a"),
         ("B", 2 * US, "[SW][NN_LR_PR]a"),
@@ -206,7 +199,7 @@ async def test_a_section_ended_by_an_outer_end_writes_nothing_more(autojump_cloc
 
 async def _calls(one_call: bool, observed: bool) -> tuple[list[tuple], list[tuple], list[int]]:
     """Sink events, observer infos and the task's times of NDK-like calls and two switches,
-    as one call each or long-hand."""
+    with the CPU time passed to the tracer or charged long-hand."""
     call = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_compute")
     io = mark(Layer.RUNTIME, Phase.INPUTS_AND_OUTPUTS, "ANeuralNetworksExecution_setInput")
     observer = _InfoObserver()
@@ -216,25 +209,26 @@ async def _calls(one_call: bool, observed: bool) -> tuple[list[tuple], list[tupl
         if observed:
             tracer.add_observer(observer)
         if one_call:
-            tracer.span(io, 2 * US, 2)
-            tracer.span(io, 2 * US, 0)
-            section = tracer.enter_call(call, 3 * US)
+            for _ in range(2):
+                with tracer.section(io, work_ns=2 * US):
+                    pass
+            section = tracer.section(call, work_ns=3 * US)
         else:
             for _ in range(2):
-                with tracer.enter(io):
+                with tracer.section(io):
                     kernel.work(2 * US)
-            section = tracer.enter(call)
+            section = tracer.section(call)
             kernel.work(3 * US)
         times.append(kernel.task_now_ns())
         with section:
             await kernel.sleep(1 * US)
+            section.switch(io)
+            section.switch(call)
             if one_call:
-                section.switch_through(io, call)
-                tracer.span(io, 1 * US)
+                with tracer.section(io, work_ns=1 * US):
+                    pass
             else:
-                section.switch_to(io)
-                section.switch_to(call)
-                with tracer.enter(io):
+                with tracer.section(io):
                     kernel.work(1 * US)
         times.append(kernel.task_now_ns())
 
@@ -243,10 +237,9 @@ async def _calls(one_call: bool, observed: bool) -> tuple[list[tuple], list[tupl
 
 
 @pytest.mark.parametrize("observed", [False, True])
-async def test_span_and_enter_call_write_what_enter_and_work_write(autojump_clock, observed):
-    """``span``, ``enter_call`` and ``switch_through`` give sinks and observers the marks, and
-    the task the CPU time, of ``enter`` blocks with ``Kernel.work`` inside and of two
-    ``switch_to``, batched or not."""
+async def test_work_ns_writes_what_a_block_with_work_inside_writes(autojump_clock, observed):
+    """``section(mark, work_ns=...)`` gives sinks and observers the marks, and the task the CPU
+    time, of a ``section`` block with ``Kernel.work`` inside, batched or not."""
     events, infos, times = await _calls(one_call=True, observed=observed)
     assert (events, infos, times) == await _calls(one_call=False, observed=observed)
     assert _shape_of(events) == [
@@ -267,8 +260,9 @@ async def test_span_and_enter_call_write_what_enter_and_work_write(autojump_cloc
     assert len(infos) == (12 if observed else 0)
 
 
-async def test_span_and_enter_call_charge_the_time_while_tracing_is_off(autojump_clock):
-    """With tracing off, ``span`` and ``enter_call`` write nothing but still charge the task's CPU time."""
+async def test_work_ns_is_charged_while_tracing_is_off(autojump_clock):
+    """With tracing off, ``section(mark, work_ns=...)`` writes nothing but still charges the
+    task's CPU time."""
     kernel = Kernel()
     tracer = Tracer(kernel, [])
     thread = ProcessTable().spawn("app", 10001).main_thread
@@ -276,8 +270,10 @@ async def test_span_and_enter_call_charge_the_time_while_tracing_is_off(autojump
     call = mark(Layer.RUNTIME, Phase.EXECUTION, "ANeuralNetworksExecution_free")
 
     async def task() -> None:
-        tracer.span(call, 2 * US, 3)
-        with tracer.enter_call(call, 5 * US):
+        for _ in range(3):
+            with tracer.section(call, work_ns=2 * US):
+                pass
+        with tracer.section(call, work_ns=5 * US):
             times.append(kernel.task_now_ns())
 
     async with trio.open_nursery() as nursery:
