@@ -156,6 +156,7 @@ WORKLOAD_FIELDS: Final = {
     "burst_size": WorkloadKind.BURST,
     "burst_interval_ms": WorkloadKind.BURST,
     "arrivals_ms": WorkloadKind.TRACE,
+    "arrivals_file": WorkloadKind.TRACE,
 }
 """Workload fields that only one kind uses: field -> kind."""
 WORKLOAD_REQUIRED: Final = {
@@ -163,9 +164,10 @@ WORKLOAD_REQUIRED: Final = {
     WorkloadKind.POISSON: ("rate_hz",),
     WorkloadKind.CLOSED_LOOP: (),
     WorkloadKind.BURST: ("burst_size", "burst_interval_ms"),
-    WorkloadKind.TRACE: ("arrivals_ms",),
+    WorkloadKind.TRACE: (),
 }
-"""The fields each workload kind needs."""
+"""The fields each workload kind needs (a trace workload: ``arrivals_ms`` or ``arrivals_file``,
+checked on its own)."""
 _WINDOW: Final = frozenset({"at_ms", "until_ms"})
 FAULT_FIELDS: Final = {
     FaultKind.CRASH: (("at_ms",), frozenset({"at_ms"})),
@@ -393,7 +395,11 @@ class WorkloadSpec:
     burst_interval_ms: float | None = limited(PERIOD, None)
     """Burst: time between burst starts (> 0, required)."""
     arrivals_ms: tuple[float, ...] = limited(TIME, ())
-    """Trace: explicit arrival times after ``start_ms``, non-decreasing (required; replays use it)."""
+    """Trace: explicit arrival times after ``start_ms``, non-decreasing (replays use it); given,
+    or read from ``arrivals_file``."""
+    arrivals_file: str | None = None
+    """Trace: the CSV or Parquet file ``arrivals_ms`` was read from (the loader reads it; a
+    path relative to the scenario's directory as written, this one as resolved)."""
 
     def __attrs_post_init__(self) -> None:
         uses = {attr for attr, kind in WORKLOAD_FIELDS.items() if kind is self.kind}
