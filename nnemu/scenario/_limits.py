@@ -34,6 +34,10 @@ MAX_RATE_HZ: Final = 1e6
 """Highest Poisson rate (one arrival per microsecond on average)."""
 MAX_THREADS: Final = 1024
 """Most threads, compute units or binder threads of one app, device or process."""
+MAX_SCENARIO_THREADS: Final = 32_768
+"""Most emulated threads of a whole scenario: every device's worker and binder threads, every
+app's threads and binder threads (each costs about 2 KB: 400 devices of 1,024 of each took 1.8
+GB; this many take about 70 MB)."""
 MAX_EXECUTIONS: Final = 10_000_000
 """Most executions of one app (``executions``, ``burst_size``)."""
 MAX_COUNT: Final = 10_000

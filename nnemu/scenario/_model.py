@@ -31,6 +31,7 @@ from nnemu.scenario._limits import (
     INT0,
     INT1,
     JITTER,
+    MAX_SCENARIO_THREADS,
     MEMORY,
     PARAM,
     PERIOD,
@@ -540,6 +541,13 @@ class Scenario:
         raise KeyError(name)
 
 
+def scenario_threads(devices: Iterable[DeviceSpec], apps: Iterable[AppSpec], ipc: IpcSpec) -> int:
+    """How many threads a scenario's processes start with: each device's worker and binder
+    threads, each app's threads and binder threads."""
+    total = sum(d.worker_threads + (d.binder_threads or ipc.binder_threads) for d in devices)
+    return total + sum(app.threads + ipc.binder_threads for app in apps)
+
+
 def _check_references(scenario: Scenario) -> None:
     """Raise SpecValueError for a repeated name or an app naming a model or device the
     scenario lacks, or whose workload never ends."""
@@ -548,6 +556,11 @@ def _check_references(scenario: Scenario) -> None:
         for name in names:
             if names.count(name) > 1:
                 raise SpecValueError("Scenario", attr, "each name once", name)
+    threads = scenario_threads(scenario.devices, scenario.apps, scenario.ipc)
+    if threads > MAX_SCENARIO_THREADS:
+        raise SpecValueError(
+            "Scenario", "devices", f"at most {MAX_SCENARIO_THREADS} threads in all", threads
+        )
     models = [model.name for model in scenario.models]
     devices = [*(device.name for device in scenario.devices), CPU_DEVICE_NAME]
     for app in scenario.apps:

@@ -20,6 +20,7 @@ from nnemu.hal import (
 from nnemu.scenario._arrivals import ArrivalsError, read_arrivals
 from nnemu.scenario._limits import (
     MAX_OPERATIONS,
+    MAX_SCENARIO_THREADS,
     MAX_TIME_MS,
 )
 from nnemu.scenario._limits import number_text as _number_text
@@ -35,11 +36,13 @@ from nnemu.scenario._model import (
     DeviceSpec,
     FaultKind,
     FaultSpec,
+    IpcSpec,
     LayerSpec,
     ModelSpec,
     Scenario,
     WorkloadKind,
     WorkloadSpec,
+    scenario_threads,
 )
 from nnemu.scenario._schema import (
     _join,
@@ -83,6 +86,19 @@ class _Checker(_Walker):
     def _check_scenario(self, m: _Mapped) -> None:
         if m.valid("name") and not m.values["name"]:
             self.expected(*m.at("name"), "a non-empty name")
+        devices, apps = m.values.get("devices", ()), m.values.get("apps", ())
+        ipc = m.values.get("ipc", IpcSpec())
+        if isinstance(devices, tuple) and isinstance(apps, tuple) and isinstance(ipc, IpcSpec):
+            threads = scenario_threads(devices, apps, ipc)
+            if threads > MAX_SCENARIO_THREADS:
+                node, path = m.at("devices" if m.given("devices") else "apps")
+                self.problem(
+                    node,
+                    path,
+                    f"expected at most {MAX_SCENARIO_THREADS} threads in all (each device's "
+                    "worker_threads and binder threads, each app's threads and binder threads, "
+                    f"every one emulated), got {threads}",
+                )
 
     def _check_device(self, m: _Mapped) -> None:
         self._name(m, "a device name")
