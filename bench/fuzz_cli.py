@@ -467,7 +467,7 @@ def seed_traces(work: Path) -> dict[str, list[bytes]]:
                     "run",
                     str(ROOT / "scenarios" / f"{name}.yaml"),
                     "--set",
-                    "duration_ms=600",
+                    "duration_ms=300",
                     "--trace",
                     str(out),
                 ],
@@ -607,6 +607,15 @@ def shard_main(args: argparse.Namespace) -> dict[str, object]:
                     (args.keep / f"{family}-{index}.argv").write_text(json.dumps(argv))
             for leftover in work.glob("*.sweep"):
                 subprocess.run(["rm", "-rf", str(leftover)], check=False)
+            if args.progress:
+                done = {
+                    "tally": {k: dict(v) for k, v in tally.items()},
+                    "peak": dict(peak),
+                    "failures": failures,
+                    "index": index,
+                    "of": len(runs),
+                }
+                (args.progress / f"shard{args.shard}.json").write_text(json.dumps(done))
     return {
         "tally": {k: dict(v) for k, v in tally.items()},
         "peak": dict(peak),
