@@ -504,8 +504,8 @@ def plan(args: argparse.Namespace, work: Path) -> list[tuple[str, list[str], lis
                     errors="surrogatepass",
                 )
                 argv = ["run", str(path)]
-                if rng.random() < 0.7:
-                    argv += ["--set", "duration_ms=300"]
+                if rng.random() < 0.9:
+                    argv += ["--set", "duration_ms=100"]
                 if rng.random() < 0.15:
                     argv += [rng.choice(("--trace", "--report", "--html")), str(path)]
                 elif rng.random() < 0.2:
@@ -579,8 +579,21 @@ def shard_main(args: argparse.Namespace) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="nnemu-fuzz-") as tmp:
         work = Path(tmp)
         runs = plan(args, work)
+        # The families interleaved (the same order in every shard), so that a campaign cut
+        # short by --minutes has run each of them.
+        groups: list[list[tuple[str, list[str], list[Path]]]] = []
+        for item in runs:  # a names parse stays right after its run
+            if item[0] == "names" and item[1][0] == "parse":
+                groups[-1].append(item)
+            else:
+                groups.append([item])
+        random.Random(args.seed).shuffle(groups)
+        runs = [item for group in groups for item in group]
+        stop_at = time.monotonic() + args.minutes * 60 if args.minutes else None
         last_run_ok: dict[int, bool] = {}
         for index, (family, argv, inputs) in enumerate(runs):
+            if stop_at is not None and time.monotonic() > stop_at:
+                break
             if index % args.shards != args.shard and not (
                 family == "names" and argv[0] == "parse" and (index - 1) % args.shards == args.shard
             ):
@@ -633,6 +646,7 @@ def main() -> int:
     ap.add_argument("--shards", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--show", type=int, default=30, help="failures to list")
     ap.add_argument("--keep", type=Path, help="copy each failing input into this directory")
+    ap.add_argument("--minutes", type=float, help="stop starting runs after this long")
     ap.add_argument("--progress", type=Path, help="write each shard's tallies here as it goes")
     ap.add_argument(
         "--root", type=Path, help="run the nnemu of this checkout (e.g. main, for a baseline)"
