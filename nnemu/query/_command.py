@@ -32,8 +32,9 @@ _LOAD_TABLE: Final = "nnemu_load"
 _WARNING_TABLE: Final = "nnemu_load_warning"
 """In a ``--db`` file: the load's first warnings (line, message), then (NULL, total)."""
 
-_ESCAPED_BYTE: Final = re.compile("[\udc80-\udcff]")
-"""A byte that was not UTF-8, as Python's ``surrogateescape`` keeps it in a str."""
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: a byte that was not UTF-8, as Python's ``surrogateescape`` keeps it in a
+str (U+DC80..U+DCFF), or any other (a caller's str), which no encoder writes."""
 
 PROMPT: Final = "nnemu> "
 CONTINUATION: Final = "  ...> "
@@ -139,10 +140,13 @@ class StatementSignals:
 def not_utf8(text: str) -> str:
     """What is wrong with text read from bytes that are not UTF-8 (Python keeps such a byte as
     a lone surrogate: standard input, the command line); "" when nothing is."""
-    bad = _ESCAPED_BYTE.search(text)
+    bad = _SURROGATE.search(text)
     if bad is None:
         return ""
-    return f"expected UTF-8 text, got byte {ord(bad.group()) - 0xDC00:#04x}"
+    code = ord(bad.group())
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"expected UTF-8 text, got byte {code - 0xDC00:#04x}"
+    return f"expected text without lone surrogates, got U+{code:04X}"
 
 
 def run_sql(conn: Database, sql: str, mode: str, out: TextIO) -> None:

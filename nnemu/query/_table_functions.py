@@ -20,6 +20,7 @@ without an argument is SQLite's "no query solution".
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections import deque
@@ -309,10 +310,40 @@ def _in_temp(kind: str, sql: str) -> str:
     return re.sub(r"^CREATE\s+", "CREATE TEMP ", sql, count=1, flags=re.IGNORECASE)
 
 
+MEMORY_COPY_MAX_BYTES: Final = 64 * 1024 * 1024
+"""Largest database without a file that ``to_apsw`` copies into memory; a larger one is
+copied into a temporary file."""
+
+
+def _file_copy(conn: sqlite3.Connection) -> apsw.Connection:
+    """An apsw connection on a copy of ``conn``'s main database in a temporary file, which is
+    deleted when the connection is (or at exit)."""
+    import shutil
+    import tempfile
+    import weakref
+
+    import apsw
+
+    directory = tempfile.mkdtemp(prefix="nnemu-query-")
+    try:
+        copy = os.path.join(directory, "trace.db")
+        target = sqlite3.connect(copy)
+        try:
+            conn.backup(target, pages=4096)  # (in steps: a signal handler runs between them)
+        finally:
+            target.close()
+        db = apsw.Connection(copy)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    weakref.finalize(db, shutil.rmtree, directory, ignore_errors=True)
+    return db
+
+
 def to_apsw(conn: sqlite3.Connection, *, close: bool = False) -> apsw.Connection:
     """The database ``conn`` on ``apsw``, with the table functions: a database file
     (``--db``) is opened by apsw in place; one in memory (or SQLite's private temporary
-    file) is copied into apsw's memory.
+    file) is copied into apsw's memory, or past MEMORY_COPY_MAX_BYTES into a temporary file.
 
     Args:
         conn: The loaded database.
@@ -333,9 +364,18 @@ def to_apsw(conn: sqlite3.Connection, *, close: bool = False) -> apsw.Connection
         if kind == "table"
     }
     path = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    (pages,) = conn.execute("PRAGMA page_count").fetchone()
+    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
     if path:
         conn.commit()
         db = apsw.Connection(path)
+        if close:
+            conn.close()
+    elif pages * page_size > MEMORY_COPY_MAX_BYTES:
+        # SQLite's private temporary database (a big trace's): copied page by page into a
+        # file of our own, since serialize() would hold it in memory twice (a 1 GB trace's
+        # ancestor_slice() took 2.1 GB, its plain count 93 MB).
+        db = _file_copy(conn)
         if close:
             conn.close()
     else:

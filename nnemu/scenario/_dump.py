@@ -15,6 +15,7 @@ from nnemu.scenario._model import (
     LayerSpec,
     ModelSpec,
     Scenario,
+    WorkloadSpec,
 )
 from nnemu.scenario._schema import (
     _NOT_KEYS,
@@ -94,6 +95,12 @@ def _plain(obj: object) -> object:
             keep = field.default is attrs.NOTHING or (cls, field.name) == (AppSpec, "uid")
             if not keep and value == field.default:
                 continue
+            if (
+                (cls, field.name) == (WorkloadSpec, "arrivals_ms")
+                and isinstance(obj, WorkloadSpec)
+                and obj.arrivals_file
+            ):
+                continue  # loaded again from the file
             if (cls, field.name) == (ModelSpec, "params"):
                 result["params"] = dict(value)
             elif (cls, field.name) in _FLOW_FIELDS and value is not None:

@@ -31,6 +31,7 @@ from nnemu.scenario._limits import (
     INT0,
     INT1,
     JITTER,
+    MAX_SCENARIO_THREADS,
     MEMORY,
     PARAM,
     PERIOD,
@@ -166,6 +167,7 @@ WORKLOAD_FIELDS: Final = {
     "burst_size": WorkloadKind.BURST,
     "burst_interval_ms": WorkloadKind.BURST,
     "arrivals_ms": WorkloadKind.TRACE,
+    "arrivals_file": WorkloadKind.TRACE,
 }
 """Workload fields that only one kind uses: field -> kind."""
 WORKLOAD_REQUIRED: Final = {
@@ -173,9 +175,10 @@ WORKLOAD_REQUIRED: Final = {
     WorkloadKind.POISSON: ("rate_hz",),
     WorkloadKind.CLOSED_LOOP: (),
     WorkloadKind.BURST: ("burst_size", "burst_interval_ms"),
-    WorkloadKind.TRACE: ("arrivals_ms",),
+    WorkloadKind.TRACE: (),
 }
-"""The fields each workload kind needs."""
+"""The fields each workload kind needs (a trace workload: ``arrivals_ms`` or ``arrivals_file``,
+checked on its own)."""
 SYNC_FENCES_RULE: Final = "false unless hal_version is 1.3 or AIDL (executeFenced)"
 """Which devices may return sync fences."""
 PIPELINE_RULE: Final = "1 unless execution_mode is fenced and reusable is false"
@@ -418,7 +421,11 @@ class WorkloadSpec:
     burst_interval_ms: float | None = limited(PERIOD, None)
     """Burst: time between burst starts (> 0, required)."""
     arrivals_ms: tuple[float, ...] = limited(TIME, ())
-    """Trace: explicit arrival times after ``start_ms``, non-decreasing (required; replays use it)."""
+    """Trace: explicit arrival times after ``start_ms``, non-decreasing (replays use it); given,
+    or read from ``arrivals_file``."""
+    arrivals_file: str | None = None
+    """Trace: the CSV or Parquet file ``arrivals_ms`` was read from (the loader reads it; a
+    path relative to the scenario's directory as written, this one as resolved)."""
 
     def __attrs_post_init__(self) -> None:
         uses = {attr for attr, kind in WORKLOAD_FIELDS.items() if kind is self.kind}
@@ -567,6 +574,13 @@ class Scenario:
         raise KeyError(name)
 
 
+def scenario_threads(devices: Iterable[DeviceSpec], apps: Iterable[AppSpec], ipc: IpcSpec) -> int:
+    """How many threads a scenario's processes start with: each device's worker and binder
+    threads, each app's threads and binder threads."""
+    total = sum(d.worker_threads + (d.binder_threads or ipc.binder_threads) for d in devices)
+    return total + sum(app.threads + ipc.binder_threads for app in apps)
+
+
 def _check_references(scenario: Scenario) -> None:
     """Raise SpecValueError for a repeated name or an app naming a model or device the
     scenario lacks, or whose workload never ends."""
@@ -575,6 +589,11 @@ def _check_references(scenario: Scenario) -> None:
         for name in names:
             if names.count(name) > 1:
                 raise SpecValueError("Scenario", attr, "each name once", name)
+    threads = scenario_threads(scenario.devices, scenario.apps, scenario.ipc)
+    if threads > MAX_SCENARIO_THREADS:
+        raise SpecValueError(
+            "Scenario", "devices", f"at most {MAX_SCENARIO_THREADS} threads in all", threads
+        )
     models = [model.name for model in scenario.models]
     devices = [*(device.name for device in scenario.devices), CPU_DEVICE_NAME]
     for app in scenario.apps:

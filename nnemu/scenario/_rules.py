@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import typing
 from typing import Final
 
@@ -17,8 +18,10 @@ from nnemu.hal import (
     build_chain,
     build_preset,
 )
+from nnemu.scenario._arrivals import ArrivalsError, read_arrivals
 from nnemu.scenario._limits import (
     MAX_OPERATIONS,
+    MAX_SCENARIO_THREADS,
     MAX_TIME_MS,
 )
 from nnemu.scenario._limits import number_text as _number_text
@@ -37,11 +40,13 @@ from nnemu.scenario._model import (
     ExecutionMode,
     FaultKind,
     FaultSpec,
+    IpcSpec,
     LayerSpec,
     ModelSpec,
     Scenario,
     WorkloadKind,
     WorkloadSpec,
+    scenario_threads,
 )
 from nnemu.scenario._schema import (
     _join,
@@ -85,6 +90,19 @@ class _Checker(_Walker):
     def _check_scenario(self, m: _Mapped) -> None:
         if m.valid("name") and not m.values["name"]:
             self.expected(*m.at("name"), "a non-empty name")
+        devices, apps = m.values.get("devices", ()), m.values.get("apps", ())
+        ipc = m.values.get("ipc", IpcSpec())
+        if isinstance(devices, tuple) and isinstance(apps, tuple) and isinstance(ipc, IpcSpec):
+            threads = scenario_threads(devices, apps, ipc)
+            if threads > MAX_SCENARIO_THREADS:
+                node, path = m.at("devices" if m.given("devices") else "apps")
+                self.problem(
+                    node,
+                    path,
+                    f"expected at most {MAX_SCENARIO_THREADS} threads in all (each device's "
+                    "worker_threads and binder threads, each app's threads and binder threads, "
+                    f"every one emulated), got {threads}",
+                )
 
     def _check_device(self, m: _Mapped) -> None:
         self._name(m, "a device name")
@@ -287,6 +305,7 @@ class _Checker(_Walker):
             if m.has(attr) and owner is not kind:
                 self.expected_only(m, attr, f"with kind {owner.value}", f"kind {kind.value}")
         if kind is WorkloadKind.TRACE:
+            self._trace_arrivals(m)
             arrivals = m.values.get("arrivals_ms")
             if isinstance(arrivals, tuple) and any(
                 later < earlier for earlier, later in itertools.pairwise(arrivals)
@@ -316,6 +335,35 @@ class _Checker(_Walker):
                     f"virtual time; or a scenario 'duration_ms'), got {executions} executions "
                     f"arriving until {end:.0f} ms",
                 )
+
+    def _trace_arrivals(self, m: _Mapped) -> None:
+        """A trace workload's arrivals: ``arrivals_ms`` or ``arrivals_file`` (read here, its
+        path resolved against the scenario's directory)."""
+        given = [attr for attr in ("arrivals_ms", "arrivals_file") if m.has(attr)]
+        if len(given) != 1:
+            found = "both" if given else "neither"
+            self.problem(
+                m.node,
+                m.path,
+                f"expected 'arrivals_ms' or 'arrivals_file' (needed by a trace workload), got {found}",
+            )
+            return
+        name = m.values.get("arrivals_file")
+        if not isinstance(name, str):
+            return
+        node, path = m.at("arrivals_file")
+        if not name:
+            self.expected(node, path, "the path of a CSV or Parquet file")
+            return
+        resolved = os.path.normpath(os.path.join(os.path.dirname(self.source), name))
+        try:
+            arrivals = read_arrivals(resolved)
+        except ArrivalsError as err:
+            self.problem(node, path, f"cannot use the arrivals of {_clip(resolved)} (below)")
+            self.problems.extend(err.problems)
+            return
+        m.values["arrivals_file"] = resolved
+        m.values["arrivals_ms"] = tuple(arrivals)
 
 
 def _last_arrival_ms(

@@ -328,7 +328,11 @@ class _Walker:
         if not isinstance(node, ScalarNode):
             return self.expected(node, path, "a single value")
         try:
-            return self._constructor.construct_object(node)
+            value = self._constructor.construct_object(node)
+            # The constructor keeps each node it built (for aliases to collections): a
+            # scalar's is let go, or a list of 400,000 arrivals keeps 400,000 nodes alive.
+            self._constructor.constructed_objects.pop(node, None)
+            return value
         except Exception as err:  # PyYAML's constructors raise KeyError, AttributeError, ...
             reason = construct_reason(err, node.tag)
             self.problem(

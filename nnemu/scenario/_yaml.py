@@ -8,13 +8,14 @@ Also the quoting helpers every loader message uses.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Final
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Final, cast, overload
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from nnemu.errors import Problem, ScenarioError
+from nnemu.errors import EmulatorBug, Problem, ScenarioError
 
 _MERGE_TAG: Final = "tag:yaml.org,2002:merge"
 _STR_TAG: Final = "tag:yaml.org,2002:str"
@@ -53,6 +54,77 @@ class _AliasBomb(Exception):
         super().__init__()
 
 
+class _Items(Sequence[Node]):
+    """A sequence node's items, each scalar kept as its text and position (about 110 bytes)
+    rather than as a ``ScalarNode`` with two marks (about 800): a trace workload's
+    ``arrivals_ms`` of 400,000 times composes in 45 MB, not 320.  An item read is made a
+    node again (a new object each time: compare nodes by position, not identity).
+    """
+
+    __slots__ = ("_kinds", "_name", "_positions", "_values")
+    _NODE: Final = 255
+    """The kind of an item kept as its node (a collection)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._values: list[object] = []
+        """Each scalar's text, or the node of a collection."""
+        self._kinds: array[int] = array("B")
+        """Each item's index in ``_KINDS`` ((tag, style) of a scalar), or _NODE."""
+        self._positions: array[int] = array("q")
+        """Six numbers an item: start index, line, column, end index, line, column."""
+
+    def append(self, node: Node) -> None:
+        """Add ``node`` (as PyYAML's composer adds to a list)."""
+        number = self._NODE
+        if isinstance(node, ScalarNode):
+            kind = (node.tag, node.style)
+            number = _KINDS.get(kind, self._NODE)
+            if number == self._NODE and len(_KIND_LIST) < self._NODE:
+                number = _KINDS[kind] = len(_KIND_LIST)
+                _KIND_LIST.append(kind)
+        self._kinds.append(number)
+        if number == self._NODE:  # (a collection may be unfinished: an alias to its anchor)
+            self._values.append(node)
+            self._positions.extend((0, 0, 0, 0, 0, 0))
+            return
+        start, end = node.start_mark, node.end_mark
+        self._values.append(node.value)
+        self._positions.extend(
+            (start.index, start.line, start.column, end.index, end.line, end.column)
+        )
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @overload
+    def __getitem__(self, index: int) -> Node: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Node]: ...
+    def __getitem__(self, index: int | slice) -> Node | list[Node]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        value, number = self._values[index], self._kinds[index]
+        if number == self._NODE:
+            return cast(Node, value)
+        tag, style = _KIND_LIST[number]
+        at = (index % len(self)) * 6
+        p = self._positions
+        start = yaml.Mark(self._name, p[at], p[at + 1], p[at + 2], None, None)  # type: ignore[arg-type]
+        end = yaml.Mark(self._name, p[at + 3], p[at + 4], p[at + 5], None, None)  # type: ignore[arg-type]
+        return ScalarNode(tag, value, start, end, style=style)
+
+    def __iter__(self) -> Iterator[Node]:
+        for index in range(len(self._values)):
+            yield self[index]
+
+
+_KINDS: Final[dict[tuple[str, str | None], int]] = {}
+"""The (tag, style) of the scalars ``_Items`` keeps, numbered (shared by every document)."""
+_KIND_LIST: Final[list[tuple[str, str | None]]] = []
+"""The same, by number."""
+
+
 class _Loader(yaml.SafeLoader):
     """SafeLoader's composer, refusing alias bombs ("billion laughs") in linear time.
 
@@ -85,8 +157,30 @@ class _Loader(yaml.SafeLoader):
         node = super().compose_node(parent, index)
         self.expanded += 1
         self.distinct += 1
-        if node is not None:
+        if node is not None and not isinstance(node, ScalarNode):  # a scalar's size is 1
             self._sizes[id(node)] = self.expanded - before
+        return node
+
+    def compose_sequence_node(self, anchor: Any) -> SequenceNode:
+        """PyYAML's (``yaml.composer.Composer``), with the items kept in ``_Items``."""
+        start_event = self.get_event()  # type: ignore[no-untyped-call]
+        tag = start_event.tag
+        if tag is None or tag == "!":
+            tag = self.resolve(SequenceNode, None, start_event.implicit)  # type: ignore[no-untyped-call]
+        items = _Items(start_event.start_mark.name)
+        node = SequenceNode(
+            tag, items, start_event.start_mark, None, flow_style=start_event.flow_style
+        )
+        if anchor is not None:
+            self.anchors[anchor] = node
+        index = 0
+        while not self.check_event(yaml.SequenceEndEvent):
+            item = self.compose_node(node, index)
+            if item is None:
+                raise EmulatorBug("PyYAML composed no node for a sequence item")
+            items.append(item)
+            index += 1
+        node.end_mark = self.get_event().end_mark  # type: ignore[no-untyped-call]
         return node
 
 
@@ -157,12 +251,21 @@ def unreadable_scalars(root: Node | None) -> list[tuple[ScalarNode, str]]:
     constructor = yaml.constructor.SafeConstructor()
     found: list[tuple[ScalarNode, str]] = []
     seen: set[int] = set()
+    checked: set[tuple[int, int]] = set()
     stack = [root] if root is not None else []
     while stack:
         node = stack.pop()
-        if id(node) in seen:  # an alias: checked where its anchor is
+        # An alias is checked where its anchor is: a collection by identity, a scalar by
+        # position (a sequence's scalars are made again each time they are read).
+        if isinstance(node, ScalarNode):
+            where = (node.start_mark.line, node.start_mark.column)
+            if where in checked:
+                continue
+            checked.add(where)
+        elif id(node) in seen:
             continue
-        seen.add(id(node))
+        else:
+            seen.add(id(node))
         if isinstance(node, ScalarNode):
             try:
                 constructor.construct_object(node)

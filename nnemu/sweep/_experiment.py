@@ -137,8 +137,11 @@ class Experiment:
         found: list[Variant] = []
         for point in self.points():
             overrides = self.overrides_of(point)
+            first = point.get("seed")  # a varied seed is its point's first replication's
+            if not isinstance(first, int) or isinstance(first, bool):
+                first = self.seed
             for replication in range(self.replications):
-                seed = self.seed + replication
+                seed = first + replication
                 found.append(
                     Variant(
                         index=len(found),

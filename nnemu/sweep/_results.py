@@ -230,7 +230,8 @@ def table(experiment: Experiment, rows: Sequence[Mapping[str, Any]]) -> dict[str
             records.append(
                 {**base, "app": app, "virtual_ms": report.get("virtual_ms"), **metrics, **devices}
             )
-    fixed = ["variant", *experiment.varied_keys, *_FIXED_COLUMNS[1:]]
+    # A varied ``seed`` is the run's seed column (each point's first replication's seed).
+    fixed = list(dict.fromkeys(["variant", *experiment.varied_keys, *_FIXED_COLUMNS[1:]]))
     columns = fixed + sorted(app_columns - set(fixed)) + sorted(device_columns - set(fixed))
     result: dict[str, list[Any]] = {column: [] for column in columns}
     for record in records:

@@ -333,3 +333,11 @@ def test_the_text_table_streams_past_its_sample(write_trace):
     assert code == 0
     assert len(out_text.splitlines()[2]) == _output.MAX_CELL
     assert out_text.splitlines()[2].endswith("…")
+
+
+def test_sql_with_a_lone_surrogate_is_a_message(write_trace):
+    """SQL holding a lone surrogate that is no escaped byte (a library caller's str; the fuzz
+    campaign's '\\ud800') is refused with a message, exit 2 (it was UnicodeEncodeError)."""
+    code, out, err = run_query(write_trace(ROWS), "SELECT '\ud800'")
+    assert (code, out) == (2, "")
+    assert err == "query: the SQL argument: expected text without lone surrogates, got U+D800\n"

@@ -193,3 +193,32 @@ def test_escape_beyond_unicode_is_a_problem(escape: str):
     """PyYAML's ValueError/OverflowError on a too-large \\U escape becomes a problem."""
     (line,) = problems(f'name: "{escape}"\n')
     assert line.startswith("s.yaml:1:1: invalid YAML: a character escape beyond U+10FFFF")
+
+
+def test_threads_of_the_whole_scenario_are_bounded():
+    """400 devices of 1,024 worker and binder threads (a 32 KB file that took 1.8 GB) are
+    refused at load with the count, not run out of memory."""
+    devices = "".join(
+        f"  - {{name: d{i}, worker_threads: 1024, binder_threads: 1024}}\n" for i in range(400)
+    )
+    text = BASE.replace(
+        "devices:\n  - name: npu\n    cost: {prepare_ms: 20, launch_us: 40, jitter: 0.05}\n",
+        "devices:\n" + devices,
+    )
+    assert problems(text) == [
+        "s.yaml:3:3: devices: expected at most 32768 threads in all (each device's "
+        "worker_threads and binder threads, each app's threads and binder threads, every one "
+        "emulated), got 819205"
+    ]
+
+
+def test_threads_bound_holds_in_code():
+    """A scenario built in code past the thread bound is unbuildable too."""
+    from nnemu.errors import SpecValueError
+    from nnemu.scenario import DeviceSpec, Scenario
+
+    devices = tuple(
+        DeviceSpec(name=f"d{i}", worker_threads=1024, binder_threads=1024) for i in range(17)
+    )
+    with pytest.raises(SpecValueError, match="at most 32768 threads in all"):
+        Scenario(name="s", devices=devices)

@@ -256,7 +256,9 @@ def test_a_worker_that_dies_is_replaced_and_its_variant_marked_crashed(
     assert "11 ok, 0 failed, 1 crashed" in out
 
 
-def test_resume_runs_a_crashed_variant_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resume_runs_a_crashed_variant_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A variant whose worker died is run again by --resume (the crash was not the variant's
     result); the table then has it ok, and results.jsonl keeps the crashed row before it."""
     victim = load_experiment(write(tmp_path)).variants()[4].key
@@ -375,3 +377,20 @@ def test_a_worker_of_another_nnemu_version_runs_nothing() -> None:
     [result] = run_chunk(chunk)
     assert (result["status"], result["report"]) == ("failed", None)
     assert "the sweep nnemu 0.0.0: install the same version on every worker" in result["error"]
+
+
+def test_varying_the_seed_runs_each_seed_and_writes_the_table(tmp_path: Path) -> None:
+    """`vary: {seed: [...]}` runs each point with its own seed (then +1 per replication) and
+    writes one seed column (the Parquet write raised ArrowInvalid on a doubled column)."""
+    text = SMALL.replace(
+        "vary:\n  devices.npu.scheduler: [fifo, global_priority]\n"
+        "  apps.indexer.workload.rate_hz: {range: [10, 60], steps: 2}\n",
+        "vary:\n  seed: [5, 9]\n",
+    ).replace("replications: 3", "replications: 2")
+    code, _, err = _sweep(tmp_path, "out", "--workers", "1", text=text)
+    assert code == 0, err
+    table = pq.read_table(tmp_path / "out" / "results.parquet")
+    assert table.column_names.count("seed") == 1
+    rows = [row for row in table.to_pylist() if row["app"] == "camera"]
+    assert [(row["seed"], row["replication"]) for row in rows] == [(5, 0), (6, 1), (9, 0), (10, 1)]
+    assert len({row["latency_ms.p99"] for row in rows}) > 1
