@@ -95,7 +95,7 @@ def test_wheel_holds_the_demo_scenarios(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     packaged = sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("nnemu/demo/scenarios/"))
     assert packaged == DEMO_SCENARIOS
-    assert len(DEMO_SCENARIOS) == 5
+    assert len(DEMO_SCENARIOS) == 6  # the six topics with a scenario of their own
 
 
 def test_demo_runs_from_an_installed_wheel(wheel: Path, tmp_path: Path) -> None:
