@@ -1,7 +1,7 @@
 """How the query loader writes ``slice`` and ``args`` rows: multi-row ``INSERT`` statements,
 the columns of a slice that are None left out, and the layout of a slice still open.
 
-A wheel runs this module compiled by mypyc with the loader (``nnemu._native``).
+The loader calls it per statement (a wheel compiles the loader, not this: ``nnemu._native``).
 """
 
 from __future__ import annotations
