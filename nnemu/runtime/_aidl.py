@@ -21,7 +21,6 @@ from nnemu.hal import (
     BufferRole,
     DeviceType,
     ErrorStatus,
-    ExecutionConfig,
     ExecutionPreference,
     HalVersion,
     ISyncFence,
@@ -39,6 +38,7 @@ from nnemu.runtime._aidl_exec import (
     AidlIBurst,
     AidlIExecution,
     execution_answer,
+    execution_config,
     fenced_launch_answer,
     left_pending,
     ns_or_none,
@@ -99,9 +99,7 @@ class AidlIPreparedModel:
         feature level 8."""
         measured = measure is MeasureTiming.YES
         if self.version is HalVersion.AIDL_V4:
-            config = ExecutionConfig(
-                measure_timing=measured, loop_timeout_duration_ns=loop_timeout_ns
-            )
+            config = execution_config(measure, loop_timeout_ns)
             answer = await self._binder.call(
                 self.endpoint,
                 self._iface,
@@ -138,9 +136,7 @@ class AidlIPreparedModel:
         its work is still under way."""
         measured = measure is MeasureTiming.YES
         if self.version is HalVersion.AIDL_V4:
-            config = ExecutionConfig(
-                measure_timing=measured, loop_timeout_duration_ns=loop_timeout_ns
-            )
+            config = execution_config(measure, loop_timeout_ns)
             answer = await self._binder.call(
                 self.endpoint,
                 self._iface,
@@ -195,9 +191,7 @@ class AidlIPreparedModel:
         createReusableExecution call), else the cached request (no call)."""
         if self.version is not HalVersion.AIDL_V4:
             return ErrorStatus.NONE, CachedRequestExecution(self, request, measure, loop_timeout_ns)
-        config = ExecutionConfig(
-            measure_timing=measure is MeasureTiming.YES, loop_timeout_duration_ns=loop_timeout_ns
-        )
+        config = execution_config(measure, loop_timeout_ns)
         answer = await self._binder.call(
             self.endpoint,
             self._iface,

@@ -46,6 +46,14 @@ def ns_or_none(value: int | None) -> int:
     return NO_DEADLINE if value is None else value
 
 
+def execution_config(measure: MeasureTiming, loop_timeout_ns: int) -> ExecutionConfig:
+    """The ExecutionConfig a v4 call carries: the runtime's measure and loop timeout, no hints
+    (``aidl::utils`` from feature level 8)."""
+    return ExecutionConfig(
+        measure_timing=measure is MeasureTiming.YES, loop_timeout_duration_ns=loop_timeout_ns
+    )
+
+
 def execution_answer(
     answer: ExecutionResult | ServiceSpecificError | UnknownTransaction | DeadObject,
 ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
@@ -120,9 +128,7 @@ class AidlIBurst:
         tokens = (_NO_TOKEN,) * len(request.pool_sizes)
         measured = measure is MeasureTiming.YES
         if self.version is HalVersion.AIDL_V4:
-            config = ExecutionConfig(
-                measure_timing=measured, loop_timeout_duration_ns=loop_timeout_ns
-            )
+            config = execution_config(measure, loop_timeout_ns)
             answer = await self._binder.call(
                 self.endpoint,
                 self._iface,
