@@ -49,7 +49,18 @@ _CASES = {
 }
 
 
-@pytest.fixture(name="model", params=sorted(_CASES))
+_SLOW_CASES = {"mobilenet_v2_quant8"}
+"""Mutated in the slow tier only: its ~400 operands make every mutation test several seconds
+long, and the conformance suite mutates the full presets in the default run."""
+
+
+@pytest.fixture(
+    name="model",
+    params=[
+        pytest.param(name, marks=pytest.mark.slow) if name in _SLOW_CASES else name
+        for name in sorted(_CASES)
+    ],
+)
 def _model(request: pytest.FixtureRequest) -> Model:
     """A small valid preset model."""
     name, dtype, params = _CASES[request.param]

@@ -24,9 +24,13 @@ from tests.unit.pictures.dom import by_id, parse_page, with_class
 REPO = Path(__file__).resolve().parents[3]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="headless Chromium not installed (apt-get install chromium)"
-)
+# The slow tier: each test starts a headless browser (seconds of CPU a page).
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="headless Chromium not installed (apt-get install chromium)"
+    ),
+]
 
 
 def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

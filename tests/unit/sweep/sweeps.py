@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -33,3 +34,13 @@ def results(directory: Path) -> list[dict[str, Any]]:
     """The rows of ``directory``/results.jsonl, in file order."""
     lines = (directory / "results.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines]
+
+
+def copy_small_sweep(small_sweep: tuple[Path, str], tmp_path: Path, out: str = "out") -> Path:
+    """A copy of the shared sweep of ``SMALL`` (the ``small_sweep`` fixture) as
+    ``tmp_path``/``out``, with its experiment file as ``tmp_path``/exp.yaml: the sweep's
+    results without running it again."""
+    where, _ = small_sweep
+    shutil.copyfile(where / "exp.yaml", tmp_path / "exp.yaml")
+    shutil.copytree(where / "out", tmp_path / out)
+    return tmp_path / out

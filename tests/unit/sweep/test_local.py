@@ -17,7 +17,7 @@ from nnemu.sweep import load_experiment
 from nnemu.sweep._results import summary as summary_text
 from nnemu.sweep._worker import Chunk, Job, nnemu_version, run_chunk
 from tests.commands import run_cli
-from tests.unit.sweep.sweeps import SMALL, results, write
+from tests.unit.sweep.sweeps import SMALL, copy_small_sweep, results, write
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -27,19 +27,28 @@ def _sweep(tmp_path: Path, out: str, *extra: str, text: str | None = None) -> tu
     return run_cli("sweep", str(path), "--out", str(tmp_path / out), *extra)
 
 
-def test_one_and_two_workers_write_the_same_table(tmp_path: Path) -> None:
+def test_one_and_two_workers_write_the_same_table(
+    tmp_path: Path, small_sweep: tuple[Path, str]
+) -> None:
     """results.parquet and summary.txt are the same bytes whether 1 or 2 workers ran the sweep."""
     code1, out1, _ = _sweep(tmp_path, "one", "--workers", "1")
-    code2, out2, _ = _sweep(tmp_path, "two", "--workers", "2")
-    assert code1 == code2 == 0
-    for name in ("results.parquet", "summary.txt"):
-        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
-    assert out1.replace(f"{tmp_path / 'one'}", f"{tmp_path / 'two'}") == out2
+    two, out2 = small_sweep
+    assert code1 == 0
+    assert (tmp_path / "one" / "results.parquet").read_bytes() == (
+        two / "out" / "results.parquet"
+    ).read_bytes()
+    # (The summary and the output name the experiment file and the directory.)
+    summary = (tmp_path / "one" / "summary.txt").read_text()
+    assert summary.replace(str(tmp_path), str(two)) == (two / "out" / "summary.txt").read_text()
+    assert (
+        out1.replace(f"{tmp_path / 'one'}", f"{two / 'out'}").replace(str(tmp_path), str(two))
+        == out2
+    )
 
 
-def test_results_jsonl_follows_the_contract(tmp_path: Path) -> None:
+def test_results_jsonl_follows_the_contract(tmp_path: Path, small_sweep: tuple[Path, str]) -> None:
     """Each line has the contract's keys, sorted, and a report equal to a plain run's."""
-    assert _sweep(tmp_path, "out", "--workers", "2")[0] == 0
+    copy_small_sweep(small_sweep, tmp_path)
     lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
     rows = [json.loads(line) for line in lines]
     assert len(rows) == 12
@@ -70,9 +79,11 @@ def test_results_jsonl_follows_the_contract(tmp_path: Path) -> None:
     assert row["report"] == json.loads(run(scenario, seed=variant.seed).to_json())
 
 
-def test_the_table_has_a_row_per_variant_and_app(tmp_path: Path) -> None:
+def test_the_table_has_a_row_per_variant_and_app(
+    tmp_path: Path, small_sweep: tuple[Path, str]
+) -> None:
     """The Parquet table: varied keys as columns, flattened app metrics, device metrics."""
-    assert _sweep(tmp_path, "out", "--workers", "2")[0] == 0
+    copy_small_sweep(small_sweep, tmp_path)
     table = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
     assert len(table) == 24
     first = table[0]
@@ -87,9 +98,11 @@ def test_the_table_has_a_row_per_variant_and_app(tmp_path: Path) -> None:
         assert record["completed"] == report["apps"][record["app"]]["completed"]
 
 
-def test_summary_gives_the_mean_and_interval_of_each_point(tmp_path: Path) -> None:
+def test_summary_gives_the_mean_and_interval_of_each_point(
+    tmp_path: Path, small_sweep: tuple[Path, str]
+) -> None:
     """summary.txt's figure for a point is nnemu.stats.mean_interval over its replications."""
-    assert _sweep(tmp_path, "out")[0] == 0
+    copy_small_sweep(small_sweep, tmp_path)
     rows = [
         r
         for r in results(tmp_path / "out")
@@ -276,10 +289,12 @@ def test_resume_runs_a_crashed_variant_again(
     assert set(table["status"]) == {"ok"}
 
 
-def test_resume_keeps_a_failed_variant_unless_asked(tmp_path: Path) -> None:
+def test_resume_keeps_a_failed_variant_unless_asked(
+    tmp_path: Path, small_sweep: tuple[Path, str]
+) -> None:
     """A failed variant (its scenario raised: it would again) is kept by --resume and run
     again with --retry-failed, which implies --resume."""
-    assert _sweep(tmp_path, "out", "--workers", "2")[0] == 0
+    copy_small_sweep(small_sweep, tmp_path)
     jsonl = tmp_path / "out" / "results.jsonl"
     rows = results(tmp_path / "out")
     failed = {**rows[3], "status": "failed", "error": "ValueError: made up", "report": None}
@@ -304,10 +319,9 @@ def test_resume_keeps_a_failed_variant_unless_asked(tmp_path: Path) -> None:
     assert again[-1]["report"] == rows[3]["report"]  # the same seed: the same result
 
 
-def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
+def test_resume_runs_only_what_is_missing(tmp_path: Path, small_sweep: tuple[Path, str]) -> None:
     """After an interruption (a cut last line too), --resume runs the rest and gives the same table."""
-    assert _sweep(tmp_path, "full", "--workers", "2")[0] == 0
-    assert _sweep(tmp_path, "part", "--workers", "2")[0] == 0
+    copy_small_sweep(small_sweep, tmp_path, "part")
     jsonl = tmp_path / "part" / "results.jsonl"
     lines = jsonl.read_text().splitlines(keepends=True)
     kept = lines[:5]
@@ -319,13 +333,15 @@ def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
     after = jsonl.read_text().splitlines(keepends=True)
     assert after[:5] == kept
     assert len(after) == 12
-    full = pq.read_table(tmp_path / "full" / "results.parquet")
+    full = pq.read_table(small_sweep[0] / "out" / "results.parquet")
     assert pq.read_table(tmp_path / "part" / "results.parquet").equals(full)
 
 
-def test_a_directory_with_results_needs_resume(tmp_path: Path) -> None:
+def test_a_directory_with_results_needs_resume(
+    tmp_path: Path, small_sweep: tuple[Path, str]
+) -> None:
     """Running again into a directory with results is refused unless --resume is given."""
-    assert _sweep(tmp_path, "out")[0] == 0
+    copy_small_sweep(small_sweep, tmp_path)
     code, _, err = _sweep(tmp_path, "out")
     assert code == 2
     assert "already holds results of a sweep; add --resume" in err
@@ -334,9 +350,11 @@ def test_a_directory_with_results_needs_resume(tmp_path: Path) -> None:
     assert "12 of 12 variants done" in out
 
 
-def test_another_experiment_or_version_is_not_mixed_in(tmp_path: Path) -> None:
+def test_another_experiment_or_version_is_not_mixed_in(
+    tmp_path: Path, small_sweep: tuple[Path, str]
+) -> None:
     """A directory holding another experiment, or another nnemu's results, is refused."""
-    assert _sweep(tmp_path, "out")[0] == 0
+    copy_small_sweep(small_sweep, tmp_path)
     other = (tmp_path / "exp.yaml").read_text().replace("replications: 3", "replications: 2")
     code, _, err = _sweep(tmp_path, "out", "--resume", text=other)
     assert code == 2

@@ -9,13 +9,20 @@ from typing import Any
 import pytest
 
 from tests.commands import run_cli
-from tests.unit.sweep.sweeps import SMALL, results, write
+from tests.unit.sweep.sweeps import SMALL, copy_small_sweep, results, write
 
 
-def test_plot_writes_one_png_per_metric(tmp_path: Path) -> None:
+def _plot_small_sweep(small_sweep: tuple[Path, str], tmp_path: Path) -> tuple[int, str, str]:
+    """``nnemu sweep --resume --plot`` on a copy of the shared sweep of ``SMALL``
+    (``tmp_path``/o): it runs nothing and writes the table, summary and plots."""
+    out = copy_small_sweep(small_sweep, tmp_path, "o")
+    return run_cli("sweep", str(tmp_path / "exp.yaml"), "--out", str(out), "--resume", "--plot")
+
+
+def test_plot_writes_one_png_per_metric(tmp_path: Path, small_sweep: tuple[Path, str]) -> None:
     """Each metric gets a PNG named after it, plotted against the numeric varied key."""
     pytest.importorskip("matplotlib")
-    code, out, err = run_cli("sweep", str(write(tmp_path)), "--out", str(tmp_path / "o"), "--plot")
+    code, out, err = _plot_small_sweep(small_sweep, tmp_path)
     assert code == 0, err
     for metric in ("apps.camera.latency_ms.p99", "devices.npu.busy_fraction"):
         png = tmp_path / "o" / f"{metric}.png"
@@ -47,7 +54,7 @@ def test_plot_without_matplotlib_says_how_to_install(
 
 
 def test_a_p99_that_was_the_slowest_execution_is_an_open_marker_explained(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_sweep: tuple[Path, str]
 ) -> None:
     """A p99 point summary.txt marks (under 100 executions in some replication: the camera's
     ~12 a run here) is drawn as an open marker with the footnote under the plot; a metric
@@ -65,7 +72,7 @@ def test_a_p99_that_was_the_slowest_execution_is_an_open_marker_explained(
         save(self, target, **kwargs)
 
     monkeypatch.setattr(Figure, "savefig", recording)
-    code, _, err = run_cli("sweep", str(write(tmp_path)), "--out", str(tmp_path / "o"), "--plot")
+    code, _, err = _plot_small_sweep(small_sweep, tmp_path)
     assert code == 0, err
     texts, hollow = drawn["apps.camera.latency_ms.p99"]
     assert texts == [
@@ -77,7 +84,7 @@ def test_a_p99_that_was_the_slowest_execution_is_an_open_marker_explained(
 
 
 def test_a_band_stays_where_the_metric_can_be(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_sweep: tuple[Path, str]
 ) -> None:
     """A point whose three p99s are 1, 1 and 60 ms has a 95% interval reaching far below 0;
     the band drawn stops at 0 ms (a latency cannot be negative), a fraction's band at 1."""
@@ -92,9 +99,8 @@ def test_a_band_stays_where_the_metric_can_be(
     assert _bounds(("apps", "a", "latency_ms", "p99"), [3.0]) == (0.0, float("inf"))
     assert _bounds(("x",), [-1.0, 2.0]) == (float("-inf"), float("inf"))
 
-    experiment_path = write(tmp_path)
-    code, _, err = run_cli("sweep", str(experiment_path), "--out", str(tmp_path / "o"))
-    assert code == 0, err
+    copy_small_sweep(small_sweep, tmp_path, "o")
+    experiment_path = tmp_path / "exp.yaml"
     rows = [row for row in results(tmp_path / "o") if row["status"] == "ok"]
     first = json.dumps(rows[0]["point"], sort_keys=True)
     spread = [row for row in rows if json.dumps(row["point"], sort_keys=True) == first]

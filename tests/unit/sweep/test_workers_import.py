@@ -29,6 +29,7 @@ def _sweep_in(directory: Path, experiment: Path) -> subprocess.CompletedProcess[
     )
 
 
+@pytest.mark.slow  # a whole nnemu process and its worker pool started
 def test_a_folder_named_nnemu_in_the_current_directory_is_not_imported(tmp_path: Path) -> None:
     """From a directory holding an ``nnemu`` package (a checkout's parent), every worker
     imported that one and every variant crashed, exit 0."""
