@@ -530,8 +530,17 @@ class Execution:
             context = burst.contexts.get(index) if burst is not None else None
             if step.device.is_cpu:
                 code = await self._run_on_cpu(step.model)
-            elif isinstance(context, IBurst):  # a HIDL driver's FMQ burst
+            elif isinstance(context, IBurst) and not self._names_device_memory(index):
                 code = await self._run_on_burst(compilation.prepared[index], context)
+            elif isinstance(context, IBurst):
+                # A HIDL burst carries HAL 1.2's request, whose pools are shared memory: a
+                # request naming a driver's memory by token is not compliantWithV1_2, so the
+                # step skips the burst for the prepared model's own execution (R's
+                # Manager.cpp DriverPreparedModel::execute, ~379-406: burstFallback; S+'s
+                # 1.2/utils Burst::execute, ~317-322: !compliantVersion).
+                code = await self._run_on_driver(
+                    compilation.prepared[index], step.device, step=index
+                )
             else:
                 code = await self._run_on_driver(
                     compilation.prepared[index], step.device, burst=context, step=index
@@ -556,6 +565,16 @@ class Execution:
                     return await self._full_cpu_fallback()
                 return _app_visible(code)
         return self._sized()
+
+    def _names_device_memory(self, step: int) -> bool:
+        """Whether driver step ``step``'s request names a device memory by token."""
+        if not self.memories:
+            return False
+        request = self.runtime.request_for(self.compilation.prepared[step].model)
+        return any(
+            token is not None
+            for token in memory_request(request, self.memories, self.compilation, step).pool_tokens
+        )
 
     async def _partial_cpu_fallback(self, step: Step) -> ResultCode:
         with self.runtime.tracer.section(

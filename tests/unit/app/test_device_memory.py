@@ -108,3 +108,29 @@ def test_device_memory_on_a_hal_1_2_driver_falls_back_to_ashmem(explicit) -> Non
     assert data["apps"]["app"]["completed"] == 4
     ashmem = _run("ashmem", hal="1.2")
     assert _mean_ms(data) >= _mean_ms(ashmem)
+
+
+@pytest.mark.parametrize(
+    ("hal", "execute"),
+    [
+        ("1.3", "HIDL::IPreparedModel::executeSynchronously_1_3::server"),
+        ("aidl-v4", "AIDL::ndk::IBurst::executeSynchronouslyWithConfig::server"),
+    ],
+)
+def test_device_memory_bursts_compute_on_the_drivers_memory(hal, execute) -> None:
+    """``execution_mode: burst`` with ``memory: device``: every execution completes and its
+    output copies out of the driver's buffer -- on a HIDL driver through the prepared
+    model (no FMQ packet: HAL 1.2's request cannot name device memory), on an AIDL one
+    through the IBurst; neither pays the driver's I/O for the device-memory arguments."""
+    burst = "    memory: device\n    execution_mode: burst\n"
+    text = _text("device", hal=hal).replace("    memory: device\n", burst)
+    sink = RecordingSink()
+    data = run(load_scenario_text(text, source="s.yaml"), sinks=[sink]).data
+    no_io = _text("device", io="0", hal=hal).replace("    memory: device\n", burst)
+    assert _mean_ms(run(load_scenario_text(no_io, source="s.yaml")).data) == _mean_ms(data)
+    names = [mark.name for mark in sink.marks]
+    assert data["apps"]["app"]["completed"] == 4
+    assert names.count(execute) == 4
+    assert not [n for n in names if "ExecutionBurstController::compute" in n]
+    copy = "AIDL::ndk::IBuffer::copyTo::server" if hal != "1.3" else "HIDL::IBuffer::copyTo::server"
+    assert names.count(copy) == 4
