@@ -317,8 +317,13 @@ class Application:
             execution = self._reused.pop(current_thread(), None)
             if execution is not None:
                 execution.free()
-            for queue in self._stages.pop(current_thread(), ()):
-                queue.put_nowait(None)
+            stages = self._stages.pop(current_thread(), ())
+            if stages:
+                # A queue is shared state: touched once this thread's work is in the past
+                # (its last frame's Execution_free has just run).
+                await self.kernel.sync()
+                for queue in stages:
+                    queue.put_nowait(None)
             self._running_executors -= 1
             if self._running_executors == 0:
                 await self.kernel.sync()
