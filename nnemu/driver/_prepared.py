@@ -20,6 +20,7 @@ from nnemu.driver._device import Job
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef, DriverHost, measured_timing
 from nnemu.driver._tracker import ManagedBuffer, update_device_memories
 from nnemu.hal import (
+    HARDWARE_BUFFER,
     NO_TIMING,
     DeviceStatus,
     ErrorStatus,
@@ -258,7 +259,7 @@ class PreparedModel:
             if error is not None:
                 return error, None
             memories: tuple[ManagedBuffer | None, ...] = ()
-            if request.pool_tokens:
+            if request.pool_tokens or request.pool_names:
                 error, memories = self.device_memories(request)
                 if error is not None:
                     return error, None
@@ -395,6 +396,7 @@ class PreparedModel:
                 request,
                 self.model,
                 allow_unspecified_output=service.version.at_least(HalVersion.V1_2),
+                allow_hardware_buffers=service.version.at_least(HalVersion.V1_2),
             )
             if reason is None:
                 self.validated_request = request
@@ -439,7 +441,12 @@ class PreparedModel:
         self, request: Request
     ) -> tuple[ErrorStatus | None, tuple[ManagedBuffer | None, ...]]:
         """The request's device memories, checked as the execution starts (the sample driver's
-        ``createRunTimePoolInfos``): the error, or each pool's buffer (None: shared memory)."""
+        ``createRunTimePoolInfos``): the error, or each pool's buffer (None: shared memory).
+        A pool in a non-BLOB AHardwareBuffer is GENERAL_FAILURE unless the device maps them
+        (``hardware_buffers``)."""
+        if HARDWARE_BUFFER in request.pool_names and not self.service.spec.hardware_buffers:
+            # RunTimePoolInfo::createFromHidlMemory maps ashmem and BLOB AHardwareBuffers only.
+            return ErrorStatus.GENERAL_FAILURE, ()
         return self.service.buffers.pools(request, self)
 
     async def compute(
@@ -537,7 +544,7 @@ class PreparedModel:
                         split.device_queue_ns += kernel.task_now_ns() - launched_ns
                     with tracer.section(_ASYNC_MARKS[1]) as section:
                         memories: tuple[ManagedBuffer | None, ...] = ()
-                        if request.pool_tokens:
+                        if request.pool_tokens or request.pool_names:
                             error, memories = self.device_memories(request)
                             if error is not None:
                                 notify(error, (), NO_TIMING)
@@ -576,7 +583,7 @@ class PreparedModel:
             kernel.work(VALIDATE_NS_PER_OP)
             error = self.check_request(request, deadline_ns)
             memories: tuple[ManagedBuffer | None, ...] = ()
-            if error is None and request.pool_tokens:
+            if error is None and (request.pool_tokens or request.pool_names):
                 error, memories = self.device_memories(request)
             if error is not None:
                 return error.downgraded(version), (), NO_TIMING

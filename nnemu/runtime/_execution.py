@@ -38,6 +38,7 @@ from nnemu.runtime._fenced import compute_fenced
 from nnemu.runtime._memory import (
     Memory,
     MemoryArgument,
+    MemoryKind,
     finish_outputs,
     inputs_ready,
     memory_request,
@@ -531,7 +532,7 @@ class Execution:
             if step.device.is_cpu:
                 code = await self._run_on_cpu(step.model)
             elif isinstance(context, IBurst) and not self._names_device_memory(index):
-                code = await self._run_on_burst(compilation.prepared[index], context)
+                code = await self._run_on_burst(compilation.prepared[index], context, index)
             elif isinstance(context, IBurst):
                 # A HIDL burst carries HAL 1.2's request, whose pools are shared memory: a
                 # request naming a driver's memory by token is not compliantWithV1_2, so the
@@ -605,6 +606,11 @@ class Execution:
     async def _compute_on_cpu(self, model: Model) -> ResultCode:
         runtime = self.runtime
         kernel, tracer = runtime.kernel, runtime.tracer
+        if any(
+            memory.kind is MemoryKind.HARDWARE_BUFFER for memory, _, _ in self.memories.values()
+        ):
+            # CpuPreparedModel::execute: RunTimePoolInfo maps no non-BLOB AHardwareBuffer.
+            return ResultCode.UNMAPPABLE
         with tracer.section(mark(Layer.RUNTIME, Phase.EXECUTION, "StepExecutor::computeOnCpu")):
             plan = runtime.cpu_plan(model)
             runtime.cpu_stats.executions += 1
@@ -675,11 +681,15 @@ class Execution:
             return status, None
         return await reused.compute(self.deadline_ns)
 
-    async def _run_on_burst(self, prepared: CanonicalPreparedModel, context: IBurst) -> ResultCode:
+    async def _run_on_burst(
+        self, prepared: CanonicalPreparedModel, context: IBurst, step: int
+    ) -> ResultCode:
         """ExecutionBurstController::compute: one request packet over the burst's FMQs."""
         runtime = self.runtime
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
+        if self.memories:
+            request = memory_request(request, self.memories, self.compilation, step)
         measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
         with runtime.tracer.section(_BURST_MARK):
             # The request packet reaches a spinning server at once; a sleeping one is woken.
