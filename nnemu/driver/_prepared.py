@@ -18,7 +18,7 @@ from nnemu.cost import ComputePlan
 from nnemu.driver._burst import BurstContext
 from nnemu.driver._device import Job
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef, DriverHost, measured_timing
-from nnemu.driver._tracker import ManagedBuffer, update_device_memories
+from nnemu.driver._tracker import ManagedBuffer, produced_shapes, update_device_memories
 from nnemu.hal import (
     HARDWARE_BUFFER,
     NO_TIMING,
@@ -292,7 +292,14 @@ class PreparedModel:
                 self._move_io(io_ns)
             status, on_device = await self.compute(bound, loop_timeout_ns)
             if status is _NONE and memories:
-                status = update_device_memories(request, memories, self.output_shapes()) or status
+                status = (
+                    update_device_memories(
+                        request,
+                        memories,
+                        produced_shapes(self.model, request, self.output_shapes()),
+                    )
+                    or status
+                )
             if status is not _NONE:
                 return status, None
             ended = kernel.task_now_ns()
@@ -375,7 +382,14 @@ class PreparedModel:
                 self._move_io(io_ns)
             status, on_device = await self.compute(bound, loop_timeout_ns)
             if status is _NONE and memories:
-                status = update_device_memories(request, memories, self.output_shapes()) or status
+                status = (
+                    update_device_memories(
+                        request,
+                        memories,
+                        produced_shapes(self.model, request, self.output_shapes()),
+                    )
+                    or status
+                )
         await kernel.sync()
         ended = kernel.clock_ns
         callback.finish(
@@ -555,7 +569,7 @@ class PreparedModel:
                             self._move_io(io_ns)
                         status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
                         if status is _NONE and memories:
-                            shapes = self.output_shapes()
+                            shapes = produced_shapes(self.model, request, self.output_shapes())
                             status = update_device_memories(request, memories, shapes) or status
                     shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
                     timing = measured_timing(measure, status, on_device, entered, kernel.clock_ns)
@@ -594,7 +608,7 @@ class PreparedModel:
                 self._move_io(io_ns)
             status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
             if status is _NONE and memories:
-                shapes = self.output_shapes()
+                shapes = produced_shapes(self.model, request, self.output_shapes())
                 status = update_device_memories(request, memories, shapes) or status
             timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
             if status is _NONE:  # (nothing to downgrade)

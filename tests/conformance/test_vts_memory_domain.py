@@ -892,8 +892,9 @@ async def test_MemoryDomainExecutionTest_InvalidDimensions(family, executor, kin
     """MemoryDomainTests.cpp MemoryDomainExecutionTest.InvalidDimensions (not fenced, which
     has no dynamic shapes): a model with dimension 0 unknown, a memory allocated with
     {1,32,32,8}; an input or output argument of dimensions {2,32,32,8} on it is
-    INVALID_ARGUMENT.  (VTS's third case, an output whose produced shape conflicts with the
-    memory, needs the driver to compute shapes from its inputs, which nnemu does not.)"""
+    INVALID_ARGUMENT; a shared input of {2,32,32,8} makes the ADD produce {2,32,32,8} into
+    the memory, which conflicts with its dimensions (``updateDeviceMemories``):
+    GENERAL_FAILURE."""
     if executor == "fenced":
         return
 
@@ -910,6 +911,8 @@ async def test_MemoryDomainExecutionTest_InvalidDimensions(family, executor, kin
         as_output = _request([shared], [_device(1, bad)], [bad_size], token)
         assert await client.execute(executor, prepared, as_input) is INVALID
         assert await client.execute(executor, prepared, as_output) is INVALID
+        produces_bad = _request([shared], [_device(1)], [bad_size], token)
+        assert await client.execute(executor, prepared, produces_bad) is GENERAL
 
     await _run(family, body)()
 
