@@ -190,11 +190,6 @@ class Request:
     ``hardware_buffer_blob`` (a BLOB-mode AHardwareBuffer) or ``hardware_buffer`` (any other
     AHardwareBuffer format; size 0, read whole); ``()``: every pool is ashmem."""
 
-    def name_of(self, pool_index: int) -> str:
-        """The ``hidl_memory`` name of pool ``pool_index`` (``ashmem`` when not given)."""
-        names = self.pool_names
-        return names[pool_index] if pool_index < len(names) and names[pool_index] else ASHMEM
-
     @property
     def compliant_with_v1_0(self) -> bool:
         """``compliantWithV1_0``: every pool is shared memory of a 1.0 name (no device memory,
