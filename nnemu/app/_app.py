@@ -177,7 +177,7 @@ class Application:
                         self._memories = HardwareBuffers.create(self._compilation)
                     await self._run_workload()
                     if self._memories is not None:
-                        self._memories.free()
+                        await self._memories.free()
                     for burst in self._bursts.values():
                         burst.free()
                     self._compilation.free()

@@ -56,7 +56,7 @@ class DeviceMemories:
                 if memory is None:
                     # No memory for a role (a compilation for explicit devices whose driver
                     # cannot allocate: no fallback, Memory.cpp): the app keeps to setInput.
-                    cls(inputs, outputs).free()
+                    await cls(inputs, outputs).free()
                     return None
                 _, ashmem = Memory.create_from_fd(runtime, max(memory.size, 1))
                 assert ashmem is not None
@@ -73,7 +73,7 @@ class DeviceMemories:
         filled = self._filled = SimEvent(kernel)
         for memory, ashmem in zip(self.inputs, self._sources, strict=True):
             await ashmem.copy(memory)
-            ashmem.free()
+            await ashmem.free()
         self._sources = []
         await kernel.sync()  # (an event is set in virtual time, not ahead of it)
         filled.set()
@@ -94,13 +94,13 @@ class DeviceMemories:
                 result = code
         return result
 
-    def free(self) -> None:
+    async def free(self) -> None:
         """Memory_free of every memory."""
         for memory in self.inputs:
-            memory.free()
+            await memory.free()
         for memory, ashmem in self.outputs:
-            memory.free()
-            ashmem.free()
+            await memory.free()
+            await ashmem.free()
 
 
 class HardwareBuffers:
@@ -158,7 +158,8 @@ class HardwareBuffers:
         """Nothing to copy: the app reads its results in the buffers."""
         return ResultCode.NO_ERROR
 
-    def free(self) -> None:
-        """Memory_free of every memory (the AHardwareBuffers are the app's)."""
+    async def free(self) -> None:
+        """Memory_free of every memory (the AHardwareBuffers are the app's); a burst that
+        cached one releases it."""
         for memory in (*self.inputs, *self.outputs):
-            memory.free()
+            await memory.free()

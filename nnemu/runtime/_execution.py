@@ -726,8 +726,9 @@ class Execution:
         runtime = self.runtime
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
+        shared: list[Memory | None] = []
         if self.memories:
-            request = memory_request(request, self.memories, self.compilation, step)
+            request = memory_request(request, self.memories, self.compilation, step, shared)
         measure = _MEASURE_YES if self.measure else _MEASURE_NO
         status: ErrorStatus | DeadObject
         with runtime.tracer.section(_IO_MARK) as section:
@@ -736,7 +737,7 @@ class Execution:
             try:
                 if burst is not None:
                     status, timing = await burst.execute(
-                        request, measure, self.deadline_ns, self.loop_timeout_ns
+                        request, measure, self.deadline_ns, self.loop_timeout_ns, shared
                     )
                 elif self.reusable:
                     status, timing = await self._compute_reused(prepared, request, measure, step)

@@ -21,6 +21,7 @@ when those steps are all on one driver.
 from __future__ import annotations
 
 import enum
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import attrs
@@ -272,6 +273,8 @@ class Memory:
     """A desc's memory starts uninitialized; any other is always initialized."""
     hardware_buffer: AHardwareBufferDesc | None = None
     """The AHardwareBuffer a ``createFromAHardwareBuffer`` memory wraps."""
+    holds: list[Callable[[], Awaitable[None]]] = attrs.field(factory=list)
+    """What freeing the memory releases: the burst caches that hold it (``hold``)."""
 
     @classmethod
     def create_from_fd(cls, runtime: Runtime, size: int) -> tuple[ResultCode, Memory | None]:
@@ -346,12 +349,20 @@ class Memory:
             memory.initialized = False
             return ResultCode.NO_ERROR, memory
 
-    def free(self) -> None:
-        """ANeuralNetworksMemory_free: a device memory's buffer is released."""
+    def hold(self, release: Callable[[], Awaitable[None]]) -> None:
+        """``RuntimeMemory::hold``: keep a burst's cache entry until the memory is freed."""
+        self.holds.append(release)
+
+    async def free(self) -> None:
+        """ANeuralNetworksMemory_free: a device memory's buffer is released, and each burst
+        that cached the memory releases it (``IBurst::releaseMemoryResource``)."""
         with self.runtime.ndk_call(Phase.TERMINATION, "ANeuralNetworksMemory_free"):
             if self.buffer is not None:
                 self.buffer.release()
                 self.buffer = None
+            holds, self.holds = self.holds, []
+            for release in holds:
+                await release()
 
     @property
     def pool_name(self) -> str | None:
@@ -486,11 +497,13 @@ def memory_request(
     memories: dict[tuple[bool, int], MemoryArgument],
     compilation: Compilation,
     step_index: int,
+    shared: list[Memory | None] | None = None,
 ) -> Request:
     """The request of step ``step_index`` with device memories and AHardwareBuffers: each
     of the step's inputs and outputs that is a compilation argument set from a device
     memory names a pool of its token (offset and length 0), from an AHardwareBuffer a pool
-    of that buffer (its offset and length; a non-BLOB buffer's are 0)."""
+    of that buffer (its offset and length; a non-BLOB buffer's are 0).  ``shared``, when
+    given, gets per request pool the shared memory it is (None: another kind of pool)."""
     pool_sizes = list(request.pool_sizes)
     tokens: list[int | None] = [None] * len(pool_sizes)
     names = [""] * len(pool_sizes)
@@ -513,6 +526,9 @@ def memory_request(
             pool_sizes.append(memory.size if token is None else 0)
             tokens.append(token)
             names.append(name or "")
+            if shared is not None:
+                shared.extend([None] * (len(pool_sizes) - 1 - len(shared)))
+                shared.append(memory if token is None else None)
     if len(pool_sizes) == len(request.pool_sizes):
         return request
     return Request(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pytest
 
+from nnemu.driver import AidlBurst
 from nnemu.hal import (
     HARDWARE_BUFFER,
     HARDWARE_BUFFER_BLOB,
@@ -31,6 +32,7 @@ from nnemu.hal import (
 from nnemu.runtime import (
     AHardwareBufferDesc,
     AHardwareBufferFormat,
+    Burst,
     Compilation,
     Execution,
     Memory,
@@ -261,3 +263,60 @@ async def test_CpuPreparedModel_non_BLOB_buffer_is_unmappable(autojump_clock, ru
 
     await world.run(app)
     assert seen == [OP_FAILED, OK]
+
+
+@pytest.mark.parametrize("version", [HalVersion.AIDL_V1, HalVersion.AIDL_V4], ids=lambda v: v.value)
+async def test_Burst_MemoryCache_identifiers_and_releaseMemoryResource(
+    autojump_clock, runtime_world, monkeypatch, version
+):
+    """aidl/utils Burst.cpp (Burst::execute, MemoryCache) and Manager.cpp
+    DriverPreparedModel::execute (cacheMemory, RuntimeMemory::hold): a burst execution names
+    each shared memory by an identifier the burst gave it (0, 1, ... in the order met; the
+    same memory keeps its identifier), any other pool by -1; freeing a memory while the burst
+    lives calls IBurst::releaseMemoryResource(identifier) once, and a memory freed after
+    ANeuralNetworksBurst_free releases nothing (the cache went with the burst)."""
+    world = runtime_world(_devices(version))
+    calls: list[str] = []
+    world.binder.on_call = calls.append
+    sent: list[tuple[int, ...]] = []
+    released: list[int] = []
+    execute = AidlBurst.executeSynchronously
+
+    async def spy(self, request, tokens, *args):
+        sent.append(tuple(tokens))
+        return await execute(self, request, tokens, *args)
+
+    release = AidlBurst.releaseMemoryResource
+
+    async def spy_release(self, token):
+        released.append(token)
+        return await release(self, token)
+
+    monkeypatch.setattr(AidlBurst, "executeSynchronously", spy)
+    monkeypatch.setattr(AidlBurst, "releaseMemoryResource", spy_release)
+    seen = []
+
+    async def app(runtime):
+        execution = await _execution(runtime, ["npu"])
+        compilation = execution.compilation
+        code, burst = await Burst.create(compilation)
+        assert code is OK
+        image = Memory.create_from_ahardware_buffer(runtime, BLOB)[1]
+        scores = Memory.create_from_ahardware_buffer(runtime, BLOB)[1]
+        for _ in range(2):
+            _, execution = Execution.create(compilation)
+            assert execution.set_io() is OK
+            assert execution.set_input_from_memory(1, image, 0, FLOAT) is OK
+            assert execution.set_output_from_memory(0, scores, 4, FLOAT) is OK
+            seen.append(await execution.burst_compute(burst))
+        await image.free()
+        burst.free()
+        await scores.free()
+
+    await world.run(app)
+    assert seen == [OK, OK]
+    # The runtime's two pools for pointer arguments (inputs, outputs), then input 1's and
+    # output 0's buffers.
+    assert sent == [(-1, -1, 0, 1), (-1, -1, 0, 1)]
+    assert released == [0]
+    assert calls.count("AIDL::ndk::IBurst::releaseMemoryResource") == 1
