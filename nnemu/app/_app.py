@@ -16,7 +16,7 @@ from typing import Final
 import structlog
 import trio
 
-from nnemu.app._memory import DeviceMemories
+from nnemu.app._memory import DeviceMemories, HardwareBuffers
 from nnemu.app._stats import AppStats, ExecutionRecord
 from nnemu.driver import AidlDevice, DriverService, us
 from nnemu.errors import EmulatorBug
@@ -137,8 +137,8 @@ class Application:
         """Each app thread's stage threads' queues (``pipeline``)."""
         self._stage_count = 0
         self._executors_done = SimEvent(kernel)
-        self._memories: DeviceMemories | None = None
-        """The device memories of ``memory: device``."""
+        self._memories: DeviceMemories | HardwareBuffers | None = None
+        """The memories of ``memory: device`` or ``ahwb``."""
         self.finished = False
         # Per-execution durations the spec fixes, rounded once rather than per frame.
         self._timeout_ns = (
@@ -173,9 +173,11 @@ class Application:
                     assert self._compilation is not None
                     if spec.memory is MemoryMode.DEVICE:
                         self._memories = await self._device_memories(self._compilation)
+                    elif spec.memory is MemoryMode.AHWB:
+                        self._memories = HardwareBuffers.create(self._compilation)
                     await self._run_workload()
                     if self._memories is not None:
-                        self._memories.free()
+                        await self._memories.free()
                     for burst in self._bursts.values():
                         burst.free()
                     self._compilation.free()
@@ -317,8 +319,13 @@ class Application:
             execution = self._reused.pop(current_thread(), None)
             if execution is not None:
                 execution.free()
-            for queue in self._stages.pop(current_thread(), ()):
-                queue.put_nowait(None)
+            stages = self._stages.pop(current_thread(), ())
+            if stages:
+                # A queue is shared state: touched once this thread's work is in the past
+                # (its last frame's Execution_free has just run).
+                await self.kernel.sync()
+                for queue in stages:
+                    queue.put_nowait(None)
             self._running_executors -= 1
             if self._running_executors == 0:
                 await self.kernel.sync()

@@ -13,7 +13,7 @@ copies each output back into its ashmem region after a successful execution (the
 from __future__ import annotations
 
 from nnemu.hal import ResultCode
-from nnemu.runtime import Compilation, Execution, Memory, MemoryDesc
+from nnemu.runtime import AHardwareBufferDesc, Compilation, Execution, Memory, MemoryDesc
 from nnemu.sim import Kernel, SimEvent
 
 
@@ -56,7 +56,7 @@ class DeviceMemories:
                 if memory is None:
                     # No memory for a role (a compilation for explicit devices whose driver
                     # cannot allocate: no fallback, Memory.cpp): the app keeps to setInput.
-                    cls(inputs, outputs).free()
+                    await cls(inputs, outputs).free()
                     return None
                 _, ashmem = Memory.create_from_fd(runtime, max(memory.size, 1))
                 assert ashmem is not None
@@ -73,7 +73,7 @@ class DeviceMemories:
         filled = self._filled = SimEvent(kernel)
         for memory, ashmem in zip(self.inputs, self._sources, strict=True):
             await ashmem.copy(memory)
-            ashmem.free()
+            await ashmem.free()
         self._sources = []
         await kernel.sync()  # (an event is set in virtual time, not ahead of it)
         filled.set()
@@ -94,10 +94,72 @@ class DeviceMemories:
                 result = code
         return result
 
-    def free(self) -> None:
+    async def free(self) -> None:
         """Memory_free of every memory."""
         for memory in self.inputs:
-            memory.free()
+            await memory.free()
         for memory, ashmem in self.outputs:
-            memory.free()
-            ashmem.free()
+            await memory.free()
+            await ashmem.free()
+
+
+class HardwareBuffers:
+    """``memory: ahwb``: one BLOB-mode AHardwareBuffer per model input and output.
+
+    The app's data is made in the buffers (as a camera or a GPU stage would hand it on), so
+    nothing is copied in or out: after compiling, the app wraps each buffer in an
+    ``ANeuralNetworksMemory`` (``Memory_createFromAHardwareBuffer``, a ``hardware_buffer_blob``
+    pool of the operand's size), and every execution sets it with
+    ``setInput/OutputFromMemory`` (offset 0, the operand's length).  The driver moves the
+    buffers like shared memory (``io_us_per_kb``); a 1.0/1.1 driver cannot take them
+    (``compliantWithV1_0``: GENERAL_FAILURE, then the CPU when the app may fall back).
+    """
+
+    def __init__(self, inputs: list[Memory], outputs: list[Memory]) -> None:
+        self.inputs = inputs
+        self.outputs = outputs
+
+    @classmethod
+    def create(cls, compilation: Compilation) -> HardwareBuffers | None:
+        """A buffer per input and output of ``compilation``; None when an operand's size is
+        unknown (a dynamic output: a BLOB buffer has a fixed width)."""
+        runtime = compilation.runtime
+        main = compilation.model.main
+        sizes = [
+            [main.operands[i].byte_size for i in indexes]
+            for indexes in (main.input_indexes, main.output_indexes)
+        ]
+        if not all(size > 0 for group in sizes for size in group):
+            return None
+        inputs, outputs = (
+            [
+                memory
+                for _, memory in (
+                    Memory.create_from_ahardware_buffer(runtime, AHardwareBufferDesc(width=size))
+                    for size in group
+                )
+                if memory is not None
+            ]
+            for group in sizes
+        )
+        return cls(inputs, outputs)
+
+    async def fill_inputs(self, kernel: Kernel) -> None:
+        """Nothing to copy: the inputs are made in the buffers."""
+
+    def set_up(self, execution: Execution) -> None:
+        """``setInputFromMemory`` / ``setOutputFromMemory`` of each whole buffer."""
+        for index, memory in enumerate(self.inputs):
+            execution.set_input_from_memory(index, memory, 0, memory.size)
+        for index, memory in enumerate(self.outputs):
+            execution.set_output_from_memory(index, memory, 0, memory.size)
+
+    async def read_outputs(self) -> ResultCode:
+        """Nothing to copy: the app reads its results in the buffers."""
+        return ResultCode.NO_ERROR
+
+    async def free(self) -> None:
+        """Memory_free of every memory (the AHardwareBuffers are the app's); a burst that
+        cached one releases it."""
+        for memory in (*self.inputs, *self.outputs):
+            await memory.free()

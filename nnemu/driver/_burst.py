@@ -70,6 +70,8 @@ class BurstContext:
                 with tracer.section(_EXECUTOR_MARK):
                     kernel.work(VALIDATE_NS_PER_OP)
                     error = prepared.check_request(request, None)
+                    if error is None and request.pool_names:
+                        error, _ = prepared.device_memories(request)
                     if error is not None:
                         return error.downgraded(version), (), NO_TIMING
                     status, on_device = await prepared.compute(None, None)

@@ -29,7 +29,7 @@ from nnemu.sim import Kernel, SimProcess
 from nnemu.tracer import Tracer
 
 if TYPE_CHECKING:
-    from nnemu.driver._tracker import BufferTracker
+    from nnemu.driver._tracker import BufferTracker, ManagedBuffer
 
 __all__ = ["VALIDATE_NS_PER_OP", "CallbackRef", "DriverHost", "ServedModel", "measured_timing"]
 
@@ -76,6 +76,10 @@ class ServedModel(Protocol):
     service: DriverHost
 
     def check_request(self, request: Request, deadline_ns: int | None) -> ErrorStatus | None: ...
+
+    def device_memories(
+        self, request: Request
+    ) -> tuple[ErrorStatus | None, tuple[ManagedBuffer | None, ...]]: ...
 
     async def compute(
         self, deadline_ns: int | None, loop_timeout_ns: int | None

@@ -18,8 +18,9 @@ from nnemu.cost import ComputePlan
 from nnemu.driver._burst import BurstContext
 from nnemu.driver._device import Job
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef, DriverHost, measured_timing
-from nnemu.driver._tracker import ManagedBuffer, update_device_memories
+from nnemu.driver._tracker import ManagedBuffer, produced_shapes, update_device_memories
 from nnemu.hal import (
+    HARDWARE_BUFFER,
     NO_TIMING,
     DeviceStatus,
     ErrorStatus,
@@ -258,7 +259,7 @@ class PreparedModel:
             if error is not None:
                 return error, None
             memories: tuple[ManagedBuffer | None, ...] = ()
-            if request.pool_tokens:
+            if request.pool_tokens or request.pool_names:
                 error, memories = self.device_memories(request)
                 if error is not None:
                     return error, None
@@ -291,7 +292,14 @@ class PreparedModel:
                 self._move_io(io_ns)
             status, on_device = await self.compute(bound, loop_timeout_ns)
             if status is _NONE and memories:
-                status = update_device_memories(request, memories, self.output_shapes()) or status
+                status = (
+                    update_device_memories(
+                        request,
+                        memories,
+                        produced_shapes(self.model, request, self.output_shapes()),
+                    )
+                    or status
+                )
             if status is not _NONE:
                 return status, None
             ended = kernel.task_now_ns()
@@ -374,7 +382,14 @@ class PreparedModel:
                 self._move_io(io_ns)
             status, on_device = await self.compute(bound, loop_timeout_ns)
             if status is _NONE and memories:
-                status = update_device_memories(request, memories, self.output_shapes()) or status
+                status = (
+                    update_device_memories(
+                        request,
+                        memories,
+                        produced_shapes(self.model, request, self.output_shapes()),
+                    )
+                    or status
+                )
         await kernel.sync()
         ended = kernel.clock_ns
         callback.finish(
@@ -395,6 +410,7 @@ class PreparedModel:
                 request,
                 self.model,
                 allow_unspecified_output=service.version.at_least(HalVersion.V1_2),
+                allow_hardware_buffers=service.version.at_least(HalVersion.V1_2),
             )
             if reason is None:
                 self.validated_request = request
@@ -439,7 +455,12 @@ class PreparedModel:
         self, request: Request
     ) -> tuple[ErrorStatus | None, tuple[ManagedBuffer | None, ...]]:
         """The request's device memories, checked as the execution starts (the sample driver's
-        ``createRunTimePoolInfos``): the error, or each pool's buffer (None: shared memory)."""
+        ``createRunTimePoolInfos``): the error, or each pool's buffer (None: shared memory).
+        A pool in a non-BLOB AHardwareBuffer is GENERAL_FAILURE unless the device maps them
+        (``hardware_buffers``)."""
+        if HARDWARE_BUFFER in request.pool_names and not self.service.spec.hardware_buffers:
+            # RunTimePoolInfo::createFromHidlMemory maps ashmem and BLOB AHardwareBuffers only.
+            return ErrorStatus.GENERAL_FAILURE, ()
         return self.service.buffers.pools(request, self)
 
     async def compute(
@@ -537,7 +558,7 @@ class PreparedModel:
                         split.device_queue_ns += kernel.task_now_ns() - launched_ns
                     with tracer.section(_ASYNC_MARKS[1]) as section:
                         memories: tuple[ManagedBuffer | None, ...] = ()
-                        if request.pool_tokens:
+                        if request.pool_tokens or request.pool_names:
                             error, memories = self.device_memories(request)
                             if error is not None:
                                 notify(error, (), NO_TIMING)
@@ -548,7 +569,7 @@ class PreparedModel:
                             self._move_io(io_ns)
                         status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
                         if status is _NONE and memories:
-                            shapes = self.output_shapes()
+                            shapes = produced_shapes(self.model, request, self.output_shapes())
                             status = update_device_memories(request, memories, shapes) or status
                     shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
                     timing = measured_timing(measure, status, on_device, entered, kernel.clock_ns)
@@ -576,7 +597,7 @@ class PreparedModel:
             kernel.work(VALIDATE_NS_PER_OP)
             error = self.check_request(request, deadline_ns)
             memories: tuple[ManagedBuffer | None, ...] = ()
-            if error is None and request.pool_tokens:
+            if error is None and (request.pool_tokens or request.pool_names):
                 error, memories = self.device_memories(request)
             if error is not None:
                 return error.downgraded(version), (), NO_TIMING
@@ -587,7 +608,7 @@ class PreparedModel:
                 self._move_io(io_ns)
             status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
             if status is _NONE and memories:
-                shapes = self.output_shapes()
+                shapes = produced_shapes(self.model, request, self.output_shapes())
                 status = update_device_memories(request, memories, shapes) or status
             timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
             if status is _NONE:  # (nothing to downgrade)

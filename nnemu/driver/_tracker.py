@@ -8,12 +8,15 @@ and the token table (``_buffer`` has ``allocate`` and the ``IBuffer`` objects ov
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 import attrs
 
 from nnemu.hal import (
     ErrorStatus,
+    Model,
     OperandType,
+    OperationType,
     OutputShape,
     PreparedModelRole,
     Request,
@@ -171,3 +174,47 @@ def update_device_memories(
         assert buffer is not None
         buffer.initialized = True
     return None
+
+
+_BROADCAST_OPS: Final = frozenset({OperationType.ADD, OperationType.SUB, OperationType.MUL})
+"""Operations (of nnemu's) whose output shape is the broadcast of their first two inputs'."""
+
+
+def produced_shapes(
+    model: Model, request: Request, shapes: tuple[OutputShape, ...]
+) -> tuple[OutputShape, ...]:
+    """The shapes an execution of ``request`` produces, as the sample driver's CPU executor
+    infers them, for what ``updateDeviceMemories`` checks: an output the model leaves
+    unknown takes, when an elementwise operation (ADD, SUB, MUL) writes it, the
+    broadcast of that operation's inputs -- a model input with the request's dimensions
+    for it.  ``shapes`` (the model's) stand for every output nothing infers."""
+    main = model.main
+    if all(0 not in shape.dimensions for shape in shapes):
+        return shapes
+    dims = {index: operand.dimensions for index, operand in enumerate(main.operands)}
+    for argument, index in zip(request.inputs, main.input_indexes, strict=False):
+        if argument.dimensions:
+            dims[index] = argument.dimensions
+    for operation in main.operations:
+        if operation.type not in _BROADCAST_OPS or len(operation.inputs) < 2:
+            continue
+        [out] = operation.outputs[:1]
+        if 0 in dims[out] or not dims[out]:
+            broadcast = _broadcast(dims[operation.inputs[0]], dims[operation.inputs[1]])
+            if broadcast is not None:
+                dims[out] = broadcast
+    return tuple(OutputShape(dims[index]) for index in main.output_indexes)
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """NNAPI's broadcast of two fully specified shapes (right-aligned, equal or 1)."""
+    if not a or not b or 0 in a or 0 in b:
+        return None
+    result = []
+    for x, y in zip(
+        reversed((1,) * (len(b) - len(a)) + a), reversed((1,) * (len(a) - len(b)) + b), strict=True
+    ):
+        if x != y and 1 not in (x, y):
+            return None
+        result.append(max(x, y))
+    return tuple(reversed(result))

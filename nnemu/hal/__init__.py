@@ -70,8 +70,11 @@ from nnemu.hal._memory import (
     validate_memory_desc,
 )
 from nnemu.hal._types import (
+    ASHMEM,
     CACHE_TOKEN_BYTES,
     FLT_MAX_PERFORMANCE,
+    HARDWARE_BUFFER,
+    HARDWARE_BUFFER_BLOB,
     LOOP_TIMEOUT_DEFAULT_NS,
     LOOP_TIMEOUT_MAXIMUM_NS,
     NO_TIMING,
@@ -93,8 +96,11 @@ from nnemu.hal._work import OpWork, model_memory_bytes, operation_work, subgraph
 from nnemu.hal.presets import PRESETS, build_chain, build_preset, loop_iterations
 
 __all__ = [
+    "ASHMEM",
     "CACHE_TOKEN_BYTES",
     "FLT_MAX_PERFORMANCE",
+    "HARDWARE_BUFFER",
+    "HARDWARE_BUFFER_BLOB",
     "INVALID_BUFFER_TOKEN",
     "LOOP_TIMEOUT_DEFAULT_NS",
     "LOOP_TIMEOUT_MAXIMUM_NS",

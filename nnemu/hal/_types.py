@@ -18,6 +18,15 @@ from nnemu.hal._enums import (
     OperationType,
 )
 
+ASHMEM = "ashmem"
+"""The ``hidl_memory`` name of shared memory (``ANeuralNetworksMemory_createFromFd``)."""
+
+HARDWARE_BUFFER_BLOB = "hardware_buffer_blob"
+"""The ``hidl_memory`` name of a BLOB-mode AHardwareBuffer (HAL 1.2+)."""
+
+HARDWARE_BUFFER = "hardware_buffer"
+"""The ``hidl_memory`` name of an AHardwareBuffer of any other format (HAL 1.2+)."""
+
 UINT64_MAX = 2**64 - 1
 """Timing value meaning 'unknown'."""
 
@@ -48,6 +57,10 @@ def _arguments(value: Iterable[RequestArgument]) -> tuple[RequestArgument, ...]:
 
 
 def _tokens(value: Iterable[int | None]) -> tuple[int | None, ...]:
+    return tuple(value)
+
+
+def _names(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
@@ -171,6 +184,19 @@ class Request:
     pool_tokens: tuple[int | None, ...] = attrs.field(default=(), converter=_tokens)
     """HAL 1.3 ``MemoryPool`` kinds: per pool, None for shared memory, else the token of
     the device memory it is (``IDevice::allocate``); ``()``: every pool is shared memory."""
+
+    pool_names: tuple[str, ...] = attrs.field(default=(), converter=_names)
+    """Per pool, the ``hidl_memory`` name of a shared-memory pool: ``ashmem``,
+    ``hardware_buffer_blob`` (a BLOB-mode AHardwareBuffer) or ``hardware_buffer`` (any other
+    AHardwareBuffer format; size 0, read whole); ``()``: every pool is ashmem."""
+
+    @property
+    def compliant_with_v1_0(self) -> bool:
+        """``compliantWithV1_0``: every pool is shared memory of a 1.0 name (no device memory,
+        no AHardwareBuffer), so a 1.0/1.1 driver can take the request."""
+        return not any(token is not None for token in self.pool_tokens) and all(
+            name in ("", ASHMEM) for name in self.pool_names
+        )
 
     def token_of(self, pool_index: int) -> int | None:
         """The device memory token of pool ``pool_index``, or None for shared memory."""

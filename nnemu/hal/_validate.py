@@ -16,7 +16,20 @@ from collections.abc import Sequence
 import attrs
 
 from nnemu.hal._enums import HalVersion, OperandLifeTime, OperandType, OperationType
-from nnemu.hal._types import Model, Operand, Operation, Request, RequestArgument, Subgraph
+from nnemu.hal._types import (
+    ASHMEM,
+    HARDWARE_BUFFER,
+    HARDWARE_BUFFER_BLOB,
+    Model,
+    Operand,
+    Operation,
+    Request,
+    RequestArgument,
+    Subgraph,
+)
+
+_POOL_NAMES = ("", ASHMEM, HARDWARE_BUFFER_BLOB, HARDWARE_BUFFER)
+"""The shared-memory pool names a 1.2+ driver takes (``validatePool``; "" = ashmem)."""
 
 # --- operand types -------------------------------------------------------------------
 
@@ -686,7 +699,11 @@ def _overlap(a: RequestArgument, b: RequestArgument) -> bool:
 
 
 def validate_request(
-    request: Request, model: Model, *, allow_unspecified_output: bool = True
+    request: Request,
+    model: Model,
+    *,
+    allow_unspecified_output: bool = True,
+    allow_hardware_buffers: bool = True,
 ) -> str | None:
     """Check ``request`` against ``model``'s main subgraph (AOSP ``validateRequest``).
 
@@ -694,6 +711,8 @@ def validate_request(
         allow_unspecified_output: whether an output may leave a dimension unspecified (0):
             AOSP passes ``version >= V1_2 && allowUnspecifiedOutput``, so a 1.0/1.1 model's
             outputs, which have no dynamic shapes, must be fully specified.
+        allow_hardware_buffers: whether a pool may be an AHardwareBuffer (``validatePool``:
+            ``hardware_buffer_blob`` and ``hardware_buffer`` from HAL 1.2).
 
     Returns:
         None if the request is valid, else a short reason.
@@ -725,6 +744,12 @@ def validate_request(
         return f"request has {len(tokens)} pool kinds for {len(request.pool_sizes)} pools"
     if any(token is not None and token <= 0 for token in tokens):
         return "request names device memory by an invalid token"  # validatePool: token > 0
+    names = request.pool_names
+    if names and len(names) != len(request.pool_sizes):
+        return f"request has {len(names)} pool names for {len(request.pool_sizes)} pools"
+    known = _POOL_NAMES if allow_hardware_buffers else ("", ASHMEM)
+    if any(name not in known for name in names):
+        return "request has a pool of an unsupported memory type"  # validatePool
     for i, output in enumerate(request.outputs):
         for j, other in enumerate(request.outputs[:i]):
             if _overlap(output, other):

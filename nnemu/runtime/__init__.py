@@ -15,7 +15,13 @@ from nnemu.runtime._canonical import CanonicalDevice, CanonicalPreparedModel
 from nnemu.runtime._compilation import Burst, Compilation
 from nnemu.runtime._devices import CPU_DEVICE_NAME, RuntimeDevice
 from nnemu.runtime._execution import Event, Execution
-from nnemu.runtime._memory import Memory, MemoryDesc, MemoryKind
+from nnemu.runtime._memory import (
+    AHardwareBufferDesc,
+    AHardwareBufferFormat,
+    Memory,
+    MemoryDesc,
+    MemoryKind,
+)
 from nnemu.runtime._plan import Step, choose_devices, make_steps, submodel
 from nnemu.runtime._runtime import API_CALL_NS, PER_OP_NS, ModelBuilder, Runtime, build_request
 from nnemu.runtime._versioned import (
@@ -29,6 +35,8 @@ __all__ = [
     "API_CALL_NS",
     "CPU_DEVICE_NAME",
     "PER_OP_NS",
+    "AHardwareBufferDesc",
+    "AHardwareBufferFormat",
     "Burst",
     "CanonicalDevice",
     "CanonicalPreparedModel",

@@ -3,10 +3,15 @@
 As ``hardware/interfaces/neuralnetworks/aidl/utils/src/Burst.cpp`` and ``PreparedModel.cpp``
 (Android 14): a burst execution is ``IBurst::executeSynchronously`` over the binder
 (``executeSynchronouslyWithConfig`` on a v4 driver), with one memory identifier token per
-request pool -- the token of an ANeuralNetworksMemory the burst cached, ``-1`` for a pool
-that is not one; nnemu's requests carry the runtime's own pools for pointer arguments
-(``convertRequestFromPointerToShared``), so every token is ``-1`` and nothing is ever
-released.  A v4 driver's reusable execution is an IExecution
+request pool -- the identifier of a shared memory the burst cached, ``-1`` for any other
+pool (the runtime's own pools for pointer arguments, ``convertRequestFromPointerToShared``,
+and device memory).  The runtime caches each shared ``ANeuralNetworksMemory`` of an
+execution (Android 12+ ``Manager.cpp`` ``DriverPreparedModel::execute``: ``cacheMemory``,
+the memory holding the cache entry); identifiers count from 0 per burst
+(``MemoryCache::getOrCacheMemory``), and freeing the memory while the burst lives calls
+``IBurst::releaseMemoryResource(identifier)`` (``tryFreeMemory``).  Of nnemu's memories
+the AHardwareBuffers are request pools of their own, so they are the ones cached.  A v4
+driver's reusable execution is an IExecution
 (``IPreparedModel::createReusableExecution`` once, then ``IExecution::executeSynchronously``
 or ``executeFenced`` per computation).
 """
@@ -35,7 +40,7 @@ from nnemu.hal import (
     UnknownTransaction,
 )
 from nnemu.ipc import DEAD, Binder, DeadObject, Endpoint
-from nnemu.runtime._canonical import FencedAnswer, FencedLaunch
+from nnemu.runtime._canonical import CachedMemory, FencedAnswer, FencedLaunch
 
 _NO_TOKEN: Final = -1
 """The memory identifier token of a request pool the burst has not cached."""
@@ -116,6 +121,35 @@ class AidlIBurst:
         self.endpoint = endpoint
         self._binder = binder
         self._iface = version.interface("IBurst")
+        self._identifiers: dict[CachedMemory, int] = {}
+        """``MemoryCache``: the identifier of each memory cached, while it is held."""
+        self.alive = True
+        """The ANeuralNetworksBurst is not freed (its cache can release)."""
+
+    def close(self) -> None:
+        """ANeuralNetworksBurst_free: the cache goes; a memory freed later releases nothing."""
+        self.alive = False
+
+    def _identifier(self, memory: CachedMemory) -> int:
+        """``cacheMemory``: the memory's identifier, the next unused one the first time."""
+        identifier = self._identifiers.get(memory)
+        if identifier is None:
+            identifier = self._identifiers[memory] = len(self._identifiers)
+            memory.hold(partial(self._release, memory, identifier))
+        return identifier
+
+    async def _release(self, memory: CachedMemory, identifier: int) -> None:
+        """``MemoryCache::tryFreeMemory``: ``IBurst::releaseMemoryResource`` while alive."""
+        if not self.alive:
+            return
+        del self._identifiers[memory]
+        await self._binder.call(
+            self.endpoint,
+            self._iface,
+            "releaseMemoryResource",
+            self.burst.releaseMemoryResource,
+            identifier,
+        )
 
     async def execute(
         self,
@@ -123,9 +157,14 @@ class AidlIBurst:
         measure: MeasureTiming,
         deadline_ns: int | None,
         loop_timeout_ns: int,
+        pool_memories: Sequence[CachedMemory | None] = (),
     ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
-        """``Burst::execute``: one synchronous execution through the IBurst."""
-        tokens = (_NO_TOKEN,) * len(request.pool_sizes)
+        """``Burst::execute``: one synchronous execution through the IBurst, a cached
+        memory's pool named by its identifier."""
+        tokens = tuple(
+            self._identifier(memory) if memory is not None else _NO_TOKEN
+            for memory in pool_memories
+        ) + (_NO_TOKEN,) * (len(request.pool_sizes) - len(pool_memories))
         measured = measure is MeasureTiming.YES
         if self.version is HalVersion.AIDL_V4:
             config = execution_config(measure, loop_timeout_ns)

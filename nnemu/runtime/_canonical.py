@@ -15,7 +15,7 @@ AOSP's ``ExecutionWithCachedRequest`` runs the cached request through the prepar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 import attrs
@@ -120,6 +120,14 @@ class CanonicalPreparedModel(Protocol):
         ...
 
 
+class CachedMemory(Protocol):
+    """A runtime memory a burst may cache (``RuntimeMemory::hold``)."""
+
+    def hold(self, release: Callable[[], Awaitable[None]]) -> None:
+        """Keep ``release`` until the memory is freed, then await it."""
+        ...
+
+
 class CanonicalBurst(Protocol):
     """``nn::IBurst`` of a driver whose burst is a binder object (AIDL's IBurst)."""
 
@@ -129,8 +137,14 @@ class CanonicalBurst(Protocol):
         measure: MeasureTiming,
         deadline_ns: int | None,
         loop_timeout_ns: int,
+        pool_memories: Sequence[CachedMemory | None] = (),
     ) -> tuple[ErrorStatus | DeadObject, Timing | None]:
-        """One execution through the burst: its status and the driver's timing."""
+        """One execution through the burst: its status and the driver's timing;
+        ``pool_memories`` names the runtime memory each request pool is (None: not one)."""
+        ...
+
+    def close(self) -> None:
+        """ANeuralNetworksBurst_free: the burst, and its memory cache, are gone."""
         ...
 
 

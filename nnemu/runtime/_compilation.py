@@ -305,4 +305,7 @@ class Burst:
     def free(self) -> None:
         """ANeuralNetworksBurst_free: the driver's burst threads end."""
         with self.compilation.runtime.ndk_call(Phase.TERMINATION, "ANeuralNetworksBurst_free"):
+            for context in self.contexts.values():
+                if not isinstance(context, IBurst):
+                    context.close()
             self.contexts = {}

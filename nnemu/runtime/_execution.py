@@ -38,6 +38,7 @@ from nnemu.runtime._fenced import compute_fenced
 from nnemu.runtime._memory import (
     Memory,
     MemoryArgument,
+    MemoryKind,
     finish_outputs,
     inputs_ready,
     memory_request,
@@ -530,8 +531,17 @@ class Execution:
             context = burst.contexts.get(index) if burst is not None else None
             if step.device.is_cpu:
                 code = await self._run_on_cpu(step.model)
-            elif isinstance(context, IBurst):  # a HIDL driver's FMQ burst
-                code = await self._run_on_burst(compilation.prepared[index], context)
+            elif isinstance(context, IBurst) and not self._names_device_memory(index):
+                code = await self._run_on_burst(compilation.prepared[index], context, index)
+            elif isinstance(context, IBurst):
+                # A HIDL burst carries HAL 1.2's request, whose pools are shared memory: a
+                # request naming a driver's memory by token is not compliantWithV1_2, so the
+                # step skips the burst for the prepared model's own execution (R's
+                # Manager.cpp DriverPreparedModel::execute, ~379-406: burstFallback; S+'s
+                # 1.2/utils Burst::execute, ~317-322: !compliantVersion).
+                code = await self._run_on_driver(
+                    compilation.prepared[index], step.device, step=index
+                )
             else:
                 code = await self._run_on_driver(
                     compilation.prepared[index], step.device, burst=context, step=index
@@ -556,6 +566,16 @@ class Execution:
                     return await self._full_cpu_fallback()
                 return _app_visible(code)
         return self._sized()
+
+    def _names_device_memory(self, step: int) -> bool:
+        """Whether driver step ``step``'s request names a device memory by token."""
+        if not self.memories:
+            return False
+        request = self.runtime.request_for(self.compilation.prepared[step].model)
+        return any(
+            token is not None
+            for token in memory_request(request, self.memories, self.compilation, step).pool_tokens
+        )
 
     async def _partial_cpu_fallback(self, step: Step) -> ResultCode:
         with self.runtime.tracer.section(
@@ -586,6 +606,11 @@ class Execution:
     async def _compute_on_cpu(self, model: Model) -> ResultCode:
         runtime = self.runtime
         kernel, tracer = runtime.kernel, runtime.tracer
+        if any(
+            memory.kind is MemoryKind.HARDWARE_BUFFER for memory, _, _ in self.memories.values()
+        ):
+            # CpuPreparedModel::execute: RunTimePoolInfo maps no non-BLOB AHardwareBuffer.
+            return ResultCode.UNMAPPABLE
         with tracer.section(mark(Layer.RUNTIME, Phase.EXECUTION, "StepExecutor::computeOnCpu")):
             plan = runtime.cpu_plan(model)
             runtime.cpu_stats.executions += 1
@@ -656,11 +681,15 @@ class Execution:
             return status, None
         return await reused.compute(self.deadline_ns)
 
-    async def _run_on_burst(self, prepared: CanonicalPreparedModel, context: IBurst) -> ResultCode:
+    async def _run_on_burst(
+        self, prepared: CanonicalPreparedModel, context: IBurst, step: int
+    ) -> ResultCode:
         """ExecutionBurstController::compute: one request packet over the burst's FMQs."""
         runtime = self.runtime
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
+        if self.memories:
+            request = memory_request(request, self.memories, self.compilation, step)
         measure = MeasureTiming.YES if self.measure else MeasureTiming.NO
         with runtime.tracer.section(_BURST_MARK):
             # The request packet reaches a spinning server at once; a sleeping one is woken.
@@ -697,8 +726,9 @@ class Execution:
         runtime = self.runtime
         kernel = runtime.kernel
         request = runtime.request_for(prepared.model)
+        shared: list[Memory | None] = []
         if self.memories:
-            request = memory_request(request, self.memories, self.compilation, step)
+            request = memory_request(request, self.memories, self.compilation, step, shared)
         measure = _MEASURE_YES if self.measure else _MEASURE_NO
         status: ErrorStatus | DeadObject
         with runtime.tracer.section(_IO_MARK) as section:
@@ -707,7 +737,7 @@ class Execution:
             try:
                 if burst is not None:
                     status, timing = await burst.execute(
-                        request, measure, self.deadline_ns, self.loop_timeout_ns
+                        request, measure, self.deadline_ns, self.loop_timeout_ns, shared
                     )
                 elif self.reusable:
                     status, timing = await self._compute_reused(prepared, request, measure, step)

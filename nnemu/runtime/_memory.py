@@ -21,11 +21,14 @@ when those steps are all on one driver.
 from __future__ import annotations
 
 import enum
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import attrs
 
 from nnemu.hal import (
+    HARDWARE_BUFFER,
+    HARDWARE_BUFFER_BLOB,
     BufferDesc,
     BufferRole,
     DataLocation,
@@ -59,6 +62,33 @@ class MemoryKind(enum.Enum):
     """A BLOB-mode AHardwareBuffer (a desc's fallback when every device is 1.3 or newer)."""
     DEVICE = "device"
     """A driver's device memory (``IDevice::allocate``)."""
+    HARDWARE_BUFFER = "hardware_buffer"
+    """An AHardwareBuffer of a format other than BLOB (``createFromAHardwareBuffer``): no
+    size the runtime knows, used whole."""
+
+
+class AHardwareBufferFormat(enum.IntEnum):
+    """``AHARDWAREBUFFER_FORMAT_*`` (``<android/hardware_buffer.h>``), a few of them."""
+
+    R8G8B8A8_UNORM = 1
+    R8G8B8X8_UNORM = 2
+    R8G8B8_UNORM = 3
+    R5G6B5_UNORM = 4
+    R16G16B16A16_FLOAT = 0x16
+    BLOB = 0x21
+    """A byte buffer of ``width`` bytes (``height`` and ``layers`` 1)."""
+    Y8CB8CR8_420 = 0x23
+
+
+@attrs.frozen(kw_only=True)
+class AHardwareBufferDesc:
+    """``AHardwareBuffer_Desc``: what ``AHardwareBuffer_describe`` tells the runtime."""
+
+    width: int
+    """Bytes for a BLOB buffer, pixels otherwise."""
+    height: int = 1
+    layers: int = 1
+    format: AHardwareBufferFormat = AHardwareBufferFormat.BLOB
 
 
 CompilationRole = tuple[Compilation, bool, int]
@@ -241,6 +271,10 @@ class Memory:
     """The dimensions last written."""
     initialized: bool = True
     """A desc's memory starts uninitialized; any other is always initialized."""
+    hardware_buffer: AHardwareBufferDesc | None = None
+    """The AHardwareBuffer a ``createFromAHardwareBuffer`` memory wraps."""
+    holds: list[Callable[[], Awaitable[None]]] = attrs.field(factory=list)
+    """What freeing the memory releases: the burst caches that hold it (``hold``)."""
 
     @classmethod
     def create_from_fd(cls, runtime: Runtime, size: int) -> tuple[ResultCode, Memory | None]:
@@ -249,6 +283,21 @@ class Memory:
             if size <= 0:
                 return ResultCode.BAD_DATA, None
             return ResultCode.NO_ERROR, cls(runtime, MemoryKind.ASHMEM, size)
+
+    @classmethod
+    def create_from_ahardware_buffer(
+        cls, runtime: Runtime, desc: AHardwareBufferDesc
+    ) -> tuple[ResultCode, Memory | None]:
+        """ANeuralNetworksMemory_createFromAHardwareBuffer (``MemoryAHWB::create``): a BLOB
+        buffer is a ``hardware_buffer_blob`` pool of ``width`` bytes, used like ashmem (offset
+        and length within it); any other format a ``hardware_buffer`` pool of size 0, used
+        only whole, as an execution's input or output (``AHardwareBufferNonBlobValidator``)."""
+        with runtime.ndk_call(Phase.PREPARATION, "ANeuralNetworksMemory_createFromAHardwareBuffer"):
+            if desc.format is AHardwareBufferFormat.BLOB:
+                memory = cls(runtime, MemoryKind.BLOB_AHWB, desc.width, hardware_buffer=desc)
+            else:
+                memory = cls(runtime, MemoryKind.HARDWARE_BUFFER, 0, hardware_buffer=desc)
+            return ResultCode.NO_ERROR, memory
 
     @classmethod
     async def create_from_desc(cls, desc: MemoryDesc) -> tuple[ResultCode, Memory | None]:
@@ -300,12 +349,27 @@ class Memory:
             memory.initialized = False
             return ResultCode.NO_ERROR, memory
 
-    def free(self) -> None:
-        """ANeuralNetworksMemory_free: a device memory's buffer is released."""
+    def hold(self, release: Callable[[], Awaitable[None]]) -> None:
+        """``RuntimeMemory::hold``: keep a burst's cache entry until the memory is freed."""
+        self.holds.append(release)
+
+    async def free(self) -> None:
+        """ANeuralNetworksMemory_free: a device memory's buffer is released, and each burst
+        that cached the memory releases it (``IBurst::releaseMemoryResource``)."""
         with self.runtime.ndk_call(Phase.TERMINATION, "ANeuralNetworksMemory_free"):
             if self.buffer is not None:
                 self.buffer.release()
                 self.buffer = None
+            holds, self.holds = self.holds, []
+            for release in holds:
+                await release()
+
+    @property
+    def pool_name(self) -> str | None:
+        """The ``hidl_memory`` name of an AHardwareBuffer's request pool (None: not one)."""
+        if self.kind is MemoryKind.HARDWARE_BUFFER:
+            return HARDWARE_BUFFER
+        return HARDWARE_BUFFER_BLOB if self.kind is MemoryKind.BLOB_AHWB else None
 
     @property
     def token(self) -> int | None:
@@ -318,6 +382,8 @@ class Memory:
         """``MemoryValidatorBase::validate`` of a use as an execution's argument."""
         if self.roles is not None:  # DeviceMemoryValidator
             return (compilation, is_output, index) in self.roles and offset == length == 0
+        if self.kind is MemoryKind.HARDWARE_BUFFER:  # AHardwareBufferNonBlobValidator
+            return offset == length == 0
         return offset + length <= self.size and (offset != 0 or length != 0)
 
     async def copy(self, dst: Memory) -> ResultCode:
@@ -431,26 +497,44 @@ def memory_request(
     memories: dict[tuple[bool, int], MemoryArgument],
     compilation: Compilation,
     step_index: int,
+    shared: list[Memory | None] | None = None,
 ) -> Request:
-    """The request of step ``step_index`` with device memories: each of the step's inputs
-    and outputs that is a compilation argument set from a device memory names a pool of
-    its token (offset and length 0)."""
+    """The request of step ``step_index`` with device memories and AHardwareBuffers: each
+    of the step's inputs and outputs that is a compilation argument set from a device
+    memory names a pool of its token (offset and length 0), from an AHardwareBuffer a pool
+    of that buffer (its offset and length; a non-BLOB buffer's are 0).  ``shared``, when
+    given, gets per request pool the shared memory it is (None: another kind of pool)."""
     pool_sizes = list(request.pool_sizes)
     tokens: list[int | None] = [None] * len(pool_sizes)
+    names = [""] * len(pool_sizes)
     arguments = {False: list(request.inputs), True: list(request.outputs)}
-    for (is_output, index), (memory, _, _) in sorted(memories.items(), key=lambda kv: kv[0]):
-        token = memory.token
-        if token is None:
+    for (is_output, index), (memory, offset, length) in sorted(
+        memories.items(), key=lambda kv: kv[0]
+    ):
+        token, name = memory.token, memory.pool_name
+        if token is None and name is None:
             continue
         for step, step_output, io_index in step_roles_of(compilation, is_output, index):
             if step != step_index or io_index >= len(arguments[step_output]):
                 continue
             location = DataLocation(pool_index=len(pool_sizes))
+            if token is None:
+                # A whole memory (offset and length 0) passes its size (setInputFromMemory).
+                whole = length or memory.size
+                location = DataLocation(pool_index=len(pool_sizes), offset=offset, length=whole)
             arguments[step_output][io_index] = RequestArgument(location=location)
-            pool_sizes.append(0)
+            pool_sizes.append(memory.size if token is None else 0)
             tokens.append(token)
+            names.append(name or "")
+            if shared is not None:
+                shared.extend([None] * (len(pool_sizes) - 1 - len(shared)))
+                shared.append(memory if token is None else None)
     if len(pool_sizes) == len(request.pool_sizes):
         return request
     return Request(
-        inputs=arguments[False], outputs=arguments[True], pool_sizes=pool_sizes, pool_tokens=tokens
+        inputs=arguments[False],
+        outputs=arguments[True],
+        pool_sizes=pool_sizes,
+        pool_tokens=tokens if any(t is not None for t in tokens) else (),
+        pool_names=names if any(names) else (),
     )

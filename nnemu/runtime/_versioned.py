@@ -60,6 +60,15 @@ _NONE: Final = ErrorStatus.NONE
 """``ErrorStatus.NONE`` likewise (``execute`` checks each answer's status)."""
 
 
+def compliant(request: Request, version: HalVersion) -> bool:
+    """``compliantWithV1_0`` / ``compliantWithV1_2`` (common/Utils.cpp): whether a request
+    can cross a 1.0/1.1 or a 1.2 interface -- shared memory only, and no AHardwareBuffer
+    before 1.2 (else VersionedIPreparedModel fails the execution with GENERAL_FAILURE)."""
+    if any(token is not None for token in request.pool_tokens):
+        return False
+    return version.at_least(HalVersion.V1_2) or request.compliant_with_v1_0
+
+
 class PreparedModelCallback:
     """IPreparedModelCallback, client side: latches the first notify."""
 
@@ -195,6 +204,8 @@ class VersionedIPreparedModel:
         driver died) and the driver's timing when it gave one.
         """
         prepared, version = self.prepared, self.version
+        if version is not _V1_3 and not compliant(request, version):
+            return ErrorStatus.GENERAL_FAILURE, None  # "Could not handle execute"
         if not self._synchronous:  # 1.0 and 1.1 have no executeSynchronously
             return await self._execute_with_callback(request), None
         if version is _V1_3:

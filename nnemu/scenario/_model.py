@@ -142,6 +142,9 @@ class MemoryMode(enum.Enum):
     DEVICE = "device"
     """Device memory (``Memory_createFromDesc``), the inputs copied in by the first execution,
     the outputs copied out (``Memory_copy``) after every execution."""
+    AHWB = "ahwb"
+    """BLOB-mode AHardwareBuffers (``Memory_createFromAHardwareBuffer``), one per input and
+    output, which every execution reads and writes in place (``setInput/OutputFromMemory``)."""
 
 
 class WorkloadKind(enum.Enum):
@@ -181,6 +184,8 @@ WORKLOAD_REQUIRED: Final = {
 checked on its own)."""
 SYNC_FENCES_RULE: Final = "false unless hal_version is 1.3 or AIDL (executeFenced)"
 """Which devices may return sync fences."""
+HARDWARE_BUFFERS_RULE: Final = "false unless hal_version is 1.2 or later (validatePool)"
+"""Which devices may map non-BLOB AHardwareBuffers."""
 PIPELINE_RULE: Final = "1 unless execution_mode is fenced and reusable is false"
 """Which apps may chain fenced executions."""
 _WINDOW: Final = frozenset({"at_ms", "until_ms"})
@@ -324,9 +329,17 @@ class DeviceSpec:
     work ends (in error when it fails), instead of working inside the call as the sample
     driver does (HAL 1.3 and AIDL only)."""
 
+    hardware_buffers: bool = False
+    """The driver maps AHardwareBuffers of non-BLOB formats (``hardware_buffer`` pools, read
+    in place), which the sample driver cannot (GENERAL_FAILURE) (HAL 1.2 and later)."""
+
     def __attrs_post_init__(self) -> None:
         if self.sync_fences and not self.hal_version.at_least(HalVersion.V1_3):
             raise SpecValueError("DeviceSpec", "sync_fences", SYNC_FENCES_RULE, self.sync_fences)
+        if self.hardware_buffers and not self.hal_version.at_least(HalVersion.V1_2):
+            raise SpecValueError(
+                "DeviceSpec", "hardware_buffers", HARDWARE_BUFFERS_RULE, self.hardware_buffers
+            )
 
 
 @attrs.frozen(kw_only=True)

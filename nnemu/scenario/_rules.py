@@ -29,6 +29,7 @@ from nnemu.scenario._model import (
     CPU_DEVICE_NAME,
     DTYPES,
     FAULT_FIELDS,
+    HARDWARE_BUFFERS_RULE,
     LAYERS_WITH_FILTER,
     PIPELINE_RULE,
     PRESETS,
@@ -121,6 +122,12 @@ class _Checker(_Walker):
             and not version.at_least(HalVersion.V1_3)
         ):
             self.expected(*m.at("sync_fences"), SYNC_FENCES_RULE)
+        if (
+            m.values.get("hardware_buffers") is True
+            and isinstance(version, HalVersion)
+            and not version.at_least(HalVersion.V1_2)
+        ):
+            self.expected(*m.at("hardware_buffers"), HARDWARE_BUFFERS_RULE)
         files = m.values.get("cache_files")
         if isinstance(files, tuple) and len(files) != 2:
             node, path = m.at("cache_files")

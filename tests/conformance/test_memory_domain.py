@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from nnemu.driver import DriverService
+from nnemu.driver import AidlBurst, DriverService
 from nnemu.hal import (
     DataLocation,
     ErrorStatus,
+    HalVersion,
     Model,
     Operand,
     OperandLifeTime,
@@ -26,7 +27,7 @@ from nnemu.hal import (
     Subgraph,
     build_preset,
 )
-from nnemu.runtime import Compilation, Execution
+from nnemu.runtime import Burst, Compilation, Execution
 from nnemu.runtime._memory import Memory, MemoryDesc, MemoryKind
 from nnemu.scenario import DeviceSpec
 from tests.conformance._harness import V12, V13
@@ -497,3 +498,67 @@ async def test_ExecutionBuilder_computeFenced_leaves_an_uninitialized_memory_to_
 
     await world.run(app)
     assert seen == [(OP_FAILED, None), True]
+
+
+BURST_FAMILIES = {
+    "hidl1.3": (HalVersion.V1_3, ["HIDL::IPreparedModel::executeSynchronously_1_3"]),
+    "aidl-v1": (HalVersion.AIDL_V1, ["AIDL::ndk::IBurst::executeSynchronously"]),
+    "aidl-v4": (HalVersion.AIDL_V4, ["AIDL::ndk::IBurst::executeSynchronouslyWithConfig"]),
+}
+
+
+@pytest.mark.parametrize("family", list(BURST_FAMILIES))
+async def test_DeviceMemoryTest_under_ComputeMode_BURST(
+    autojump_clock, runtime_world, monkeypatch, family
+):
+    """TestGenerated.cpp DeviceMemoryTest, run by TestMain.cpp's ``ComputeMode::BURST`` pass:
+    burstCompute with every input and output in device memory computes, and the output
+    memory then copies out.  A HIDL burst's request cannot name device memory
+    (``compliantWithV1_2`` false), so Manager.cpp's DriverPreparedModel::execute skips the
+    burst for the prepared model's executeSynchronously_1_3 (``burstFallback``); an AIDL
+    burst sends the request, its device memory pools by token, through
+    ``IBurst::executeSynchronously`` with memory identifier token -1 for every pool
+    (aidl/utils Burst::execute: only a cached shared memory has an identifier)."""
+    version, expected = BURST_FAMILIES[family]
+    world = runtime_world(DeviceSpec(name="npu", hal_version=version))
+    calls: list[str] = []
+    world.binder.on_call = calls.append
+    sent: list[tuple[tuple[int | None, ...], tuple[int, ...]]] = []
+    execute = AidlBurst.executeSynchronously
+
+    async def spy(self, request, tokens, *args):
+        sent.append((request.pool_tokens, tuple(tokens)))
+        return await execute(self, request, tokens, *args)
+
+    monkeypatch.setattr(AidlBurst, "executeSynchronously", spy)
+    seen = []
+    marker: list[int] = []
+
+    async def app(runtime):
+        compilation = await _add_compilation(runtime)
+        _, source = await _allocate(runtime, compilation, [0], [])
+        _, result = await _allocate(runtime, compilation, [], [0])
+        assert source.kind is result.kind is MemoryKind.DEVICE
+        _, ashmem = Memory.create_from_fd(runtime, 64)
+        assert await ashmem.copy(source) is OK
+        code, burst = await Burst.create(compilation)
+        assert code is OK
+        marker.append(len(calls))
+        for _ in range(2):
+            _, execution = Execution.create(compilation)
+            assert execution.set_io() is OK
+            assert execution.set_input_from_memory(0, source) is OK
+            assert execution.set_output_from_memory(0, result) is OK
+            seen.append(await execution.burst_compute(burst))
+        seen.append(await result.copy(ashmem))
+
+    await world.run(app)
+    assert seen == [OK, OK, OK]
+    copy = "AIDL::ndk::IBuffer::copyTo" if version.aidl else "HIDL::IBuffer::copyTo"
+    assert calls[marker[0] :] == [*expected, *expected, copy]
+    if version.aidl:
+        [(tokens, identifiers)] = set(sent)
+        assert tokens[-2:] == (1, 2)  # the input's and the output's memory, by token
+        assert identifiers == (-1,) * len(tokens)
+    else:
+        assert sent == []

@@ -5,7 +5,8 @@ Mirrors ``hardware/interfaces/neuralnetworks/1.3/vts/functional/MemoryDomainTest
 its AIDL twin ``neuralnetworks/aidl/vts/functional/MemoryDomainTests.cpp`` case by case:
 each test is run for both families (``family``) and VTS's four operand types (``kind``);
 the execution cases for each executor the family has (HIDL: async, sync, fenced; AIDL:
-sync, fenced).  VTS's CONV_2D test model is an ADD with a constant (nnemu computes no
+sync, burst, fenced -- the AIDL file's ``kExecutorChoices``; its ``executeBurst`` sends
+``IBurst::executeSynchronously`` with memory identifier token -1 for every pool).  VTS's CONV_2D test model is an ADD with a constant (nnemu computes no
 values: what VTS's cases look at is each input's and output's operand), its single-ADD
 model the same as VTS's.  The emulated driver follows the sample driver, so the VTS cases
 that return early when ``allocate`` fails (a dynamic shape) check that it fails with
@@ -19,7 +20,7 @@ from collections.abc import Awaitable, Callable
 import attrs
 import pytest
 
-from nnemu.driver import AidlDevice, AidlPreparedModel, PreparedModel
+from nnemu.driver import AidlBurst, AidlDevice, AidlPreparedModel, PreparedModel
 from nnemu.hal import (
     UINT64_MAX,
     BufferDesc,
@@ -309,6 +310,8 @@ class Client:
             status, launched, _ = callback.get_execution_info()
             assert launched.time_on_device_us == UINT64_MAX
             return status  # type: ignore[no-any-return]
+        if executor == "burst":
+            return await self._execute_burst(prepared, request)
         assert isinstance(prepared, AidlPreparedModel)
         answer = await self.call(
             "IPreparedModel",
@@ -320,6 +323,26 @@ class Client:
         launched, _, status = answer.getExecutionInfo()  # type: ignore[union-attr]
         assert launched.time_on_device_ns == -1
         return status  # type: ignore[no-any-return]
+
+    async def _execute_burst(self, prepared: object, request: Request) -> ErrorStatus:
+        """VTS ``executeBurst``: configureExecutionBurst, then ``IBurst::executeSynchronously``
+        with -1 for every memory identifier token (a device memory pool included)."""
+        assert isinstance(prepared, AidlPreparedModel)
+        burst = await self.call(
+            "IPreparedModel", "configureExecutionBurst", prepared.configureExecutionBurst
+        )
+        assert isinstance(burst, AidlBurst)
+        slots = (-1,) * len(request.pool_sizes)
+        answer = await self.call(
+            "IBurst",
+            "executeSynchronously",
+            lambda: burst.executeSynchronously(request, slots, False, -1, -1),
+        )
+        if isinstance(answer, ServiceSpecificError):
+            return answer.status
+        assert isinstance(answer, ExecutionResult)
+        assert answer.timing.time_on_device_ns == -1
+        return NONE
 
 
 def _run(family: str, body: Callable[[Client], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
@@ -674,7 +697,9 @@ async def test_MemoryDomainCopyTest_failed_copyFrom_uninitializes(autojump_clock
 EXECUTORS = [
     (family, executor)
     for family in FAMILIES
-    for executor in (("async", "sync", "fenced") if family == "hidl1.3" else ("sync", "fenced"))
+    for executor in (
+        ("async", "sync", "fenced") if family == "hidl1.3" else ("sync", "burst", "fenced")
+    )
 ]
 executor_param = pytest.mark.parametrize(
     ("family", "executor"), EXECUTORS, ids=[f"{f}-{e}" for f, e in EXECUTORS]
@@ -867,8 +892,9 @@ async def test_MemoryDomainExecutionTest_InvalidDimensions(family, executor, kin
     """MemoryDomainTests.cpp MemoryDomainExecutionTest.InvalidDimensions (not fenced, which
     has no dynamic shapes): a model with dimension 0 unknown, a memory allocated with
     {1,32,32,8}; an input or output argument of dimensions {2,32,32,8} on it is
-    INVALID_ARGUMENT.  (VTS's third case, an output whose produced shape conflicts with the
-    memory, needs the driver to compute shapes from its inputs, which nnemu does not.)"""
+    INVALID_ARGUMENT; a shared input of {2,32,32,8} makes the ADD produce {2,32,32,8} into
+    the memory, which conflicts with its dimensions (``updateDeviceMemories``):
+    GENERAL_FAILURE."""
     if executor == "fenced":
         return
 
@@ -885,6 +911,8 @@ async def test_MemoryDomainExecutionTest_InvalidDimensions(family, executor, kin
         as_output = _request([shared], [_device(1, bad)], [bad_size], token)
         assert await client.execute(executor, prepared, as_input) is INVALID
         assert await client.execute(executor, prepared, as_output) is INVALID
+        produces_bad = _request([shared], [_device(1)], [bad_size], token)
+        assert await client.execute(executor, prepared, produces_bad) is GENERAL
 
     await _run(family, body)()
 

@@ -108,3 +108,70 @@ def test_device_memory_on_a_hal_1_2_driver_falls_back_to_ashmem(explicit) -> Non
     assert data["apps"]["app"]["completed"] == 4
     ashmem = _run("ashmem", hal="1.2")
     assert _mean_ms(data) >= _mean_ms(ashmem)
+
+
+@pytest.mark.parametrize(
+    ("hal", "execute"),
+    [
+        ("1.3", "HIDL::IPreparedModel::executeSynchronously_1_3::server"),
+        ("aidl-v4", "AIDL::ndk::IBurst::executeSynchronouslyWithConfig::server"),
+    ],
+)
+def test_device_memory_bursts_compute_on_the_drivers_memory(hal, execute) -> None:
+    """``execution_mode: burst`` with ``memory: device``: every execution completes and its
+    output copies out of the driver's buffer -- on a HIDL driver through the prepared
+    model (no FMQ packet: HAL 1.2's request cannot name device memory), on an AIDL one
+    through the IBurst; neither pays the driver's I/O for the device-memory arguments."""
+    burst = "    memory: device\n    execution_mode: burst\n"
+    text = _text("device", hal=hal).replace("    memory: device\n", burst)
+    sink = RecordingSink()
+    data = run(load_scenario_text(text, source="s.yaml"), sinks=[sink]).data
+    no_io = _text("device", io="0", hal=hal).replace("    memory: device\n", burst)
+    assert _mean_ms(run(load_scenario_text(no_io, source="s.yaml")).data) == _mean_ms(data)
+    names = [mark.name for mark in sink.marks]
+    assert data["apps"]["app"]["completed"] == 4
+    assert names.count(execute) == 4
+    assert not [n for n in names if "ExecutionBurstController::compute" in n]
+    copy = "AIDL::ndk::IBuffer::copyTo::server" if hal != "1.3" else "HIDL::IBuffer::copyTo::server"
+    assert names.count(copy) == 4
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "fenced", "burst"])
+def test_ahwb_memory_is_read_in_place_and_moved_like_ashmem(mode) -> None:
+    """``memory: ahwb``: one BLOB AHardwareBuffer per input and output, wrapped once
+    (Memory_createFromAHardwareBuffer) and set whole by every execution (no Memory_copy);
+    the driver moves them as it moves ashmem (io_us_per_kb), so an execution takes what an
+    ashmem one does, in every execution mode."""
+    ahwb_text = _text("ahwb").replace(
+        "    memory: ahwb\n", f"    memory: ahwb\n    execution_mode: {mode}\n"
+    )
+    ashmem_text = _text("ashmem").replace(
+        "    memory: ashmem\n", f"    memory: ashmem\n    execution_mode: {mode}\n"
+    )
+    sink = RecordingSink()
+    data = run(load_scenario_text(ahwb_text, source="s.yaml"), sinks=[sink]).data
+    names = [mark.name for mark in sink.marks]
+    assert data["apps"]["app"]["completed"] == 4
+    assert names.count("[NN_LR_PP]ANeuralNetworksMemory_createFromAHardwareBuffer") == 3
+    assert names.count("[NN_LR_PIO]ANeuralNetworksExecution_setInputFromMemory") == 4 * 2
+    assert names.count("[NN_LR_PIO]ANeuralNetworksExecution_setOutputFromMemory") == 4
+    assert "[NN_LR_PE]ANeuralNetworksMemory_copy" not in names
+    ashmem = run(load_scenario_text(ashmem_text, source="s.yaml")).data
+    assert _mean_ms(data) == _mean_ms(ashmem)
+
+
+def test_ahwb_memory_on_a_hal_1_0_driver_runs_on_the_cpu() -> None:
+    """A 1.0 driver cannot take an AHardwareBuffer pool (compliantWithV1_0): the runtime makes
+    no execute call and, the app's compilation not being for explicit devices, computes on
+    the CPU; with ``devices: [npu]`` every execution is OP_FAILED."""
+    text = _text("ahwb", hal="1.0")
+    sink = RecordingSink()
+    data = run(
+        load_scenario_text(text.replace("    devices: [npu]\n", ""), source="s.yaml"), sinks=[sink]
+    ).data
+    names = [mark.name for mark in sink.marks]
+    assert data["apps"]["app"]["completed"] == 4
+    assert not [n for n in names if "IPreparedModel::execute" in n]
+    assert names.count("[NN_LR_PE]cpuFallbackPartial") == 4
+    explicit = run(load_scenario_text(text, source="s.yaml")).data
+    assert explicit["apps"]["app"]["errors"] == {"OP_FAILED": 4}

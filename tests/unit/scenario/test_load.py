@@ -9,9 +9,10 @@ import attrs
 import pytest
 from hypothesis import given, settings
 
-from nnemu.errors import ScenarioError
+from nnemu.errors import ScenarioError, SpecValueError
 from nnemu.hal import DeviceType, HalVersion, OperationType, Priority
 from nnemu.scenario import (
+    DeviceSpec,
     ExpectOp,
     FaultKind,
     FaultSpec,
@@ -355,3 +356,22 @@ def test_unreadable_file(tmp_path: pathlib.Path):
     with pytest.raises(ScenarioError) as info:
         load_scenario(missing)
     assert str(info.value) == f"{missing}:1:1: cannot read the file: No such file or directory"
+
+
+def test_hardware_buffers_need_hal_1_2():
+    """A device that maps non-BLOB AHardwareBuffers must speak HAL 1.2 or later (validatePool
+    takes the hardware_buffer pools from 1.2); on 1.2 it loads, with an app's memory: ahwb."""
+    text = VALID.replace(
+        "  - name: npu\n", '  - name: npu\n    hal_version: "1.1"\n    hardware_buffers: true\n'
+    )
+    assert problems(text) == [
+        "s.yaml:6:23: devices[0].hardware_buffers: expected false unless hal_version is 1.2 "
+        "or later (validatePool), got true"
+    ]
+    loaded = load_scenario_text(
+        text.replace('"1.1"', '"1.2"').replace("model: net\n", "model: net\n    memory: ahwb\n")
+    )
+    assert loaded.devices[0].hardware_buffers
+    assert loaded.apps[0].memory.value == "ahwb"
+    with pytest.raises(SpecValueError):
+        DeviceSpec(name="npu", hal_version=HalVersion.V1_1, hardware_buffers=True)
