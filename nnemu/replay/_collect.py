@@ -45,7 +45,9 @@ from nnemu.trace import (
     Event,
 )
 
-_VERSIONS: Final = (HalVersion.V1_0, HalVersion.V1_1, HalVersion.V1_2, HalVersion.V1_3)
+_VERSIONS: Final = tuple(HalVersion)
+"""The versions oldest first (HIDL 1.0-1.3, then AIDL v1-v4): a driver's is the newest its
+server calls show."""
 
 
 # ---------------------------------------------------------------------- reading
