@@ -393,4 +393,5 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         qos=None if tally.qos is None else parse_qos(tally.qos),
         start_ns=tally.po_begin,
         fallbacks=tally.fallbacks,
+        reusable_calls=tally.reusable_calls,
     )

@@ -120,6 +120,7 @@ _FAILED: Final = 16
 _QOS: Final = 17
 _DIED: Final = 18
 _LR_FALLBACK: Final = 19
+_LR_REUSABLE: Final = 20
 
 
 _BURST_EXECUTOR: Final = "BurstExecutorWithCache::"
@@ -139,6 +140,7 @@ _RUNTIME_COUNTS: Final = {
     "ANeuralNetworksExecution_setTimeout": _LR_TIMEOUT,
     "cpuFallbackFull": _LR_FALLBACK,
     "cpuFallbackPartial": _LR_FALLBACK,
+    "ANeuralNetworksExecution_setReusable": _LR_REUSABLE,
 }
 
 

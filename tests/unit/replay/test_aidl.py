@@ -89,7 +89,7 @@ def test_saved_scenario_keeps_the_aidl_version(tmp_path: Path) -> None:
 
 
 def test_a_mobilenet_sets_the_device_speed_beside_a_one_operation_model(tmp_path: Path) -> None:
-    """aidl_v4_reusable: the npu serves a camera (a mobilenet, 60 executions) and a hotword
+    """aidl_v4_reusable: the npu serves a reusable camera (a mobilenet, 60 executions) and a hotword
     app (200 executions the replay gives the one-operation stand-in). The device's speed
     comes from the camera, so the camera replays within 15% of its recorded p50 and p95
     (from the hotword's 25 µs it was a speed 3125 times the reference, and the camera
@@ -103,6 +103,13 @@ def test_a_mobilenet_sets_the_device_speed_beside_a_one_operation_model(tmp_path
         and "60 camera's executions" in note.text
         for note in built.derived
     ), [note.text for note in built.derived]
+    # The camera computes one execution again and again (setReusable): so does its replay.
+    reusable = {app.name: app.reusable for app in built.scenario.apps}
+    assert reusable == {"camera": True, "hotword_npu": False, "hotword_gpu": False}
+    assert (
+        "apps.camera.reusable: true (1 setReusable call: ANeuralNetworksExecution_setReusable)"
+        in [note.text for note in built.derived]
+    )
     camera = run(built.scenario).data["apps"]["camera"]["latency_ms"]
     was = report.data["apps"]["camera"]["latency_ms"]
     for q in ("p50", "p95"):
