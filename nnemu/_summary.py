@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 if TYPE_CHECKING:
     from nnemu.replications import Replications
@@ -83,21 +83,21 @@ def summary(data: dict[str, Any], out: TextIO) -> None:
             out.write(f"  {mark} {result['text']}{why}\n")
 
 
-SPLIT_HEADS = {
-    "app_wait": "app",
-    "binder_wait": "binder",
-    "device_queue": "device_queue",
-    "preempted": "preempt",
-    "ipc": "ipc",
-    "driver_launch": "launch",
-    "compute": "compute",
-    "retry": "retry",
-    "runtime": "runtime",
-}
-"""The summary's column heads for the parts of ``latency_split_ms`` (``device_queue`` by the
-key's own name: ``queue`` alone read as any queue, the binder's included)."""
+SPLIT_HEADS: Final = (
+    "app_wait",
+    "binder_wait",
+    "device_queue",
+    "preempted",
+    "ipc",
+    "driver_launch",
+    "compute",
+    "retry",
+    "runtime",
+)
+"""The summary's columns for the parts of ``latency_split_ms``, in order, each headed by its
+key: one name per quantity in the summary, the report, ``--executions`` and ``--set``."""
 
-SPLIT_WIDTHS = {part: max(9, len(head) + 1) for part, head in SPLIT_HEADS.items()}
+SPLIT_WIDTHS: Final = {part: max(9, len(part) + 1) for part in SPLIT_HEADS}
 """Each split column's width: 9, or its head and a space."""
 
 
@@ -112,7 +112,7 @@ def _split_summary(apps: dict[str, Any], out: TextIO) -> None:
     if not shown:
         return
     width = max([3, *(len(name) for name in shown)]) + 2
-    heads = "".join(f"{head:>{SPLIT_WIDTHS[part]}}" for part, head in SPLIT_HEADS.items())
+    heads = "".join(f"{part:>{SPLIT_WIDTHS[part]}}" for part in SPLIT_HEADS)
     out.write(f"\n{'mean ms':<{width}}{'latency':>9}{heads}\n")
     for name, app in shown.items():
         split = app["latency_split_ms"]
@@ -233,7 +233,7 @@ def replications_summary(replications: Replications, out: TextIO) -> None:
         out.write(footnote(marked, " in at least one replication") + "\n")
     split = [name for name in apps if f"apps.{name}.latency_split_ms.compute" in intervals]
     if split:
-        heads = "".join(f"{head:>{SPLIT_WIDTHS[part]}}" for part, head in SPLIT_HEADS.items())
+        heads = "".join(f"{part:>{SPLIT_WIDTHS[part]}}" for part in SPLIT_HEADS)
         out.write(f"\n{'mean ms':<{width}}{'latency':>9}{heads}\n")
         for name in split:
             paths = [f"apps.{name}.latency_ms.mean"] + [

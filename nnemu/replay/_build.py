@@ -318,6 +318,12 @@ def _app(
             f"{where}: executions went to {', '.join(known)} (all devices kept)",
             f"{where}.devices",
         )
+    if app.reusable_calls:
+        notes.derive(
+            f"{where}.reusable: true ({counted(app.reusable_calls, 'setReusable call')}: "
+            "ANeuralNetworksExecution_setReusable)",
+            f"{where}.reusable",
+        )
     qos = _qos(app, where, devices_used, notes)
     notes.assumed.extend(_unrecorded_settings(app, where, qos))
     return AppSpec(
@@ -329,6 +335,7 @@ def _app(
         preference=preference,
         threads=threads,
         workload=workload,
+        reusable=app.reusable_calls > 0,
         **qos,
     )
 

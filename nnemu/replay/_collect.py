@@ -23,6 +23,7 @@ from nnemu.replay._roles import (
     _LR_FALLBACK,
     _LR_FINISH,
     _LR_PRIORITY,
+    _LR_REUSABLE,
     _LR_TIMEOUT,
     _NOTIFY_EXEC,
     _NOTIFY_PREP,
@@ -45,7 +46,9 @@ from nnemu.trace import (
     Event,
 )
 
-_VERSIONS: Final = (HalVersion.V1_0, HalVersion.V1_1, HalVersion.V1_2, HalVersion.V1_3)
+_VERSIONS: Final = tuple(HalVersion)
+"""The versions oldest first (HIDL 1.0-1.3, then AIDL v1-v4): a driver's is the newest its
+server calls show."""
 
 
 # ---------------------------------------------------------------------- reading
@@ -382,6 +385,8 @@ class _Collector:
                 app.qos = role.text  # (the first: ``nnemu::qos``)
             elif kind == _LR_FALLBACK:
                 app.fallbacks += 1
+            elif kind == _LR_REUSABLE:
+                app.reusable_calls += 1
         self._stacks.setdefault(tid, []).append((ts, pid, role, serial))
 
     def end(self, ts: int, tid: int, line_number: int = 0) -> None:

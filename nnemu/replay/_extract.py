@@ -50,7 +50,9 @@ from nnemu.trace import (
 )
 from nnemu.tracer import safe_name
 
-_SERVICE_RE: Final = re.compile(r"neuralnetworks@\d\.\d-service-?(.*)$")
+_SERVICE_RE: Final = re.compile(r"neuralnetworks(?:@\d\.\d)?-service-?(.*)$")
+"""A driver service's process name: ``android.hardware.neuralnetworks@1.3-service-gpu``
+(HIDL) or ``android.hardware.neuralnetworks-service-npu`` (AIDL); the device is its tail."""
 
 
 _NONE: Final = array("q")
@@ -391,4 +393,5 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         qos=None if tally.qos is None else parse_qos(tally.qos),
         start_ns=tally.po_begin,
         fallbacks=tally.fallbacks,
+        reusable_calls=tally.reusable_calls,
     )

@@ -99,6 +99,9 @@ class TraceApp:
     fallbacks: int = 0
     """Executions (or partitions) its runtime ran on the CPU instead of a driver
     (``cpuFallbackFull``/``cpuFallbackPartial`` sections)."""
+    reusable_calls: int = 0
+    """Executions its runtime made reusable (``ANeuralNetworksExecution_setReusable``
+    sections: one per app thread when the app computes one execution again and again)."""
 
 
 @attrs.frozen(kw_only=True)

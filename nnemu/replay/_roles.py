@@ -23,6 +23,33 @@ from nnemu.tracer import NNAPI_HIDL_INTERFACES, Layer, Phase
 
 _NN_INTERFACES: Final = NNAPI_HIDL_INTERFACES
 
+_AIDL_NDK: Final = "AIDL::ndk::"
+"""The prefix of the marks the AIDL compiler's NDK backend writes:
+``AIDL::ndk::<Iface>::<method>::client|server``."""
+
+_AIDL_INTERFACES: Final = frozenset(
+    {
+        "IDevice",
+        "IPreparedModel",
+        "IBuffer",
+        "IBurst",
+        "IExecution",
+        "IPreparedModelCallback",
+        "IFencedExecutionCallback",
+    }
+)
+"""The interfaces of the AIDL NNAPI HAL (``android.hardware.neuralnetworks``)."""
+
+_AIDL_V4_METHODS: Final = frozenset(
+    {
+        "prepareModelWithConfig",
+        "executeSynchronouslyWithConfig",
+        "executeFencedWithConfig",
+        "createReusableExecution",
+    }
+)
+"""AIDL methods that only exist from v4 on (``ExecutionConfig``, reusable executions)."""
+
 
 _EXECUTION_API: Final = {
     "ANeuralNetworksExecution_compute": ExecutionMode.SYNC,
@@ -93,6 +120,7 @@ _FAILED: Final = 16
 _QOS: Final = 17
 _DIED: Final = 18
 _LR_FALLBACK: Final = 19
+_LR_REUSABLE: Final = 20
 
 
 _BURST_EXECUTOR: Final = "BurstExecutorWithCache::"
@@ -112,6 +140,7 @@ _RUNTIME_COUNTS: Final = {
     "ANeuralNetworksExecution_setTimeout": _LR_TIMEOUT,
     "cpuFallbackFull": _LR_FALLBACK,
     "cpuFallbackPartial": _LR_FALLBACK,
+    "ANeuralNetworksExecution_setReusable": _LR_REUSABLE,
 }
 
 
@@ -152,13 +181,21 @@ def _role(name: str) -> _Role:
         parts = name.split("::")
         if len(parts) < 4 or parts[1] not in _NN_INTERFACES:
             return _NOT_USED
+    elif name.startswith(_AIDL_NDK):
+        parts = name.split("::")
+        if len(parts) < 5 or parts[2] not in _AIDL_INTERFACES:
+            return _NOT_USED
     else:
         return _NOT_USED
     mark = classify(name)
     if mark.hidl:
-        iface, method, side = _hidl_parts(name)
-        key = f"{iface}::{method}"
-        execute = iface == "IPreparedModel" and method.startswith("execute")
+        aidl = name.startswith(_AIDL_NDK)
+        iface, method, side = _hidl_parts(name.removeprefix(_AIDL_NDK) if aidl else name[6:])
+        # (An AIDL call pairs only with an AIDL call: its key keeps the prefix.)
+        key = f"{_AIDL_NDK if aidl else ''}{iface}::{method}"
+        execute = method.startswith("execute") and (
+            iface == "IPreparedModel" or (aidl and iface in ("IBurst", "IExecution"))
+        )
         prepare = iface == "IDevice" and method.startswith("prepareModel")
         if side == "server" and mark.driver_server:
             return _Role(
@@ -167,13 +204,15 @@ def _role(name: str) -> _Role:
                 execute=execute,
                 async_server=mark.async_execute_server,
                 prepare=prepare,
-                version=_version_of(method),
+                version=_aidl_version_of(iface, method) if aidl else _version_of(method),
             )
         if side == "client" and iface == "IExecutionCallback":
             return _Role(_NOTIFY_EXEC)
         if side == "client" and iface == "IPreparedModelCallback":
             return _Role(_NOTIFY_PREP)
-        if side == "client" and iface in ("IDevice", "IPreparedModel"):
+        if side == "client" and (
+            iface in ("IDevice", "IPreparedModel") or (aidl and iface in ("IBurst", "IExecution"))
+        ):
             return _Role(_CLIENT, key, execute=execute, prepare=prepare)
         return _NOT_USED
     if mark.layer is None or mark.switch:
@@ -219,10 +258,20 @@ def _nnemu_role(name: str) -> _Role:
 # ---------------------------------------------------------------------- analysis
 
 
-def _hidl_parts(name: str) -> tuple[str, str, str]:
-    """(interface, method, side) of ``HIDL::<Iface>::<method>::<side>``."""
-    parts = name.split("::")
-    return parts[1], parts[2], parts[3]
+def _hidl_parts(call: str) -> tuple[str, str, str]:
+    """(interface, method, side) of ``<Iface>::<method>::<side>`` (a HIDL or AIDL mark
+    without its ``HIDL::`` or ``AIDL::ndk::`` prefix)."""
+    parts = call.split("::")
+    return parts[0], parts[1], parts[2]
+
+
+def _aidl_version_of(iface: str, method: str) -> HalVersion:
+    """The AIDL version an AIDL server method shows: v4 for its ``*WithConfig`` methods and
+    reusable executions (``IExecution``), else v1 (v2 and v3 added operations and types,
+    no method a trace shows)."""
+    if method in _AIDL_V4_METHODS or iface == "IExecution":
+        return HalVersion.AIDL_V4
+    return HalVersion.AIDL_V1
 
 
 def _version_of(method: str) -> HalVersion:

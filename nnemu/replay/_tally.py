@@ -90,6 +90,7 @@ class _AppTally:
         "prepares",
         "priority_calls",
         "qos",
+        "reusable_calls",
         "timeout_calls",
     )
 
@@ -114,6 +115,8 @@ class _AppTally:
         self.qos: str | None = None
         """What its first ``nnemu::qos`` mark names after the prefix (``_attempts.parse_qos``)."""
         self.fallbacks = 0
+        self.reusable_calls = 0
+        """Its runtime's ``ANeuralNetworksExecution_setReusable`` sections."""
         """Its runtime's ``cpuFallbackFull``/``cpuFallbackPartial`` sections."""
         self.finishes = 0
         self.la_compiles = 0

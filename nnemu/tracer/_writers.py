@@ -16,6 +16,8 @@ from librt.strings import BytesWriter
 
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
+from nnemu.tracer._args import PREFIX as _ARGS_PREFIX
+from nnemu.tracer._args import debug_annotations, json_args
 from nnemu.tracer._events import TraceEvent, _CounterMark, _FlowMark
 from nnemu.tracer._names import thread_name
 
@@ -365,7 +367,9 @@ class ChromeJsonWriter:
                     }
                 )
         text = track.begins[name] = (
-            b',\n{"cat": "nnapi", "name": '
+            b",\n{"
+            + json_args(name)
+            + b'"cat": "nnapi", "name": '
             + json.dumps(name).encode()
             + b', "ph": "B", '
             + track.place
@@ -585,6 +589,8 @@ class PerfettoWriter:
         """A counter event's ``TrackEvent`` up to its value, by (pid, name)."""
         self._iids: dict[str, bytes] = {}
         """Each interned slice name's ``name_iid`` field."""
+        self._arg_iids: dict[str, int] = {}
+        """Each interned debug annotation name's iid (``_args.debug_annotations``)."""
         self._started = False
         self._last_ts = -1
         self._ts_field = b""
@@ -649,14 +655,18 @@ class PerfettoWriter:
         tail = thread.begins.get(name)
         if tail is None or flows:
             iid = self._iids.get(name)
-            interned = b""
+            entry = b""
             if iid is None:
                 number = _varint(len(self._iids) + 1)
                 iid = self._iids[name] = b"\x50" + number
                 # interned_data (field 12) { event_names (2) { iid (1), name (2) } }
                 entry = _field(b"\x12", b"\x08" + number + _text_field(b"\x12", name))
-                interned = _field(b"\x62", entry)
             event = _SLICE_BEGIN + iid + thread.uuid
+            if name.startswith(_ARGS_PREFIX):  # nnemu's QoS facts as debug annotations (4)
+                annotations, names = debug_annotations(name, self._arg_iids)
+                event = annotations + event
+                entry += names
+            interned = _field(b"\x62", entry) if entry else b""
             if not flows:
                 tail = thread.begins[name] = _SEQUENCE + _field(_TRACK_EVENT, event)
                 tail += interned

@@ -423,8 +423,8 @@ def test_summary_shows_where_each_apps_mean_latency_went() -> None:
     lines = out.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("mean ms"))
     assert lines[head].split() == [
-        "mean", "ms", "latency", "app", "binder", "device_queue", "preempt", "ipc", "launch",
-        "compute", "retry", "runtime",
+        "mean", "ms", "latency", "app_wait", "binder_wait", "device_queue", "preempted", "ipc",
+        "driver_launch", "compute", "retry", "runtime",
     ]  # fmt: skip
     for line in lines[head + 1 : head + 3]:
         name, mean, *parts = line.split()
@@ -500,16 +500,22 @@ def test_summary_columns_keep_a_separator_however_wide_the_numbers() -> None:
     ]
 
 
-def test_summary_heads_the_device_queue_by_its_report_key() -> None:
-    """Issue 25 item 6: the ``mean ms`` block names the wait at the device ``device_queue``,
-    as ``latency_split_ms.device_queue`` does (it said ``queue``), its figure under its head."""
-    code, out, err = run_cli("run", str(REPO / "scenarios/two_apps_one_npu.yaml"))
+def test_summary_heads_each_part_by_its_report_key(tmp_path: Path) -> None:
+    """Issue 25 item 6, one name per quantity: the ``mean ms`` block heads each part of the
+    latency by its ``latency_split_ms`` key, every key once (it said ``queue``, then
+    ``app``, ``binder``, ``preempt``, ``launch`` for ``app_wait``, ``binder_wait``,
+    ``preempted``, ``driver_launch``), each figure under its head."""
+    report = tmp_path / "r.json"
+    code, out, err = run_cli(
+        "run", str(REPO / "scenarios/two_apps_one_npu.yaml"), "--report", str(report)
+    )
     assert code == 0, err
     lines = out.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("mean ms"))
     head = lines[at].split()
-    assert head[head.index("binder") + 1] == "device_queue"
-    assert "queue" not in head
+    keys = list(json.loads(report.read_text())["apps"]["camera"]["latency_split_ms"])
+    assert sorted(head[3:]) == sorted(keys)
+    assert len(head) == 3 + len(keys)
     camera = lines[at + 1]
     end = lines[at].index("device_queue") + len("device_queue")
     assert camera[:end].split()[-1] == camera.split()[4]  # the 4th part, right-aligned under it

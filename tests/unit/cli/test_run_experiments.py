@@ -428,8 +428,8 @@ def test_replications_show_the_latency_split_and_energy_of_the_runs(tmp_path: Pa
     lines = out.splitlines()
     head = lines.index(next(line for line in lines if line.startswith("mean ms")))
     assert lines[head].split() == [
-        "mean", "ms", "latency", "app", "binder", "device_queue", "preempt", "ipc", "launch",
-        "compute", "retry", "runtime",
+        "mean", "ms", "latency", "app_wait", "binder_wait", "device_queue", "preempted", "ipc",
+        "driver_launch", "compute", "retry", "runtime",
     ]  # fmt: skip
     camera = lines[head + 1].split()
     split = [s["apps"]["camera"]["latency_split_ms"] for s in singles]

@@ -31,3 +31,26 @@ def test_the_phone_capture_as_perfetto_names_what_its_systrace_names(variant: st
 
     pftrace = systrace_to_perfetto(OMR1, tmp_path / "omr1.pftrace", **VARIANTS[variant])
     assert _names(pftrace) == _names(OMR1) == ([(27005, "app-27005")], [(756, "hvx")])
+
+
+def test_a_phones_perfetto_recording_names_what_its_systrace_names(tmp_path: Path):
+    """omr1 as a phone's own Perfetto recording (``tests.phone_pftrace``: full command lines
+    in ``process_tree``, ``/vendor/bin/hw/android.hardware.neuralnetworks@1.0-service-hvx``;
+    15-character thread comms; the marks as ftrace ``print`` events, the app's threads in no
+    ``process_tree``) names the driver ``hvx`` and the app ``app-27005`` as omr1.html does,
+    in the replay's plan and in the scenario ``--save-scenario`` writes (issue 25 item 5)."""
+    from tests.commands import run_cli
+    from tests.phone_pftrace import phone_perfetto
+
+    pftrace = phone_perfetto(OMR1, tmp_path / "omr1.pftrace")
+    assert _names(pftrace) == _names(OMR1) == ([(27005, "app-27005")], [(756, "hvx")])
+    saved = {}
+    for path in (OMR1, pftrace):
+        out = tmp_path / f"{path.suffix[1:]}.yaml"
+        code, text, err = run_cli("replay", str(path), "-n", "--save-scenario", str(out))
+        assert code == 0, err
+        assert "  driver hvx: pid 756 (" in text
+        assert "  app app-27005: pid 27005" in text
+        # the same scenario but for the header line that names the file
+        saved[path.suffix] = out.read_text().split("\n", 2)[2]
+    assert saved[".pftrace"] == saved[".html"]
