@@ -37,8 +37,9 @@ driver's binder thread serves the client whose synchronous HIDL call of the
 same interface::method has waited longest (the observer sees events in the
 trace's order, not in the calling task, so it pairs calls as the contract's
 reader must); a driver's worker and burst server threads serve the client whose
-launched work (prepareModel/execute*/configureExecutionBurst) they took on,
-oldest first, until its notification.  A section (or asynchronous execution)
+launched work (prepareModel/execute*/configureExecutionBurst/executeFenced*) they
+took on, oldest first, until its notification (executeFenced work, which has none, for
+one top-level section and its [SW] sections).  A section (or asynchronous execution)
 of a client still open when that client's next run starts is time the trace
 cannot attribute (the parser drops it): its cells are recorded as not
 reconstructable in both runs, with the reason.
@@ -147,7 +148,7 @@ class GroundTruth:
         serves the client whose synchronous call of the same interface::method
         waits longest (calls are served in the order they are made).  A driver's worker
         or burst server thread serves the client whose launched work it took
-        (prepareModel/execute*/configureExecutionBurst, oldest first).
+        (prepareModel/execute*/configureExecutionBurst/executeFenced*, oldest first).
         """
         if proc.run is not None:
             return proc.run
