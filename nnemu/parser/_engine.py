@@ -96,6 +96,8 @@ _DEVICE_CALLEE: Final[dict[Layer, frozenset[Layer]]] = {
 # process); the accumulated device time is named LD or LC when a run ends,
 # once the process is known to be a driver or not.
 _DEVICE: Final = Layer.DRIVER
+_FENCED_MOVED: Final[StatKey] = (MOVED, Layer.IPC, Phase.EXECUTION)
+"""Where a worker's fenced execution time is kept for the IPC self time (``MOVED``)."""
 
 
 _E_ENTRY: Final[tuple[str, str, str, Mark, str, bool]] = ("E", "", "", OPAQUE, "", False)
@@ -129,12 +131,14 @@ class _Process:
 class _Acc:
     """What one thread contributed to one run."""
 
-    __slots__ = ("acc", "app_stack", "creates", "items", "la_pe", "run", "thread")
+    __slots__ = ("acc", "app_stack", "creates", "fenced", "items", "la_pe", "run", "thread")
 
     def __init__(self, run: _Run, thread: _Thread, keep_detail: bool) -> None:
         self.run = run
         self.app_stack = run.app_stack
         self.thread = thread
+        self.fenced = False
+        """A driver worker's fenced work: its device execution time is outside any IPC call."""
         self.acc: dict[StatKey, int] = {}
         self.creates: dict[Phase, int] = {}
         self.la_pe: dict[Phase, int] = {}
@@ -228,9 +232,18 @@ class _Gap:
 
 
 class _Launch:
-    """Work a driver's prepareModel/execute* server call launched for a client."""
+    """Work a driver's prepareModel/execute*/executeFenced server call launched for a client."""
 
-    __slots__ = ("app_phase", "burst", "claimed", "execute", "holder", "line_number", "start")
+    __slots__ = (
+        "app_phase",
+        "burst",
+        "claimed",
+        "execute",
+        "fenced",
+        "holder",
+        "line_number",
+        "start",
+    )
 
     def __init__(
         self,
@@ -241,6 +254,7 @@ class _Launch:
         *,
         execute: bool,
         burst: bool,
+        fenced: bool = False,
     ) -> None:
         self.holder = holder
         self.start = start
@@ -248,6 +262,9 @@ class _Launch:
         self.execute = execute
         self.burst = burst
         """A burst server thread (its ``[NN_LI_*]`` sections) serves one client for good."""
+        self.fenced = fenced
+        """An ``executeFenced`` whose work a worker thread does in one top-level section (no
+        notify ends it)."""
         self.line_number = line_number
         self.claimed: _Thread | None = None
 
@@ -267,6 +284,8 @@ class _Kind:
         "detail",
         "event_wait",
         "execution_create",
+        "fenced_inline",
+        "fenced_server",
         "hidl_client",
         "is_pe",
         "la_pe",
@@ -312,6 +331,11 @@ class _Kind:
     """Counted ``ANeuralNetworksEvent_wait`` execution section."""
     execution_create: bool
     """``ANeuralNetworksExecution_create``."""
+    fenced_inline: bool
+    """A device execution sub-phase inside an ``executeFenced`` server call: the driver works
+    inside the call, so no worker thread takes the call's launch."""
+    fenced_server: bool
+    """Server side of ``executeFenced`` (launches work that a worker thread may take)."""
     hidl_client: bool
     """Client side of a HIDL call (waits for the server side it pairs with)."""
     po: bool
@@ -543,6 +567,8 @@ def _set_roles(kind: _Kind, mark: Mark) -> None:
     )
     kind.queue_async = mark.async_execute_server
     kind.prepare_server = mark.prepare_server
+    kind.fenced_server = mark.fenced_server
+    kind.fenced_inline = layer is _DEVICE and phase in EXECUTION_SUBPHASES and _in_fenced_call(kind)
     kind.hidl_client = mark.hidl_client
     kind.po = layer is Layer.APPLICATION and phase is Phase.OVERALL
     kind.execution_create = mark.execution_create
@@ -571,6 +597,16 @@ def _set_roles(kind: _Kind, mark: Mark) -> None:
     kind.rt_cover_stops = kind.is_pe or phase in EXECUTION_SUBPHASES
 
 
+def _in_fenced_call(kind: _Kind) -> bool:
+    """Whether an enclosing section of ``kind`` is an ``executeFenced`` server call."""
+    parent = kind.parent
+    while parent is not None:
+        if parent.fenced_server:
+            return True
+        parent = parent.parent
+    return False
+
+
 def _set_shortcuts(kind: _Kind) -> None:
     """The flags ``feed`` tests to open or close the common sections inline (roles set already)."""
     # Work beyond the runtime's interval when the section opens or closes.
@@ -579,6 +615,8 @@ def _set_shortcuts(kind: _Kind) -> None:
         or kind.la_pe
         or kind.queue_async
         or kind.prepare_server
+        or kind.fenced_server
+        or kind.fenced_inline
         or kind.po
         or kind.start_compute
         or kind.hidl_client
@@ -1226,7 +1264,8 @@ class Engine:
         interface::method still waiting for it; other sections of a binder
         thread and of a worker thread belong to the client whose launched work
         (a prepareModel/execute* server call) the thread took on, until its
-        notification.  Anything else goes to the latest run started.
+        notification, or (an executeFenced call's) for one top-level section and the
+        ``[SW]`` sections that go on with it.  Anything else goes to the latest run started.
         """
         proc = thread.proc
         run = proc.run
@@ -1243,6 +1282,12 @@ class Engine:
                     return self._holder(call.holder.run, thread)
         elif not thread.binder and proc.driver:
             claim = thread.claim
+            if claim is not None and claim.fenced and not mark.switch:
+                # Its fenced work ended with the top-level section before this one (a [SW]
+                # section goes on with it); there is no notify to end it.
+                if claim in proc.launches:
+                    proc.launches.remove(claim)
+                claim = None
             if claim is None or claim not in proc.launches:
                 thread.claim = claim = None
                 # A burst server thread writes IPC marks; workers write device marks.
@@ -1253,7 +1298,10 @@ class Engine:
                         thread.claim = claim = launch
                         break
             if claim is not None:
-                return self._holder(claim.holder.run, thread)
+                holder = self._holder(claim.holder.run, thread)
+                if claim.fenced:
+                    holder.fenced = True
+                return holder
         return self._holder(self._latest, thread)
 
     @staticmethod
@@ -1307,7 +1355,7 @@ class Engine:
             frame.busy = self._pauses(frame)
             if frame.busy:
                 _busy_close(holder.run, frame.start)
-        if (kind.queue_async or kind.prepare_server) and thread.proc.driver:
+        if (kind.queue_async or kind.prepare_server or kind.fenced_server) and thread.proc.driver:
             launch = _Launch(
                 holder,
                 frame.start,
@@ -1315,9 +1363,16 @@ class Engine:
                 frame.line_number,
                 execute=kind.queue_async,
                 burst="configureExecutionBurst" in mark.call,
+                fenced=kind.fenced_server,
             )
             thread.proc.launches.append(launch)
             thread.launch = launch
+        elif kind.fenced_inline:
+            # The driver executes inside executeFenced: no worker takes that launch.
+            made = thread.launch
+            launches = thread.proc.launches
+            if made is not None and made.fenced and made.claimed is None and made in launches:
+                launches.remove(made)
 
     @staticmethod
     def _rt_open(thread: _Thread, frame: _Frame, kind: _Kind, holder: _Acc) -> None:
@@ -1357,11 +1412,18 @@ class Engine:
             return
         done = None
         for candidate in (thread.claim, thread.launch):
-            if candidate is not None and candidate.execute is execute and candidate in launches:
+            if (
+                candidate is not None
+                and candidate.execute is execute
+                and not candidate.fenced
+                and candidate in launches
+            ):
                 done = candidate
                 break
         if done is None:
-            done = next((launch for launch in launches if launch.execute is execute), None)
+            done = next(
+                (item for item in launches if item.execute is execute and not item.fenced), None
+            )
             if done is None:
                 return
         launches.remove(done)
@@ -1583,6 +1645,10 @@ class Engine:
                 for (app_phase, layer, phase), value in holder.acc.items():
                     key = (app_phase, device if layer is _DEVICE else layer, phase)
                     totals[key] = totals.get(key, 0) + value
+                    if holder.fenced and layer is _DEVICE and phase is Phase.EXECUTION:
+                        # Fenced work after its executeFenced call returned: the IPC
+                        # layer's self time does not lose it (D-FENCED).
+                        totals[_FENCED_MOVED] = totals.get(_FENCED_MOVED, 0) + value
                 for app_phase, count in holder.creates.items():
                     creates[app_phase] = creates.get(app_phase, 0) + count
                 for app_phase, count in holder.la_pe.items():

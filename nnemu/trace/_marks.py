@@ -38,6 +38,10 @@ _DRIVER_INTERFACES: Final = (
 # Asynchronous execution launchers; the driver's time runs from the server
 # call's begin to the begin of the IExecutionCallback notification it sends.
 _ASYNC_EXECUTE_METHODS: Final = frozenset({"execute", "execute_1_2", "execute_1_3"})
+# Fenced execution (HIDL 1.3 and AIDL IPreparedModel, AIDL v4 IExecution): a driver may return
+# at once and do the work on a worker thread, which has no notify to send.
+_FENCED_EXECUTE_INTERFACES: Final = frozenset({"IPreparedModel", "IExecution"})
+_FENCED_EXECUTE_METHODS: Final = frozenset({"executeFenced", "executeFencedWithConfig"})
 _START_COMPUTE: Final = frozenset(
     {
         "ANeuralNetworksExecution_startCompute",
@@ -70,6 +74,9 @@ class Mark:
     """An automatically generated HIDL mark."""
     async_execute_server: bool = False
     """Server side of an asynchronous ``execute*`` call."""
+    fenced_server: bool = False
+    """Server side of ``executeFenced`` (launches work a worker thread may do after the call;
+    an nnemu extension, docs/parser.md D-FENCED)."""
     prepare_server: bool = False
     """Server side of ``IDevice::prepareModel*`` (launches work that ends with a notify) or
     ``IPreparedModel::configureExecutionBurst`` (starts a burst server thread)."""
@@ -165,6 +172,9 @@ def _classify_hidl(name: str) -> Mark:
         async_execute_server=driver_server
         and interface == "IPreparedModel"
         and method in _ASYNC_EXECUTE_METHODS,
+        fenced_server=driver_server
+        and interface in _FENCED_EXECUTE_INTERFACES
+        and method in _FENCED_EXECUTE_METHODS,
         prepare_server=driver_server
         and (
             (interface == "IDevice" and "prepareModel" in method)

@@ -37,8 +37,9 @@ driver's binder thread serves the client whose synchronous HIDL call of the
 same interface::method has waited longest (the observer sees events in the
 trace's order, not in the calling task, so it pairs calls as the contract's
 reader must); a driver's worker and burst server threads serve the client whose
-launched work (prepareModel/execute*/configureExecutionBurst) they took on,
-oldest first, until its notification.  A section (or asynchronous execution)
+launched work (prepareModel/execute*/configureExecutionBurst/executeFenced*) they
+took on, oldest first, until its notification (executeFenced work, which has none, for
+one top-level section and its [SW] sections).  A section (or asynchronous execution)
 of a client still open when that client's next run starts is time the trace
 cannot attribute (the parser drops it): its cells are recorded as not
 reconstructable in both runs, with the reason.
@@ -147,7 +148,7 @@ class GroundTruth:
         serves the client whose synchronous call of the same interface::method
         waits longest (calls are served in the order they are made).  A driver's worker
         or burst server thread serves the client whose launched work it took
-        (prepareModel/execute*/configureExecutionBurst, oldest first).
+        (prepareModel/execute*/configureExecutionBurst/executeFenced*, oldest first).
         """
         if proc.run is not None:
             return proc.run
@@ -163,6 +164,11 @@ class GroundTruth:
                     return served
         elif proc.driver and not state.binder:
             claim = state.claim
+            if claim is not None and claim.fenced and kind is not SectionKind.SWITCH:
+                # Its fenced work ended with its top-level section (a [SW] goes on with it).
+                if claim in proc.launches:
+                    proc.launches.remove(claim)
+                state.claim = claim = None
             if claim is None or claim not in proc.launches:
                 state.claim = claim = None
                 burst = layer is Layer.IPC
@@ -239,9 +245,18 @@ class GroundTruth:
         section.event_wait = layer is Layer.RUNTIME and detail == EVENT_WAIT
         section.execution_create = layer is Layer.RUNTIME and detail == EXECUTION_CREATE
         if hidl.launches_work and proc.driver:
-            launch = Launch(run, ts_ns, execute=section.async_server, burst=hidl.burst)
+            launch = Launch(
+                run,
+                ts_ns,
+                execute=section.async_server,
+                burst=hidl.burst,
+                fenced=hidl.fenced,
+                section=section,
+            )
             proc.launches.append(launch)
             state.launch = launch
+        elif layer is DEVICE and section.phase in EXECUTION_SUBPHASES:
+            self._withdraw_fenced(section, proc, state)
         if kind is SectionKind.RAW and layer is Layer.IPC:
             call: list[object] = [run, False]
             self._waiting.setdefault(detail[: -len("::client")], deque()).append(call)
@@ -263,6 +278,19 @@ class GroundTruth:
                 ts_ns - state.pending_gaps.popleft(),
             )
 
+    @staticmethod
+    def _withdraw_fenced(section: OpenSection, proc: ProcessState, state: ThreadState) -> None:
+        """A device execution sub-phase inside an executeFenced server call: the driver works
+        inside the call, so no worker takes the call's launch."""
+        launch = state.launch
+        if launch is None or not launch.fenced or launch.claimed or launch not in proc.launches:
+            return
+        parent = section.parent
+        while parent is not None and parent is not launch.section:
+            parent = parent.parent
+        if parent is not None:
+            proc.launches.remove(launch)
+
     def _notify(self, state: ThreadState, proc: ProcessState, ts_ns: int, *, execute: bool) -> None:
         """A driver notifies a callback: the launched work it ends is done."""
         done = None
@@ -270,12 +298,16 @@ class GroundTruth:
             if (
                 candidate is not None
                 and candidate.execute is execute
+                and not candidate.fenced
                 and candidate in proc.launches
             ):
                 done = candidate
                 break
         if done is None:
-            done = next((item for item in proc.launches if item.execute is execute), None)
+            done = next(
+                (item for item in proc.launches if item.execute is execute and not item.fenced),
+                None,
+            )
             if done is None:
                 return
         proc.launches.remove(done)

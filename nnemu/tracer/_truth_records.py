@@ -41,6 +41,8 @@ _DRIVER_INTERFACES: Final = frozenset(
     {"IDevice", "IPreparedModel", "IBuffer", "IBurstContext", "IBurst", "IExecution"}
 )
 _ASYNC_EXECUTE: Final = frozenset({"execute", "execute_1_2", "execute_1_3"})
+_FENCED_EXECUTE: Final = frozenset({"IPreparedModel", "IExecution"})
+"""Interfaces whose ``executeFenced*`` may leave its work to a worker thread."""
 START_COMPUTE: Final = frozenset(
     {
         "ANeuralNetworksExecution_startCompute",
@@ -160,15 +162,29 @@ class ThreadState:
 
 
 class Launch:
-    """Work a driver's prepareModel/execute*/configureExecutionBurst call launched."""
+    """Work a driver's prepareModel/execute*/executeFenced/configureExecutionBurst call
+    launched."""
 
-    __slots__ = ("burst", "claimed", "execute", "run", "start")
+    __slots__ = ("burst", "claimed", "execute", "fenced", "run", "section", "start")
 
-    def __init__(self, run: RunState, start: int, *, execute: bool, burst: bool) -> None:
+    def __init__(
+        self,
+        run: RunState,
+        start: int,
+        *,
+        execute: bool,
+        burst: bool,
+        fenced: bool,
+        section: OpenSection,
+    ) -> None:
         self.run = run
         self.start = start
         self.execute = execute
         self.burst = burst
+        # executeFenced: a worker does it in one top-level section, with no notify.
+        self.fenced = fenced
+        # The server call that launched it.
+        self.section = section
         self.claimed = False
 
 
@@ -308,6 +324,9 @@ class HidlMark(NamedTuple):
     """A driver server call that hands work to another driver thread."""
     burst: bool = False
     """``configureExecutionBurst`` (the work launched is a burst server)."""
+    fenced: bool = False
+    """``executeFenced`` (the work launched, if the driver does not do it inside the call, is
+    one top-level section of a worker thread)."""
 
 
 NOT_HIDL: Final = HidlMark(None, None)
@@ -324,7 +343,7 @@ def read_hidl(detail: str, section: OpenSection, proc: ProcessState) -> HidlMark
         return NOT_HIDL
     _, iface, method, side = hidl
     layer, phase = None, None
-    launches_work = burst = False
+    launches_work = burst = fenced = False
     callback = "notify" in method or iface == "IBurstCallback"
     if side == "client" and not callback:
         layer, phase = Layer.IPC, _hidl_phase(iface, method)
@@ -335,8 +354,12 @@ def read_hidl(detail: str, section: OpenSection, proc: ProcessState) -> HidlMark
             section.async_server = iface == "IPreparedModel" and method in _ASYNC_EXECUTE
             # (AIDL's configureExecutionBurst hands back an IBurst: no server thread)
             burst = method == "configureExecutionBurst" and not aidl
+            fenced = method.startswith("executeFenced") and iface in _FENCED_EXECUTE
             launches_work = (
-                section.async_server or burst or (iface == "IDevice" and "prepareModel" in method)
+                section.async_server
+                or burst
+                or fenced
+                or (iface == "IDevice" and "prepareModel" in method)
             )
     notifies = side == "client" and method.startswith("notify")
     return HidlMark(
@@ -346,4 +369,5 @@ def read_hidl(detail: str, section: OpenSection, proc: ProcessState) -> HidlMark
         prepare_notify=notifies and iface == "IPreparedModelCallback",
         launches_work=launches_work,
         burst=burst,
+        fenced=fenced,
     )

@@ -64,7 +64,8 @@ def test_aidl_callback_notify_ends_a_preparation_and_is_not_counted():
 def test_aidl_burst_and_v4_execution_calls_are_driver_execution(method: str):
     """IBurst and IExecution calls (and v4's createReusableExecution, *WithConfig) are an
     AIDL driver's execution work: their server side makes the process a driver and is filed
-    under PE, their client side is IPC; none launches work that a notify ends."""
+    under PE, their client side is IPC; none launches work that a notify ends, and a fenced
+    one launches work a driver worker may take (D-FENCED)."""
     server = classify(f"AIDL::ndk::{method}::server")
     client = classify(f"AIDL::ndk::{method}::client")
     assert (server.layer, server.phase) == (Layer.DRIVER, Phase.EXECUTION)
@@ -73,6 +74,8 @@ def test_aidl_burst_and_v4_execution_calls_are_driver_execution(method: str):
     assert server.hidl_server
     assert not server.prepare_server
     assert not server.async_execute_server
+    assert server.fenced_server is ("executeFenced" in method)
+    assert not client.fenced_server
 
 
 def test_aidl_configure_execution_burst_launches_nothing():
