@@ -25,7 +25,7 @@ _SCENARIO = Path(__file__).parents[3] / "scenarios" / "fenced_pipeline.yaml"
 
 
 @pytest.mark.parametrize("tid", [10, 11], ids=["app thread", "stage thread"])
-def test_a_start_compute_with_no_event_wait_ends_with_the_app_execution(tid: int):
+def test_a_start_compute_with_no_event_wait_ends_with_the_app_execution(tid: int) -> None:
     """Frame 1's startCompute (1..2 ms) fails: its window ends with the frame's [NN_LA_PE]
     at 3 ms, not at frame 2's Event_wait on the same thread (main counted 1..11 ms)."""
     rows = [
@@ -50,7 +50,7 @@ def test_a_start_compute_with_no_event_wait_ends_with_the_app_execution(tid: int
     assert run.self_times[Phase.OVERALL][Layer.APPLICATION] == pytest.approx(20 - 6)
 
 
-def test_a_pipeline_whose_driver_works_inside_executeFenced_verifies(tmp_path: Path):
+def test_a_pipeline_whose_driver_works_inside_executeFenced_verifies(tmp_path: Path) -> None:
     """fenced_pipeline with ``sync_fences: false``: the failed stages' startComputes return
     no event; the parse agrees with the ground truth and no Application cell is negative
     (main: Application Total -2756.32 ms, verify FAILED)."""
