@@ -221,14 +221,16 @@ def _busy_close(run: _Run, ts: int) -> None:
 class _Gap:
     """An asynchronous execution's startCompute end, waiting for its Event_wait."""
 
-    __slots__ = ("app_phase", "end", "holder", "open")
+    __slots__ = ("app_phase", "end", "holder", "open", "owner")
 
-    def __init__(self, app_phase: Phase, end: int, holder: _Acc) -> None:
+    def __init__(self, app_phase: Phase, end: int, holder: _Acc, owner: _Frame | None) -> None:
         self.app_phase = app_phase
         self.end = end
         self.holder = holder
         self.open = True
         """Its runtime interval is under way (until the Event_wait begins)."""
+        self.owner = owner
+        """The ``[NN_LA_PE]`` whose end ends it: its thread's, else the latest of its process."""
 
 
 class _Launch:
@@ -607,6 +609,32 @@ def _in_fenced_call(kind: _Kind) -> bool:
     return False
 
 
+def _own_la_pe(frame: _Frame) -> _Frame | None:
+    """The ``[NN_LA_PE]`` around ``frame`` on its own thread (None when there is none)."""
+    parent = frame.parent
+    while parent is not None:
+        if parent.kind.la_pe:
+            return parent
+        parent = parent.parent
+    return None
+
+
+def _latest_la_pe(run: _Run, proc: _Process) -> _Frame | None:
+    """The ``[NN_LA_PE]`` of ``proc``'s threads in ``run`` that began last and is still open."""
+    latest = None
+    for thread in run.accs:
+        if thread.proc is not proc:
+            continue
+        for frame in thread.stack:
+            if (
+                frame is not None
+                and frame.kind.la_pe
+                and (latest is None or frame.start > latest.start)
+            ):
+                latest = frame
+    return latest
+
+
 def _set_shortcuts(kind: _Kind) -> None:
     """The flags ``feed`` tests to open or close the common sections inline (roles set already)."""
     # Work beyond the runtime's interval when the section opens or closes.
@@ -632,7 +660,9 @@ def _set_shortcuts(kind: _Kind) -> None:
         or kind.moved
     )
     kind.special_open = opens_work or kind.rt_top or kind.rt_pause
-    kind.plain_close = not (closes_work or kind.execution_create or kind.rt_top or kind.rt_pause)
+    kind.plain_close = not (
+        closes_work or kind.la_pe or kind.execution_create or kind.rt_top or kind.rt_pause
+    )
     # Runtime sections with nothing special about them but their interval (and
     # an Execution_create's count): feed opens and closes them inline.
     kind.rt_open_plain = kind.rt_top and not opens_work
@@ -1473,6 +1503,8 @@ class Engine:
                     break
         elif kind.po and holder.run.po_frame is frame:
             holder.run.po_frame = None
+        elif kind.la_pe:
+            self._end_helper_windows(holder.run, frame, end)
         duration = end - frame.start
         app_phase = frame.app_phase
         if parent is not None:
@@ -1532,7 +1564,8 @@ class Engine:
         elif kind.rt_pause and frame.busy:
             _busy_open(holder.run, end)
         if kind.start_compute:
-            thread.sc_queue.append(_Gap(frame.app_phase, end, holder))
+            owner = _own_la_pe(frame) or _latest_la_pe(holder.run, thread.proc)
+            thread.sc_queue.append(_Gap(frame.app_phase, end, holder, owner))
         elif kind.event_wait:
             if thread.windows:
                 thread.windows -= 1
@@ -1551,6 +1584,34 @@ class Engine:
                         kind.phase,
                         gap,
                         "startCompute..Event_wait",
+                    )
+
+    def _end_helper_windows(self, run: _Run, la_pe: _Frame, end: int) -> None:
+        """An ``[NN_LA_PE]`` ends: the app's execution is over, so a window it owns (a
+        startCompute* with no ``Event_wait`` yet) ends here (D-NOWAIT).
+
+        A startCompute* that fails returns no event, so no ``Event_wait`` follows it.
+        """
+        for thread in run.accs:
+            queue = thread.sc_queue
+            if not queue or not any(gap.owner is la_pe for gap in queue):
+                continue
+            for gap in [gap for gap in queue if gap.owner is la_pe]:
+                queue.remove(gap)
+                if thread.windows:
+                    thread.windows -= 1
+                    thread.proc.windows -= 1
+                if gap.open:
+                    gap.open = False
+                    _busy_close(gap.holder.run, max(end, gap.end))
+                if end > gap.end:
+                    self._add(
+                        gap.holder,
+                        gap.app_phase,
+                        Layer.RUNTIME,
+                        Phase.EXECUTION,
+                        end - gap.end,
+                        "startCompute..end of [NN_LA_PE]",
                     )
 
     # -- runs --------------------------------------------------------------

@@ -275,8 +275,14 @@ class GroundTruth:
                 run,
                 state.pid,
                 (Layer.RUNTIME, Phase.EXECUTION),
-                ts_ns - state.pending_gaps.popleft(),
+                ts_ns - state.pending_gaps.popleft()[0],
             )
+        if (
+            kind is SectionKind.PLAIN
+            and layer is Layer.APPLICATION
+            and section.phase is Phase.EXECUTION
+        ):
+            proc.la_pe.append(section)
 
     @staticmethod
     def _withdraw_fenced(section: OpenSection, proc: ProcessState, state: ThreadState) -> None:
@@ -327,7 +333,7 @@ class GroundTruth:
             section.call[1] = True  # a call never served must not pair with a later server
         if section.layer is Layer.RUNTIME and not section.placeholder and section.accrues:
             if section.start_compute:
-                state.pending_gaps.append(ts_ns)
+                state.pending_gaps.append((ts_ns, self._window_owner(state)))
             if section.event_wait:
                 windows = self._proc(state.pid).windows
                 if windows.get(state):
@@ -336,6 +342,34 @@ class GroundTruth:
                 state.run.executions += 1
         state.cells = self._accruing(state.stack)
         self._track(state, ts_ns)
+        proc = self._proc(state.pid)
+        if section in proc.la_pe:
+            proc.la_pe.remove(section)
+            self._end_windows(section, state.pid, ts_ns)
+
+    def _window_owner(self, state: ThreadState) -> OpenSection | None:
+        """The ``[NN_LA_PE]`` whose end ends a startCompute's window if no Event_wait does:
+        the thread's own, else its process's latest (a pipeline's stage thread)."""
+        for section in reversed(state.stack):
+            if section.layer is Layer.APPLICATION and section.phase is Phase.EXECUTION:
+                return section
+        la_pe = self._proc(state.pid).la_pe
+        return la_pe[-1] if la_pe else None
+
+    def _end_windows(self, la_pe: OpenSection, pid: int, ts_ns: int) -> None:
+        """An app's execution ends: the windows it owns that no Event_wait ended (a
+        startCompute* that failed returns no event) end with it (parser D-NOWAIT)."""
+        windows = self._proc(pid).windows
+        for state in self._threads.values():
+            if state.pid != pid or not any(owner is la_pe for _, owner in state.pending_gaps):
+                continue
+            self._advance(state, ts_ns)
+            for gap in [gap for gap in state.pending_gaps if gap[1] is la_pe]:
+                state.pending_gaps.remove(gap)
+                if windows.get(state):
+                    windows[state] -= 1
+                self._add_virtual(state.run, pid, (Layer.RUNTIME, Phase.EXECUTION), ts_ns - gap[0])
+            self._track(state, ts_ns)
 
     def process_died(self, pid: int) -> None:
         """A process died: its in-flight asynchronous executions will never notify.

@@ -155,8 +155,9 @@ class ThreadState:
         self.binder = False
         self.claim: Launch | None = None
         self.launch: Launch | None = None
-        # Asynchronous runtime executions: end of startCompute, waiting for Event_wait.
-        self.pending_gaps: deque[int] = deque()
+        # Asynchronous runtime executions: end of startCompute, waiting for Event_wait,
+        # and the [NN_LA_PE] whose end ends it if none comes (a failed startCompute*).
+        self.pending_gaps: deque[tuple[int, OpenSection | None]] = deque()
         # The run whose runtime time the thread is accruing now (None when it is not).
         self.busy_run: RunState | None = None
 
@@ -189,7 +190,7 @@ class Launch:
 
 
 class ProcessState:
-    __slots__ = ("driver", "launches", "name", "pid", "run", "windows")
+    __slots__ = ("driver", "la_pe", "launches", "name", "pid", "run", "windows")
 
     def __init__(self, pid: int, name: str) -> None:
         self.pid = pid
@@ -201,6 +202,8 @@ class ProcessState:
         self.launches: list[Launch] = []
         # Open startCompute..Event_wait windows per thread.
         self.windows: dict[ThreadState, int] = {}
+        # Its open [NN_LA_PE] sections, oldest first.
+        self.la_pe: list[OpenSection] = []
 
 
 @attrs.frozen(kw_only=True)
