@@ -54,6 +54,13 @@ from typing import IO, Any, Final
 import attrs
 
 from nnemu.errors import TraceFormatError
+from nnemu.trace._events import BEGIN as E_BEGIN
+from nnemu.trace._events import END as E_END
+from nnemu.trace._events import PROBLEM as E_PROBLEM
+from nnemu.trace._events import PROCESS as E_PROCESS
+from nnemu.trace._events import THREAD as E_THREAD
+from nnemu.trace._events import Event
+from nnemu.trace._ftrace import begin_payload
 from nnemu.trace._html import DumpProcess, DumpThread
 from nnemu.trace._pbdecode import (
     BEGIN,
@@ -71,6 +78,7 @@ from nnemu.trace._pbdecode import (
 )
 from nnemu.trace._pbstream import StreamStop, packet_runs
 from nnemu.trace._pbwire import GZIP_MAGIC, varint
+from nnemu.trace._rows import MAX_ABS_NS, MAX_ID
 
 INSTALL_HINT: Final = (
     "reading a Perfetto protobuf trace needs the perfetto package:"
@@ -266,6 +274,13 @@ def _flow(record: Record) -> Flow:
 
 def _records(path: str, problem: Problem, limit: int) -> Iterator[Record]:
     """``read_perfetto``'s records as the reader's tuples, timed ones in time order."""
+    for records in _record_lists(path, problem, limit):
+        yield from records
+
+
+def _record_lists(path: str, problem: Problem, limit: int) -> Iterator[list[Record]]:
+    """``_records`` in lists, a list per run of packets read (a loop over a list costs
+    less per record than a generator's)."""
     # Sorted in batches: a batch of 2 x limit records is sorted (timsort merges the
     # per-CPU runs it holds in about linear time; a stable sort by time keeps ties in
     # file order) and its first half goes out.  A batch already in order is not sorted.
@@ -274,10 +289,11 @@ def _records(path: str, problem: Problem, limit: int) -> Iterator[Record]:
     previous = last_ts = -(2**63)
     warned = False
     for records in _decoded(path, problem):
+        out: list[Record] = []
         for record in records:
             ts = record[0]
             if record[2] >= TIMED:
-                yield record
+                out.append(record)
                 continue
             if ts < previous:
                 in_order = False
@@ -296,11 +312,14 @@ def _records(path: str, problem: Problem, limit: int) -> Iterator[Record]:
                     in_order = True
                     previous = pending[-1][0]
                 last_ts = pending[limit - 1][0]
-                yield from pending[:limit]
+                out += pending[:limit]
                 del pending[:limit]
+        if out:
+            yield out
     if not in_order:
         pending.sort(key=_time)
-    yield from pending
+    if pending:
+        yield pending
 
 
 def _time(record: Record) -> int:
@@ -386,6 +405,124 @@ def _give_up(path: str, offset: int, message: str, packets: int, problem: Proble
 
 def _ignore(offset: int, message: str) -> None:
     del offset, message
+
+
+# -- as canonical events -----------------------------------------------------------
+
+
+def perfetto_event_batches(path: str) -> Iterator[list[Event]]:
+    """The canonical events (``nnemu.trace._events``) of the Perfetto trace at ``path``, in
+    lists (one per run of packets read), straight from the decoded records.
+
+    They are the events its systrace text form gives (``PerfettoLines`` read by
+    ``_ftrace.row_batches``), with no text made or read again: slice begins and ends in
+    time order, each placed at its packet's byte offset, its pid the process the trace
+    gives its thread (else the mark's own pid: ``begin_payload``) and its ``extra`` the
+    thread's name as the row's ``TASK`` column shows it (``<...>`` before the trace names
+    the thread); an ``END`` carries its thread's process when the trace gave one, else -1.
+    Process names come as ``PROCESS`` events, threads named with their process as
+    ``THREAD`` events (a process dump's rows), where they are read; problems as
+    ``PROBLEM`` events.  What the text form has no row for (a negative time or tid, one
+    beyond ``MAX_ABS_NS`` or pid_t) gives no event; counters and flows give none yet
+    (``_track_events``).
+
+    Raises:
+        TraceFormatError: The first packet cannot be read, or ``perfetto`` is missing.
+        OSError: The file cannot be read.
+    """
+    out: list[Event] = []
+
+    def problem(offset: int, message: str) -> None:
+        out.append((E_PROBLEM, 0, offset, 0, 0, message, None))
+
+    tasks: dict[int, str] = {}  # tid -> its TASK column (a row's, stripped on the left)
+    tgid: dict[int, int] = {}  # tid -> its process, as the trace gave it
+    append = out.append
+    for records in _record_lists(path, problem, REORDER_WINDOW):
+        for record in records:
+            kind = record[2]
+            if kind == PROCESS:
+                pid, name = record[3], record[4]
+                tgid[pid] = pid
+                append((E_PROCESS, 0, record[1], pid, 0, name, None))
+                continue
+            if kind == THREAD:
+                pid, tid, name = record[3], record[4], record[5]
+                if pid is not None:
+                    tgid[tid] = pid
+                if name:
+                    tasks[tid] = name.lstrip() or " "
+                    if pid is not None:
+                        append((E_THREAD, 0, record[1], pid, tid, name, False))
+                continue
+            if kind in (COUNTER, FLOW):
+                out += _track_events(record)
+                continue
+            ts, offset = record[0], record[1]
+            tid = record[4]
+            if not 0 <= ts <= MAX_ABS_NS or not 0 <= tid <= MAX_ID:
+                continue  # no row: a time or tid no kernel writes
+            column = tgid.get(tid)
+            if column is not None and column < 0:
+                continue  # no row: its TGID column is no number
+            if kind == BEGIN:
+                pid, name = record[3] % 2**32, record[5]
+                if pid > MAX_ID:
+                    pid = tid
+            elif kind == END:
+                append(
+                    (
+                        E_END,
+                        ts,
+                        offset,
+                        -1 if column is None else column,
+                        tid,
+                        "",
+                        tasks.get(tid, "<...>"),
+                    )
+                )
+                continue
+            else:  # a print: a row if it begins with B or E
+                text = record[6]
+                if text[:1] == "E":
+                    append(
+                        (
+                            E_END,
+                            ts,
+                            offset,
+                            -1 if column is None else column,
+                            tid,
+                            "",
+                            tasks.get(tid, "<...>"),
+                        )
+                    )
+                    continue
+                if text[:1] != "B":
+                    continue
+                payload_pid, name = begin_payload(text[1:])
+                pid = tid if payload_pid is None else payload_pid
+            if column is not None:
+                pid = column if column <= MAX_ID else tid
+            append((E_BEGIN, ts, offset, pid, tid, name, tasks.get(tid, "<...>")))
+        if out:
+            yield out
+            out = []
+            append = out.append
+    if out:
+        yield out
+
+
+def _track_events(record: Record) -> list[Event]:
+    """The events of a decoded counter value or flow (``COUNTER``: ``(ts, offset, kind, pid
+    or None, tid or None, name, value)``; ``FLOW``: ``(ts, offset, kind, pid, tid, flow id,
+    terminating)``): none yet.
+
+    (The one place a Perfetto trace's counters and flows become canonical ``COUNTER`` and
+    ``FLOW`` events; its text form gave them no ``B``/``E`` row, so no reader of these
+    events sees them yet.)
+    """
+    del record
+    return []
 
 
 # -- as ftrace rows ----------------------------------------------------------------
