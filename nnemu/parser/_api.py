@@ -244,7 +244,7 @@ def _read(
                 keep_detail=keep_detail,
                 include_incomplete=include_incomplete,
                 on_run=on_run,
-                events=TraceEvents(path),
+                events=TraceEvents(path, slices_only=True),
             )
         if isinstance(source, ChromeRows):
             outcome = _run(

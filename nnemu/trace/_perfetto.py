@@ -8,9 +8,11 @@ with the ``perfetto`` package's generated classes (``Trace.FromString``: upb
 decodes them in C), so memory stays bounded whatever the file's size.  The
 Python that reads the decoded packets runs once per packet: a packet of one
 slice begin, end or counter value on a described track takes a short path
-(``_pbdecode.Decoder.run``), and the lists a ``TrackEvent`` may hold (flow ids, extra
-counter values: reading even an empty one costs microseconds) are read only
-from a packet whose bytes hold one of their tags (``_pbdecode.flagged``).
+(``_pbdecode.Decoder.run``: its type read first, interned data and packet defaults
+looked for only in a packet whose bytes hold their tags, ``may_hold_state``), and the
+lists a ``TrackEvent`` may hold (flow ids, extra counter values: reading even an empty
+one costs microseconds) are read only from a packet whose bytes hold one of their tags
+(``_pbdecode.flagged``), and not at all for a reader that wants only slices.
 Gzip-compressed files are read through ``gzip``.
 
 What it reads, as typed records (``PerfettoEvent``; the timed ones in time order):
@@ -34,10 +36,12 @@ What it reads, as typed records (``PerfettoEvent``; the timed ones in time order
 Timestamps are the packets' and events' ``timestamp`` in ns (clock ids are
 ignored: phone traces use one boot clock).
 
-``PerfettoLines`` turns the records into the ftrace text rows every reader of
-nnemu already reads (``TASK-TID ( TGID) [CPU] .... SEC.FRAC: tracing_mark_write:
-B|tgid|name``), with process and thread names as ``ProcessDump`` rows, so
-``nnemu parse`` gives exactly the table the systrace form of the same trace gives.
+``perfetto_event_batches`` turns the records into canonical events
+(``nnemu.trace._events``: what ``TraceEvents`` gives parse and replay), the events the
+systrace form of the same trace gives, with no text made; ``PerfettoLines`` turns them
+into that systrace form's ftrace text rows (``TASK-TID ( TGID) [CPU] .... SEC.FRAC:
+tracing_mark_write: B|tgid|name``), with process and thread names as ``ProcessDump``
+rows, for ``nnemu query``'s loader.
 
 Problems are given with the byte offset of the packet (in the decompressed
 stream): a file whose first packet cannot be read is refused with
@@ -75,6 +79,7 @@ from nnemu.trace._pbdecode import (
     Problem,
     Record,
     flagged,
+    may_hold_state,
 )
 from nnemu.trace._pbstream import StreamStop, packet_runs
 from nnemu.trace._pbwire import GZIP_MAGIC, varint
@@ -193,6 +198,11 @@ PerfettoEvent = ProcessName | ThreadName | TimedEvent
 """What ``read_perfetto`` yields."""
 
 
+_NONE: Final[frozenset[int]] = frozenset()
+"""No packet of a run holds a flow or an extra counter value (``_decoded`` without
+``values``)."""
+
+
 def _open_raw(path: str) -> IO[bytes] | gzip.GzipFile:
     """The file at ``path``, decompressed when it is gzip."""
     with open(path, "rb") as head:
@@ -278,9 +288,11 @@ def _records(path: str, problem: Problem, limit: int) -> Iterator[Record]:
         yield from records
 
 
-def _record_lists(path: str, problem: Problem, limit: int) -> Iterator[list[Record]]:
+def _record_lists(
+    path: str, problem: Problem, limit: int, *, values: bool = True
+) -> Iterator[list[Record]]:
     """``_records`` in lists, a list per run of packets read (a loop over a list costs
-    less per record than a generator's)."""
+    less per record than a generator's); ``values``: as ``_decoded``'s."""
     # Sorted in batches: a batch of 2 x limit records is sorted (timsort merges the
     # per-CPU runs it holds in about linear time; a stable sort by time keeps ties in
     # file order) and its first half goes out.  A batch already in order is not sorted.
@@ -288,7 +300,7 @@ def _record_lists(path: str, problem: Problem, limit: int) -> Iterator[list[Reco
     in_order = True
     previous = last_ts = -(2**63)
     warned = False
-    for records in _decoded(path, problem):
+    for records in _decoded(path, problem, values=values):
         out: list[Record] = []
         for record in records:
             ts = record[0]
@@ -328,8 +340,13 @@ def _time(record: Record) -> int:
     return ts
 
 
-def _decoded(path: str, problem: Problem) -> Iterator[list[Record]]:
-    """``read_perfetto``'s records in file order, a run of packets at a time."""
+def _decoded(path: str, problem: Problem, *, values: bool = True) -> Iterator[list[Record]]:
+    """``read_perfetto``'s records in file order, a run of packets at a time.
+
+    Without ``values`` a ``TrackEvent``'s lists (flow ids, extra counter values) are not
+    read (what costs most in a trace with flows): only the counter value of a counter
+    track's own events is.
+    """
     try:
         pb2 = _pb2()
     except ImportError:
@@ -372,7 +389,12 @@ def _decoded(path: str, problem: Problem) -> Iterator[list[Record]]:
                     packets += 1
                     decoder.packet(offset, packet_or_error)
             else:
-                decoder.run(offsets, decoded, flagged(offsets, data))
+                decoder.run(
+                    offsets,
+                    decoded,
+                    flagged(offsets, data) if values else _NONE,
+                    may_hold_state(offsets, data),
+                )
                 packets += len(offsets)
             yield out[:]
             out.clear()
@@ -410,7 +432,7 @@ def _ignore(offset: int, message: str) -> None:
 # -- as canonical events -----------------------------------------------------------
 
 
-def perfetto_event_batches(path: str) -> Iterator[list[Event]]:
+def perfetto_event_batches(path: str, *, slices_only: bool = False) -> Iterator[list[Event]]:
     """The canonical events (``nnemu.trace._events``) of the Perfetto trace at ``path``, in
     lists (one per run of packets read), straight from the decoded records.
 
@@ -424,7 +446,8 @@ def perfetto_event_batches(path: str) -> Iterator[list[Event]]:
     ``THREAD`` events (a process dump's rows), where they are read; problems as
     ``PROBLEM`` events.  What the text form has no row for (a negative time or tid, one
     beyond ``MAX_ABS_NS`` or pid_t) gives no event; counters and flows give none yet
-    (``_track_events``).
+    (``_track_events``).  ``slices_only``: neither is wanted, and a ``TrackEvent``'s flow
+    ids and extra counter values are not even read (``_decoded``'s ``values``).
 
     Raises:
         TraceFormatError: The first packet cannot be read, or ``perfetto`` is missing.
@@ -437,16 +460,19 @@ def perfetto_event_batches(path: str) -> Iterator[list[Event]]:
 
     tasks: dict[int, str] = {}  # tid -> its TASK column (a row's, stripped on the left)
     tgid: dict[int, int] = {}  # tid -> its process, as the trace gave it
+    task_of = tasks.get
+    process_of = tgid.get
+    max_ns, max_id = MAX_ABS_NS, MAX_ID
     append = out.append
-    for records in _record_lists(path, problem, REORDER_WINDOW):
+    for records in _record_lists(path, problem, REORDER_WINDOW, values=not slices_only):
         for record in records:
             kind = record[2]
-            if kind == PROCESS:
-                pid, name = record[3], record[4]
-                tgid[pid] = pid
-                append((E_PROCESS, 0, record[1], pid, 0, name, None))
-                continue
-            if kind == THREAD:
+            if kind >= TIMED:  # a name
+                if kind == PROCESS:
+                    pid, name = record[3], record[4]
+                    tgid[pid] = pid
+                    append((E_PROCESS, 0, record[1], pid, 0, name, None))
+                    continue
                 pid, tid, name = record[3], record[4], record[5]
                 if pid is not None:
                     tgid[tid] = pid
@@ -456,54 +482,32 @@ def perfetto_event_batches(path: str) -> Iterator[list[Event]]:
                         append((E_THREAD, 0, record[1], pid, tid, name, False))
                 continue
             if kind in (COUNTER, FLOW):
-                out += _track_events(record)
+                if not slices_only:
+                    out += _track_events(record)
                 continue
-            ts, offset = record[0], record[1]
+            ts = record[0]
             tid = record[4]
-            if not 0 <= ts <= MAX_ABS_NS or not 0 <= tid <= MAX_ID:
+            if ts < 0 or ts > max_ns or tid < 0 or tid > max_id:
                 continue  # no row: a time or tid no kernel writes
-            column = tgid.get(tid)
+            column = process_of(tid)
             if column is not None and column < 0:
                 continue  # no row: its TGID column is no number
             if kind == BEGIN:
                 pid, name = record[3] % 2**32, record[5]
-                if pid > MAX_ID:
+                if pid > max_id:
                     pid = tid
-            elif kind == END:
-                append(
-                    (
-                        E_END,
-                        ts,
-                        offset,
-                        -1 if column is None else column,
-                        tid,
-                        "",
-                        tasks.get(tid, "<...>"),
-                    )
-                )
+            elif kind == END or record[6][:1] == "E":  # (a print that begins with E)
+                pid = -1 if column is None else column
+                append((E_END, ts, record[1], pid, tid, "", task_of(tid, "<...>")))
                 continue
-            else:  # a print: a row if it begins with B or E
-                text = record[6]
-                if text[:1] == "E":
-                    append(
-                        (
-                            E_END,
-                            ts,
-                            offset,
-                            -1 if column is None else column,
-                            tid,
-                            "",
-                            tasks.get(tid, "<...>"),
-                        )
-                    )
-                    continue
-                if text[:1] != "B":
-                    continue
-                payload_pid, name = begin_payload(text[1:])
+            elif record[6][:1] == "B":
+                payload_pid, name = begin_payload(record[6][1:])
                 pid = tid if payload_pid is None else payload_pid
+            else:
+                continue  # a print that is no B/E row
             if column is not None:
-                pid = column if column <= MAX_ID else tid
-            append((E_BEGIN, ts, offset, pid, tid, name, tasks.get(tid, "<...>")))
+                pid = column if column <= max_id else tid
+            append((E_BEGIN, ts, record[1], pid, tid, name, task_of(tid, "<...>")))
         if out:
             yield out
             out = []

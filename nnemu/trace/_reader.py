@@ -40,6 +40,7 @@ class TraceEvents:
         progress: TextIO | None = None,
         label: str = "reading",
         strict_lines: bool = False,
+        slices_only: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self.kind = file_format(self.path)
@@ -51,6 +52,9 @@ class TraceEvents:
         self.strict_lines = strict_lines
         """A JSON file is read one event per line only if it is exactly that
         (``json_line_events``' ``strict``)."""
+        self.slices_only = slices_only
+        """Only slices, names and problems are wanted (no ``COUNTER`` or ``FLOW`` event): a
+        Perfetto trace's flow ids and extra counter values are then not even decoded."""
         self.lines: FtraceLines | None = None
         """The last reading's ``FtraceLines`` (text traces): whether it found
         ftrace, was HTML, was cut short, and its last line."""
@@ -81,7 +85,7 @@ class TraceEvents:
     def _perfetto_batches(self) -> Iterator[list[Event]]:
         from nnemu.trace._perfetto import perfetto_event_batches
 
-        return perfetto_event_batches(self.path)
+        return perfetto_event_batches(self.path, slices_only=self.slices_only)
 
     def _text_batches(self, in_time_order: bool) -> Iterator[list[Event]]:
         dumps = DumpEvents()

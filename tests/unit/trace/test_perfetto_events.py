@@ -101,3 +101,58 @@ def test_problems_come_as_events_at_their_offsets(tmp_path: Path):
         (problems[0][2], "track_event on track 42, never described: skipped")
     ]
     assert problems[0][2] > 0
+
+
+def test_sequence_state_is_read_on_the_fast_path(tmp_path: Path):
+    """Interned names, their clearing by ``incremental_state_cleared`` and a sequence's default
+    track are honoured by slice packets read on the decoder's fast path."""
+    from tests.perfetto_traces import pb2
+
+    def packet(**fields: object) -> object:
+        out = pb2.TracePacket()
+        out.trusted_packet_sequence_id = 3
+        for key, value in fields.items():
+            setattr(out, key, value)
+        return out
+
+    track = packet()
+    track.track_descriptor.uuid = 77
+    track.track_descriptor.thread.pid, track.track_descriptor.thread.tid = 10, 11
+    interned = packet(timestamp=1)
+    interned.interned_data.event_names.add(iid=1, name="first")
+    interned.track_event.type, interned.track_event.track_uuid = 2, 77  # an end
+    begin = packet(timestamp=2)
+    begin.track_event.type, begin.track_event.track_uuid, begin.track_event.name_iid = 1, 77, 1
+    cleared = packet(timestamp=3, incremental_state_cleared=True)
+    cleared.track_event.type, cleared.track_event.track_uuid = 1, 77
+    cleared.track_event.name_iid = 1
+    defaults = packet(timestamp=4)
+    defaults.trace_packet_defaults.track_event_defaults.track_uuid = 77
+    defaults.track_event.type = 2
+    end = packet(timestamp=5)
+    end.track_event.type = 2
+    trace = _trace(tmp_path / "state.pftrace", track, interned, begin, cleared, defaults, end)
+    slices = [(e[0], e[1], e[3], e[4], e[5]) for e in TraceEvents(trace).events() if e[0] <= END]
+    assert slices == [
+        (END, 1, 10, 11, ""),
+        (BEGIN, 2, 10, 11, "first"),
+        (BEGIN, 3, 10, 11, "<interned name 1>"),
+        (END, 4, 10, 11, ""),
+        (END, 5, 10, 11, ""),
+    ]
+
+
+def test_slices_only_reads_no_flow_and_gives_the_same_events(
+    omr1_traces: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+):
+    """``slices_only`` (parse, replay) gives the same events without looking for flows."""
+    from nnemu.trace import _perfetto
+
+    path = omr1_traces["track-event"]
+    everything = list(TraceEvents(path).events())
+
+    def no_flows(offsets: object, data: object) -> set[int]:
+        raise AssertionError("flows were looked for")
+
+    monkeypatch.setattr(_perfetto, "flagged", no_flows)
+    assert list(TraceEvents(path, slices_only=True).events()) == everything
