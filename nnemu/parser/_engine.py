@@ -837,7 +837,10 @@ class Engine:
         A ``BEGIN`` is read as the row ``B|pid|name`` of its thread, an ``END`` as ``E``;
         ``PROCESS`` names a process (as ``set_process_names``), ``PROBLEM`` is a warning at
         its place; a thread's name in a row's ``TASK`` column (``extra``) names its
-        process when the thread is the process's main one, as a row's head does.
+        process when the thread is the process's main one, as a row's head does.  (Only a
+        Perfetto trace is read so yet: a ``COMPLETE`` event, JSON's, is not read here;
+        systrace and ftrace text keep ``feed``, whose warnings about malformed rows and
+        inexact times no event carries.)
         """
         self._consume(self._split_events(batches))
 
