@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TextIO, cast
 
 import attrs
 
@@ -17,16 +17,12 @@ from nnemu.trace import (
     MAX_SORTED_BYTES,
     TRUNCATED_HTML,
     ChromeRows,
-    DumpProcess,
-    DumpThread,
     FtraceLines,
+    TraceEvents,
     is_perfetto_lines,
     open_trace,
     time_ordered,
 )
-
-if TYPE_CHECKING:
-    from nnemu.trace import PerfettoLines
 
 
 @attrs.frozen(kw_only=True)
@@ -49,28 +45,19 @@ def _run(
     include_incomplete: bool = False,
     chrome: ChromeRows | None = None,
     on_run: Callable[[int, RunStats], None] | None = None,
-    perfetto: PerfettoLines | None = None,
+    events: TraceEvents | None = None,
     out_of_order: tuple[int, int, str] | None = None,
 ) -> _Outcome:
-    """Parse one of ``lines`` (text), ``chrome`` or ``perfetto``; with ``out_of_order``
+    """Parse one of ``lines`` (text), ``chrome`` or ``events`` (a Perfetto trace's canonical
+    events, placed at byte offsets); with ``out_of_order``
     (count, line number, line: what reading them in file order found), their rows in time
     order (``time_ordered``)."""
     engine = Engine(keep_detail=keep_detail, on_run=on_run)
     if out_of_order is not None:
         engine.read_in_time_order(*out_of_order)
     found = True
-    if perfetto is not None:
-
-        def dump_row(row: DumpProcess | DumpThread) -> None:
-            if isinstance(row, DumpProcess):
-                engine.set_process_names({str(row.pid): row.name})
-
-        def problem_at(offset: int, message: str) -> None:
-            engine.warn(message, offset, "")
-
-        perfetto.on_dump = dump_row
-        perfetto.on_problem = problem_at
-        engine.feed(perfetto.rows())
+    if events is not None:
+        engine.feed_events(events.batches())
         last_line_number = -1  # no place in the file: the whole trace
     elif chrome is not None:
         engine.set_process_names(chrome.process_names)
@@ -91,7 +78,7 @@ def _run(
         found=found,
         last_line_number=last_line_number,
         include_incomplete=include_incomplete,
-        byte_offsets=perfetto is not None,
+        byte_offsets=events is not None,
     )
     if engine.out_of_order and out_of_order is None:
         outcome = attrs.evolve(
@@ -257,7 +244,7 @@ def _read(
                 keep_detail=keep_detail,
                 include_incomplete=include_incomplete,
                 on_run=on_run,
-                perfetto=source,
+                events=TraceEvents(path, slices_only=True),
             )
         if isinstance(source, ChromeRows):
             outcome = _run(

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 import attrs
@@ -42,6 +42,8 @@ from nnemu.parser._model import (
     ThreadDetail,
     ns_to_ms,
 )
+from nnemu.trace import BEGIN as EVENT_BEGIN
+from nnemu.trace import END as EVENT_END
 from nnemu.trace import (
     HEAD_RE,
     MALFORMED_ROW,
@@ -50,6 +52,7 @@ from nnemu.trace import (
     ROW_RE,
     ROW_SEPARATOR,
     UNKNOWN_TGID,
+    Event,
     Mark,
     atrace_tgid,
     classify,
@@ -57,6 +60,8 @@ from nnemu.trace import (
     is_mark_row,
     out_of_order_warning,
 )
+from nnemu.trace import PROBLEM as EVENT_PROBLEM
+from nnemu.trace import PROCESS as EVENT_PROCESS
 from nnemu.tracer import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer, Phase
 
 _SEPARATOR: Final = ROW_SEPARATOR
@@ -102,6 +107,11 @@ _FENCED_MOVED: Final[StatKey] = (MOVED, Layer.IPC, Phase.EXECUTION)
 
 _E_ENTRY: Final[tuple[str, str, str, Mark, str, bool]] = ("E", "", "", OPAQUE, "", False)
 """``Engine._tail`` of every ``E`` row."""
+
+_Row = tuple[int, str, str, str | None, int, tuple[str, str, str, Mark, str, bool]]
+"""A split row, what the state machine (``Engine._consume``) reads: its place (line number
+or byte offset), its line (``""`` for an event), tid, TGID column (None: none or unknown),
+time in ns and ``Engine._tail`` of its text after ``tracing_mark_write: ``."""
 
 
 def _printable(text: str, limit: int = 200) -> str:
@@ -886,19 +896,35 @@ class Engine:
 
     def feed(self, numbered_lines: Iterable[tuple[int, str]]) -> None:
         """Process ftrace lines (with their 1-based line numbers)."""
+        self._consume(self._split_lines(numbered_lines))
+
+    def feed_events(self, batches: Iterable[list[Event]]) -> None:
+        """Process a trace's canonical events (``nnemu.trace.TraceEvents.batches``), each
+        placed where its reader places it (a Perfetto packet's byte offset).
+
+        A ``BEGIN`` is read as the row ``B|pid|name`` of its thread, an ``END`` as ``E``;
+        ``PROCESS`` names a process (as ``set_process_names``), ``PROBLEM`` is a warning at
+        its place; a thread's name in a row's ``TASK`` column (``extra``) names its
+        process when the thread is the process's main one, as a row's head does.  (Only a
+        Perfetto trace is read so yet: a ``COMPLETE`` event, JSON's, is not read here;
+        systrace and ftrace text keep ``feed``, whose warnings about malformed rows and
+        inexact times no event carries.)
+        """
+        self._consume(self._split_events(batches))
+
+    def _split_lines(self, numbered_lines: Iterable[tuple[int, str]]) -> Iterator[_Row]:
+        """The ``tracing_mark_write`` B/E rows of ``numbered_lines``, split (``_Row``).
+
+        A row is split by its head (``HEAD_RE``, cached per distinct head), its text after
+        ``tracing_mark_write: `` (cached per distinct text) and its timestamp's seconds
+        (cached); a row this fast path does not accept is matched with ``ROW_RE`` and its
+        timestamp read with ``exact_timestamp_ns`` (a malformed row or an inexact time is
+        warned of here, in its place among the rows).
+        """
         match = ROW_RE.match
         prefixes = self._prefixes
         tails = self._tails
-        threads = self._threads
-        overall = Phase.OVERALL
-        execution = Phase.EXECUTION
-        runtime = Layer.RUNTIME
-        roots = self._roots
-        new_frame = _Frame
         seconds_ns = self._seconds
-        saw_rows = False
-        # A counted mark was seen since saw_nnapi was last updated.
-        run_has_marks = False
         for line_number, line in numbered_lines:
             # Fast path for the usual layout: the row's head up to the timestamp
             # and its text after "tracing_mark_write: " are looked up (per
@@ -916,27 +942,75 @@ class Engine:
                 base = seconds_ns.get(seconds)
                 if base is None:
                     base = self._seconds_ns(seconds)
-                if entry[0] and base >= 0 and len(fraction) == 6 and fraction.isdecimal():
-                    ts = base + int(fraction) * 1000
-                else:
-                    tid = ""
-            if not tid:
-                if "tracing_mark_write" not in line:
+                if tid and entry[0] and base >= 0 and len(fraction) == 6 and fraction.isdecimal():
+                    yield line_number, line, tid, tgid, base + int(fraction) * 1000, entry
                     continue
-                m = match(line)
-                if m is None:
-                    if is_mark_row(line):
-                        self.warn(MALFORMED_ROW, line_number, line)
-                    continue
-                _, tid, tgid, seconds, fraction, kind, rest = m.groups()
-                if tgid == UNKNOWN_TGID:
-                    tgid = None
-                stamp_ns = exact_timestamp_ns(seconds, fraction)
-                if isinstance(stamp_ns, str):
-                    self.warn(stamp_ns, line_number, line)
-                    continue
-                ts = stamp_ns
-                entry = tails.get(kind + rest) or self._tail(kind + rest)
+            if "tracing_mark_write" not in line:
+                continue
+            m = match(line)
+            if m is None:
+                if is_mark_row(line):
+                    self.warn(MALFORMED_ROW, line_number, line)
+                continue
+            _, tid, tgid, seconds, fraction, kind, rest = m.groups()
+            if tgid == UNKNOWN_TGID:
+                tgid = None
+            stamp_ns = exact_timestamp_ns(seconds, fraction)
+            if isinstance(stamp_ns, str):
+                self.warn(stamp_ns, line_number, line)
+                continue
+            entry = tails.get(kind + rest) or self._tail(kind + rest)
+            yield line_number, line, tid, tgid, stamp_ns, entry
+
+    def _split_events(self, batches: Iterable[list[Event]]) -> Iterator[_Row]:
+        """The ``BEGIN``/``END`` events of ``batches`` as split rows (``_Row``: no line);
+        the other events are applied here, in their place among them."""
+        tails = self._tails
+        names = self._names
+        ids: dict[int, str] = {}
+        for batch in batches:
+            for kind, ts, place, pid, tid, name, extra in batch:
+                if kind in (EVENT_BEGIN, EVENT_END):
+                    tid_text = ids.get(tid)
+                    if tid_text is None:
+                        if len(ids) >= _MAX_CACHED_NAMES:
+                            ids.clear()
+                        tid_text = ids[tid] = str(tid)
+                    if (
+                        (pid == tid or pid < 0)
+                        and type(extra) is str
+                        and tid_text not in names
+                        and len(names) < _MAX_CACHED_NAMES
+                    ):
+                        # A row's head: a process's main thread names it (_head_ids).
+                        names[tid_text] = extra
+                    if kind == EVENT_END:
+                        yield place, "", tid_text, None, ts, _E_ENTRY
+                        continue
+                    tgid = ids.get(pid)
+                    if tgid is None:
+                        if len(ids) >= _MAX_CACHED_NAMES:
+                            ids.clear()
+                        tgid = ids[pid] = str(pid)
+                    tail = f"B|{tgid}|{name}"
+                    yield place, "", tid_text, tgid, ts, tails.get(tail) or self._tail(tail)
+                elif kind == EVENT_PROCESS:
+                    self.set_process_names({str(pid): name})
+                elif kind == EVENT_PROBLEM:
+                    self.warn(name, place, "")
+
+    def _consume(self, rows: Iterable[_Row]) -> None:
+        """Apply split rows in order: the state machine of every entry."""
+        threads = self._threads
+        overall = Phase.OVERALL
+        execution = Phase.EXECUTION
+        runtime = Layer.RUNTIME
+        roots = self._roots
+        new_frame = _Frame
+        saw_rows = False
+        # A counted mark was seen since saw_nnapi was last updated.
+        run_has_marks = False
+        for line_number, line, tid, tgid, ts, entry in rows:
             saw_rows = True
             if entry[0] == "E":
                 thread = threads.get(tid)

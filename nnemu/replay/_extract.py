@@ -72,7 +72,7 @@ def _warn_of_events(collector: _Collector, path: str) -> None:
 
 def _read(path: str, progress: TextIO | None) -> tuple[_Collector, str]:
     collector = _Collector()
-    trace = TraceEvents(path, progress=progress, strict_lines=True)
+    trace = TraceEvents(path, progress=progress, strict_lines=True, slices_only=True)
     if trace.kind is TraceFormat.PERFETTO:
 
         def problem(offset: int, message: str) -> None:

@@ -24,9 +24,10 @@ the reader skipped and why (a JSON event of the wrong shape; a bad Perfetto pack
 ``RESTART`` says that what came before it is void and the file is read again from its start
 (a JSON file that turned out not to hold one event per line, read as one document).
 
-One module per format makes them: ``_ftrace`` (systrace HTML, ftrace text, and a Perfetto
-trace's rows), ``_chrome`` (Chrome JSON); ``_reader.TraceEvents`` opens a file, tells its
-format once and gives its events.
+One module per format makes them: ``_ftrace`` (systrace HTML, ftrace text), ``_chrome``
+(Chrome JSON), ``_perfetto`` (a Perfetto protobuf trace, from its decoded packets:
+``perfetto_event_batches``); ``_reader.TraceEvents`` opens a file, tells its format once and
+gives its events.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Systrace HTML and ftrace text as canonical events (``nnemu.trace._events``).
 
 ``row_batches`` turns the blocks of lines ``FtraceLines.blocks`` gives (or ``time_ordered``
-rows, ``one_line_blocks``; or a Perfetto trace's rows from ``PerfettoLines``) into lists of
+rows, ``one_line_blocks``) into lists of
 ``BEGIN``/``END`` events, each placed on its line, with the thread name the row's ``TASK``
 column shows; the process and thread names of a ``PROCESS DUMP`` come as
 ``PROCESS``/``THREAD`` events where the dump is.
@@ -68,10 +68,7 @@ def row_batches(
             if ts is None or tid is None:
                 continue  # out of range: not a row a kernel writes
             if kind == "B":
-                parts = rest.split("|", 2)
-                tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
-                pid = None if tgid is None else pid_of(str(tgid))
-                name = parts[2].rstrip("\n") if tgid is not None and len(parts) == 3 else ""
+                pid, name = begin_payload(rest)
                 if tgid_column is not None and tgid_column.isdigit():
                     pid = pid_of(tgid_column)
                 out.append((BEGIN, ts, line_number, tid if pid is None else pid, tid, name, task))
@@ -82,6 +79,17 @@ def row_batches(
     if pending:
         yield pending[:]
         pending.clear()
+
+
+def begin_payload(rest: str) -> tuple[int | None, str]:
+    """(pid or None, name) of a ``B`` mark's text after its ``B`` (``|tgid|name``), as
+    ``row_batches`` reads it: the tgid as Perfetto's trace processor reads it, no pid when
+    it is no number or beyond pid_t, and no name (``""``) without a tgid."""
+    parts = rest.split("|", 2)
+    tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
+    pid = None if tgid is None else pid_of(str(tgid))
+    name = parts[2].rstrip("\n") if tgid is not None and len(parts) == 3 else ""
+    return pid, name
 
 
 def one_line_blocks(rows: Iterable[tuple[int, str]]) -> Iterator[tuple[int, list[str]]]:

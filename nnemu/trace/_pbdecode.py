@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from typing import Any, Final
 
 import attrs
@@ -22,6 +22,13 @@ _TYPE_SLICE_BEGIN: Final = 1
 _TYPE_SLICE_END: Final = 2
 _TYPE_INSTANT: Final = 3
 _TYPE_COUNTER: Final = 4
+
+_FAST_TYPES: Final = frozenset((_TYPE_SLICE_BEGIN, _TYPE_SLICE_END, _TYPE_COUNTER))
+"""The ``TrackEvent`` types ``Decoder.run`` reads itself."""
+_STATE_TAGS: Final = re.compile(b"\x62|\xda\x03|\xc8\x02")
+"""The tags of ``TracePacket.interned_data`` (field 12) and ``trace_packet_defaults``
+(field 59), length-delimited, and of ``incremental_state_cleared`` (field 41, a varint):
+a packet without these bytes holds none of them."""
 
 _TRACK_FIELDS: Final = frozenset(
     (
@@ -137,12 +144,13 @@ class Decoder:
 
     # -- packets
 
-    def run(self, offsets: list[int], packets: Any, flagged: set[int]) -> None:
+    def run(self, offsets: list[int], packets: Any, flagged: Set[int], stateful: Set[int]) -> None:
         """The records of a run of packets (``flagged``: the indexes of those that may hold
-        a flow or an extra counter value).
+        a flow or an extra counter value; ``stateful``: of those that may hold interned
+        data, packet defaults or ``incremental_state_cleared``: ``may_hold_state``).
 
-        A packet of one slice begin or end on a described track, and nothing else to
-        read, is read here (most packets); any other by ``packet``.
+        A packet of one slice begin or end or a counter value, and nothing else to read,
+        is read here (most packets); any other by ``packet``.
         """
         append = self.out.append
         tracks = self.tracks
@@ -150,11 +158,19 @@ class Decoder:
         default_track = self.default_track
         self.repeated = False
         for index, (offset, packet) in enumerate(zip(offsets, packets, strict=True)):
+            # (A packet that is no track event reads as one of type 0; testing the type
+            # first costs less than asking upb which field the packet holds.)
+            event = packet.track_event
+            kind = event.type
             if (
-                packet.WhichOneof("data") != "track_event"
+                kind not in _FAST_TYPES
                 or (flagged and index in flagged)
-                or packet.HasField("interned_data")
-                or packet.HasField("trace_packet_defaults")
+                or (
+                    index in stateful
+                    and (
+                        packet.HasField("interned_data") or packet.HasField("trace_packet_defaults")
+                    )
+                )
             ):
                 self.repeated = index in flagged
                 self.packet(offset, packet)
@@ -167,16 +183,14 @@ class Decoder:
                 and seq in names
                 and (
                     packet.sequence_flags & _SEQ_INCREMENTAL_STATE_CLEARED
-                    or packet.incremental_state_cleared
+                    or (index in stateful and packet.incremental_state_cleared)
                 )
             ):
                 del names[seq]
-            event = packet.track_event
             uuid = event.track_uuid
             if not uuid:
                 uuid = 0 if event.HasField("track_uuid") else default_track.get(seq)
             track = tracks.get(uuid) if uuid else None
-            kind = event.type
             if track is None:
                 self.track_event(offset, packet, packet.trusted_packet_sequence_id)
             elif kind == _TYPE_COUNTER:
@@ -191,9 +205,15 @@ class Decoder:
             elif kind == _TYPE_SLICE_END:
                 append((packet.timestamp, offset, END, track.pid, track.tid))
             elif kind == _TYPE_SLICE_BEGIN:
-                name = event.name  # set and printable: as is (else the general reading)
-                if not (name and type(name) is str and name.isprintable()):
-                    name = self.event_name(event, packet.trusted_packet_sequence_id)
+                # Interned on this sequence (names were read: seq is its id), or set and
+                # printable: as is; else the general reading.
+                iid = event.name_iid
+                interned = names.get(seq) if iid else None
+                name = interned.get(iid) if interned is not None else None
+                if name is None:
+                    name = event.name
+                    if not (name and type(name) is str and name.isprintable()):
+                        name = self.event_name(event, packet.trusted_packet_sequence_id)
                 append((packet.timestamp, offset, BEGIN, track.pid, track.tid, name))
             else:
                 self.track_event(offset, packet, packet.trusted_packet_sequence_id)
@@ -417,6 +437,16 @@ def _clean(value: str | bytes) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else " " for c in text)
+
+
+def may_hold_state(offsets: list[int], data: bytes) -> set[int]:
+    """The indexes of a run's packets whose bytes hold a tag of ``_STATE_TAGS`` (one may
+    hold interned data, packet defaults or ``incremental_state_cleared``; the bytes may
+    also be part of a value)."""
+    base = offsets[0]
+    return {
+        bisect.bisect_right(offsets, base + hit.start()) - 1 for hit in _STATE_TAGS.finditer(data)
+    }
 
 
 def flagged(offsets: list[int], data: bytes) -> set[int]:

@@ -8,9 +8,11 @@ with the ``perfetto`` package's generated classes (``Trace.FromString``: upb
 decodes them in C), so memory stays bounded whatever the file's size.  The
 Python that reads the decoded packets runs once per packet: a packet of one
 slice begin, end or counter value on a described track takes a short path
-(``_pbdecode.Decoder.run``), and the lists a ``TrackEvent`` may hold (flow ids, extra
-counter values: reading even an empty one costs microseconds) are read only
-from a packet whose bytes hold one of their tags (``_pbdecode.flagged``).
+(``_pbdecode.Decoder.run``: its type read first, interned data and packet defaults
+looked for only in a packet whose bytes hold their tags, ``may_hold_state``), and the
+lists a ``TrackEvent`` may hold (flow ids, extra counter values: reading even an empty
+one costs microseconds) are read only from a packet whose bytes hold one of their tags
+(``_pbdecode.flagged``), and not at all for a reader that wants only slices.
 Gzip-compressed files are read through ``gzip``.
 
 What it reads, as typed records (``PerfettoEvent``; the timed ones in time order):
@@ -34,10 +36,12 @@ What it reads, as typed records (``PerfettoEvent``; the timed ones in time order
 Timestamps are the packets' and events' ``timestamp`` in ns (clock ids are
 ignored: phone traces use one boot clock).
 
-``PerfettoLines`` turns the records into the ftrace text rows every reader of
-nnemu already reads (``TASK-TID ( TGID) [CPU] .... SEC.FRAC: tracing_mark_write:
-B|tgid|name``), with process and thread names as ``ProcessDump`` rows, so
-``nnemu parse`` gives exactly the table the systrace form of the same trace gives.
+``perfetto_event_batches`` turns the records into canonical events
+(``nnemu.trace._events``: what ``TraceEvents`` gives parse and replay), the events the
+systrace form of the same trace gives, with no text made; ``PerfettoLines`` turns them
+into that systrace form's ftrace text rows (``TASK-TID ( TGID) [CPU] .... SEC.FRAC:
+tracing_mark_write: B|tgid|name``), with process and thread names as ``ProcessDump``
+rows, for ``nnemu query``'s loader.
 
 Problems are given with the byte offset of the packet (in the decompressed
 stream): a file whose first packet cannot be read is refused with
@@ -54,6 +58,13 @@ from typing import IO, Any, Final
 import attrs
 
 from nnemu.errors import TraceFormatError
+from nnemu.trace._events import BEGIN as E_BEGIN
+from nnemu.trace._events import END as E_END
+from nnemu.trace._events import PROBLEM as E_PROBLEM
+from nnemu.trace._events import PROCESS as E_PROCESS
+from nnemu.trace._events import THREAD as E_THREAD
+from nnemu.trace._events import Event
+from nnemu.trace._ftrace import begin_payload
 from nnemu.trace._html import DumpProcess, DumpThread
 from nnemu.trace._pbdecode import (
     BEGIN,
@@ -68,9 +79,11 @@ from nnemu.trace._pbdecode import (
     Problem,
     Record,
     flagged,
+    may_hold_state,
 )
 from nnemu.trace._pbstream import StreamStop, packet_runs
 from nnemu.trace._pbwire import GZIP_MAGIC, varint
+from nnemu.trace._rows import MAX_ABS_NS, MAX_ID
 
 INSTALL_HINT: Final = (
     "reading a Perfetto protobuf trace needs the perfetto package:"
@@ -185,6 +198,11 @@ PerfettoEvent = ProcessName | ThreadName | TimedEvent
 """What ``read_perfetto`` yields."""
 
 
+_NONE: Final[frozenset[int]] = frozenset()
+"""No packet of a run holds a flow or an extra counter value (``_decoded`` without
+``values``)."""
+
+
 def _open_raw(path: str) -> IO[bytes] | gzip.GzipFile:
     """The file at ``path``, decompressed when it is gzip."""
     with open(path, "rb") as head:
@@ -266,6 +284,15 @@ def _flow(record: Record) -> Flow:
 
 def _records(path: str, problem: Problem, limit: int) -> Iterator[Record]:
     """``read_perfetto``'s records as the reader's tuples, timed ones in time order."""
+    for records in _record_lists(path, problem, limit):
+        yield from records
+
+
+def _record_lists(
+    path: str, problem: Problem, limit: int, *, values: bool = True
+) -> Iterator[list[Record]]:
+    """``_records`` in lists, a list per run of packets read (a loop over a list costs
+    less per record than a generator's); ``values``: as ``_decoded``'s."""
     # Sorted in batches: a batch of 2 x limit records is sorted (timsort merges the
     # per-CPU runs it holds in about linear time; a stable sort by time keeps ties in
     # file order) and its first half goes out.  A batch already in order is not sorted.
@@ -273,11 +300,12 @@ def _records(path: str, problem: Problem, limit: int) -> Iterator[Record]:
     in_order = True
     previous = last_ts = -(2**63)
     warned = False
-    for records in _decoded(path, problem):
+    for records in _decoded(path, problem, values=values):
+        out: list[Record] = []
         for record in records:
             ts = record[0]
             if record[2] >= TIMED:
-                yield record
+                out.append(record)
                 continue
             if ts < previous:
                 in_order = False
@@ -296,11 +324,14 @@ def _records(path: str, problem: Problem, limit: int) -> Iterator[Record]:
                     in_order = True
                     previous = pending[-1][0]
                 last_ts = pending[limit - 1][0]
-                yield from pending[:limit]
+                out += pending[:limit]
                 del pending[:limit]
+        if out:
+            yield out
     if not in_order:
         pending.sort(key=_time)
-    yield from pending
+    if pending:
+        yield pending
 
 
 def _time(record: Record) -> int:
@@ -309,8 +340,13 @@ def _time(record: Record) -> int:
     return ts
 
 
-def _decoded(path: str, problem: Problem) -> Iterator[list[Record]]:
-    """``read_perfetto``'s records in file order, a run of packets at a time."""
+def _decoded(path: str, problem: Problem, *, values: bool = True) -> Iterator[list[Record]]:
+    """``read_perfetto``'s records in file order, a run of packets at a time.
+
+    Without ``values`` a ``TrackEvent``'s lists (flow ids, extra counter values) are not
+    read (what costs most in a trace with flows): only the counter value of a counter
+    track's own events is.
+    """
     try:
         pb2 = _pb2()
     except ImportError:
@@ -353,7 +389,12 @@ def _decoded(path: str, problem: Problem) -> Iterator[list[Record]]:
                     packets += 1
                     decoder.packet(offset, packet_or_error)
             else:
-                decoder.run(offsets, decoded, flagged(offsets, data))
+                decoder.run(
+                    offsets,
+                    decoded,
+                    flagged(offsets, data) if values else _NONE,
+                    may_hold_state(offsets, data),
+                )
                 packets += len(offsets)
             yield out[:]
             out.clear()
@@ -386,6 +427,106 @@ def _give_up(path: str, offset: int, message: str, packets: int, problem: Proble
 
 def _ignore(offset: int, message: str) -> None:
     del offset, message
+
+
+# -- as canonical events -----------------------------------------------------------
+
+
+def perfetto_event_batches(path: str, *, slices_only: bool = False) -> Iterator[list[Event]]:
+    """The canonical events (``nnemu.trace._events``) of the Perfetto trace at ``path``, in
+    lists (one per run of packets read), straight from the decoded records.
+
+    They are the events its systrace text form gives (``PerfettoLines`` read by
+    ``_ftrace.row_batches``), with no text made or read again: slice begins and ends in
+    time order, each placed at its packet's byte offset, its pid the process the trace
+    gives its thread (else the mark's own pid: ``begin_payload``) and its ``extra`` the
+    thread's name as the row's ``TASK`` column shows it (``<...>`` before the trace names
+    the thread); an ``END`` carries its thread's process when the trace gave one, else -1.
+    Process names come as ``PROCESS`` events, threads named with their process as
+    ``THREAD`` events (a process dump's rows), where they are read; problems as
+    ``PROBLEM`` events.  What the text form has no row for (a negative time or tid, one
+    beyond ``MAX_ABS_NS`` or pid_t) gives no event; counters and flows give none yet
+    (``_track_events``).  ``slices_only``: neither is wanted, and a ``TrackEvent``'s flow
+    ids and extra counter values are not even read (``_decoded``'s ``values``).
+
+    Raises:
+        TraceFormatError: The first packet cannot be read, or ``perfetto`` is missing.
+        OSError: The file cannot be read.
+    """
+    out: list[Event] = []
+
+    def problem(offset: int, message: str) -> None:
+        out.append((E_PROBLEM, 0, offset, 0, 0, message, None))
+
+    tasks: dict[int, str] = {}  # tid -> its TASK column (a row's, stripped on the left)
+    tgid: dict[int, int] = {}  # tid -> its process, as the trace gave it
+    task_of = tasks.get
+    process_of = tgid.get
+    max_ns, max_id = MAX_ABS_NS, MAX_ID
+    append = out.append
+    for records in _record_lists(path, problem, REORDER_WINDOW, values=not slices_only):
+        for record in records:
+            kind = record[2]
+            if kind >= TIMED:  # a name
+                if kind == PROCESS:
+                    pid, name = record[3], record[4]
+                    tgid[pid] = pid
+                    append((E_PROCESS, 0, record[1], pid, 0, name, None))
+                    continue
+                pid, tid, name = record[3], record[4], record[5]
+                if pid is not None:
+                    tgid[tid] = pid
+                if name:
+                    tasks[tid] = name.lstrip() or " "
+                    if pid is not None:
+                        append((E_THREAD, 0, record[1], pid, tid, name, False))
+                continue
+            if kind in (COUNTER, FLOW):
+                if not slices_only:
+                    out += _track_events(record)
+                continue
+            ts = record[0]
+            tid = record[4]
+            if ts < 0 or ts > max_ns or tid < 0 or tid > max_id:
+                continue  # no row: a time or tid no kernel writes
+            column = process_of(tid)
+            if column is not None and column < 0:
+                continue  # no row: its TGID column is no number
+            if kind == BEGIN:
+                pid, name = record[3] % 2**32, record[5]
+                if pid > max_id:
+                    pid = tid
+            elif kind == END or record[6][:1] == "E":  # (a print that begins with E)
+                pid = -1 if column is None else column
+                append((E_END, ts, record[1], pid, tid, "", task_of(tid, "<...>")))
+                continue
+            elif record[6][:1] == "B":
+                payload_pid, name = begin_payload(record[6][1:])
+                pid = tid if payload_pid is None else payload_pid
+            else:
+                continue  # a print that is no B/E row
+            if column is not None:
+                pid = column if column <= max_id else tid
+            append((E_BEGIN, ts, record[1], pid, tid, name, task_of(tid, "<...>")))
+        if out:
+            yield out
+            out = []
+            append = out.append
+    if out:
+        yield out
+
+
+def _track_events(record: Record) -> list[Event]:
+    """The events of a decoded counter value or flow (``COUNTER``: ``(ts, offset, kind, pid
+    or None, tid or None, name, value)``; ``FLOW``: ``(ts, offset, kind, pid, tid, flow id,
+    terminating)``): none yet.
+
+    (The one place a Perfetto trace's counters and flows become canonical ``COUNTER`` and
+    ``FLOW`` events; its text form gave them no ``B``/``E`` row, so no reader of these
+    events sees them yet.)
+    """
+    del record
+    return []
 
 
 # -- as ftrace rows ----------------------------------------------------------------

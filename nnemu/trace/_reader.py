@@ -2,8 +2,9 @@
 
 ``TraceEvents(path)`` tells the format (``file_format``; refused with ``refuse_unreadable``)
 and ``events()`` gives the file's canonical events (``nnemu.trace._events``) from the module
-of its format: ``_ftrace`` for systrace HTML and ftrace text (and a Perfetto protobuf trace's
-rows, from ``PerfettoLines``), ``_chrome`` for Chrome JSON.  A new format is a
+of its format: ``_ftrace`` for systrace HTML and ftrace text, ``_chrome`` for Chrome JSON,
+``_perfetto`` for a Perfetto protobuf trace (``perfetto_event_batches``: from its decoded
+packets, no text).  A new format is a
 ``TraceFormat`` member, a module that yields the events, and a branch in ``events``.
 """
 
@@ -17,7 +18,7 @@ from typing import Final, TextIO
 from nnemu._progress import Progress
 from nnemu.trace._chrome import NotLineJson, chrome_document_events, chrome_events, json_line_events
 from nnemu.trace._detect import TraceFormat, file_format, refuse_unreadable
-from nnemu.trace._events import PROBLEM, RESTART, Event
+from nnemu.trace._events import RESTART, Event
 from nnemu.trace._ftrace import DumpEvents, one_line_blocks, row_batches
 from nnemu.trace._html import FtraceLines
 from nnemu.trace._rows import time_ordered
@@ -39,6 +40,7 @@ class TraceEvents:
         progress: TextIO | None = None,
         label: str = "reading",
         strict_lines: bool = False,
+        slices_only: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self.kind = file_format(self.path)
@@ -50,8 +52,11 @@ class TraceEvents:
         self.strict_lines = strict_lines
         """A JSON file is read one event per line only if it is exactly that
         (``json_line_events``' ``strict``)."""
+        self.slices_only = slices_only
+        """Only slices, names and problems are wanted (no ``COUNTER`` or ``FLOW`` event): a
+        Perfetto trace's flow ids and extra counter values are then not even decoded."""
         self.lines: FtraceLines | None = None
-        """The last reading's ``FtraceLines`` (text and Perfetto traces): whether it found
+        """The last reading's ``FtraceLines`` (text traces): whether it found
         ftrace, was HTML, was cut short, and its last line."""
 
     def events(self, *, in_time_order: bool = False) -> Iterator[Event]:
@@ -78,18 +83,9 @@ class TraceEvents:
         return self._text_batches(in_time_order)
 
     def _perfetto_batches(self) -> Iterator[list[Event]]:
-        from nnemu.trace._perfetto import PerfettoLines
+        from nnemu.trace._perfetto import perfetto_event_batches
 
-        dumps = DumpEvents()
-        pending = dumps.pending
-
-        def problem(offset: int, message: str) -> None:
-            pending.append((PROBLEM, 0, offset, 0, 0, message, None))
-
-        pftrace = PerfettoLines(self.path, on_dump=dumps, on_problem=problem)
-        self.lines = FtraceLines(pftrace, on_dump=dumps)
-        # (Its rows come a line at a time, each after the names and problems before it.)
-        return _chunks(itertools.chain.from_iterable(row_batches(self.lines.blocks(), dumps)))
+        return perfetto_event_batches(self.path, slices_only=self.slices_only)
 
     def _text_batches(self, in_time_order: bool) -> Iterator[list[Event]]:
         dumps = DumpEvents()
