@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from nnemu.query._loader import Loader
-from nnemu.query._perfetto_tables import flow_id
 from nnemu.query._slice_rows import END_AT
 from nnemu.trace import (
     MAX_ABS_NS,
@@ -24,6 +23,7 @@ from nnemu.trace import (
     ROW_RE,
     FtraceLines,
     SystemText,
+    flow_id,
     is_json_number,
     json_line_events,
     json_time_ns,
