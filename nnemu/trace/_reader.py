@@ -3,7 +3,7 @@
 ``TraceEvents(path)`` tells the format (``file_format``; refused with ``refuse_unreadable``)
 and ``events()`` gives the file's canonical events (``nnemu.trace._events``) from the module
 of its format: ``_ftrace`` for systrace HTML and ftrace text (and a Perfetto protobuf trace's
-rows, from ``PerfettoLines``; its flows and counter tracks: ``track_events``), ``_chrome``
+rows, from ``PerfettoLines``; its flows and counter tracks: ``_pftrack``), ``_chrome``
 for Chrome JSON.  A new format is a
 ``TraceFormat`` member, a module that yields the events, and a branch in ``events``.
 """
@@ -18,17 +18,10 @@ from typing import TYPE_CHECKING, Final, TextIO
 from nnemu._progress import Progress
 from nnemu.trace._chrome import NotLineJson, chrome_document_events, chrome_events, json_line_events
 from nnemu.trace._detect import TraceFormat, file_format, refuse_unreadable
-from nnemu.trace._events import (
-    COUNTER,
-    FLOW,
-    FLOW_IN,
-    FLOW_THROUGH,
-    PROBLEM,
-    RESTART,
-    Event,
-)
+from nnemu.trace._events import COUNTER, FLOW, PROBLEM, RESTART, Event
 from nnemu.trace._ftrace import DumpEvents, one_line_blocks, row_batches
 from nnemu.trace._html import FtraceLines
+from nnemu.trace._pftrack import track_record_events
 from nnemu.trace._rows import time_ordered
 
 if TYPE_CHECKING:
@@ -99,7 +92,7 @@ class TraceEvents:
             pending.append((PROBLEM, 0, offset, 0, 0, message, None))
 
         pftrace = PerfettoLines(
-            self.path, on_dump=dumps, on_problem=problem, on_track_event=track_events(pending)
+            self.path, on_dump=dumps, on_problem=problem, on_track_event=_track_events(pending)
         )
         self.lines = FtraceLines(pftrace, on_dump=dumps)
         # (Its rows come a line at a time, each after the names and problems before it.)
@@ -133,21 +126,18 @@ class TraceEvents:
         yield from chrome_document_events(self.path, text)
 
 
-def track_events(pending: list[Event]) -> Callable[[Flow | Counter], None]:
-    """What turns a Perfetto trace's decoded flows and counter-track values into
-    ``FLOW`` and ``COUNTER`` events (appended to ``pending``): a flow id on the slice its
-    thread began last (``FLOW_THROUGH``; a terminating one ``FLOW_IN``), a counter track's
-    value with ``tid`` -1 (its process's, or ``pid`` -1)."""
+def _track_events(pending: list[Event]) -> Callable[[Flow | Counter], None]:
+    """A ``PerfettoLines.on_track_event`` that appends the events of its flows and counter
+    track values (``track_record_events``) to ``pending``."""
     from nnemu.trace._perfetto import Counter
 
     def add(record: Flow | Counter) -> None:
         if isinstance(record, Counter):
-            pid = -1 if record.pid is None else record.pid
-            pending.append((COUNTER, record.ts, record.offset, pid, -1, record.name, record.value))
+            row = (record.ts, record.offset, COUNTER, record.pid, record.tid)
+            pending.extend(track_record_events((*row, record.name, record.value)))
         else:
-            how = FLOW_IN if record.terminating else FLOW_THROUGH
-            info = (how, "", record.flow_id)
-            pending.append((FLOW, record.ts, record.offset, record.pid, record.tid, "", info))
+            row = (record.ts, record.offset, FLOW, record.pid, record.tid)
+            pending.extend(track_record_events((*row, record.flow_id, record.terminating)))
 
     return add
 
