@@ -51,10 +51,8 @@ from nnemu.trace import (
     ROW_RE,
     ROW_SEPARATOR,
     UNKNOWN_TGID,
-    Counter,
     DumpProcess,
     DumpThread,
-    Flow,
     FtraceLines,
     atrace_tgid,
     is_mark_row,
@@ -717,17 +715,6 @@ class Loader:
             self.warn(line_number, _MALFORMED_BEGIN)
             return
         self.begin(thread, ts, name, line=line_number if self._file_lines else None)
-
-    # -- JSON --------------------------------------------------------------
-
-    def track_event(self, event: Flow | Counter) -> None:
-        """A Perfetto TrackEvent flow id (on the slice just begun) or counter value."""
-        if isinstance(event, Counter):
-            self.perfetto.track_event_counter(event.pid, event.name, event.ts, event.value)
-            return
-        thread = self._thread(event.tid, event.pid)
-        top = thread.top()
-        self.perfetto.track_event_flow(event.flow_id, top, terminating=event.terminating, where=0)
 
     # -- the end -----------------------------------------------------------
 

@@ -220,6 +220,11 @@ class PerfettoRows:
         """A Perfetto TrackEvent counter value on the track ``name`` (of process ``pid``)."""
         self._counter(pid, name, "process_counter_track_event", ts, value)
 
+    def atrace_counter(self, pid: int | None, name: str, ts: int, value: float) -> None:
+        """An atrace counter row's value (``C|tgid|name|value``) on the track ``name`` of
+        process ``pid``."""
+        self._counter(pid, name, "atrace_counter", ts, value)
+
     def _counter(self, pid: int | None, name: str, kind: str, ts: int, value: float) -> None:
         track = self._tracks.setdefault((pid, name, kind), len(self._tracks))
         self._counters.append((self._next_counter, ts, track, value))
@@ -253,7 +258,7 @@ class PerfettoRows:
         if ts is None or tgid is None or not name or value is None:
             self.warn(line_number, MALFORMED_COUNTER)
             return True
-        self._counter(pid_of_tgid(tgid), name, "atrace_counter", ts, float(value))
+        self.atrace_counter(pid_of_tgid(tgid), name, ts, float(value))
         return True
 
     # -- the end -----------------------------------------------------------

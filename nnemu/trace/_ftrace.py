@@ -52,6 +52,7 @@ def row_batches(
     Perfetto's trace processor reads it: ``+200``, `` 200``); ``B|tgid``, ``B|tgid|`` or any
     other ``B`` payload begins one with no name (``""``: its ``E`` closes it).  A row's TGID
     column, when it is a number, names the process; with neither, the thread is its own.
+    An ``E`` row's pid is its TGID column, else its ``E|tgid``'s, else -1 (none).
     The event's last field is the row's ``TASK`` column as written (strip it to use it).
     A counter row is a ``COUNTER`` (``counter_event``).
     ``dumps``: the ``on_dump`` of the ``FtraceLines`` that reads the lines; its events come
@@ -88,8 +89,13 @@ def row_batches(
                 if tgid_column is not None and tgid_column.isdigit():
                     pid = pid_of(tgid_column)
                 out.append((BEGIN, ts, line_number, tid if pid is None else pid, tid, name, task))
+            elif tgid_column is not None and tgid_column.isdigit():
+                out.append((END, ts, line_number, pid_of(tgid_column) or 0, tid, "", task))
             else:
-                out.append((END, ts, line_number, -1, tid, "", task))
+                parts = rest.split("|", 2)
+                tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
+                pid = None if tgid is None else pid_of_tgid(tgid)
+                out.append((END, ts, line_number, -1 if pid is None else pid, tid, "", task))
         if out:
             yield out
     if pending:

@@ -56,7 +56,7 @@ class TraceEvents:
         """A JSON file is read one event per line only if it is exactly that
         (``json_line_events``' ``strict``)."""
         self.lines: FtraceLines | None = None
-        """The last reading's ``FtraceLines`` (text and Perfetto traces): whether it found
+        """The last reading's ``FtraceLines`` (text traces): whether it found
         ftrace, was HTML, was cut short, and its last line."""
 
     def events(self, *, in_time_order: bool = False) -> Iterator[Event]:
@@ -70,7 +70,8 @@ class TraceEvents:
         A text trace's rows come in file order, or ``in_time_order`` (``time_ordered``: as
         Perfetto's trace processor matches them); a JSON file's events in file order (one
         event per line streamed; else, after a ``RESTART``, the document's); a Perfetto
-        trace's in time order (its problems as ``PROBLEM`` events at their byte offsets).
+        trace's in time order, each placed at the byte offset of its packet (its problems
+        as ``PROBLEM`` events).
 
         Raises:
             TraceFormatError: A JSON document that is not a trace; a Perfetto trace whose
@@ -94,9 +95,11 @@ class TraceEvents:
         pftrace = PerfettoLines(
             self.path, on_dump=dumps, on_problem=problem, on_track_event=_track_events(pending)
         )
-        self.lines = FtraceLines(pftrace, on_dump=dumps)
-        # (Its rows come a line at a time, each after the names and problems before it.)
-        return _chunks(itertools.chain.from_iterable(row_batches(self.lines.blocks(), dumps)))
+        # Its rows come a line at a time, each after the names and problems before it, and
+        # placed at the byte offset of its packet.
+        return _chunks(
+            itertools.chain.from_iterable(row_batches(one_line_blocks(pftrace.rows()), dumps))
+        )
 
     def _text_batches(self, in_time_order: bool) -> Iterator[list[Event]]:
         dumps = DumpEvents()
