@@ -1,12 +1,14 @@
 """Loading a trace into the query tables, streamed.
 
 Four inputs: ftrace text, systrace HTML (its ftrace block and process dump),
-Chrome trace-event JSON and Perfetto protobuf (as ftrace rows).  Only the open
+Chrome trace-event JSON (``_json_loader``) and Perfetto protobuf (its canonical events:
+``_event_loader``).  Only the open
 sections of each thread are held in Python; finished slices go to SQLite in
 multi-row ``INSERT`` statements, each as soon as its rows have ended.  A slice's
 ``line`` is the file line it began on (NULL when the input has no lines).
 A wheel runs this module compiled by mypyc (``nnemu._native``), with ``_slice_rows`` (how
-slice and args rows are written) and ``_json_loader`` (``JsonLoader``: Chrome JSON events);
+slice and args rows are written), ``_json_loader`` (``JsonLoader``: Chrome JSON events) and
+``_event_loader`` (``EventLoader``: canonical events);
 ``_load.load_trace`` reads a file with them.
 
 Slice ids are given in begin order.  A slice's row is written when it ends, with
