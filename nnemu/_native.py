@@ -23,7 +23,7 @@ PACKAGE_DIR: Final = Path(__file__).resolve().parent
 COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "parser": ("nnemu.parser._engine",),
     "tracer": ("nnemu.tracer._tracer", "nnemu.tracer._writers", "nnemu.sim._kernel"),
-    "query": ("nnemu.query._loader", "nnemu.query._json_loader"),
+    "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
 whose clock it reads natively).  ``nnemu.query._slice_rows``, the loader's INSERT helpers

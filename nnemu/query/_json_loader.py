@@ -1,6 +1,6 @@
 """Loading Chrome trace-event JSON into the query tables: ``JsonLoader``, the ``Loader``
-that also reads JSON events (B, E, X, instants, flows, counters, name metadata), one per
-line or a document's, in file order or in time order.
+that also reads JSON events (B, E, X, thread instants and marks, flows, counters, name
+metadata), one per line or a document's, in file order or in time order.
 
 A wheel runs this module compiled by mypyc with the loader (``nnemu._native``).
 """
@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from nnemu.query._loader import Loader
-from nnemu.query._perfetto_tables import flow_id
 from nnemu.query._slice_rows import END_AT
 from nnemu.trace import (
     MAX_ABS_NS,
@@ -24,6 +23,7 @@ from nnemu.trace import (
     ROW_RE,
     FtraceLines,
     SystemText,
+    flow_id,
     is_json_number,
     json_line_events,
     json_time_ns,
@@ -35,7 +35,14 @@ from nnemu.trace import (
     timestamp_ns,
 )
 
-_JSON_SLICE_PHASES: Final = frozenset({"B", "E", "X", "i", "I", "n"})
+_JSON_SLICE_PHASES: Final = frozenset({"B", "E", "X", "i", "I", "R"})
+"""Phases of thread slices, as trace processor reads them: ``i``/``I`` (an instant of its
+thread unless its scope ``s`` is ``g`` or ``p``) and ``R`` (a mark) are slices of dur 0;
+``n`` (a nestable async instant) is an async track's, not loaded (as ``b``/``e``)."""
+_OTHER_SCOPES: Final = frozenset({"g", "p"})
+"""An instant's ``s`` that puts it on a global or process track, not its thread's."""
+NO_NAME: Final = "[No name]"
+"""The name trace processor gives a JSON slice whose ``name`` is empty, missing or no string."""
 _JSON_FLOW_PHASES: Final = frozenset({"s", "t", "f"})
 
 
@@ -82,12 +89,12 @@ class JsonLoader(Loader):
         if ph == "M":
             self._json_metadata(event, where)
             return
-        if ph not in _JSON_SLICE_PHASES:
+        if ph not in _JSON_SLICE_PHASES or (ph in ("i", "I") and event.get("s") in _OTHER_SCOPES):
             if ph in _JSON_FLOW_PHASES or ph == "C":
                 self._json_flow_or_counter(event, ph, where)
             elif "ph" not in event:
                 self.warn(where, NO_PHASE)
-            return  # async events have no thread slice
+            return  # async events and global or process instants have no thread slice
         raw_pid = event.get("pid")
         raw_tid = event.get("tid", raw_pid)
         pid = _int(raw_pid)
@@ -137,10 +144,11 @@ class JsonLoader(Loader):
             for key, value in event_args.items():
                 args.append((f"args.{key}", _arg_value(value)))
         category = event.get("cat")
+        name = event.get("name")
         self.begin(
             thread,
             ts,
-            str(event.get("name", "")),
+            name if isinstance(name, str) and name else NO_NAME,
             category=category if isinstance(category, str) else None,
             args=args,
             end=end,

@@ -1,5 +1,6 @@
 """``load_trace``: a trace file into the query tables, each format read by its loader (text
-and Perfetto rows: ``Loader``; JSON: ``JsonLoader``), read again in time order when its rows
+rows: ``Loader``; JSON: ``JsonLoader``; Perfetto: ``EventLoader``, of the canonical events
+``nnemu.trace.TraceEvents`` gives), read again in time order when its rows
 are out of it, with its warnings held, sorted and given below the progress bar.
 """
 
@@ -15,6 +16,7 @@ from typing import Final, TextIO
 from nnemu._progress import Progress
 from nnemu._text import counted
 from nnemu.errors import TraceFormatError
+from nnemu.query._event_loader import EventLoader
 from nnemu.query._json_loader import JsonLoader
 from nnemu.query._loader import Loader, Warn, byte_place
 from nnemu.query._perfetto_tables import RESET_TABLES
@@ -25,6 +27,7 @@ from nnemu.trace import (
     MAX_SORTED_BYTES,
     NOT_CHROME_TRACE,
     NotLineJson,
+    TraceEvents,
     TraceFormat,
     event_lines,
     file_format,
@@ -132,22 +135,11 @@ def _load(
             shown.bar = bar
             loader = _load_json(source, stream, bar, conn, warn, held)
         elif kind == "perfetto":
-            from nnemu.trace import PerfettoLines
-
-            # Rows made from packets: a problem is placed by the packet's byte offset.
-            pftrace = PerfettoLines(
-                source, on_problem=lambda offset, message: warn(byte_place(offset), message)
-            )
-
-            def warn_at_packet(line_number: int, message: str) -> None:
-                del line_number  # of the rows made from the packets
-                warn(byte_place(pftrace.last_offset), message)
-
-            loader = Loader(conn, warn_at_packet)
-            pftrace.on_dump = loader._dump_row
-            pftrace.on_track_event = loader.track_event
-            loader.load_ftrace(pftrace, file_lines=False)
-            loader.first_out_of_order = 0  # its rows' numbers are no place in the file
+            # Events of packets: each is placed by its packet's byte offset.
+            events = EventLoader(conn, warn)
+            events.load_events(TraceEvents(source).batches(), byte_place)
+            events.first_out_of_order = 0  # a warning of the whole file
+            loader = events
         else:
             stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
             bar = cleanup.enter_context(Progress(source, stream, progress, label=label))

@@ -1,12 +1,14 @@
 """Loading a trace into the query tables, streamed.
 
 Four inputs: ftrace text, systrace HTML (its ftrace block and process dump),
-Chrome trace-event JSON and Perfetto protobuf (as ftrace rows).  Only the open
+Chrome trace-event JSON (``_json_loader``) and Perfetto protobuf (its canonical events:
+``_event_loader``).  Only the open
 sections of each thread are held in Python; finished slices go to SQLite in
 multi-row ``INSERT`` statements, each as soon as its rows have ended.  A slice's
 ``line`` is the file line it began on (NULL when the input has no lines).
 A wheel runs this module compiled by mypyc (``nnemu._native``), with ``_slice_rows`` (how
-slice and args rows are written) and ``_json_loader`` (``JsonLoader``: Chrome JSON events);
+slice and args rows are written), ``_json_loader`` (``JsonLoader``: Chrome JSON events) and
+``_event_loader`` (``EventLoader``: canonical events);
 ``_load.load_trace`` reads a file with them.
 
 Slice ids are given in begin order.  A slice's row is written when it ends, with
@@ -51,10 +53,8 @@ from nnemu.trace import (
     ROW_RE,
     ROW_SEPARATOR,
     UNKNOWN_TGID,
-    Counter,
     DumpProcess,
     DumpThread,
-    Flow,
     FtraceLines,
     atrace_tgid,
     is_mark_row,
@@ -717,17 +717,6 @@ class Loader:
             self.warn(line_number, _MALFORMED_BEGIN)
             return
         self.begin(thread, ts, name, line=line_number if self._file_lines else None)
-
-    # -- JSON --------------------------------------------------------------
-
-    def track_event(self, event: Flow | Counter) -> None:
-        """A Perfetto TrackEvent flow id (on the slice just begun) or counter value."""
-        if isinstance(event, Counter):
-            self.perfetto.track_event_counter(event.pid, event.name, event.ts, event.value)
-            return
-        thread = self._thread(event.tid, event.pid)
-        top = thread.top()
-        self.perfetto.track_event_flow(event.flow_id, top, terminating=event.terminating, where=0)
 
     # -- the end -----------------------------------------------------------
 

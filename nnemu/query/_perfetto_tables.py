@@ -28,15 +28,14 @@ space). Counters and flows are written in batches, like slices.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Final
 
 from nnemu._text import counted
 from nnemu.trace import (
-    HEAD_RE,
-    ROW_SEPARATOR,
+    COUNTER_RE,
+    MALFORMED_COUNTER,
     atrace_counter_value,
     atrace_tgid,
     pid_of_tgid,
@@ -84,17 +83,6 @@ SELECT id, name, parent_id, type, unit, description FROM process_counter_track;
 
 RESET_TABLES: Final = ("flow", "counter", "process_counter_track")
 
-COUNTER_RE: Final = re.compile(
-    HEAD_RE.pattern
-    + r"(\d+)\.(\d+)"
-    + ROW_SEPARATOR.rstrip(" ")
-    + r" C[^|]*\|([^|]*)\|([^|]*)\|(.*)"
-)
-"""A ``tracing_mark_write`` counter row.  Groups: task, tid, TGID column, seconds,
-fraction, the payload's tgid, name, and the value (with an optional ``|category``).  As in
-Perfetto's trace processor, the first field is the kind whatever follows its ``C``; the
-tgid and the value are checked by ``atrace_tgid`` and ``atrace_counter_value``."""
-
 _BATCH_ROWS: Final = 10_000
 
 Warn = Callable[[int, str], None]
@@ -102,22 +90,6 @@ FlowKey = tuple[str, str, object]
 """(cat, name, id) of a JSON v1 flow event."""
 Bound = tuple[int, int]
 """(id, ts) of the slice a flow event is bound to."""
-
-
-def flow_id(value: object) -> int | str | None:
-    """A JSON flow ``id`` as trace processor keys it (hex text read as a number); None if unusable."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            return int(value, 16)
-        except ValueError:
-            return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, int):
-        return value
-    return None  # an object, a list, a fraction: no id
 
 
 def _number(value: object) -> float | None:
@@ -248,6 +220,11 @@ class PerfettoRows:
         """A Perfetto TrackEvent counter value on the track ``name`` (of process ``pid``)."""
         self._counter(pid, name, "process_counter_track_event", ts, value)
 
+    def atrace_counter(self, pid: int | None, name: str, ts: int, value: float) -> None:
+        """An atrace counter row's value (``C|tgid|name|value``) on the track ``name`` of
+        process ``pid``."""
+        self._counter(pid, name, "atrace_counter", ts, value)
+
     def _counter(self, pid: int | None, name: str, kind: str, ts: int, value: float) -> None:
         track = self._tracks.setdefault((pid, name, kind), len(self._tracks))
         self._counters.append((self._next_counter, ts, track, value))
@@ -279,9 +256,9 @@ class PerfettoRows:
         tgid = atrace_tgid(tgid_field)
         value = atrace_counter_value(rest.rstrip().split("|", 1)[0])
         if ts is None or tgid is None or not name or value is None:
-            self.warn(line_number, "malformed counter mark: expected C|<tgid>|<name>|<integer>")
+            self.warn(line_number, MALFORMED_COUNTER)
             return True
-        self._counter(pid_of_tgid(tgid), name, "atrace_counter", ts, float(value))
+        self.atrace_counter(pid_of_tgid(tgid), name, ts, float(value))
         return True
 
     # -- the end -----------------------------------------------------------

@@ -25,7 +25,9 @@
 * marks: ``classify`` (NNTRACE layer/phase tags, HIDL calls);
 * canonical events: ``TraceEvents`` (the one reader: a file's format told once, its events
   from the module of that format) and the event kinds (``BEGIN``, ``END``, ``COMPLETE``,
-  ``PROCESS``, ``THREAD``, ``PROBLEM``, ``RESTART``; ``Event``).
+  ``COUNTER``, ``FLOW`` with how a flow binds, ``FLOW_START`` ... ``FLOW_THROUGH``,
+  ``PROCESS``, ``THREAD``, ``PROBLEM``, ``RESTART``; ``Event``); ``flow_id`` (a JSON flow
+  id as trace processor keys it), ``COUNTER_RE`` and ``MALFORMED_COUNTER`` (a counter row).
 """
 
 from typing import TYPE_CHECKING, Final
@@ -41,6 +43,7 @@ from nnemu.trace._chrome import (
     NotLineJson,
     SystemText,
     event_lines,
+    flow_id,
     is_json_number,
     json_line_events,
     json_problem,
@@ -72,6 +75,13 @@ from nnemu.trace._events import (
     COUNTER,
     END,
     FLOW,
+    FLOW_END,
+    FLOW_END_NEXT,
+    FLOW_IN,
+    FLOW_OUT,
+    FLOW_START,
+    FLOW_STEP,
+    FLOW_THROUGH,
     PROBLEM,
     PROCESS,
     RESTART,
@@ -93,7 +103,9 @@ from nnemu.trace._html import (
 from nnemu.trace._marks import OPAQUE, Mark, classify
 from nnemu.trace._reader import TraceEvents
 from nnemu.trace._rows import (
+    COUNTER_RE,
     HEAD_RE,
+    MALFORMED_COUNTER,
     MALFORMED_ROW,
     MAX_ABS_NS,
     MAX_ID,
@@ -156,11 +168,20 @@ __all__ = [
     "BEGIN",
     "COMPLETE",
     "COUNTER",
+    "COUNTER_RE",
     "END",
     "FLOW",
+    "FLOW_END",
+    "FLOW_END_NEXT",
+    "FLOW_IN",
+    "FLOW_OUT",
+    "FLOW_START",
+    "FLOW_STEP",
+    "FLOW_THROUGH",
     "GZIP_MAGIC",
     "HEAD_BYTES",
     "HEAD_RE",
+    "MALFORMED_COUNTER",
     "MALFORMED_ROW",
     "MAX_ABS_NS",
     "MAX_ID",
@@ -214,6 +235,7 @@ __all__ = [
     "event_lines",
     "exact_timestamp_ns",
     "file_format",
+    "flow_id",
     "is_json_number",
     "is_mark_row",
     "is_perfetto_lines",

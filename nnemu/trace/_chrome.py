@@ -27,7 +27,24 @@ from typing import Final
 import attrs
 
 from nnemu.errors import TraceFormatError
-from nnemu.trace._events import BEGIN, COMPLETE, END, PROBLEM, PROCESS, THREAD, Event
+from nnemu.trace._events import (
+    BEGIN,
+    COMPLETE,
+    COUNTER,
+    END,
+    FLOW,
+    FLOW_END,
+    FLOW_END_NEXT,
+    FLOW_IN,
+    FLOW_OUT,
+    FLOW_START,
+    FLOW_STEP,
+    FLOW_THROUGH,
+    PROBLEM,
+    PROCESS,
+    THREAD,
+    Event,
+)
 from nnemu.trace._ftrace import DumpEvents, one_line_blocks, row_batches
 from nnemu.trace._html import FtraceLines
 from nnemu.trace._rows import MAX_ABS_NS, MAX_ID
@@ -435,14 +452,82 @@ def json_id(value: object) -> int | None:
     return None
 
 
+def flow_id(value: object) -> int | str | None:
+    """A JSON flow ``id`` (or ``bind_id``) as trace processor keys it (hex text read as a
+    number); None if unusable."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            return int(value, 16)
+        except ValueError:
+            return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int):
+        return value
+    return None  # an object, a list, a fraction: no id
+
+
+_FLOW_HOW: Final = {"s": FLOW_START, "t": FLOW_STEP}
+_BOUND_HOW: Final = {(True, True): FLOW_THROUGH, (True, False): FLOW_IN, (False, True): FLOW_OUT}
+
+
+def _flow_time(event: dict[str, object]) -> tuple[int | None, int | None]:
+    """(pid, ts in ns; each None: none, or out of range) of a ``C`` or flow event."""
+    ts = json_time_ns(event.get("ts"))
+    return json_id(event.get("pid")), None if ts is None or ts < 0 else ts
+
+
+def _counter_events(line_number: int, event: dict[str, object]) -> Iterator[Event]:
+    """A JSON ``C`` event's ``COUNTER`` events: one per arg (a value per number; a string
+    that reads as one counts, as in Perfetto)."""
+    pid, ts = _flow_time(event)
+    name = str(event.get("name", ""))
+    if pid is None or ts is None:
+        problem = "C event without a pid and a finite ts in range; skipped"
+        yield (COUNTER, 0, line_number, -1, -1, name, problem)
+        return
+    args = event.get("args")
+    if not isinstance(args, dict):
+        return
+    for key, raw in args.items():
+        value: float | str | None = None
+        if isinstance(raw, int | float | str) and not isinstance(raw, bool):
+            try:
+                value = float(raw)
+            except (ValueError, OverflowError):  # not a number, or an int beyond a double
+                value = None
+        if value is None:
+            value = f"counter {name!r} arg {key!r} is not a number; skipped"
+        yield (COUNTER, ts, line_number, pid, -1, f"{name} {key}", value)
+
+
+def _flow_event(line_number: int, event: dict[str, object], ph: str) -> Event:
+    """A JSON v1 flow event's (``s``, ``t``, ``f``) ``FLOW``."""
+    pid, ts = _flow_time(event)
+    tid = json_id(event.get("tid", event.get("pid")))
+    ident = flow_id(event.get("id"))
+    name = str(event.get("name", ""))
+    if tid is None or ts is None or ident is None:
+        problem = f"{ph} event without a tid, an id and a finite ts in range; skipped"
+        return (FLOW, 0, line_number, -1, 0, name, problem)
+    how = _FLOW_HOW.get(ph, FLOW_END if event.get("bp") == "e" else FLOW_END_NEXT)
+    cat = str(event.get("cat", ""))
+    return (FLOW, ts, line_number, -1 if pid is None else pid, tid, name, (how, cat, ident))
+
+
 def chrome_events(events: Iterable[tuple[int, object]]) -> Iterator[Event]:
-    """The ``B``, ``E``, ``X`` and name-metadata (``M``) events of a Chrome trace as
-    canonical events, in file order, each placed on its file line (0: not known).
+    """The ``B``, ``E``, ``X``, name-metadata (``M``), counter (``C``) and flow (``s``,
+    ``t``, ``f``, and ``bind_id`` on a slice) events of a Chrome trace as canonical events,
+    in file order, each placed on its file line (0: not known).
 
     ``events`` are (file line, event): a document's list or ``json_line_events``. An event
     that is not an object, has no ``ph``, a pid or tid that is no id, a ``ts`` (an ``X``:
     a ``dur``) that is no time, or a negative ``ts`` or ``dur`` is a ``PROBLEM`` (what
     parse and query say of it); other phases are skipped.  ``X`` is one ``COMPLETE``.
+    A ``B`` or ``X`` with a ``bind_id`` and ``flow_in`` or ``flow_out`` is followed by its
+    ``FLOW`` (``FLOW_IN``, ``FLOW_OUT`` or ``FLOW_THROUGH``).
     """
     for line_number, event in events:
         if not isinstance(event, dict):
@@ -450,7 +535,11 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Iterator[Event]:
             continue
         ph = event.get("ph")
         if ph not in ("B", "E", "X", "M"):
-            if "ph" not in event:
+            if ph == "C":
+                yield from _counter_events(line_number, event)
+            elif ph in ("s", "t", "f"):
+                yield _flow_event(line_number, event, ph)
+            elif "ph" not in event:
                 yield (PROBLEM, 0, line_number, 0, 0, NO_PHASE, None)
             continue
         raw_pid = event.get("pid")
@@ -499,6 +588,12 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Iterator[Event]:
             yield (BEGIN, ts_ns, line_number, pid, tid, str(event.get("name", "")), None)
         else:
             yield (END, ts_ns, line_number, pid, tid, "", None)
+            continue
+        if "bind_id" in event:
+            how = _BOUND_HOW.get((event.get("flow_in") is True, event.get("flow_out") is True))
+            ident = flow_id(event["bind_id"])
+            if how is not None and ident is not None:
+                yield (FLOW, ts_ns, line_number, pid, tid, "", (how, "", ident))
 
 
 def chrome_document_events(source: str, text: str) -> Iterator[Event]:

@@ -16,6 +16,10 @@ kind          ts    place  pid         tid  name                extra
                                                                 process dump's row
 ``PROBLEM``   0     where  0           0    what is wrong       None
 ``RESTART``   0     0      0           0    ``""``              None
+``COUNTER``   ns    where  process or  see  counter name        the value (a float), or why
+                           -1          below                    it is none (a str)
+``FLOW``      ns    where  process     yes  a JSON v1 flow's    ``(how, cat, id)``, or why it
+                                            name, else ``""``   is none (a str)
 ============  ====  =====  ==========  ===  ==================  ===============================
 
 ``place`` is where the event is in the file, as its format places warnings: a line number
@@ -23,6 +27,21 @@ kind          ts    place  pid         tid  name                extra
 the reader skipped and why (a JSON event of the wrong shape; a bad Perfetto packet).
 ``RESTART`` says that what came before it is void and the file is read again from its start
 (a JSON file that turned out not to hold one event per line, read as one document).
+
+A ``COUNTER`` is one value of a counter track: an atrace ``C|tgid|name|value`` row (``tid``
+the row's thread; the value read as Perfetto's trace processor reads it, an integer), a
+numeric arg of a JSON ``C`` event (one event per arg, named ``"<name> <arg key>"``, as trace
+processor names its track) or a Perfetto counter track's value; those two have ``tid`` -1
+(the track is the process's, or no process's: ``pid`` -1).  A ``FLOW`` binds a flow to a
+slice of its thread: ``how`` says which and what it does (``FLOW_START`` ...
+``FLOW_THROUGH``), ``cat`` and ``id`` (a JSON flow's ``cat`` or ``""``; its id, hex text
+read as a number, or a Perfetto flow id) with ``name`` key it.  The v2 kinds
+(``FLOW_IN``, ``FLOW_OUT``, ``FLOW_THROUGH``: Perfetto's ``flow_ids`` and
+``terminating_flow_ids``, JSON's ``bind_id`` with ``flow_in``/``flow_out``) come right
+after the ``BEGIN`` or ``COMPLETE`` of the slice they bind to.  A ``COUNTER`` or ``FLOW``
+whose ``extra`` is a str could not be read (a malformed counter row, a non-numeric JSON
+counter arg, a flow event without an id): what ``nnemu query`` warns (it follows trace
+processor, which loads counters and flows); the other readers skip both kinds.
 
 One module per format makes them: ``_ftrace`` (systrace HTML, ftrace text), ``_chrome``
 (Chrome JSON), ``_perfetto`` (a Perfetto protobuf trace, from its decoded packets:
@@ -44,5 +63,25 @@ THREAD: Final = 6
 PROBLEM: Final = 7
 RESTART: Final = 8
 
-Event = tuple[int, int, int, int, int, str, str | int | None]
+FLOW_START: Final = 0
+"""A JSON ``s``: the flow starts at the innermost slice open on its thread."""
+FLOW_STEP: Final = 1
+"""A JSON ``t``: the flow goes on from where it is to the innermost open slice, and on from it."""
+FLOW_END: Final = 2
+"""A JSON ``f`` with ``"bp": "e"``: the flow ends at the innermost open slice."""
+FLOW_END_NEXT: Final = 3
+"""A JSON ``f`` without it: the flow ends at the next slice to begin on its thread."""
+FLOW_IN: Final = 4
+"""The flow ends at the slice just begun (Perfetto ``terminating_flow_ids``, JSON
+``flow_in`` alone)."""
+FLOW_OUT: Final = 5
+"""The flow starts at the slice just begun (JSON ``flow_out`` alone)."""
+FLOW_THROUGH: Final = 6
+"""The flow goes on to the slice just begun, or starts there (Perfetto ``flow_ids``, JSON
+``flow_in`` and ``flow_out``)."""
+
+FlowInfo = tuple[int, str, int | str]
+"""A ``FLOW``'s ``extra``: ``(how, cat, id)``."""
+
+Event = tuple[int, int, int, int, int, str, str | int | float | FlowInfo | None]
 """``(kind, ts, place, pid, tid, name, extra)``: see the module's table."""

@@ -83,6 +83,7 @@ from nnemu.trace._pbdecode import (
 )
 from nnemu.trace._pbstream import StreamStop, packet_runs
 from nnemu.trace._pbwire import GZIP_MAGIC, varint
+from nnemu.trace._pftrack import track_record_events
 from nnemu.trace._rows import MAX_ABS_NS, MAX_ID
 
 INSTALL_HINT: Final = (
@@ -445,8 +446,8 @@ def perfetto_event_batches(path: str, *, slices_only: bool = False) -> Iterator[
     Process names come as ``PROCESS`` events, threads named with their process as
     ``THREAD`` events (a process dump's rows), where they are read; problems as
     ``PROBLEM`` events.  What the text form has no row for (a negative time or tid, one
-    beyond ``MAX_ABS_NS`` or pid_t) gives no event; counters and flows give none yet
-    (``_track_events``).  ``slices_only``: neither is wanted, and a ``TrackEvent``'s flow
+    beyond ``MAX_ABS_NS`` or pid_t) gives no event; counters and flows give ``COUNTER``
+    and ``FLOW`` events (``_track_events``).  ``slices_only``: neither is wanted, and a ``TrackEvent``'s flow
     ids and extra counter values are not even read (``_decoded``'s ``values``).
 
     Raises:
@@ -517,16 +518,9 @@ def perfetto_event_batches(path: str, *, slices_only: bool = False) -> Iterator[
 
 
 def _track_events(record: Record) -> list[Event]:
-    """The events of a decoded counter value or flow (``COUNTER``: ``(ts, offset, kind, pid
-    or None, tid or None, name, value)``; ``FLOW``: ``(ts, offset, kind, pid, tid, flow id,
-    terminating)``): none yet.
-
-    (The one place a Perfetto trace's counters and flows become canonical ``COUNTER`` and
-    ``FLOW`` events; its text form gave them no ``B``/``E`` row, so no reader of these
-    events sees them yet.)
-    """
-    del record
-    return []
+    """The ``COUNTER`` and ``FLOW`` events of a decoded counter value or flow
+    (``track_record_events``)."""
+    return track_record_events(record)
 
 
 # -- as ftrace rows ----------------------------------------------------------------

@@ -4,7 +4,7 @@
 and ``events()`` gives the file's canonical events (``nnemu.trace._events``) from the module
 of its format: ``_ftrace`` for systrace HTML and ftrace text, ``_chrome`` for Chrome JSON,
 ``_perfetto`` for a Perfetto protobuf trace (``perfetto_event_batches``: from its decoded
-packets, no text).  A new format is a
+packets, no text; its flows and counter tracks: ``_pftrack``).  A new format is a
 ``TraceFormat`` member, a module that yields the events, and a branch in ``events``.
 """
 
@@ -70,7 +70,8 @@ class TraceEvents:
         A text trace's rows come in file order, or ``in_time_order`` (``time_ordered``: as
         Perfetto's trace processor matches them); a JSON file's events in file order (one
         event per line streamed; else, after a ``RESTART``, the document's); a Perfetto
-        trace's in time order (its problems as ``PROBLEM`` events at their byte offsets).
+        trace's in time order, each placed at the byte offset of its packet (its problems
+        as ``PROBLEM`` events).
 
         Raises:
             TraceFormatError: A JSON document that is not a trace; a Perfetto trace whose

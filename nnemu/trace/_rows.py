@@ -22,6 +22,17 @@ ROW_RE: Final = re.compile(_HEAD + r"(\d+)\.(\d+)" + ROW_SEPARATOR.rstrip(" ") +
 absent, ``-----`` when unknown), seconds, fraction, ``B`` or ``E``, the payload
 after the kind (``|tgid|name`` or ``|tgid``)."""
 
+COUNTER_RE: Final = re.compile(
+    _HEAD + r"(\d+)\.(\d+)" + ROW_SEPARATOR.rstrip(" ") + r" C[^|]*\|([^|]*)\|([^|]*)\|(.*)"
+)
+"""A ``tracing_mark_write`` counter row.  Groups: task, tid, TGID column, seconds,
+fraction, the payload's tgid, name, and the value (with an optional ``|category``).  As in
+Perfetto's trace processor, the first field is the kind whatever follows its ``C``; the
+tgid and the value are checked by ``atrace_tgid`` and ``atrace_counter_value``."""
+
+MALFORMED_COUNTER: Final = "malformed counter mark: expected C|<tgid>|<name>|<integer>"
+"""Why a counter row that ``COUNTER_RE`` matches gives no value."""
+
 HEAD_RE: Final = re.compile(_HEAD)
 """``ROW_RE`` up to the timestamp (same groups 1-3), for a reader that splits rows itself."""
 

@@ -205,3 +205,38 @@ def test_hand_made_flows_give_perfetto_rows(tmp_path):
         " JOIN counter_track t ON t.id = c.track_id ORDER BY c.id",
     ]:
         assert _nnemu_rows(trace, sql) == _perfetto_rows(shell, trace, sql, tmp_path), sql
+
+
+THREAD_SLICES = (
+    "SELECT s.ts, s.dur, s.name, s.category, t.tid, s.depth FROM slice s"
+    " JOIN thread_track tt ON tt.id = s.track_id JOIN thread t USING (utid) ORDER BY s.ts"
+)
+
+
+def test_json_names_and_instants_give_trace_processors_thread_slices(tmp_path):
+    """A JSON slice with an empty, missing or non-string name is ``[No name]``; ``i``/``I``
+    (thread scope) and ``R`` are thread instants, ``i`` of global or process scope and ``n``
+    are not its thread's slices; events out of time order are matched in it (trace
+    processor v58's thread slices, docs/query.md)."""
+    shell = _shell()
+    events = [
+        {"ph": "B", "pid": 1, "tid": 11, "ts": 1, "name": ""},
+        {"ph": "E", "pid": 1, "tid": 11, "ts": 2},
+        {"ph": "B", "pid": 1, "tid": 11, "ts": 3},
+        {"ph": "E", "pid": 1, "tid": 11, "ts": 4},
+        {"ph": "X", "pid": 1, "tid": 11, "ts": 5, "dur": 1, "name": 7},
+        {"ph": "i", "pid": 1, "tid": 11, "ts": 7, "name": "thread instant"},
+        {"ph": "I", "pid": 1, "tid": 11, "ts": 6.5, "name": "old instant", "s": "t"},
+        {"ph": "n", "pid": 1, "tid": 11, "ts": 8, "name": "nest", "id": 1, "cat": "c"},
+        {"ph": "R", "pid": 1, "tid": 11, "ts": 9, "name": "mark", "cat": "c", "args": {"a": 1}},
+        {"ph": "i", "pid": 1, "tid": 11, "ts": 10, "name": "global", "s": "g"},
+        {"ph": "i", "pid": 1, "tid": 11, "ts": 11, "name": "process", "s": "p"},
+        {"ph": "B", "pid": 1, "tid": 12, "ts": 40, "name": "late"},
+        {"ph": "E", "pid": 1, "tid": 12, "ts": 50},
+        {"ph": "B", "pid": 1, "tid": 12, "ts": 30, "name": "early"},
+        {"ph": "E", "pid": 1, "tid": 12, "ts": 35},
+    ]
+    trace = tmp_path / "instants.json"
+    trace.write_text(json.dumps(events))
+    for sql in [THREAD_SLICES, "SELECT count(*) FROM slice WHERE name = '[No name]'"]:
+        assert _nnemu_rows(trace, sql) == _perfetto_rows(shell, trace, sql, tmp_path), sql

@@ -119,3 +119,38 @@ def test_the_format_is_told_once_and_unreadable_files_are_refused(tmp_path: Path
     blank.write_text("[]", encoding="utf-8")
     with pytest.raises(TraceFormatError, match="no trace events"):
         TraceEvents(blank)
+
+
+def test_an_end_row_carries_its_process(tmp_path: Path):
+    """An ``E`` row's pid is its TGID column, else its ``E|tgid``'s, else -1 (query puts the
+    end on the thread of that process, as it puts a begin)."""
+    trace = tmp_path / "ends.txt"
+    trace.write_text(
+        "# tracer: nop\n"
+        "  a-10 ( 200) [000] ...1 1.000000: tracing_mark_write: E|300\n"
+        "  a-10 (-----) [000] ...1 1.000001: tracing_mark_write: E|300\n"
+        "  a-10 [000] ...1 1.000002: tracing_mark_write: E|+400\n"
+        "  a-10 [000] ...1 1.000003: tracing_mark_write: E\n"
+        "  a-10 [000] ...1 1.000004: tracing_mark_write: E|0\n",
+        encoding="utf-8",
+    )
+    assert [(e[2], e[3]) for e in TraceEvents(trace).events() if e[0] == END] == [
+        (2, 200),
+        (3, 300),
+        (4, 400),
+        (5, -1),
+        (6, -1),
+    ]
+
+
+def test_perfetto_events_are_placed_at_their_packets(quickstart: dict[str, Path]):
+    """A Perfetto trace's slice events are placed at the byte offset of the packet each came
+    from (where query and replay place a warning about it), as ``read_perfetto`` gives it."""
+    from nnemu.trace import SliceBegin, read_perfetto
+
+    begins = [
+        r.offset for r in read_perfetto(str(quickstart["pftrace"])) if isinstance(r, SliceBegin)
+    ]
+    events = [e[2] for e in TraceEvents(quickstart["pftrace"]).events() if e[0] == BEGIN]
+    assert len(events) > 100
+    assert events == begins
