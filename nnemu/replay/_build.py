@@ -221,10 +221,18 @@ def _ipc(plan: TracePlan, notes: _Notes) -> IpcSpec:
 def _workload(
     app: TraceApp, plan: TracePlan, *, fast: bool, loops: int, period_ns: int
 ) -> WorkloadSpec:
-    """The app's recorded arrivals (repeated ``loops`` times), or with ``fast`` a closed loop."""
+    """The app's recorded arrivals (repeated ``loops`` times), or a closed loop of as many
+    executions: with ``fast`` (from time 0), or when its trace shows one (``_loop``: from its
+    first arrival, with the think time it shows)."""
     first = app.arrivals_ns[0]
-    if fast:
-        return WorkloadSpec(kind=WorkloadKind.CLOSED_LOOP, executions=len(app.arrivals_ns) * loops)
+    think_ms = 0.0 if app.loop is None else _ms(app.loop.think_ns)
+    if fast or app.loop is not None:
+        return WorkloadSpec(
+            kind=WorkloadKind.CLOSED_LOOP,
+            executions=len(app.arrivals_ns) * loops,
+            start_ms=0.0 if fast else _ms(first - plan.t0_ns),
+            think_ms=think_ms,
+        )
     arrivals = [_ms(loop * period_ns + t - first) for loop in range(loops) for t in app.arrivals_ns]
     return WorkloadSpec(
         kind=WorkloadKind.TRACE,
@@ -249,6 +257,13 @@ def _app(
     notes.derive(
         f"{where}: {len(app.arrivals_ns)} executions ({app.arrival_source})", f"{where}.workload"
     )
+    if app.loop is not None:
+        notes.derive(
+            f"{where}.workload: closed_loop, think_ms {_ms(app.loop.think_ns):g}, "
+            f"{counted(app.loop.threads, 'thread')} ({app.loop.evidence()})",
+            f"{where}.workload",
+            f"{where}.threads",
+        )
     bursts = ""
     if app.burst_executions:
         on = [
@@ -281,7 +296,7 @@ def _app(
             f"{where}.execution_mode",
         )
     preference = _burst_preference(app, wake_ns, notes)
-    threads = app.max_in_flight
+    threads = app.max_in_flight if app.loop is None else app.loop.threads
     if app.never_ended and threads > MAX_UNFINISHED_THREADS:
         # Each execution still open at the end would hold an app thread for the whole
         # replay; past the bound they share threads.
@@ -291,7 +306,7 @@ def _app(
             f"executions never end in the trace (cut or broken), and each would hold a thread; "
             f"executions beyond {threads} in flight wait for a free thread"
         )
-    if threads > 1:
+    if threads > 1 and app.loop is None:
         notes.derive(f"{where}.threads: {threads} (most executions in flight)", f"{where}.threads")
     devices_used: tuple[str, ...] | None = None
     known = [driver_by_pid[p].name for p in app.driver_pids if p in driver_by_pid]
