@@ -11,6 +11,7 @@ gap below 0.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from array import array
 from typing import Final
@@ -81,7 +82,7 @@ def closed_loop(closed: array[int]) -> ClosedLoop | None:
     intervals: list[int] = []
     for rows in by_tid.values():
         rows.sort()
-        for (begin, end), (after, _) in zip(rows, rows[1:], strict=False):
+        for (begin, end), (after, _) in itertools.pairwise(rows):
             gaps.append(after - end)
             intervals.append(after - begin)
     if len(gaps) < MIN_GAPS:
