@@ -395,5 +395,6 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         start_ns=tally.po_begin,
         fallbacks=tally.fallbacks,
         reusable_calls=tally.reusable_calls,
-        loop=closed_loop(closed),
+        # The replay compiles once, not inside each execution: a loop would issue them early.
+        loop=None if any(inside) else closed_loop(closed),
     )
