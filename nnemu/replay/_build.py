@@ -63,15 +63,17 @@ def loop_problem(plan: TracePlan, *, fast: bool, loops: int) -> str | None:
     Checked before the build so the user reads about what they wrote, not about the
     ``arrivals_ms`` or ``executions`` the build would have made of it.
     """
-    if fast:
-        count = max(len(app.arrivals_ns) for app in plan.apps)
+    counts = [len(app.arrivals_ns) for app in plan.apps if fast or app.loop is not None]
+    if counts:  # closed loops: -l N runs N times the executions
+        count = max(counts)
         most = MAX_EXECUTIONS // count
-        if loops <= most:
-            return None
-        return (
-            f"-l {loops}: an app would run {loops * count} executions, "
-            f"past a scenario's limit of {MAX_EXECUTIONS} per app; use -l {most} at most"
-        )
+        if loops > most:
+            return (
+                f"-l {loops}: an app would run {loops * count} executions, "
+                f"past a scenario's limit of {MAX_EXECUTIONS} per app; use -l {most} at most"
+            )
+    if fast:
+        return None
     span_ns = max(app.arrivals_ns[-1] - app.arrivals_ns[0] for app in plan.apps)
     if _ms(span_ns) > MAX_TIME_MS:
         return (
@@ -491,6 +493,12 @@ def describe_plan(plan: TracePlan) -> list[str]:
         if gaps:
             shown = ", ".join(f"{g:.3f}" for g in gaps[:8]) + (", ..." if len(gaps) > 8 else "")
             lines.append(f"    gaps ms: {shown}")
+        if app.loop is not None:
+            lines.append(
+                f"    closed loop on {counted(app.loop.threads, 'thread')}: each execution "
+                f"arrives {app.loop.think_ns / 1e6:.3f} ms after its thread's last one ended "
+                f"({app.loop.in_loop} of {app.loop.gaps})"
+            )
         lines.append(
             f"    model {app.model_name or '?'}; mode "
             f"{app.execution_mode.value if app.execution_mode else 'unknown'}; "
