@@ -17,9 +17,15 @@ from typing import Any
 import pytest
 
 from nnemu import run
-from nnemu.replay import build_replay, describe_build, extract_plan
+from nnemu.replay import build_replay, describe_build, describe_plan, extract_plan, loop_problem
 from nnemu.replay._loop import closed_loop
-from nnemu.scenario import WorkloadKind, dump_scenario, load_scenario, load_scenario_text
+from nnemu.scenario import (
+    MAX_EXECUTIONS,
+    WorkloadKind,
+    dump_scenario,
+    load_scenario,
+    load_scenario_text,
+)
 from tests.unit.replay.helpers import REPO, record
 
 SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.yaml"))
@@ -126,7 +132,8 @@ def test_hotword_npu_replays_at_its_recorded_latency(aidl_v4: tuple[Path, Any]) 
 def test_the_loop_is_in_the_plan_and_the_saved_scenario(aidl_v4: tuple[Path, Any]) -> None:
     """The closed-loop app's workload is derived with its evidence, and the scenario written (--save-scenario) loads back as a closed loop of 200 executions on 1 thread; the periodic camera keeps its arrivals."""
     path, _ = aidl_v4
-    built = build_replay(extract_plan(str(path)))
+    plan = extract_plan(str(path))
+    built = build_replay(plan)
     assert (
         "  apps.hotword_npu.workload: closed_loop, think_ms 0, 1 thread (on its threads 199 "
         "of 199 executions arrived 0.000 ms (±0.020) after the one before ended; 197 of 199 "
@@ -141,6 +148,10 @@ def test_the_loop_is_in_the_plan_and_the_saved_scenario(aidl_v4: tuple[Path, Any
         0.0,
     )
     assert apps["hotword_npu"].threads == 1
+    assert (
+        "    closed loop on 1 thread: each execution arrives 0.000 ms after its thread's last "
+        "one ended (199 of 199)"
+    ) in describe_plan(plan)
     assert apps["camera"].workload.kind is WorkloadKind.TRACE
     fast = build_replay(extract_plan(str(path)), fast=True, loops=2)
     workload = {app.name: app for app in fast.scenario.apps}["hotword_npu"].workload
@@ -200,3 +211,14 @@ def test_a_poisson_app_at_high_load_keeps_its_arrivals(rate_hz: int, tmp_path: P
     assert app.loop is None
     (spec,) = build_replay(plan).scenario.apps
     assert spec.workload.kind is WorkloadKind.TRACE
+
+
+def test_looping_a_closed_loop_is_bounded_by_its_executions(aidl_v4: tuple[Path, Any]) -> None:
+    """-l N runs a closed-loop app's executions N times, so an N past a scenario's executions limit is refused with the largest N allowed (not a scenario that fails to build)."""
+    path, _ = aidl_v4
+    plan = extract_plan(str(path))
+    most = MAX_EXECUTIONS // 200
+    assert loop_problem(plan, fast=False, loops=most + 1) == (
+        f"-l {most + 1}: an app would run {(most + 1) * 200} executions, past a scenario's "
+        f"limit of {MAX_EXECUTIONS} per app; use -l {most} at most"
+    )
