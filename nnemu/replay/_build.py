@@ -63,15 +63,17 @@ def loop_problem(plan: TracePlan, *, fast: bool, loops: int) -> str | None:
     Checked before the build so the user reads about what they wrote, not about the
     ``arrivals_ms`` or ``executions`` the build would have made of it.
     """
-    if fast:
-        count = max(len(app.arrivals_ns) for app in plan.apps)
+    counts = [len(app.arrivals_ns) for app in plan.apps if fast or app.loop is not None]
+    if counts:  # closed loops: -l N runs N times the executions
+        count = max(counts)
         most = MAX_EXECUTIONS // count
-        if loops <= most:
-            return None
-        return (
-            f"-l {loops}: an app would run {loops * count} executions, "
-            f"past a scenario's limit of {MAX_EXECUTIONS} per app; use -l {most} at most"
-        )
+        if loops > most:
+            return (
+                f"-l {loops}: an app would run {loops * count} executions, "
+                f"past a scenario's limit of {MAX_EXECUTIONS} per app; use -l {most} at most"
+            )
+    if fast:
+        return None
     span_ns = max(app.arrivals_ns[-1] - app.arrivals_ns[0] for app in plan.apps)
     if _ms(span_ns) > MAX_TIME_MS:
         return (
@@ -221,10 +223,18 @@ def _ipc(plan: TracePlan, notes: _Notes) -> IpcSpec:
 def _workload(
     app: TraceApp, plan: TracePlan, *, fast: bool, loops: int, period_ns: int
 ) -> WorkloadSpec:
-    """The app's recorded arrivals (repeated ``loops`` times), or with ``fast`` a closed loop."""
+    """The app's recorded arrivals (repeated ``loops`` times), or a closed loop of as many
+    executions: with ``fast`` (from time 0), or when its trace shows one (``_loop``: from its
+    first arrival, with the think time it shows)."""
     first = app.arrivals_ns[0]
-    if fast:
-        return WorkloadSpec(kind=WorkloadKind.CLOSED_LOOP, executions=len(app.arrivals_ns) * loops)
+    think_ms = 0.0 if app.loop is None else _ms(app.loop.think_ns)
+    if fast or app.loop is not None:
+        return WorkloadSpec(
+            kind=WorkloadKind.CLOSED_LOOP,
+            executions=len(app.arrivals_ns) * loops,
+            start_ms=0.0 if fast else _ms(first - plan.t0_ns),
+            think_ms=think_ms,
+        )
     arrivals = [_ms(loop * period_ns + t - first) for loop in range(loops) for t in app.arrivals_ns]
     return WorkloadSpec(
         kind=WorkloadKind.TRACE,
@@ -249,6 +259,13 @@ def _app(
     notes.derive(
         f"{where}: {len(app.arrivals_ns)} executions ({app.arrival_source})", f"{where}.workload"
     )
+    if app.loop is not None:
+        notes.derive(
+            f"{where}.workload: closed_loop, think_ms {_ms(app.loop.think_ns):g}, "
+            f"{counted(app.loop.threads, 'thread')} ({app.loop.evidence()})",
+            f"{where}.workload",
+            f"{where}.threads",
+        )
     bursts = ""
     if app.burst_executions:
         on = [
@@ -281,7 +298,7 @@ def _app(
             f"{where}.execution_mode",
         )
     preference = _burst_preference(app, wake_ns, notes)
-    threads = app.max_in_flight
+    threads = app.max_in_flight if app.loop is None else app.loop.threads
     if app.never_ended and threads > MAX_UNFINISHED_THREADS:
         # Each execution still open at the end would hold an app thread for the whole
         # replay; past the bound they share threads.
@@ -291,7 +308,7 @@ def _app(
             f"executions never end in the trace (cut or broken), and each would hold a thread; "
             f"executions beyond {threads} in flight wait for a free thread"
         )
-    if threads > 1:
+    if threads > 1 and app.loop is None:
         notes.derive(f"{where}.threads: {threads} (most executions in flight)", f"{where}.threads")
     devices_used: tuple[str, ...] | None = None
     known = [driver_by_pid[p].name for p in app.driver_pids if p in driver_by_pid]
@@ -476,6 +493,12 @@ def describe_plan(plan: TracePlan) -> list[str]:
         if gaps:
             shown = ", ".join(f"{g:.3f}" for g in gaps[:8]) + (", ..." if len(gaps) > 8 else "")
             lines.append(f"    gaps ms: {shown}")
+        if app.loop is not None:
+            lines.append(
+                f"    closed loop on {counted(app.loop.threads, 'thread')}: each execution "
+                f"arrives {app.loop.think_ns / 1e6:.3f} ms after its thread's last one ended "
+                f"({app.loop.in_loop} of {app.loop.gaps})"
+            )
         lines.append(
             f"    model {app.model_name or '?'}; mode "
             f"{app.execution_mode.value if app.execution_mode else 'unknown'}; "

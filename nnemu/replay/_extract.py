@@ -30,6 +30,7 @@ import attrs
 from nnemu.errors import TraceFormatError
 from nnemu.replay._attempts import completed_only, join_attempts, parse_qos
 from nnemu.replay._collect import _HAL, _LA, _LR, _Collector
+from nnemu.replay._loop import closed_loop
 from nnemu.replay._plan import (
     ARRIVALS_HAL,
     ARRIVALS_LA,
@@ -394,4 +395,6 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         start_ns=tally.po_begin,
         fallbacks=tally.fallbacks,
         reusable_calls=tally.reusable_calls,
+        # The replay compiles once, not inside each execution: a loop would issue them early.
+        loop=None if any(inside) else closed_loop(closed),
     )

@@ -12,6 +12,7 @@ import attrs
 
 from nnemu.hal import HalVersion
 from nnemu.replay._attempts import AppQos
+from nnemu.replay._loop import ClosedLoop
 from nnemu.scenario import ExecutionMode
 
 ARRIVALS_LA: Final = "[NN_LA_PE] begins"
@@ -102,6 +103,8 @@ class TraceApp:
     reusable_calls: int = 0
     """Executions its runtime made reusable (``ANeuralNetworksExecution_setReusable``
     sections: one per app thread when the app computes one execution again and again)."""
+    loop: ClosedLoop | None = None
+    """The closed loop its executions' timing shows (``_loop``); None: open loop."""
 
 
 @attrs.frozen(kw_only=True)
