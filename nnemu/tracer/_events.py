@@ -46,27 +46,6 @@ class FlowSink(TraceSink, Protocol):
         """Counter ``name`` of process ``pid`` has ``value`` from ``ts_ns`` on."""
 
 
-class _FlowMark:
-    """A flow event in the tracer's buffer (delivered right after its section's begin)."""
-
-    __slots__ = ("flow_id", "terminating")
-
-    def __init__(self, flow_id: int, terminating: bool) -> None:
-        self.flow_id = flow_id
-        self.terminating = terminating
-
-
-class _CounterMark:
-    """A counter value in the tracer's buffer."""
-
-    __slots__ = ("name", "pid", "value")
-
-    def __init__(self, pid: int, name: str, value: int) -> None:
-        self.pid = pid
-        self.name = name
-        self.value = value
-
-
 class SectionKind(enum.Enum):
     """How a section was begun (what an observer needs to apply the contract's rules)."""
 
@@ -85,14 +64,24 @@ SectionInfo = tuple[SectionKind, Layer | None, Phase | None, str]
 the detail is the whole name."""
 
 
-EventInfo: TypeAlias = "SectionInfo | _FlowMark | _CounterMark | None"
+FlowInfo: TypeAlias = int
+"""A flow event's info: the flow's id (1, 2, ...), negated where the flow ends (a
+``terminating`` flow).  A plain int, as ``CounterInfo`` is a plain tuple: made and read
+without a call to Python code, compiled or not (a flow or counter is an event a section's
+begin is, and costs what one does)."""
+
+CounterInfo: TypeAlias = tuple[int, str, int]
+"""A counter event's info: (pid, name, value)."""
+
+EventInfo: TypeAlias = "SectionInfo | FlowInfo | CounterInfo | None"
 """What an event's info slot holds (``TraceEvent``)."""
 
 TraceEvent = tuple[int, SimThread, str | None, EventInfo]
 """(ts_ns, thread, name, info): a begin when ``name`` is set, else an end (``info`` None);
 a begin's ``info`` is the section's structured information, which its ``Mark`` carries.
 (With a ``FlowSink`` attached the buffer also holds flow and counter events: ``name`` None
-and ``info`` a ``_FlowMark`` or ``_CounterMark``; only the sinks that take flows see them.)"""
+and ``info`` a ``FlowInfo`` (an int) or a ``CounterInfo``; only the sinks that take flows see
+them.)"""
 
 
 class BatchSink(TraceSink, Protocol):

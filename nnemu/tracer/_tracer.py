@@ -25,12 +25,13 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Hashable
 from operator import itemgetter
-from typing import Final
+from typing import Final, cast
 
 from nnemu.sim._kernel import Kernel
 from nnemu.sim._threads import SimThread, _current_thread, current_thread
 from nnemu.tracer._events import (
     BatchSink,
+    CounterInfo,
     EventInfo,
     FlowSink,
     SectionInfo,
@@ -38,8 +39,6 @@ from nnemu.tracer._events import (
     TraceEvent,
     TraceObserver,
     TraceSink,
-    _CounterMark,
-    _FlowMark,
     takes_batches,
 )
 from nnemu.tracer._vocab import Layer, Phase
@@ -293,15 +292,16 @@ class Tracer:
                     sink.begin(ts, thread, name)
                 if isinstance(info, tuple):  # (a begin's info: a SectionInfo)
                     for observer in observers:
-                        observer.begin(ts, thread, info)
+                        observer.begin(ts, thread, cast("SectionInfo", info))
 
     def _deliver_extra(self, ts: int, thread: SimThread, info: object) -> None:
-        if isinstance(info, _FlowMark):
+        if isinstance(info, int):  # a ``FlowInfo``
             for sink in self._flow_event_sinks:
-                sink.flow(ts, thread, info.flow_id, info.terminating)
-        elif isinstance(info, _CounterMark):
+                sink.flow(ts, thread, abs(info), info < 0)
+        else:
+            pid, name, value = cast("CounterInfo", info)
             for sink in self._flow_event_sinks:
-                sink.counter(ts, info.pid, info.name, info.value)
+                sink.counter(ts, pid, name, value)
 
     def _write(self, thread: SimThread, name: str | None, info: EventInfo, count: int = 1) -> None:
         """Put ``count`` events ``(now, thread, name, info)`` into the buffer in run order,
@@ -402,16 +402,16 @@ class Tracer:
         unless a sink that takes flows is attached.
         """
         if self._flow_sinks and self.enabled and key is not None:
-            self._flow_ids += 1
-            self._flows[key] = self._flow_ids
-            self._write(current_thread(), None, _FlowMark(self._flow_ids, False))
+            flow_id = self._flow_ids = self._flow_ids + 1
+            self._flows[key] = flow_id
+            self._write(_thread_now() or current_thread(), None, flow_id)
 
     def flow_in(self, key: Hashable) -> None:
         """End the flow ``flow_out(key)`` started at the section just begun on this thread."""
         if self._flow_sinks and self.enabled:
             flow_id = self._flows.pop(key, None)
             if flow_id is not None:
-                self._write(current_thread(), None, _FlowMark(flow_id, True))
+                self._write(_thread_now() or current_thread(), None, -flow_id)
 
     def counter(self, pid: int, name: str, value: int) -> None:
         """Counter ``name`` of process ``pid`` is ``value`` from now on (written when it changes)."""
@@ -419,7 +419,7 @@ class Tracer:
             key = (pid, name)
             if self._counters.get(key) != value:
                 self._counters[key] = value
-                self._write(_thread_now() or _NO_THREAD, None, _CounterMark(pid, name, value))
+                self._write(_thread_now() or _NO_THREAD, None, (pid, name, value))
 
     def counter_add(self, pid: int, name: str, delta: int) -> None:
         """Add ``delta`` to counter ``name`` of process ``pid`` (which starts at 0)."""

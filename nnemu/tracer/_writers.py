@@ -18,7 +18,7 @@ from nnemu.errors import OutputError
 from nnemu.sim import SimThread
 from nnemu.tracer._args import PREFIX as _ARGS_PREFIX
 from nnemu.tracer._args import debug_annotations, json_args
-from nnemu.tracer._events import TraceEvent, _CounterMark, _FlowMark
+from nnemu.tracer._events import CounterInfo, TraceEvent
 from nnemu.tracer._names import thread_name
 
 PERFETTO_SUFFIXES: Final = (".pftrace", ".perfetto-trace")
@@ -279,13 +279,16 @@ class _JsonThread:
     """What is constant on one thread's JSON events, as UTF-8, each with the ``,`` and newline
     before it (``ChromeJsonWriter._write`` drops the file's first): built once per thread."""
 
-    __slots__ = ("begins", "end", "named", "place", "thread")
+    __slots__ = ("begins", "end", "flow_end", "flow_start", "named", "place", "thread")
 
     def __init__(self, thread: SimThread) -> None:
         self.place: Final = b'"pid": %d, "tid": %d, "ts": ' % (thread.pid, thread.tid)
         """An event's ``pid``, ``tid`` and ``ts`` key, in ``sort_keys`` order."""
         self.end: Final = b',\n{"ph": "E", ' + self.place
         """An ``E`` event up to its timestamp."""
+        self.flow_start: Final = b'"name": "flow", "ph": "s", ' + self.place
+        self.flow_end: Final = b'"name": "flow", "ph": "f", ' + self.place
+        """A flow event after its ``id`` up to its timestamp (``s`` starts it, ``f`` ends it)."""
         self.begins: Final[dict[str, bytes]] = {}
         """A ``B`` event up to its timestamp, by section name (made on first use)."""
         self.named = False
@@ -406,28 +409,26 @@ class ChromeJsonWriter:
                     buffer.write(track.begins.get(name) or self._begin(track, name))
                 else:
                     buffer.write(track.end)
-            elif isinstance(info, _CounterMark):
-                middle = self._counters.get((info.pid, info.name))
-                if middle is None:
-                    middle = self._counters[info.pid, info.name] = (
-                        b'}, "name": %s, "ph": "C", "pid": %d, "ts": '
-                        % (json.dumps(info.name).encode(), info.pid)
-                    )
-                buffer.write(b',\n{"args": {"value": %d' % info.value)
-                buffer.write(middle)
-            elif isinstance(info, _FlowMark):
+            elif isinstance(info, int):  # a flow (``FlowInfo``: its id, negated at its end)
                 if thread is not last_thread:
                     track = threads.get(id(thread)) or self._thread(thread)
                     last_thread = thread
-                if info.terminating:
-                    buffer.write(b',\n{"bp": "e", "cat": "nnapi-flow", "id": %d, ' % info.flow_id)
-                    buffer.write(b'"name": "flow", "ph": "f", ')
+                if info < 0:
+                    buffer.write(b',\n{"bp": "e", "cat": "nnapi-flow", "id": %d, ' % -info)
+                    buffer.write(track.flow_end)
                 else:
-                    buffer.write(b',\n{"cat": "nnapi-flow", "id": %d, ' % info.flow_id)
-                    buffer.write(b'"name": "flow", "ph": "s", ')
-                buffer.write(track.place)
-            else:
-                continue
+                    buffer.write(b',\n{"cat": "nnapi-flow", "id": %d, ' % info)
+                    buffer.write(track.flow_start)
+            else:  # a counter (``CounterInfo``)
+                pid, counter, value = cast("CounterInfo", info)
+                middle = self._counters.get((pid, counter))
+                if middle is None:
+                    middle = self._counters[pid, counter] = (
+                        b'}, "name": %s, "ph": "C", "pid": %d, "ts": '
+                        % (json.dumps(counter).encode(), pid)
+                    )
+                buffer.write(b',\n{"args": {"value": %d' % value)
+                buffer.write(middle)
             buffer.write(stamp)
         self._last_ts = last_ts
         self._stamp = stamp
@@ -452,11 +453,11 @@ class ChromeJsonWriter:
 
     def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
         """Write a flow event bound to the slice just begun: ``s`` starts it, ``f`` ends it."""
-        self.receive(((ts_ns, thread, None, _FlowMark(flow_id, terminating)),))
+        self.receive(((ts_ns, thread, None, -flow_id if terminating else flow_id),))
 
     def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
         """Write a ``C`` event: counter ``name`` of process ``pid``."""
-        self.receive(((ts_ns, _NO_HEAD.thread, None, _CounterMark(pid, name, value)),))
+        self.receive(((ts_ns, _NO_HEAD.thread, None, (pid, name, value)),))
 
     def close(self) -> None:
         """Finish the JSON document and close the file."""
@@ -761,18 +762,22 @@ class PerfettoWriter:
         )
         for ts, thread, name, info in rows:
             if name is None and info is not None:
-                if isinstance(info, _FlowMark):
+                if isinstance(info, int):  # a flow (``FlowInfo``: its id, negated at its end)
                     held = self._held
                     if held is not None and (held.thread is thread or held.thread == thread):
-                        flow = _TERMINATING_FLOW if info.terminating else _FLOW
-                        self._held_flows += flow + info.flow_id.to_bytes(8, "little")
+                        if info < 0:
+                            flow = _TERMINATING_FLOW + (-info).to_bytes(8, "little")
+                        else:
+                            flow = _FLOW + info.to_bytes(8, "little")
+                        self._held_flows += flow
                     # else: the tracer delivers a flow right after its begin; nothing to bind to
-                elif isinstance(info, _CounterMark):
+                else:  # a counter (``CounterInfo``)
                     self._release()
-                    event = self._counters.get((info.pid, info.name))
+                    pid, counter, value = cast("CounterInfo", info)
+                    event = self._counters.get((pid, counter))
                     if event is None:
-                        event = self._counter_event(ts, info.pid, info.name)
-                    value_size = _varint_size(info.value)
+                        event = self._counter_event(ts, pid, counter)
+                    value_size = _varint_size(value)
                     size = len(event) + value_size  # (< 128: a 1-byte length)
                     self._event_head(ts, 4 + size)
                     buffer = self._buffer
@@ -780,7 +785,7 @@ class PerfettoWriter:
                     buffer.append(0x5A)  # track_event (field 11)
                     buffer.append(size)
                     buffer.write(event)
-                    _put_varint(buffer, info.value)
+                    _put_varint(buffer, value)
                 continue
             if self._held is not None:
                 self._release()
@@ -807,11 +812,11 @@ class PerfettoWriter:
 
     def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
         """Put flow ``flow_id`` on the slice just begun on ``thread``."""
-        self.receive(((ts_ns, thread, None, _FlowMark(flow_id, terminating)),))
+        self.receive(((ts_ns, thread, None, -flow_id if terminating else flow_id),))
 
     def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
         """Counter ``name`` of process ``pid`` has ``value`` from ``ts_ns`` on."""
-        self.receive(((ts_ns, _NO_HEAD.thread, None, _CounterMark(pid, name, value)),))
+        self.receive(((ts_ns, _NO_HEAD.thread, None, (pid, name, value)),))
 
     def close(self) -> None:
         """Write what is left and close the file; a write error is raised here as ``OutputError``."""

@@ -13,6 +13,7 @@ from nnemu.scenario import load_scenario
 from nnemu.sim import Kernel, ProcessTable, SimThread, as_thread
 from nnemu.tracer import (
     BATCH_EVENTS,
+    FlowSink,
     Layer,
     Phase,
     TraceEvent,
@@ -89,6 +90,49 @@ def test_systrace_file_is_the_same_batched_or_not(tmp_path: Path):
     batched = (tmp_path / "batched.html").read_bytes()
     assert batched.count(b"tracing_mark_write") > BATCH_EVENTS
     assert batched == (tmp_path / "one.html").read_bytes()
+
+
+class _OneByOne:
+    """A flow sink without ``receive``: passes each event to ``writer`` as its own call."""
+
+    def __init__(self, writer: FlowSink) -> None:
+        self.writer = writer
+
+    def process(self, pid: int, name: str) -> None:
+        self.writer.process(pid, name)
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        self.writer.begin(ts_ns, thread, name)
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        self.writer.end(ts_ns, thread)
+
+    def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
+        self.writer.flow(ts_ns, thread, flow_id, terminating)
+
+    def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
+        self.writer.counter(ts_ns, pid, name, value)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+@pytest.mark.parametrize("suffix", [".pftrace", ".json"])
+def test_flow_writer_file_is_the_same_batched_or_one_call_per_event(tmp_path: Path, suffix: str):
+    """A Perfetto or JSON trace, flows and counters included, is the same written in batches
+    as written one ``begin``/``end``/``flow``/``counter`` call per event (the tracer keeps
+    which flow an event is and whether it ends there, and so does each writer's ``flow``)."""
+    scenario = load_scenario(SCENARIO)
+    run(scenario, sinks=[open_trace_writer(tmp_path / f"batched{suffix}")])
+    writer = open_trace_writer(tmp_path / f"one{suffix}")
+    assert isinstance(writer, FlowSink)
+    run(scenario, sinks=[_OneByOne(writer)])
+    batched = (tmp_path / f"batched{suffix}").read_bytes()
+    if suffix == ".json":  # (flows that start and end, counters: all three kinds are there)
+        assert b'"ph": "s"' in batched
+        assert b'"ph": "f"' in batched
+        assert b'"ph": "C"' in batched
+    assert batched == (tmp_path / f"one{suffix}").read_bytes()
 
 
 async def test_marks_ahead_of_the_clock_wait_for_it_and_process_comes_after_earlier_marks(
