@@ -75,15 +75,15 @@ def _write_executions(args: argparse.Namespace, out: TextIO, err: TextIO) -> boo
     return True
 
 
-def _load_with_overrides(
+def load_with_overrides(
     path: str,
     sets: Sequence[str],
     err: TextIO,
     warned: list[str] | None = None,
     loaded: list[Scenario] | None = None,
 ) -> Scenario | None:
-    """The scenario at ``path`` with the ``--set`` changes; None (the problems printed) when a
-    change cannot be applied.  A change that cannot move any number of the run gets a warning
+    """The scenario at ``path`` with the ``--set`` changes (``run``'s and ``verify``'s); None
+    (the problems printed) when a change cannot be applied.  A change that cannot move any number of the run gets a warning
     that says why (``ineffective_sets``); ``warned`` collects those keys, ``loaded`` the
     scenario as the file has it."""
     from nnemu.overrides import OverrideError, apply_overrides, ineffective_sets
@@ -133,7 +133,7 @@ def run_run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return ExitCode.BAD_INPUT
     warned: list[str] = []
     loaded: list[Scenario] = []
-    scenario = _load_with_overrides(args.scenario, args.set, err, warned, loaded)
+    scenario = load_with_overrides(args.scenario, args.set, err, warned, loaded)
     if scenario is None:
         return ExitCode.BAD_INPUT
     args.unused_sets = _UnusedSets(args.set, loaded[0], warned)

@@ -154,7 +154,8 @@ def _positive_int(text: str) -> int:
 
 
 def _add_set(parser: argparse.ArgumentParser, text: str) -> None:
-    """``--set KEY=VALUE`` (repeatable), read by ``nnemu.overrides`` in ``run`` and ``replay``."""
+    """``--set KEY=VALUE`` (repeatable), read by ``nnemu.overrides`` in ``run``, ``replay`` and
+    ``verify``."""
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=text)
 
 
@@ -255,6 +256,7 @@ def _add_verify(add: _AddCommand) -> None:
     verify.add_argument("scenario", help="scenario YAML file")
     verify.add_argument("--seed", type=int, help="override the scenario's seed")
     verify.add_argument("--trace", help="keep the trace here (default: a temporary file)")
+    _add_set(verify, "change the scenario before the run, as nnemu run --set (repeatable)")
 
 
 def _add_query(add: _AddCommand) -> None:
@@ -448,7 +450,7 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     ):
         return ExitCode.BAD_INPUT
     return run_verify_command(
-        args.scenario, seed=args.seed, trace=args.trace, stdout=out, stderr=err
+        args.scenario, seed=args.seed, trace=args.trace, stdout=out, stderr=err, sets=args.set
     )
 
 

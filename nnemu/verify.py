@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from typing import Final, TextIO
 
 import attrs
@@ -320,13 +321,14 @@ def format_verification(result: Verification, truth: tuple[RunTruth, ...], out: 
 
 
 def verify_scenario(
-    path: str,
+    path: str | Scenario,
     *,
     seed: int | None = None,
     trace: str | None = None,
     handle_signals: bool = False,
 ) -> tuple[Verification, tuple[RunTruth, ...]]:
-    """Run the scenario at ``path`` with tracing and the ground truth, parse, compare.
+    """Run the scenario (at ``path``, or a loaded one) with tracing and the ground truth,
+    parse, compare.
 
     Raises:
         ScenarioError: The scenario is malformed.
@@ -336,7 +338,7 @@ def verify_scenario(
     """
     from nnemu.scenario import load_scenario
 
-    scenario = load_scenario(path)
+    scenario = load_scenario(path) if isinstance(path, str) else path
     temporary = None
     if trace is None:
         handle, temporary = tempfile.mkstemp(prefix="nnemu-verify-", suffix=".html")
@@ -375,16 +377,27 @@ def run_with_truth(
 
 
 def run_verify_command(
-    scenario: str, *, seed: int | None, trace: str | None, stdout: TextIO, stderr: TextIO
+    scenario: str,
+    *,
+    seed: int | None,
+    trace: str | None,
+    stdout: TextIO,
+    stderr: TextIO,
+    sets: Sequence[str] = (),
 ) -> int:
     """Exit code of ``nnemu verify``: 0 every cell agrees, 1 disagreement, 2 bad input.
 
+    ``sets``: ``--set KEY=VALUE`` changes to the scenario, as ``nnemu run`` takes them.
     SIGINT/SIGTERM stop the run cleanly and raise ``Interrupted`` (the CLI exits 130/143).
     """
+    from nnemu._run_command import load_with_overrides
     from nnemu.errors import ScenarioError
 
     try:
-        result, truth = verify_scenario(scenario, seed=seed, trace=trace, handle_signals=True)
+        changed = load_with_overrides(scenario, sets, stderr)
+        if changed is None:
+            return ExitCode.BAD_INPUT
+        result, truth = verify_scenario(changed, seed=seed, trace=trace, handle_signals=True)
     except ScenarioError as exc:
         for problem in exc.problems:
             stderr.write(f"{problem}\n")

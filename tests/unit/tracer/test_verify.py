@@ -49,6 +49,29 @@ def test_verify_bad_scenario_exits_2(tmp_path: Path):
     ]
 
 
+def test_verify_takes_run_s_set_changes():
+    """``nnemu verify --set`` verifies the changed scenario (a what-if such as the AIDL HAL
+    for a HIDL device: its trace holds AIDL marks), and a change that cannot apply exits 2
+    before the run, as ``nnemu run --set`` does."""
+    path = str(_ROOT / "scenarios" / "two_apps_one_npu.yaml")
+    out, err = io.StringIO(), io.StringIO()
+    code = run_verify_command(
+        path,
+        seed=None,
+        trace=None,
+        stdout=out,
+        stderr=err,
+        sets=["devices.npu.hal_version=aidl-v4"],
+    )
+    assert (code, err.getvalue()) == (0, "")
+    assert out.getvalue().rstrip().endswith("verify: ok")
+    out, err = io.StringIO(), io.StringIO()
+    sets = ["devices.nope.compute_units=2"]
+    code = run_verify_command(path, seed=None, trace=None, stdout=out, stderr=err, sets=sets)
+    assert (code, out.getvalue()) == (2, "")
+    assert err.getvalue() == "--set devices.nope: expected the name of a device (npu), got 'nope'\n"
+
+
 def test_ground_truth_of_a_sync_execution():
     """The truth applies the contract: PIO is part of runtime PE, IPC time is inside runtime time."""
     truth = GroundTruth()
