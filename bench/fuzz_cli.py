@@ -322,9 +322,14 @@ def silent_negative(as_json: bool, stdout: str, warnings: list[str]) -> str | No
     if not as_json:
         for row in stdout.splitlines():
             name = row.split(" ", 1)[0]
-            found = NEGATIVE_RE.search(row) if name in ROW_LAYERS else None
-            if found and not any(f" {ROW_LAYERS[name]} " in line for line in said):
-                return f"{found.group()} in the {name} row"
+            if name not in ROW_LAYERS:
+                continue
+            for found in NEGATIVE_RE.finditer(row):
+                # -0.00: Android's float arithmetic on a cell that is 0 ns (noise), not < 0.
+                if float(found.group()) < 0 and not any(
+                    f" {ROW_LAYERS[name]} " in line for line in said
+                ):
+                    return f"{found.group()} in the {name} row"
         return None
     try:
         runs = json.loads(stdout)

@@ -71,3 +71,12 @@ def test_a_negative_cell_is_silent_unless_a_warning_names_it(fuzz_cli: ModuleTyp
     table = "Runtime          -      -     1.00    -5.26\nIPC       1.00\n"
     assert fuzz_cli.silent_negative(False, table, other) == "-5.26 in the Runtime row"
     assert fuzz_cli.silent_negative(False, table, said) is None
+
+
+def test_a_negative_zero_of_the_table_is_not_a_negative_number(fuzz_cli: ModuleType):
+    """``-0.00`` (float noise of a cell that is 0 ns, as Android's arithmetic prints it) is
+    zero: not counted, while a real negative in the same row still is."""
+    assert fuzz_cli.silent_negative(False, "Runtime   -0.00   0.08\n", []) is None
+    assert fuzz_cli.silent_negative(False, "Runtime   -0.00   -0.08\n", []) == (
+        "-0.08 in the Runtime row"
+    )

@@ -9,10 +9,12 @@ tests/golden, the omr1 diff case).
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
 from nnemu.parser import NEGATIVE_BY_CONTRACT
+from nnemu.parser._format import exact_ms
 from tests.commands import run_cli, run_parse
 from tests.unit.parser.helpers import ftrace_text, parse_rows
 
@@ -164,3 +166,13 @@ def test_an_edited_row_that_makes_a_lower_cell_negative_is_said(tmp_path: Path):
     assert code == 0
     (value,) = [v for run in json.loads(out) if (v := run["self_times"]["PE"]["LI"]) < 0]
     assert f"LI PE self time of the run that starts here is negative ({value:.3f} ms)" in err
+
+
+def test_json_has_no_negative_zero():
+    """A self time that is 0 ns but whose float difference is a hair below 0 (the campaign
+    of seed 2812: LR PI ``-0.0`` in ``parse --json``) is 0.0 in the JSON, whose times are
+    whole ns; the text table keeps Android's float arithmetic."""
+    noise = 0.3 - 0.1 - 0.2  # -2.7755575615628914e-17
+    assert noise < 0
+    assert math.copysign(1.0, exact_ms(noise)) == 1.0
+    assert json.dumps(exact_ms(noise)) == "0.0"
