@@ -1,11 +1,12 @@
 """Fuzz campaign: run the real ``nnemu`` commands on mutated scenarios, experiments, traces
 (per format), SQL statements and names.
 
-Not a test: it prints a summary table per family (runs, exit codes, tracebacks, hangs,
-blow-ups, lost files, silent negative numbers, the largest peak RSS) and, with ``--show``,
-the first line of each failure.  Every run is ``nnemu.cli.main`` in a child forked from a
-process that imported nnemu once (a fresh ``python -m nnemu.cli`` costs a second of imports
-a run), with an address-space limit and a timeout; ``--jobs 2`` runs two shards at once.
+Not a test: it prints a summary table per family (runs, outcomes, the largest peak RSS)
+and, with ``--show``, the first line of each failure.  Every run is the console script
+(``nnemu.cli.console_main``: its signal handlers and exit codes) in a child forked from a
+process that imported nnemu's command modules once (a fork server: a fresh ``python -m
+nnemu.cli`` costs a second of imports a run), with an address-space limit and a timeout;
+``--jobs 2`` runs two shards at once.
 
     python bench/fuzz_cli.py [--runs N] [--seed S] [--timeout T] [--jobs J] [--show K]
 
@@ -16,10 +17,14 @@ shipped scenario, sometimes naming one of its inputs as an output), **experiment
 of a mutated trace of that format), **sql** (``query`` with a generated statement), and
 **names** (``run --trace`` in each format of a scenario with odd app and device names,
 then ``parse`` of what it wrote).  Outcomes: a *traceback* (stderr holds ``Traceback`` or
-the exit code is not 0, 1 or 2, or the child died of a signal), a *hang* (it outlived the
-timeout), a *blow-up* (a peak RSS over 300 MB from inputs under 1 MB), a *lost file* (an
-input's bytes changed), a *negative* (``parse`` printed a negative Application cell and nothing on
-stderr), and for ``names`` an *unread* trace (the run succeeded, its trace did not parse).
+the exit code is not 0, 1 or 2, or the child died of a signal); at the timeout the
+child gets SIGINT as Ctrl-C sends it, and a ``query`` that exits 130 within 2 s ran a
+statement endless by request (*interrupted*, not a failure: a recursive CTE with ``LIMIT
+-1``), another command that does is *slow*, and one that does not exit is a *hang*
+(killed); a *blow-up* (a peak RSS over 300 MB from inputs under 1 MB), a *lost file* (an
+input's bytes changed), a *negative* (``parse`` or ``parse --json`` printed a negative
+number that no warning on stderr names: its layer and column, as ``LI PE self time``), and
+for ``names`` an *unread* trace (the run succeeded, its trace did not parse).
 
 Scenario mutants: one to three edits of a shipped scenario (a number replaced by
 an extreme value, a tagged or odd scalar, a line deleted or duplicated, an
@@ -28,9 +33,8 @@ edits of a trace-data row of omr1 (its first rows) or of nnemu's own systrace
 and JSON traces (a timestamp with many fraction digits, huge or NaN numbers, a
 huge pid, rows dropped, duplicated, swapped or cut, the file gzip-compressed,
 10,000 unclosed sections) through ``parse``, ``parse --json``, ``query`` and
-``replay -n``.  A run is a *traceback* when stderr holds ``Traceback`` or the
-exit code is not 0, 1 or 2 (a command needing more than 2 GB of memory ends in a
-MemoryError, so counts here); a *hang* when it outlives the timeout.
+``replay -n``.  A command needing more than 2 GB of memory ends in a MemoryError, so
+counts as a traceback.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import argparse
 import collections
 import gzip
 import hashlib
+import importlib
 import json
 import os
 import random
@@ -50,6 +55,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 """The checkout whose ``nnemu`` runs (``--root``; default the one holding this script)."""
@@ -214,16 +220,26 @@ MEMORY_LIMIT = 2 * 1024**3
 BLOWUP_KB = 300 * 1024
 """Peak RSS past which a run from inputs under 1 MB is a blow-up (issue 28's goal)."""
 SMALL_INPUT = 1024 * 1024
+FINE = ("interrupted",)
+"""Outcomes that are not failures: an endless statement asked for, interrupted by SIGINT."""
+INTERRUPT_GRACE_S = 2.0
+"""How soon a command must exit 130 after the timeout's SIGINT to count as *interrupted*."""
 NEGATIVE_RE = re.compile(r"(?<![\w.:-])-\d+(?:\.\d+)?(?![\w])")
 """A negative number in a parse table."""
 
 
 def run(argv: list[str], inputs: list[Path], timeout: float, work: Path) -> tuple[str, str, int]:
-    """(outcome, detail, peak RSS kB) of ``nnemu ARGV`` in a child forked from this process."""
+    """(outcome, detail, peak RSS kB) of ``nnemu ARGV`` in a child forked from this process.
+
+    At the timeout the child gets SIGINT, as Ctrl-C sends it: a ``query`` that then exits 130
+    within ``INTERRUPT_GRACE_S`` ran a statement endless by request (*interrupted*: an endless
+    recursive CTE), another command is *slow* (a failure); one that does not exit is a *hang*
+    (killed).
+    """
     before = {path: _digest(path) for path in inputs}
     out_path, err_path = work / "stdout", work / "stderr"
     pid = os.fork()
-    if pid == 0:  # the child: the CLI as a user runs it, then nothing of ours
+    if pid == 0:  # the child: the console script as a user runs it, then nothing of ours
         code = 70
         try:
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
@@ -231,32 +247,44 @@ def run(argv: list[str], inputs: list[Path], timeout: float, work: Path) -> tupl
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             with open(out_path, "w") as out, open(err_path, "w") as err:
-                sys.stdin = open(os.devnull)  # noqa: SIM115
+                os.dup2(out.fileno(), 1)  # what writes to the descriptors (C, os.write)
+                os.dup2(err.fileno(), 2)
+                sys.stdout, sys.stderr = out, err  # whatever they were (pytest's capture)
+                sys.argv = ["nnemu", *argv]
                 try:
-                    from nnemu.cli import main
+                    from nnemu.cli import console_main
 
-                    code = main(argv, out=out, err=err)
+                    console_main()  # its signal handlers, exit codes and messages
                 except SystemExit as stop:
                     code = stop.code if isinstance(stop.code, int) else 1
                 except BaseException:
                     import traceback
 
-                    traceback.print_exc(file=err)
+                    traceback.print_exc()
                     code = 70
-                err.flush()
-                out.flush()
+                sys.stderr.flush()
+                sys.stdout.flush()
         finally:
             os._exit(code if isinstance(code, int) else 70)
     deadline = time.monotonic() + timeout
+    interrupted_at: float | None = None
     while True:
         done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
             break
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if interrupted_at is None and now > deadline:
+            os.kill(pid, signal.SIGINT)
+            interrupted_at = now
+        elif interrupted_at is not None and now > interrupted_at + INTERRUPT_GRACE_S:
             os.kill(pid, signal.SIGKILL)
             _, status, usage = os.wait4(pid, 0)
             return "hang", " ".join(argv)[:200], usage.ru_maxrss
         time.sleep(0.02)
+    if interrupted_at is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 130:
+        # A statement may be endless by request; any other command is only slow.
+        outcome = "interrupted" if argv[0] == "query" else "slow"
+        return outcome, " ".join(argv)[:200], usage.ru_maxrss
     rss = usage.ru_maxrss
     stderr = err_path.read_text(errors="replace")
     if os.WIFSIGNALED(status):
@@ -271,14 +299,74 @@ def run(argv: list[str], inputs: list[Path], timeout: float, work: Path) -> tupl
     size = sum(path.stat().st_size for path in inputs if path.is_file())
     if rss > BLOWUP_KB and size < SMALL_INPUT:
         return "blow-up", f"{rss // 1024} MB from {size} bytes: {' '.join(argv)[:150]}", rss
-    if argv[0] == "parse" and code == 0 and not stderr.strip():
-        rows = out_path.read_text(errors="replace").splitlines()
-        # The Application's cells only: the lower layers' may be negative by the contract's
-        # own rules (docs/parser.md: a [SUB] section, omr1's IPC Total), as Android prints.
-        found = NEGATIVE_RE.search("\n".join(r for r in rows if r.startswith("Application")))
-        if found:
-            return "negative", f"{found.group()} in {' '.join(argv)[:150]}", rss
+    if argv[0] == "parse" and code == 0:
+        silent = silent_negative(
+            "--json" in argv, out_path.read_text(errors="replace"), stderr.splitlines()
+        )
+        if silent:
+            return "negative", f"{silent} in {' '.join(argv)[:150]}", rss
     return f"exit {code}", "", rss
+
+
+ROW_LAYERS = {"Application": "LA", "Runtime": "LR", "IPC": "LI", "Driver": "LD", "CPU": "LC"}
+"""The rows of ``parse``'s table and their layers' codes."""
+APP_TABLES = ("PWU", "PBM")
+"""The keys of the warmup and benchmark tables inside a run's JSON ``self_times``."""
+
+
+def silent_negative(as_json: bool, stdout: str, warnings: list[str]) -> str | None:
+    """A negative number ``parse`` printed that no warning names (its layer and column, as
+    ``LI PE self time``), or None.  Text output: a negative number in a layer's row and no
+    warning of a negative cell of that layer."""
+    said = [line for line in warnings if "is negative (" in line]
+    if not as_json:
+        for row in stdout.splitlines():
+            name = row.split(" ", 1)[0]
+            if name not in ROW_LAYERS:
+                continue
+            for found in NEGATIVE_RE.finditer(row):
+                # -0.00: Android's float arithmetic on a cell that is 0 ns (noise), not < 0.
+                if float(found.group()) < 0 and not any(
+                    f" {ROW_LAYERS[name]} " in line for line in said
+                ):
+                    return f"{found.group()} in the {name} row"
+        return None
+    try:
+        runs = json.loads(stdout)
+    except ValueError:
+        return None
+    for run in runs if isinstance(runs, list) else []:
+        for cell, value in _json_cells(run):
+            if value < 0 and not any(f" {cell} " in line for line in said):
+                return f"{value} ({cell})"
+    return None
+
+
+def _json_cells(run: dict[str, object]) -> list[tuple[str, float]]:
+    """Each number of a run's JSON object with the cell a warning names it by."""
+    cells: list[tuple[str, float]] = []
+
+    def table(data: object, kind: str, where: str) -> None:
+        for phase, row in data.items() if isinstance(data, dict) else ():
+            if phase in APP_TABLES:
+                table(row, kind, f" in the {phase} table")
+                continue
+            column = "Total" if phase == "PO" else phase
+            for layer, value in row.items() if isinstance(row, dict) else ():
+                if isinstance(value, int | float):
+                    cells.append((f"{layer} {column} {kind}{where}", value))
+
+    table(run.get("self_times"), "self time", "")
+    table(run.get("times"), "total time", "")
+    inputs = run.get("template_inputs")
+    for key, value in inputs.items() if isinstance(inputs, dict) else ():
+        layer, _, column = key.partition("_")
+        column = {"PEO": "Compute (PE less PIO and PR)", "PEp": "PE", "PO": "Total"}.get(
+            column, column
+        )
+        if isinstance(value, int | float):
+            cells.append((f"{layer} {column} self time", value))
+    return cells
 
 
 def _digest(path: Path) -> str | None:
@@ -574,6 +662,27 @@ def plan(args: argparse.Namespace, work: Path) -> list[tuple[str, list[str], lis
     return runs
 
 
+PRELOADED = (
+    "nnemu.cli",
+    "nnemu._emulator",
+    "nnemu.parser",
+    "nnemu.query",
+    "nnemu.replay",
+    "nnemu.scenario",
+    "nnemu.sweep",
+)
+"""The modules the commands import, imported once in the process the runs are forked from."""
+
+
+def preload() -> None:
+    """Import the commands' modules here, once (a fork server): a forked run then pays for
+    its command, not for ~1 s of imports; SIGINT is Python's again (nnemu's import makes it
+    end the process at once until ``console_main`` runs, which each run calls)."""
+    for name in PRELOADED:
+        importlib.import_module(name)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def shard_main(args: argparse.Namespace) -> dict[str, object]:
     """Run this shard's share of the plan; its tallies and failures as JSON data."""
     tally: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
@@ -582,6 +691,7 @@ def shard_main(args: argparse.Namespace) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="nnemu-fuzz-") as tmp:
         work = Path(tmp)
         runs = plan(args, work)
+        preload()
         # The families interleaved (the same order in every shard), so that a campaign cut
         # short by --minutes has run each of them.
         groups: list[list[tuple[str, list[str], list[Path]]]] = []
@@ -614,7 +724,7 @@ def shard_main(args: argparse.Namespace) -> dict[str, object]:
             tally[family][outcome] += 1
             peak[family] = max(peak[family], rss)
             if not outcome.startswith("exit"):
-                failures.append((family, outcome, detail))
+                failures.append((family, outcome, detail))  # listed, kept; counted if not FINE
                 if args.keep:
                     args.keep.mkdir(parents=True, exist_ok=True)
                     for path in inputs:
@@ -666,7 +776,7 @@ def main() -> int:
     started = time.monotonic()
     if args.jobs <= 1:
         args.shard, args.shards = 0, 1
-        results = [shard_main(args)]
+        results: list[dict[str, Any]] = [shard_main(args)]
     else:
         children = [
             subprocess.Popen(
@@ -689,11 +799,11 @@ def main() -> int:
     peak: dict[str, int] = collections.defaultdict(int)
     failures: list[list[str]] = []
     for result in results:
-        for family, counts in result["tally"].items():  # type: ignore[union-attr]
+        for family, counts in result["tally"].items():
             tally[family].update(counts)
-        for family, rss in result["peak"].items():  # type: ignore[union-attr]
+        for family, rss in result["peak"].items():
             peak[family] = max(peak[family], rss)
-        failures.extend(result["failures"])  # type: ignore[arg-type]
+        failures.extend(result["failures"])
     outcomes = sorted({o for c in tally.values() for o in c})
     print(
         f"{'family':<15}{'runs':>6}" + "".join(f"{o:>11}" for o in outcomes) + f"{'max RSS MB':>12}"
@@ -708,12 +818,14 @@ def main() -> int:
     total = collections.Counter[str]()
     for counts in tally.values():
         total.update(counts)
-    bad = sum(n for o, n in total.items() if not o.startswith("exit"))
+    bad = sum(n for o, n in total.items() if not o.startswith("exit") and o not in FINE)
     print(
         f"\n{sum(total.values())} runs (seed {args.seed}) in {time.monotonic() - started:.0f} s: "
         f"{bad} failures ({total['traceback']} tracebacks, {total['hang']} hangs, "
         f"{total['blow-up']} blow-ups, {total['lost file']} lost files, "
-        f"{total['negative']} silent negatives, {total['unread']} unread traces)"
+        f"{total['negative']} silent negatives, {total['unread']} unread traces, "
+        f"{total['slow']} slow); "
+        f"{total['interrupted']} interrupted (endless by request: exit 130 at the timeout's SIGINT)"
     )
     for family, outcome, detail in failures[: args.show]:
         print(f"  {family}: {outcome}: {detail}")

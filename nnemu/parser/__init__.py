@@ -16,6 +16,7 @@ from nnemu.parser._api import (
 from nnemu.parser._format import format_json, format_text, template_inputs
 from nnemu.parser._model import (
     LAYER_TOTAL,
+    NEGATIVE_BY_CONTRACT,
     DetailItem,
     Diagnostic,
     ParseResult,
@@ -25,6 +26,7 @@ from nnemu.parser._model import (
 
 __all__ = [
     "LAYER_TOTAL",
+    "NEGATIVE_BY_CONTRACT",
     "DetailItem",
     "Diagnostic",
     "ParseResult",

@@ -34,12 +34,16 @@ from typing import Final
 import attrs
 
 from nnemu.parser._model import (
+    COMPUTE,
     MOVED,
+    NEGATIVE_BY_CONTRACT,
     DetailItem,
     Diagnostic,
+    NegativeCell,
     RunStats,
     StatKey,
     ThreadDetail,
+    callees,
     ns_to_ms,
 )
 from nnemu.trace import BEGIN as EVENT_BEGIN
@@ -756,13 +760,29 @@ class _Thread:
         self.windows = 0
 
 
-def _negative_cell(cell: tuple[Layer, Phase, float]) -> str:
-    """The warning for a cell that the contract never makes negative but the rows did."""
-    layer, phase, value = cell
-    column = "Total" if phase is Phase.OVERALL else phase.value
+def _negative_cell(cell: NegativeCell) -> str:
+    """The warning for a negative cell: which cell, and why it is negative."""
+    table, layer, column, self_time, value = cell
+    if column == Phase.OVERALL.value:
+        column = "Total"
+    elif column == COMPUTE:
+        column = "Compute (PE less PIO and PR)"
+    kind = "self time" if self_time else "total time"
+    where = "" if table is Phase.OVERALL else f" in the {table.value} table"
+    below = "/".join(callee.value for callee in callees(layer))
+    if not self_time:
+        why = "its I/O and results sections outlast its execution ones (edited or reordered?)"
+    elif layer is Layer.APPLICATION or not below:
+        why = "its rows do not nest as NNAPI writes them (edited or reordered?)"
+    else:
+        why = (
+            f"the {below} time it subtracts outlasts its own sections (work below it after"
+            " the call returned: a fenced or asynchronous execution's driver work, a [SUB]"
+            f" section, or rows edited); {NEGATIVE_BY_CONTRACT}"
+        )
     return (
-        f"{layer.value} {column} self time of the run that starts here is negative"
-        f" ({value:.3f} ms): its rows do not nest as NNAPI writes them (edited or reordered?)"
+        f"{layer.value} {column} {kind}{where} of the run that starts here is negative"
+        f" ({value:.3f} ms): {why}"
     )
 
 
@@ -856,6 +876,14 @@ class Engine:
     def error(self, message: str, line_number: int | None = None, line: str | None = None) -> None:
         """Record an error (at the current line unless told otherwise)."""
         self._report("error", message, line_number, line)
+
+    def say(self, message: str, line_number: int, line: str) -> None:
+        """Record a warning about what the output holds or leaves out (a negative cell, a run
+        left out, how many diagnostics were not shown), even past ``_MAX_DIAGNOSTICS``: a
+        flood of row problems must not hide them, and they are as many as the runs."""
+        self.diagnostics.append(
+            Diagnostic(line_number=line_number, severity="warning", message=message, line=line)
+        )
 
     def _report(
         self, severity: str, message: str, line_number: int | None, line: str | None
@@ -1759,9 +1787,14 @@ class Engine:
             stats = attrs.evolve(stats, incomplete=True)
         negative = stats.negative_cells()
         if negative:
-            stats = attrs.evolve(stats, warnings=tuple(map(_negative_cell, negative)))
-            for warning in stats.warnings:
-                self.warn(warning, run.line_number, run.line)
+            warnings = [_negative_cell(cell) for cell in negative]
+            for warning in warnings:
+                self.say(warning, run.line_number, run.line)
+            # The run's JSON names the figures that are wrong; a cell the contract's own
+            # rules make negative is Android's figure (omr1's JSON stays Android's).
+            wrong = tuple(w for w in warnings if not w.endswith(NEGATIVE_BY_CONTRACT))
+            if wrong:
+                stats = attrs.evolve(stats, warnings=wrong)
         if run.proc is not None or self.saw_nnapi:
             if self._on_run is not None:
                 self._on_run(run.seq, stats)
@@ -1827,7 +1860,7 @@ class Engine:
             if cut:
                 self.incomplete.append(stats)
                 name = f" ({_printable(stats.process_name)})" if stats.process_name else ""
-                self.warn(
+                self.say(
                     f"the run of process {stats.pid}{name} that starts here"
                     f" ({_printable(run.starting_mark)}) is cut off by the end of the trace:"
                     " left out (--include-incomplete prints it)",
@@ -1836,7 +1869,7 @@ class Engine:
                 )
         if self.out_of_order:
             line_number, line = self._first_out_of_order
-            self.warn(
+            self.say(
                 out_of_order_warning(self.out_of_order, sorted_again=self._time_sorted),
                 line_number,
                 line,
@@ -1845,4 +1878,4 @@ class Engine:
         self.all_runs = [stats for _, stats in self._finished]
         self.runs = [stats for stats in self.all_runs if not stats.incomplete]
         if self.suppressed:
-            self.warn(f"{self.suppressed} more diagnostics not shown", 0, "")
+            self.say(f"{self.suppressed} more diagnostics not shown", 0, "")

@@ -106,9 +106,10 @@ def exact_ms(value_ms: float) -> float:
     Every time in the tables is a sum or difference of integer ns totals, so it is a
     multiple of 1 ns; the float arithmetic that makes the text table (as Android's parser
     does) is off by far less than 0.5 ns, and ``round`` (correctly rounded) returns the
-    float nearest the exact decimal, which is ``ns / 1_000_000``.  NaN stays NaN.
+    float nearest the exact decimal, which is ``ns / 1_000_000``.  NaN stays NaN, and a
+    difference of equal totals whose float noise is below 0 is 0 ns, not ``-0.0``.
     """
-    return round(value_ms, 6)
+    return round(value_ms, 6) + 0.0
 
 
 def _exact_table(table: Mapping[Phase, Mapping[LayerKey, float]]) -> dict[str, object]:

@@ -43,9 +43,10 @@ PE_SUBPHASES: Final = (
 """Sub-phases of execution, in AOSP order."""
 
 STAT_PHASES: Final = (*MAIN_PHASES, Phase.OVERALL, *PE_SUBPHASES)
+"""Every phase a statistics table has a column for."""
+_PHASES_THEN_TOTAL: Final = (*(p for p in STAT_PHASES if p is not Phase.OVERALL), Phase.OVERALL)
 _NEGLIGIBLE_MS: Final = 1e-7
 """Float noise of a self time subtracted in ms (far below the 1 ns of a row)."""
-"""Every phase a statistics table has a column for."""
 
 APP_PHASES: Final = (Phase.OVERALL, Phase.WARMUP, Phase.BENCHMARK)
 """Application phases that split the statistics."""
@@ -62,6 +63,35 @@ _CALLEES: Final[Mapping[Layer, tuple[Layer, ...]]] = {
 
 StatKey = tuple[Phase, Layer, Phase]
 """(application phase, layer, phase) of an accumulated total."""
+
+NEGATIVE_BY_CONTRACT: Final = "the contract's own rules allow it (Android's parser prints the same)"
+"""How the warning of a negative cell below the Application ends: not a broken rule
+(``nnemu verify`` does not count it as one)."""
+
+NegativeCell = tuple[Phase, Layer, str, bool, float]
+"""A negative cell: (its table: ``Phase.OVERALL`` for the run's, ``Phase.WARMUP`` or
+``Phase.BENCHMARK`` for theirs; its row's layer; its column: a phase's code or
+``COMPUTE``; whether it is a self time, else a total time; its value in ms)."""
+
+COMPUTE: Final = "PEO"
+"""The Compute column of ``nnemu parse``'s tables: a layer's PE less its PIO and PR."""
+
+
+def _compute_ms(table: Table, layer: Layer) -> float:
+    """A layer's Compute cell of ``table`` (``nan`` for no data), as the table prints it."""
+    if Phase.EXECUTION not in table:
+        return math.nan
+    return (
+        table[Phase.EXECUTION][layer]
+        - table[Phase.INPUTS_AND_OUTPUTS][layer]
+        - table[Phase.RESULTS][layer]
+    )
+
+
+def callees(layer: Layer) -> tuple[Layer, ...]:
+    """The layers whose totals ``layer``'s self time subtracts (tracing contract)."""
+    return _CALLEES[layer]
+
 
 Table = Mapping[Phase, Mapping[LayerKey, float]]
 """phase -> layer (or ``LT``) -> milliseconds; ``nan`` means no data."""
@@ -277,26 +307,54 @@ class RunStats:
             runtime_overlap_ns=runtime_overlap_ns,
         )
 
-    def negative_cells(self) -> list[tuple[Layer, Phase, float]]:
-        """The Application's self times (ms) that are negative: its phases and its Total.
+    def negative_cells(self) -> list[NegativeCell]:
+        """Every negative number the run's tables print, in table order: the run's table
+        (``Phase.OVERALL``) then the warmup and benchmark ones, row by row, each row's
+        phases, its Compute column (``COMPUTE``: PE less PIO and PR) and its Total; the
+        tables of total times can only have a negative Compute cell.  (Percentages and
+        per-execution means have the sign of their cell.)
 
         The application calls every other layer, so on a trace whose rows nest as NNAPI
-        writes them none is (concurrent runtime work is counted once in the Total, D14);
-        only rows edited or reordered give one. The lower layers' cells may be negative
-        by the contract's own rules (a ``[SUB]`` section: diff case c08; omr1's IPC
-        Total, the driver's asynchronous work outlasting the call), so they are not
-        checked.
+        writes them none of its cells is (concurrent runtime work is counted once in the
+        Total, D14); only rows edited or reordered give one.  A lower layer's cell may be
+        negative by the contract's own rules, as Android's parser prints it: a layer's
+        self time is its total less the totals of the layers it calls, so work of a
+        callee outside the caller's sections (a ``[SUB]`` section: diff case c08; the
+        driver's work after a fenced or asynchronous IPC call returned: omr1's IPC
+        Total, ``scenarios/fenced_pipeline.yaml``) makes it negative.  Each is reported
+        (``nnemu parse``'s warnings), none changed.
         """
-        found: list[tuple[Layer, Phase, float]] = []
-        self_times = self.self_times
-        for phase in STAT_PHASES:
-            if phase is not Phase.OVERALL:
-                value = self_times[phase][Layer.APPLICATION]
-                if value < -_NEGLIGIBLE_MS:
-                    found.append((Layer.APPLICATION, phase, value))
-        application = self.application_total_self_ns()
-        if application is not None and application < 0:
-            found.append((Layer.APPLICATION, Phase.OVERALL, ns_to_ms(application)))
+        found: list[NegativeCell] = []
+        self_tables = {Phase.OVERALL: self.self_times, **self.app_phase_self_times}
+        total_tables = {Phase.OVERALL: self.times, **self.app_phase_times}
+        for app, table in self_tables.items():
+            for layer in TABLE_LAYERS:
+                for phase in _PHASES_THEN_TOTAL:
+                    row = table.get(phase)
+                    if row is None:
+                        continue
+                    if phase is Phase.OVERALL:
+                        compute = _compute_ms(table, layer)
+                        if compute < -_NEGLIGIBLE_MS:
+                            found.append((app, layer, COMPUTE, True, compute))
+                    if (
+                        app is Phase.OVERALL
+                        and phase is Phase.OVERALL
+                        and layer is Layer.APPLICATION
+                    ):
+                        # Exactly, as the cell is computed (D13).
+                        application = self.application_total_self_ns()
+                        if application is not None and application < 0:
+                            found.append((app, layer, phase.value, True, ns_to_ms(application)))
+                        continue
+                    value = row[layer]
+                    if value < -_NEGLIGIBLE_MS:
+                        found.append((app, layer, phase.value, True, value))
+        for app, table in total_tables.items():
+            for layer in TABLE_LAYERS:
+                compute = _compute_ms(table, layer)
+                if compute < -_NEGLIGIBLE_MS:
+                    found.append((app, layer, COMPUTE, False, compute))
         return found
 
     def application_total_self_ns(self) -> int | None:
