@@ -200,8 +200,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=120, help="emulated run (default 120)")
     parser.add_argument(
         "--shell",
-        default=str(_REPO.parent.parent / "shared/tools/trace_processor_shell"),
-        help="Perfetto's trace_processor_shell",
+        default=os.environ.get("NNEMU_TRACE_PROCESSOR")
+        or str(_REPO.parent / "shared/tools/trace_processor_shell"),
+        help="Perfetto's trace_processor_shell (default: $NNEMU_TRACE_PROCESSOR, else"
+        " ../shared/tools beside the checkout)",
     )
     args = parser.parse_args()
     if args.ratios:
