@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from nnemu.report import SPLIT_PARTS
+
 if TYPE_CHECKING:
     from nnemu.replications import Replications
 
@@ -83,22 +85,10 @@ def summary(data: dict[str, Any], out: TextIO) -> None:
             out.write(f"  {mark} {result['text']}{why}\n")
 
 
-SPLIT_HEADS: Final = (
-    "app_wait",
-    "binder_wait",
-    "device_queue",
-    "preempted",
-    "ipc",
-    "driver_launch",
-    "compute",
-    "retry",
-    "runtime",
-)
-"""The summary's columns for the parts of ``latency_split_ms``, in order, each headed by its
-key: one name per quantity in the summary, the report, ``--executions`` and ``--set``."""
-
-SPLIT_WIDTHS: Final = {part: max(9, len(part) + 1) for part in SPLIT_HEADS}
-"""Each split column's width: 9, or its head and a space."""
+SPLIT_WIDTHS: Final = {part: max(9, len(part) + 1) for part in SPLIT_PARTS}
+"""Each split column's width: 9, or its head and a space.  The columns are the parts of
+``latency_split_ms`` (``SPLIT_PARTS``), in order, each headed by its key: one name per
+quantity in the summary, the report, ``--executions`` and ``--set``."""
 
 
 def _split_summary(apps: dict[str, Any], out: TextIO) -> None:
@@ -112,13 +102,13 @@ def _split_summary(apps: dict[str, Any], out: TextIO) -> None:
     if not shown:
         return
     width = max([3, *(len(name) for name in shown)]) + 2
-    heads = "".join(f"{part:>{SPLIT_WIDTHS[part]}}" for part in SPLIT_HEADS)
+    heads = "".join(f"{part:>{SPLIT_WIDTHS[part]}}" for part in SPLIT_PARTS)
     out.write(f"\n{'mean ms':<{width}}{'latency':>9}{heads}\n")
     for name, app in shown.items():
         split = app["latency_split_ms"]
         mean = f"{app['latency_ms']['mean']:.3f}"
         parts = cells(
-            (mean, 9), *((f"{split[part]:.3f}", SPLIT_WIDTHS[part]) for part in SPLIT_HEADS)
+            (mean, 9), *((f"{split[part]:.3f}", SPLIT_WIDTHS[part]) for part in SPLIT_PARTS)
         )
         out.write(f"{name:<{width}}{parts}\n")
 
@@ -233,11 +223,11 @@ def replications_summary(replications: Replications, out: TextIO) -> None:
         out.write(footnote(marked, " in at least one replication") + "\n")
     split = [name for name in apps if f"apps.{name}.latency_split_ms.compute" in intervals]
     if split:
-        heads = "".join(f"{part:>{SPLIT_WIDTHS[part]}}" for part in SPLIT_HEADS)
+        heads = "".join(f"{part:>{SPLIT_WIDTHS[part]}}" for part in SPLIT_PARTS)
         out.write(f"\n{'mean ms':<{width}}{'latency':>9}{heads}\n")
         for name in split:
             paths = [f"apps.{name}.latency_ms.mean"] + [
-                f"apps.{name}.latency_split_ms.{part}" for part in SPLIT_HEADS
+                f"apps.{name}.latency_split_ms.{part}" for part in SPLIT_PARTS
             ]
             widths = (9, *SPLIT_WIDTHS.values())
             means, halves = cells(paths, widths, (3,) * len(paths))

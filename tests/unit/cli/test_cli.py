@@ -438,8 +438,8 @@ def test_summary_shows_where_each_apps_mean_latency_went() -> None:
 def test_summary_columns_keep_a_separator_however_wide_the_numbers() -> None:
     """An overloaded periodic app's figures outgrow their columns: each stays a word of its own
     (they printed ``109501273703.607520131.425541092.911`` for in flight, p50, p95, p99)."""
-    from nnemu._summary import SPLIT_HEADS as _SPLIT_HEADS
     from nnemu._summary import summary as _summary
+    from nnemu.report import SPLIT_PARTS
 
     data = {
         "scenario": "s",
@@ -460,7 +460,7 @@ def test_summary_columns_keep_a_separator_however_wide_the_numbers() -> None:
                     "p99": 607520131.425,
                     "mean": 123456789.5,
                 },
-                "latency_split_ms": dict.fromkeys(_SPLIT_HEADS, 123456789.0),
+                "latency_split_ms": dict.fromkeys(SPLIT_PARTS, 123456789.0),
             }
         },
         "devices": {
@@ -489,7 +489,7 @@ def test_summary_columns_keep_a_separator_however_wide_the_numbers() -> None:
         "607520131.425",
         "-",
     ]
-    assert lines[6].split() == ["flood", "123456789.500", *["123456789.000"] * len(_SPLIT_HEADS)]
+    assert lines[6].split() == ["flood", "123456789.500", *["123456789.000"] * len(SPLIT_PARTS)]
     assert lines[9].split() == [
         "npu",
         "aidl-v4",
