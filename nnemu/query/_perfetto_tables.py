@@ -33,14 +33,8 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from nnemu._text import counted
-from nnemu.trace import (
-    COUNTER_RE,
-    MALFORMED_COUNTER,
-    atrace_counter_value,
-    atrace_tgid,
-    pid_of_tgid,
-    timestamp_ns,
-)
+from nnemu.trace import MALFORMED_COUNTER
+from nnemu.trace._ftrace import counter_event
 
 TABLES: Final = """
 CREATE TABLE flow (
@@ -244,21 +238,16 @@ class PerfettoRows:
             self._counter(pid, f"{name} {key}", "json_counter", ts, value)
 
     def ftrace_counter(self, line: str, line_number: int) -> bool:
-        """Load ``line`` if it is a ``C|tgid|name|value`` row; False if it is not one."""
-        m = COUNTER_RE.match(line)
-        if m is None:
+        """Load ``line`` if it is a ``C|tgid|name|value`` row (read as trace processor reads
+        it: ``nnemu.trace.counter_event``); False if it is not one."""
+        event = counter_event(line, line_number)
+        if event is None:
             return False
-        _, _, _, seconds, fraction, tgid_field, name, rest = m.groups()
-        ts = timestamp_ns(seconds, fraction)
-        # As trace processor reads them: the tgid as strtoul, the value an int64 as strtoll
-        # (`` 7`` and ``+7`` are 7; ``2.5`` and ``7 |cat`` are no value; the row's trailing
-        # whitespace is dropped, as from a begin row's name), a name not empty.
-        tgid = atrace_tgid(tgid_field)
-        value = atrace_counter_value(rest.rstrip().split("|", 1)[0])
-        if ts is None or tgid is None or not name or value is None:
+        _, ts, _, pid, _, name, value = event
+        if not isinstance(value, float):  # MALFORMED_COUNTER
             self.warn(line_number, MALFORMED_COUNTER)
             return True
-        self.atrace_counter(pid_of_tgid(tgid), name, ts, float(value))
+        self.atrace_counter(None if pid < 0 else pid, name, ts, value)
         return True
 
     # -- the end -----------------------------------------------------------
