@@ -101,9 +101,11 @@ def _walk(buf: bytes, base: int, eof: bool, broken: str) -> tuple[int, list[int]
                 pos = start + size
                 continue
         record = _record(buf, pos, base, eof, broken)
-        if record is None:  # more bytes needed
-            header_and_size = _needed(buf, pos)
-            return pos, offsets, header_and_size, None
+        if record is None:  # more bytes needed: at least what _record reads a header from
+            # (a short last record, whole but under that, must make the caller read to the
+            # end of the stream, not walk the same bytes again)
+            needed = max(_needed(buf, pos), 1 + 2 * MAX_VARINT_BYTES)
+            return pos, offsets, needed, None
         start, size, is_packet = record
         if not is_packet:
             return start + size, offsets, 1, pos

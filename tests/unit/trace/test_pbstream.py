@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import signal
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,29 @@ def test_a_packet_cut_off_at_the_end_of_a_big_trace_stops_the_runs_at_it():
     assert got == offsets[:-1]
     assert stop.value.offset == offsets[-1]
     assert stop.value.message.startswith("truncated packet")
+
+
+def test_a_short_last_record_of_another_field_ends_the_runs():
+    """A last record shorter than a header can be read from (here 5 bytes of field 2, as a
+    fuzzed trace ended) is read once the stream ends: the walk stopped over it for ever,
+    and ``nnemu parse``, ``query`` and ``replay`` of a 10 KB file never ended."""
+    trace = pb2.Trace()
+    trace.packet.extend(_event_packet(ts, 1, 10, "z") for ts in range(3))
+    data = trace.SerializeToString()
+    tail = b"\x12\x03abc"  # field 2 (no field of Trace), length 3
+    previous = signal.signal(signal.SIGALRM, _too_long)
+    signal.setitimer(signal.ITIMER_REAL, 10)
+    try:
+        runs = list(packet_runs(io.BytesIO(data + tail)))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert [offsets for offsets, _ in runs] == [_offsets(data), [len(data)]]
+    assert runs[-1][1] is None  # the record of another field: its offset alone
+
+
+def _too_long(signum: int, frame: object) -> None:
+    raise TimeoutError("packet_runs walked the same bytes for 10 s")
 
 
 def _offsets(data: bytes) -> list[int]:
