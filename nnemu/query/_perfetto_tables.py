@@ -33,8 +33,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from nnemu._text import counted
-from nnemu.trace import MALFORMED_COUNTER
-from nnemu.trace._ftrace import counter_event
+from nnemu.trace import MALFORMED_COUNTER, counter_event
 
 TABLES: Final = """
 CREATE TABLE flow (

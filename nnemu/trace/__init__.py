@@ -88,6 +88,7 @@ from nnemu.trace._events import (
     THREAD,
     Event,
 )
+from nnemu.trace._ftrace import counter_event
 from nnemu.trace._html import (
     MAX_LINE,
     PROCESS_DUMP,
@@ -231,6 +232,7 @@ __all__ = [
     "atrace_tgid",
     "bounded_lines",
     "classify",
+    "counter_event",
     "detect_format",
     "event_lines",
     "exact_timestamp_ns",
