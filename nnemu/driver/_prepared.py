@@ -287,19 +287,7 @@ class PreparedModel:
             # The sample driver's switches: the scope ends them all (AOSP NNTRACE_FULL_SWITCH).
             section.switch(_FENCED_MARKS[1])
             section.switch(_FENCED_MARKS[0])
-            io_ns = self.io_ns(request)
-            if io_ns:
-                self._move_io(io_ns)
-            status, on_device = await self.compute(bound, loop_timeout_ns)
-            if status is _NONE and memories:
-                status = (
-                    update_device_memories(
-                        request,
-                        memories,
-                        produced_shapes(self.model, request, self.output_shapes()),
-                    )
-                    or status
-                )
+            status, on_device = await self.run_request(request, memories, bound, loop_timeout_ns)
             if status is not _NONE:
                 return status, None
             ended = kernel.task_now_ns()
@@ -377,19 +365,7 @@ class PreparedModel:
         bound = _bound(deadline_ns, duration_ns, signalled)
         with tracer.section(_FENCED_MARKS[1]) as section:
             section.switch(_FENCED_MARKS[0])
-            io_ns = self.io_ns(request)
-            if io_ns:
-                self._move_io(io_ns)
-            status, on_device = await self.compute(bound, loop_timeout_ns)
-            if status is _NONE and memories:
-                status = (
-                    update_device_memories(
-                        request,
-                        memories,
-                        produced_shapes(self.model, request, self.output_shapes()),
-                    )
-                    or status
-                )
+            status, on_device = await self.run_request(request, memories, bound, loop_timeout_ns)
         await kernel.sync()
         ended = kernel.clock_ns
         callback.finish(
@@ -462,6 +438,26 @@ class PreparedModel:
             # RunTimePoolInfo::createFromHidlMemory maps ashmem and BLOB AHardwareBuffers only.
             return ErrorStatus.GENERAL_FAILURE, ()
         return self.service.buffers.pools(request, self)
+
+    async def run_request(
+        self,
+        request: Request,
+        memories: tuple[ManagedBuffer | None, ...],
+        deadline_ns: int | None,
+        loop_timeout_ns: int | None,
+    ) -> tuple[ErrorStatus, int]:
+        """Every execution path's work: move the request's shared-memory arguments
+        (``io_ns``), run on the device (``compute``), and on success write the outputs into
+        the device memories the request names (their produced shapes).  Returns status and
+        time on device (ns)."""
+        io_ns = self.io_ns(request)
+        if io_ns:
+            self._move_io(io_ns)
+        status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
+        if status is _NONE and memories:
+            shapes = produced_shapes(self.model, request, self.output_shapes())
+            status = update_device_memories(request, memories, shapes) or status
+        return status, on_device
 
     async def compute(
         self, deadline_ns: int | None, loop_timeout_ns: int | None
@@ -564,13 +560,9 @@ class PreparedModel:
                                 notify(error, (), NO_TIMING)
                                 return
                         section.switch(_ASYNC_MARKS[0])
-                        io_ns = self.io_ns(request)
-                        if io_ns:
-                            self._move_io(io_ns)
-                        status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
-                        if status is _NONE and memories:
-                            shapes = produced_shapes(self.model, request, self.output_shapes())
-                            status = update_device_memories(request, memories, shapes) or status
+                        status, on_device = await self.run_request(
+                            request, memories, deadline_ns, loop_timeout_ns
+                        )
                     shapes = self.output_shapes() if status is ErrorStatus.NONE else ()
                     timing = measured_timing(measure, status, on_device, entered, kernel.clock_ns)
                     notify(status.downgraded(version), shapes, timing)
@@ -603,13 +595,9 @@ class PreparedModel:
                 return error.downgraded(version), (), NO_TIMING
             section.switch(_SYNC_MARKS[1])
             section.switch(_SYNC_MARKS[0])
-            io_ns = self.io_ns(request)
-            if io_ns:
-                self._move_io(io_ns)
-            status, on_device = await self.compute(deadline_ns, loop_timeout_ns)
-            if status is _NONE and memories:
-                shapes = produced_shapes(self.model, request, self.output_shapes())
-                status = update_device_memories(request, memories, shapes) or status
+            status, on_device = await self.run_request(
+                request, memories, deadline_ns, loop_timeout_ns
+            )
             timing = measured_timing(measure, status, on_device, entered, kernel.task_now_ns())
             if status is _NONE:  # (nothing to downgrade)
                 return status, self._output_shapes or self.output_shapes(), timing
