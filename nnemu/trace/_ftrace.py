@@ -182,7 +182,7 @@ def row_batches(
             out += pending
             pending.clear()
         line_number = first - 1
-        cut = problems and block and block[-1][-1:] != "\n"
+        cut = problems and bool(block) and block[-1][-1:] != "\n"
         for line in block:
             line_number += 1
             at = line.find(ROW_SEPARATOR)
