@@ -47,8 +47,8 @@ class EventLoader(Loader):
         offsets); ``file_lines``: the places are the file's lines, each slice's ``line``
         (else NULL).
 
-        A begin's or end's pid is its thread's process (a pid of 0 or beyond pid_t names
-        none); its ``extra`` the thread's name as its row showed it (``<...>``: not known;
+        A begin's or end's pid is its thread's process (a pid beyond pid_t names none, nor
+        does 0 but in a text row's TGID column: ``file_lines``); its ``extra`` the thread's name as its row showed it (``<...>``: not known;
         the events' own ``TASK`` columns have no leading space).
         A begin with no name is ``EMPTY_SLICE_NAME``, as trace processor names it.  A
         counter of a thread is an atrace counter (``atrace_counter``), one of no thread a
@@ -59,15 +59,20 @@ class EventLoader(Loader):
         self._file_lines = file_lines
         perfetto = self.perfetto
         threads = self._threads
+        # A text row's TGID column of 0 names process 0; a Perfetto pid of 0 none.
+        lowest = -1 if file_lines else 0
         # The place of the row the last PROBLEM with an extra was about; cut: it is CUT_ROW.
         skip = -1
         cut = False
+        named = -1
         for batch in batches:
             for kind, ts, at, pid, tid, name, extra in batch:
                 if kind <= END:  # BEGIN (0) or END (1): one compare on the hot path
-                    if at == skip and cut:
-                        continue
-                    tgid = pid if 0 < pid <= MAX_ID else None
+                    if at == skip:
+                        if cut:
+                            continue
+                        pid = named  # a NO_SLICE begin: its TGID column's process, or none
+                    tgid = pid if lowest < pid <= MAX_ID else None
                     thread = threads.get(tid)
                     if thread is None or (tgid is not None and thread.tgid != tgid):
                         thread = self._thread(tid, tgid)
@@ -116,3 +121,4 @@ class EventLoader(Loader):
                     if isinstance(extra, int):
                         skip = at
                         cut = extra == CUT_ROW
+                        named = pid

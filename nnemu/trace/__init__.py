@@ -90,7 +90,7 @@ from nnemu.trace._events import (
     THREAD,
     Event,
 )
-from nnemu.trace._ftrace import counter_event
+from nnemu.trace._ftrace import MALFORMED_BEGIN, TID_OUT_OF_RANGE, counter_event
 from nnemu.trace._html import (
     MAX_LINE,
     PROCESS_DUMP,
@@ -185,6 +185,7 @@ __all__ = [
     "GZIP_MAGIC",
     "HEAD_BYTES",
     "HEAD_RE",
+    "MALFORMED_BEGIN",
     "MALFORMED_COUNTER",
     "MALFORMED_ROW",
     "MAX_ABS_NS",
@@ -208,6 +209,7 @@ __all__ = [
     "ROW_SEPARATOR",
     "STDIN_UNSUPPORTED",
     "THREAD",
+    "TID_OUT_OF_RANGE",
     "TRACE_DATA_OPEN",
     "TRUNCATED_HTML",
     "UNKNOWN_TGID",

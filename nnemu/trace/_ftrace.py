@@ -76,9 +76,8 @@ CUT_ROW_PROBLEM: Final = (
 """The ``CUT_ROW`` problem."""
 
 
-def tid_out_of_range() -> str:
-    """The problem of a row whose thread id is beyond pid_t."""
-    return f"thread id out of range (> {MAX_ID}); row skipped"
+TID_OUT_OF_RANGE: Final = f"thread id out of range (> {MAX_ID}); row skipped"
+"""The problem of a row whose thread id is beyond pid_t."""
 
 
 class _Rows:
@@ -187,7 +186,9 @@ def row_batches(
             line_number += 1
             at = line.find(ROW_SEPARATOR)
             if at < 0:
-                continue  # no row ROW_RE reads (nor a counter row)
+                if problems and "tracing_mark_write" in line:
+                    _slow_row(rows, line, line_number, out, cut)  # (a malformed row)
+                continue
             space = line.rfind(" ", 0, at)
             stamp = line[space + 1 : at]
             head = line[:space]
@@ -251,14 +252,18 @@ def _slow_row(rows: _Rows, line: str, line_number: int, out: list[Event], cut: b
     tid = pid_of(tid_text)
     if tid is None:
         if problems:
-            out.append((PROBLEM, 0, line_number, 0, 0, tid_out_of_range(), None))
+            out.append((PROBLEM, 0, line_number, 0, 0, TID_OUT_OF_RANGE, None))
         return
     if kind == "B":
         pid, name = begin_payload(rest)
-        if problems and pid is None and not _has_tgid(rest):
-            out.append((PROBLEM, 0, line_number, 0, 0, MALFORMED_BEGIN, NO_SLICE))
         if tgid_column is not None and tgid_column.isdigit():
-            pid = pid_of(tgid_column)
+            column = pid_of(tgid_column)
+            if problems and pid is None and not _has_tgid(rest):
+                named = -1 if column is None else column
+                out.append((PROBLEM, 0, line_number, named, 0, MALFORMED_BEGIN, NO_SLICE))
+            pid = column
+        elif problems and pid is None and not _has_tgid(rest):
+            out.append((PROBLEM, 0, line_number, -1, 0, MALFORMED_BEGIN, NO_SLICE))
         out.append((BEGIN, ts, line_number, tid if pid is None else pid, tid, name, task))
     elif tgid_column is not None and tgid_column.isdigit():
         out.append((END, ts, line_number, pid_of(tgid_column) or 0, tid, "", task))
