@@ -1,8 +1,8 @@
 """Loading a trace into the query tables, streamed.
 
-Four inputs: ftrace text, systrace HTML (its ftrace block and process dump),
-Chrome trace-event JSON (``_json_loader``) and Perfetto protobuf (its canonical events:
-``_event_loader``).  Only the open
+``Loader`` holds the tables being filled; its subclasses read the inputs: Chrome
+trace-event JSON (``_json_loader``), and ftrace text, systrace HTML and Perfetto protobuf
+as the canonical events of ``nnemu.trace.TraceEvents`` (``_event_loader``).  Only the open
 sections of each thread are held in Python; finished slices go to SQLite in
 multi-row ``INSERT`` statements, each as soon as its rows have ended.  A slice's
 ``line`` is the file line it began on (NULL when the input has no lines).
@@ -308,47 +308,54 @@ class Loader:
         stack = thread.stack
         if stack and stack[-1][END_AT] is not None:
             self._expire(thread, ts)
-        if thread.track_id is None:
-            thread.track_id = self._next_track
+        track_id = thread.track_id
+        if track_id is None:
+            track_id = thread.track_id = self._next_track
             self._next_track += 1
         described = self._slices.get(name) or self._describe_slice(name)
         ident = self._next_id
         self._next_id = ident + 1
         if self.perfetto.pending:
             self.perfetto.slice_begun(thread.utid, ident, ts)
-        arg_set_id = None
-        arg_rows = self._arg_rows
-        for key, value in args:
-            arg_set_id = ident
-            arg_rows += (ident, key, value)
-        if described.args:
-            arg_set_id = ident
-            for at in range(0, len(described.args), 2):
-                arg_rows += (ident, described.args[at], described.args[at + 1])
-        if len(arg_rows) >= ARG_VALUES:
-            self._write_args()
-        record: OpenSlice = [ident, ts, end, name, len(stack)]
         nulls = described.nulls
+        record: OpenSlice
         if stack:
-            record.append(stack[-1][0])
+            record = [ident, ts, end, name, len(stack), stack[-1][0], track_id]
         else:
+            record = [ident, ts, end, name, 0, track_id]
             nulls |= NULL_PARENT
-        record.append(thread.track_id)
         if category is None:
             nulls |= NULL_CATEGORY
         else:
             record.append(category)
         record += described.values
-        if arg_set_id is None:
-            nulls |= NULL_ARGS
+        if (args or described.args) and self._add_args(ident, args, described.args):
+            record.append(ident)  # its arg_set_id
         else:
-            record.append(arg_set_id)
+            nulls |= NULL_ARGS
         if line is None:
             nulls |= NULL_LINE
         else:
             record.append(line)
-        record += (0, nulls)
+        record.append(0)
+        record.append(nulls)
         stack.append(record)
+
+    def _add_args(
+        self, ident: int, args: Iterable[tuple[str, object]], more: tuple[str, ...]
+    ) -> bool:
+        """Buffer the ``args`` rows of slice ``ident``: ``args``, then ``more`` (key, value,
+        key, value...); whether it has any."""
+        arg_rows = self._arg_rows
+        before = len(arg_rows)
+        for key, value in args:
+            arg_rows += (ident, key, value)
+        for at in range(0, len(more), 2):
+            arg_rows += (ident, more[at], more[at + 1])
+        added = len(arg_rows) > before
+        if len(arg_rows) >= ARG_VALUES:
+            self._write_args()
+        return added
 
     def _out_of_order(self, line_number: int) -> None:
         """A row earlier than the row before it on its thread (see ``load_trace``)."""

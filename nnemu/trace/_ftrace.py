@@ -4,7 +4,10 @@
 rows, ``one_line_blocks``) into lists of ``BEGIN``/``END`` events, each placed on its line,
 with the thread name the row's ``TASK`` column shows, and its ``C|tgid|name|value`` rows
 into ``COUNTER`` events; the process and thread names of a ``PROCESS DUMP`` come as
-``PROCESS``/``THREAD`` events where the dump is.
+``PROCESS``/``THREAD`` events where the dump is.  Read from a file (``problems``), what is
+wrong with a row comes as a ``PROBLEM`` before its events.  Query and replay read a text
+trace through it (the parser still splits the lines itself: ``Engine.feed``).  A wheel
+runs this module compiled by mypyc, with the parser's engine (``nnemu._native``).
 """
 
 from __future__ import annotations
