@@ -21,13 +21,12 @@ PACKAGE_DIR: Final = Path(__file__).resolve().parent
 """The ``nnemu`` package directory."""
 
 COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
-    "parser": ("nnemu.parser._engine", "nnemu.trace._ftrace"),
+    "parser": ("nnemu.parser._engine",),
     "tracer": ("nnemu.tracer._tracer", "nnemu.tracer._writers", "nnemu.sim._kernel"),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
-whose clock it reads natively; the parser with the text trace reader, ``_ftrace``, whose
-events parse, query and replay read).  ``nnemu.query._slice_rows``, the loader's INSERT helpers
+whose clock it reads natively).  ``nnemu.query._slice_rows``, the loader's INSERT helpers
 (called once per 200 rows), stays Python: compiled in the query group its ``__file__`` came
 out as ``nnemu/query/nnemu/query/...so``, which no path names."""
 

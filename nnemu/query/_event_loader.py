@@ -3,7 +3,7 @@
 ``EventLoader`` is the ``Loader`` that reads the events the one trace reader gives: slice
 begins and ends, counter values and flows bound to slices (as Perfetto's trace processor
 binds them: ``_perfetto_tables``), process and thread names, and the reader's problems.
-Every trace but a Chrome JSON one is loaded through it (``_load.load_trace``).
+A Perfetto protobuf trace is loaded through it (``_load.load_trace``).
 
 A wheel runs this module compiled by mypyc with the loader (``nnemu._native``).
 """
@@ -17,7 +17,6 @@ from nnemu.query._slice_rows import END_AT
 from nnemu.trace import (
     BEGIN,
     COUNTER,
-    CUT_ROW,
     END,
     FLOW,
     FLOW_IN,
@@ -35,44 +34,25 @@ _UNKNOWN_TASK = "<...>"
 class EventLoader(Loader):
     """A ``Loader`` that reads canonical events."""
 
-    def load_events(
-        self,
-        batches: Iterable[list[Event]],
-        place: Callable[[int], int],
-        *,
-        file_lines: bool = False,
-    ) -> None:
-        """Load the events of ``batches`` in the order they come; ``place`` turns an event's
-        place into a warning's ``where`` (``byte_place`` for a Perfetto trace's byte
-        offsets); ``file_lines``: the places are the file's lines, each slice's ``line``
-        (else NULL).
+    def load_events(self, batches: Iterable[list[Event]], place: Callable[[int], int]) -> None:
+        """Load the events of ``batches`` in the order they come (a slice's ``line`` NULL);
+        ``place`` turns an event's place into a warning's ``where`` (``byte_place`` for a
+        Perfetto trace's byte offsets).
 
-        A begin's or end's pid is its thread's process (a pid beyond pid_t names none, nor
-        does 0 but in a text row's TGID column: ``file_lines``); its ``extra`` the thread's name as its row showed it (``<...>``: not known;
+        A begin's or end's pid is its thread's process (a pid of 0 or beyond pid_t names
+        none); its ``extra`` the thread's name as its row showed it (``<...>``: not known;
         the events' own ``TASK`` columns have no leading space).
         A begin with no name is ``EMPTY_SLICE_NAME``, as trace processor names it.  A
         counter of a thread is an atrace counter (``atrace_counter``), one of no thread a
-        counter track's (``process_counter_track_event``).  A text row's ``PROBLEM`` with
-        an ``extra`` skips what trace processor skips of its row: the slice of a ``NO_SLICE``
-        begin, all of a ``CUT_ROW``.
+        counter track's (``process_counter_track_event``).
         """
-        self._file_lines = file_lines
+        self._file_lines = False
         perfetto = self.perfetto
         threads = self._threads
-        # A text row's TGID column of 0 names process 0; a Perfetto pid of 0 none.
-        lowest = -1 if file_lines else 0
-        # The place of the row the last PROBLEM with an extra was about; cut: it is CUT_ROW.
-        skip = -1
-        cut = False
-        named = -1
         for batch in batches:
             for kind, ts, at, pid, tid, name, extra in batch:
                 if kind <= END:  # BEGIN (0) or END (1): one compare on the hot path
-                    if at == skip:
-                        if cut:
-                            continue
-                        pid = named  # a NO_SLICE begin: its TGID column's process, or none
-                    tgid = pid if lowest < pid <= MAX_ID else None
+                    tgid = pid if 0 < pid <= MAX_ID else None
                     thread = threads.get(tid)
                     if thread is None or (tgid is not None and thread.tgid != tgid):
                         thread = self._thread(tid, tgid)
@@ -83,9 +63,7 @@ class EventLoader(Loader):
                     else:
                         thread.last_ts = ts
                     if kind == BEGIN:
-                        if at != skip:  # else a NO_SLICE begin
-                            line = at if file_lines else None
-                            self.begin(thread, ts, name.rstrip() or EMPTY_SLICE_NAME, line=line)
+                        self.begin(thread, ts, name.rstrip() or EMPTY_SLICE_NAME)
                         continue
                     stack = thread.stack
                     if stack and stack[-1][END_AT] is None and ts >= stack[-1][1]:  # type: ignore[operator]
@@ -93,8 +71,6 @@ class EventLoader(Loader):
                         self._emit(record, ts - record[1])  # type: ignore[operator]
                     else:
                         self.end(thread, ts, place(at))
-                elif at == skip and cut:
-                    continue
                 elif kind == COUNTER:
                     if isinstance(extra, str):
                         self.warn(place(at), extra)
@@ -118,7 +94,3 @@ class EventLoader(Loader):
                     self._dump_threads[tid] = (pid, name)
                 elif kind == PROBLEM:
                     self.warn(place(at), name)
-                    if isinstance(extra, int):
-                        skip = at
-                        cut = extra == CUT_ROW
-                        named = pid

@@ -1,6 +1,6 @@
-"""``load_trace``: a trace file into the query tables, each format read by its loader (JSON:
-``JsonLoader``; systrace HTML, ftrace text and Perfetto: ``EventLoader``, of the canonical
-events ``nnemu.trace.TraceEvents`` gives), read again in time order when its rows
+"""``load_trace``: a trace file into the query tables, each format read by its loader (text
+rows: ``Loader``; JSON: ``JsonLoader``; Perfetto: ``EventLoader``, of the canonical events
+``nnemu.trace.TraceEvents`` gives), read again in time order when its rows
 are out of it, with its warnings held, sorted and given below the progress bar.
 """
 
@@ -26,7 +26,6 @@ from nnemu.trace import (
     MAX_ABS_NS,
     MAX_SORTED_BYTES,
     NOT_CHROME_TRACE,
-    TRUNCATED_HTML,
     NotLineJson,
     TraceEvents,
     TraceFormat,
@@ -142,15 +141,34 @@ def _load(
             events.first_out_of_order = 0  # a warning of the whole file
             loader = events
         else:
-            loader, last_line, kind = _load_text(source, conn, warn, held, shown, progress)
-            bar = shown.bar
-            if bar is not None:
-                cleanup.callback(bar.clear)
+            stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
+            bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
+            shown.bar = bar
+            lines = loader.load_ftrace(bar.lines(stream))
+            last_line = lines.last_line_number
+            if not lines.found_ftrace:
+                raise TraceFormatError(
+                    source,
+                    last_line,
+                    "",
+                    "no ftrace data found (expected a systrace HTML trace-data block"
+                    " starting with '# tracer:', ftrace text, or a JSON trace)",
+                )
+            kind = "systrace" if lines.is_html else "ftrace"
+            if held is not None and loader.out_of_order:
+                # Matched again in time order, as Perfetto matches them; the warnings are
+                # those of that reading.
+                _reset(conn)
+                held.discard()
+                first_reading = loader
+                loader = Loader(conn, warn)
+                stream.seek(0)
+                loader.load_in_time_order(stream)
+                loader.read_again_after(first_reading)
         if bar is not None:
             bar.stage("file read; building indexes")
         threads, processes = loader.finish()
     shown.bar = None
-    shown.trace = None
     if loader.slices == 0:
         raise TraceFormatError(
             source,
@@ -176,60 +194,6 @@ def _load(
         threads=threads,
         processes=processes,
     )
-
-
-def _load_text(
-    source: str,
-    conn: sqlite3.Connection,
-    warn: Warn,
-    held: _HeldWarn | None,
-    shown: _BelowBar,
-    progress: TextIO | None,
-) -> tuple[EventLoader, int, str]:
-    """Load systrace HTML or ftrace text (``TraceEvents``' events of its rows, each slice on
-    its line); read again in time order when its rows are out of it and its warnings are
-    ``held``.
-
-    Returns:
-        The loader, the file's last line, and ``systrace`` or ``ftrace``.
-
-    Raises:
-        TraceFormatError: No ftrace data in the file.
-    """
-    trace = TraceEvents(source, progress=progress, label="loading")
-    shown.trace = trace
-    loader = EventLoader(conn, warn)
-    loader.load_events(trace.batches(), _line, file_lines=True)
-    lines = trace.lines
-    assert lines is not None
-    if lines.truncated:
-        warn(lines.last_line_number, TRUNCATED_HTML)
-    if not lines.found_ftrace:
-        raise TraceFormatError(
-            source,
-            lines.last_line_number,
-            "",
-            "no ftrace data found (expected a systrace HTML trace-data block"
-            " starting with '# tracer:', ftrace text, or a JSON trace)",
-        )
-    if held is not None and loader.out_of_order:
-        # Matched again in time order, as Perfetto matches them; the warnings are those of
-        # that reading.
-        _reset(conn)
-        held.discard()
-        first_reading = loader
-        loader = EventLoader(conn, warn)
-        loader.load_events(trace.batches(in_time_order=True), _line, file_lines=True)
-        if lines.truncated:
-            warn(lines.last_line_number, TRUNCATED_HTML)
-        loader.read_again_after(first_reading)
-    shown.bar = trace.bar
-    return loader, lines.last_line_number, "systrace" if lines.is_html else "ftrace"
-
-
-def _line(line_number: int) -> int:
-    """A text trace's place: its line, as a ``Warn`` places it."""
-    return line_number
 
 
 def _load_json(
@@ -360,13 +324,10 @@ class _BelowBar:
     def __init__(self, warn: Warn) -> None:
         self.warn = warn
         self.bar: Progress | None = None
-        self.trace: TraceEvents | None = None
-        """A text trace being read: its bar (``TraceEvents.bar``) is the one drawn."""
 
     def __call__(self, where: int, message: str) -> None:
-        bar = self.bar or (self.trace.bar if self.trace is not None else None)
-        if bar is not None:
-            bar.clear()
+        if self.bar is not None:
+            self.bar.clear()
         self.warn(where, message)
 
 

@@ -1,8 +1,8 @@
 """Loading a trace into the query tables, streamed.
 
-``Loader`` holds the tables being filled; its subclasses read the inputs: Chrome
-trace-event JSON (``_json_loader``), and ftrace text, systrace HTML and Perfetto protobuf
-as the canonical events of ``nnemu.trace.TraceEvents`` (``_event_loader``).  Only the open
+Four inputs: ftrace text, systrace HTML (its ftrace block and process dump),
+Chrome trace-event JSON (``_json_loader``) and Perfetto protobuf (its canonical events:
+``_event_loader``).  Only the open
 sections of each thread are held in Python; finished slices go to SQLite in
 multi-row ``INSERT`` statements, each as soon as its rows have ended.  A slice's
 ``line`` is the file line it began on (NULL when the input has no lines).
@@ -19,11 +19,12 @@ slices of its track with ids in ``(id, subtree_end_id]``.
 from __future__ import annotations
 
 import itertools
+import re
 import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from nnemu.query._marks import MarkInfo, describe
+from nnemu.query._marks import PLAIN, MarkInfo, describe
 from nnemu.query._perfetto_tables import PerfettoRows
 from nnemu.query._schema import finish_schema
 from nnemu.query._slice_rows import (
@@ -45,23 +46,36 @@ from nnemu.query._slice_rows import (
     insert_rows,
 )
 from nnemu.trace import (
+    CUT_ROW_PROBLEM,
+    HEAD_RE,
     MALFORMED_BEGIN,
     MALFORMED_ROW,
     MAX_ABS_NS,
     MAX_ID,
     ROW_RE,
+    ROW_SEPARATOR,
     TID_OUT_OF_RANGE,
     UNKNOWN_TGID,
     DumpProcess,
     DumpThread,
+    FtraceLines,
     atrace_tgid,
     is_mark_row,
     pid_of_tgid,
+    time_ordered,
     timestamp_ns,
 )
 
 _MAX_CACHED_NAMES: Final = 20_000
 _UNKNOWN_TASK: Final = "<...>"
+_FAST_STAMP: Final = 16
+"""Longest ``SECONDS.FFFFFF`` timestamp the fast path reads: 15 digits (< ``MAX_ABS_NS``)."""
+_SEPARATOR_LENGTH: Final = len(ROW_SEPARATOR)
+_LEADING_SPACE: Final = re.compile(r"\s*")
+_BAD_HEAD: Final[tuple[str, str, str | None]] = ("", "", None)
+_NOT_A_MARK: Final = MarkInfo(None, None, PLAIN)
+_MALFORMED_BEGIN: Final = MALFORMED_BEGIN
+_UNTERMINATED: Final = CUT_ROW_PROBLEM
 EMPTY_SLICE_NAME: Final = "[empty slice name]"
 """The name Perfetto's trace processor gives the slice of a ``B|tgid`` or ``B|tgid|`` row."""
 
@@ -81,22 +95,36 @@ def placed_bytes(where: int) -> int | None:
     return -1 - where if where < 0 else None
 
 
-class _Described:
-    """What a slice name puts in its slice's row (``MarkInfo``, laid out for ``begin``)."""
+class _Tail:
+    """A row's text after ``tracing_mark_write: `` read (cached per distinct text)."""
 
-    __slots__ = ("args", "nulls", "values")
+    __slots__ = ("args", "kind", "malformed", "name", "nulls", "payload", "values")
 
-    def __init__(self, info: MarkInfo) -> None:
-        self.nulls = (NULL_LAYER if info.layer is None else 0) | (
-            NULL_PHASE if info.phase is None else 0
+    def __init__(self, kind: str, name: str, payload: str, malformed: bool, info: MarkInfo) -> None:
+        self.kind = kind
+        """``B``, ``E`` or empty (neither)."""
+        self.name = name
+        """A begin's slice name."""
+        self.payload = payload
+        """The text after the kind (``|tgid|name``)."""
+        self.malformed = malformed
+        """A begin that is not ``B|<tgid>|<name>`` (``begin_name``): no slice."""
+        self.nulls = (
+            NULL_CATEGORY  # ftrace rows have none
+            | (NULL_LAYER if info.layer is None else 0)
+            | (NULL_PHASE if info.phase is None else 0)
+            | (0 if info.args else NULL_ARGS)
         )
-        """The row's ``_NULLS`` bits of its layer and phase."""
+        """A begin's slice's ``_NULLS`` but for ``NULL_PARENT`` and ``NULL_LINE``."""
         self.values: tuple[str, ...] = tuple(
             value for value in (info.layer, info.phase, info.kind) if value is not None
         )
-        """Its layer, phase and kind, but those that are None."""
+        """Its slice's layer, phase and kind, but those that are None."""
         self.args: tuple[str, ...] = tuple(itertools.chain.from_iterable(info.args))
-        """Its ``args``: key, value, key, value..."""
+        """Its slice's ``args``: key, value, key, value..."""
+
+
+_BAD_TAIL: Final = _Tail("", "", "", False, _NOT_A_MARK)
 
 
 class _Thread:
@@ -172,12 +200,18 @@ class Loader:
         self._arg_rows: list[object] = []
         """The ``args`` rows to write: (arg_set_id, key, value) laid end to end."""
         self._cache: dict[str, MarkInfo] = {}
-        self._slices: dict[str, _Described] = {}
         self._process_names: dict[int, str] = {}
         self._dump_threads: dict[int, tuple[int, str]] = {}
         self._json_thread_names: dict[tuple[int | None, int], str] = {}
+        # The ftrace fast path's caches: row head -> (task, tid, TGID column), row text
+        # after "tracing_mark_write: " -> _Tail, and row head -> (its thread, its task
+        # name or None for "<...>") (heads with a TGID column only, cleared when a tid
+        # goes to a new thread).
+        self._heads: dict[str, tuple[str, str, str | None]] = {}
+        self._tails: dict[str, _Tail] = {}
+        self._known: dict[str, tuple[_Thread, str | None]] = {}
         self._file_lines = True
-        """Whether the rows read are the lines of the file (``slice.line``)."""
+        """Whether the rows ``load_ftrace`` reads are the lines of the file (``slice.line``)."""
         self.perfetto = PerfettoRows(conn, warn)
         self.slices = 0
         self.open_slices = 0
@@ -203,6 +237,8 @@ class Loader:
         thread = self._threads.get(tid)
         if thread is None or (tgid is not None and thread.tgid is not None and thread.tgid != tgid):
             # A new tid, or a tid the kernel gave to another process: a new thread.
+            if thread is not None:
+                self._known.clear()  # row heads that led to the old thread
             thread = _Thread(len(self._all_threads), tid, tgid)
             self._threads[tid] = thread
             self._all_threads.append(thread)
@@ -220,14 +256,6 @@ class Loader:
                 self._cache.clear()
             info = self._cache[name] = describe(name)
         return info
-
-    def _describe_slice(self, name: str) -> _Described:
-        """What the slice name ``name`` puts in its slice's row (cached)."""
-        slices = self._slices
-        if len(slices) >= _MAX_CACHED_NAMES:
-            slices.clear()
-        described = slices[name] = _Described(self._describe(name))
-        return described
 
     def _insert(self, nulls: int) -> SliceInsert:
         """How the rows of ``nulls`` are written (made on first use)."""
@@ -308,54 +336,51 @@ class Loader:
         stack = thread.stack
         if stack and stack[-1][END_AT] is not None:
             self._expire(thread, ts)
-        track_id = thread.track_id
-        if track_id is None:
-            track_id = thread.track_id = self._next_track
+        if thread.track_id is None:
+            thread.track_id = self._next_track
             self._next_track += 1
-        described = self._slices.get(name) or self._describe_slice(name)
+        info = self._describe(name)
         ident = self._next_id
         self._next_id = ident + 1
         if self.perfetto.pending:
             self.perfetto.slice_begun(thread.utid, ident, ts)
-        nulls = described.nulls
-        record: OpenSlice
+        arg_set_id = None
+        arg_rows = self._arg_rows
+        for key, value in args:
+            arg_set_id = ident
+            arg_rows += (ident, key, value)
+        for key, value in info.args:
+            arg_set_id = ident
+            arg_rows += (ident, key, value)
+        if len(arg_rows) >= ARG_VALUES:
+            self._write_args()
+        record: OpenSlice = [ident, ts, end, name, len(stack)]
+        nulls = 0
         if stack:
-            record = [ident, ts, end, name, len(stack), stack[-1][0], track_id]
+            record.append(stack[-1][0])
         else:
-            record = [ident, ts, end, name, 0, track_id]
-            nulls |= NULL_PARENT
-        if category is None:
-            nulls |= NULL_CATEGORY
-        else:
-            record.append(category)
-        record += described.values
-        if (args or described.args) and self._add_args(ident, args, described.args):
-            record.append(ident)  # its arg_set_id
-        else:
+            nulls = NULL_PARENT
+        record.append(thread.track_id)
+        for bit, value in (
+            (NULL_CATEGORY, category),
+            (NULL_LAYER, info.layer),
+            (NULL_PHASE, info.phase),
+        ):
+            if value is None:
+                nulls |= bit
+            else:
+                record.append(value)
+        record.append(info.kind)
+        if arg_set_id is None:
             nulls |= NULL_ARGS
+        else:
+            record.append(arg_set_id)
         if line is None:
             nulls |= NULL_LINE
         else:
             record.append(line)
-        record.append(0)
-        record.append(nulls)
+        record += (0, nulls)
         stack.append(record)
-
-    def _add_args(
-        self, ident: int, args: Iterable[tuple[str, object]], more: tuple[str, ...]
-    ) -> bool:
-        """Buffer the ``args`` rows of slice ``ident``: ``args``, then ``more`` (key, value,
-        key, value...); whether it has any."""
-        arg_rows = self._arg_rows
-        before = len(arg_rows)
-        for key, value in args:
-            arg_rows += (ident, key, value)
-        for at in range(0, len(more), 2):
-            arg_rows += (ident, more[at], more[at + 1])
-        added = len(arg_rows) > before
-        if len(arg_rows) >= ARG_VALUES:
-            self._write_args()
-        return added
 
     def _out_of_order(self, line_number: int) -> None:
         """A row earlier than the row before it on its thread (see ``load_trace``)."""
@@ -400,21 +425,270 @@ class Loader:
         else:
             self._dump_threads[row.tid] = (row.pid, row.name)
 
+    def load_ftrace(self, lines: Iterable[str], *, file_lines: bool = True) -> FtraceLines:
+        """Load the ``tracing_mark_write`` B/E rows of systrace HTML or ftrace text (the
+        lines of the file unless not ``file_lines``: then ``slice.line`` is NULL)."""
+        self._file_lines = file_lines
+        source = FtraceLines(lines, on_dump=self._dump_row)
+        heads = self._heads
+        tails = self._tails
+        known = self._known
+        flats = self._flats
+        arg_rows = self._arg_rows
+        add_args = arg_rows.extend
+        # Rows of ftrace text are B/E marks only (no complete events: every open
+        # record's end is None), so begin() and end() are inlined for them here; a
+        # systrace has no flows either, so no flow waits for a slice to begin
+        # (perfetto.slice_begun).  C| counter rows go to _slow_row, which hands them
+        # to perfetto.ftrace_counter.
+        next_id = self._next_id
+        record: OpenSlice
+        for first, block in source.blocks():
+            line_number = first - 1
+            if file_lines and block and block[-1][-1:] != "\n":
+                block = self._without_unterminated(first + len(block) - 1, block)
+            for line in block:
+                line_number += 1
+                # Fast path for the usual layout: the row's head (up to the timestamp) and
+                # its text after "tracing_mark_write: " are looked up per distinct text; a
+                # row the fast path does not accept exactly as ROW_RE would goes to _slow_row.
+                # (Found with find/rfind and sliced: no partition tuples, no string of the
+                # head and timestamp together.)
+                at = line.find(ROW_SEPARATOR)
+                if at < 0:
+                    continue
+                space = line.rfind(" ", 0, at)
+                if space < 0:  # no head: not a row ROW_RE reads
+                    self._next_id = next_id
+                    self._slow_row(line_number, line)
+                    next_id = self._next_id
+                    continue
+                head = line[:space]
+                stamp = line[space + 1 : at]
+                tail = line[at + _SEPARATOR_LENGTH :]
+                tail_info = tails.get(tail) or self._tail(tail)
+                known_head = known.get(head)
+                # SECONDS.FFFFFF: non-empty seconds, six fraction digits, nothing else.
+                if not (
+                    tail_info.kind
+                    and (known_head is not None or (heads.get(head) or self._head(head))[1])
+                    and 7 < len(stamp) <= _FAST_STAMP
+                    and stamp[-7] == "."
+                    and (digits := stamp.replace(".", "", 1)).isdecimal()
+                ):
+                    self._next_id = next_id
+                    self._slow_row(line_number, line)
+                    next_id = self._next_id
+                    continue
+                ts = int(digits) * 1000
+                if known_head is None:
+                    head_info = heads[head]
+                    thread_or_none = self._row_thread(
+                        head_info, head, tail_info.payload, line_number
+                    )
+                    if thread_or_none is None:
+                        continue
+                    thread = thread_or_none
+                    task: str | None = head_info[0]
+                    if task == _UNKNOWN_TASK:
+                        task = None
+                else:
+                    thread, task = known_head
+                if task is not None:
+                    thread.name = task
+                if ts < thread.last_ts:
+                    self._out_of_order(line_number)
+                else:
+                    thread.last_ts = ts
+                stack = thread.stack
+                if tail_info.kind == "B":
+                    if tail_info.malformed:
+                        self.warn(line_number, _MALFORMED_BEGIN)
+                        continue
+                    name = tail_info.name
+                    if thread.track_id is None:
+                        thread.track_id = self._next_track
+                        self._next_track += 1
+                    ident = next_id
+                    next_id += 1
+                    # The row in one list display (no tuple or append per value): its
+                    # arg_set_id (its id) only when it has args, its line, then as open.
+                    values = tail_info.values
+                    extra = tail_info.args
+                    if stack:
+                        depth = len(stack)
+                        parent = stack[-1][0]
+                        if extra:
+                            record = [
+                                ident,
+                                ts,
+                                None,
+                                name,
+                                depth,
+                                parent,
+                                thread.track_id,
+                                *values,
+                                ident,
+                                line_number,
+                                0,
+                                tail_info.nulls,
+                            ]
+                        else:
+                            record = [
+                                ident,
+                                ts,
+                                None,
+                                name,
+                                depth,
+                                parent,
+                                thread.track_id,
+                                *values,
+                                line_number,
+                                0,
+                                tail_info.nulls,
+                            ]
+                    elif extra:
+                        record = [
+                            ident,
+                            ts,
+                            None,
+                            name,
+                            0,
+                            thread.track_id,
+                            *values,
+                            ident,
+                            line_number,
+                            0,
+                            tail_info.nulls | NULL_PARENT,
+                        ]
+                    else:
+                        record = [
+                            ident,
+                            ts,
+                            None,
+                            name,
+                            0,
+                            thread.track_id,
+                            *values,
+                            line_number,
+                            0,
+                            tail_info.nulls | NULL_PARENT,
+                        ]
+                    if extra:
+                        if len(extra) == 2:
+                            add_args((ident, extra[0], extra[1]))
+                        elif len(extra) == 4:
+                            add_args((ident, extra[0], extra[1], ident, extra[2], extra[3]))
+                        else:
+                            for at in range(0, len(extra), 2):
+                                add_args((ident, extra[at], extra[at + 1]))
+                        if len(arg_rows) >= ARG_VALUES:
+                            self._write_args()
+                    if not file_lines:
+                        del record[-3]
+                        record[-1] |= NULL_LINE  # type: ignore[operator]
+                    stack.append(record)
+                elif stack and ts >= stack[-1][1]:  # type: ignore[operator]
+                    record = stack.pop()
+                    nulls = record.pop()
+                    assert isinstance(nulls, int)
+                    flat = flats[nulls]
+                    record[2] = ts - record[1]  # type: ignore[operator]
+                    record[-1] = next_id - 1
+                    flat += record
+                    if len(flat) >= SLICE_STEPS[nulls]:
+                        self._write_slices(nulls)
+                else:
+                    self._next_id = next_id
+                    self.end(thread, ts, line_number)
+        self._next_id = next_id
+        if source.truncated:
+            self.warn(
+                source.last_line_number,
+                "the trace data block has no closing </script>: the file looks truncated",
+            )
+        return source
+
+    def load_in_time_order(self, lines: Iterable[str]) -> None:
+        """Load the ``tracing_mark_write`` rows of systrace HTML or ftrace text in time
+        order (``time_ordered``: as Perfetto matches them), each as the file line it is."""
+        self._file_lines = True
+        source = FtraceLines(lines, on_dump=self._dump_row)
+        for line_number, line in time_ordered(source):
+            if line[-1:] != "\n" and not self._without_unterminated(line_number, [line]):
+                continue
+            self._slow_row(line_number, line)
+        if source.truncated:
+            self.warn(
+                source.last_line_number,
+                "the trace data block has no closing </script>: the file looks truncated",
+            )
+
+    def _without_unterminated(self, line_number: int, block: list[str]) -> list[str]:
+        """``block`` without its last line (``line_number``), which has no line break: the
+        file ends mid-line, a row cut off (``B|200|[NN_LA_P``, ``E|2``). Perfetto's trace
+        processor reads only whole lines, so that row is skipped, with a warning if it is a
+        mark row."""
+        if "tracing_mark_write" in block[-1]:
+            self.warn(line_number, _UNTERMINATED)
+        return block[:-1]
+
+    def _head(self, head: str) -> tuple[str, str, str | None]:
+        """``(task, tid, TGID column)`` of a row head ending before the timestamp, cached;
+        empty when the fast path cannot tell exactly what ``ROW_RE`` would match."""
+        heads = self._heads
+        if len(heads) >= _MAX_CACHED_NAMES:
+            heads.clear()
+            self._known.clear()
+        row_head = head + " "
+        m = HEAD_RE.fullmatch(row_head)
+        leading = _LEADING_SPACE.match(row_head)
+        info = _BAD_HEAD
+        # ROW_RE prefers the longest leading whitespace; a head whose task name
+        # needs some of it is left to ROW_RE.
+        if m is not None and leading is not None and m.start(1) == leading.end():
+            task, tid, tgid_column = m.groups()
+            info = (task, tid, tgid_column)
+        heads[head] = info
+        return info
+
+    def _tail(self, tail: str) -> _Tail:
+        """What a row's text after ``tracing_mark_write: `` says (``_Tail``), cached."""
+        tails = self._tails
+        if len(tails) >= _MAX_CACHED_NAMES:
+            tails.clear()
+        kind = tail[:1]
+        rest = tail[1:].partition("\n")[0]
+        info = _BAD_TAIL
+        if kind == "E":
+            info = _Tail("E", "", rest, False, _NOT_A_MARK)
+        elif kind == "B":
+            name = begin_name(rest)
+            malformed = name is None
+            name = name or ""
+            info = _Tail("B", name, rest, malformed, self._describe(name))
+        tails[tail] = info
+        return info
+
     def _row_thread(
-        self, tid: str, tgid_column: str | None, rest: str, line_number: int
+        self, head: tuple[str, str, str | None], key: str | None, rest: str, line_number: int
     ) -> _Thread | None:
-        """The thread of a row (None, warned, when its tid is out of range)."""
+        """The thread of a row (None, warned, when its tid is out of range); remembered
+        under ``key`` (the row's head) when the row has a TGID column."""
+        _, tid, tgid_column = head
         has_tgid = tgid_column is not None and tgid_column != UNKNOWN_TGID
         tgid = _id(tgid_column) if has_tgid and tgid_column is not None else _payload_tgid(rest)
         tid_number = _id(tid)
         if tid_number is None:
             self.warn(line_number, TID_OUT_OF_RANGE)
             return None
-        return self._thread(tid_number, tgid)
+        thread = self._thread(tid_number, tgid)
+        if has_tgid and key is not None:
+            self._known[key] = (thread, None if head[0] == _UNKNOWN_TASK else head[0])
+        return thread
 
     def _slow_row(self, line_number: int, line: str) -> None:
-        """Load one ftrace row of a JSON document's ``systemTraceEvents`` (read with
-        ``ROW_RE``, as the text reader reads an unusual row: ``nnemu.trace.row_batches``)."""
+        """Load one row the fast path left (unusual layout, timestamp or payload)."""
         if "tracing_mark_write" not in line:
             return
         m = ROW_RE.match(line)
@@ -429,7 +703,7 @@ class Loader:
         if ts is None:
             self.warn(line_number, f"timestamp {seconds}.{fraction} out of range; row skipped")
             return
-        thread = self._row_thread(tid, tgid_column, rest, line_number)
+        thread = self._row_thread((task, tid, tgid_column), None, rest, line_number)
         if thread is None:
             return
         if task != _UNKNOWN_TASK:
@@ -440,7 +714,7 @@ class Loader:
             return
         name = begin_name(rest)
         if name is None:
-            self.warn(line_number, MALFORMED_BEGIN)
+            self.warn(line_number, _MALFORMED_BEGIN)
             return
         self.begin(thread, ts, name, line=line_number if self._file_lines else None)
 

@@ -90,7 +90,12 @@ from nnemu.trace._events import (
     THREAD,
     Event,
 )
-from nnemu.trace._ftrace import MALFORMED_BEGIN, TID_OUT_OF_RANGE, counter_event
+from nnemu.trace._ftrace import (
+    CUT_ROW_PROBLEM,
+    MALFORMED_BEGIN,
+    TID_OUT_OF_RANGE,
+    counter_event,
+)
 from nnemu.trace._html import (
     MAX_LINE,
     PROCESS_DUMP,
@@ -173,6 +178,7 @@ __all__ = [
     "COUNTER",
     "COUNTER_RE",
     "CUT_ROW",
+    "CUT_ROW_PROBLEM",
     "END",
     "FLOW",
     "FLOW_END",

@@ -30,9 +30,11 @@ the reader skipped and why (a JSON event of the wrong shape; a bad Perfetto pack
 A text row's ``PROBLEM`` (``TraceEvents`` reading a file: ``row_batches``' ``problems``)
 comes before the events of its row, at the same place; its ``extra`` is ``NO_SLICE`` when
 the ``BEGIN`` after it is a ``B`` mark with no tgid (Perfetto's trace processor opens no
-slice for it: ``nnemu query`` names its thread and opens none, its process the
-``PROBLEM``'s ``pid``, the row's TGID column's or -1; replay reads a nameless begin) and ``CUT_ROW`` when the row's events after it are of the file's last line, cut
-off before its line break (trace processor does not read it: query skips them).
+slice for it: a reader that follows it, as ``nnemu query`` does, names the thread, in
+the process of the ``PROBLEM``'s ``pid``, the row's TGID column's or -1, and opens none;
+replay reads a nameless begin) and ``CUT_ROW`` when the row's events after it are of the
+file's last line, cut off before its line break (trace processor does not read it: such
+a reader skips them).
 ``RESTART`` says that what came before it is void and the file is read again from its start
 (a JSON file that turned out not to hold one event per line, read as one document).
 

@@ -5,9 +5,9 @@ rows, ``one_line_blocks``) into lists of ``BEGIN``/``END`` events, each placed o
 with the thread name the row's ``TASK`` column shows, and its ``C|tgid|name|value`` rows
 into ``COUNTER`` events; the process and thread names of a ``PROCESS DUMP`` come as
 ``PROCESS``/``THREAD`` events where the dump is.  Read from a file (``problems``), what is
-wrong with a row comes as a ``PROBLEM`` before its events.  Query and replay read a text
-trace through it (the parser still splits the lines itself: ``Engine.feed``).  A wheel
-runs this module compiled by mypyc, with the parser's engine (``nnemu._native``).
+wrong with a row comes as a ``PROBLEM`` before its events (the warnings of ``nnemu
+query``'s own loader, ``query/_loader.py``, which reads the same rows).  Replay reads a
+text trace through it; the parser and the query loader still split the lines themselves.
 """
 
 from __future__ import annotations

@@ -114,7 +114,9 @@ def test_big_trace_without_db_gives_the_same_answers(write_trace, monkeypatch):
     assert small[1].startswith("id,name,dur,line\n0,[NN_LR_PE]compute,20000,3\n")
 
 
-def test_a_file_of_schema_1_is_loaded_again_with_the_flow_and_counter_tables(write_trace, tmp_path):
+def test_a_file_of_schema_1_is_loaded_again_with_the_flow_and_counter_tables(
+    write_trace, tmp_path
+):
     """A --db file from before the flow and counter tables (schema 1) is reloaded, not reused."""
     trace, db = write_trace(ROWS), tmp_path / "t.db"
     _query(trace, db)

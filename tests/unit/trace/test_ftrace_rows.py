@@ -31,7 +31,9 @@ _TASKS = st.one_of(
     ),
     st.text(st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=10),
 )
-_TGIDS = st.sampled_from(["", "( 1000) ", "(-----) ", "(  200) ", "(1000)", "(    0) ", "(3000000000) "])
+_TGIDS = st.sampled_from(
+    ["", "( 1000) ", "(-----) ", "(  200) ", "(1000)", "(    0) ", "(3000000000) "]
+)
 _TIDS = st.sampled_from(["1000", "1001", "2000", "0123", "99999999999"])
 _FLAGS = st.sampled_from([" ...1", " d..2", ""])
 _STAMPS = st.sampled_from(
