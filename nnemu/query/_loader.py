@@ -74,8 +74,6 @@ _SEPARATOR_LENGTH: Final = len(ROW_SEPARATOR)
 _LEADING_SPACE: Final = re.compile(r"\s*")
 _BAD_HEAD: Final[tuple[str, str, str | None]] = ("", "", None)
 _NOT_A_MARK: Final = MarkInfo(None, None, PLAIN)
-_MALFORMED_BEGIN: Final = MALFORMED_BEGIN
-_UNTERMINATED: Final = CUT_ROW_PROBLEM
 EMPTY_SLICE_NAME: Final = "[empty slice name]"
 """The name Perfetto's trace processor gives the slice of a ``B|tgid`` or ``B|tgid|`` row."""
 
@@ -503,7 +501,7 @@ class Loader:
                 stack = thread.stack
                 if tail_info.kind == "B":
                     if tail_info.malformed:
-                        self.warn(line_number, _MALFORMED_BEGIN)
+                        self.warn(line_number, MALFORMED_BEGIN)
                         continue
                     name = tail_info.name
                     if thread.track_id is None:
@@ -630,7 +628,7 @@ class Loader:
         processor reads only whole lines, so that row is skipped, with a warning if it is a
         mark row."""
         if "tracing_mark_write" in block[-1]:
-            self.warn(line_number, _UNTERMINATED)
+            self.warn(line_number, CUT_ROW_PROBLEM)
         return block[:-1]
 
     def _head(self, head: str) -> tuple[str, str, str | None]:
@@ -714,7 +712,7 @@ class Loader:
             return
         name = begin_name(rest)
         if name is None:
-            self.warn(line_number, _MALFORMED_BEGIN)
+            self.warn(line_number, MALFORMED_BEGIN)
             return
         self.begin(thread, ts, name, line=line_number if self._file_lines else None)
 

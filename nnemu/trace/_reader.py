@@ -58,9 +58,6 @@ class TraceEvents:
         self.lines: FtraceLines | None = None
         """The last reading's ``FtraceLines`` (text traces): whether it found
         ftrace, was HTML, was cut short, and its last line."""
-        self.bar: Progress | None = None
-        """The progress bar of the last reading in file order of a text trace (cleared when
-        the reading ends; a reader may show a last stage on it: ``Progress.stage``)."""
 
     def events(self, *, in_time_order: bool = False) -> Iterator[Event]:
         """The file's events, read from its start (``batches``, one at a time)."""
@@ -71,11 +68,11 @@ class TraceEvents:
         costs less per event than a generator's).
 
         A text trace's rows come in file order, or ``in_time_order`` (``time_ordered``: as
-        Perfetto's trace processor matches them), what is wrong with a row as a
-        ``PROBLEM`` before its events (``row_batches``' ``problems``); a JSON file's events in file order (one
-        event per line streamed; else, after a ``RESTART``, the document's); a Perfetto
-        trace's in time order, each placed at the byte offset of its packet (its problems
-        as ``PROBLEM`` events).
+        Perfetto's trace processor matches them), what is wrong with a row as a ``PROBLEM``
+        before its events (``row_batches``' ``problems``); a JSON file's events in file
+        order (one event per line streamed; else, after a ``RESTART``, the document's); a
+        Perfetto trace's in time order, each placed at the byte offset of its packet (its
+        problems as ``PROBLEM`` events).
 
         Raises:
             TraceFormatError: A JSON document that is not a trace; a Perfetto trace whose
@@ -101,7 +98,6 @@ class TraceEvents:
                 yield from row_batches(rows, dumps, problems=True)
                 return
             with Progress(self.path, handle, self.progress, label=self.label) as bar:
-                self.bar = bar
                 self.lines = FtraceLines(bar.lines(handle), on_dump=dumps)
                 yield from row_batches(self.lines.blocks(), dumps, problems=True)
 
