@@ -46,12 +46,15 @@ from nnemu.query._slice_rows import (
     insert_rows,
 )
 from nnemu.trace import (
+    CUT_ROW_PROBLEM,
     HEAD_RE,
+    MALFORMED_BEGIN,
     MALFORMED_ROW,
     MAX_ABS_NS,
     MAX_ID,
     ROW_RE,
     ROW_SEPARATOR,
+    TID_OUT_OF_RANGE,
     UNKNOWN_TGID,
     DumpProcess,
     DumpThread,
@@ -71,11 +74,6 @@ _SEPARATOR_LENGTH: Final = len(ROW_SEPARATOR)
 _LEADING_SPACE: Final = re.compile(r"\s*")
 _BAD_HEAD: Final[tuple[str, str, str | None]] = ("", "", None)
 _NOT_A_MARK: Final = MarkInfo(None, None, PLAIN)
-_MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>; row skipped"
-_UNTERMINATED: Final = (
-    "the file ends mid-line (no line break after this row): row skipped, as Perfetto's trace"
-    " processor skips it"
-)
 EMPTY_SLICE_NAME: Final = "[empty slice name]"
 """The name Perfetto's trace processor gives the slice of a ``B|tgid`` or ``B|tgid|`` row."""
 
@@ -503,7 +501,7 @@ class Loader:
                 stack = thread.stack
                 if tail_info.kind == "B":
                     if tail_info.malformed:
-                        self.warn(line_number, _MALFORMED_BEGIN)
+                        self.warn(line_number, MALFORMED_BEGIN)
                         continue
                     name = tail_info.name
                     if thread.track_id is None:
@@ -630,7 +628,7 @@ class Loader:
         processor reads only whole lines, so that row is skipped, with a warning if it is a
         mark row."""
         if "tracing_mark_write" in block[-1]:
-            self.warn(line_number, _UNTERMINATED)
+            self.warn(line_number, CUT_ROW_PROBLEM)
         return block[:-1]
 
     def _head(self, head: str) -> tuple[str, str, str | None]:
@@ -680,7 +678,7 @@ class Loader:
         tgid = _id(tgid_column) if has_tgid and tgid_column is not None else _payload_tgid(rest)
         tid_number = _id(tid)
         if tid_number is None:
-            self.warn(line_number, f"thread id out of range (> {MAX_ID}); row skipped")
+            self.warn(line_number, TID_OUT_OF_RANGE)
             return None
         thread = self._thread(tid_number, tgid)
         if has_tgid and key is not None:
@@ -714,7 +712,7 @@ class Loader:
             return
         name = begin_name(rest)
         if name is None:
-            self.warn(line_number, _MALFORMED_BEGIN)
+            self.warn(line_number, MALFORMED_BEGIN)
             return
         self.begin(thread, ts, name, line=line_number if self._file_lines else None)
 

@@ -14,7 +14,9 @@ kind          ts    place  pid         tid  name                extra
 ``THREAD``    0     where  process     yes  thread name         True: a rename (JSON
                                                                 ``thread_name``); False: a
                                                                 process dump's row
-``PROBLEM``   0     where  0           0    what is wrong       None
+``PROBLEM``   0     where  0           0    what is wrong       None, or what
+                                                                it does to the
+                                                                row (below)
 ``RESTART``   0     0      0           0    ``""``              None
 ``COUNTER``   ns    where  process or  see  counter name        the value (a float), or why
                            -1          below                    it is none (a str)
@@ -25,6 +27,14 @@ kind          ts    place  pid         tid  name                extra
 ``place`` is where the event is in the file, as its format places warnings: a line number
 (text, JSON; 0 when not known) or a Perfetto packet's byte offset.  ``PROBLEM`` is an event
 the reader skipped and why (a JSON event of the wrong shape; a bad Perfetto packet).
+A text row's ``PROBLEM`` (``TraceEvents`` reading a file: ``row_batches``' ``problems``)
+comes before the events of its row, at the same place; its ``extra`` is ``NO_SLICE`` when
+the ``BEGIN`` after it is a ``B`` mark with no tgid (Perfetto's trace processor opens no
+slice for it: a reader that follows it, as ``nnemu query`` does, names the thread, in
+the process of the ``PROBLEM``'s ``pid``, the row's TGID column's or -1, and opens none;
+replay reads a nameless begin) and ``CUT_ROW`` when the row's events after it are of the
+file's last line, cut off before its line break (trace processor does not read it: such
+a reader skips them).
 ``RESTART`` says that what came before it is void and the file is read again from its start
 (a JSON file that turned out not to hold one event per line, read as one document).
 
@@ -79,6 +89,13 @@ FLOW_OUT: Final = 5
 FLOW_THROUGH: Final = 6
 """The flow goes on to the slice just begun, or starts there (Perfetto ``flow_ids``, JSON
 ``flow_in`` and ``flow_out``)."""
+
+NO_SLICE: Final = 1
+"""A text row's ``PROBLEM``'s ``extra``: the ``BEGIN`` after it, at its place, is a ``B``
+mark with no tgid, which opens no slice in Perfetto's trace processor."""
+CUT_ROW: Final = 2
+"""A text row's ``PROBLEM``'s ``extra``: the events after it, at its place, are of a row
+the file ends in, without its line break, which Perfetto's trace processor does not read."""
 
 FlowInfo = tuple[int, str, int | str]
 """A ``FLOW``'s ``extra``: ``(how, cat, id)``."""

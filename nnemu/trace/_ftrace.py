@@ -4,21 +4,41 @@
 rows, ``one_line_blocks``) into lists of ``BEGIN``/``END`` events, each placed on its line,
 with the thread name the row's ``TASK`` column shows, and its ``C|tgid|name|value`` rows
 into ``COUNTER`` events; the process and thread names of a ``PROCESS DUMP`` come as
-``PROCESS``/``THREAD`` events where the dump is.
+``PROCESS``/``THREAD`` events where the dump is.  Read from a file (``problems``), what is
+wrong with a row comes as a ``PROBLEM`` before its events (the warnings of ``nnemu
+query``'s own loader, ``query/_loader.py``, which reads the same rows).  Replay reads a
+text trace through it; the parser and the query loader still split the lines themselves.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
+from typing import Final
 
-from nnemu.trace._events import BEGIN, COUNTER, END, PROCESS, THREAD, Event
+from nnemu.trace._events import (
+    BEGIN,
+    COUNTER,
+    CUT_ROW,
+    END,
+    NO_SLICE,
+    PROBLEM,
+    PROCESS,
+    THREAD,
+    Event,
+)
 from nnemu.trace._html import DumpProcess, DumpThread
 from nnemu.trace._rows import (
     COUNTER_RE,
+    HEAD_RE,
     MALFORMED_COUNTER,
+    MALFORMED_ROW,
+    MAX_ID,
     ROW_RE,
+    ROW_SEPARATOR,
     atrace_counter_value,
     atrace_tgid,
+    is_mark_row,
     pid_of,
     pid_of_tgid,
     timestamp_ns,
@@ -41,8 +61,95 @@ class DumpEvents:
             self.pending.append((THREAD, 0, 0, row.pid, row.tid, row.name, False))
 
 
+_MAX_CACHED: Final = 20_000
+"""Distinct row heads (and payloads) remembered before the cache is emptied."""
+_FAST_STAMP: Final = 16
+"""Longest ``SECONDS.FFFFFF`` timestamp the fast path reads: 15 digits (< ``MAX_ABS_NS``)."""
+_SEPARATOR_LENGTH: Final = len(ROW_SEPARATOR)
+_LEADING_SPACE: Final = re.compile(r"\s*")
+_NO_HEAD: Final[tuple[str, int, int, bool]] = ("", -1, -1, False)
+_NO_TAIL: Final[tuple[str, int, str]] = ("", -1, "")
+
+MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>; row skipped"
+"""The ``NO_SLICE`` problem: a ``B`` mark without a tgid."""
+CUT_ROW_PROBLEM: Final = (
+    "the file ends mid-line (no line break after this row): row skipped, as Perfetto's trace"
+    " processor skips it"
+)
+"""The ``CUT_ROW`` problem."""
+
+
+TID_OUT_OF_RANGE: Final = f"thread id out of range (> {MAX_ID}); row skipped"
+"""The problem of a row whose thread id is beyond pid_t."""
+
+
+class _Rows:
+    """``row_batches``' caches: what a row's head and its payload say, per distinct text."""
+
+    __slots__ = ("heads", "problems", "tails")
+
+    def __init__(self, problems: bool) -> None:
+        self.heads: dict[str, tuple[str, int, int, bool]] = {}
+        self.tails: dict[str, tuple[str, int, str]] = {}
+        self.problems = problems
+
+    def head(self, head: str) -> tuple[str, int, int, bool]:
+        """``(task, tid, pid of the TGID column, whether it has one)`` of a row head ending
+        before the timestamp (cached; a pid of -1: none; ``tid`` -1: beyond pid_t); the
+        task empty when the fast path cannot tell exactly what ``ROW_RE`` would match."""
+        heads = self.heads
+        if len(heads) >= _MAX_CACHED:
+            heads.clear()
+        row_head = head + " "
+        m = HEAD_RE.fullmatch(row_head)
+        leading = _LEADING_SPACE.match(row_head)
+        info = _NO_HEAD
+        # ROW_RE prefers the longest leading whitespace; a head whose task name needs
+        # some of it is left to ROW_RE.
+        if m is not None and leading is not None and m.start(1) == leading.end():
+            task, tid_text, column = m.groups()
+            tid = pid_of(tid_text)
+            has_column = column is not None and column.isdigit()
+            pid = pid_of(column) if has_column and column is not None else None
+            info = (task, -1 if tid is None else tid, -1 if pid is None else pid, has_column)
+        heads[head] = info
+        return info
+
+    def tail(self, tail: str) -> tuple[str, int, str]:
+        """``(kind, pid, name)`` of a row's text after ``tracing_mark_write: `` (cached):
+        ``B`` with the pid of its tgid (-1: none) and name (``begin_payload``), ``E`` with
+        its ``E|tgid``'s pid (-1: none), or no kind (neither: left to ``ROW_RE``)."""
+        tails = self.tails
+        if len(tails) >= _MAX_CACHED:
+            tails.clear()
+        kind = tail[:1]
+        rest = tail[1:].partition("\n")[0]
+        info = _NO_TAIL
+        if kind == "B":
+            pid, name = begin_payload(rest)
+            info = ("B", -1 if pid is None else pid, name)
+            if pid is None and not _has_tgid(rest):
+                info = _NO_TAIL  # a malformed begin: ROW_RE's path says so
+        elif kind == "E":
+            parts = rest.split("|", 2)
+            tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
+            pid = None if tgid is None else pid_of_tgid(tgid)
+            info = ("E", -1 if pid is None else pid, "")
+        tails[tail] = info
+        return info
+
+
+def _has_tgid(rest: str) -> bool:
+    """Whether a ``B`` mark's text after its ``B`` has a tgid Perfetto's trace processor reads."""
+    parts = rest.split("|", 2)
+    return len(parts) > 1 and atrace_tgid(parts[1]) is not None
+
+
 def row_batches(
-    blocks: Iterable[tuple[int, list[str]]], dumps: DumpEvents | None = None
+    blocks: Iterable[tuple[int, list[str]]],
+    dumps: DumpEvents | None = None,
+    *,
+    problems: bool = False,
 ) -> Iterator[list[Event]]:
     """The ``tracing_mark_write`` B/E rows of ``blocks`` (the number of a block's first line,
     its consecutive lines: ``FtraceLines.blocks``) as events, a list per block.
@@ -57,8 +164,19 @@ def row_batches(
     A counter row is a ``COUNTER`` (``counter_event``).
     ``dumps``: the ``on_dump`` of the ``FtraceLines`` that reads the lines; its events come
     before the rows after them.
+
+    With ``problems`` (the lines are a file's, each with its line break), what is wrong
+    with a row comes as a ``PROBLEM`` at its line, before its events if it has any: a
+    malformed mark row (``MALFORMED_ROW``), a time or tid out of range, a ``B`` mark with
+    no tgid (``NO_SLICE``) and a last row the file cuts off (``CUT_ROW``).
+
+    A usual row is read by its head (up to the timestamp) and its text after
+    ``tracing_mark_write: ``, each looked up per distinct text, and its ``SECONDS.FFFFFF``
+    timestamp; any other is matched with ``ROW_RE`` (``_slow_row``).
     """
-    match = ROW_RE.match
+    rows = _Rows(problems)
+    heads = rows.heads
+    tails = rows.tails
     pending = dumps.pending if dumps is not None else []
     for first, block in blocks:
         out: list[Event] = []
@@ -66,38 +184,97 @@ def row_batches(
             out += pending
             pending.clear()
         line_number = first - 1
+        cut = problems and bool(block) and block[-1][-1:] != "\n"
         for line in block:
             line_number += 1
-            if "tracing_mark_write" not in line:
+            at = line.find(ROW_SEPARATOR)
+            if at < 0:
+                if problems and "tracing_mark_write" in line:
+                    _slow_row(rows, line, line_number, out, cut)  # (a malformed row)
                 continue
-            m = match(line)
-            if m is None:
-                counter = counter_event(line, line_number)
-                if counter is not None:
-                    out.append(counter)
+            space = line.rfind(" ", 0, at)
+            stamp = line[space + 1 : at]
+            head = line[:space]
+            task, tid, pid, has_column = heads.get(head) or rows.head(head)
+            kind, payload_pid, name = tails.get(tail := line[at + _SEPARATOR_LENGTH :]) or (
+                rows.tail(tail)
+            )
+            # SECONDS.FFFFFF: non-empty seconds, six fraction digits, nothing else.
+            if not (
+                kind
+                and task
+                and tid >= 0
+                and space >= 0
+                and 7 < len(stamp) <= _FAST_STAMP
+                and stamp[-7] == "."
+                and (digits := stamp.replace(".", "", 1)).isdecimal()
+            ) or (cut and line_number == first + len(block) - 1):
+                _slow_row(rows, line, line_number, out, cut)
                 continue
-            task, tid_text, tgid_column, seconds, fraction, kind, rest = m.groups()
-            ts = timestamp_ns(seconds, fraction)
-            tid = pid_of(tid_text)
-            if ts is None or tid is None:
-                continue  # out of range: not a row a kernel writes
+            ts = int(digits) * 1000
             if kind == "B":
-                pid, name = begin_payload(rest)
-                if tgid_column is not None and tgid_column.isdigit():
-                    pid = pid_of(tgid_column)
-                out.append((BEGIN, ts, line_number, tid if pid is None else pid, tid, name, task))
-            elif tgid_column is not None and tgid_column.isdigit():
-                out.append((END, ts, line_number, pid_of(tgid_column) or 0, tid, "", task))
+                if not has_column:
+                    pid = tid if payload_pid < 0 else payload_pid
+                elif pid < 0:
+                    pid = tid
+                out.append((BEGIN, ts, line_number, pid, tid, name, task))
             else:
-                parts = rest.split("|", 2)
-                tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
-                pid = None if tgid is None else pid_of_tgid(tgid)
-                out.append((END, ts, line_number, -1 if pid is None else pid, tid, "", task))
+                if not has_column:
+                    pid = payload_pid
+                elif pid < 0:
+                    pid = 0
+                out.append((END, ts, line_number, pid, tid, "", task))
         if out:
             yield out
     if pending:
         yield pending[:]
         pending.clear()
+
+
+def _slow_row(rows: _Rows, line: str, line_number: int, out: list[Event], cut: bool) -> None:
+    """Read a ``tracing_mark_write`` line the fast path left (an unusual layout, timestamp
+    or payload; a counter row; a malformed row) with ``ROW_RE`` into ``out``."""
+    problems = rows.problems
+    if problems and cut and line[-1:] != "\n":
+        out.append((PROBLEM, 0, line_number, 0, 0, CUT_ROW_PROBLEM, CUT_ROW))
+    m = ROW_RE.match(line)
+    if m is None:
+        counter = counter_event(line, line_number)
+        if counter is not None:
+            out.append(counter)
+        elif problems and is_mark_row(line):
+            out.append((PROBLEM, 0, line_number, 0, 0, MALFORMED_ROW, None))
+        return
+    task, tid_text, tgid_column, seconds, fraction, kind, rest = m.groups()
+    ts = timestamp_ns(seconds, fraction)
+    if ts is None:
+        if problems:
+            message = f"timestamp {seconds}.{fraction} out of range; row skipped"
+            out.append((PROBLEM, 0, line_number, 0, 0, message, None))
+        return  # out of range: not a row a kernel writes
+    tid = pid_of(tid_text)
+    if tid is None:
+        if problems:
+            out.append((PROBLEM, 0, line_number, 0, 0, TID_OUT_OF_RANGE, None))
+        return
+    if kind == "B":
+        pid, name = begin_payload(rest)
+        if tgid_column is not None and tgid_column.isdigit():
+            column = pid_of(tgid_column)
+            if problems and pid is None and not _has_tgid(rest):
+                named = -1 if column is None else column
+                out.append((PROBLEM, 0, line_number, named, 0, MALFORMED_BEGIN, NO_SLICE))
+            pid = column
+        elif problems and pid is None and not _has_tgid(rest):
+            out.append((PROBLEM, 0, line_number, -1, 0, MALFORMED_BEGIN, NO_SLICE))
+        out.append((BEGIN, ts, line_number, tid if pid is None else pid, tid, name, task))
+    elif tgid_column is not None and tgid_column.isdigit():
+        out.append((END, ts, line_number, pid_of(tgid_column) or 0, tid, "", task))
+    else:
+        parts = rest.split("|", 2)
+        tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
+        pid = None if tgid is None else pid_of_tgid(tgid)
+        out.append((END, ts, line_number, -1 if pid is None else pid, tid, "", task))
 
 
 def begin_payload(rest: str) -> tuple[int | None, str]:

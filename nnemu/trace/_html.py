@@ -206,7 +206,7 @@ class FtraceLines:
         ``(number of the first, lines)``.
 
         Plain text read from a text stream or a list comes ``size`` lines at a time,
-        with no Python code run per line (what the query loader's loop reads); the
+        with no Python code run per line (what ``row_batches`` and the query loader read); the
         ftrace block of HTML comes in lists of up to ``size`` lines too.  Other
         iterables (whose lines may come with callbacks, as ``PerfettoLines``' do) come
         a line at a time, so nothing is read ahead of the rows handled.

@@ -68,10 +68,11 @@ class TraceEvents:
         costs less per event than a generator's).
 
         A text trace's rows come in file order, or ``in_time_order`` (``time_ordered``: as
-        Perfetto's trace processor matches them); a JSON file's events in file order (one
-        event per line streamed; else, after a ``RESTART``, the document's); a Perfetto
-        trace's in time order, each placed at the byte offset of its packet (its problems
-        as ``PROBLEM`` events).
+        Perfetto's trace processor matches them), what is wrong with a row as a ``PROBLEM``
+        before its events (``row_batches``' ``problems``); a JSON file's events in file
+        order (one event per line streamed; else, after a ``RESTART``, the document's); a
+        Perfetto trace's in time order, each placed at the byte offset of its packet (its
+        problems as ``PROBLEM`` events).
 
         Raises:
             TraceFormatError: A JSON document that is not a trace; a Perfetto trace whose
@@ -93,11 +94,12 @@ class TraceEvents:
         with open(self.path, encoding="utf-8", errors="replace") as handle:
             if in_time_order:
                 self.lines = FtraceLines(handle, on_dump=dumps)
-                yield from row_batches(one_line_blocks(time_ordered(self.lines)), dumps)
+                rows = one_line_blocks(time_ordered(self.lines))
+                yield from row_batches(rows, dumps, problems=True)
                 return
             with Progress(self.path, handle, self.progress, label=self.label) as bar:
                 self.lines = FtraceLines(bar.lines(handle), on_dump=dumps)
-                yield from row_batches(self.lines.blocks(), dumps)
+                yield from row_batches(self.lines.blocks(), dumps, problems=True)
 
     def _json_events(self) -> Iterator[Event]:
         with open(self.path, encoding="utf-8", errors="replace") as handle:
