@@ -1,7 +1,7 @@
 """What writing each trace format costs a whole ``nnemu run``: .pftrace and .json against .html.
 
 Issue 26's two figures: ``run --trace x.pftrace`` (and ``x.json``) CPU ÷ ``run --trace x.html``
-CPU at 120 s (≤ 1.3), and the 600 s run's ``.pftrace`` and ``.json`` writes within 1.3× of its
+CPU at 120 s (≤ 1.3), and the 600 s run's ``.pftrace`` and ``.json`` writes within 1.3 times its
 systrace write.  Three measurements, each selectable with ``--measure`` (CPU seconds: user +
 system; every figure a median over the rounds, with its range):
 
@@ -243,7 +243,9 @@ def _call_child(install: Install, env: dict[str, str], cwd: Path, *argv: str) ->
         check=False,
     )
     if done.returncode != 0:
-        raise SystemExit(f"child {argv} of {install.label()}: exit {done.returncode}\n{done.stderr}")
+        raise SystemExit(
+            f"child {argv} of {install.label()}: exit {done.returncode}\n{done.stderr}"
+        )
     return json.loads(done.stdout.splitlines()[-1])
 
 
@@ -326,7 +328,9 @@ def _measure_round(
         install = installs[index]
         if "replay" in args.measure:
             formats = ",".join(_rotated(FORMATS, round_))
-            got = _call_child(install, env, tmp, "replay", str(tmp / "rec"), formats, str(args.repeats))
+            got = _call_child(
+                install, env, tmp, "replay", str(tmp / "rec"), formats, str(args.repeats)
+            )
             for ext in FORMATS:
                 results.writer.setdefault((index, ext), []).extend(got["cpu"][ext])
                 results.replay_sha.setdefault(ext, set()).add(got["sha"][ext])
