@@ -12,11 +12,14 @@ system; every figure a median over the rounds, with its range):
   ``nnemu run`` opens it, written and closed) in a process of the installation measured,
   the formats alternating, ``--repeats`` times a round (the recording is frozen out of the
   garbage collector's way first, ``gc.freeze``).  Each replayed file is checked against the
-  run's own file of the same format (sha256), so the recording is what the writers get.
+  run's own file of the same format (sha256; with ``run`` measured at the replay's duration,
+  else the installations' replays against each other), so the recording is what the
+  writers get.
   Why a replay: the write is 1-3 CPU s of a 600 s run of ~8, and on a shared machine the
   whole run's spread is as wide as that; the writer's input is the same every time, so
-  its cost alone is a few percent wide.  (It is the writer in a tight loop: in a run its
-  batches meet colder caches, the same for every format.)
+  its cost alone does not carry the run's spread (at load 10, ±20% a sample, the per-round
+  ratios within ±0.2 of their median).  It is the writer in a tight loop: in a run its
+  batches meet colder caches, so it is a lower bound of the writer's share of a run.
 * ``upstream``: what the tracer does before any writer, in-process runs of the scenario
   (``nnemu._emulator.run``, the same process for all three, in turns): untraced; a null batch
   sink (the tracer's bookkeeping, the same for every format); a null flow sink.  A flow sink
