@@ -22,7 +22,12 @@ PACKAGE_DIR: Final = Path(__file__).resolve().parent
 
 COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "parser": ("nnemu.parser._engine",),
-    "tracer": ("nnemu.tracer._tracer", "nnemu.tracer._writers", "nnemu.sim._kernel"),
+    "tracer": (
+        "nnemu.tracer._tracer",
+        "nnemu.tracer._writers",
+        "nnemu.tracer._perfetto_writer",
+        "nnemu.sim._kernel",
+    ),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,

@@ -234,7 +234,8 @@ class Tracer:
         ``receive``, as ``(ts_ns, thread, None, mark)``)."""
         self._flows: dict[Hashable, int] = {}
         self._flow_ids = 0
-        self._counters: dict[tuple[int, str], int] = {}
+        self._counters: dict[str, dict[int, int]] = {}
+        """Each counter's last value, by name and pid (no key tuple made per call)."""
         self._choose_delivery()
 
     def _choose_delivery(self) -> None:
@@ -416,15 +417,18 @@ class Tracer:
     def counter(self, pid: int, name: str, value: int) -> None:
         """Counter ``name`` of process ``pid`` is ``value`` from now on (written when it changes)."""
         if self._flow_sinks and self.enabled:
-            key = (pid, name)
-            if self._counters.get(key) != value:
-                self._counters[key] = value
+            values = self._counters.get(name)
+            if values is None:
+                values = self._counters[name] = {}
+            if values.get(pid) != value:
+                values[pid] = value
                 self._write(_thread_now() or _NO_THREAD, None, (pid, name, value))
 
     def counter_add(self, pid: int, name: str, delta: int) -> None:
         """Add ``delta`` to counter ``name`` of process ``pid`` (which starts at 0)."""
         if self._flow_sinks and self.enabled:
-            self.counter(pid, name, self._counters.get((pid, name), 0) + delta)
+            values = self._counters.get(name)
+            self.counter(pid, name, (values.get(pid, 0) if values is not None else 0) + delta)
 
     # ------------------------------------------------------------ threads
 

@@ -233,7 +233,7 @@ def test_a_full_disk_is_reported_at_close_naming_the_file(tmp_path: Path):
     import errno
 
     from nnemu.errors import OutputError
-    from nnemu.tracer._writers import FLUSH_BYTES, PerfettoWriter
+    from nnemu.tracer._perfetto_writer import FLUSH_BYTES, PerfettoWriter
 
     class _Full(io.BytesIO):
         name = "full.pftrace"
