@@ -8,8 +8,8 @@
   ftrace text) and its ``PROCESS DUMP`` (``ProcessDump``: process and thread rows);
   ``TRUNCATED_HTML``, the warning for an ftrace block with no end;
   a text stream's lines are read with ``bounded_lines`` (none longer than ``MAX_LINE``);
-* Chrome trace-event JSON: ``read_chrome_json`` (events as ftrace rows),
-  ``json_time_ns``, ``json_line_events`` (a file of one event per line, streamed),
+* Chrome trace-event JSON (its events read by ``TraceEvents``): ``task_name`` (a thread
+  name as a row's TASK column shows it), ``json_time_ns``, ``json_line_events`` (a file of one event per line, streamed),
   ``json_problem`` (what every reader says of JSON it cannot read), ``event_lines`` (the
   file line each event of a document starts on), ``system_text`` (a document's
   ``systemTraceEvents`` ftrace, its file line and place) and what every reader says of an event it
@@ -38,8 +38,6 @@ from nnemu.trace._chrome import (
     NO_PID_TID,
     NOT_AN_EVENT,
     NOT_CHROME_TRACE,
-    ChromeJsonError,
-    ChromeRows,
     NotLineJson,
     SystemText,
     event_lines,
@@ -53,8 +51,8 @@ from nnemu.trace._chrome import (
     not_a_number_dur,
     not_a_number_ts,
     pid_tid_problem,
-    read_chrome_json,
     system_text,
+    task_name,
 )
 from nnemu.trace._detect import (
     GZIP_MAGIC,
@@ -207,8 +205,6 @@ __all__ = [
     "TRACE_DATA_OPEN",
     "TRUNCATED_HTML",
     "UNKNOWN_TGID",
-    "ChromeJsonError",
-    "ChromeRows",
     "Counter",
     "DumpProcess",
     "DumpThread",
@@ -254,11 +250,11 @@ __all__ = [
     "pid_of_tgid",
     "pid_tid_problem",
     "process_name",
-    "read_chrome_json",
     "read_perfetto",
     "refuse_stdin",
     "refuse_unreadable",
     "system_text",
+    "task_name",
     "time_ordered",
     "timestamp_ns",
 ]

@@ -55,6 +55,8 @@ class TraceEvents:
         self.slices_only = slices_only
         """Only slices, names and problems are wanted (no ``COUNTER`` or ``FLOW`` event): a
         Perfetto trace's flow ids and extra counter values are then not even decoded."""
+        self.last_line = 0
+        """The last reading's line of its last JSON event (0: none, or not JSON)."""
         self.lines: FtraceLines | None = None
         """The last reading's ``FtraceLines`` (text traces): whether it found
         ftrace, was HTML, was cut short, and its last line."""
@@ -106,14 +108,14 @@ class TraceEvents:
             try:
                 with Progress(self.path, handle, self.progress, label=self.label) as bar:
                     lines = json_line_events(bar.lines(handle), strict=self.strict_lines)
-                    yield from chrome_events(lines)
+                    self.last_line = yield from chrome_events(lines)
                 return
             except NotLineJson:
                 pass
             yield (RESTART, 0, 0, 0, 0, "", None)
             handle.seek(0)
             text = handle.read()
-        yield from chrome_document_events(self.path, text)
+        self.last_line = yield from chrome_document_events(self.path, text)
 
 
 _CHUNK: Final = 4096
