@@ -15,7 +15,6 @@ from nnemu.parser._format import Printout
 from nnemu.parser._model import Diagnostic, ParseResult, RunStats
 from nnemu.trace import (
     END,
-    MAX_ABS_NS,
     MAX_SORTED_BYTES,
     PROBLEM,
     PROCESS,
@@ -30,6 +29,7 @@ from nnemu.trace import (
     open_trace,
     task_name,
     time_ordered,
+    time_ordered_events,
 )
 
 
@@ -83,27 +83,19 @@ def _json_trace(trace: TraceEvents) -> _JsonTrace:
 
 
 def _in_time_order(events: list[Event]) -> list[Event]:
-    """``events`` (a JSON trace's, in file order) sorted by time, ties in file order, as
-    Perfetto matches them: each ``BEGIN`` and ``END`` named with its thread's name where it
-    is in the file (``task_name``), an event with no time after the one before it."""
+    """``events`` (a JSON trace's, in file order) in time order (``time_ordered_events``),
+    each ``BEGIN`` and ``END`` named with its thread's name where it is in the file
+    (``task_name``), as ``Engine.feed_events`` names them in file order."""
     tasks: dict[int, str] = {}
-    keyed: list[tuple[int, int, Event]] = []
-    last = -MAX_ABS_NS - 1
-    for index, event in enumerate(events):
+    named: list[Event] = []
+    for event in events:
         kind, ts, place, pid, tid, name, extra = event
-        if kind <= END:
-            last = ts
-            if extra is None:
-                event = (kind, ts, place, pid, tid, name, tasks.get(tid, "<...>"))
+        if kind <= END and extra is None:
+            event = (kind, ts, place, pid, tid, name, tasks.get(tid, "<...>"))
         elif kind == THREAD and extra is True:
             tasks[tid] = task_name(name)
-        keyed.append((last, index, event))
-    keyed.sort(key=_time_then_index)
-    return [event for _, _, event in keyed]
-
-
-def _time_then_index(item: tuple[int, int, Event]) -> tuple[int, int]:
-    return item[0], item[1]
+        named.append(event)
+    return time_ordered_events(named)
 
 
 def _run(

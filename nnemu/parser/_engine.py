@@ -114,6 +114,8 @@ _FENCED_MOVED: Final[StatKey] = (MOVED, Layer.IPC, Phase.EXECUTION)
 _E_ENTRY: Final[tuple[str, str, str, Mark, str, bool]] = ("E", "", "", OPAQUE, "", False)
 """``Engine._tail`` of every ``E`` row."""
 
+_READ_PHASES: Final = frozenset({"B", "E", "M"})
+"""The JSON phases parse reads: a ``PROBLEM`` of another (its ``extra``) is not said."""
 _Row = tuple[int, str, str, str | None, int, tuple[str, str, str, Mark, str, bool]]
 """A split row, what the state machine (``Engine._consume``) reads: its place (line number
 or byte offset), its line (``""`` for an event), tid, TGID column (None: none or unknown),
@@ -937,8 +939,9 @@ class Engine:
         its place; a thread's name in a row's ``TASK`` column (``extra``) names its
         process when the thread is the process's main one, as a row's head does; a JSON
         event's (``extra`` None) is the name its thread's last ``THREAD`` rename gave it
-        (``task_name``; ``<...>`` before one).  A JSON ``PROBLEM`` of an ``X`` event is not
-        said: parse reads no ``COMPLETE`` event.  (Systrace and ftrace text keep ``feed``,
+        (``task_name``; ``<...>`` before one).  A ``PROBLEM`` is said unless its ``extra``
+        names what parse does not read (a JSON ``X`` or instant, a ``NO_SLICE`` row: parse
+        reads that row's nameless begin).  (Systrace and ftrace text keep ``feed``,
         whose warnings about malformed rows and inexact times no event carries.)
         """
         self._consume(self._split_events(batches))
@@ -1031,7 +1034,7 @@ class Engine:
                 elif kind == EVENT_PROCESS:
                     self.set_process_names({str(pid): name})
                 elif kind == EVENT_PROBLEM:
-                    if extra != "X":
+                    if extra is None or extra in _READ_PHASES:
                         self.warn(name, place, "")
                 elif kind == EVENT_THREAD and extra is True:
                     tasks[tid] = task_name(name)

@@ -18,7 +18,6 @@ one line, or pretty-printed).
 from __future__ import annotations
 
 import decimal
-import itertools
 import json
 import math
 import re
@@ -30,6 +29,7 @@ import attrs
 
 from nnemu.errors import TraceFormatError
 from nnemu.trace._events import (
+    ARGS,
     BEGIN,
     COMPLETE,
     COUNTER,
@@ -42,14 +42,17 @@ from nnemu.trace._events import (
     FLOW_START,
     FLOW_STEP,
     FLOW_THROUGH,
+    INSTANT,
+    NO_SLICE,
     PROBLEM,
     PROCESS,
+    RESTART,
     THREAD,
     Event,
 )
-from nnemu.trace._ftrace import DumpEvents, one_line_blocks, row_batches
+from nnemu.trace._ftrace import DumpEvents, row_batches
 from nnemu.trace._html import FtraceLines
-from nnemu.trace._rows import MAX_ABS_NS, MAX_ID
+from nnemu.trace._rows import MAX_ABS_NS, MAX_ID, ROW_RE, atrace_tgid
 
 _MAX_TS_US: Final = decimal.Decimal(10) ** 17
 """The end of the range of timestamps ``negative_ts`` names, in µs."""
@@ -319,7 +322,9 @@ def task_name(name: str) -> str:
 def json_id(value: object) -> int | None:
     """A JSON pid or tid as an int (a number, or a string of digits, as parse reads it), or
     None: not one, or beyond Linux's ``pid_t``."""
-    if isinstance(value, str) and is_json_number(value):
+    if isinstance(value, str):
+        if not is_json_number(value) or len(value.strip()) > 11:
+            return None  # (a longer one is beyond pid_t, and int() refuses > 4300 digits)
         value = int(value)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -345,6 +350,8 @@ def flow_id(value: object) -> int | str | None:
     return None  # an object, a list, a fraction: no id
 
 
+_SLICE_PHASES: Final = frozenset({"B", "E", "X", "M", "i", "I", "R"})
+"""The phases of thread slices and names (``chrome_events`` checks their pid and tid)."""
 _FLOW_HOW: Final = {"s": FLOW_START, "t": FLOW_STEP}
 _BOUND_HOW: Final = {(True, True): FLOW_THROUGH, (True, False): FLOW_IN, (False, True): FLOW_OUT}
 
@@ -394,16 +401,20 @@ def _flow_event(line_number: int, event: dict[str, object], ph: str) -> Event:
 
 
 def chrome_events(events: Iterable[tuple[int, object]]) -> Generator[Event, None, int]:
-    """The ``B``, ``E``, ``X``, name-metadata (``M``), counter (``C``) and flow (``s``,
-    ``t``, ``f``, and ``bind_id`` on a slice) events of a Chrome trace as canonical events,
-    in file order, each placed on its file line (0: not known).
+    """The ``B``, ``E``, ``X``, thread instant (``i``/``I`` of thread scope, ``R``),
+    name-metadata (``M``), counter (``C``) and flow (``s``, ``t``, ``f``, and ``bind_id``
+    on a slice) events of a Chrome trace as canonical events, in file order, each placed
+    on its file line (0: not known).
 
     ``events`` are (file line, event): a document's list or ``json_line_events``. An event
     that is not an object, has no ``ph``, a pid or tid that is no id, a ``ts`` (an ``X``:
     a ``dur``) that is no time, or a negative ``ts`` or ``dur`` is a ``PROBLEM`` (what
-    parse and query say of it); other phases are skipped.  ``X`` is one ``COMPLETE``.
-    A ``B`` or ``X`` with a ``bind_id`` and ``flow_in`` or ``flow_out`` is followed by its
-    ``FLOW`` (``FLOW_IN``, ``FLOW_OUT`` or ``FLOW_THROUGH``).
+    parse, query and replay say of it); other phases (async events, global and process
+    instants) are skipped.  ``X`` is one ``COMPLETE``, an instant one ``INSTANT``; a slice
+    event's name is ``""`` unless a string.  A ``B``, ``X`` or instant with a ``cat`` or
+    ``args`` comes after their ``ARGS``; a ``B`` or ``X`` with a ``bind_id`` and
+    ``flow_in`` or ``flow_out`` is followed by its ``FLOW`` (``FLOW_IN``, ``FLOW_OUT`` or
+    ``FLOW_THROUGH``).
 
     Returns:
         The line of the last event (0: none), read or skipped: where parse says that the
@@ -415,7 +426,7 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Generator[Event, None
             yield (PROBLEM, 0, line_number, 0, 0, NOT_AN_EVENT, None)
             continue
         ph = event.get("ph")
-        if ph not in ("B", "E", "X", "M"):
+        if ph not in _SLICE_PHASES or (ph in ("i", "I") and event.get("s") in ("g", "p")):
             if ph == "C":
                 yield from _counter_events(line_number, event)
             elif ph in ("s", "t", "f"):
@@ -430,7 +441,8 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Generator[Event, None
             yield (PROBLEM, 0, line_number, 0, 0, pid_tid_problem(ph, raw_pid, raw_tid), ph)
             continue
         if ph == "M":
-            name = (event.get("args") or {}).get("name")
+            args = event.get("args")
+            name = args.get("name") if isinstance(args, dict) else None
             if isinstance(name, str):
                 if event.get("name") == "process_name":
                     yield (PROCESS, 0, line_number, pid, 0, name, None)
@@ -464,11 +476,20 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Generator[Event, None
                     problem = not_a_number_dur(raw_dur)
                 yield (PROBLEM, 0, line_number, 0, 0, problem, ph)
                 continue
-            yield (COMPLETE, ts_ns, line_number, pid, tid, str(event.get("name", "")), dur_ns)
-        elif ph == "B":
-            yield (BEGIN, ts_ns, line_number, pid, tid, str(event.get("name", "")), None)
-        else:
+        if ph == "E":
             yield (END, ts_ns, line_number, pid, tid, "", None)
+            continue
+        if "cat" in event or "args" in event:
+            yield (ARGS, ts_ns, line_number, pid, tid, "", event)
+        name = event.get("name", "")
+        if not isinstance(name, str):
+            name = ""
+        if ph == "B":
+            yield (BEGIN, ts_ns, line_number, pid, tid, name, None)
+        elif ph == "X":
+            yield (COMPLETE, ts_ns, line_number, pid, tid, name, dur_ns)
+        else:
+            yield (INSTANT, ts_ns, line_number, pid, tid, name, None)
             continue
         if "bind_id" in event:
             how = _BOUND_HOW.get((event.get("flow_in") is True, event.get("flow_out") is True))
@@ -476,6 +497,34 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Generator[Event, None
             if how is not None and ident is not None:
                 yield (FLOW, ts_ns, line_number, pid, tid, "", (how, "", ident))
     return line_number
+
+
+def time_ordered_events(events: Iterable[Event]) -> list[Event]:
+    """The events of a JSON trace's reading (``TraceEvents.events``; those after its last
+    ``RESTART``) sorted by time, ties in file order: the order in which Perfetto's trace
+    processor matches them.  An event of no time (a name, a ``PROBLEM``, a counter or flow
+    that could not be read) keeps its place after the event before it."""
+    keyed: list[tuple[int, int, Event]] = []
+    last = -MAX_ABS_NS - 1
+    for index, event in enumerate(events):
+        kind = event[0]
+        if kind in _TIMED or (kind in (COUNTER, FLOW) and not isinstance(event[6], str)):
+            last = event[1]
+        elif kind == RESTART:
+            keyed.clear()
+            last = -MAX_ABS_NS - 1
+            continue
+        keyed.append((last, index, event))
+    keyed.sort(key=_time_then_place)
+    return [event for _, _, event in keyed]
+
+
+_TIMED: Final = frozenset({BEGIN, END, COMPLETE, INSTANT, ARGS})
+"""The kinds whose ``ts`` is always a time (a ``COUNTER``'s or ``FLOW``'s unless unread)."""
+
+
+def _time_then_place(item: tuple[int, int, Event]) -> tuple[int, int]:
+    return item[0], item[1]
 
 
 def chrome_document_events(source: str, text: str) -> Generator[Event, None, int]:
@@ -513,10 +562,27 @@ def chrome_document_events(source: str, text: str) -> Generator[Event, None, int
     dumps.pending.clear()
     first = embedded is None or embedded.first
     if first:
-        yield from itertools.chain.from_iterable(row_batches(one_line_blocks(rows)))
+        yield from _system_row_events(rows)
     last = yield from chrome_events(
         (0 if lines is None else lines[index], event) for index, event in enumerate(events)
     )
     if not first:
-        yield from itertools.chain.from_iterable(row_batches(one_line_blocks(rows)))
+        yield from _system_row_events(rows)
     return last
+
+
+MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>; row skipped"
+"""The ``NO_SLICE`` problem: a ``B`` mark without a tgid (what ``nnemu query`` says)."""
+
+
+def _system_row_events(rows: list[tuple[int, str]]) -> Iterator[Event]:
+    """The events of a document's ``systemTraceEvents`` rows (``row_batches``), a ``B``
+    mark with no tgid after a ``NO_SLICE`` ``PROBLEM``."""
+    for number, line in rows:
+        m = ROW_RE.match(line)
+        if m is not None and m.group(6) == "B":
+            parts = m.group(7).split("|", 2)
+            if len(parts) < 2 or atrace_tgid(parts[1]) is None:
+                yield (PROBLEM, 0, number, 0, 0, MALFORMED_BEGIN, NO_SLICE)
+        for batch in row_batches([(number, [line])]):
+            yield from batch

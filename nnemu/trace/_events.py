@@ -14,7 +14,10 @@ kind          ts    place  pid         tid  name                extra
 ``THREAD``    0     where  process     yes  thread name         True: a rename (JSON
                                                                 ``thread_name``); False: a
                                                                 process dump's row
-``PROBLEM``   0     where  0           0    what is wrong       None
+``INSTANT``   ns    where  process     yes  slice name          None
+``ARGS``      ns    where  process     yes  ``""``              the JSON event (a dict)
+``PROBLEM``   0     where  0           0    what is wrong       a JSON event's ``ph``,
+                                                                ``NO_SLICE``, or None
 ``RESTART``   0     0      0           0    ``""``              None
 ``COUNTER``   ns    where  process or  see  counter name        the value (a float), or why
                            -1          below                    it is none (a str)
@@ -24,7 +27,17 @@ kind          ts    place  pid         tid  name                extra
 
 ``place`` is where the event is in the file, as its format places warnings: a line number
 (text, JSON; 0 when not known) or a Perfetto packet's byte offset.  ``PROBLEM`` is an event
-the reader skipped and why (a JSON event of the wrong shape; a bad Perfetto packet).
+the reader skipped and why (a JSON event of the wrong shape, with its ``ph`` when it is
+one of the slice phases, so that a reader that reads no ``X`` or instants says nothing of
+one; a bad Perfetto packet).  A row of a JSON document's ``systemTraceEvents`` text that
+is a ``B`` mark with no tgid has a ``PROBLEM`` with ``extra`` ``NO_SLICE`` right before its
+``BEGIN``, at its place: Perfetto's trace processor opens no slice for it, and
+``nnemu query`` warns and opens none; parse and replay read a nameless begin.  An ``INSTANT`` is a slice of no duration on its thread (a
+JSON ``i`` or ``I`` of thread scope, or ``R``: what ``nnemu query`` loads, as trace
+processor does; parse and replay skip it).  An ``ARGS`` comes right before the ``BEGIN``,
+``COMPLETE`` or ``INSTANT`` of a JSON event that has a ``cat`` or ``args``: the event
+itself, whose ``cat`` (if a string) and ``args`` (if an object) ``nnemu query`` loads into
+``slice.category`` and the ``args`` table.
 ``RESTART`` says that what came before it is void and the file is read again from its start
 (a JSON file that turned out not to hold one event per line, read as one document).
 
@@ -62,6 +75,8 @@ PROCESS: Final = 5
 THREAD: Final = 6
 PROBLEM: Final = 7
 RESTART: Final = 8
+INSTANT: Final = 9
+ARGS: Final = 10
 
 FLOW_START: Final = 0
 """A JSON ``s``: the flow starts at the innermost slice open on its thread."""
@@ -80,8 +95,12 @@ FLOW_THROUGH: Final = 6
 """The flow goes on to the slice just begun, or starts there (Perfetto ``flow_ids``, JSON
 ``flow_in`` and ``flow_out``)."""
 
+NO_SLICE: Final = 1
+"""A text row's ``PROBLEM``'s ``extra``: the ``BEGIN`` after it, at its place, is a ``B``
+mark with no tgid, which opens no slice in Perfetto's trace processor."""
+
 FlowInfo = tuple[int, str, int | str]
 """A ``FLOW``'s ``extra``: ``(how, cat, id)``."""
 
-Event = tuple[int, int, int, int, int, str, str | int | float | FlowInfo | None]
+Event = tuple[int, int, int, int, int, str, str | int | float | FlowInfo | dict[str, object] | None]
 """``(kind, ts, place, pid, tid, name, extra)``: see the module's table."""
