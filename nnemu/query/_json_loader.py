@@ -75,22 +75,49 @@ class JsonLoader(Loader):
         """
         self._file_lines = False
         perfetto = self.perfetto
+        threads = self._threads
         category: str | None = None
         args: list[tuple[str, object]] = []
         no_slice = -1  # the place of the last NO_SLICE problem: its row's begin opens none
         for batch in batches:
             for kind, ts, at, pid, tid, name, extra in batch:
-                if kind == ARGS:
+                if kind <= END and extra is None:  # a JSON B or E: the hot path
+                    thread = threads.get(tid)
+                    if thread is None or thread.tgid != pid:
+                        thread = self._thread(tid, pid)
+                    if ts < thread.last_ts:
+                        self._out_of_order(at)
+                    else:
+                        thread.last_ts = ts
+                    if kind == END:
+                        stack = thread.stack
+                        if stack and stack[-1][END_AT] is None and ts >= stack[-1][1]:  # type: ignore[operator]
+                            record = stack.pop()
+                            self._emit(record, ts - record[1])  # type: ignore[operator]
+                        else:
+                            self.end(thread, ts, at)
+                        continue
+                    self.begin(
+                        thread,
+                        ts,
+                        name or NO_NAME,
+                        category=category,
+                        args=args,
+                        line=at if store_line else None,
+                    )
+                    if category is not None or args:
+                        category = None
+                        args = []
+                elif kind == ARGS:
                     assert isinstance(extra, dict)
                     cat = extra.get("cat")
                     category = cat if isinstance(cat, str) else None
                     values = extra.get("args")
                     if isinstance(values, dict):
                         args = [(f"args.{key}", _arg_value(v)) for key, v in values.items()]
-                    continue
-                if kind <= END and isinstance(extra, str):  # a systemTraceEvents row
+                elif kind <= END:  # a systemTraceEvents row (extra: its task)
                     thread = self._thread(tid, pid if 0 < pid <= MAX_ID else None)
-                    if extra != _UNKNOWN_TASK:
+                    if extra != _UNKNOWN_TASK and isinstance(extra, str):
                         thread.name = extra
                     self._check_order(thread, ts, at)
                     if kind == BEGIN:
@@ -98,18 +125,13 @@ class JsonLoader(Loader):
                             self.begin(thread, ts, name.rstrip() or EMPTY_SLICE_NAME)
                     else:
                         self.end(thread, ts, at)
-                elif kind <= END or kind in (COMPLETE, INSTANT):
+                elif kind in (COMPLETE, INSTANT):
                     thread = self._thread(tid, pid)
                     self._check_order(thread, ts, at)
-                    if kind == END:
-                        self.end(thread, ts, at)
-                        continue
-                    end: int | None = None
+                    end = ts
                     if kind == COMPLETE:
                         assert isinstance(extra, int)
                         end = min(MAX_ABS_NS, ts + extra)
-                    elif kind == INSTANT:
-                        end = ts
                     self.begin(
                         thread,
                         ts,

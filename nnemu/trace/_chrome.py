@@ -213,6 +213,10 @@ def _closing_of(header: str) -> str | None:
     return None
 
 
+_MAX_TS_NUMBER: Final = MAX_ABS_NS // 1000
+"""The largest |time| in µs ``json_time_ns`` reads."""
+
+
 def json_time_ns(value: object) -> int | None:
     """A JSON time in µs (``ts``, ``dur``) in ns (rounded), or None: not a finite
     number within ``MAX_ABS_NS``."""
@@ -221,7 +225,7 @@ def json_time_ns(value: object) -> int | None:
     # (No float() of an int: one too large for a float, as JSON allows, is out of range too.)
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    if abs(value) > MAX_ABS_NS // 1000:
+    if abs(value) > _MAX_TS_NUMBER:
         return None
     return round(value * 1000)
 
@@ -426,7 +430,7 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Generator[Event, None
             yield (PROBLEM, 0, line_number, 0, 0, NOT_AN_EVENT, None)
             continue
         ph = event.get("ph")
-        if ph not in _SLICE_PHASES or (ph in ("i", "I") and event.get("s") in ("g", "p")):
+        if ph not in _SLICE_PHASES or ((ph == "i" or ph == "I") and event.get("s") in ("g", "p")):
             if ph == "C":
                 yield from _counter_events(line_number, event)
             elif ph in ("s", "t", "f"):
@@ -436,7 +440,9 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Generator[Event, None
             continue
         raw_pid = event.get("pid")
         raw_tid = event.get("tid", raw_pid)
-        pid, tid = json_id(raw_pid), json_id(raw_tid)
+        # (An int in range, the usual pid, is taken as it is: json_id's checks cost.)
+        pid = raw_pid if type(raw_pid) is int and -MAX_ID <= raw_pid <= MAX_ID else json_id(raw_pid)
+        tid = raw_tid if type(raw_tid) is int and -MAX_ID <= raw_tid <= MAX_ID else json_id(raw_tid)
         if pid is None or tid is None:
             yield (PROBLEM, 0, line_number, 0, 0, pid_tid_problem(ph, raw_pid, raw_tid), ph)
             continue
@@ -450,7 +456,11 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Generator[Event, None
                     yield (THREAD, 0, line_number, pid, tid, name, True)
             continue
         raw_ts = event.get("ts")
-        ts_ns = json_time_ns(raw_ts)
+        kind = type(raw_ts)
+        if (kind is float or kind is int) and -_MAX_TS_NUMBER <= raw_ts <= _MAX_TS_NUMBER:  # type: ignore[operator]
+            ts_ns: int | None = round(raw_ts * 1000)  # type: ignore[operator]  # (json_time_ns)
+        else:
+            ts_ns = json_time_ns(raw_ts)
         if ts_ns is None:
             problem = (
                 f"{ph!s} event's ts {raw_ts!r} is not finite or out of range; skipped"
