@@ -567,18 +567,22 @@ def chrome_document_events(source: str, text: str) -> Generator[Event, None, int
     if not isinstance(events, list):
         raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
     lines = event_lines(text, document, len(events))
-    del text
+    text = ""  # (not needed again: its memory goes)
     yield from dumps.pending
     dumps.pending.clear()
     first = embedded is None or embedded.first
     if first:
         yield from _system_row_events(rows)
-    last = yield from chrome_events(
-        (0 if lines is None else lines[index], event) for index, event in enumerate(events)
-    )
+    last = yield from chrome_events(_placed(lines, events))
     if not first:
         yield from _system_row_events(rows)
     return last
+
+
+def _placed(lines: list[int] | None, events: list[object]) -> Iterator[tuple[int, object]]:
+    """(file line, event) of a document's ``events`` (``event_lines``; 0: not known)."""
+    for index, event in enumerate(events):
+        yield (0 if lines is None else lines[index]), event
 
 
 MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>; row skipped"

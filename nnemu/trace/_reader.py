@@ -130,8 +130,8 @@ class TraceEvents:
                     bar.clear()
             yield [(RESTART, 0, 0, 0, 0, "", None)]
             handle.seek(0)
-            text = handle.read()
-        yield from _chunks(self._last_line_of(chrome_document_events(self.path, text)))
+            document = chrome_document_events(self.path, handle.read())
+        yield from _chunks(self._last_line_of(document))
 
     def _last_line_of(self, events: Generator[Event, None, int]) -> Iterator[Event]:
         """``events``, keeping the line they end on in ``last_line``."""
