@@ -253,3 +253,9 @@ def test_perfetto_events_are_placed_at_their_packets(quickstart: dict[str, Path]
     events = [e[2] for e in TraceEvents(quickstart["pftrace"]).events() if e[0] == BEGIN]
     assert len(events) > 100
     assert events == begins
+
+
+def test_metadata_whose_args_are_no_object_names_nothing(tmp_path: Path):
+    """An M event whose args is a list names no thread (it was an AttributeError in replay)."""
+    events = [{"ph": "M", "pid": 1, "tid": 2, "name": "thread_name", "args": ["t"]}]
+    assert _json(tmp_path, events) == []
