@@ -29,9 +29,11 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
         "nnemu.sim._kernel",
     ),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
+    "trace": ("nnemu.trace._chrome",),
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
-whose clock it reads natively).  ``nnemu.query._slice_rows``, the loader's INSERT helpers
+whose clock it reads natively; ``trace``: the Chrome JSON reader, whose per-event work
+parse, query and replay share).  ``nnemu.query._slice_rows``, the loader's INSERT helpers
 (called once per 200 rows), stays Python: compiled in the query group its ``__file__`` came
 out as ``nnemu/query/nnemu/query/...so``, which no path names."""
 

@@ -14,14 +14,22 @@ from nnemu.parser._engine import Engine
 from nnemu.parser._format import Printout
 from nnemu.parser._model import Diagnostic, ParseResult, RunStats
 from nnemu.trace import (
+    END,
     MAX_SORTED_BYTES,
+    PROBLEM,
+    PROCESS,
+    RESTART,
+    THREAD,
     TRUNCATED_HTML,
-    ChromeRows,
+    Event,
     FtraceLines,
     TraceEvents,
+    TraceFormat,
     is_perfetto_lines,
     open_trace,
+    task_name,
     time_ordered,
+    time_ordered_events,
 )
 
 
@@ -38,20 +46,72 @@ class _Outcome:
     """(line number, line) of the first."""
 
 
+@attrs.frozen(kw_only=True)
+class _JsonTrace:
+    """The events of a Chrome JSON trace that parse reads, read whole before the parse
+    (process names are known before a run ends, wherever their metadata is in the file)."""
+
+    events: list[Event]
+    """Its ``BEGIN``, ``END``, ``THREAD`` and ``PROBLEM`` events, in file order."""
+    process_names: dict[str, str]
+    """Process names by pid (the last ``PROCESS`` event of each)."""
+    last_line: int
+    """The line of its last event (``TraceEvents.last_line``)."""
+
+
+def _json_trace(trace: TraceEvents) -> _JsonTrace:
+    """What parse reads of a JSON trace (``trace``): its events from the last ``RESTART``
+    (a file not of one event per line is read again as one document).
+
+    Raises:
+        TraceFormatError: The document is no JSON, or holds no list of events.
+    """
+    events: list[Event] = []
+    names: dict[str, str] = {}
+    keep = events.append
+    for batch in trace.batches():
+        for event in batch:
+            kind = event[0]
+            if kind <= END or kind in (THREAD, PROBLEM):
+                keep(event)
+            elif kind == PROCESS:
+                names[str(event[3])] = event[5]
+            elif kind == RESTART:
+                events.clear()
+                names.clear()
+    return _JsonTrace(events=events, process_names=names, last_line=trace.last_line)
+
+
+def _in_time_order(events: list[Event]) -> list[Event]:
+    """``events`` (a JSON trace's, in file order) in time order (``time_ordered_events``),
+    each ``BEGIN`` and ``END`` named with its thread's name where it is in the file
+    (``task_name``), as ``Engine.feed_events`` names them in file order."""
+    tasks: dict[int, str] = {}
+    named: list[Event] = []
+    for event in events:
+        kind, ts, place, pid, tid, name, extra = event
+        if kind <= END and extra is None:
+            event = (kind, ts, place, pid, tid, name, tasks.get(tid, "<...>"))
+        elif kind == THREAD and extra is True:
+            tasks[tid] = task_name(name)
+        named.append(event)
+    return time_ordered_events(named)
+
+
 def _run(
     lines: Iterable[str] | None,
     *,
     keep_detail: bool,
     include_incomplete: bool = False,
-    chrome: ChromeRows | None = None,
+    chrome: _JsonTrace | None = None,
     on_run: Callable[[int, RunStats], None] | None = None,
     events: TraceEvents | None = None,
     out_of_order: tuple[int, int, str] | None = None,
 ) -> _Outcome:
-    """Parse one of ``lines`` (text), ``chrome`` or ``events`` (a Perfetto trace's canonical
-    events, placed at byte offsets); with ``out_of_order``
-    (count, line number, line: what reading them in file order found), their rows in time
-    order (``time_ordered``)."""
+    """Parse one of ``lines`` (text), ``chrome`` (a Chrome JSON trace's events) or
+    ``events`` (a Perfetto trace's canonical events, placed at byte offsets); with
+    ``out_of_order`` (count, line number, line: what reading them in file order found),
+    their rows in time order (``time_ordered``, ``_in_time_order``)."""
     engine = Engine(keep_detail=keep_detail, on_run=on_run)
     if out_of_order is not None:
         engine.read_in_time_order(*out_of_order)
@@ -61,10 +121,10 @@ def _run(
         last_line_number = -1  # no place in the file: the whole trace
     elif chrome is not None:
         engine.set_process_names(chrome.process_names)
-        for line_number, message, text in chrome.problems:
-            engine.warn(message, line_number, text)
-        engine.feed(chrome.rows if out_of_order is None else time_ordered(chrome.rows))
-        last_line_number = chrome.last_line_number
+        engine.feed_events(
+            [chrome.events if out_of_order is None else _in_time_order(chrome.events)]
+        )
+        last_line_number = chrome.last_line
     else:
         # systrace writes its process dump before the ftrace block.
         source = FtraceLines(lines or (), on_ftrace=engine.set_process_names)
@@ -237,6 +297,28 @@ def _read(
         TraceFormatError: A format it cannot read (compressed, binary, not a trace).
         OSError: The file cannot be read.
     """
+    trace = TraceEvents(path, strict_lines=True, slices_only=True)
+    if trace.kind is TraceFormat.JSON:
+        chrome = _json_trace(trace)
+        outcome = _run(
+            None,
+            keep_detail=keep_detail,
+            include_incomplete=include_incomplete,
+            chrome=chrome,
+            on_run=on_run,
+        )
+        if not outcome.out_of_order:
+            return outcome
+        if on_restart is not None:
+            on_restart()
+        return _run(
+            None,
+            keep_detail=keep_detail,
+            include_incomplete=include_incomplete,
+            chrome=chrome,
+            on_run=on_run,
+            out_of_order=(outcome.out_of_order, *outcome.first_out_of_order),
+        )
     with open_trace(path) as source:
         if is_perfetto_lines(source):
             return _run(
@@ -244,27 +326,7 @@ def _read(
                 keep_detail=keep_detail,
                 include_incomplete=include_incomplete,
                 on_run=on_run,
-                events=TraceEvents(path, slices_only=True),
-            )
-        if isinstance(source, ChromeRows):
-            outcome = _run(
-                None,
-                keep_detail=keep_detail,
-                include_incomplete=include_incomplete,
-                chrome=source,
-                on_run=on_run,
-            )
-            if not outcome.out_of_order:
-                return outcome
-            if on_restart is not None:
-                on_restart()
-            return _run(
-                None,
-                keep_detail=keep_detail,
-                include_incomplete=include_incomplete,
-                chrome=source,
-                on_run=on_run,
-                out_of_order=(outcome.out_of_order, *outcome.first_out_of_order),
+                events=trace,
             )
         text = cast("TextIO", source)  # neither Perfetto nor JSON: the text stream
         label = f"parsing {os.path.basename(path)}"

@@ -63,9 +63,11 @@ from nnemu.trace import (
     exact_timestamp_ns,
     is_mark_row,
     out_of_order_warning,
+    task_name,
 )
 from nnemu.trace import PROBLEM as EVENT_PROBLEM
 from nnemu.trace import PROCESS as EVENT_PROCESS
+from nnemu.trace import THREAD as EVENT_THREAD
 from nnemu.tracer import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer, Phase
 
 _SEPARATOR: Final = ROW_SEPARATOR
@@ -112,6 +114,8 @@ _FENCED_MOVED: Final[StatKey] = (MOVED, Layer.IPC, Phase.EXECUTION)
 _E_ENTRY: Final[tuple[str, str, str, Mark, str, bool]] = ("E", "", "", OPAQUE, "", False)
 """``Engine._tail`` of every ``E`` row."""
 
+_READ_PHASES: Final = frozenset({"B", "E", "M"})
+"""The JSON phases parse reads: a ``PROBLEM`` of another (its ``extra``) is not said."""
 _Row = tuple[int, str, str, str | None, int, tuple[str, str, str, Mark, str, bool]]
 """A split row, what the state machine (``Engine._consume``) reads: its place (line number
 or byte offset), its line (``""`` for an event), tid, TGID column (None: none or unknown),
@@ -933,10 +937,12 @@ class Engine:
         A ``BEGIN`` is read as the row ``B|pid|name`` of its thread, an ``END`` as ``E``;
         ``PROCESS`` names a process (as ``set_process_names``), ``PROBLEM`` is a warning at
         its place; a thread's name in a row's ``TASK`` column (``extra``) names its
-        process when the thread is the process's main one, as a row's head does.  (Only a
-        Perfetto trace is read so yet: a ``COMPLETE`` event, JSON's, is not read here;
-        systrace and ftrace text keep ``feed``, whose warnings about malformed rows and
-        inexact times no event carries.)
+        process when the thread is the process's main one, as a row's head does; a JSON
+        event's (``extra`` None) is the name its thread's last ``THREAD`` rename gave it
+        (``task_name``; ``<...>`` before one).  A ``PROBLEM`` is said unless its ``extra``
+        names what parse does not read (a JSON ``X`` or instant, a ``NO_SLICE`` row: parse
+        reads that row's nameless begin).  (Systrace and ftrace text keep ``feed``,
+        whose warnings about malformed rows and inexact times no event carries.)
         """
         self._consume(self._split_events(batches))
 
@@ -996,9 +1002,12 @@ class Engine:
         tails = self._tails
         names = self._names
         ids: dict[int, str] = {}
+        tasks: dict[int, str] = {}
         for batch in batches:
             for kind, ts, place, pid, tid, name, extra in batch:
                 if kind in (EVENT_BEGIN, EVENT_END):
+                    if extra is None:
+                        extra = tasks.get(tid, "<...>")
                     tid_text = ids.get(tid)
                     if tid_text is None:
                         if len(ids) >= _MAX_CACHED_NAMES:
@@ -1025,7 +1034,10 @@ class Engine:
                 elif kind == EVENT_PROCESS:
                     self.set_process_names({str(pid): name})
                 elif kind == EVENT_PROBLEM:
-                    self.warn(name, place, "")
+                    if extra is None or extra in _READ_PHASES:
+                        self.warn(name, place, "")
+                elif kind == EVENT_THREAD and extra is True:
+                    tasks[tid] = task_name(name)
 
     def _consume(self, rows: Iterable[_Row]) -> None:
         """Apply split rows in order: the state machine of every entry."""

@@ -1,6 +1,8 @@
-"""Loading Chrome trace-event JSON into the query tables: ``JsonLoader``, the ``Loader``
-that also reads JSON events (B, E, X, thread instants and marks, flows, counters, name
-metadata), one per line or a document's, in file order or in time order.
+"""Loading a Chrome trace-event JSON trace's canonical events (``nnemu.trace.TraceEvents``)
+into the query tables: ``JsonLoader``, the ``Loader`` that reads what ``nnemu.trace``'s
+``_chrome`` gives of JSON (B, E, X, thread instants and marks with their category and args,
+v1 flows, counters, name metadata, the problems), and the rows of a document's
+``systemTraceEvents`` text among them.
 
 A wheel runs this module compiled by mypyc with the loader (``nnemu._native``).
 """
@@ -8,59 +10,38 @@ A wheel runs this module compiled by mypyc with the loader (``nnemu._native``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from typing import Final
 
-from nnemu.query._loader import Loader
+from nnemu.query._loader import EMPTY_SLICE_NAME, Loader
 from nnemu.query._slice_rows import END_AT
 from nnemu.trace import (
+    ARGS,
+    BEGIN,
+    COMPLETE,
+    COUNTER,
+    END,
+    FLOW,
+    FLOW_END,
+    FLOW_END_NEXT,
+    FLOW_START,
+    FLOW_STEP,
+    INSTANT,
     MAX_ABS_NS,
     MAX_ID,
-    NO_DUR,
-    NO_PHASE,
-    NO_PID_TID,
-    NOT_AN_EVENT,
-    ROW_RE,
-    FtraceLines,
-    SystemText,
-    flow_id,
-    is_json_number,
-    json_line_events,
-    json_time_ns,
-    negative_dur,
-    negative_ts,
-    not_a_number_dur,
-    not_a_number_ts,
-    pid_tid_problem,
-    timestamp_ns,
+    NO_SLICE,
+    PROBLEM,
+    PROCESS,
+    RESTART,
+    THREAD,
+    Event,
 )
 
-_JSON_SLICE_PHASES: Final = frozenset({"B", "E", "X", "i", "I", "R"})
-"""Phases of thread slices, as trace processor reads them: ``i``/``I`` (an instant of its
-thread unless its scope ``s`` is ``g`` or ``p``) and ``R`` (a mark) are slices of dur 0;
-``n`` (a nestable async instant) is an async track's, not loaded (as ``b``/``e``)."""
-_OTHER_SCOPES: Final = frozenset({"g", "p"})
-"""An instant's ``s`` that puts it on a global or process track, not its thread's."""
 NO_NAME: Final = "[No name]"
 """The name trace processor gives a JSON slice whose ``name`` is empty, missing or no string."""
-_JSON_FLOW_PHASES: Final = frozenset({"s", "t", "f"})
-
-
-def _int(value: object) -> int | None:
-    """A JSON pid or tid as an int, or None (not an integer, or out of pid_t's range)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        digits = text.removeprefix("-")
-        if not (digits.isascii() and digits.isdigit() and len(digits) <= 10):
-            return None
-        value = int(text)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, int) and abs(value) <= MAX_ID:
-        return value
-    return None
+_UNKNOWN_TASK: Final = "<...>"
+_FLOW_PHASE: Final = {FLOW_START: "s", FLOW_STEP: "t", FLOW_END: "f", FLOW_END_NEXT: "f"}
+"""The JSON phase of a v1 flow, by how it binds (``nnemu.trace.FLOW_START`` ...)."""
 
 
 def _arg_value(value: object) -> object:
@@ -73,203 +54,130 @@ def _arg_value(value: object) -> object:
 
 
 class JsonLoader(Loader):
-    """A ``Loader`` that also reads Chrome trace-event JSON."""
+    """A ``Loader`` that reads the canonical events of a Chrome JSON trace."""
 
-    def json_event(
-        self, event: object, line_number: int | None, *, store_line: bool = True
-    ) -> None:
-        """Load one Chrome trace event (B, E, X, instants and name metadata); warn of one that
-        is not an object, has no ``ph``, or a pid, tid or ts of the wrong type, as parse does.
-        ``line_number`` places warnings, and is the slice's ``line`` if ``store_line``."""
-        where = line_number or 0
-        if not isinstance(event, Mapping):
-            self.warn(where, NOT_AN_EVENT)
-            return
-        ph = event.get("ph")
-        if ph == "M":
-            self._json_metadata(event, where)
-            return
-        if ph not in _JSON_SLICE_PHASES or (ph in ("i", "I") and event.get("s") in _OTHER_SCOPES):
-            if ph in _JSON_FLOW_PHASES or ph == "C":
-                self._json_flow_or_counter(event, ph, where)
-            elif "ph" not in event:
-                self.warn(where, NO_PHASE)
-            return  # async events and global or process instants have no thread slice
-        raw_pid = event.get("pid")
-        raw_tid = event.get("tid", raw_pid)
-        pid = _int(raw_pid)
-        tid = _int(raw_tid)
-        if pid is None or tid is None:
-            self.warn(where, pid_tid_problem(ph, raw_pid, raw_tid))
-            return
-        raw_ts = event.get("ts")
-        ts = json_time_ns(raw_ts)
-        if ts is None:
-            if not is_json_number(raw_ts):
-                self.warn(where, not_a_number_ts(raw_ts))
-            else:
-                self.warn(
-                    where, f"{ph!s} event's ts {raw_ts!r} is not finite or out of range; skipped"
-                )
-            return
-        if ts < 0:  # (parse refuses it, and Perfetto drops it)
-            self.warn(where, negative_ts(raw_ts))
-            return
-        raw_dur = event.get("dur")
-        dur = 0
-        if ph == "X":
-            if raw_dur is None:
-                self.warn(where, NO_DUR)
-                return
-            if not is_json_number(raw_dur):
-                self.warn(where, not_a_number_dur(raw_dur))
-                return
-            dur = json_time_ns(raw_dur) or 0
-            if dur < 0:
-                self.warn(where, negative_dur(raw_dur))
-                return
-        thread = self._thread(tid, pid)
-        self._check_order(thread, ts, where)
-        if ph == "E":
-            self.end(thread, ts, where)
-            return
-        end: int | None = None
-        if ph == "X":
-            end = min(MAX_ABS_NS, ts + dur)
-        elif ph != "B":
-            end = ts
-        args: list[tuple[str, object]] = []
-        event_args = event.get("args")
-        if isinstance(event_args, Mapping):
-            for key, value in event_args.items():
-                args.append((f"args.{key}", _arg_value(value)))
-        category = event.get("cat")
-        name = event.get("name")
-        self.begin(
-            thread,
-            ts,
-            name if isinstance(name, str) and name else NO_NAME,
-            category=category if isinstance(category, str) else None,
-            args=args,
-            end=end,
-            line=line_number if store_line else None,
-        )
+    def load_json(self, batches: Iterable[list[Event]], *, store_line: bool) -> bool:
+        """Load the events of ``batches`` in the order they come (file order, or
+        ``time_ordered_events``'), each ``PROBLEM`` a warning at its line.
 
-    def _json_flow_or_counter(self, event: Mapping[str, object], ph: str, where: int) -> None:
-        """A JSON flow (``s``, ``t``, ``f``) or counter (``C``) event."""
-        pid = _int(event.get("pid"))
-        ts = json_time_ns(event.get("ts"))
-        if ts is not None and ts < 0:
-            ts = None  # (out of range, as for the other events)
-        name = str(event.get("name", ""))
-        if ph == "C":
-            args = event.get("args")
-            if pid is None or ts is None:
-                self.warn(where, "C event without a pid and a finite ts in range; skipped")
-            elif isinstance(args, Mapping):
-                self.perfetto.json_counter(pid, name, ts, args, where)
-            return
-        tid = _int(event.get("tid", pid))
-        ident = flow_id(event.get("id"))
-        if tid is None or ts is None or ident is None:
-            self.warn(where, f"{ph} event without a tid, an id and a finite ts in range; skipped")
-            return
-        thread = self._thread(tid, pid)
-        if thread.stack and thread.stack[-1][END_AT] is not None:
-            self._expire(thread, ts)
-        top = thread.top()
-        key = (str(event.get("cat", "")), name, ident)
-        self.perfetto.flow_event(ph, key, thread.utid, top, event.get("bp") == "e", where)
+        A slice keeps its file line (``slice.line``) if ``store_line`` (a file of one event
+        per line), its category and args (``args.<key>``) from the ``ARGS`` before it; one
+        with no name is ``NO_NAME``.  An ``X`` ends itself at its end, an instant at once.
+        A ``BEGIN`` or ``END`` whose ``extra`` is a str is a row of the document's
+        ``systemTraceEvents`` text (its task; read as ftrace rows are: ``EMPTY_SLICE_NAME``;
+        a ``NO_SLICE`` problem before it at its place: it opens no slice).
+        A v1 flow (``s``, ``t``, ``f``) binds to its thread's innermost open slice, as
+        trace processor binds it; a slice's ``bind_id`` is not read.
 
-    def _json_metadata(self, event: Mapping[str, object], where: int) -> None:
-        args = event.get("args")
-        name = args.get("name") if isinstance(args, Mapping) else None
-        raw_pid = event.get("pid")
-        pid = _int(raw_pid)
-        if not is_json_number(raw_pid) or not is_json_number(event.get("tid", raw_pid)):
-            self.warn(where, NO_PID_TID)  # as parse says it; out of range: no name, silently
-            return
-        if not isinstance(name, str):
-            return
-        if event.get("name") == "process_name" and pid is not None:
-            self._process_names[pid] = name
-        elif event.get("name") == "thread_name":
-            tid = _int(event.get("tid"))
-            if tid is not None:
-                self._json_thread_names[(pid, tid)] = name
-
-    def load_json_in_time_order(
-        self,
-        events: Iterable[tuple[int | None, object]],
-        *,
-        store_line: bool,
-        rows: Sequence[tuple[int, str]] = (),
-        rows_first: bool = True,
-    ) -> None:
-        """Load (file line, event) pairs sorted by ``ts``, ties in file order (as Perfetto
-        matches them); an event without a usable ``ts`` keeps its place after the one before
-        it.  ``store_line``: as ``json_event``'s.  ``rows``: the document's
-        ``systemTraceEvents`` rows (``system_rows``), merged with the events by time (in
-        file order before them with ``rows_first``, else after them), as Perfetto sorts
-        both."""
-        keyed: list[tuple[int, int, int | None, object]] = []
-        if rows_first:
-            _key_rows(keyed, rows)
-        last = -MAX_ABS_NS - 1
-        for line_number, event in events:
-            if isinstance(event, Mapping):
-                ts = json_time_ns(event.get("ts"))
-                if ts is not None:
-                    last = ts
-            keyed.append((last, len(keyed), line_number, event))
-        if not rows_first:
-            _key_rows(keyed, rows)
-        keyed.sort(key=_by_time_then_place)
-        for _, _, line_number, event in keyed:
-            if isinstance(event, _SystemRow):
-                self._slow_row(0 if line_number is None else line_number, event.text)
-            else:
-                self.json_event(event, line_number, store_line=store_line)
-
-    def system_rows(self, embedded: SystemText) -> list[tuple[int, str]]:
-        """The ``tracing_mark_write`` rows of a JSON document's ``systemTraceEvents`` text,
-        each numbered with the file line the text is on (its process dump read here); its
-        slices keep line NULL, as the document's events do."""
-        self._file_lines = False
-        source = FtraceLines(embedded.text.splitlines(keepends=True), on_dump=self._dump_row)
-        return [(embedded.line, line) for _, line in source if "tracing_mark_write" in line]
-
-    def load_json_lines(self, stream: Iterable[str]) -> None:
-        """Load a JSON trace written one event per line (as nnemu and Chrome write it).
-
-        Raises:
-            NotLineJson: A line is not a whole event; the caller reads the document.
+        Returns:
+            False when the reading restarts (``RESTART``: the caller empties the tables
+            and loads the rest of ``batches``, the document's events); else True.
         """
-        for line_number, event in json_line_events(stream):
-            self.json_event(event, line_number)
-
-
-def _by_time_then_place(item: tuple[int, int, int | None, object]) -> tuple[int, int]:
-    return item[0], item[1]
-
-
-class _SystemRow:
-    """An ftrace row of a JSON document's ``systemTraceEvents``, among its events."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-def _key_rows(
-    keyed: list[tuple[int, int, int | None, object]], rows: Sequence[tuple[int, str]]
-) -> None:
-    """Append ``rows`` to ``keyed`` as ``load_json_in_time_order`` sorts them: by their
-    timestamp (a row without one after the row before it), then their place."""
-    last = -MAX_ABS_NS - 1
-    for line_number, line in rows:
-        m = ROW_RE.match(line)
-        if m is not None:
-            ts = timestamp_ns(m.group(4), m.group(5))
-            if ts is not None:
-                last = ts
-        keyed.append((last, len(keyed), line_number, _SystemRow(line)))
+        self._file_lines = False
+        perfetto = self.perfetto
+        threads = self._threads
+        category: str | None = None
+        args: list[tuple[str, object]] = []
+        no_slice = -1  # the place of the last NO_SLICE problem: its row's begin opens none
+        for batch in batches:
+            for kind, ts, at, pid, tid, name, extra in batch:
+                if kind <= END and extra is None:  # a JSON B or E: the hot path
+                    thread = threads.get(tid)
+                    if thread is None or thread.tgid != pid:
+                        thread = self._thread(tid, pid)
+                    if ts < thread.last_ts:
+                        self._out_of_order(at)
+                    else:
+                        thread.last_ts = ts
+                    if kind == END:
+                        stack = thread.stack
+                        if stack and stack[-1][END_AT] is None and ts >= stack[-1][1]:  # type: ignore[operator]
+                            record = stack.pop()
+                            self._emit(record, ts - record[1])  # type: ignore[operator]
+                        else:
+                            self.end(thread, ts, at)
+                        continue
+                    self.begin(
+                        thread,
+                        ts,
+                        name or NO_NAME,
+                        category=category,
+                        args=args,
+                        line=at if store_line else None,
+                    )
+                    if category is not None or args:
+                        category = None
+                        args = []
+                elif kind == ARGS:
+                    assert isinstance(extra, dict)
+                    cat = extra.get("cat")
+                    category = cat if isinstance(cat, str) else None
+                    values = extra.get("args")
+                    if isinstance(values, dict):
+                        args = [(f"args.{key}", _arg_value(v)) for key, v in values.items()]
+                elif kind <= END:  # a systemTraceEvents row (extra: its task)
+                    thread = self._thread(tid, pid if 0 < pid <= MAX_ID else None)
+                    if extra != _UNKNOWN_TASK and isinstance(extra, str):
+                        thread.name = extra
+                    self._check_order(thread, ts, at)
+                    if kind == BEGIN:
+                        if at != no_slice:
+                            self.begin(thread, ts, name.rstrip() or EMPTY_SLICE_NAME)
+                    else:
+                        self.end(thread, ts, at)
+                elif kind in (COMPLETE, INSTANT):
+                    thread = self._thread(tid, pid)
+                    self._check_order(thread, ts, at)
+                    end = ts
+                    if kind == COMPLETE:
+                        assert isinstance(extra, int)
+                        end = min(MAX_ABS_NS, ts + extra)
+                    self.begin(
+                        thread,
+                        ts,
+                        name or NO_NAME,
+                        category=category,
+                        args=args,
+                        end=end,
+                        line=at if store_line else None,
+                    )
+                    category = None
+                    args = []
+                elif kind == COUNTER:
+                    if isinstance(extra, str):
+                        self.warn(at, extra)
+                    elif isinstance(extra, float):
+                        if tid < 0:  # a JSON C event's arg
+                            perfetto.json_counter(pid, name, ts, extra)
+                        else:  # a C| row of the systemTraceEvents text
+                            perfetto.atrace_counter(None if pid < 0 else pid, name, ts, extra)
+                elif kind == FLOW:
+                    if isinstance(extra, str):
+                        self.warn(at, extra)
+                    elif isinstance(extra, tuple):
+                        how, flow_cat, ident = extra
+                        phase = _FLOW_PHASE.get(how)
+                        if phase is None:
+                            continue  # a slice's bind_id: not read
+                        thread = self._thread(tid, None if pid < 0 else pid)
+                        if thread.stack and thread.stack[-1][END_AT] is not None:
+                            self._expire(thread, ts)
+                        key = (flow_cat, name, ident)
+                        bind_enclosing = how == FLOW_END
+                        perfetto.flow_event(
+                            phase, key, thread.utid, thread.top(), bind_enclosing, at
+                        )
+                elif kind == PROCESS:
+                    self._process_names[pid] = name
+                elif kind == THREAD:
+                    if extra is True:  # a JSON thread_name
+                        self._json_thread_names[(pid, tid)] = name
+                    else:  # a process dump's row
+                        self._dump_threads[tid] = (pid, name)
+                elif kind == PROBLEM:
+                    self.warn(at, name)
+                    if extra == NO_SLICE:
+                        no_slice = at
+                elif kind == RESTART:
+                    return False
+        return True

@@ -1,16 +1,14 @@
 """``load_trace``: a trace file into the query tables, each format read by its loader (text
-rows: ``Loader``; JSON: ``JsonLoader``; Perfetto: ``EventLoader``, of the canonical events
-``nnemu.trace.TraceEvents`` gives), read again in time order when its rows
+rows: ``Loader``; the canonical events ``nnemu.trace.TraceEvents`` gives of JSON:
+``JsonLoader``, and of Perfetto: ``EventLoader``), read again in time order when its rows
 are out of it, with its warnings held, sorted and given below the progress bar.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
-from collections.abc import Mapping
 from typing import Final, TextIO
 
 from nnemu._progress import Progress
@@ -25,17 +23,12 @@ from nnemu.query._summary import LoadSummary
 from nnemu.trace import (
     MAX_ABS_NS,
     MAX_SORTED_BYTES,
-    NOT_CHROME_TRACE,
-    NotLineJson,
     TraceEvents,
     TraceFormat,
-    event_lines,
     file_format,
-    json_line_events,
-    json_problem,
     out_of_order_warning,
     refuse_unreadable,
-    system_text,
+    time_ordered_events,
 )
 
 _BULK_LOAD_PRAGMAS: Final = (
@@ -130,10 +123,11 @@ def _load(
         # The bar is kept through finish() (the last rows and the indexes), shown as a stage.
         bar: Progress | None = None
         if kind == "json":
-            stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
-            bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
-            shown.bar = bar
-            loader = _load_json(source, stream, bar, conn, warn, held)
+            trace = TraceEvents(source, progress=progress, label="loading", keep_bar=True)
+            cleanup.callback(trace.clear_bar)
+            shown.source = trace
+            loader = _load_json(trace, conn, warn, held)
+            bar = trace.bar
         elif kind == "perfetto":
             # Events of packets: each is placed by its packet's byte offset.
             events = EventLoader(conn, warn)
@@ -169,6 +163,7 @@ def _load(
             bar.stage("file read; building indexes")
         threads, processes = loader.finish()
     shown.bar = None
+    shown.source = None
     if loader.slices == 0:
         raise TraceFormatError(
             source,
@@ -197,97 +192,32 @@ def _load(
 
 
 def _load_json(
-    source: str,
-    stream: TextIO,
-    bar: Progress,
-    conn: sqlite3.Connection,
-    warn: Warn,
-    held: _HeldWarn | None,
+    trace: TraceEvents, conn: sqlite3.Connection, warn: Warn, held: _HeldWarn | None
 ) -> JsonLoader:
-    """Load a JSON trace: one event per line, streamed, else as one document; read again in
-    time order when its events are out of it and its warnings are ``held``."""
+    """Load a JSON trace's events (one event per line, streamed, else after a ``RESTART``
+    the document's); read again in time order when they are out of it and its warnings
+    are ``held``."""
     counting = _CountedWarn(warn)
     loader = JsonLoader(conn, counting)
-    one_a_line = True
-    try:
-        loader.load_json_lines(bar.lines(stream))
-    except NotLineJson:
+    batches = trace.batches()
+    one_a_line = loader.load_json(batches, store_line=True)
+    if not one_a_line:
         _reset(conn)
-        stream.seek(0)
-        one_a_line = False
         # The document's events are the same, in the same order, on the same lines:
-        # the warnings the line pass gave already are not given again.
-        loader = _load_json_document(source, stream, conn, _CountedWarn(warn, skip=counting.count))
+        # the warnings the line pass gave already are not given again.  Its slices keep
+        # line NULL (its lines are not one event each).
+        loader = JsonLoader(conn, _CountedWarn(warn, skip=counting.count))
+        loader.load_json(batches, store_line=False)
     if held is not None and loader.out_of_order:
         # Matched again in time order, as Perfetto matches them; the warnings are
         # those of that reading.
         _reset(conn)
         held.discard()
         first_reading = loader
-        stream.seek(0)
-        if one_a_line:
-            loader = JsonLoader(conn, warn)
-            loader.load_json_in_time_order(json_line_events(stream), store_line=True)
-        else:
-            loader = _load_json_document(source, stream, conn, warn, in_time_order=True)
+        loader = JsonLoader(conn, warn)
+        again = TraceEvents(trace.path)
+        loader.load_json([time_ordered_events(again.events())], store_line=one_a_line)
         loader.read_again_after(first_reading)
-    return loader
-
-
-def _load_json_document(
-    source: str,
-    stream: TextIO,
-    conn: sqlite3.Connection,
-    warn: Warn,
-    *,
-    in_time_order: bool = False,
-) -> JsonLoader:
-    """Read a JSON trace as one document (an event array or ``{"traceEvents": [...]}``),
-    its events in file order or ``in_time_order`` (``Loader.load_json_in_time_order``).
-
-    Raises:
-        TraceFormatError: Not JSON, or no list of events, as parse and replay say it.
-    """
-    text = stream.read()
-    try:
-        document = json.loads(text)
-    except (ValueError, RecursionError) as err:  # ValueError: also an int of > 4300 digits
-        line, message = json_problem(err)
-        raise TraceFormatError(source, line, "", message) from None
-    loader = JsonLoader(conn, warn)
-    # Chrome JSON can carry the systrace text of the same capture: its rows are read where
-    # the text is in the file (before or after the events) and placed on its file line.
-    embedded = system_text(text, document)
-    events = document.get("traceEvents") if isinstance(document, Mapping) else document
-    if events is None and embedded is not None:
-        events = []
-    if not isinstance(events, list):
-        raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
-    # Each event's file line places its warnings (as parse places them); a document's
-    # slices keep line NULL (its lines are not one event each).
-    lines = event_lines(text, document, len(events))
-    del text
-    rows = loader.system_rows(embedded) if embedded is not None else []
-    first = embedded is None or embedded.first
-    if in_time_order:
-        loader.load_json_in_time_order(
-            (
-                (None if lines is None else lines[index], event)
-                for index, event in enumerate(events)
-            ),
-            store_line=False,
-            rows=rows,
-            rows_first=first,
-        )
-        return loader
-    if first:
-        for row_line, row in rows:
-            loader._slow_row(row_line, row)
-    for index, event in enumerate(events):
-        loader.json_event(event, None if lines is None else lines[index], store_line=False)
-    if not first:
-        for row_line, row in rows:
-            loader._slow_row(row_line, row)
     return loader
 
 
@@ -318,16 +248,19 @@ def _place(item: tuple[int, str]) -> int:
 
 
 class _BelowBar:
-    """A ``Warn`` that erases the progress bar (when one is drawn) before each warning, so
-    that the warning is a line of its own; the bar is drawn again at its next update."""
+    """A ``Warn`` that erases the progress bar (when one is drawn: ``bar``, or the one of
+    ``source``'s reading) before each warning, so that the warning is a line of its own;
+    the bar is drawn again at its next update."""
 
     def __init__(self, warn: Warn) -> None:
         self.warn = warn
         self.bar: Progress | None = None
+        self.source: TraceEvents | None = None
 
     def __call__(self, where: int, message: str) -> None:
-        if self.bar is not None:
-            self.bar.clear()
+        bar = self.bar if self.source is None else self.source.bar
+        if bar is not None:
+            bar.clear()
         self.warn(where, message)
 
 

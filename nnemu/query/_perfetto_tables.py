@@ -85,16 +85,6 @@ Bound = tuple[int, int]
 """(id, ts) of the slice a flow event is bound to."""
 
 
-def _number(value: object) -> float | None:
-    """A JSON counter arg as a float, or None when it is not a number."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return None
-    try:
-        return float(value)
-    except (ValueError, OverflowError):  # not a number, or an integer beyond a double
-        return None
-
-
 class PerfettoRows:
     """Collects the flows and counters of one load and writes them to the database."""
 
@@ -225,16 +215,10 @@ class PerfettoRows:
         if len(self._counters) >= _BATCH_ROWS:
             self._flush()
 
-    def json_counter(
-        self, pid: int, name: str, ts: int, args: Mapping[str, object], where: int
-    ) -> None:
-        """A JSON ``C`` event: one value per numeric arg, on track ``"<name> <key>"``."""
-        for key, raw in args.items():
-            value = _number(raw)
-            if value is None:
-                self.warn(where, f"counter {name!r} arg {key!r} is not a number; skipped")
-                continue
-            self._counter(pid, f"{name} {key}", "json_counter", ts, value)
+    def json_counter(self, pid: int, name: str, ts: int, value: float) -> None:
+        """A JSON ``C`` event's numeric arg (a ``COUNTER`` of ``nnemu.trace``) on the track
+        ``name`` (``"<name> <key>"``) of process ``pid``."""
+        self._counter(pid, name, "json_counter", ts, value)
 
     def ftrace_counter(self, line: str, line_number: int) -> bool:
         """Load ``line`` if it is a ``C|tgid|name|value`` row (read as trace processor reads

@@ -60,6 +60,9 @@ server calls show."""
 # as the rows come, the events of one timestamp applied in the order a sort would give.
 
 _MAX_CACHED_NAMES: Final = 20_000
+_READ_PHASES: Final = frozenset({"B", "E", "X", "M"})
+"""The JSON phases replay reads: a ``PROBLEM`` of another (its ``extra``: an instant, or a
+``NO_SLICE`` row, whose nameless begin replay reads) is not said."""
 
 
 class _Calls:
@@ -705,7 +708,8 @@ class _Collector:
                 ordered.append((ts + extra, place, 1, tid, "", -1))
                 thread_pid.setdefault(tid, pid)
             elif kind == PROBLEM:
-                self._event_problem(line_number, name)
+                if extra is None or extra in _READ_PHASES:
+                    self._event_problem(line_number, name)
                 continue
             elif kind == RESTART:
                 return False

@@ -8,14 +8,13 @@
   ftrace text) and its ``PROCESS DUMP`` (``ProcessDump``: process and thread rows);
   ``TRUNCATED_HTML``, the warning for an ftrace block with no end;
   a text stream's lines are read with ``bounded_lines`` (none longer than ``MAX_LINE``);
-* Chrome trace-event JSON: ``read_chrome_json`` (events as ftrace rows),
-  ``json_time_ns``, ``json_line_events`` (a file of one event per line, streamed),
-  ``json_problem`` (what every reader says of JSON it cannot read), ``event_lines`` (the
-  file line each event of a document starts on), ``system_text`` (a document's
-  ``systemTraceEvents`` ftrace, its file line and place) and what every reader says of an event it
-  skips (``NOT_AN_EVENT``, ``NO_PHASE``, ``NO_PID_TID``, ``not_a_number_ts``,
-  ``negative_ts``, ``not_a_number_dur``, ``NO_DUR``, ``negative_dur``, ``pid_tid_problem``;
-  ``is_json_number``);
+* Chrome trace-event JSON (its events read by ``TraceEvents``): ``task_name`` (a thread
+  name as a row's TASK column shows it), ``time_ordered_events`` (a reading's events in
+  time order, as Perfetto matches them), ``json_time_ns``, ``json_line_events`` (a file of
+  one event per line, streamed) and what every reader says of an event it skips
+  (``NOT_AN_EVENT``, ``NO_PHASE``, ``NO_PID_TID``, ``not_a_number_ts``, ``negative_ts``,
+  ``not_a_number_dur``, ``NO_DUR``, ``negative_dur``) or of a document that is no trace
+  (``NOT_CHROME_TRACE``);
 * Perfetto protobuf traces: ``read_perfetto`` (typed records, streamed a block of
   packets at a time) and ``PerfettoLines`` (the same as ftrace rows); imported on first
   use (telling a file's format, or reading systrace, does not load them);
@@ -26,8 +25,8 @@
 * canonical events: ``TraceEvents`` (the one reader: a file's format told once, its events
   from the module of that format) and the event kinds (``BEGIN``, ``END``, ``COMPLETE``,
   ``COUNTER``, ``FLOW`` with how a flow binds, ``FLOW_START`` ... ``FLOW_THROUGH``,
-  ``PROCESS``, ``THREAD``, ``PROBLEM``, ``RESTART``; ``Event``); ``flow_id`` (a JSON flow
-  id as trace processor keys it), ``COUNTER_RE`` and ``MALFORMED_COUNTER`` (a counter row).
+  ``INSTANT``, ``ARGS``, ``PROCESS``, ``THREAD``, ``PROBLEM`` (``NO_SLICE``), ``RESTART``;
+  ``Event``); ``flow_id`` (a JSON flow id as trace processor keys it), ``COUNTER_RE`` and ``MALFORMED_COUNTER`` (a counter row).
 """
 
 from typing import TYPE_CHECKING, Final
@@ -38,23 +37,16 @@ from nnemu.trace._chrome import (
     NO_PID_TID,
     NOT_AN_EVENT,
     NOT_CHROME_TRACE,
-    ChromeJsonError,
-    ChromeRows,
     NotLineJson,
-    SystemText,
-    event_lines,
     flow_id,
-    is_json_number,
     json_line_events,
-    json_problem,
     json_time_ns,
     negative_dur,
     negative_ts,
     not_a_number_dur,
     not_a_number_ts,
-    pid_tid_problem,
-    read_chrome_json,
-    system_text,
+    task_name,
+    time_ordered_events,
 )
 from nnemu.trace._detect import (
     GZIP_MAGIC,
@@ -70,6 +62,7 @@ from nnemu.trace._detect import (
     refuse_unreadable,
 )
 from nnemu.trace._events import (
+    ARGS,
     BEGIN,
     COMPLETE,
     COUNTER,
@@ -83,6 +76,7 @@ from nnemu.trace._events import (
     FLOW_START,
     FLOW_STEP,
     FLOW_THROUGH,
+    INSTANT,
     NO_SLICE,
     PROBLEM,
     PROCESS,
@@ -173,6 +167,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "ARGS",
     "BEGIN",
     "COMPLETE",
     "COUNTER",
@@ -191,6 +186,7 @@ __all__ = [
     "GZIP_MAGIC",
     "HEAD_BYTES",
     "HEAD_RE",
+    "INSTANT",
     "MALFORMED_BEGIN",
     "MALFORMED_COUNTER",
     "MALFORMED_ROW",
@@ -219,8 +215,6 @@ __all__ = [
     "TRACE_DATA_OPEN",
     "TRUNCATED_HTML",
     "UNKNOWN_TGID",
-    "ChromeJsonError",
-    "ChromeRows",
     "Counter",
     "DumpProcess",
     "DumpThread",
@@ -236,7 +230,6 @@ __all__ = [
     "ProcessName",
     "SliceBegin",
     "SliceEnd",
-    "SystemText",
     "ThreadName",
     "TraceEvents",
     "TraceFormat",
@@ -246,15 +239,12 @@ __all__ = [
     "classify",
     "counter_event",
     "detect_format",
-    "event_lines",
     "exact_timestamp_ns",
     "file_format",
     "flow_id",
-    "is_json_number",
     "is_mark_row",
     "is_perfetto_lines",
     "json_line_events",
-    "json_problem",
     "json_time_ns",
     "negative_dur",
     "negative_ts",
@@ -264,13 +254,12 @@ __all__ = [
     "out_of_order_warning",
     "pid_of",
     "pid_of_tgid",
-    "pid_tid_problem",
     "process_name",
-    "read_chrome_json",
     "read_perfetto",
     "refuse_stdin",
     "refuse_unreadable",
-    "system_text",
+    "task_name",
     "time_ordered",
+    "time_ordered_events",
     "timestamp_ns",
 ]

@@ -1,33 +1,35 @@
-"""Reading Chrome trace-event JSON (what ``nnemu run --trace x.json`` writes) as ftrace rows.
+"""Reading Chrome trace-event JSON (what ``nnemu run --trace x.json`` writes) as canonical
+events (``nnemu.trace._events``): ``chrome_events``.
 
-The document is ``{"traceEvents": [...]}`` or a bare list of events.  ``B``
-and ``E`` events become the ``tracing_mark_write`` rows the engine reads;
-``M`` events give process and thread names.  A document's ``systemTraceEvents``
-text (the capture's ftrace, as catapult's systrace writes it beside the events)
-gives its rows too (``system_text``), before or after the events' rows as the text is
-before or after them in the file, each numbered with the file line the text is on (a
-JSON string is one line).  Timestamps are µs; they are read
-as decimals, so nnemu's own ``ts_ns / 1000`` values come back as exact ns
-(other values are rounded to the nearest ns).  An event's "line" is the file
-line it starts on, however the document is laid out (one event a line, as nnemu
-writes it, one line, or pretty-printed).
+The document is ``{"traceEvents": [...]}`` or a bare list of events; a file of one event a
+line (as nnemu and Chrome write it) is streamed (``json_line_events``), any other is read
+as one document (``chrome_document_events``).  ``B``, ``E`` and ``X`` events are slices,
+``M`` events give process and thread names, ``C`` counters and ``s``/``t``/``f`` (and a
+slice's ``bind_id``) flows; an event of the wrong shape is a ``PROBLEM`` on its line.  A
+document's ``systemTraceEvents`` text (the capture's ftrace, as catapult's systrace writes
+it beside the events) gives its rows too (``system_text``), before or after the events as
+the text is before or after them in the file, each on the file line the text is on (a JSON
+string is one line).  Timestamps are µs, read as ns rounded to the nearest
+(``json_time_ns``: nnemu's own ``ts_ns / 1000`` values come back exact).  An event's
+"line" is the file line it starts on, however the document is laid out (one event a line,
+one line, or pretty-printed).
 """
 
 from __future__ import annotations
 
 import decimal
-import itertools
 import json
 import math
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Final
 
 import attrs
 
 from nnemu.errors import TraceFormatError
 from nnemu.trace._events import (
+    ARGS,
     BEGIN,
     COMPLETE,
     COUNTER,
@@ -40,27 +42,19 @@ from nnemu.trace._events import (
     FLOW_START,
     FLOW_STEP,
     FLOW_THROUGH,
+    INSTANT,
     PROBLEM,
     PROCESS,
+    RESTART,
     THREAD,
     Event,
 )
-from nnemu.trace._ftrace import DumpEvents, one_line_blocks, row_batches
+from nnemu.trace._ftrace import DumpEvents, row_batches
 from nnemu.trace._html import FtraceLines
 from nnemu.trace._rows import MAX_ABS_NS, MAX_ID
 
 _MAX_TS_US: Final = decimal.Decimal(10) ** 17
-"""Largest timestamp accepted, in µs (about 3,000 years, as for ftrace rows)."""
-_NS_PER_US: Final = decimal.Decimal(1000)
-
-
-class ChromeJsonError(ValueError):
-    """The document is not Chrome trace-event JSON at all."""
-
-    def __init__(self, line_number: int, message: str) -> None:
-        self.line_number = line_number
-        self.message = message
-        super().__init__(message)
+"""The end of the range of timestamps ``negative_ts`` names, in µs."""
 
 
 NOT_AN_EVENT: Final = "trace event is not a JSON object: skipped"
@@ -218,57 +212,21 @@ def _closing_of(header: str) -> str | None:
     return None
 
 
-@attrs.frozen(kw_only=True)
-class ChromeRows:
-    """The rows of a Chrome JSON trace, with what could not be turned into one."""
-
-    rows: tuple[tuple[int, str], ...]
-    """Numbered ftrace rows, in the order of the events."""
-    process_names: dict[str, str]
-    """Process names by pid, from ``process_name`` metadata."""
-    problems: tuple[tuple[int, str, str], ...]
-    """(line, message, event text) of events that were skipped."""
-    last_line_number: int
-    """Line (or event) number of the last event."""
+_MAX_TS_NUMBER: Final = MAX_ABS_NS // 1000
+"""The largest |time| in µs ``json_time_ns`` reads."""
 
 
 def json_time_ns(value: object) -> int | None:
     """A JSON time in µs (``ts``, ``dur``) in ns (rounded), or None: not a finite
-    number within ``MAX_ABS_NS``.  (``read_chrome_json`` reads times exactly instead.)"""
+    number within ``MAX_ABS_NS``."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     # (No float() of an int: one too large for a float, as JSON allows, is out of range too.)
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    if abs(value) > MAX_ABS_NS // 1000:
+    if abs(value) > _MAX_TS_NUMBER:
         return None
     return round(value * 1000)
-
-
-def _ts_ns(value: object) -> int | str:
-    if isinstance(value, bool) or not isinstance(value, (int, decimal.Decimal)):
-        return not_a_number_ts(value).removesuffix(": event skipped")
-    ts = decimal.Decimal(value)
-    if not ts.is_finite():
-        return f"timestamp {value} is not a finite number"
-    if ts < 0 or ts >= _MAX_TS_US:
-        return negative_ts(value).removesuffix(": event skipped")
-    return int((ts * _NS_PER_US).to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
-
-
-def _id(value: object) -> str | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and 0 <= value < 10**12:
-        return str(value)
-    if isinstance(value, str) and value.isdigit() and len(value) <= 12:
-        return str(int(value))
-    return None
-
-
-def _short(event: object) -> str:
-    text = json.dumps(event, default=str, ensure_ascii=False)
-    return text if len(text) <= 200 else text[:200] + "..."
 
 
 _SPACE: Final = re.compile(r"[ \t\r\n]*")
@@ -355,86 +313,10 @@ def system_text(text: str | None, document: object) -> SystemText | None:
     return SystemText(system, text.count("\n", 0, found.end()) + 1, first)
 
 
-def _clean(name: str) -> str:
+def task_name(name: str) -> str:
+    """A JSON thread name as a row's ``TASK`` column shows it (no blanks, at most 64
+    characters, ``<...>`` if empty): what parse names a thread's rows with."""
     return "".join("_" if ch.isspace() else ch for ch in name)[:64] or "<...>"
-
-
-def read_chrome_json(text: str) -> ChromeRows:
-    """Turn a Chrome JSON trace into numbered ftrace rows.
-
-    Raises:
-        ChromeJsonError: Not JSON (or a number Python will not read), too deeply
-            nested, or not a trace-event document.
-    """
-    try:
-        document = json.loads(text, parse_float=decimal.Decimal, parse_constant=decimal.Decimal)
-    except (ValueError, RecursionError) as err:  # ValueError: also an int of > 4300 digits
-        raise ChromeJsonError(*json_problem(err)) from None
-    events = document.get("traceEvents") if isinstance(document, dict) else document
-    system = document.get("systemTraceEvents") if isinstance(document, dict) else None
-    if events is None and isinstance(system, str):
-        events = []
-    if not isinstance(events, list):
-        raise ChromeJsonError(1, NOT_CHROME_TRACE)
-    lines = event_lines(text, document, len(events))
-    threads: dict[str, str] = {}
-    names: dict[str, str] = {}
-    rows: list[tuple[int, str]] = []
-    embedded = system_text(text, document)
-    system_rows: list[tuple[int, str]] = []
-    if embedded is not None:
-        ftrace = FtraceLines(embedded.text.splitlines(keepends=True), on_ftrace=names.update)
-        system_rows = [(embedded.line, line) for _, line in ftrace]
-        if embedded.first:
-            rows.extend(system_rows)
-    problems: list[tuple[int, str, str]] = []
-    number = 0
-    for index, event in enumerate(events):
-        number = lines[index] if lines is not None else index + 1
-        if not isinstance(event, dict):
-            problems.append((number, NOT_AN_EVENT, _short(event)))
-            continue
-        phase = event.get("ph")
-        if phase not in ("B", "E", "M"):
-            if "ph" not in event:
-                problems.append((number, NO_PHASE, _short(event)))
-            continue
-        pid, tid = _id(event.get("pid")), _id(event.get("tid", event.get("pid")))
-        if pid is None or tid is None:
-            problems.append((number, NO_PID_TID, _short(event)))
-            continue
-        if phase == "M":
-            args = event.get("args")
-            name = args.get("name") if isinstance(args, dict) else None
-            if isinstance(name, str):
-                if event.get("name") == "process_name":
-                    names[pid] = name
-                elif event.get("name") == "thread_name":
-                    threads[tid] = _clean(name)
-            continue
-        ts = _ts_ns(event.get("ts"))
-        if isinstance(ts, str):
-            problems.append((number, f"{ts}: event skipped", _short(event)))
-            continue
-        task = threads.get(tid, "<...>")
-        stamp = f"{ts // 1_000_000_000}.{ts % 1_000_000_000:09d}"
-        head = f"{task}-{tid} ({pid:>5}) [000] ...1 {stamp}: tracing_mark_write: "
-        if phase == "B":
-            name = event.get("name")
-            if not isinstance(name, str):
-                problems.append((number, "B event without a string name: skipped", _short(event)))
-                continue
-            rows.append((number, f"{head}B|{pid}|{name.splitlines()[0] if name else ''}\n"))
-        else:
-            rows.append((number, f"{head}E|{pid}\n"))
-    if embedded is not None and not embedded.first:
-        rows.extend(system_rows)
-    return ChromeRows(
-        rows=tuple(rows),
-        process_names=names,
-        problems=tuple(problems),
-        last_line_number=number,
-    )
 
 
 # -- as canonical events (``nnemu.trace._events``) ---------------------------------
@@ -443,7 +325,9 @@ def read_chrome_json(text: str) -> ChromeRows:
 def json_id(value: object) -> int | None:
     """A JSON pid or tid as an int (a number, or a string of digits, as parse reads it), or
     None: not one, or beyond Linux's ``pid_t``."""
-    if isinstance(value, str) and is_json_number(value):
+    if isinstance(value, str):
+        if not is_json_number(value) or len(value.strip()) > 11:
+            return None  # (a longer one is beyond pid_t, and int() refuses > 4300 digits)
         value = int(value)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -469,6 +353,8 @@ def flow_id(value: object) -> int | str | None:
     return None  # an object, a list, a fraction: no id
 
 
+_SLICE_PHASES: Final = frozenset({"B", "E", "X", "M", "i", "I", "R"})
+"""The phases of thread slices and names (``chrome_events`` checks their pid and tid)."""
 _FLOW_HOW: Final = {"s": FLOW_START, "t": FLOW_STEP}
 _BOUND_HOW: Final = {(True, True): FLOW_THROUGH, (True, False): FLOW_IN, (False, True): FLOW_OUT}
 
@@ -517,24 +403,33 @@ def _flow_event(line_number: int, event: dict[str, object], ph: str) -> Event:
     return (FLOW, ts, line_number, -1 if pid is None else pid, tid, name, (how, cat, ident))
 
 
-def chrome_events(events: Iterable[tuple[int, object]]) -> Iterator[Event]:
-    """The ``B``, ``E``, ``X``, name-metadata (``M``), counter (``C``) and flow (``s``,
-    ``t``, ``f``, and ``bind_id`` on a slice) events of a Chrome trace as canonical events,
-    in file order, each placed on its file line (0: not known).
+def chrome_events(events: Iterable[tuple[int, object]]) -> Generator[Event, None, int]:
+    """The ``B``, ``E``, ``X``, thread instant (``i``/``I`` of thread scope, ``R``),
+    name-metadata (``M``), counter (``C``) and flow (``s``, ``t``, ``f``, and ``bind_id``
+    on a slice) events of a Chrome trace as canonical events, in file order, each placed
+    on its file line (0: not known).
 
     ``events`` are (file line, event): a document's list or ``json_line_events``. An event
     that is not an object, has no ``ph``, a pid or tid that is no id, a ``ts`` (an ``X``:
     a ``dur``) that is no time, or a negative ``ts`` or ``dur`` is a ``PROBLEM`` (what
-    parse and query say of it); other phases are skipped.  ``X`` is one ``COMPLETE``.
-    A ``B`` or ``X`` with a ``bind_id`` and ``flow_in`` or ``flow_out`` is followed by its
-    ``FLOW`` (``FLOW_IN``, ``FLOW_OUT`` or ``FLOW_THROUGH``).
+    parse, query and replay say of it); other phases (async events, global and process
+    instants) are skipped.  ``X`` is one ``COMPLETE``, an instant one ``INSTANT``; a slice
+    event's name is ``""`` unless a string.  A ``B``, ``X`` or instant with a ``cat`` or
+    ``args`` comes after their ``ARGS``; a ``B`` or ``X`` with a ``bind_id`` and
+    ``flow_in`` or ``flow_out`` is followed by its ``FLOW`` (``FLOW_IN``, ``FLOW_OUT`` or
+    ``FLOW_THROUGH``).
+
+    Returns:
+        The line of the last event (0: none), read or skipped: where parse says that the
+        trace holds no NNAPI marks.
     """
-    for line_number, event in events:
+    line_number = 0
+    for line_number, event in events:  # (the last is returned)
         if not isinstance(event, dict):
             yield (PROBLEM, 0, line_number, 0, 0, NOT_AN_EVENT, None)
             continue
         ph = event.get("ph")
-        if ph not in ("B", "E", "X", "M"):
+        if ph not in _SLICE_PHASES or ((ph == "i" or ph == "I") and event.get("s") in ("g", "p")):
             if ph == "C":
                 yield from _counter_events(line_number, event)
             elif ph in ("s", "t", "f"):
@@ -544,12 +439,15 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Iterator[Event]:
             continue
         raw_pid = event.get("pid")
         raw_tid = event.get("tid", raw_pid)
-        pid, tid = json_id(raw_pid), json_id(raw_tid)
+        # (An int in range, the usual pid, is taken as it is: json_id's checks cost.)
+        pid = raw_pid if type(raw_pid) is int and -MAX_ID <= raw_pid <= MAX_ID else json_id(raw_pid)
+        tid = raw_tid if type(raw_tid) is int and -MAX_ID <= raw_tid <= MAX_ID else json_id(raw_tid)
         if pid is None or tid is None:
-            yield (PROBLEM, 0, line_number, 0, 0, pid_tid_problem(ph, raw_pid, raw_tid), None)
+            yield (PROBLEM, 0, line_number, 0, 0, pid_tid_problem(ph, raw_pid, raw_tid), ph)
             continue
         if ph == "M":
-            name = (event.get("args") or {}).get("name")
+            args = event.get("args")
+            name = args.get("name") if isinstance(args, dict) else None
             if isinstance(name, str):
                 if event.get("name") == "process_name":
                     yield (PROCESS, 0, line_number, pid, 0, name, None)
@@ -557,17 +455,21 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Iterator[Event]:
                     yield (THREAD, 0, line_number, pid, tid, name, True)
             continue
         raw_ts = event.get("ts")
-        ts_ns = json_time_ns(raw_ts)
+        kind = type(raw_ts)
+        if (kind is float or kind is int) and -_MAX_TS_NUMBER <= raw_ts <= _MAX_TS_NUMBER:  # type: ignore[operator]
+            ts_ns: int | None = round(raw_ts * 1000)  # type: ignore[operator]  # (json_time_ns)
+        else:
+            ts_ns = json_time_ns(raw_ts)
         if ts_ns is None:
             problem = (
                 f"{ph!s} event's ts {raw_ts!r} is not finite or out of range; skipped"
                 if is_json_number(raw_ts)
                 else not_a_number_ts(raw_ts)
             )
-            yield (PROBLEM, 0, line_number, 0, 0, problem, None)
+            yield (PROBLEM, 0, line_number, 0, 0, problem, ph)
             continue
         if ts_ns < 0:  # (parse and query refuse it, and Perfetto drops it)
-            yield (PROBLEM, 0, line_number, 0, 0, negative_ts(raw_ts), None)
+            yield (PROBLEM, 0, line_number, 0, 0, negative_ts(raw_ts), ph)
             continue
         if ph == "X":
             raw_dur = event.get("dur")
@@ -581,27 +483,68 @@ def chrome_events(events: Iterable[tuple[int, object]]) -> Iterator[Event]:
                     problem = f"X event's dur {raw_dur!r} is not finite or out of range; skipped"
                 else:
                     problem = not_a_number_dur(raw_dur)
-                yield (PROBLEM, 0, line_number, 0, 0, problem, None)
+                yield (PROBLEM, 0, line_number, 0, 0, problem, ph)
                 continue
-            yield (COMPLETE, ts_ns, line_number, pid, tid, str(event.get("name", "")), dur_ns)
-        elif ph == "B":
-            yield (BEGIN, ts_ns, line_number, pid, tid, str(event.get("name", "")), None)
-        else:
+        if ph == "E":
             yield (END, ts_ns, line_number, pid, tid, "", None)
+            continue
+        if "cat" in event or "args" in event:
+            yield (ARGS, ts_ns, line_number, pid, tid, "", event)
+        name = event.get("name", "")
+        if not isinstance(name, str):
+            name = ""
+        if ph == "B":
+            yield (BEGIN, ts_ns, line_number, pid, tid, name, None)
+        elif ph == "X":
+            yield (COMPLETE, ts_ns, line_number, pid, tid, name, dur_ns)
+        else:
+            yield (INSTANT, ts_ns, line_number, pid, tid, name, None)
             continue
         if "bind_id" in event:
             how = _BOUND_HOW.get((event.get("flow_in") is True, event.get("flow_out") is True))
             ident = flow_id(event["bind_id"])
             if how is not None and ident is not None:
                 yield (FLOW, ts_ns, line_number, pid, tid, "", (how, "", ident))
+    return line_number
 
 
-def chrome_document_events(source: str, text: str) -> Iterator[Event]:
+def time_ordered_events(events: Iterable[Event]) -> list[Event]:
+    """The events of a JSON trace's reading (``TraceEvents.events``; those after its last
+    ``RESTART``) sorted by time, ties in file order: the order in which Perfetto's trace
+    processor matches them.  An event of no time (a name, a ``PROBLEM``, a counter or flow
+    that could not be read) keeps its place after the event before it."""
+    keyed: list[tuple[int, int, Event]] = []
+    last = -MAX_ABS_NS - 1
+    for index, event in enumerate(events):
+        kind = event[0]
+        if kind in _TIMED or (kind in (COUNTER, FLOW) and not isinstance(event[6], str)):
+            last = event[1]
+        elif kind == RESTART:
+            keyed.clear()
+            last = -MAX_ABS_NS - 1
+            continue
+        keyed.append((last, index, event))
+    keyed.sort(key=_time_then_place)
+    return [event for _, _, event in keyed]
+
+
+_TIMED: Final = frozenset({BEGIN, END, COMPLETE, INSTANT, ARGS})
+"""The kinds whose ``ts`` is always a time (a ``COUNTER``'s or ``FLOW``'s unless unread)."""
+
+
+def _time_then_place(item: tuple[int, int, Event]) -> tuple[int, int]:
+    return item[0], item[1]
+
+
+def chrome_document_events(source: str, text: str) -> Generator[Event, None, int]:
     """A Chrome trace read as one document (``{"traceEvents": [...]}`` or a list) as
     canonical events: ``chrome_events`` of its events, each on the file line it starts on,
     and the rows of its ``systemTraceEvents`` text (``row_batches``, each on the line the
     text is on) before or after them as the text is in the file; the text's process dump
     first.
+
+    Returns:
+        The line of its last event (``chrome_events``').
 
     Raises:
         TraceFormatError: ``text`` is not JSON, or holds no list of events.
@@ -623,14 +566,29 @@ def chrome_document_events(source: str, text: str) -> Iterator[Event]:
     if not isinstance(events, list):
         raise TraceFormatError(source, 1, "", NOT_CHROME_TRACE)
     lines = event_lines(text, document, len(events))
-    del text
+    text = ""  # (not needed again: its memory goes)
     yield from dumps.pending
     dumps.pending.clear()
     first = embedded is None or embedded.first
     if first:
-        yield from itertools.chain.from_iterable(row_batches(one_line_blocks(rows)))
-    yield from chrome_events(
-        (0 if lines is None else lines[index], event) for index, event in enumerate(events)
-    )
+        yield from _system_row_events(rows)
+    last = yield from chrome_events(_placed(lines, events))
     if not first:
-        yield from itertools.chain.from_iterable(row_batches(one_line_blocks(rows)))
+        yield from _system_row_events(rows)
+    return last
+
+
+def _placed(lines: list[int] | None, events: list[object]) -> Iterator[tuple[int, object]]:
+    """(file line, event) of a document's ``events`` (``event_lines``; 0: not known)."""
+    for index, event in enumerate(events):
+        yield (0 if lines is None else lines[index]), event
+
+
+def _system_row_events(rows: list[tuple[int, str]]) -> Iterator[Event]:
+    """The events of a document's ``systemTraceEvents`` rows (``row_batches``), each
+    row's problems (``PROBLEM``, as a text file's rows have them) before its events."""
+    for number, line in rows:
+        # A row of the text is whole (the document holds it), its line break or none.
+        whole = line if line.endswith("\n") else line + "\n"
+        for batch in row_batches([(number, [whole])], problems=True):
+            yield from batch

@@ -24,7 +24,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final, TextIO, TypeGuard
 
 from nnemu.errors import TraceFormatError
-from nnemu.trace._chrome import ChromeJsonError, ChromeRows, read_chrome_json
 from nnemu.trace._pbwire import SUFFIXES, gunzip_head, looks_like_perfetto
 
 if TYPE_CHECKING:
@@ -193,18 +192,17 @@ def is_perfetto_lines(source: object) -> TypeGuard[PerfettoLines]:
 
 
 @contextlib.contextmanager
-def open_trace(path: str | os.PathLike[str]) -> Iterator[ChromeRows | PerfettoLines | TextIO]:
+def open_trace(path: str | os.PathLike[str]) -> Iterator[PerfettoLines | TextIO]:
     """Open a trace file and give its rows, whatever its format.
 
     Systrace HTML and ftrace text come as the open text stream (read its lines
-    with ``FtraceLines``); Chrome JSON comes as ``ChromeRows`` (numbered ftrace
-    rows made from its events); a Perfetto protobuf trace as ``PerfettoLines``
-    (ftrace rows, streamed as its packets are read).
+    with ``FtraceLines``); a Perfetto protobuf trace as ``PerfettoLines``
+    (ftrace rows, streamed as its packets are read).  Chrome JSON has no rows: read its
+    events (``TraceEvents``).
 
     Raises:
-        TraceFormatError: A format nnemu cannot read (compressed, binary) or a
-            JSON document that is not a trace (for a Perfetto trace, also while
-            its rows are read: its first packet cannot be read).
+        TraceFormatError: A format nnemu cannot read (compressed, binary, JSON; for a
+            Perfetto trace, also while its rows are read: its first packet cannot be read).
         OSError: The file cannot be read.
     """
     name = os.fspath(path)
@@ -215,12 +213,7 @@ def open_trace(path: str | os.PathLike[str]) -> Iterator[ChromeRows | PerfettoLi
 
         yield PerfettoLines(name)
         return
+    if kind is TraceFormat.JSON:
+        raise TraceFormatError(name, 0, "", "a Chrome JSON trace has no rows: read its events")
     with open(name, encoding="utf-8", errors="replace") as stream:
-        if kind is not TraceFormat.JSON:
-            yield stream
-            return
-        try:
-            rows = read_chrome_json(stream.read())
-        except ChromeJsonError as err:
-            raise TraceFormatError(name, err.line_number, "", err.message) from None
-    yield rows
+        yield stream

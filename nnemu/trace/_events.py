@@ -14,9 +14,11 @@ kind          ts    place  pid         tid  name                extra
 ``THREAD``    0     where  process     yes  thread name         True: a rename (JSON
                                                                 ``thread_name``); False: a
                                                                 process dump's row
-``PROBLEM``   0     where  0           0    what is wrong       None, or what
-                                                                it does to the
-                                                                row (below)
+``INSTANT``   ns    where  process     yes  slice name          None
+``ARGS``      ns    where  process     yes  ``""``              the JSON event (a dict)
+``PROBLEM``   0     where  0           0    what is wrong       a JSON event's ``ph``,
+                                                                ``NO_SLICE``, ``CUT_ROW``
+                                                                or None (below)
 ``RESTART``   0     0      0           0    ``""``              None
 ``COUNTER``   ns    where  process or  see  counter name        the value (a float), or why
                            -1          below                    it is none (a str)
@@ -25,16 +27,24 @@ kind          ts    place  pid         tid  name                extra
 ============  ====  =====  ==========  ===  ==================  ===============================
 
 ``place`` is where the event is in the file, as its format places warnings: a line number
-(text, JSON; 0 when not known) or a Perfetto packet's byte offset.  ``PROBLEM`` is an event
-the reader skipped and why (a JSON event of the wrong shape; a bad Perfetto packet).
-A text row's ``PROBLEM`` (``TraceEvents`` reading a file: ``row_batches``' ``problems``)
-comes before the events of its row, at the same place; its ``extra`` is ``NO_SLICE`` when
-the ``BEGIN`` after it is a ``B`` mark with no tgid (Perfetto's trace processor opens no
-slice for it: a reader that follows it, as ``nnemu query`` does, names the thread, in
-the process of the ``PROBLEM``'s ``pid``, the row's TGID column's or -1, and opens none;
-replay reads a nameless begin) and ``CUT_ROW`` when the row's events after it are of the
-file's last line, cut off before its line break (trace processor does not read it: such
-a reader skips them).
+(text, JSON; 0 when not known) or a Perfetto packet's byte offset. ``PROBLEM`` is an event
+the reader skipped and why (a JSON event of the wrong shape, with its ``ph`` when it is one
+of the slice phases, so that a reader that reads no ``X`` or instants says nothing of one; a
+bad Perfetto packet). A text row's ``PROBLEM`` (``TraceEvents`` reading a file:
+``row_batches``' ``problems``) comes before the events of its row, at the same place; its
+``extra`` is ``NO_SLICE`` when the ``BEGIN`` after it is a ``B`` mark with no tgid
+(Perfetto's trace processor opens no slice for it: a reader that follows it, as ``nnemu
+query`` does, names the thread, in the process of the ``PROBLEM``'s ``pid``, the row's TGID
+column's or -1, and opens none; replay reads a nameless begin) and ``CUT_ROW`` when the
+row's events after it are of the file's last line, cut off before its line break (trace
+processor does not read it: such a reader skips them). A row of a JSON document's
+``systemTraceEvents`` text that is a ``B`` mark with no tgid has a ``PROBLEM`` with
+``extra`` ``NO_SLICE`` right before its ``BEGIN``, at its place, as a text row's. An
+``INSTANT`` is a slice of no duration on its thread (a JSON ``i`` or ``I`` of thread scope,
+or ``R``: what ``nnemu query`` loads, as trace processor does; parse and replay skip it). An
+``ARGS`` comes right before the ``BEGIN``, ``COMPLETE`` or ``INSTANT`` of a JSON event that
+has a ``cat`` or ``args``: the event itself, whose ``cat`` (if a string) and ``args`` (if an
+object) ``nnemu query`` loads into ``slice.category`` and the ``args`` table.
 ``RESTART`` says that what came before it is void and the file is read again from its start
 (a JSON file that turned out not to hold one event per line, read as one document).
 
@@ -72,6 +82,8 @@ PROCESS: Final = 5
 THREAD: Final = 6
 PROBLEM: Final = 7
 RESTART: Final = 8
+INSTANT: Final = 9
+ARGS: Final = 10
 
 FLOW_START: Final = 0
 """A JSON ``s``: the flow starts at the innermost slice open on its thread."""
@@ -100,5 +112,5 @@ the file ends in, without its line break, which Perfetto's trace processor does 
 FlowInfo = tuple[int, str, int | str]
 """A ``FLOW``'s ``extra``: ``(how, cat, id)``."""
 
-Event = tuple[int, int, int, int, int, str, str | int | float | FlowInfo | None]
+Event = tuple[int, int, int, int, int, str, str | int | float | FlowInfo | dict[str, object] | None]
 """``(kind, ts, place, pid, tid, name, extra)``: see the module's table."""

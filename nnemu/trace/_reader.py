@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Final, TextIO
 
 from nnemu._progress import Progress
@@ -41,6 +41,7 @@ class TraceEvents:
         label: str = "reading",
         strict_lines: bool = False,
         slices_only: bool = False,
+        keep_bar: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self.kind = file_format(self.path)
@@ -55,9 +56,21 @@ class TraceEvents:
         self.slices_only = slices_only
         """Only slices, names and problems are wanted (no ``COUNTER`` or ``FLOW`` event): a
         Perfetto trace's flow ids and extra counter values are then not even decoded."""
+        self.keep_bar = keep_bar
+        """A JSON file's progress bar is left drawn when its reading ends (``bar``: the
+        caller shows a last stage on it, then ``clear_bar``)."""
+        self.bar: Progress | None = None
+        """The progress bar of the last JSON reading (``keep_bar``)."""
+        self.last_line = 0
+        """The last reading's line of its last JSON event (0: none, or not JSON)."""
         self.lines: FtraceLines | None = None
         """The last reading's ``FtraceLines`` (text traces): whether it found
         ftrace, was HTML, was cut short, and its last line."""
+
+    def clear_bar(self) -> None:
+        """Erase the progress bar left drawn (``keep_bar``), if any."""
+        if self.bar is not None:
+            self.bar.clear()
 
     def events(self, *, in_time_order: bool = False) -> Iterator[Event]:
         """The file's events, read from its start (``batches``, one at a time)."""
@@ -81,7 +94,7 @@ class TraceEvents:
         if self.kind is TraceFormat.PERFETTO:
             return self._perfetto_batches()
         if self.kind is TraceFormat.JSON:
-            return _chunks(self._json_events())
+            return self._json_batches()
         return self._text_batches(in_time_order)
 
     def _perfetto_batches(self) -> Iterator[list[Event]]:
@@ -101,21 +114,30 @@ class TraceEvents:
                 self.lines = FtraceLines(bar.lines(handle), on_dump=dumps)
                 yield from row_batches(self.lines.blocks(), dumps, problems=True)
 
-    def _json_events(self) -> Iterator[Event]:
+    def _json_batches(self) -> Iterator[list[Event]]:
+        """A JSON file's events in lists; a ``RESTART`` is a list of its own (a reader that
+        stops at it goes on with the next list)."""
         with open(self.path, encoding="utf-8", errors="replace") as handle:
             # One event per line (as nnemu and Chrome write it) is streamed; anything
             # else is parsed as one document (in memory).
+            bar = self.bar = Progress(self.path, handle, self.progress, label=self.label)
             try:
-                with Progress(self.path, handle, self.progress, label=self.label) as bar:
-                    lines = json_line_events(bar.lines(handle), strict=self.strict_lines)
-                    yield from chrome_events(lines)
+                lines = json_line_events(bar.lines(handle), strict=self.strict_lines)
+                yield from _chunks(self._last_line_of(chrome_events(lines)))
                 return
             except NotLineJson:
                 pass
-            yield (RESTART, 0, 0, 0, 0, "", None)
+            finally:
+                if not self.keep_bar:
+                    bar.clear()
+            yield [(RESTART, 0, 0, 0, 0, "", None)]
             handle.seek(0)
-            text = handle.read()
-        yield from chrome_document_events(self.path, text)
+            document = chrome_document_events(self.path, handle.read())
+        yield from _chunks(self._last_line_of(document))
+
+    def _last_line_of(self, events: Generator[Event, None, int]) -> Iterator[Event]:
+        """``events``, keeping the line they end on in ``last_line``."""
+        self.last_line = yield from events
 
 
 _CHUNK: Final = 4096

@@ -124,3 +124,23 @@ def test_count_bar_drawn_only_on_a_terminal(monkeypatch):
     assert "3/4 1 failed" in terminal.getvalue()
     assert terminal.getvalue().endswith("\r")
     assert pipe.getvalue() == ""
+
+
+def test_query_load_of_json_shows_the_index_stage_after_the_bar(tmp_path: Path, monkeypatch):
+    """A JSON trace's load (read by ``TraceEvents``) ends its bar with the same stage."""
+    monkeypatch.setattr(_progress, "_EVERY_LINES", 1)
+    monkeypatch.setattr(_progress, "_INTERVAL_S", 0.0)
+    monkeypatch.setattr(_progress, "MIN_BYTES", 1)
+    events = [
+        f'{{"ph": "{ph}", "pid": 1000, "tid": 1000, "ts": {2 * i + j}, "name": "x"}}'
+        for i in range(50)
+        for j, ph in enumerate("BE")
+    ]
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [\n' + ",\n".join(events) + "\n]}\n")
+    out = _Terminal()
+    load_trace(str(path), sqlite3.connect(":memory:"), lambda line, message: None, progress=out)
+    drawn = [piece.strip() for piece in out.getvalue().split("\r") if piece.strip()]
+    assert drawn[0].startswith("loading t.json [")
+    assert drawn[-1] == "loading t.json: file read; building indexes"
+    assert out.getvalue().endswith("\r")

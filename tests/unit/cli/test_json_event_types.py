@@ -128,3 +128,17 @@ def test_a_complete_event_without_a_good_dur_is_skipped_with_a_warning(tmp_path,
         assert conn.execute("SELECT name FROM slice").fetchall() == [("[NN_LA_PE]good",)]
     finally:
         conn.close()
+
+
+def test_an_instant_of_the_wrong_shape_is_said_only_by_query(tmp_path):
+    """An ``i`` event whose pid is no number is skipped with a warning by query, which loads
+    instants (as trace processor does); parse and replay, which read none, say nothing."""
+    bad = {"ph": "i", "pid": "x", "tid": 6, "ts": 45, "name": "[NN_LA_PE]i", "s": "t"}
+    path = _write(tmp_path / "t.json", [*GOOD[:1], bad, *GOOD[1:]])
+    code, _out, err = run_cli("query", str(path), "select 1")
+    assert code == 0, err
+    assert _warnings(err) == [f"{path}:3: warning: {NO_PID_TID}"]
+    for command in (("parse",), ("replay", "-n")):
+        code, _out, err = run_cli(*command, str(path))
+        assert code == 0, err
+        assert _warnings(err) == [], command

@@ -10,15 +10,19 @@ import pytest
 from nnemu.errors import TraceFormatError
 from nnemu.scenario import load_scenario
 from nnemu.trace import (
+    ARGS,
     BEGIN,
     COMPLETE,
     END,
+    INSTANT,
+    NO_SLICE,
     PROBLEM,
     PROCESS,
     RESTART,
     THREAD,
     TraceEvents,
     TraceFormat,
+    time_ordered_events,
 )
 from tests.unit.replay.helpers import QUICKSTART, record
 
@@ -113,6 +117,117 @@ def test_json_events_of_the_wrong_shape_are_problems_on_their_lines(tmp_path: Pa
     ]
 
 
+def _json(tmp_path: Path, events: list[object]) -> list[tuple[object, ...]]:
+    """The canonical events of ``events`` written one a line (those of the document read
+    after a RESTART, if there is one)."""
+    trace = tmp_path / "t.json"
+    trace.write_text("[\n" + ",\n".join(json.dumps(e) for e in events) + "\n]\n")
+    read = list(TraceEvents(trace).events())
+    restarts = [index for index, event in enumerate(read) if event[0] == RESTART]
+    return read[restarts[-1] + 1 :] if restarts else read
+
+
+def test_json_slices_come_after_their_category_and_args(tmp_path: Path):
+    """A B, X or thread instant with a cat or args has an ARGS (the event itself) right
+    before it; i/I of thread scope and R are INSTANTs, a global or process instant is no
+    event; a name that is no string is empty (query names it [No name])."""
+    b = {"ph": "B", "pid": 1, "tid": 2, "ts": 1, "name": "b", "cat": "c", "args": {"k": 1}}
+    x = {"ph": "X", "pid": 1, "tid": 2, "ts": 2, "dur": 1, "name": 5, "args": {}}
+    events = [
+        b,
+        x,
+        {"ph": "i", "pid": 1, "tid": 2, "ts": 3, "name": "i", "s": "t"},
+        {"ph": "I", "pid": 1, "tid": 2, "ts": 4, "name": "g", "s": "g"},
+        {"ph": "R", "pid": 1, "tid": 2, "ts": 5, "name": "r"},
+        {"ph": "E", "pid": 1, "tid": 2, "ts": 6},
+    ]
+    assert _json(tmp_path, events) == [
+        (ARGS, 1000, 2, 1, 2, "", b),
+        (BEGIN, 1000, 2, 1, 2, "b", None),
+        (ARGS, 2000, 3, 1, 2, "", x),
+        (COMPLETE, 2000, 3, 1, 2, "", 1000),
+        (INSTANT, 3000, 4, 1, 2, "i", None),
+        (INSTANT, 5000, 6, 1, 2, "r", None),
+        (END, 6000, 7, 1, 2, "", None),
+    ]
+
+
+def test_a_json_problem_names_the_phase_of_its_event(tmp_path: Path):
+    """A PROBLEM of a slice or name event carries its ph (parse says nothing of an X's, nor
+    parse and replay of an instant's); one of an event with no phase carries none."""
+    events = [
+        {"ph": "X", "pid": 1, "tid": 2, "ts": 1, "name": "x"},
+        {"ph": "i", "pid": "p", "tid": 2, "ts": 1, "name": "i"},
+        {"ph": "B", "pid": 1, "tid": 2, "ts": "t", "name": "b"},
+        {"pid": 1},
+    ]
+    assert [(e[0], e[2], e[6]) for e in _json(tmp_path, events)] == [
+        (PROBLEM, 2, "X"),
+        (PROBLEM, 3, "i"),
+        (PROBLEM, 4, "B"),
+        (PROBLEM, 5, None),
+    ]
+
+
+def test_a_system_row_with_no_tgid_has_a_no_slice_problem_before_its_begin(tmp_path: Path):
+    """A B mark with no tgid in a document's systemTraceEvents is a NO_SLICE PROBLEM, then
+    its nameless BEGIN (query opens no slice for it; parse and replay read the begin)."""
+    row = "          sys-201   (  200) [000] ...1     0.007000: tracing_mark_write: B|x\n"
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": [], "systemTraceEvents": "# tracer: nop\n" + row}))
+    events = [e for e in TraceEvents(trace).events() if e[0] != RESTART]
+    assert events == [
+        (
+            PROBLEM,
+            0,
+            1,
+            200,
+            0,
+            "malformed begin mark: expected B|<tgid>|<name>; row skipped",
+            NO_SLICE,
+        ),
+        (BEGIN, 7_000_000, 1, 200, 201, "", "sys"),
+    ]
+
+
+def test_a_system_row_has_the_problems_of_a_text_row(tmp_path: Path):
+    """A document's systemTraceEvents rows are read as a text file's rows are: a row with
+    an out-of-range tid is a PROBLEM on the text's line (query warns of it), not a slice,
+    and the text's last row, whole in the document, is no cut row."""
+    bad = "          sys-99999999999 (  200) [000] ...1     0.007000: tracing_mark_write: B|200|x\n"
+    last = "          sys-201   (  200) [000] ...1     0.008000: tracing_mark_write: B|200|y"
+    trace = tmp_path / "t.json"
+    trace.write_text(
+        json.dumps({"traceEvents": [], "systemTraceEvents": "# tracer: nop\n" + bad + last})
+    )
+    events = [e for e in TraceEvents(trace).events() if e[0] != RESTART]
+    assert [(e[0], e[2]) for e in events] == [(PROBLEM, 1), (BEGIN, 1)]
+    assert "thread id out of range" in events[0][5]
+    assert events[1][5] == "y"
+
+
+def test_a_restart_is_a_batch_of_its_own(quickstart: dict[str, Path]):
+    """A reader that stops at the RESTART goes on with the next batch: the document's."""
+    batches = TraceEvents(quickstart["document"]).batches()
+    assert next(batches) == [(RESTART, 0, 0, 0, 0, "", None)]
+    assert next(batches)[0][0] != RESTART
+
+
+def test_time_ordered_events_keep_file_order_at_one_time_and_untimed_in_place():
+    """Events sort by time, ties in file order; an event with no time (a name, a problem)
+    stays after the one before it; what comes before a RESTART is dropped."""
+    events = [
+        (BEGIN, 9, 1, 1, 1, "void", None),
+        (RESTART, 0, 0, 0, 0, "", None),
+        (END, 5, 2, 1, 1, "", None),
+        (PROBLEM, 0, 3, 0, 0, "p", None),
+        (BEGIN, 2, 4, 1, 1, "a", None),
+        (THREAD, 0, 5, 1, 1, "t", True),
+        (BEGIN, 5, 6, 1, 1, "b", None),
+    ]
+    assert [e[2] for e in time_ordered_events(events)] == [4, 5, 2, 3, 6]
+
+
 def test_the_format_is_told_once_and_unreadable_files_are_refused(tmp_path: Path):
     """A file no reader reads is refused when it is opened, as every command refuses it."""
     blank = tmp_path / "blank.json"
@@ -154,3 +269,9 @@ def test_perfetto_events_are_placed_at_their_packets(quickstart: dict[str, Path]
     events = [e[2] for e in TraceEvents(quickstart["pftrace"]).events() if e[0] == BEGIN]
     assert len(events) > 100
     assert events == begins
+
+
+def test_metadata_whose_args_are_no_object_names_nothing(tmp_path: Path):
+    """An M event whose args is a list names no thread (it was an AttributeError in replay)."""
+    events = [{"ph": "M", "pid": 1, "tid": 2, "name": "thread_name", "args": ["t"]}]
+    assert _json(tmp_path, events) == []

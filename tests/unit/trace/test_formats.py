@@ -1,4 +1,4 @@
-"""Format detection, ``open_trace`` dispatch and Chrome JSON reading."""
+"""Format detection, ``open_trace`` dispatch and Chrome JSON reading (``TraceEvents``)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,22 @@ import pytest
 
 from nnemu.errors import TraceFormatError
 from nnemu.trace import (
-    ChromeJsonError,
-    ChromeRows,
+    BEGIN,
+    PROBLEM,
     FtraceLines,
+    TraceEvents,
     TraceFormat,
     detect_format,
     json_time_ns,
     open_trace,
-    read_chrome_json,
 )
+
+
+def _events(tmp_path: Path, text: str) -> list[tuple[object, ...]]:
+    """The canonical events of a JSON file holding ``text``."""
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    return list(TraceEvents(path).events())
 
 
 @pytest.mark.parametrize(
@@ -52,27 +59,28 @@ def test_detect_format_by_first_bytes(head: bytes, kind: TraceFormat):
     assert detect_format(head) is kind
 
 
-def test_open_trace_gives_text_stream_or_chrome_rows(tmp_path: Path):
-    """Text comes as a stream for FtraceLines; JSON comes as numbered ftrace rows."""
+def test_open_trace_gives_a_text_stream_and_json_its_events(tmp_path: Path):
+    """Text comes as a stream for FtraceLines; JSON has no rows (open_trace refuses it) and
+    comes as canonical events from TraceEvents, each on its line."""
     text = tmp_path / "t.txt"
     text.write_text("# tracer: nop\n")
     with open_trace(text) as source:
-        assert not isinstance(source, ChromeRows)
         assert list(FtraceLines(source)) == [(1, "# tracer: nop\n")]
     events = [{"ph": "B", "pid": 7, "tid": 8, "ts": 1.5, "name": "[NN_LA_PE]m"}]
     chrome = tmp_path / "t.json"
     chrome.write_text(json.dumps({"traceEvents": events}))
-    with open_trace(chrome) as source:
-        assert isinstance(source, ChromeRows)
-        assert source.rows == (
-            (1, "<...>-8 (    7) [000] ...1 0.000001500: tracing_mark_write: B|7|[NN_LA_PE]m\n"),
-        )
+    with pytest.raises(TraceFormatError), open_trace(chrome):
+        pass
+    assert list(TraceEvents(chrome).events())[1:] == [(BEGIN, 1500, 1, 7, 8, "[NN_LA_PE]m", None)]
 
 
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (gzip.compress(b"x", mtime=0), "the file is gzip-compressed; decompress it first (gunzip -k)"),
+        (
+            gzip.compress(b"x", mtime=0),
+            "the file is gzip-compressed; decompress it first (gunzip -k)",
+        ),
         (b"PK\x03\x04", "the file is a compressed archive; extract the trace from it first"),
         (b"\x00\x01", "the file is binary and not a Perfetto protobuf trace"),
         (b'{"traceEvents": 3}', "not a Chrome trace"),
@@ -80,16 +88,16 @@ def test_open_trace_gives_text_stream_or_chrome_rows(tmp_path: Path):
         (b"[" * 100_000, "not a JSON trace: nested too deeply"),
     ],
 )
-def test_open_trace_refuses_what_no_reader_reads(tmp_path: Path, content: bytes, message: str):
+def test_the_reader_refuses_what_no_reader_reads(tmp_path: Path, content: bytes, message: str):
     """Compressed, binary and non-trace JSON files raise TraceFormatError with a reason."""
     path = tmp_path / "bad"
     path.write_bytes(content)
-    with pytest.raises(TraceFormatError) as info, open_trace(path):
-        pass
+    with pytest.raises(TraceFormatError) as info:
+        list(TraceEvents(path).events())
     assert info.value.message.startswith(message)
 
 
-def test_chrome_json_times_are_exact_and_problems_are_named():
+def test_chrome_json_times_are_exact_and_problems_are_named(tmp_path: Path):
     """nnemu's µs values come back as exact ns; bad events are skipped with their line."""
     text = (
         '{"traceEvents": [\n'
@@ -99,28 +107,27 @@ def test_chrome_json_times_are_exact_and_problems_are_named():
         '{"ph": "E", "pid": true, "tid": 7, "ts": 2}\n'
         "]}"
     )
-    rows = read_chrome_json(text)
-    assert rows.process_names == {"7": "app"}
-    assert [number for number, _ in rows.rows] == [3]
-    assert " 0.001000001: tracing_mark_write: B|7|x" in rows.rows[0][1]
-    assert [(line, message.split(":")[0]) for line, message, _ in rows.problems] == [
+    events = _events(tmp_path, text)
+    assert [event[:3] for event in events if event[0] == BEGIN] == [(BEGIN, 1_000_001, 3)]
+    assert [(event[2], event[5].split(":")[0]) for event in events if event[0] == PROBLEM] == [
         (4, "timestamp -1 µs is out of range (0 to 1e+17 µs)"),
         (5, "trace event without a numeric pid/tid"),
     ]
 
 
-def test_chrome_json_that_is_not_json_names_its_line():
-    """Invalid JSON is a ChromeJsonError at the line of the fault, worded as every reader says it."""
-    with pytest.raises(ChromeJsonError) as info:
-        read_chrome_json('[\n{"ph": }')
+def test_chrome_json_that_is_not_json_names_its_line(tmp_path: Path):
+    """Invalid JSON is a TraceFormatError at the line of the fault, worded as every reader
+    says it."""
+    with pytest.raises(TraceFormatError) as info:
+        _events(tmp_path, '[\n{"ph": }')
     assert (info.value.line_number, info.value.message) == (2, "not a JSON trace: Expecting value")
 
 
-def test_chrome_json_with_a_number_too_long_to_read_says_so():
+def test_chrome_json_with_a_number_too_long_to_read_says_so(tmp_path: Path):
     """A JSON number of more digits than Python reads is no JSON trace, said in the reader's
     words (Python's own named sys.set_int_max_str_digits)."""
-    with pytest.raises(ChromeJsonError) as info:
-        read_chrome_json('{"traceEvents": [{"ph": "B", "ts": ' + "9" * 5000 + "}]}")
+    with pytest.raises(TraceFormatError) as info:
+        _events(tmp_path, '{"traceEvents": [{"ph": "B", "ts": ' + "9" * 5000 + "}]}")
     assert info.value.message == "not a JSON trace: a number of more than 4300 digits"
 
 
@@ -162,8 +169,10 @@ def test_json_time_ns_rounds_finite_numbers_in_range(value: object, ns: int | No
     ],
     ids=["per-line", "one-line", "pretty"],
 )
-def test_chrome_json_problems_name_the_line_the_event_is_on(text: str, lines: list[int]):
+def test_chrome_json_problems_name_the_line_the_event_is_on(
+    tmp_path: Path, text: str, lines: list[int]
+):
     """A skipped event's diagnostic names the file line the event starts on, however the
     JSON is laid out (not its position in the event list, which is no line of the file)."""
-    read = read_chrome_json(text)
-    assert [line for line, _message, _event in read.problems] == lines
+    events = _events(tmp_path, text)
+    assert [event[2] for event in events if event[0] == PROBLEM] == lines
