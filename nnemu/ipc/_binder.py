@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Awaitable, Callable
-from typing import TypeVar, TypeVarTuple
+from typing import ClassVar, TypeVar, TypeVarTuple
 
 import structlog
 
@@ -41,7 +41,7 @@ ONEWAY_SERVER_NS = 20_000
 class DeadObject:
     """The transport error a call to a dead process gets (``DEAD_OBJECT`` in the runtime)."""
 
-    _instance: DeadObject | None = None
+    _instance: ClassVar[DeadObject | None] = None
 
     def __new__(cls) -> DeadObject:
         if cls._instance is None:
