@@ -10,14 +10,13 @@ through unchanged and take no virtual time.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
 
 from nnemu.driver import DriverService
 from nnemu.hal import ErrorStatus, Timing
-from nnemu.ipc import Binder, DeadObject, Endpoint
+from nnemu.ipc import Binder, DeadObject
 from nnemu.sim import Kernel, SimThread, current_thread
 
 
@@ -151,40 +150,20 @@ class CallLog:
         """(ts, method, status) of every callback notify a driver sent."""
 
     def install(self, binder: Binder, services: list[DriverService]) -> None:
-        """Wrap ``binder.call`` and each service's ``_notify`` and endpoint ``kill``."""
-        original_call = binder.call
+        """Note what each binder call returns (``Binder.on_return``); wrap each service's
+        ``_notify`` and endpoint ``kill``."""
         kernel, notes = self.kernel, self.notes
 
-        async def call(
-            callee: Endpoint,
-            iface: str,
-            method: str,
-            serve: Callable[..., Awaitable[Any]],
-            *args: Any,
-            payload_bytes: int = 0,
-            launches: object = None,
-            reply_overlaps: Callable[[Any], bool] | None = None,
-        ) -> Any:
-            thread = current_thread()
-            result = await original_call(
-                callee,
-                iface,
-                method,
-                serve,
-                *args,
-                payload_bytes=payload_bytes,
-                launches=launches,
-                reply_overlaps=reply_overlaps,
-            )
+        def returned(iface: str, method: str, result: object) -> None:
             text = describe(result)
             if text:
+                thread = current_thread()
                 key = f"HIDL::{iface}::{method}::client"
                 notes.append(
                     Note(kernel.task_now_ns(), thread, thread.pid, key, f"returned {text}")
                 )
-            return result
 
-        setattr(binder, "call", call)  # noqa: B010 - an instance-level observer
+        binder.on_return = returned
         for service in services:
             self._wrap_service(service)
 

@@ -95,6 +95,9 @@ class Binder:
         self.on_call: Callable[[str], None] | None = None
         """Called with ``HIDL::<Iface>::<method>`` as each transaction starts, on the caller's
         thread, before anything happens (manual stepping stops here)."""
+        self.on_return: Callable[[str, str, object], None] | None = None
+        """Called with (iface, method, answer) as each synchronous call returns to its caller,
+        DEAD included (the demo's recorder notes what a call returned)."""
 
     def latency_ns(self, payload_bytes: int = 0) -> int:
         """One-way latency of a transaction carrying ``payload_bytes``, in whole µs."""
@@ -169,13 +172,13 @@ class Binder:
             if flows:
                 tracer.flow_out(tx)  # the arrow to the ::server slice
             if not callee.alive:
-                return DEAD
+                return self._returned(iface, method, DEAD)
             request_ns = fixed.get(payload_bytes) if fixed is not None else None
             if request_ns is None:
                 request_ns = self.latency_ns(payload_bytes)
             await kernel.sleep(request_ns)
             if not callee.alive:
-                return DEAD
+                return self._returned(iface, method, DEAD)
             pool = callee.pool
             if split is not None:
                 split.ipc_ns += request_ns
@@ -198,7 +201,7 @@ class Binder:
             finally:
                 pool.release(thread)
             if not callee.alive:
-                return DEAD
+                return self._returned(iface, method, DEAD)
             reply_ns = fixed.get(0) if fixed is not None else None
             if reply_ns is None:
                 reply_ns = self.latency_ns()
@@ -211,7 +214,15 @@ class Binder:
                 # An asynchronous launch's reply travels while the driver already works:
                 # the callback (or the fence), not the reply, is on the execution's path.
                 split.ipc_ns += reply_ns
+            if self.on_return is not None:
+                self.on_return(iface, method, result)
             return result
+
+    def _returned(self, iface: str, method: str, answer: DeadObject) -> DeadObject:
+        """``answer``, told to ``on_return`` first (``call``'s early returns)."""
+        if self.on_return is not None:
+            self.on_return(iface, method, answer)
+        return answer
 
     def oneway(
         self,
