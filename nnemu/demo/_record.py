@@ -151,7 +151,7 @@ class CallLog:
 
     def install(self, binder: Binder, services: list[DriverService]) -> None:
         """Note what each binder call returns (``Binder.on_return``); wrap each service's
-        ``_notify`` and endpoint ``kill``."""
+        ``_notify``; note each endpoint's death (``Endpoint.on_kill``)."""
         kernel, notes = self.kernel, self.notes
 
         def returned(iface: str, method: str, result: object) -> None:
@@ -191,26 +191,21 @@ class CallLog:
             original_notify(callback, iface, method, *args, **options)
 
         setattr(service, "_notify", notify)  # noqa: B010 - an instance-level observer
-        endpoint = service.endpoint
-        original_kill = endpoint.kill
 
-        def kill() -> None:
-            if endpoint.alive:
-                waiting = len(endpoint.death_listeners)
-                notes.append(
-                    Note(
-                        kernel.task_now_ns(),
-                        None,
-                        service.process.pid,
-                        "✝",
-                        f"driver process {service.process.name} (pid {service.process.pid}) "
-                        f"dies; binder death recipients release {waiting} waiting "
-                        "callback(s) with DEAD_OBJECT",
-                    )
+        def killed(waiting: int) -> None:
+            notes.append(
+                Note(
+                    kernel.task_now_ns(),
+                    None,
+                    service.process.pid,
+                    "✝",
+                    f"driver process {service.process.name} (pid {service.process.pid}) "
+                    f"dies; binder death recipients release {waiting} waiting "
+                    "callback(s) with DEAD_OBJECT",
                 )
-            original_kill()
+            )
 
-        setattr(endpoint, "kill", kill)  # noqa: B010 - an instance-level observer
+        service.endpoint.on_kill = killed
 
     def add_device_history(self, services: list[DriverService]) -> None:
         """Notes for each execution a device ran: when it got a compute unit, how it ended."""

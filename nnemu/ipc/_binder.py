@@ -66,11 +66,16 @@ class Endpoint:
         self.pool = ThreadPool(kernel, threads)
         self.alive = True
         self.death_listeners: list[Callable[[], None]] = []
+        self.on_kill: Callable[[int], None] | None = None
+        """Called with the number of death recipients as the process dies, before they are
+        told (the demo's recorder notes it)."""
 
     def kill(self) -> None:
         """The process dies: later calls fail with DEAD_OBJECT and death recipients are told."""
         if not self.alive:
             return
+        if self.on_kill is not None:
+            self.on_kill(len(self.death_listeners))
         self.alive = False
         listeners, self.death_listeners = self.death_listeners, []
         for listener in listeners:
