@@ -28,14 +28,18 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
         "nnemu.tracer._perfetto_writer",
         "nnemu.sim._kernel",
     ),
+    "stack": ("nnemu.ipc._binder", "nnemu.runtime._execution", "nnemu.app._app"),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
     "trace": ("nnemu.trace._chrome",),
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
-whose clock it reads natively; ``trace``: the Chrome JSON reader, whose per-event work
-parse, query and replay share).  ``nnemu.query._slice_rows``, the loader's INSERT helpers
-(called once per 200 rows), stays Python: compiled in the query group its ``__file__`` came
-out as ``nnemu/query/nnemu/query/...so``, which no path names."""
+whose clock it reads natively; the stack is an execution's path above the driver: the app's
+frame, the runtime's execution, the binder's transaction; ``trace``: the Chrome JSON
+reader, whose per-event work parse, query and replay share).  ``nnemu.query._slice_rows``,
+the loader's INSERT helpers (called once per 200 rows), stays Python: compiled in the query
+group its ``__file__`` came out as ``nnemu/query/nnemu/query/...so``, which no path names.
+The driver's modules stay Python: ``Device`` is subclassed by users (``examples/``), and its
+``attrs.define`` classes with factories do not compile."""
 
 
 def module_path(dotted: str, package_dir: Path = PACKAGE_DIR) -> Path:

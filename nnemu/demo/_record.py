@@ -10,14 +10,13 @@ through unchanged and take no virtual time.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
 
 from nnemu.driver import DriverService
 from nnemu.hal import ErrorStatus, Timing
-from nnemu.ipc import Binder, DeadObject, Endpoint
+from nnemu.ipc import Binder, DeadObject
 from nnemu.sim import Kernel, SimThread, current_thread
 
 
@@ -151,40 +150,20 @@ class CallLog:
         """(ts, method, status) of every callback notify a driver sent."""
 
     def install(self, binder: Binder, services: list[DriverService]) -> None:
-        """Wrap ``binder.call`` and each service's ``_notify`` and endpoint ``kill``."""
-        original_call = binder.call
+        """Note what each binder call returns (``Binder.on_return``); wrap each service's
+        ``_notify``; note each endpoint's death (``Endpoint.on_kill``)."""
         kernel, notes = self.kernel, self.notes
 
-        async def call(
-            callee: Endpoint,
-            iface: str,
-            method: str,
-            serve: Callable[..., Awaitable[Any]],
-            *args: Any,
-            payload_bytes: int = 0,
-            launches: object = None,
-            reply_overlaps: Callable[[Any], bool] | None = None,
-        ) -> Any:
-            thread = current_thread()
-            result = await original_call(
-                callee,
-                iface,
-                method,
-                serve,
-                *args,
-                payload_bytes=payload_bytes,
-                launches=launches,
-                reply_overlaps=reply_overlaps,
-            )
+        def returned(iface: str, method: str, result: object) -> None:
             text = describe(result)
             if text:
+                thread = current_thread()
                 key = f"HIDL::{iface}::{method}::client"
                 notes.append(
                     Note(kernel.task_now_ns(), thread, thread.pid, key, f"returned {text}")
                 )
-            return result
 
-        setattr(binder, "call", call)  # noqa: B010 - an instance-level observer
+        binder.on_return = returned
         for service in services:
             self._wrap_service(service)
 
@@ -212,26 +191,21 @@ class CallLog:
             original_notify(callback, iface, method, *args, **options)
 
         setattr(service, "_notify", notify)  # noqa: B010 - an instance-level observer
-        endpoint = service.endpoint
-        original_kill = endpoint.kill
 
-        def kill() -> None:
-            if endpoint.alive:
-                waiting = len(endpoint.death_listeners)
-                notes.append(
-                    Note(
-                        kernel.task_now_ns(),
-                        None,
-                        service.process.pid,
-                        "✝",
-                        f"driver process {service.process.name} (pid {service.process.pid}) "
-                        f"dies; binder death recipients release {waiting} waiting "
-                        "callback(s) with DEAD_OBJECT",
-                    )
+        def killed(waiting: int) -> None:
+            notes.append(
+                Note(
+                    kernel.task_now_ns(),
+                    None,
+                    service.process.pid,
+                    "✝",
+                    f"driver process {service.process.name} (pid {service.process.pid}) "
+                    f"dies; binder death recipients release {waiting} waiting "
+                    "callback(s) with DEAD_OBJECT",
                 )
-            original_kill()
+            )
 
-        setattr(endpoint, "kill", kill)  # noqa: B010 - an instance-level observer
+        service.endpoint.on_kill = killed
 
     def add_device_history(self, services: list[DriverService]) -> None:
         """Notes for each execution a device ran: when it got a compute unit, how it ended."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Awaitable, Callable
-from typing import TypeVar, TypeVarTuple
+from typing import ClassVar, TypeVar, TypeVarTuple
 
 import structlog
 
@@ -41,7 +41,7 @@ ONEWAY_SERVER_NS = 20_000
 class DeadObject:
     """The transport error a call to a dead process gets (``DEAD_OBJECT`` in the runtime)."""
 
-    _instance: DeadObject | None = None
+    _instance: ClassVar[DeadObject | None] = None
 
     def __new__(cls) -> DeadObject:
         if cls._instance is None:
@@ -66,11 +66,16 @@ class Endpoint:
         self.pool = ThreadPool(kernel, threads)
         self.alive = True
         self.death_listeners: list[Callable[[], None]] = []
+        self.on_kill: Callable[[int], None] | None = None
+        """Called with the number of death recipients as the process dies, before they are
+        told (the demo's recorder notes it)."""
 
     def kill(self) -> None:
         """The process dies: later calls fail with DEAD_OBJECT and death recipients are told."""
         if not self.alive:
             return
+        if self.on_kill is not None:
+            self.on_kill(len(self.death_listeners))
         self.alive = False
         listeners, self.death_listeners = self.death_listeners, []
         for listener in listeners:
@@ -95,6 +100,9 @@ class Binder:
         self.on_call: Callable[[str], None] | None = None
         """Called with ``HIDL::<Iface>::<method>`` as each transaction starts, on the caller's
         thread, before anything happens (manual stepping stops here)."""
+        self.on_return: Callable[[str, str, object], None] | None = None
+        """Called with (iface, method, answer) as each synchronous call returns to its caller,
+        DEAD included (the demo's recorder notes what a call returned)."""
 
     def latency_ns(self, payload_bytes: int = 0) -> int:
         """One-way latency of a transaction carrying ``payload_bytes``, in whole µs."""
@@ -169,13 +177,13 @@ class Binder:
             if flows:
                 tracer.flow_out(tx)  # the arrow to the ::server slice
             if not callee.alive:
-                return DEAD
+                return self._returned(iface, method, DEAD)
             request_ns = fixed.get(payload_bytes) if fixed is not None else None
             if request_ns is None:
                 request_ns = self.latency_ns(payload_bytes)
             await kernel.sleep(request_ns)
             if not callee.alive:
-                return DEAD
+                return self._returned(iface, method, DEAD)
             pool = callee.pool
             if split is not None:
                 split.ipc_ns += request_ns
@@ -198,7 +206,7 @@ class Binder:
             finally:
                 pool.release(thread)
             if not callee.alive:
-                return DEAD
+                return self._returned(iface, method, DEAD)
             reply_ns = fixed.get(0) if fixed is not None else None
             if reply_ns is None:
                 reply_ns = self.latency_ns()
@@ -211,7 +219,15 @@ class Binder:
                 # An asynchronous launch's reply travels while the driver already works:
                 # the callback (or the fence), not the reply, is on the execution's path.
                 split.ipc_ns += reply_ns
+            if self.on_return is not None:
+                self.on_return(iface, method, result)
             return result
+
+    def _returned(self, iface: str, method: str, answer: DeadObject) -> DeadObject:
+        """``answer``, told to ``on_return`` first (``call``'s early returns)."""
+        if self.on_return is not None:
+            self.on_return(iface, method, answer)
+        return answer
 
     def oneway(
         self,

@@ -87,7 +87,7 @@ async def shell(kernel: Any, proc: Any) -> None:
     proc.shell_waiting = True
     try:
         await wait_task_rescheduled(kernel._abort)
-    except BaseException:
+    except BaseException as cancelled:
         proc.shell_waiting = False
         if not proc.done:
             # Cancelled first (the end of a run): the code's cleanup runs now.
@@ -96,4 +96,6 @@ async def shell(kernel: Any, proc: Any) -> None:
                 proc.context.run(proc.coro.close)
             kernel._reached_ns = max(kernel._reached_ns, kernel.clock_ns + proc.lag_ns)
             proc.lag_ns = 0
-        raise
+        # Named, not a bare ``raise``: closing a compiled coroutine leaves its GeneratorExit
+        # as the exception being handled, which a bare ``raise`` would send to the nursery.
+        raise cancelled
