@@ -40,7 +40,8 @@ def test_describe_says_source_compiled_or_which(tmp_path: Path) -> None:
     # An area runs compiled only when every one of its modules does (the tracer with the kernel).
     part = set(_MODULES) - {"nnemu.sim._kernel"}
     assert (
-        _native.describe(_tree(tmp_path / "c", part)) == "compiled: parser, query; source: tracer"
+        _native.describe(_tree(tmp_path / "c", part))
+        == "compiled: parser, query, perfetto; source: tracer"
     )
 
 
