@@ -243,9 +243,13 @@ class Decoder:
                 continue
             if key & 7:
                 return False
-            value, pos = _varint(data, pos, end)
-            if value < 0:
-                return False
+            value = data[pos] if pos < end else 0x80
+            if value < 0x80:  # (a one-byte varint, read here: most are)
+                pos += 1
+            else:
+                value, pos = _varint(data, pos, end)
+                if value < 0:
+                    return False
             field = key >> 3
             if field == 8:
                 ts = value
@@ -284,9 +288,13 @@ class Decoder:
             wire = key & 7
             field = key >> 3
             if wire == 0:
-                value, pos = _varint(data, pos, end)
-                if value < 0:
-                    return False
+                value = data[pos] if pos < end else 0x80
+                if value < 0x80:
+                    pos += 1
+                else:
+                    value, pos = _varint(data, pos, end)
+                    if value < 0:
+                        return False
                 if field == 9:
                     if value not in _FAST_TYPES:
                         return False
