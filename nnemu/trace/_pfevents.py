@@ -67,10 +67,11 @@ def record_lists(
     for records in _decoded(path, parse, problem, values=values):
         out: list[Record] = []
         for record in records:
-            ts = record[0]
-            if record[2] >= TIMED:
+            kind: int = record[2]
+            if kind >= TIMED:
                 out.append(record)
                 continue
+            ts: int = record[0]
             if ts < previous:
                 in_order = False
                 if ts < last_ts and not warned:
@@ -86,8 +87,8 @@ def record_lists(
                 if not in_order:
                     pending.sort(key=_time)
                     in_order = True
-                    previous = pending[-1][0]
-                last_ts = pending[limit - 1][0]
+                    previous = _time(pending[-1])
+                last_ts = _time(pending[limit - 1])
                 out += pending[:limit]
                 del pending[:limit]
         if out:
