@@ -35,6 +35,8 @@ _UNREAD_PACKET_FIELDS: Final = frozenset((42, 58, 87))
 _FLOW_FIELDS: Final = {36: 0, 47: 1, 42: 2, 48: 3}
 """``TrackEvent``'s flow id fields -> their list in ``fast_event``: ``flow_ids_old``
 (varints), ``flow_ids`` (fixed64), ``terminating_flow_ids_old``, ``terminating_flow_ids``."""
+_MAX_CACHED_EVENTS: Final = 1 << 14
+"""Distinct track events whose fields ``Decoder.fast`` keeps (then it forgets them all)."""
 _DOUBLE: Final = struct.Struct("<d")
 _UINT64: Final = struct.Struct("<Q")
 
@@ -68,6 +70,13 @@ THREAD: Final = 6  # pid | None, tid, name
 TIMED: Final = PROCESS
 """Kinds below this have a time."""
 Record = tuple[Any, ...]
+_Fields = tuple[
+    int, int, bool, int, int, str, int, float | None, tuple[tuple[int, ...], tuple[int, ...]] | None
+]
+"""A track event's fields as ``_event_fields`` reads them: type, track uuid, whether the
+uuid is set, which name field is set (0 none, 1 ``name_iid``, 2 ``name``), name iid, name,
+counter value, double counter value (None: not set), flow ids (None: none): those that
+continue a flow, those that end one."""
 
 
 def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -106,6 +115,112 @@ def _packed(data: bytes, pos: int, end: int, fixed: bool, into: list[int]) -> bo
     return True
 
 
+def _event_fields(data: bytes) -> _Fields | None:
+    """The fields of the ``TrackEvent`` ``data`` that ``Decoder.fast`` reads, or None if it
+    holds another: ``type`` (a slice begin or end, a counter), ``track_uuid``, ``name_iid``
+    or ``name``, ``counter_value`` or ``double_counter_value``, flow ids (``flow_ids``,
+    ``terminating_flow_ids`` and their ``_old`` forms, packed or not) and the fields nnemu
+    reads nowhere (``category_iids``, unpacked).  The last of a oneof's fields wins, as in
+    protobuf."""
+    pos = 0
+    end = len(data)
+    kind = uuid = iid = counter = 0
+    has_uuid = False
+    named = 0  # which field of the name's oneof is set: 0 none, 1 name_iid, 2 name
+    name = ""
+    double: float | None = None  # set: double_counter_value is the oneof's field
+    flows: list[list[int]] | None = None
+    while pos < end:
+        key = data[pos]
+        pos += 1
+        if key >= 0x80:
+            if pos >= end or data[pos] >= 0x80:
+                return None
+            key = (key & 0x7F) | data[pos] << 7
+            pos += 1
+        wire = key & 7
+        field = key >> 3
+        if wire == 0:
+            value = data[pos] if pos < end else 0x80
+            if value < 0x80:
+                pos += 1
+            else:
+                value, pos = _varint(data, pos, end)
+                if value < 0:
+                    return None
+            if field == 9:
+                if value not in _FAST_TYPES:
+                    return None
+                kind = value
+            elif field == 11:
+                uuid = value
+                has_uuid = True
+            elif field == 10:
+                iid = value
+                named = 1
+            elif field == 30:
+                counter = value - (1 << 64) if value >> 63 else value
+                double = None
+            elif field in _FLOW_FIELDS and field < 47:
+                if flows is None:
+                    flows = [[], [], [], []]
+                flows[_FLOW_FIELDS[field]].append(value)
+            elif field != 3:  # category_iids: read nowhere
+                return None
+        elif wire == 2:
+            length, pos = _varint(data, pos, end)
+            stop = pos + length
+            if length < 0 or stop > end:
+                return None
+            if field == 23:
+                try:
+                    name = data[pos:stop].decode()
+                except UnicodeDecodeError:
+                    return None
+                named = 2
+            elif field in _FLOW_FIELDS:  # packed
+                if flows is None:
+                    flows = [[], [], [], []]
+                if not _packed(data, pos, stop, field >= 47, flows[_FLOW_FIELDS[field]]):
+                    return None
+            else:
+                return None
+            pos = stop
+        elif wire == 1:
+            if pos + 8 > end:
+                return None
+            if field == 44:
+                double = _DOUBLE.unpack_from(data, pos)[0]
+                counter = 0
+            elif field in _FLOW_FIELDS and field >= 47:
+                if flows is None:
+                    flows = [[], [], [], []]
+                flows[_FLOW_FIELDS[field]].append(_UINT64.unpack_from(data, pos)[0])
+            else:
+                return None
+            pos += 8
+        else:
+            return None
+    if kind == 0:
+        return None
+    if flows is None:
+        return kind, uuid, has_uuid, named, iid, name, counter, double, None
+    return (
+        kind,
+        uuid,
+        has_uuid,
+        named,
+        iid,
+        name,
+        counter,
+        double,
+        (
+            (*flows[0], *flows[1]),
+            (*flows[2], *flows[3]),
+        ),
+    )
+
+
 class _Track:
     """A ``TrackDescriptor``: its thread or process (if any), name, and whether it counts."""
 
@@ -142,6 +257,8 @@ class Decoder:
         self.warned: set[str] = set()
         self.repeated = values
         """Whether a ``TrackEvent``'s flow ids and extra counter values are read."""
+        self.events: dict[bytes, _Fields | None] = {}
+        """Track events' fields by their bytes (None: ``fast`` does not read it)."""
         self.stop: tuple[int, str] | None = None
         """Where ``run`` stopped at an undecodable packet, and why."""
 
@@ -261,95 +378,25 @@ class Decoder:
                 return False
         if event_at < 0:
             return False
-        return self.fast_event(offset, data, event_at, event_end, ts, seq, flags)
-
-    def fast_event(
-        self, offset: int, data: bytes, pos: int, end: int, ts: int, seq: int, flags: int
-    ) -> bool:
-        """``fast``'s ``TrackEvent`` in ``data[pos:end]``: ``type`` (a slice begin or end,
-        a counter), ``track_uuid``, ``name_iid`` or ``name``, ``counter_value`` or
-        ``double_counter_value``, flow ids (``flow_ids``, ``terminating_flow_ids`` and
-        their ``_old`` forms, packed or not) and the fields nnemu reads nowhere
-        (``category_iids``, unpacked).  The last of a oneof's fields wins, as in protobuf."""
-        kind = uuid = iid = counter = 0
-        has_uuid = False
-        named = 0  # which field of the name's oneof is set: 0 none, 1 name_iid, 2 name
-        name = ""
-        double: float | None = None  # set: double_counter_value is the oneof's field
-        flows: list[list[int]] | None = None
-        while pos < end:
-            key = data[pos]
-            pos += 1
-            if key >= 0x80:
-                if pos >= end or data[pos] >= 0x80:
-                    return False
-                key = (key & 0x7F) | data[pos] << 7
-                pos += 1
-            wire = key & 7
-            field = key >> 3
-            if wire == 0:
-                value = data[pos] if pos < end else 0x80
-                if value < 0x80:
-                    pos += 1
-                else:
-                    value, pos = _varint(data, pos, end)
-                    if value < 0:
-                        return False
-                if field == 9:
-                    if value not in _FAST_TYPES:
-                        return False
-                    kind = value
-                elif field == 11:
-                    uuid = value
-                    has_uuid = True
-                elif field == 10:
-                    iid = value
-                    named = 1
-                elif field == 30:
-                    counter = value - (1 << 64) if value >> 63 else value
-                    double = None
-                elif field in _FLOW_FIELDS and field < 47:
-                    if flows is None:
-                        flows = [[], [], [], []]
-                    flows[_FLOW_FIELDS[field]].append(value)
-                elif field != 3:  # category_iids: read nowhere
-                    return False
-            elif wire == 2:
-                length, pos = _varint(data, pos, end)
-                stop = pos + length
-                if length < 0 or stop > end:
-                    return False
-                if field == 23:
-                    try:
-                        name = data[pos:stop].decode()
-                    except UnicodeDecodeError:
-                        return False
-                    named = 2
-                elif field in _FLOW_FIELDS:  # packed
-                    if flows is None:
-                        flows = [[], [], [], []]
-                    if not _packed(data, pos, stop, field >= 47, flows[_FLOW_FIELDS[field]]):
-                        return False
-                else:
-                    return False
-                pos = stop
-            elif wire == 1:
-                if pos + 8 > end:
-                    return False
-                if field == 44:
-                    double = _DOUBLE.unpack_from(data, pos)[0]
-                    counter = 0
-                elif field in _FLOW_FIELDS and field >= 47:
-                    if flows is None:
-                        flows = [[], [], [], []]
-                    flows[_FLOW_FIELDS[field]].append(_UINT64.unpack_from(data, pos)[0])
-                else:
-                    return False
-                pos += 8
-            else:
+        # A track event's fields, read once per distinct bytes (an end on a track, a begin
+        # of an interned name: the same bytes again and again; the time is the packet's).
+        raw = data[event_at:event_end]
+        cache = self.events
+        fields = cache.get(raw)
+        if fields is None:
+            if raw in cache:
                 return False
-        if kind == 0:
-            return False
+            if len(cache) >= _MAX_CACHED_EVENTS:
+                cache.clear()
+            fields = cache[raw] = _event_fields(raw)
+            if fields is None:
+                return False
+        return self.fast_event(offset, fields, ts, seq, flags)
+
+    def fast_event(self, offset: int, fields: _Fields, ts: int, seq: int, flags: int) -> bool:
+        """``fast``'s track event, of ``fields`` (``_event_fields``), at ``ts`` on sequence
+        ``seq`` (packet ``flags``): its records, if on a track ``fast`` reads."""
+        kind, uuid, has_uuid, named, iid, name, counter, double, flows = fields
         names = self.names
         if not uuid and not has_uuid:
             uuid = self.default_track.get(seq, 0)
@@ -383,9 +430,9 @@ class Decoder:
                     text = self.name_of(named, name, iid, seq)
             out.append((ts, offset, BEGIN, pid, tid, text))
             if flows is not None and self.repeated:
-                for flow_id in (*flows[0], *flows[1]):
+                for flow_id in flows[0]:
                     out.append((ts, offset, FLOW, pid, tid, flow_id, False))
-                for flow_id in (*flows[2], *flows[3]):
+                for flow_id in flows[1]:
                     out.append((ts, offset, FLOW, pid, tid, flow_id, True))
         return True
 

@@ -3,16 +3,13 @@
 A Perfetto trace file is a ``Trace`` message: repeated field 1, ``TracePacket``,
 each a length-delimited record (tag ``0x0a``, a varint length, the packet's
 bytes).  ``read_perfetto`` reads the file a block (``CHUNK``, 1 MiB) at a time
-(``_pbstream.packet_runs``) and decodes the whole packets of each block at once
-with the ``perfetto`` package's generated classes (``Trace.FromString``: upb
-decodes them in C), so memory stays bounded whatever the file's size.  The
-Python that reads the decoded packets runs once per packet: a packet of one
-slice begin, end or counter value on a described track takes a short path
-(``_pbdecode.Decoder.run``: its type read first, interned data and packet defaults
-looked for only in a packet whose bytes hold their tags, ``may_hold_state``), and the
-lists a ``TrackEvent`` may hold (flow ids, extra counter values: reading even an empty
-one costs microseconds) are read only from a packet whose bytes hold one of their tags
-(``_pbdecode.flagged``), and not at all for a reader that wants only slices.
+(``_pbstream.packet_runs``), so memory stays bounded whatever the file's size.  A
+packet of one slice begin, end or counter value on a described track (most packets) is
+read straight from its bytes (``_pbdecode.Decoder.fast``, with its flow ids unless the
+reader wants only slices); any other is decoded by the ``perfetto`` package's generated
+``TracePacket`` (upb, in C) and read from its fields.  The loops over every record
+(``_pbdecode``, ``_pbstream``, ``_pfevents``, ``_pftrack``) import no protobuf package and
+run compiled in a wheel (``nnemu._native``); this module hands them the packet parser.
 Gzip-compressed files are read through ``gzip``.
 
 What it reads, as typed records (``PerfettoEvent``; the timed ones in time order):
@@ -307,8 +304,9 @@ def perfetto_event_batches(path: str, *, slices_only: bool = False) -> Iterator[
     ``THREAD`` events (a process dump's rows), where they are read; problems as
     ``PROBLEM`` events.  What the text form has no row for (a negative time or tid, one
     beyond ``MAX_ABS_NS`` or pid_t) gives no event; counters and flows give ``COUNTER``
-    and ``FLOW`` events (``_track_events``).  ``slices_only``: neither is wanted, and a ``TrackEvent``'s flow
-    ids and extra counter values are not even read (``_decoded``'s ``values``).
+    and ``FLOW`` events (``_pftrack.track_record_events``).  ``slices_only``: neither is
+    wanted, and a ``TrackEvent``'s flow ids and extra counter values make no record
+    (``_pfevents.record_lists``' ``values``).
 
     Raises:
         TraceFormatError: The first packet cannot be read, or ``perfetto`` is missing.
