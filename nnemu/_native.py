@@ -25,15 +25,18 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "tracer": ("nnemu.tracer._tracer", "nnemu.tracer._writers", "nnemu.sim._kernel"),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
     "perfetto": (
-        "nnemu.trace._pfevents",
         "nnemu.trace._pbdecode",
         "nnemu.trace._pbstream",
         "nnemu.trace._pftrack",
+        "nnemu.trace._pfevents",
     ),
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
 whose clock it reads natively; the Perfetto protobuf reader's decoder and its loops over
-every record, not its typed records or text rows, ``nnemu.trace._perfetto``).  ``nnemu.query._slice_rows``, the loader's INSERT helpers
+every record, not its typed records or text rows, ``nnemu.trace._perfetto``).  A module of a group that another compiled module of the group
+imports first gets a wrong ``__file__`` from mypyc (``nnemu/trace/nnemu/trace/...so``; it
+runs compiled all the same): so each group's modules are listed before those that import
+them, and ``_perfetto`` (interpreted) imports the Perfetto group's in that order.  ``nnemu.query._slice_rows``, the loader's INSERT helpers
 (called once per 200 rows), stays Python: compiled in the query group its ``__file__`` came
 out as ``nnemu/query/nnemu/query/...so``, which no path names."""
 

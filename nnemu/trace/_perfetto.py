@@ -54,6 +54,12 @@ from typing import Any, Final
 import attrs
 
 from nnemu.errors import TraceFormatError
+
+# The compiled reader's modules first, in the order nnemu._native lists them (one first
+# imported by another of them would get a wrong __file__ in a wheel).
+from nnemu.trace import _pbdecode as _pbdecode
+from nnemu.trace import _pbstream as _pbstream
+from nnemu.trace import _pftrack as _pftrack
 from nnemu.trace._events import Event
 from nnemu.trace._html import DumpProcess, DumpThread
 from nnemu.trace._pbdecode import (
