@@ -24,22 +24,34 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "parser": ("nnemu.parser._engine",),
     "tracer": (
         "nnemu.tracer._tracer",
-        "nnemu.tracer._writers",
         "nnemu.tracer._perfetto_writer",
+        "nnemu.tracer._writers",
         "nnemu.sim._kernel",
     ),
     "stack": ("nnemu.ipc._binder", "nnemu.runtime._execution", "nnemu.app._app"),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
     "trace": ("nnemu.trace._chrome",),
+    "perfetto": (
+        "nnemu.trace._pbdecode",
+        "nnemu.trace._pbstream",
+        "nnemu.trace._pftrack",
+        "nnemu.trace._pfevents",
+    ),
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
 whose clock it reads natively; the stack is an execution's path above the driver: the app's
 frame, the runtime's execution, the binder's transaction; ``trace``: the Chrome JSON
-reader, whose per-event work parse, query and replay share).  ``nnemu.query._slice_rows``,
-the loader's INSERT helpers (called once per 200 rows), stays Python: compiled in the query
-group its ``__file__`` came out as ``nnemu/query/nnemu/query/...so``, which no path names.
-The driver's modules stay Python: ``Device`` is subclassed by users (``examples/``), and its
-``attrs.define`` classes with factories do not compile."""
+reader, whose per-event work parse, query and replay share; ``perfetto``: the Perfetto
+protobuf reader's decoder and its loops over every record, not its typed records or text
+rows, ``nnemu.trace._perfetto``).  A module of a group that another compiled module of the
+group imports first gets a wrong ``__file__`` from mypyc (``nnemu/trace/nnemu/trace/...so``;
+it runs compiled all the same): so each group's modules are listed before those that import
+them, and ``_perfetto`` (interpreted) imports the Perfetto group's in that order.
+``nnemu.query._slice_rows``, the loader's INSERT helpers (called once per 200 rows), stays
+Python: compiled in the query group its ``__file__`` came out as
+``nnemu/query/nnemu/query/...so``, which no path names.  The driver's modules stay Python:
+``Device`` is subclassed by users (``examples/``), and its ``attrs.define`` classes with
+factories do not compile."""
 
 
 def module_path(dotted: str, package_dir: Path = PACKAGE_DIR) -> Path:

@@ -1,21 +1,23 @@
-"""Reading decoded Perfetto packets into the reader's records (``_perfetto``'s engine).
+"""Reading Perfetto packets into the reader's records (``_perfetto``'s engine).
 
 ``Decoder`` keeps what spans packets (tracks, interned names, thread and process names)
 and turns each ``TracePacket`` into records: plain tuples (``Record``: time, the
 packet's byte offset, a kind, then the kind's fields), cheaper to make than the typed
-records ``read_perfetto`` builds from them.  ``Decoder.run`` reads a run of packets;
-``flagged`` tells which of them may hold the lists ``track_event`` reads.
+records ``read_perfetto`` builds from them.  ``Decoder.run`` reads a run of packets from
+their bytes: a track event of one slice begin or end or a counter value (most packets)
+is read from its wire format here (``Decoder.fast``); any other packet is decoded by
+protobuf (the ``perfetto`` package's classes, upb in C) and read from its fields.
+
+A wheel runs this module compiled by mypyc (``nnemu._native``): it imports no
+protobuf package (``_perfetto`` hands it the packet parser) and its classes are plain.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
-import re
-from collections.abc import Callable, Set
+import struct
+from collections.abc import Callable
 from typing import Any, Final
-
-import attrs
 
 _SEQ_INCREMENTAL_STATE_CLEARED: Final = 1
 _TYPE_SLICE_BEGIN: Final = 1
@@ -24,11 +26,19 @@ _TYPE_INSTANT: Final = 3
 _TYPE_COUNTER: Final = 4
 
 _FAST_TYPES: Final = frozenset((_TYPE_SLICE_BEGIN, _TYPE_SLICE_END, _TYPE_COUNTER))
-"""The ``TrackEvent`` types ``Decoder.run`` reads itself."""
-_STATE_TAGS: Final = re.compile(b"\x62|\xda\x03|\xc8\x02")
-"""The tags of ``TracePacket.interned_data`` (field 12) and ``trace_packet_defaults``
-(field 59), length-delimited, and of ``incremental_state_cleared`` (field 41, a varint):
-a packet without these bytes holds none of them."""
+"""The ``TrackEvent`` types ``Decoder.fast`` reads itself."""
+_EVENT_KEY: Final = 11 << 3 | 2
+"""The key of ``TracePacket.track_event`` (field 11, length-delimited)."""
+_UNREAD_PACKET_FIELDS: Final = frozenset((42, 58, 87))
+"""``TracePacket`` varints nnemu reads nowhere: ``previous_packet_dropped``,
+``timestamp_clock_id`` (one boot clock is assumed), ``first_packet_on_sequence``."""
+_FLOW_FIELDS: Final = {36: 0, 47: 1, 42: 2, 48: 3}
+"""``TrackEvent``'s flow id fields -> their list in ``fast_event``: ``flow_ids_old``
+(varints), ``flow_ids`` (fixed64), ``terminating_flow_ids_old``, ``terminating_flow_ids``."""
+_MAX_CACHED_EVENTS: Final = 1 << 14
+"""Distinct track events whose fields ``Decoder.fast`` keeps (then it forgets them all)."""
+_DOUBLE: Final = struct.Struct("<d")
+_UINT64: Final = struct.Struct("<Q")
 
 _TRACK_FIELDS: Final = frozenset(
     (
@@ -42,6 +52,8 @@ _TRACK_FIELDS: Final = frozenset(
 
 Problem = Callable[[int, str], None]
 """Called with (byte offset, message) for each problem found while reading."""
+ParsePacket = Callable[[bytes], Any]
+"""A ``TracePacket``'s bytes -> the decoded packet, or why it is undecodable (a str)."""
 
 # -- decoding packets --------------------------------------------------------------
 
@@ -58,56 +70,197 @@ THREAD: Final = 6  # pid | None, tid, name
 TIMED: Final = PROCESS
 """Kinds below this have a time."""
 Record = tuple[Any, ...]
-_REPEATED_FIELDS: Final = (31, 36, 42, 45, 46, 47, 48)
-"""The ``TrackEvent`` fields ``track_event`` reads as lists: ``extra_counter_track_uuids``,
-``flow_ids_old``, ``terminating_flow_ids_old``, ``extra_double_counter_track_uuids``,
-``extra_double_counter_values``, ``flow_ids``, ``terminating_flow_ids`` (each tag two bytes)."""
-_REPEATED_TAGS: Final = re.compile(
-    b"|".join(
-        re.escape(bytes(((number << 3 | wire) & 0x7F | 0x80, (number << 3 | wire) >> 7)))
-        for number in _REPEATED_FIELDS
-        for wire in (0, 1, 2, 5)
+_Fields = tuple[
+    int, int, bool, int, int, str, int, float | None, tuple[tuple[int, ...], tuple[int, ...]] | None
+]
+"""A track event's fields as ``_event_fields`` reads them: type, track uuid, whether the
+uuid is set, which name field is set (0 none, 1 ``name_iid``, 2 ``name``), name iid, name,
+counter value, double counter value (None: not set), flow ids (None: none): those that
+continue a flow, those that end one."""
+
+
+def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """(value, next position) of the varint at ``pos``, or (-1, pos): cut off at ``end``,
+    or longer than a 64-bit value."""
+    value = 0
+    shift = 0
+    at = pos
+    while at < end:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            if shift == 63 and byte > 1:
+                return -1, pos
+            return value, at
+        shift += 7
+        if shift > 63:
+            break
+    return -1, pos
+
+
+def _packed(data: bytes, pos: int, end: int, fixed: bool, into: list[int]) -> bool:
+    """Append the packed varints (or ``fixed`` 64-bit values) of ``data[pos:end]`` to
+    ``into``; False if they do not fill it exactly."""
+    if fixed:
+        if (end - pos) % 8:
+            return False
+        into.extend(value for (value,) in _UINT64.iter_unpack(data[pos:end]))
+        return True
+    while pos < end:
+        value, pos = _varint(data, pos, end)
+        if value < 0:
+            return False
+        into.append(value)
+    return True
+
+
+def _event_fields(data: bytes) -> _Fields | None:
+    """The fields of the ``TrackEvent`` ``data`` that ``Decoder.fast`` reads, or None if it
+    holds another: ``type`` (a slice begin or end, a counter), ``track_uuid``, ``name_iid``
+    or ``name``, ``counter_value`` or ``double_counter_value``, flow ids (``flow_ids``,
+    ``terminating_flow_ids`` and their ``_old`` forms, packed or not) and the fields nnemu
+    reads nowhere (``category_iids``, unpacked).  The last of a oneof's fields wins, as in
+    protobuf."""
+    pos = 0
+    end = len(data)
+    kind = uuid = iid = counter = 0
+    has_uuid = False
+    named = 0  # which field of the name's oneof is set: 0 none, 1 name_iid, 2 name
+    name = ""
+    double: float | None = None  # set: double_counter_value is the oneof's field
+    flows: list[list[int]] | None = None
+    while pos < end:
+        key = data[pos]
+        pos += 1
+        if key >= 0x80:
+            if pos >= end or data[pos] >= 0x80:
+                return None
+            key = (key & 0x7F) | data[pos] << 7
+            pos += 1
+        wire = key & 7
+        field = key >> 3
+        if wire == 0:
+            value = data[pos] if pos < end else 0x80
+            if value < 0x80:
+                pos += 1
+            else:
+                value, pos = _varint(data, pos, end)
+                if value < 0:
+                    return None
+            if field == 9:
+                if value not in _FAST_TYPES:
+                    return None
+                kind = value
+            elif field == 11:
+                uuid = value
+                has_uuid = True
+            elif field == 10:
+                iid = value
+                named = 1
+            elif field == 30:
+                counter = value - (1 << 64) if value >> 63 else value
+                double = None
+            elif field in _FLOW_FIELDS and field < 47:
+                if flows is None:
+                    flows = [[], [], [], []]
+                flows[_FLOW_FIELDS[field]].append(value)
+            elif field != 3:  # category_iids: read nowhere
+                return None
+        elif wire == 2:
+            length, pos = _varint(data, pos, end)
+            stop = pos + length
+            if length < 0 or stop > end:
+                return None
+            if field == 23:
+                try:
+                    name = data[pos:stop].decode()
+                except UnicodeDecodeError:
+                    return None
+                named = 2
+            elif field in _FLOW_FIELDS:  # packed
+                if flows is None:
+                    flows = [[], [], [], []]
+                if not _packed(data, pos, stop, field >= 47, flows[_FLOW_FIELDS[field]]):
+                    return None
+            else:
+                return None
+            pos = stop
+        elif wire == 1:
+            if pos + 8 > end:
+                return None
+            if field == 44:
+                double = _DOUBLE.unpack_from(data, pos)[0]
+                counter = 0
+            elif field in _FLOW_FIELDS and field >= 47:
+                if flows is None:
+                    flows = [[], [], [], []]
+                flows[_FLOW_FIELDS[field]].append(_UINT64.unpack_from(data, pos)[0])
+            else:
+                return None
+            pos += 8
+        else:
+            return None
+    if kind == 0:
+        return None
+    if flows is None:
+        return kind, uuid, has_uuid, named, iid, name, counter, double, None
+    return (
+        kind,
+        uuid,
+        has_uuid,
+        named,
+        iid,
+        name,
+        counter,
+        double,
+        (
+            (*flows[0], *flows[1]),
+            (*flows[2], *flows[3]),
+        ),
     )
-)
-"""The bytes of their tags, any wire type: a packet without them holds none of the fields
-(one with them may: the bytes may also be part of a value)."""
 
 
-@attrs.define
 class _Track:
     """A ``TrackDescriptor``: its thread or process (if any), name, and whether it counts."""
 
-    pid: int | None
-    tid: int | None
-    name: str
-    counter: bool
+    def __init__(self, pid: int | None, tid: int | None, name: str, counter: bool) -> None:
+        self.pid = pid
+        self.tid = tid
+        self.name = name
+        self.counter = counter
 
 
-@attrs.define
 class Decoder:
     """The state that spans packets: tracks, interned names, thread names and processes.
 
     Each method appends the records of what it reads to ``out``.
     """
 
-    on_problem: Problem
-    out: list[Record] = attrs.field(factory=list)
-    """The records read and not yet taken."""
-    tracks: dict[int, _Track] = attrs.field(factory=dict)
-    names: dict[int, dict[int, str]] = attrs.field(factory=dict)
-    """Interned event names by sequence, then iid."""
-    default_track: dict[int, int] = attrs.field(factory=dict)
-    """Default track uuid by sequence (``trace_packet_defaults``)."""
-    sequence_thread: dict[int, tuple[int, int]] = attrs.field(factory=dict)
-    """(pid, tid) of a sequence's ``thread_descriptor``."""
-    thread_names: dict[int, tuple[str, bool]] = attrs.field(factory=dict)
-    """tid -> (name, from the scheduler)."""
-    tgid: dict[int, int] = attrs.field(factory=dict)
-    process_names: dict[int, str] = attrs.field(factory=dict)
-    warned: set[str] = attrs.field(factory=set)
-    repeated: bool = True
-    """Whether the packet being read may hold a flow or an extra counter value (else
-    ``track_event`` does not look: reading an empty repeated field costs microseconds)."""
+    def __init__(self, on_problem: Problem, parse: ParsePacket, *, values: bool = True) -> None:
+        self.on_problem = on_problem
+        self.parse = parse
+        """Decodes a packet ``fast`` does not read."""
+        self.out: list[Record] = []
+        """The records read and not yet taken."""
+        self.tracks: dict[int, _Track] = {}
+        self.names: dict[int, dict[int, str]] = {}
+        """Interned event names by sequence, then iid."""
+        self.default_track: dict[int, int] = {}
+        """Default track uuid by sequence (``trace_packet_defaults``)."""
+        self.sequence_thread: dict[int, tuple[int, int]] = {}
+        """(pid, tid) of a sequence's ``thread_descriptor``."""
+        self.thread_names: dict[int, tuple[str, bool]] = {}
+        """tid -> (name, from the scheduler)."""
+        self.tgid: dict[int, int] = {}
+        self.process_names: dict[int, str] = {}
+        self.warned: set[str] = set()
+        self.repeated = values
+        """Whether a ``TrackEvent``'s flow ids and extra counter values are read."""
+        self.events: dict[bytes, _Fields | None] = {}
+        """Track events' fields by their bytes (None: ``fast`` does not read it)."""
+        self.stop: tuple[int, str] | None = None
+        """Where ``run`` stopped at an undecodable packet, and why."""
 
     def warn_once(self, offset: int, message: str) -> None:
         """Report ``message`` the first time it comes (of at most 1000 distinct ones)."""
@@ -144,80 +297,144 @@ class Decoder:
 
     # -- packets
 
-    def run(self, offsets: list[int], packets: Any, flagged: Set[int], stateful: Set[int]) -> None:
-        """The records of a run of packets (``flagged``: the indexes of those that may hold
-        a flow or an extra counter value; ``stateful``: of those that may hold interned
-        data, packet defaults or ``incremental_state_cleared``: ``may_hold_state``).
+    def run(self, offsets: list[int], data: bytes) -> int:
+        """Read a run of ``Trace.packet`` records (``data``: their bytes, ``offsets``: the
+        offset of each); return how many were read: all, unless one is undecodable (then
+        ``stop`` holds its offset and why, and the records before it are read).
 
-        A packet of one slice begin or end or a counter value, and nothing else to read,
-        is read here (most packets); any other by ``packet``.
+        A packet of one slice begin or end or a counter value on a described track, and
+        nothing else to read, is read from its bytes here (``fast``: most packets); any
+        other is decoded by protobuf (``parse``) and read by ``packet``.
         """
-        append = self.out.append
-        tracks = self.tracks
-        names = self.names
-        default_track = self.default_track
-        self.repeated = False
-        for index, (offset, packet) in enumerate(zip(offsets, packets, strict=True)):
-            # (A packet that is no track event reads as one of type 0; testing the type
-            # first costs less than asking upb which field the packet holds.)
-            event = packet.track_event
-            kind = event.type
-            if (
-                kind not in _FAST_TYPES
-                or (flagged and index in flagged)
-                or (
-                    index in stateful
-                    and (
-                        packet.HasField("interned_data") or packet.HasField("trace_packet_defaults")
-                    )
-                )
-            ):
-                self.repeated = index in flagged
-                self.packet(offset, packet)
-                self.repeated = False
+        base = offsets[0]
+        count = len(offsets)
+        size = len(data)
+        for index in range(count):
+            offset = offsets[index]
+            end = offsets[index + 1] - base if index + 1 < count else size
+            # The record's header: its tag (one byte), then its length (a varint).
+            pos = offset - base + 1
+            while data[pos] >= 0x80:
+                pos += 1
+            pos += 1
+            if self.fast(offset, data, pos, end):
                 continue
-            # The sequence matters only to interned names and default tracks.
-            seq = packet.trusted_packet_sequence_id if names or default_track else -1
-            if (
-                names
-                and seq in names
-                and (
-                    packet.sequence_flags & _SEQ_INCREMENTAL_STATE_CLEARED
-                    or (index in stateful and packet.incremental_state_cleared)
-                )
-            ):
-                del names[seq]
-            uuid = event.track_uuid
-            if not uuid:
-                uuid = 0 if event.HasField("track_uuid") else default_track.get(seq)
-            track = tracks.get(uuid) if uuid else None
-            if track is None:
-                self.track_event(offset, packet, packet.trusted_packet_sequence_id)
-            elif kind == _TYPE_COUNTER:
-                value = float(
-                    event.double_counter_value
-                    if event.HasField("double_counter_value")
-                    else event.counter_value
-                )
-                append((packet.timestamp, offset, COUNTER, track.pid, track.tid, track.name, value))
-            elif track.tid is None or track.pid is None:
-                self.track_event(offset, packet, packet.trusted_packet_sequence_id)
-            elif kind == _TYPE_SLICE_END:
-                append((packet.timestamp, offset, END, track.pid, track.tid))
-            elif kind == _TYPE_SLICE_BEGIN:
-                # Interned on this sequence (names were read: seq is its id), or set and
-                # printable: as is; else the general reading.
-                iid = event.name_iid
-                interned = names.get(seq) if iid else None
-                name = interned.get(iid) if interned is not None else None
-                if name is None:
-                    name = event.name
-                    if not (name and type(name) is str and name.isprintable()):
-                        name = self.event_name(event, packet.trusted_packet_sequence_id)
-                append((packet.timestamp, offset, BEGIN, track.pid, track.tid, name))
+            packet = self.parse(data[pos:end])
+            if isinstance(packet, str):
+                self.stop = (offset, packet)
+                return index
+            self.packet(offset, packet)
+        return count
+
+    def fast(self, offset: int, data: bytes, pos: int, end: int) -> bool:
+        """Read the ``TracePacket`` in ``data[pos:end]`` from its bytes, if it is a track
+        event ``fast`` reads whole (else change nothing and return False).
+
+        It reads a packet of ``timestamp``, ``trusted_packet_sequence_id``,
+        ``sequence_flags`` (and the fields nnemu reads nowhere: ``timestamp_clock_id``,
+        ``previous_packet_dropped``, ``first_packet_on_sequence``) and one
+        ``track_event`` (``fast_event``), each field with its own wire type, on a track
+        described with its thread, or a counter track: what protobuf reads of such bytes.
+        Anything else (another field, a field twice where protobuf would merge, a varint
+        longer than 64 bits) is left to protobuf.
+        """
+        ts = seq = flags = 0
+        event_at = -1
+        event_end = 0
+        while pos < end:
+            key = data[pos]
+            pos += 1
+            if key >= 0x80:
+                if pos >= end or data[pos] >= 0x80:
+                    return False
+                key = (key & 0x7F) | data[pos] << 7
+                pos += 1
+            if key == _EVENT_KEY:
+                if event_at >= 0:
+                    return False  # a second track_event: protobuf merges the two
+                length, event_at = _varint(data, pos, end)
+                event_end = event_at + length
+                if length < 0 or event_end > end:
+                    return False
+                pos = event_end
+                continue
+            if key & 7:
+                return False
+            value = data[pos] if pos < end else 0x80
+            if value < 0x80:  # (a one-byte varint, read here: most are)
+                pos += 1
             else:
-                self.track_event(offset, packet, packet.trusted_packet_sequence_id)
-        self.repeated = True
+                value, pos = _varint(data, pos, end)
+                if value < 0:
+                    return False
+            field = key >> 3
+            if field == 8:
+                ts = value
+            elif field == 10:
+                seq = value & 0xFFFFFFFF
+            elif field == 13:
+                flags = value & 0xFFFFFFFF
+            elif field not in _UNREAD_PACKET_FIELDS:
+                return False
+        if event_at < 0:
+            return False
+        # A track event's fields, read once per distinct bytes (an end on a track, a begin
+        # of an interned name: the same bytes again and again; the time is the packet's).
+        raw = data[event_at:event_end]
+        cache = self.events
+        fields = cache.get(raw)
+        if fields is None:
+            if raw in cache:
+                return False
+            if len(cache) >= _MAX_CACHED_EVENTS:
+                cache.clear()
+            fields = cache[raw] = _event_fields(raw)
+            if fields is None:
+                return False
+        return self.fast_event(offset, fields, ts, seq, flags)
+
+    def fast_event(self, offset: int, fields: _Fields, ts: int, seq: int, flags: int) -> bool:
+        """``fast``'s track event, of ``fields`` (``_event_fields``), at ``ts`` on sequence
+        ``seq`` (packet ``flags``): its records, if on a track ``fast`` reads."""
+        kind, uuid, has_uuid, named, iid, name, counter, double, flows = fields
+        names = self.names
+        if not uuid and not has_uuid:
+            uuid = self.default_track.get(seq, 0)
+        track = self.tracks.get(uuid) if uuid else None
+        if track is None:
+            return False
+        pid = track.pid
+        tid = track.tid
+        if kind != _TYPE_COUNTER and (tid is None or pid is None):
+            return False
+        if names and flags & _SEQ_INCREMENTAL_STATE_CLEARED and seq in names:
+            del names[seq]
+        out = self.out
+        if kind == _TYPE_COUNTER:
+            number = double if double is not None else float(counter)
+            out.append((ts, offset, COUNTER, pid, tid, track.name, number))
+        elif kind == _TYPE_SLICE_END:
+            out.append((ts, offset, END, pid, tid))
+        else:
+            # Interned on this sequence, or set and printable: as is; else the general
+            # reading (``name_of``).
+            text = None
+            if named == 1 and iid:
+                interned = names.get(seq)
+                if interned is not None:
+                    text = interned.get(iid)
+            if text is None:
+                if named == 2 and name and name.isprintable():
+                    text = name
+                else:
+                    text = self.name_of(named, name, iid, seq)
+            out.append((ts, offset, BEGIN, pid, tid, text))
+            if flows is not None and self.repeated:
+                for flow_id in flows[0]:
+                    out.append((ts, offset, FLOW, pid, tid, flow_id, False))
+                for flow_id in flows[1]:
+                    out.append((ts, offset, FLOW, pid, tid, flow_id, True))
+        return True
 
     def packet(self, offset: int, packet: Any) -> None:
         """The records of one ``TracePacket``."""
@@ -415,9 +632,18 @@ class Decoder:
     def event_name(self, event: Any, seq: int) -> str:
         """A slice's name, inline or interned on its sequence."""
         if event.HasField("name"):
-            return _clean(event.name)
+            return self.name_of(2, event.name, 0, seq)
         if event.HasField("name_iid"):
-            return self.names.get(seq, {}).get(event.name_iid, f"<interned name {event.name_iid}>")
+            return self.name_of(1, "", event.name_iid, seq)
+        return ""
+
+    def name_of(self, named: int, name: str | bytes, iid: int, seq: int) -> str:
+        """A slice's name: ``name`` (``named`` 2), interned ``iid`` on sequence ``seq``
+        (``named`` 1), or none (0)."""
+        if named == 2:
+            return _clean(name)
+        if named == 1:
+            return self.names.get(seq, {}).get(iid, f"<interned name {iid}>")
         return ""
 
 
@@ -437,22 +663,3 @@ def _clean(value: str | bytes) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else " " for c in text)
-
-
-def may_hold_state(offsets: list[int], data: bytes) -> set[int]:
-    """The indexes of a run's packets whose bytes hold a tag of ``_STATE_TAGS`` (one may
-    hold interned data, packet defaults or ``incremental_state_cleared``; the bytes may
-    also be part of a value)."""
-    base = offsets[0]
-    return {
-        bisect.bisect_right(offsets, base + hit.start()) - 1 for hit in _STATE_TAGS.finditer(data)
-    }
-
-
-def flagged(offsets: list[int], data: bytes) -> set[int]:
-    """The indexes of a run's packets whose bytes hold a tag of ``_REPEATED_TAGS``."""
-    base = offsets[0]
-    return {
-        bisect.bisect_right(offsets, base + hit.start()) - 1
-        for hit in _REPEATED_TAGS.finditer(data)
-    }

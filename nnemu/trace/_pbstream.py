@@ -3,10 +3,9 @@
 A trace is a ``Trace`` message: repeated field 1, ``TracePacket``, each a
 length-delimited record (tag ``0x0a``, a varint length, the packet's bytes).
 ``packet_runs`` reads the file a block at a time and gives the records of each block
-as one run of bytes (``Trace.FromString`` decodes a run in C, many packets at a time)
-with each record's byte offset, so memory stays bounded whatever the file's size and
-the reader's Python runs once per packet, not per byte.  Kept apart from the reader so
-that it needs no protobuf package.
+as one run of bytes with each record's byte offset (``_pbdecode.Decoder.run`` reads
+them), so memory stays bounded whatever the file's size.  It needs no protobuf package
+(a wheel runs it compiled: ``nnemu._native``).
 """
 
 from __future__ import annotations

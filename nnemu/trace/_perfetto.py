@@ -3,16 +3,13 @@
 A Perfetto trace file is a ``Trace`` message: repeated field 1, ``TracePacket``,
 each a length-delimited record (tag ``0x0a``, a varint length, the packet's
 bytes).  ``read_perfetto`` reads the file a block (``CHUNK``, 1 MiB) at a time
-(``_pbstream.packet_runs``) and decodes the whole packets of each block at once
-with the ``perfetto`` package's generated classes (``Trace.FromString``: upb
-decodes them in C), so memory stays bounded whatever the file's size.  The
-Python that reads the decoded packets runs once per packet: a packet of one
-slice begin, end or counter value on a described track takes a short path
-(``_pbdecode.Decoder.run``: its type read first, interned data and packet defaults
-looked for only in a packet whose bytes hold their tags, ``may_hold_state``), and the
-lists a ``TrackEvent`` may hold (flow ids, extra counter values: reading even an empty
-one costs microseconds) are read only from a packet whose bytes hold one of their tags
-(``_pbdecode.flagged``), and not at all for a reader that wants only slices.
+(``_pbstream.packet_runs``), so memory stays bounded whatever the file's size.  A
+packet of one slice begin, end or counter value on a described track (most packets) is
+read straight from its bytes (``_pbdecode.Decoder.fast``, with its flow ids unless the
+reader wants only slices); any other is decoded by the ``perfetto`` package's generated
+``TracePacket`` (upb, in C) and read from its fields.  The loops over every record
+(``_pbdecode``, ``_pbstream``, ``_pfevents``, ``_pftrack``) import no protobuf package and
+run compiled in a wheel (``nnemu._native``); this module hands them the packet parser.
 Gzip-compressed files are read through ``gzip``.
 
 What it reads, as typed records (``PerfettoEvent``; the timed ones in time order):
@@ -51,20 +48,19 @@ with a warning, and what was read before it is kept.
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Callable, Iterator
-from typing import IO, Any, Final
+from typing import Any, Final
 
 import attrs
 
 from nnemu.errors import TraceFormatError
-from nnemu.trace._events import BEGIN as E_BEGIN
-from nnemu.trace._events import END as E_END
-from nnemu.trace._events import PROBLEM as E_PROBLEM
-from nnemu.trace._events import PROCESS as E_PROCESS
-from nnemu.trace._events import THREAD as E_THREAD
+
+# The compiled reader's modules first, in the order nnemu._native lists them (one first
+# imported by another of them would get a wrong __file__ in a wheel).
+from nnemu.trace import _pbdecode as _pbdecode
+from nnemu.trace import _pbstream as _pbstream
+from nnemu.trace import _pftrack as _pftrack
 from nnemu.trace._events import Event
-from nnemu.trace._ftrace import begin_payload
 from nnemu.trace._html import DumpProcess, DumpThread
 from nnemu.trace._pbdecode import (
     BEGIN,
@@ -74,17 +70,11 @@ from nnemu.trace._pbdecode import (
     PRINT,
     PROCESS,
     THREAD,
-    TIMED,
-    Decoder,
+    ParsePacket,
     Problem,
     Record,
-    flagged,
-    may_hold_state,
 )
-from nnemu.trace._pbstream import StreamStop, packet_runs
-from nnemu.trace._pbwire import GZIP_MAGIC, varint
-from nnemu.trace._pftrack import track_record_events
-from nnemu.trace._rows import MAX_ABS_NS, MAX_ID
+from nnemu.trace._pfevents import event_batches, record_lists
 
 INSTALL_HINT: Final = (
     "reading a Perfetto protobuf trace needs the perfetto package:"
@@ -199,20 +189,6 @@ PerfettoEvent = ProcessName | ThreadName | TimedEvent
 """What ``read_perfetto`` yields."""
 
 
-_NONE: Final[frozenset[int]] = frozenset()
-"""No packet of a run holds a flow or an extra counter value (``_decoded`` without
-``values``)."""
-
-
-def _open_raw(path: str) -> IO[bytes] | gzip.GzipFile:
-    """The file at ``path``, decompressed when it is gzip."""
-    with open(path, "rb") as head:
-        compressed = head.read(2) == GZIP_MAGIC
-    if compressed:
-        return gzip.open(path, "rb")
-    return open(path, "rb")
-
-
 def _pb2() -> Any:
     """The generated ``perfetto_trace_pb2`` module (imported on first use)."""
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2
@@ -285,68 +261,16 @@ def _flow(record: Record) -> Flow:
 
 def _records(path: str, problem: Problem, limit: int) -> Iterator[Record]:
     """``read_perfetto``'s records as the reader's tuples, timed ones in time order."""
-    for records in _record_lists(path, problem, limit):
+    for records in record_lists(path, _parser(path), problem, limit):
         yield from records
 
 
-def _record_lists(
-    path: str, problem: Problem, limit: int, *, values: bool = True
-) -> Iterator[list[Record]]:
-    """``_records`` in lists, a list per run of packets read (a loop over a list costs
-    less per record than a generator's); ``values``: as ``_decoded``'s."""
-    # Sorted in batches: a batch of 2 x limit records is sorted (timsort merges the
-    # per-CPU runs it holds in about linear time; a stable sort by time keeps ties in
-    # file order) and its first half goes out.  A batch already in order is not sorted.
-    pending: list[Record] = []
-    in_order = True
-    previous = last_ts = -(2**63)
-    warned = False
-    for records in _decoded(path, problem, values=values):
-        out: list[Record] = []
-        for record in records:
-            ts = record[0]
-            if record[2] >= TIMED:
-                out.append(record)
-                continue
-            if ts < previous:
-                in_order = False
-                if ts < last_ts and not warned:
-                    warned = True
-                    problem(
-                        record[1],
-                        f"events more than {limit} places out of time order:"
-                        " some are read out of order",
-                    )
-            previous = ts
-            pending.append(record)
-            if len(pending) >= 2 * limit:
-                if not in_order:
-                    pending.sort(key=_time)
-                    in_order = True
-                    previous = pending[-1][0]
-                last_ts = pending[limit - 1][0]
-                out += pending[:limit]
-                del pending[:limit]
-        if out:
-            yield out
-    if not in_order:
-        pending.sort(key=_time)
-    if pending:
-        yield pending
+def _parser(path: str) -> ParsePacket:
+    """The packet parser the decoder is handed: a ``TracePacket`` decoded by protobuf, or
+    why it is not.
 
-
-def _time(record: Record) -> int:
-    """A timed record's time (its sort key)."""
-    ts: int = record[0]
-    return ts
-
-
-def _decoded(path: str, problem: Problem, *, values: bool = True) -> Iterator[list[Record]]:
-    """``read_perfetto``'s records in file order, a run of packets at a time.
-
-    Without ``values`` a ``TrackEvent``'s lists (flow ids, extra counter values) are not
-    read (what costs most in a trace with flows): only the counter value of a counter
-    track's own events is.
+    Raises:
+        TraceFormatError: the ``perfetto`` package is missing (``INSTALL_HINT``).
     """
     try:
         pb2 = _pb2()
@@ -354,76 +278,15 @@ def _decoded(path: str, problem: Problem, *, values: bool = True) -> Iterator[li
         raise TraceFormatError(path, 0, "", INSTALL_HINT) from None
     from google.protobuf.message import DecodeError
 
-    decode_run = pb2.Trace.FromString
-    decoder = Decoder(on_problem=problem)
-    out = decoder.out
-    packets = 0
-    with _open_raw(path) as raw:
-        runs = packet_runs(raw)
-        while True:
-            try:
-                run = next(runs, None)
-            except StreamStop as stop:
-                _give_up(path, stop.offset, stop.message, packets, problem)
-                return
-            if run is None:
-                return
-            offsets, data = run
-            if data is None and packets == 0:
-                raise TraceFormatError(
-                    path, 0, "", "not a Perfetto trace: expected a packet", offset=offsets[0]
-                )
-            if data is None:
-                problem(offsets[0], "unknown field in the Trace message: skipped")
-                continue
-            try:
-                decoded = decode_run(data).packet
-            except DecodeError:
-                decoded = None
-            if decoded is None:
-                # One of the run's packets is undecodable: read those before it.
-                for offset, packet_or_error in _one_by_one(pb2, offsets, data):
-                    if isinstance(packet_or_error, str):
-                        _give_up(path, offset, packet_or_error, packets, problem)
-                        yield out[:]
-                        return
-                    packets += 1
-                    decoder.packet(offset, packet_or_error)
-            else:
-                decoder.run(
-                    offsets,
-                    decoded,
-                    flagged(offsets, data) if values else _NONE,
-                    may_hold_state(offsets, data),
-                )
-                packets += len(offsets)
-            yield out[:]
-            out.clear()
+    parse = pb2.TracePacket.FromString
 
-
-def _one_by_one(pb2: Any, offsets: list[int], data: bytes) -> Iterator[tuple[int, Any]]:
-    """(offset, packet) of each packet of a run, up to (offset, why) of the first undecodable."""
-    from google.protobuf.message import DecodeError
-
-    base = offsets[0]
-    for index, offset in enumerate(offsets):
-        end = offsets[index + 1] - base if index + 1 < len(offsets) else len(data)
-        size_at = varint(data, offset - base + 1, end)
-        if size_at is None:  # pragma: no cover - the run was walked
-            return
+    def packet(data: bytes) -> Any:
         try:
-            yield offset, pb2.TracePacket.FromString(data[size_at[1] : end])
+            return parse(data)
         except DecodeError as err:
-            yield offset, f"undecodable packet ({err})"
-            return
+            return f"undecodable packet ({err})"
 
-
-def _give_up(path: str, offset: int, message: str, packets: int, problem: Problem) -> None:
-    """End the reading at a bad record: an error if nothing was read, else a warning."""
-    if packets == 0:
-        where = offset if offset >= 0 else None
-        raise TraceFormatError(path, 0, "", f"not a Perfetto trace: {message}", offset=where)
-    problem(offset, f"{message}; the trace is read up to here")
+    return packet
 
 
 def _ignore(offset: int, message: str) -> None:
@@ -447,80 +310,15 @@ def perfetto_event_batches(path: str, *, slices_only: bool = False) -> Iterator[
     ``THREAD`` events (a process dump's rows), where they are read; problems as
     ``PROBLEM`` events.  What the text form has no row for (a negative time or tid, one
     beyond ``MAX_ABS_NS`` or pid_t) gives no event; counters and flows give ``COUNTER``
-    and ``FLOW`` events (``_track_events``).  ``slices_only``: neither is wanted, and a ``TrackEvent``'s flow
-    ids and extra counter values are not even read (``_decoded``'s ``values``).
+    and ``FLOW`` events (``_pftrack.track_record_events``).  ``slices_only``: neither is
+    wanted, and a ``TrackEvent``'s flow ids and extra counter values make no record
+    (``_pfevents.record_lists``' ``values``).
 
     Raises:
         TraceFormatError: The first packet cannot be read, or ``perfetto`` is missing.
         OSError: The file cannot be read.
     """
-    out: list[Event] = []
-
-    def problem(offset: int, message: str) -> None:
-        out.append((E_PROBLEM, 0, offset, 0, 0, message, None))
-
-    tasks: dict[int, str] = {}  # tid -> its TASK column (a row's, stripped on the left)
-    tgid: dict[int, int] = {}  # tid -> its process, as the trace gave it
-    task_of = tasks.get
-    process_of = tgid.get
-    max_ns, max_id = MAX_ABS_NS, MAX_ID
-    append = out.append
-    for records in _record_lists(path, problem, REORDER_WINDOW, values=not slices_only):
-        for record in records:
-            kind = record[2]
-            if kind >= TIMED:  # a name
-                if kind == PROCESS:
-                    pid, name = record[3], record[4]
-                    tgid[pid] = pid
-                    append((E_PROCESS, 0, record[1], pid, 0, name, None))
-                    continue
-                pid, tid, name = record[3], record[4], record[5]
-                if pid is not None:
-                    tgid[tid] = pid
-                if name:
-                    tasks[tid] = name.lstrip() or " "
-                    if pid is not None:
-                        append((E_THREAD, 0, record[1], pid, tid, name, False))
-                continue
-            if kind in (COUNTER, FLOW):
-                if not slices_only:
-                    out += _track_events(record)
-                continue
-            ts = record[0]
-            tid = record[4]
-            if ts < 0 or ts > max_ns or tid < 0 or tid > max_id:
-                continue  # no row: a time or tid no kernel writes
-            column = process_of(tid)
-            if column is not None and column < 0:
-                continue  # no row: its TGID column is no number
-            if kind == BEGIN:
-                pid, name = record[3] % 2**32, record[5]
-                if pid > max_id:
-                    pid = tid
-            elif kind == END or record[6][:1] == "E":  # (a print that begins with E)
-                pid = -1 if column is None else column
-                append((E_END, ts, record[1], pid, tid, "", task_of(tid, "<...>")))
-                continue
-            elif record[6][:1] == "B":
-                payload_pid, name = begin_payload(record[6][1:])
-                pid = tid if payload_pid is None else payload_pid
-            else:
-                continue  # a print that is no B/E row
-            if column is not None:
-                pid = column if column <= max_id else tid
-            append((E_BEGIN, ts, record[1], pid, tid, name, task_of(tid, "<...>")))
-        if out:
-            yield out
-            out = []
-            append = out.append
-    if out:
-        yield out
-
-
-def _track_events(record: Record) -> list[Event]:
-    """The ``COUNTER`` and ``FLOW`` events of a decoded counter value or flow
-    (``track_record_events``)."""
-    return track_record_events(record)
+    yield from event_batches(path, _parser(path), REORDER_WINDOW, slices_only=slices_only)
 
 
 # -- as ftrace rows ----------------------------------------------------------------

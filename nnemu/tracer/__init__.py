@@ -33,10 +33,11 @@ if TYPE_CHECKING:
         TraceObserver,
         TraceSink,
     )
+    from nnemu.tracer._open import open_trace_writer
     from nnemu.tracer._tracer import BATCH_EVENTS, Mark, Section, Tracer, mark, raw_mark
     from nnemu.tracer._truth import GroundTruth
     from nnemu.tracer._truth_records import CELL_LAYERS, CELL_PHASES, ProcessTruth, RunTruth
-    from nnemu.tracer._writers import ChromeJsonWriter, FtraceWriter, open_trace_writer
+    from nnemu.tracer._writers import ChromeJsonWriter, FtraceWriter
 
 _HOMES = {
     "BATCH_EVENTS": "nnemu.tracer._tracer",
@@ -59,7 +60,7 @@ _HOMES = {
     "RunTruth": "nnemu.tracer._truth_records",
     "ChromeJsonWriter": "nnemu.tracer._writers",
     "FtraceWriter": "nnemu.tracer._writers",
-    "open_trace_writer": "nnemu.tracer._writers",
+    "open_trace_writer": "nnemu.tracer._open",
 }
 """Where each lazily imported name lives."""
 

@@ -1,5 +1,5 @@
 """Trace writers: ftrace text, systrace HTML, Chrome trace-event JSON (Perfetto protobuf:
-``_perfetto_writer``), and ``open_trace_writer``, which picks one by the file's name.
+``_perfetto_writer``; ``_open.open_trace_writer`` picks one by the file's name).
 
 Each streams to a file.  Timestamps are virtual; the emulator keeps them on whole
 microseconds, which is the resolution of ftrace text, so nothing is lost in writing.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from collections.abc import Sequence
 from typing import BinaryIO, Final, TextIO, cast
 
@@ -20,10 +19,6 @@ from nnemu.sim import SimThread
 from nnemu.tracer._args import json_args
 from nnemu.tracer._events import CounterInfo, TraceEvent
 from nnemu.tracer._names import thread_name
-from nnemu.tracer._perfetto_writer import PerfettoWriter
-
-PERFETTO_SUFFIXES: Final = (".pftrace", ".perfetto-trace")
-"""File name endings that select the Perfetto protobuf writer."""
 
 FTRACE_HEADER = """\
 # tracer: nop
@@ -475,19 +470,3 @@ class ChromeJsonWriter:
         """Finish the JSON document and close the file."""
         self._out.write("\n]}\n")
         self._out.close()
-
-
-def open_trace_writer(
-    path: str | os.PathLike[str],
-) -> FtraceWriter | ChromeJsonWriter | PerfettoWriter:
-    """A writer for ``path``, chosen by extension: .html (systrace), .json (Chrome),
-    .pftrace or .perfetto-trace (Perfetto protobuf), else ftrace text."""
-    name = os.fspath(path)
-    if name.endswith(PERFETTO_SUFFIXES):
-        # Unbuffered: the writer writes whole blocks of packets, so the file never ends mid-packet.
-        return PerfettoWriter(open(name, "wb", buffering=0))
-    # The other writers make UTF-8 themselves, as they write it.
-    out = open(name, "wb")  # noqa: SIM115 - closed by the writer
-    if name.endswith(".json"):
-        return ChromeJsonWriter(out)
-    return FtraceWriter(out, html=name.endswith((".html", ".htm")))
