@@ -115,6 +115,25 @@ def test_build_preset_rejects_bad_arguments(name, dtype, params, match) -> None:
         build_preset(name, dtype, params)
 
 
+def test_a_preset_is_built_once_per_name_dtype_and_params() -> None:
+    """The same (name, dtype, params) gives the one model already built (a frozen value),
+    and any other dtype or parameter value builds its own, equal to a fresh build."""
+    model = build_preset("mobilenet_v1", "quant8", {"width": 0.5})
+    assert build_preset("mobilenet_v1", "quant8", {"width": 0.5}) is model
+    assert build_preset("mobilenet_v1", "float32", {"width": 0.5}) is not model
+    wider = build_preset("mobilenet_v1", "quant8", {"width": 0.75})
+    assert wider == PRESETS["mobilenet_v1"]("quant8", {"width": 0.75}) != model
+    assert build_preset("add", "float32", {"size": 8}) is not build_preset(
+        "add", "float32", {"size": 8.0}
+    )
+
+
+def test_a_parameter_that_cannot_be_a_key_is_judged_by_the_builder() -> None:
+    """An unhashable parameter value reaches the builder (not the model cache's key)."""
+    with pytest.raises(TypeError, match=r"int\(\) argument"):
+        build_preset("add", "float32", {"size": [8]})
+
+
 _CHAIN = [
     (OperationType.CONV_2D, (1, 56, 56, 64), (64, 3, 3, 32)),
     (OperationType.DEPTHWISE_CONV_2D, (1, 28, 28, 64), (1, 3, 3, 64)),

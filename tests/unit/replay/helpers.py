@@ -6,6 +6,7 @@ from pathlib import Path
 
 from nnemu import run
 from nnemu.parser import parse_file
+from nnemu.replay import TracePlan
 from nnemu.report import Report
 from nnemu.scenario import Scenario, load_scenario
 from nnemu.tracer import open_trace_writer
@@ -13,6 +14,10 @@ from nnemu.tracer import open_trace_writer
 REPO = Path(__file__).resolve().parents[3]
 OMR1 = REPO / "tests/data/omr1.html"
 QUICKSTART = REPO / "scenarios/quickstart.yaml"
+
+Shipped = tuple[Scenario, Path, TracePlan]
+"""A shipped scenario, its recorded JSON trace and ``extract_plan`` of that trace (the
+``shipped_json`` fixture's)."""
 
 _UNBALANCED = ("still open", "no open section", "no closing </script>")
 

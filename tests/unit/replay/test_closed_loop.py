@@ -11,6 +11,7 @@ arrival.  Open-loop apps (periodic, Poisson, bursts), at any load, keep their ar
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,9 @@ from nnemu.scenario import (
     MAX_EXECUTIONS,
     WorkloadKind,
     dump_scenario,
-    load_scenario,
     load_scenario_text,
 )
-from tests.unit.replay.helpers import REPO, record
+from tests.unit.replay.helpers import REPO, Shipped, record
 
 SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.yaml"))
 
@@ -162,13 +162,13 @@ def test_the_loop_is_in_the_plan_and_the_saved_scenario(aidl_v4: tuple[Path, Any
     )
 
 
+@pytest.mark.xdist_group("shipped_json")
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_shipped_apps_are_read_as_the_loop_they_ran(name: str, tmp_path: Path) -> None:
+def test_shipped_apps_are_read_as_the_loop_they_ran(
+    name: str, shipped_json: Callable[[str], Shipped]
+) -> None:
     """Each shipped scenario's closed-loop apps are read as closed loops of their threads and think time, and its periodic, Poisson and burst apps as open, whatever their load."""
-    scenario = load_scenario(REPO / "scenarios" / f"{name}.yaml")
-    path = tmp_path / f"{name}.json"
-    record(scenario, path)
-    plan = extract_plan(str(path))
+    scenario, _, plan = shipped_json(name)
     specs = {app.name: app for app in scenario.apps}
     assert plan.apps
     for app in plan.apps:

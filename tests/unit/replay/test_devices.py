@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import pytest
 from nnemu import run
 from nnemu.replay import build_replay, describe_build, describe_plan, extract_plan
 from nnemu.scenario import load_scenario
-from tests.unit.replay.helpers import OMR1, REPO, record
+from tests.unit.replay.helpers import OMR1, REPO, Shipped, record
 
 SCENARIOS = sorted(p.stem for p in (REPO / "scenarios").glob("*.yaml"))
 
@@ -36,15 +37,15 @@ def _busy_counters(path: Path) -> dict[int, int]:
     return busiest
 
 
+@pytest.mark.xdist_group("shipped_json")
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_compute_units_are_the_most_the_device_ran_at_once(name: str, tmp_path: Path) -> None:
+def test_compute_units_are_the_most_the_device_ran_at_once(
+    name: str, shipped_json: Callable[[str], Shipped]
+) -> None:
     """Each device's derived compute units equal the most units the recording kept busy at once, within its scenario's units."""
-    scenario = load_scenario(REPO / "scenarios" / f"{name}.yaml")
-    path = tmp_path / f"{name}.json"
-    record(scenario, path)
+    scenario, path, plan = shipped_json(name)
     busiest = _busy_counters(path)
     units_of = {device.name: device.compute_units for device in scenario.devices}
-    plan = extract_plan(str(path))
     for driver in plan.drivers:
         assert driver.compute_units <= units_of[driver.name], driver.name
         assert driver.compute_units == busiest.get(driver.pid, 1), driver.name

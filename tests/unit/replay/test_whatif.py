@@ -19,6 +19,12 @@ def _two_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module", name="plain")
+def _plain(two_trace: Path) -> tuple[int, str, str]:
+    """``nnemu replay`` of the two-app trace without a --set: the baseline of every what-if."""
+    return run_cli("replay", str(two_trace))
+
+
 def _device(out: str) -> str:
     """The replay's device name for the two-app trace's driver."""
     line = next(line for line in out.splitlines() if line.startswith("  driver "))
@@ -30,7 +36,9 @@ def _table(out: str) -> str:
     return out[out.index("\nscenario ") :]
 
 
-def test_priority_set_under_per_app_isolation_warns(two_trace: Path) -> None:
+def test_priority_set_under_per_app_isolation_warns(
+    two_trace: Path, plain: tuple[int, str, str]
+) -> None:
     """A cross-app priority change under the default per-app scheduler is named as ineffective."""
     code, out, err = run_cli("replay", str(two_trace), "--set", "apps.camera.priority=low")
     assert code == 0, err
@@ -38,15 +46,15 @@ def test_priority_set_under_per_app_isolation_warns(two_trace: Path) -> None:
     assert "warning: --set apps.camera.priority cannot change the result" in err
     assert "per_app_priority" in err
     assert f"set devices.{device}.scheduler=global_priority to compare across apps" in err
-    _, baseline, _ = run_cli("replay", str(two_trace))
-    assert _table(out) == _table(baseline)
+    assert _table(out) == _table(plain[1])
 
 
-def test_priority_set_that_can_matter_does_not_warn(two_trace: Path) -> None:
+def test_priority_set_that_can_matter_does_not_warn(
+    two_trace: Path, plain: tuple[int, str, str]
+) -> None:
     """Under global_priority with checkpoint preemption a priority change runs without a
     warning and moves the camera (recorded high, from its nnemu::qos mark; the indexer low)."""
-    _, plain, _ = run_cli("replay", str(two_trace))
-    device = _device(plain)
+    device = _device(plain[1])
     sets = [
         "--set",
         f"devices.{device}.scheduler=global_priority",
@@ -70,10 +78,11 @@ def test_deadline_on_a_pre_13_driver_warns() -> None:
     assert "hvx (HAL 1.0)" in err
 
 
-def test_deadline_policy_without_deadlines_warns(two_trace: Path) -> None:
+def test_deadline_policy_without_deadlines_warns(
+    two_trace: Path, plain: tuple[int, str, str]
+) -> None:
     """A deadline policy is named as ineffective when no app on the device has a deadline."""
-    _, plain, _ = run_cli("replay", str(two_trace))
-    device = _device(plain)
+    device = _device(plain[1])
     code, _, err = run_cli(
         "replay", str(two_trace), "--set", f"devices.{device}.deadline_policy=ignore"
     )
@@ -87,9 +96,11 @@ def _rows(out: str, app: str) -> tuple[list[str], list[str]]:
     return lines[at].split()[2:], lines[at + 1].split()[1:]
 
 
-def test_replay_prints_recorded_and_replayed_latency(two_trace: Path) -> None:
+def test_replay_prints_recorded_and_replayed_latency(
+    two_trace: Path, plain: tuple[int, str, str]
+) -> None:
     """Each app's recorded latencies (from its sections in the trace) are printed beside the replayed ones."""
-    code, out, err = run_cli("replay", str(two_trace))
+    code, out, err = plain
     assert code == 0, err
     recorded, replayed = _rows(out, "camera")
     assert recorded[0] == "89"
@@ -110,10 +121,11 @@ system         {pid}     1   19416   2728 binder_ioctl_write_read 0 S {name} {na
 """
 
 
-def test_replay_names_the_driver_from_the_process_dump(two_trace: Path, tmp_path: Path) -> None:
+def test_replay_names_the_driver_from_the_process_dump(
+    two_trace: Path, plain: tuple[int, str, str], tmp_path: Path
+) -> None:
     """A driver process named in the trace's process dump gives the replayed device its name."""
-    _, plain, _ = run_cli("replay", str(two_trace))
-    pid = next(line for line in plain.splitlines() if line.startswith("  driver ")).split()[3]
+    pid = next(line for line in plain[1].splitlines() if line.startswith("  driver ")).split()[3]
     text = two_trace.read_text(encoding="utf-8")
     at = text.index('  <script class="trace-data"')
     service = "android.hardware.neuralnetworks@1.3-service-npu"
@@ -144,9 +156,9 @@ def test_compilations_inside_recorded_executions_are_shown_apart() -> None:
     )
 
 
-def test_nnemu_traces_show_no_compile_inside_executions(two_trace: Path) -> None:
+def test_nnemu_traces_show_no_compile_inside_executions(plain: tuple[int, str, str]) -> None:
     """An nnemu trace compiles before its executions, so no '- compile' row is printed."""
-    code, out, err = run_cli("replay", str(two_trace))
+    code, out, err = plain
     assert code == 0, err
     assert "- compile" not in out
     assert "hold a compilation" not in out
@@ -181,9 +193,11 @@ def test_dtype_of_a_stand_in_model_is_named_as_changing_nothing(tmp_path: Path) 
     assert _table(out) == _table(run_cli("replay", str(path))[1])
 
 
-def test_dtype_of_a_fitted_mobilenet_is_not_named(two_trace: Path) -> None:
+def test_dtype_of_a_fitted_mobilenet_is_not_named(
+    two_trace: Path, plain: tuple[int, str, str]
+) -> None:
     """A replayed mobilenet's dtype moves its compute: no warning, and the replay differs."""
     code, out, err = run_cli("replay", str(two_trace), "--set", "models.camera-model.dtype=quant8")
     assert code == 0, err
     assert "warning" not in err
-    assert _table(out) != _table(run_cli("replay", str(two_trace))[1])
+    assert _table(out) != _table(plain[1])

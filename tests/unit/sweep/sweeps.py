@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "two_apps_one_npu.yaml"
 
 SMALL = f"""\
@@ -21,6 +23,11 @@ replications: 3
 metrics: [apps.camera.latency_ms.p99, devices.npu.busy_fraction]
 """
 """4 points x 3 replications of a 400 ms two-app run: 12 variants, a fraction of a second each."""
+
+
+SHARES_SMALL_SWEEP = pytest.mark.xdist_group("small_sweep")
+"""The mark of a test using the ``small_sweep`` fixture: one xdist group, so that one pytest
+worker runs that sweep rather than each."""
 
 
 def write(tmp_path: Path, text: str = SMALL, name: str = "exp.yaml") -> Path:

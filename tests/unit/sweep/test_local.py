@@ -17,7 +17,7 @@ from nnemu.sweep import load_experiment
 from nnemu.sweep._results import summary as summary_text
 from nnemu.sweep._worker import Chunk, Job, nnemu_version, run_chunk
 from tests.commands import run_cli
-from tests.unit.sweep.sweeps import SMALL, copy_small_sweep, results, write
+from tests.unit.sweep.sweeps import SHARES_SMALL_SWEEP, SMALL, copy_small_sweep, results, write
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -27,6 +27,7 @@ def _sweep(tmp_path: Path, out: str, *extra: str, text: str | None = None) -> tu
     return run_cli("sweep", str(path), "--out", str(tmp_path / out), *extra)
 
 
+@SHARES_SMALL_SWEEP
 def test_one_and_two_workers_write_the_same_table(
     tmp_path: Path, small_sweep: tuple[Path, str]
 ) -> None:
@@ -46,6 +47,7 @@ def test_one_and_two_workers_write_the_same_table(
     )
 
 
+@SHARES_SMALL_SWEEP
 def test_results_jsonl_follows_the_contract(tmp_path: Path, small_sweep: tuple[Path, str]) -> None:
     """Each line has the contract's keys, sorted, and a report equal to a plain run's."""
     copy_small_sweep(small_sweep, tmp_path)
@@ -79,6 +81,7 @@ def test_results_jsonl_follows_the_contract(tmp_path: Path, small_sweep: tuple[P
     assert row["report"] == json.loads(run(scenario, seed=variant.seed).to_json())
 
 
+@SHARES_SMALL_SWEEP
 def test_the_table_has_a_row_per_variant_and_app(
     tmp_path: Path, small_sweep: tuple[Path, str]
 ) -> None:
@@ -98,6 +101,7 @@ def test_the_table_has_a_row_per_variant_and_app(
         assert record["completed"] == report["apps"][record["app"]]["completed"]
 
 
+@SHARES_SMALL_SWEEP
 def test_summary_gives_the_mean_and_interval_of_each_point(
     tmp_path: Path, small_sweep: tuple[Path, str]
 ) -> None:
@@ -289,6 +293,7 @@ def test_resume_runs_a_crashed_variant_again(
     assert set(table["status"]) == {"ok"}
 
 
+@SHARES_SMALL_SWEEP
 def test_resume_keeps_a_failed_variant_unless_asked(
     tmp_path: Path, small_sweep: tuple[Path, str]
 ) -> None:
@@ -319,6 +324,7 @@ def test_resume_keeps_a_failed_variant_unless_asked(
     assert again[-1]["report"] == rows[3]["report"]  # the same seed: the same result
 
 
+@SHARES_SMALL_SWEEP
 def test_resume_runs_only_what_is_missing(tmp_path: Path, small_sweep: tuple[Path, str]) -> None:
     """After an interruption (a cut last line too), --resume runs the rest and gives the same table."""
     copy_small_sweep(small_sweep, tmp_path, "part")
@@ -337,6 +343,7 @@ def test_resume_runs_only_what_is_missing(tmp_path: Path, small_sweep: tuple[Pat
     assert pq.read_table(tmp_path / "part" / "results.parquet").equals(full)
 
 
+@SHARES_SMALL_SWEEP
 def test_a_directory_with_results_needs_resume(
     tmp_path: Path, small_sweep: tuple[Path, str]
 ) -> None:
@@ -350,6 +357,7 @@ def test_a_directory_with_results_needs_resume(
     assert "12 of 12 variants done" in out
 
 
+@SHARES_SMALL_SWEEP
 def test_another_experiment_or_version_is_not_mixed_in(
     tmp_path: Path, small_sweep: tuple[Path, str]
 ) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.commands import run_cli
-from tests.unit.sweep.sweeps import SMALL, copy_small_sweep, results, write
+from tests.unit.sweep.sweeps import SHARES_SMALL_SWEEP, SMALL, copy_small_sweep, results, write
 
 
 def _plot_small_sweep(small_sweep: tuple[Path, str], tmp_path: Path) -> tuple[int, str, str]:
@@ -19,6 +19,7 @@ def _plot_small_sweep(small_sweep: tuple[Path, str], tmp_path: Path) -> tuple[in
     return run_cli("sweep", str(tmp_path / "exp.yaml"), "--out", str(out), "--resume", "--plot")
 
 
+@SHARES_SMALL_SWEEP
 def test_plot_writes_one_png_per_metric(tmp_path: Path, small_sweep: tuple[Path, str]) -> None:
     """Each metric gets a PNG named after it, plotted against the numeric varied key."""
     pytest.importorskip("matplotlib")
@@ -53,6 +54,7 @@ def test_plot_without_matplotlib_says_how_to_install(
     assert not (tmp_path / "o").exists()
 
 
+@SHARES_SMALL_SWEEP
 def test_a_p99_that_was_the_slowest_execution_is_an_open_marker_explained(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_sweep: tuple[Path, str]
 ) -> None:
@@ -83,6 +85,7 @@ def test_a_p99_that_was_the_slowest_execution_is_an_open_marker_explained(
     assert drawn["devices.npu.busy_fraction"] == ([], 0)
 
 
+@SHARES_SMALL_SWEEP
 def test_a_band_stays_where_the_metric_can_be(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_sweep: tuple[Path, str]
 ) -> None:
