@@ -27,7 +27,6 @@ where a change to one is seen with the loop that depends on its layout.
 from __future__ import annotations
 
 import collections
-import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
@@ -49,7 +48,6 @@ from nnemu.parser._model import (
 from nnemu.trace import BEGIN as EVENT_BEGIN
 from nnemu.trace import END as EVENT_END
 from nnemu.trace import (
-    HEAD_RE,
     MALFORMED_ROW,
     MAX_SECONDS_DIGITS,
     OPAQUE,
@@ -61,6 +59,7 @@ from nnemu.trace import (
     atrace_tgid,
     classify,
     exact_timestamp_ns,
+    head_groups,
     is_mark_row,
     out_of_order_warning,
     task_name,
@@ -72,7 +71,6 @@ from nnemu.tracer import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer
 
 _SEPARATOR: Final = ROW_SEPARATOR
 _SEPARATOR_LEN: Final = len(_SEPARATOR)
-_LEADING_SPACE: Final = re.compile(r"\s*")
 _BAD_HEAD: Final[tuple[str, str | None]] = ("", None)
 
 _MAX_DIAGNOSTICS: Final = 1000
@@ -1270,20 +1268,17 @@ class Engine:
         prefixes = self._prefixes
         if len(prefixes) >= _MAX_CACHED_NAMES:
             prefixes.clear()
-        row_head = head + " "
-        m = HEAD_RE.fullmatch(row_head)
-        leading = _LEADING_SPACE.match(row_head)
-        # ROW_RE prefers the longest leading whitespace; a head whose task
-        # name needs some of it is left to ROW_RE.
         ids = _BAD_HEAD
-        if m is not None and leading is not None and m.start(1) == leading.end():
+        groups = head_groups(head)
+        if groups is not None:
+            task, tid, column = groups
             # A "-----" TGID column means "unknown" (the payload's pid is used).
-            ids = (m.group(2), None if m.group(3) == UNKNOWN_TGID else m.group(3))
+            ids = (tid, None if column == UNKNOWN_TGID else column)
             # A process's main thread (TID == TGID) names it. Without a TGID column every
             # task name is kept by its TID: pids and tids share one number space, so the
             # thread whose TID is a process's pid is that process's main thread.
             if (ids[0] == ids[1] or ids[1] is None) and len(self._names) < _MAX_CACHED_NAMES:
-                self._names.setdefault(ids[0], m.group(1))
+                self._names.setdefault(ids[0], task)
         prefixes[head] = ids
         return ids
 

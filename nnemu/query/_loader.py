@@ -19,7 +19,6 @@ slices of its track with ids in ``(id, subtree_end_id]``.
 from __future__ import annotations
 
 import itertools
-import re
 import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Final
@@ -47,7 +46,6 @@ from nnemu.query._slice_rows import (
 )
 from nnemu.trace import (
     CUT_ROW_PROBLEM,
-    HEAD_RE,
     MALFORMED_BEGIN,
     MALFORMED_ROW,
     MAX_ABS_NS,
@@ -60,6 +58,7 @@ from nnemu.trace import (
     DumpThread,
     FtraceLines,
     atrace_tgid,
+    head_groups,
     is_mark_row,
     pid_of_tgid,
     time_ordered,
@@ -71,7 +70,6 @@ _UNKNOWN_TASK: Final = "<...>"
 _FAST_STAMP: Final = 16
 """Longest ``SECONDS.FFFFFF`` timestamp the fast path reads: 15 digits (< ``MAX_ABS_NS``)."""
 _SEPARATOR_LENGTH: Final = len(ROW_SEPARATOR)
-_LEADING_SPACE: Final = re.compile(r"\s*")
 _BAD_HEAD: Final[tuple[str, str, str | None]] = ("", "", None)
 _NOT_A_MARK: Final = MarkInfo(None, None, PLAIN)
 EMPTY_SLICE_NAME: Final = "[empty slice name]"
@@ -638,15 +636,7 @@ class Loader:
         if len(heads) >= _MAX_CACHED_NAMES:
             heads.clear()
             self._known.clear()
-        row_head = head + " "
-        m = HEAD_RE.fullmatch(row_head)
-        leading = _LEADING_SPACE.match(row_head)
-        info = _BAD_HEAD
-        # ROW_RE prefers the longest leading whitespace; a head whose task name
-        # needs some of it is left to ROW_RE.
-        if m is not None and leading is not None and m.start(1) == leading.end():
-            task, tid, tgid_column = m.groups()
-            info = (task, tid, tgid_column)
+        info = head_groups(head) or _BAD_HEAD
         heads[head] = info
         return info
 

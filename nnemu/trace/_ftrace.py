@@ -12,7 +12,6 @@ text trace through it; the parser and the query loader still split the lines the
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from typing import Final
 
@@ -30,7 +29,6 @@ from nnemu.trace._events import (
 from nnemu.trace._html import DumpProcess, DumpThread
 from nnemu.trace._rows import (
     COUNTER_RE,
-    HEAD_RE,
     MALFORMED_COUNTER,
     MALFORMED_ROW,
     MAX_ID,
@@ -38,6 +36,7 @@ from nnemu.trace._rows import (
     ROW_SEPARATOR,
     atrace_counter_value,
     atrace_tgid,
+    head_groups,
     is_mark_row,
     pid_of,
     pid_of_tgid,
@@ -66,7 +65,6 @@ _MAX_CACHED: Final = 20_000
 _FAST_STAMP: Final = 16
 """Longest ``SECONDS.FFFFFF`` timestamp the fast path reads: 15 digits (< ``MAX_ABS_NS``)."""
 _SEPARATOR_LENGTH: Final = len(ROW_SEPARATOR)
-_LEADING_SPACE: Final = re.compile(r"\s*")
 _NO_HEAD: Final[tuple[str, int, int, bool]] = ("", -1, -1, False)
 _NO_TAIL: Final[tuple[str, int, str]] = ("", -1, "")
 
@@ -100,14 +98,10 @@ class _Rows:
         heads = self.heads
         if len(heads) >= _MAX_CACHED:
             heads.clear()
-        row_head = head + " "
-        m = HEAD_RE.fullmatch(row_head)
-        leading = _LEADING_SPACE.match(row_head)
         info = _NO_HEAD
-        # ROW_RE prefers the longest leading whitespace; a head whose task name needs
-        # some of it is left to ROW_RE.
-        if m is not None and leading is not None and m.start(1) == leading.end():
-            task, tid_text, column = m.groups()
+        groups = head_groups(head)
+        if groups is not None:
+            task, tid_text, column = groups
             tid = pid_of(tid_text)
             has_column = column is not None and column.isdigit()
             pid = pid_of(column) if has_column and column is not None else None

@@ -36,6 +36,25 @@ MALFORMED_COUNTER: Final = "malformed counter mark: expected C|<tgid>|<name>|<in
 HEAD_RE: Final = re.compile(_HEAD)
 """``ROW_RE`` up to the timestamp (same groups 1-3), for a reader that splits rows itself."""
 
+_LEADING_SPACE: Final = re.compile(r"\s*")
+
+
+def head_groups(head: str) -> tuple[str, str, str | None] | None:
+    """``(task, tid, TGID column or None)`` of a row's head up to (not including) its
+    timestamp, as ``ROW_RE`` reads them, for a reader that caches them per distinct head;
+    None when it must match the row with ``ROW_RE`` (``HEAD_RE`` does not match, or the task
+    name needs some of the leading whitespace, which ``ROW_RE`` gives to its indent)."""
+    row_head = head + " "
+    m = HEAD_RE.fullmatch(row_head)
+    if m is None:
+        return None
+    leading = _LEADING_SPACE.match(row_head)
+    if leading is None or m.start(1) != leading.end():
+        return None
+    task, tid, column = m.groups()
+    return task, tid, column
+
+
 MALFORMED_ROW: Final = "malformed trace row: expected TASK-TID [CPU] FLAGS TIMESTAMP: ..."
 """The warning for a line that ``is_mark_row`` but ``ROW_RE`` does not match."""
 
