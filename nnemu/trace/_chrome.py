@@ -219,12 +219,13 @@ _MAX_TS_NUMBER: Final = MAX_ABS_NS // 1000
 def json_time_ns(value: object) -> int | None:
     """A JSON time in µs (``ts``, ``dur``) in ns (rounded), or None: not a finite
     number within ``MAX_ABS_NS``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool):
         return None
-    # (No float() of an int: one too large for a float, as JSON allows, is out of range too.)
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if abs(value) > _MAX_TS_NUMBER:
+    # An int apart: one too large for a float, as JSON allows, is out of range too (and
+    # mypyc, which reads ``int | float`` as float, would refuse it as a float).
+    if isinstance(value, int):
+        return value * 1000 if abs(value) <= _MAX_TS_NUMBER else None
+    if not isinstance(value, float) or not math.isfinite(value) or abs(value) > _MAX_TS_NUMBER:
         return None
     return round(value * 1000)
 

@@ -237,7 +237,14 @@ class Decoder:
     Each method appends the records of what it reads to ``out``.
     """
 
-    def __init__(self, on_problem: Problem, parse: ParsePacket, *, values: bool = True) -> None:
+    def __init__(
+        self,
+        on_problem: Problem,
+        parse: ParsePacket,
+        *,
+        values: bool = True,
+        from_bytes: bool = True,
+    ) -> None:
         self.on_problem = on_problem
         self.parse = parse
         """Decodes a packet ``fast`` does not read."""
@@ -261,6 +268,9 @@ class Decoder:
         """Track events' fields by their bytes (None: ``fast`` does not read it)."""
         self.stop: tuple[int, str] | None = None
         """Where ``run`` stopped at an undecodable packet, and why."""
+        self.from_bytes = from_bytes
+        """Whether the packets ``fast`` reads are read from their bytes (False: protobuf
+        decodes every packet, the reading ``fast`` must agree with)."""
 
     def warn_once(self, offset: int, message: str) -> None:
         """Report ``message`` the first time it comes (of at most 1000 distinct ones)."""
@@ -317,7 +327,7 @@ class Decoder:
             while data[pos] >= 0x80:
                 pos += 1
             pos += 1
-            if self.fast(offset, data, pos, end):
+            if self.from_bytes and self.fast(offset, data, pos, end):
                 continue
             packet = self.parse(data[pos:end])
             if isinstance(packet, str):

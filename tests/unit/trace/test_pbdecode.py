@@ -49,9 +49,9 @@ def _records(packets: list[bytes], *, fast: bool, values: bool = True) -> list[R
     """The records (and problems) of a trace of ``packets``, read with or without ``fast``."""
     data = b"".join(b"\x0a" + _varint(len(p)) + p for p in packets)
     problems: list[Record] = []
-    decoder = Decoder(lambda at, why: problems.append((at, why)), _parser("t"), values=values)
-    if not fast:
-        decoder.fast = lambda *args: False  # type: ignore[method-assign]
+    decoder = Decoder(
+        lambda at, why: problems.append((at, why)), _parser("t"), values=values, from_bytes=fast
+    )
     for offsets, run in packet_runs(io.BytesIO(data)):
         assert run is not None
         decoder.run(offsets, run)
