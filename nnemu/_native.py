@@ -30,6 +30,7 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
     ),
     "stack": ("nnemu.ipc._binder", "nnemu.runtime._execution", "nnemu.app._app"),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
+    "tables": ("nnemu.query._perfetto_tables",),
     "trace": ("nnemu.trace._chrome",),
     "perfetto": (
         "nnemu.trace._pbdecode",
@@ -49,7 +50,9 @@ it runs compiled all the same): so each group's modules are listed before those 
 them, and ``_perfetto`` (interpreted) imports the Perfetto group's in that order.
 ``nnemu.query._slice_rows``, the loader's INSERT helpers (called once per 200 rows), stays
 Python: compiled in the query group its ``__file__`` came out as
-``nnemu/query/nnemu/query/...so``, which no path names.  The driver's modules stay Python:
+``nnemu/query/nnemu/query/...so``, which no path names; ``tables`` (the counter and flow
+rows every ``COUNTER`` and ``FLOW`` event becomes, ``nnemu.query._perfetto_tables``) is a
+group of its own for the same reason: the query loaders import it.  The driver's modules stay Python:
 ``Device`` is subclassed by users (``examples/``), and its ``attrs.define`` classes with
 factories do not compile."""
 
