@@ -27,13 +27,23 @@ system; every figure a median over the rounds, with its range):
   systrace writer never gets (``Tracer.flows``: the binder's arrows, the counters of the
   device, the service's memory and the apps' executions in flight), so ``null flows - null``
   belongs to those formats' cost.  The QoS args (``nnemu.tracer._args``) are the writers'
-  own work, so the replay has them.  The write cost of a format is then tracer + (flows) +
-  writer, each the median over the rounds, and the ratios are those of the rounds' sums.
+  own work, so the replay has them.  Each sink runs ``--repeats`` times a round, in turns;
+  the tracer's part and the flows' are differences paired by round and repeat (the same
+  stretch of the machine's load), their medians.  The write cost of a format is then
+  tracer + (flows) + writer, each a median, and the ratios are those of the sums.
 * ``run``: the cross-check, whole ``nnemu run SCENARIO --set duration_ms=D [--trace
   x.EXT]`` subprocesses for each variant (no trace, ``.html``, ``.pftrace``, ``.json``) and
   ``--durations``, alternating within each round: the run ratios (the 120 s one is the
   issue's) and the write cost as the run less the untraced run of the same round, whose
   spread is the machine's.
+
+``--instructions``: ``replay`` and ``upstream`` count instructions instead (``valgrind
+--tool=callgrind``, ``PYTHONHASHSEED=0``), which do not depend on the machine's load: each
+writer, sink and a baseline (the recording read and handed to a null sink; the untraced run)
+in a process of its own, the part measured the difference of two processes' counts.  Under
+callgrind a run is some 50 times slower: give a short ``--replay-duration`` (20) and one
+round.  What instructions miss is memory: the JSON file is the largest, and its bytes cost
+time the counts do not show.
 
 What runs: by default this checkout's source (``PYTHONPATH``: pure Python, as an editable
 install).  ``--python PY`` (repeatable) runs an installed nnemu instead, ``PY -m nnemu`` (and
@@ -45,7 +55,7 @@ round, so "before" and "after" come from the same rounds.  Each process reads by
 private ``PYTHONPYCACHEPREFIX`` written by an untimed first run (as ``bench_parser.py``).
 
 Usage: python bench/bench_trace_write.py [--measure replay upstream run] [--rounds 3]
-           [--durations 120 600] [--replay-duration 600] [--repeats 2]
+           [--durations 120 600] [--replay-duration 600] [--repeats 2] [--instructions]
            [--python PY ...] [--tree PATH ...] [--no-source]
 """
 
