@@ -27,13 +27,23 @@ system; every figure a median over the rounds, with its range):
   systrace writer never gets (``Tracer.flows``: the binder's arrows, the counters of the
   device, the service's memory and the apps' executions in flight), so ``null flows - null``
   belongs to those formats' cost.  The QoS args (``nnemu.tracer._args``) are the writers'
-  own work, so the replay has them.  The write cost of a format is then tracer + (flows) +
-  writer, each the median over the rounds, and the ratios are those of the rounds' sums.
+  own work, so the replay has them.  Each sink runs ``--repeats`` times a round, in turns;
+  the tracer's part and the flows' are differences paired by round and repeat (the same
+  stretch of the machine's load), their medians.  The write cost of a format is then
+  tracer + (flows) + writer, each a median, and the ratios are those of the sums.
 * ``run``: the cross-check, whole ``nnemu run SCENARIO --set duration_ms=D [--trace
   x.EXT]`` subprocesses for each variant (no trace, ``.html``, ``.pftrace``, ``.json``) and
   ``--durations``, alternating within each round: the run ratios (the 120 s one is the
   issue's) and the write cost as the run less the untraced run of the same round, whose
   spread is the machine's.
+
+``--instructions``: ``replay`` and ``upstream`` count instructions instead (``valgrind
+--tool=callgrind``, ``PYTHONHASHSEED=0``), which do not depend on the machine's load: each
+writer, sink and a baseline (the recording read and handed to a null sink; the untraced run)
+in a process of its own, the part measured the difference of two processes' counts.  Under
+callgrind a run is some 50 times slower: give a short ``--replay-duration`` (20) and one
+round.  What instructions miss is memory: the JSON file is the largest, and its bytes cost
+time the counts do not show.
 
 What runs: by default this checkout's source (``PYTHONPATH``: pure Python, as an editable
 install).  ``--python PY`` (repeatable) runs an installed nnemu instead, ``PY -m nnemu`` (and
@@ -45,7 +55,7 @@ round, so "before" and "after" come from the same rounds.  Each process reads by
 private ``PYTHONPYCACHEPREFIX`` written by an untimed first run (as ``bench_parser.py``).
 
 Usage: python bench/bench_trace_write.py [--measure replay upstream run] [--rounds 3]
-           [--durations 120 600] [--replay-duration 600] [--repeats 2]
+           [--durations 120 600] [--replay-duration 600] [--repeats 2] [--instructions]
            [--python PY ...] [--tree PATH ...] [--no-source]
 """
 
@@ -173,9 +183,9 @@ def _child_record(duration_s: int, directory: Path) -> dict[str, Any]:
     return counts
 
 
-def _child_replay(directory: Path, order: list[str], repeats: int) -> dict[str, Any]:
-    """CPU seconds of each writer given the recorded calls (``order`` alternating), and the
-    sha256 of what it wrote."""
+def _child_replay(directory: Path, order: list[str], repeats: int, check: bool) -> dict[str, Any]:
+    """CPU seconds of each writer given the recorded calls (``order`` alternating; ``none``:
+    a null sink), and (``check``) the sha256 of what it wrote."""
     from nnemu.tracer import open_trace_writer
 
     recorded = {}
@@ -191,7 +201,7 @@ def _child_replay(directory: Path, order: list[str], repeats: int) -> dict[str, 
             calls = recorded["marks" if ext == ".html" else "flows"]
             path = directory / f"replay-{os.getpid()}{ext}"
             start = time.process_time()
-            writer: Any = open_trace_writer(path)
+            writer: Any = open_trace_writer(path) if ext != "none" else _NullSink()
             process, receive = writer.process, writer.receive
             for call in calls:
                 if call[0] == "r":
@@ -200,24 +210,28 @@ def _child_replay(directory: Path, order: list[str], repeats: int) -> dict[str, 
                     process(call[1], call[2])
             writer.close()
             cpu[ext].append(time.process_time() - start)
-            sha[ext] = hashlib.sha256(path.read_bytes()).hexdigest()
-            path.unlink()
+            if ext != "none":
+                if check:
+                    sha[ext] = hashlib.sha256(path.read_bytes()).hexdigest()
+                path.unlink()
     return {"cpu": cpu, "sha": sha}
 
 
-def _child_upstream(duration_s: int, order: list[str]) -> dict[str, float]:
-    """CPU seconds of in-process runs: untraced, with a null batch sink, a null flow sink."""
+def _child_upstream(duration_s: int, order: list[str], repeats: int) -> dict[str, list[float]]:
+    """CPU seconds of in-process runs: untraced, with a null batch sink, a null flow sink
+    (``order``, ``repeats`` times)."""
     from nnemu._emulator import run
 
     scenario = _scenario(duration_s)
     run(_scenario(1), sinks=[_NullFlowSink()])  # (untimed: the first run's imports)
-    cpu = {}
-    for variant in order:
-        sinks = {"off": [], "null": [_NullSink()], "null flows": [_NullFlowSink()]}[variant]
-        gc.collect()
-        start = time.process_time()
-        run(scenario, sinks=sinks)
-        cpu[variant] = time.process_time() - start
+    cpu: dict[str, list[float]] = {variant: [] for variant in order}
+    for _ in range(repeats):
+        for variant in order:
+            sinks = {"off": [], "null": [_NullSink()], "null flows": [_NullFlowSink()]}[variant]
+            gc.collect()
+            start = time.process_time()
+            run(scenario, sinks=sinks)
+            cpu[variant].append(time.process_time() - start)
     return cpu
 
 
@@ -226,9 +240,9 @@ def _child(argv: list[str]) -> None:
     if what == "record":
         result: Any = _child_record(int(rest[0]), Path(rest[1]))
     elif what == "replay":
-        result = _child_replay(Path(rest[0]), rest[1].split(","), int(rest[2]))
+        result = _child_replay(Path(rest[0]), rest[1].split(","), int(rest[2]), rest[3] == "sha")
     else:
-        result = _child_upstream(int(rest[0]), rest[1].split(","))
+        result = _child_upstream(int(rest[0]), rest[1].split(","), int(rest[2]))
     print(json.dumps(result))
 
 
@@ -250,6 +264,31 @@ def _call_child(install: Install, env: dict[str, str], cwd: Path, *argv: str) ->
             f"child {argv} of {install.label()}: exit {done.returncode}\n{done.stderr}"
         )
     return json.loads(done.stdout.splitlines()[-1])
+
+
+def _count_child(install: Install, env: dict[str, str], cwd: Path, *argv: str) -> float:
+    """Run this script's child ``argv`` by ``install`` under callgrind: the instructions
+    the whole process executed, in billions (the garbage collector's timing aside, the same
+    every time: ``PYTHONHASHSEED=0``)."""
+    out = cwd / f"callgrind-{os.getpid()}.out"
+    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+    command += [install.python, str(Path(__file__).resolve()), "--child", *argv]
+    done = subprocess.run(
+        command,
+        env={**install.env(env), "PYTHONHASHSEED": "0"},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(
+            f"child {argv} of {install.label()} (callgrind): exit {done.returncode}\n"
+            f"{done.stderr[-3000:]}"
+        )
+    totals = [line for line in out.read_text().splitlines() if line.startswith("totals:")]
+    out.unlink()
+    return int(totals[-1].split()[1]) / 1e9
 
 
 def _cpu_of(
@@ -329,19 +368,24 @@ def _measure_round(
     order = _rotated(tuple(range(len(installs))), round_)
     for index in order:
         install = installs[index]
+        if args.instructions:
+            _count_round(args, install, index, round_, tmp, env, results)
+            continue
         if "replay" in args.measure:
             formats = ",".join(_rotated(FORMATS, round_))
             got = _call_child(
-                install, env, tmp, "replay", str(tmp / "rec"), formats, str(args.repeats)
+                install, env, tmp, "replay", str(tmp / "rec"), formats, str(args.repeats), "sha"
             )
             for ext in FORMATS:
                 results.writer.setdefault((index, ext), []).extend(got["cpu"][ext])
                 results.replay_sha.setdefault(ext, set()).add(got["sha"][ext])
         if "upstream" in args.measure:
             sinks = ",".join(_rotated(SINKS, round_))
-            got = _call_child(install, env, tmp, "upstream", str(args.replay_duration), sinks)
+            got = _call_child(
+                install, env, tmp, "upstream", str(args.replay_duration), sinks, str(args.repeats)
+            )
             for sink in SINKS:
-                results.upstream.setdefault((index, sink), []).append(got[sink])
+                results.upstream.setdefault((index, sink), []).extend(got[sink])
     if "run" not in args.measure:
         return
     for duration in args.durations:
@@ -359,12 +403,39 @@ def _measure_round(
                     path.unlink()
 
 
+def _count_round(
+    args: argparse.Namespace,
+    install: Install,
+    index: int,
+    round_: int,
+    tmp: Path,
+    env: dict[str, str],
+    results: _Results,
+) -> None:
+    """One round of ``--instructions``: each writer, sink and baseline a process of its own
+    under callgrind (a difference of two processes is the part measured)."""
+    if "replay" in args.measure:
+        counted = {
+            ext: _count_child(install, env, tmp, "replay", str(tmp / "rec"), ext, "1", "nosha")
+            for ext in ("none", *_rotated(FORMATS, round_))
+        }
+        for ext in FORMATS:
+            results.writer.setdefault((index, ext), []).append(counted[ext] - counted["none"])
+    if "upstream" in args.measure:
+        for sink in _rotated(SINKS, round_):
+            counted_sink = _count_child(
+                install, env, tmp, "upstream", str(args.replay_duration), sink, "1"
+            )
+            results.upstream.setdefault((index, sink), []).append(counted_sink)
+
+
 def _report(args: argparse.Namespace, installs: list[Install], r: _Results) -> None:
     med = statistics.median
+    unit = "G instructions (callgrind)" if args.instructions else "CPU s"
     summary: dict[int, list[str]] = {index: [] for index in range(len(installs))}
     if r.writer:
         print(
-            f"\nThe writer alone, CPU s: the recorded sink calls of a {args.replay_duration} s"
+            f"\nThe writer alone, {unit}: the recorded sink calls of a {args.replay_duration} s"
             f" run ({args.rounds} rounds x {args.repeats})\n"
         )
         print("| nnemu | .html | .pftrace | .json | .pftrace / .html | .json / .html |")
@@ -379,15 +450,16 @@ def _report(args: argparse.Namespace, installs: list[Install], r: _Results) -> N
                 f"{med(_ratios(r.writer[index, '.pftrace'], r.writer[index, '.html'])):.2f},"
                 f" .json/.html {med(_ratios(r.writer[index, '.json'], r.writer[index, '.html'])):.2f}"
             )
-        same = {
+        same = r.replay_sha and {
             ext: len(r.replay_sha[ext]) == 1
             and r.run_sha.get((args.replay_duration, ext), r.replay_sha[ext]) == r.replay_sha[ext]
             for ext in FORMATS
         }
         checked = "the run's own files" if r.run_sha else "each other (no run at that duration)"
-        print(f"\nReplayed files identical to {checked}: {same}")
+        if same:
+            print(f"\nReplayed files identical to {checked}: {same}")
     if r.upstream:
-        print(f"\nThe tracer's part, CPU s: in-process {args.replay_duration} s runs\n")
+        print(f"\nThe tracer's part, {unit}: in-process {args.replay_duration} s runs\n")
         print("| nnemu | untraced | null sink | null flow sink | tracer | flows and counters |")
         print("|---|---:|---:|---:|---:|---:|")
         for index, install in enumerate(installs):
@@ -398,15 +470,18 @@ def _report(args: argparse.Namespace, installs: list[Install], r: _Results) -> N
             print(f"| {install.label()} | " + " | ".join(cells) + " |")
     if r.writer and r.upstream:
         print(
-            f"\nThe write at {args.replay_duration} s, CPU s: tracer + flows and counters"
-            " (not .html) + writer, medians\n"
+            f"\nThe write at {args.replay_duration} s, {unit}: tracer + flows and counters"
+            " (not .html) + writer, medians (the upstream parts of the differences paired"
+            " by round)\n"
         )
         print("| nnemu | .html | .pftrace | .json | .pftrace / .html | .json / .html |")
         print("|---|---:|---:|---:|---:|---:|")
         for index, install in enumerate(installs):
-            off, null, flows = (med(r.upstream[index, sink]) for sink in SINKS)
+            off, null, flows = (r.upstream[index, sink] for sink in SINKS)
+            tracer = med([n - o for n, o in zip(null, off, strict=True)])
+            traced = med([f - o for f, o in zip(flows, off, strict=True)])
             cost = {
-                ext: med(r.writer[index, ext]) + (null - off if ext == ".html" else flows - off)
+                ext: med(r.writer[index, ext]) + (tracer if ext == ".html" else traced)
                 for ext in FORMATS
             }
             ratios = [cost[ext] / cost[".html"] for ext in FORMATS[1:]]
@@ -483,6 +558,7 @@ def main() -> None:
     parser.add_argument("--python", action="append", default=[])
     parser.add_argument("--tree", type=Path, action="append", default=[])
     parser.add_argument("--no-source", action="store_true")
+    parser.add_argument("--instructions", action="store_true")
     args = parser.parse_args()
     installs = [] if args.no_source else [Install(sys.executable, REPO)]
     installs += [Install(sys.executable, tree.resolve()) for tree in args.tree]

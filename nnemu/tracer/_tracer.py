@@ -402,31 +402,36 @@ class Tracer:
         order flows start, so traces stay deterministic.  Costs nothing (no event, no id)
         unless a sink that takes flows is attached.
         """
-        if self._flow_sinks and self.enabled and key is not None:
+        if self.flows and self.enabled and key is not None:
             flow_id = self._flow_ids = self._flow_ids + 1
             self._flows[key] = flow_id
             self._write(_thread_now() or current_thread(), None, flow_id)
 
     def flow_in(self, key: Hashable) -> None:
         """End the flow ``flow_out(key)`` started at the section just begun on this thread."""
-        if self._flow_sinks and self.enabled:
+        if self.flows and self.enabled:
             flow_id = self._flows.pop(key, None)
             if flow_id is not None:
                 self._write(_thread_now() or current_thread(), None, -flow_id)
 
     def counter(self, pid: int, name: str, value: int) -> None:
-        """Counter ``name`` of process ``pid`` is ``value`` from now on (written when it changes)."""
-        if self._flow_sinks and self.enabled:
+        """Counter ``name`` of process ``pid`` is ``value`` from now on (written when it changes).
+
+        The event's thread slot is ``_NO_THREAD`` wherever it is written: a counter belongs
+        to its process, and no sink reads the slot (``FlowSink.counter`` has none), so the
+        current thread is not looked up.
+        """
+        if self.flows and self.enabled:
             values = self._counters.get(name)
             if values is None:
                 values = self._counters[name] = {}
             if values.get(pid) != value:
                 values[pid] = value
-                self._write(_thread_now() or _NO_THREAD, None, (pid, name, value))
+                self._write(_NO_THREAD, None, (pid, name, value))
 
     def counter_add(self, pid: int, name: str, delta: int) -> None:
         """Add ``delta`` to counter ``name`` of process ``pid`` (which starts at 0)."""
-        if self._flow_sinks and self.enabled:
+        if self.flows and self.enabled:
             values = self._counters.get(name)
             self.counter(pid, name, (values.get(pid, 0) if values is not None else 0) + delta)
 

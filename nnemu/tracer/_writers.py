@@ -17,7 +17,7 @@ from librt.strings import BytesWriter
 from nnemu.errors import OutputError
 from nnemu.sim import SimThread
 from nnemu.tracer._args import json_args
-from nnemu.tracer._events import CounterInfo, TraceEvent
+from nnemu.tracer._events import TraceEvent
 from nnemu.tracer._names import thread_name
 
 FTRACE_HEADER = """\
@@ -282,9 +282,10 @@ class _JsonThread:
         """An event's ``pid``, ``tid`` and ``ts`` key, in ``sort_keys`` order."""
         self.end: Final = b',\n{"ph": "E", ' + self.place
         """An ``E`` event up to its timestamp."""
-        self.flow_start: Final = b'"name": "flow", "ph": "s", ' + self.place
-        self.flow_end: Final = b'"name": "flow", "ph": "f", ' + self.place
-        """A flow event after its ``id`` up to its timestamp (``s`` starts it, ``f`` ends it)."""
+        self.flow_start: Final = b', "name": "flow", "ph": "s", ' + self.place
+        self.flow_end: Final = b', "name": "flow", "ph": "f", ' + self.place
+        """A flow event after its ``id``'s value up to its timestamp (``s`` starts it, ``f``
+        ends it)."""
         self.begins: Final[dict[str, bytes]] = {}
         """A ``B`` event up to its timestamp, by section name (made on first use)."""
         self.named = False
@@ -297,8 +298,32 @@ _SMALL_VALUES: Final = 1024
 _JSON_VALUES: Final = tuple(b',\n{"args": {"value": %d' % n for n in range(_SMALL_VALUES))
 """A counter event up to its value's end, for the small values (most counters' values)."""
 
+_DECIMALS: Final = tuple(b"%d" % n for n in range(1000))
+"""``0`` to ``999`` (UTF-8, no leading zeros)."""
+
+_STAMP_ENDS: Final = tuple(b"%03d.0}" % n for n in range(1000))
+"""A timestamp's last three digits (its µs), then what ends it and its event."""
+
+_FLOW_STARTS: Final = b',\n{"cat": "nnapi-flow", "id": '
+_FLOW_ENDS: Final = b',\n{"bp": "e", "cat": "nnapi-flow", "id": '
+"""A flow event up to its id (``s`` starts it, ``f`` ends it)."""
+
+_NO_SECOND: Final = -(10**18)
+"""A second's start (µs) no timestamp is in."""
+
 _NO_JSON_THREAD: Final = _JsonThread(SimThread(0, 0, ""))
 """The thread before a batch's first event (never written)."""
+
+
+def _write_decimal(buffer: BytesWriter, n: int) -> None:
+    """Write ``n`` (>= 0) in decimal, from ``_DECIMALS`` and ``_DIGITS3`` below a million."""
+    if n < 1000:
+        buffer.write(_DECIMALS[n])
+    elif n < 1_000_000:
+        buffer.write(_DECIMALS[n // 1000])
+        buffer.write(_DIGITS3[n % 1000])
+    else:
+        buffer.write(b"%d" % n)
 
 
 def _json_ts(ts_ns: int) -> bytes:
@@ -328,12 +353,14 @@ class ChromeJsonWriter:
         self._threads: dict[int, _JsonThread] = {}
         """By ``id`` of the thread object."""
         self._named: set[SimThread] = set()
-        self._counters: dict[str, dict[int, bytes]] = {}
+        self._counters: dict[str, dict[object, bytes]] = {}
         """A ``C`` event between its value and its timestamp, by name and pid (no key
         tuple made per event)."""
         self._last_ts = -1
         self._stamp = b""
         """The text of ``_last_ts`` and the closing brace."""
+        self._second = (_NO_SECOND, b"")
+        """The second the last whole-µs stamp was in: (its start in µs, its text)."""
         self._buffer = BytesWriter()
         """A batch's events (emptied after each batch)."""
         self._out.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
@@ -386,6 +413,13 @@ class ChromeJsonWriter:
         buffer = self._buffer
         last_ts = self._last_ts
         stamp = self._stamp
+        # A whole number of µs past the first second (nearly every stamp) is what ``_json_ts``
+        # gives, ``<seconds><6 digits>.0``: as in ``FtraceWriter.receive``, the seconds' text
+        # is kept while they last, the rest is two table entries.
+        second_us, second = self._second
+        digits = _DIGITS3
+        ends = _STAMP_ENDS
+        counters = self._counters
         last_thread: SimThread | None = None
         track = _NO_JSON_THREAD
         # (As in ``FtraceWriter.receive``: read the events without the info's nested checks.)
@@ -396,10 +430,14 @@ class ChromeJsonWriter:
         for ts, thread, name, info in rows:
             if ts != last_ts:
                 last_ts = ts
-                # A whole number of µs past the first second (nearly every one) is what
-                # ``_json_ts`` gives, in one format.
-                if ts % 1000 == 0 and 1_000_000_000 <= ts < 10**18:
-                    stamp = b"%d.0}" % (ts // 1000)
+                us = ts // 1000 - second_us
+                if ts % 1000 == 0 and 0 <= us < 1_000_000:
+                    stamp = second + digits[us // 1000] + ends[us % 1000]
+                elif ts % 1000 == 0 and 1_000_000_000 <= ts < 10**18:
+                    seconds, us = divmod(ts // 1000, 1_000_000)
+                    second_us = ts // 1000 - us
+                    second = b"%d" % seconds
+                    stamp = second + digits[us // 1000] + ends[us % 1000]
                 else:
                     stamp = _json_ts(ts) + b"}"
             if name is not None or info is None:
@@ -415,21 +453,23 @@ class ChromeJsonWriter:
                     track = threads.get(id(thread)) or self._thread(thread)
                     last_thread = thread
                 if info < 0:
-                    buffer.write(b',\n{"bp": "e", "cat": "nnapi-flow", "id": %d, ' % -info)
+                    buffer.write(_FLOW_ENDS)
+                    _write_decimal(buffer, -info)
                     buffer.write(track.flow_end)
                 else:
-                    buffer.write(b',\n{"cat": "nnapi-flow", "id": %d, ' % info)
+                    buffer.write(_FLOW_STARTS)
+                    _write_decimal(buffer, info)
                     buffer.write(track.flow_start)
-            else:  # a counter (``CounterInfo``)
-                pid, counter, value = cast("CounterInfo", info)
-                by_pid = self._counters.get(counter)
+            else:  # a counter (``CounterInfo``; its pid only a key here, read as an object)
+                pid, counter, value = cast("tuple[object, str, int]", info)
+                by_pid = counters.get(counter)
                 if by_pid is None:
-                    by_pid = self._counters[counter] = {}
+                    by_pid = counters[counter] = {}
                 middle = by_pid.get(pid)
                 if middle is None:
                     middle = by_pid[pid] = b'}, "name": %s, "ph": "C", "pid": %d, "ts": ' % (
                         json.dumps(counter).encode(),
-                        pid,
+                        cast("int", pid),
                     )
                 if 0 <= value < _SMALL_VALUES:
                     buffer.write(_JSON_VALUES[value])
@@ -439,6 +479,7 @@ class ChromeJsonWriter:
             buffer.write(stamp)
         self._last_ts = last_ts
         self._stamp = stamp
+        self._second = (second_us, second)
         self._write()
 
     def _write(self) -> None:
