@@ -77,6 +77,11 @@ _Fields = tuple[
 uuid is set, which name field is set (0 none, 1 ``name_iid``, 2 ``name``), name iid, name,
 counter value, double counter value (None: not set), flow ids (None: none): those that
 continue a flow, those that end one."""
+_Ready = tuple[int, int, Any, Any, Any, Any, Any]
+"""A track event ``Decoder.fast`` read, as its records but for the packet's time and offset:
+its sequence, then its record's kind and fields (``BEGIN``: pid, tid, name, flow ids or
+None; ``END``: pid, tid; ``COUNTER``: pid, tid, name, value), left as the objects they are
+(no int or float made again per packet)."""
 
 
 def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -266,6 +271,10 @@ class Decoder:
         """Whether a ``TrackEvent``'s flow ids and extra counter values are read."""
         self.events: dict[bytes, _Fields | None] = {}
         """Track events' fields by their bytes (None: ``fast`` does not read it)."""
+        self.ready: dict[bytes, _Ready] = {}
+        """Track events ``fast`` read, by their bytes, as the state read so far gives them
+        (their track, their interned name): emptied whenever that state changes (another
+        packet read by ``packet``, a sequence's state cleared)."""
         self.stop: tuple[int, str] | None = None
         """Where ``run`` stopped at an undecodable packet, and why."""
         self.from_bytes = from_bytes
@@ -329,6 +338,8 @@ class Decoder:
             pos += 1
             if self.from_bytes and self.fast(offset, data, pos, end):
                 continue
+            if self.ready:
+                self.ready.clear()  # the packet may describe tracks or intern names
             packet = self.parse(data[pos:end])
             if isinstance(packet, str):
                 self.stop = (offset, packet)
@@ -389,8 +400,23 @@ class Decoder:
         if event_at < 0:
             return False
         # A track event's fields, read once per distinct bytes (an end on a track, a begin
-        # of an interned name: the same bytes again and again; the time is the packet's).
+        # of an interned name: the same bytes again and again; the time is the packet's),
+        # and its records' fields once per state (``ready``).
         raw = data[event_at:event_end]
+        ready = self.ready.get(raw)
+        if ready is not None and ready[0] == seq and not flags & _SEQ_INCREMENTAL_STATE_CLEARED:
+            out = self.out
+            kind = ready[1]
+            if kind == END:
+                out.append((ts, offset, END, ready[2], ready[3]))
+            elif kind == BEGIN:
+                out.append((ts, offset, BEGIN, ready[2], ready[3], ready[4]))
+                flows = ready[5]
+                if flows is not None:
+                    self.flow_records(ts, offset, ready[2], ready[3], flows)
+            else:
+                out.append((ts, offset, COUNTER, ready[2], ready[3], ready[4], ready[5]))
+            return True
         cache = self.events
         fields = cache.get(raw)
         if fields is None:
@@ -401,11 +427,14 @@ class Decoder:
             fields = cache[raw] = _event_fields(raw)
             if fields is None:
                 return False
-        return self.fast_event(offset, fields, ts, seq, flags)
+        return self.fast_event(offset, fields, ts, seq, flags, raw)
 
-    def fast_event(self, offset: int, fields: _Fields, ts: int, seq: int, flags: int) -> bool:
-        """``fast``'s track event, of ``fields`` (``_event_fields``), at ``ts`` on sequence
-        ``seq`` (packet ``flags``): its records, if on a track ``fast`` reads."""
+    def fast_event(
+        self, offset: int, fields: _Fields, ts: int, seq: int, flags: int, raw: bytes
+    ) -> bool:
+        """``fast``'s track event, of ``fields`` (``_event_fields``; its bytes ``raw``), at
+        ``ts`` on sequence ``seq`` (packet ``flags``): its records, if on a track ``fast``
+        reads (then kept in ``ready``)."""
         kind, uuid, has_uuid, named, iid, name, counter, double, flows = fields
         names = self.names
         if not uuid and not has_uuid:
@@ -419,12 +448,18 @@ class Decoder:
             return False
         if names and flags & _SEQ_INCREMENTAL_STATE_CLEARED and seq in names:
             del names[seq]
+            self.ready.clear()
         out = self.out
+        ready = self.ready
+        if len(ready) >= _MAX_CACHED_EVENTS:
+            ready.clear()
         if kind == _TYPE_COUNTER:
             number = double if double is not None else float(counter)
             out.append((ts, offset, COUNTER, pid, tid, track.name, number))
+            ready[raw] = (seq, COUNTER, pid, tid, track.name, number, None)
         elif kind == _TYPE_SLICE_END:
             out.append((ts, offset, END, pid, tid))
+            ready[raw] = (seq, END, pid, tid, None, None, None)
         else:
             # Interned on this sequence, or set and printable: as is; else the general
             # reading (``name_of``).
@@ -440,11 +475,21 @@ class Decoder:
                     text = self.name_of(named, name, iid, seq)
             out.append((ts, offset, BEGIN, pid, tid, text))
             if flows is not None and self.repeated:
-                for flow_id in flows[0]:
-                    out.append((ts, offset, FLOW, pid, tid, flow_id, False))
-                for flow_id in flows[1]:
-                    out.append((ts, offset, FLOW, pid, tid, flow_id, True))
+                self.flow_records(ts, offset, pid, tid, flows)
+                ready[raw] = (seq, BEGIN, pid, tid, text, flows, None)
+            else:
+                ready[raw] = (seq, BEGIN, pid, tid, text, None, None)
         return True
+
+    def flow_records(
+        self, ts: int, offset: int, pid: Any, tid: Any, flows: tuple[tuple[int, ...], ...]
+    ) -> None:
+        """The ``FLOW`` records of a slice begin's flow ids (``_Fields``' last)."""
+        out = self.out
+        for flow_id in flows[0]:
+            out.append((ts, offset, FLOW, pid, tid, flow_id, False))
+        for flow_id in flows[1]:
+            out.append((ts, offset, FLOW, pid, tid, flow_id, True))
 
     def packet(self, offset: int, packet: Any) -> None:
         """The records of one ``TracePacket``."""
