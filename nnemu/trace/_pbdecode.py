@@ -5,8 +5,9 @@ and turns each ``TracePacket`` into records: plain tuples (``Record``: time, the
 packet's byte offset, a kind, then the kind's fields), cheaper to make than the typed
 records ``read_perfetto`` builds from them.  ``Decoder.run`` reads a run of packets from
 their bytes: a track event of one slice begin or end or a counter value (most packets)
-is read from its wire format here (``Decoder.fast``); any other packet is decoded by
-protobuf (the ``perfetto`` package's classes, upb in C) and read from its fields.
+is read from its wire format here (``Decoder.fast``), and so is a packet that describes
+(``Decoder.described``: ``_pbpackets``); any other packet is decoded by protobuf (the
+``perfetto`` package's classes, upb in C) and read from its fields.
 
 A wheel runs this module compiled by mypyc (``nnemu._native``): it imports no
 protobuf package (``_perfetto`` hands it the packet parser) and its classes are plain.
@@ -18,6 +19,18 @@ import math
 import struct
 from collections.abc import Callable
 from typing import Any, Final
+
+from nnemu.trace._pbpackets import (
+    DESCRIPTOR,
+    EVENT,
+    TREE,
+    Descriptor,
+    annotation_read,
+    read_descriptor,
+    read_interned,
+    read_packet,
+    read_tree,
+)
 
 _SEQ_INCREMENTAL_STATE_CLEARED: Final = 1
 _TYPE_SLICE_BEGIN: Final = 1
@@ -125,7 +138,8 @@ def _event_fields(data: bytes) -> _Fields | None:
     holds another: ``type`` (a slice begin or end, a counter), ``track_uuid``, ``name_iid``
     or ``name``, ``counter_value`` or ``double_counter_value``, flow ids (``flow_ids``,
     ``terminating_flow_ids`` and their ``_old`` forms, packed or not) and the fields nnemu
-    reads nowhere (``category_iids``, unpacked).  The last of a oneof's fields wins, as in
+    reads nowhere (``category_iids``, unpacked; ``debug_annotations`` that
+    ``_pbpackets.annotation_read`` walks).  The last of a oneof's fields wins, as in
     protobuf."""
     pos = 0
     end = len(data)
@@ -188,8 +202,8 @@ def _event_fields(data: bytes) -> _Fields | None:
                     flows = [[], [], [], []]
                 if not _packed(data, pos, stop, field >= 47, flows[_FLOW_FIELDS[field]]):
                     return None
-            else:
-                return None
+            elif field != 4 or not annotation_read(data, pos, stop):
+                return None  # (debug_annotations: read nowhere)
             pos = stop
         elif wire == 1:
             if pos + 8 > end:
@@ -336,7 +350,9 @@ class Decoder:
             while data[pos] >= 0x80:
                 pos += 1
             pos += 1
-            if self.from_bytes and self.fast(offset, data, pos, end):
+            if self.from_bytes and (
+                self.fast(offset, data, pos, end) or self.described(offset, data, pos, end)
+            ):
                 continue
             if self.ready:
                 self.ready.clear()  # the packet may describe tracks or intern names
@@ -491,6 +507,70 @@ class Decoder:
         for flow_id in flows[1]:
             out.append((ts, offset, FLOW, pid, tid, flow_id, True))
 
+    def described(self, offset: int, data: bytes, pos: int, end: int) -> bool:
+        """Read the ``TracePacket`` in ``data[pos:end]`` from its bytes, as ``packet`` reads
+        protobuf's, if it is one ``_pbpackets`` reads (a process tree, a track descriptor, a
+        track event ``fast_event`` reads that interns names); else change nothing and
+        return False."""
+        packet = read_packet(data, pos, end)
+        if packet is None:
+            return False
+        ts, seq, flags, cleared, kind, start, stop, interned_at, interned_end = packet
+        if kind == 0 and interned_at < 0:
+            return True  # nothing that makes a record or changes a state
+        interned = None
+        if interned_at >= 0:
+            interned = read_interned(data, interned_at, interned_end)
+            if interned is None:
+                return False
+        if kind == TREE:
+            tree = read_tree(data, start, stop)
+            if tree is None or interned is not None:
+                return False
+            for pid, name in tree[0]:
+                self.process(offset, pid, _clean(name))
+            for tid, tgid, name in tree[1]:
+                self.thread(offset, tgid or None, tid, _clean(name))
+            return True
+        descriptor = None
+        raw = b""
+        fields = None
+        if kind == DESCRIPTOR:
+            descriptor = read_descriptor(data, start, stop)
+            if descriptor is None:
+                return False
+        elif kind == EVENT:
+            raw = data[start:stop]
+            fields = _event_fields(raw)
+            if fields is None or not self.fast_track(fields, seq):
+                return False
+        # As track_packet: the sequence's state, its interned names, then its data.
+        if self.ready:
+            self.ready.clear()
+        names = self.names
+        if names and seq in names and (flags & _SEQ_INCREMENTAL_STATE_CLEARED or cleared):
+            del names[seq]
+        if interned is not None:
+            table = names.setdefault(seq, {})
+            for iid, name in interned:
+                table[iid] = _clean(name)
+        if descriptor is not None:
+            self.describe_track(offset, descriptor)
+        elif fields is not None:
+            self.fast_event(offset, fields, ts, seq, 0, raw)
+        return True
+
+    def fast_track(self, fields: _Fields, seq: int) -> bool:
+        """Whether ``fast_event`` reads a track event of ``fields`` on sequence ``seq``: its
+        track is described, with its thread unless it is a counter's."""
+        uuid: int = fields[1]
+        if not uuid and not fields[2]:
+            uuid = self.default_track.get(seq, 0)
+        track = self.tracks.get(uuid) if uuid else None
+        if track is None:
+            return False
+        return fields[0] == _TYPE_COUNTER or (track.tid is not None and track.pid is not None)
+
     def packet(self, offset: int, packet: Any) -> None:
         """The records of one ``TracePacket``."""
         kind = packet.WhichOneof("data")
@@ -594,19 +674,39 @@ class Decoder:
             self.track_event(offset, packet, seq)
 
     def track_descriptor(self, offset: int, descriptor: Any) -> None:
+        """Remember a track, from protobuf's ``TrackDescriptor``."""
+        process = thread = None
+        if descriptor.HasField("process"):
+            process = (descriptor.process.pid, descriptor.process.process_name)
+        if descriptor.HasField("thread"):
+            given = descriptor.thread
+            thread = (given.pid, given.tid, given.thread_name)
+        self.describe_track(
+            offset,
+            (
+                descriptor.uuid,
+                descriptor.parent_uuid,
+                descriptor.name or descriptor.static_name or descriptor.atrace_name,
+                process,
+                thread,
+                descriptor.HasField("counter"),
+            ),
+        )
+
+    def describe_track(self, offset: int, descriptor: Descriptor) -> None:
         """Remember a track (a counter track takes its process from its parent track)."""
-        name = _clean(descriptor.name or descriptor.static_name or descriptor.atrace_name)
-        parent = self.tracks.get(descriptor.parent_uuid) if descriptor.parent_uuid else None
+        uuid, parent_uuid, given_name, process, thread, counter = descriptor
+        name = _clean(given_name)
+        parent = self.tracks.get(parent_uuid) if parent_uuid else None
         pid = parent.pid if parent is not None else None
         tid = parent.tid if parent is not None else None
-        if descriptor.HasField("process"):
-            pid = descriptor.process.pid
-            self.process(offset, pid, _clean(descriptor.process.process_name))
-        if descriptor.HasField("thread"):
-            pid, tid = descriptor.thread.pid, descriptor.thread.tid
-            self.thread(offset, pid, tid, _clean(descriptor.thread.thread_name))
-        counter = descriptor.HasField("counter")
-        self.tracks[descriptor.uuid] = _Track(pid=pid, tid=tid, name=name, counter=counter)
+        if process is not None:
+            pid = process[0]
+            self.process(offset, pid, _clean(process[1]))
+        if thread is not None:
+            pid, tid = thread[0], thread[1]
+            self.thread(offset, pid, tid, _clean(thread[2]))
+        self.tracks[uuid] = _Track(pid=pid, tid=tid, name=name, counter=counter)
 
     def track_of(self, offset: int, event: Any, seq: int) -> _Track | None:
         """An event's track: its uuid, the sequence's default, or its ``thread_descriptor``."""
