@@ -35,9 +35,17 @@ Packet = tuple[int, int, int, bool, int, int, int, int, int]
 """``read_packet``'s: timestamp, sequence id, sequence flags, ``incremental_state_cleared``,
 the kind of its data (0 none, ``EVENT``, ``DESCRIPTOR``, ``TREE``) and where its bytes start
 and end, where its ``interned_data`` starts and ends (-1: none)."""
-Descriptor = tuple[int, int, str, tuple[int, str] | None, tuple[int, int, str] | None, bool]
+Descriptor = tuple[
+    int,
+    int,
+    str | bytes,
+    tuple[int, str | bytes] | None,
+    tuple[int, int, str | bytes] | None,
+    bool,
+]
 """``read_descriptor``'s: uuid, parent uuid, name, process (pid, name), thread (pid, tid,
-name), whether it is a counter track."""
+name), whether it is a counter track (``Decoder.describe_track`` takes protobuf's too,
+whose strings that are not UTF-8 come as bytes)."""
 Tree = tuple[list[tuple[int, str]], list[tuple[int, int, str]]]
 """``read_tree``'s: processes (pid, first cmdline or ""), threads (tid, tgid, name)."""
 
