@@ -32,6 +32,7 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
     "tables": ("nnemu.query._perfetto_tables",),
     "trace": ("nnemu.trace._chrome",),
+    "pfpackets": ("nnemu.trace._pbpackets",),
     "perfetto": (
         "nnemu.trace._pbdecode",
         "nnemu.trace._pbstream",
@@ -52,7 +53,9 @@ them, and ``_perfetto`` (interpreted) imports the Perfetto group's in that order
 Python: compiled in the query group its ``__file__`` came out as
 ``nnemu/query/nnemu/query/...so``, which no path names; ``tables`` (the counter and flow
 rows every ``COUNTER`` and ``FLOW`` event becomes, ``nnemu.query._perfetto_tables``) is a
-group of its own for the same reason: the query loaders import it.  The driver's modules stay Python:
+group of its own for the same reason: the query loaders import it, and so is ``pfpackets``
+(``nnemu.trace._pbpackets``, the describing packets read from their bytes), which
+``_pbdecode`` imports.  The driver's modules stay Python:
 ``Device`` is subclassed by users (``examples/``), and its ``attrs.define`` classes with
 factories do not compile."""
 

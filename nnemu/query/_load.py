@@ -7,8 +7,10 @@ are out of it, with its warnings held, sorted and given below the progress bar.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sqlite3
+from collections.abc import Iterator
 from typing import Final, TextIO
 
 from nnemu._progress import Progress
@@ -95,7 +97,8 @@ def load_trace(
     held = _HeldWarn(shown) if small else None
     out: Warn = shown if held is None else held
     try:
-        summary = _load(source, kind, conn, out, held, shown, progress)
+        with collector_paused():
+            summary = _load(source, kind, conn, out, held, shown, progress)
     except TraceFormatError:
         if held is not None:
             held.release()
@@ -219,6 +222,24 @@ def _load_json(
         loader.load_json([time_ordered_events(again.events())], store_line=one_a_line)
         loader.read_again_after(first_reading)
     return loader
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off within (as it was after).
+
+    A load makes millions of tuples and lists, and keeps hundreds of thousands alive at once
+    (open slices, rows waiting for their ``INSERT``, records waiting to be put in time
+    order), none of them in a cycle: the collector's passes over them found nothing and
+    cost a tenth of a Perfetto trace's load (bench/README.md, ``bench_perfetto.py``).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class _HeldWarn:

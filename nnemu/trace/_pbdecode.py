@@ -5,8 +5,9 @@ and turns each ``TracePacket`` into records: plain tuples (``Record``: time, the
 packet's byte offset, a kind, then the kind's fields), cheaper to make than the typed
 records ``read_perfetto`` builds from them.  ``Decoder.run`` reads a run of packets from
 their bytes: a track event of one slice begin or end or a counter value (most packets)
-is read from its wire format here (``Decoder.fast``); any other packet is decoded by
-protobuf (the ``perfetto`` package's classes, upb in C) and read from its fields.
+is read from its wire format here (``Decoder.fast``), and so is a packet that describes
+(``Decoder.described``: ``_pbpackets``); any other packet is decoded by protobuf (the
+``perfetto`` package's classes, upb in C) and read from its fields.
 
 A wheel runs this module compiled by mypyc (``nnemu._native``): it imports no
 protobuf package (``_perfetto`` hands it the packet parser) and its classes are plain.
@@ -18,6 +19,18 @@ import math
 import struct
 from collections.abc import Callable
 from typing import Any, Final
+
+from nnemu.trace._pbpackets import (
+    DESCRIPTOR,
+    EVENT,
+    TREE,
+    Descriptor,
+    annotation_read,
+    read_descriptor,
+    read_interned,
+    read_packet,
+    read_tree,
+)
 
 _SEQ_INCREMENTAL_STATE_CLEARED: Final = 1
 _TYPE_SLICE_BEGIN: Final = 1
@@ -77,6 +90,11 @@ _Fields = tuple[
 uuid is set, which name field is set (0 none, 1 ``name_iid``, 2 ``name``), name iid, name,
 counter value, double counter value (None: not set), flow ids (None: none): those that
 continue a flow, those that end one."""
+_Ready = tuple[int, int, Any, Any, Any, Any, Any]
+"""A track event ``Decoder.fast`` read, as its records but for the packet's time and offset:
+its sequence, then its record's kind and fields (``BEGIN``: pid, tid, name, flow ids or
+None; ``END``: pid, tid; ``COUNTER``: pid, tid, name, value), left as the objects they are
+(no int or float made again per packet)."""
 
 
 def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -120,7 +138,8 @@ def _event_fields(data: bytes) -> _Fields | None:
     holds another: ``type`` (a slice begin or end, a counter), ``track_uuid``, ``name_iid``
     or ``name``, ``counter_value`` or ``double_counter_value``, flow ids (``flow_ids``,
     ``terminating_flow_ids`` and their ``_old`` forms, packed or not) and the fields nnemu
-    reads nowhere (``category_iids``, unpacked).  The last of a oneof's fields wins, as in
+    reads nowhere (``category_iids``, unpacked; ``debug_annotations`` that
+    ``_pbpackets.annotation_read`` walks).  The last of a oneof's fields wins, as in
     protobuf."""
     pos = 0
     end = len(data)
@@ -183,8 +202,8 @@ def _event_fields(data: bytes) -> _Fields | None:
                     flows = [[], [], [], []]
                 if not _packed(data, pos, stop, field >= 47, flows[_FLOW_FIELDS[field]]):
                     return None
-            else:
-                return None
+            elif field != 4 or not annotation_read(data, pos, stop):
+                return None  # (debug_annotations: read nowhere)
             pos = stop
         elif wire == 1:
             if pos + 8 > end:
@@ -266,6 +285,10 @@ class Decoder:
         """Whether a ``TrackEvent``'s flow ids and extra counter values are read."""
         self.events: dict[bytes, _Fields | None] = {}
         """Track events' fields by their bytes (None: ``fast`` does not read it)."""
+        self.ready: dict[bytes, _Ready] = {}
+        """Track events ``fast`` read, by their bytes, as the state read so far gives them
+        (their track, their interned name): emptied whenever that state changes (another
+        packet read by ``packet``, a sequence's state cleared)."""
         self.stop: tuple[int, str] | None = None
         """Where ``run`` stopped at an undecodable packet, and why."""
         self.from_bytes = from_bytes
@@ -327,8 +350,12 @@ class Decoder:
             while data[pos] >= 0x80:
                 pos += 1
             pos += 1
-            if self.from_bytes and self.fast(offset, data, pos, end):
+            if self.from_bytes and (
+                self.fast(offset, data, pos, end) or self.described(offset, data, pos, end)
+            ):
                 continue
+            if self.ready:
+                self.ready.clear()  # the packet may describe tracks or intern names
             packet = self.parse(data[pos:end])
             if isinstance(packet, str):
                 self.stop = (offset, packet)
@@ -389,8 +416,23 @@ class Decoder:
         if event_at < 0:
             return False
         # A track event's fields, read once per distinct bytes (an end on a track, a begin
-        # of an interned name: the same bytes again and again; the time is the packet's).
+        # of an interned name: the same bytes again and again; the time is the packet's),
+        # and its records' fields once per state (``ready``).
         raw = data[event_at:event_end]
+        ready = self.ready.get(raw)
+        if ready is not None and ready[0] == seq and not flags & _SEQ_INCREMENTAL_STATE_CLEARED:
+            out = self.out
+            kind = ready[1]
+            if kind == END:
+                out.append((ts, offset, END, ready[2], ready[3]))
+            elif kind == BEGIN:
+                out.append((ts, offset, BEGIN, ready[2], ready[3], ready[4]))
+                flows = ready[5]
+                if flows is not None:
+                    self.flow_records(ts, offset, ready[2], ready[3], flows)
+            else:
+                out.append((ts, offset, COUNTER, ready[2], ready[3], ready[4], ready[5]))
+            return True
         cache = self.events
         fields = cache.get(raw)
         if fields is None:
@@ -401,11 +443,14 @@ class Decoder:
             fields = cache[raw] = _event_fields(raw)
             if fields is None:
                 return False
-        return self.fast_event(offset, fields, ts, seq, flags)
+        return self.fast_event(offset, fields, ts, seq, flags, raw)
 
-    def fast_event(self, offset: int, fields: _Fields, ts: int, seq: int, flags: int) -> bool:
-        """``fast``'s track event, of ``fields`` (``_event_fields``), at ``ts`` on sequence
-        ``seq`` (packet ``flags``): its records, if on a track ``fast`` reads."""
+    def fast_event(
+        self, offset: int, fields: _Fields, ts: int, seq: int, flags: int, raw: bytes
+    ) -> bool:
+        """``fast``'s track event, of ``fields`` (``_event_fields``; its bytes ``raw``), at
+        ``ts`` on sequence ``seq`` (packet ``flags``): its records, if on a track ``fast``
+        reads (then kept in ``ready``)."""
         kind, uuid, has_uuid, named, iid, name, counter, double, flows = fields
         names = self.names
         if not uuid and not has_uuid:
@@ -419,12 +464,18 @@ class Decoder:
             return False
         if names and flags & _SEQ_INCREMENTAL_STATE_CLEARED and seq in names:
             del names[seq]
+            self.ready.clear()
         out = self.out
+        ready = self.ready
+        if len(ready) >= _MAX_CACHED_EVENTS:
+            ready.clear()
         if kind == _TYPE_COUNTER:
             number = double if double is not None else float(counter)
             out.append((ts, offset, COUNTER, pid, tid, track.name, number))
+            ready[raw] = (seq, COUNTER, pid, tid, track.name, number, None)
         elif kind == _TYPE_SLICE_END:
             out.append((ts, offset, END, pid, tid))
+            ready[raw] = (seq, END, pid, tid, None, None, None)
         else:
             # Interned on this sequence, or set and printable: as is; else the general
             # reading (``name_of``).
@@ -440,11 +491,85 @@ class Decoder:
                     text = self.name_of(named, name, iid, seq)
             out.append((ts, offset, BEGIN, pid, tid, text))
             if flows is not None and self.repeated:
-                for flow_id in flows[0]:
-                    out.append((ts, offset, FLOW, pid, tid, flow_id, False))
-                for flow_id in flows[1]:
-                    out.append((ts, offset, FLOW, pid, tid, flow_id, True))
+                self.flow_records(ts, offset, pid, tid, flows)
+                ready[raw] = (seq, BEGIN, pid, tid, text, flows, None)
+            else:
+                ready[raw] = (seq, BEGIN, pid, tid, text, None, None)
         return True
+
+    def flow_records(
+        self, ts: int, offset: int, pid: Any, tid: Any, flows: tuple[tuple[int, ...], ...]
+    ) -> None:
+        """The ``FLOW`` records of a slice begin's flow ids (``_Fields``' last)."""
+        out = self.out
+        for flow_id in flows[0]:
+            out.append((ts, offset, FLOW, pid, tid, flow_id, False))
+        for flow_id in flows[1]:
+            out.append((ts, offset, FLOW, pid, tid, flow_id, True))
+
+    def described(self, offset: int, data: bytes, pos: int, end: int) -> bool:
+        """Read the ``TracePacket`` in ``data[pos:end]`` from its bytes, as ``packet`` reads
+        protobuf's, if it is one ``_pbpackets`` reads (a process tree, a track descriptor, a
+        track event ``fast_event`` reads that interns names); else change nothing and
+        return False."""
+        packet = read_packet(data, pos, end)
+        if packet is None:
+            return False
+        ts, seq, flags, cleared, kind, start, stop, interned_at, interned_end = packet
+        if kind == 0 and interned_at < 0:
+            return True  # nothing that makes a record or changes a state
+        interned = None
+        if interned_at >= 0:
+            interned = read_interned(data, interned_at, interned_end)
+            if interned is None:
+                return False
+        if kind == TREE:
+            tree = read_tree(data, start, stop)
+            if tree is None or interned is not None:
+                return False
+            for pid, name in tree[0]:
+                self.process(offset, pid, _clean(name))
+            for tid, tgid, name in tree[1]:
+                self.thread(offset, tgid or None, tid, _clean(name))
+            return True
+        descriptor = None
+        raw = b""
+        fields = None
+        if kind == DESCRIPTOR:
+            descriptor = read_descriptor(data, start, stop)
+            if descriptor is None:
+                return False
+        elif kind == EVENT:
+            raw = data[start:stop]
+            fields = _event_fields(raw)
+            if fields is None or not self.fast_track(fields, seq):
+                return False
+        # As track_packet: the sequence's state, its interned names, then its data.
+        if self.ready:
+            self.ready.clear()
+        names = self.names
+        if names and seq in names and (flags & _SEQ_INCREMENTAL_STATE_CLEARED or cleared):
+            del names[seq]
+        if interned is not None:
+            table = names.setdefault(seq, {})
+            for iid, name in interned:
+                table[iid] = _clean(name)
+        if descriptor is not None:
+            self.describe_track(offset, descriptor)
+        elif fields is not None:
+            self.fast_event(offset, fields, ts, seq, 0, raw)
+        return True
+
+    def fast_track(self, fields: _Fields, seq: int) -> bool:
+        """Whether ``fast_event`` reads a track event of ``fields`` on sequence ``seq``: its
+        track is described, with its thread unless it is a counter's."""
+        uuid: int = fields[1]
+        if not uuid and not fields[2]:
+            uuid = self.default_track.get(seq, 0)
+        track = self.tracks.get(uuid) if uuid else None
+        if track is None:
+            return False
+        return fields[0] == _TYPE_COUNTER or (track.tid is not None and track.pid is not None)
 
     def packet(self, offset: int, packet: Any) -> None:
         """The records of one ``TracePacket``."""
@@ -549,19 +674,39 @@ class Decoder:
             self.track_event(offset, packet, seq)
 
     def track_descriptor(self, offset: int, descriptor: Any) -> None:
+        """Remember a track, from protobuf's ``TrackDescriptor``."""
+        process = thread = None
+        if descriptor.HasField("process"):
+            process = (descriptor.process.pid, descriptor.process.process_name)
+        if descriptor.HasField("thread"):
+            given = descriptor.thread
+            thread = (given.pid, given.tid, given.thread_name)
+        self.describe_track(
+            offset,
+            (
+                descriptor.uuid,
+                descriptor.parent_uuid,
+                descriptor.name or descriptor.static_name or descriptor.atrace_name,
+                process,
+                thread,
+                descriptor.HasField("counter"),
+            ),
+        )
+
+    def describe_track(self, offset: int, descriptor: Descriptor) -> None:
         """Remember a track (a counter track takes its process from its parent track)."""
-        name = _clean(descriptor.name or descriptor.static_name or descriptor.atrace_name)
-        parent = self.tracks.get(descriptor.parent_uuid) if descriptor.parent_uuid else None
+        uuid, parent_uuid, given_name, process, thread, counter = descriptor
+        name = _clean(given_name)
+        parent = self.tracks.get(parent_uuid) if parent_uuid else None
         pid = parent.pid if parent is not None else None
         tid = parent.tid if parent is not None else None
-        if descriptor.HasField("process"):
-            pid = descriptor.process.pid
-            self.process(offset, pid, _clean(descriptor.process.process_name))
-        if descriptor.HasField("thread"):
-            pid, tid = descriptor.thread.pid, descriptor.thread.tid
-            self.thread(offset, pid, tid, _clean(descriptor.thread.thread_name))
-        counter = descriptor.HasField("counter")
-        self.tracks[descriptor.uuid] = _Track(pid=pid, tid=tid, name=name, counter=counter)
+        if process is not None:
+            pid = process[0]
+            self.process(offset, pid, _clean(process[1]))
+        if thread is not None:
+            pid, tid = thread[0], thread[1]
+            self.thread(offset, pid, tid, _clean(thread[2]))
+        self.tracks[uuid] = _Track(pid=pid, tid=tid, name=name, counter=counter)
 
     def track_of(self, offset: int, event: Any, seq: int) -> _Track | None:
         """An event's track: its uuid, the sequence's default, or its ``thread_descriptor``."""

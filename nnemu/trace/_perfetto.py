@@ -6,8 +6,10 @@ bytes).  ``read_perfetto`` reads the file a block (``CHUNK``, 1 MiB) at a time
 (``_pbstream.packet_runs``), so memory stays bounded whatever the file's size.  A
 packet of one slice begin, end or counter value on a described track (most packets) is
 read straight from its bytes (``_pbdecode.Decoder.fast``, with its flow ids unless the
-reader wants only slices); any other is decoded by the ``perfetto`` package's generated
-``TracePacket`` (upb, in C) and read from its fields.  The loops over every record
+reader wants only slices), and so is a packet that describes (``_pbpackets``: a process
+tree, a track descriptor, a track event that interns its names); any other is decoded by
+the ``perfetto`` package's generated ``TracePacket`` (upb, in C), imported on the first such
+packet, and read from its fields.  The loops over every record
 (``_pbdecode``, ``_pbstream``, ``_pfevents``, ``_pftrack``) import no protobuf package and
 run compiled in a wheel (``nnemu._native``); this module hands them the packet parser.
 Gzip-compressed files are read through ``gzip``.
@@ -267,11 +269,24 @@ def _records(path: str, problem: Problem, limit: int) -> Iterator[Record]:
 
 def _parser(path: str) -> ParsePacket:
     """The packet parser the decoder is handed: a ``TracePacket`` decoded by protobuf, or
-    why it is not.
+    why it is not.  Protobuf is imported on the first packet the decoder leaves to it (a
+    trace nnemu wrote has none: ``_pbpackets``).
 
-    Raises:
+    Raises (when called):
         TraceFormatError: the ``perfetto`` package is missing (``INSTALL_HINT``).
     """
+    parsers: list[ParsePacket] = []
+
+    def packet(data: bytes) -> Any:
+        if not parsers:
+            parsers.append(_protobuf_parser(path))
+        return parsers[0](data)
+
+    return packet
+
+
+def _protobuf_parser(path: str) -> ParsePacket:
+    """``_parser``'s, once protobuf is imported."""
     try:
         pb2 = _pb2()
     except ImportError:

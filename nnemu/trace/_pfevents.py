@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Any
 
 from nnemu.errors import TraceFormatError
 from nnemu.trace._events import BEGIN as E_BEGIN
@@ -153,6 +153,21 @@ def _give_up(path: str, offset: int, message: str, packets: int, problem: Proble
     problem(offset, f"{message}; the trace is read up to here")
 
 
+_Columns = tuple[bool, Any, Any, str]
+"""What a thread's rows take of the names read: whether its TGID column is no number (no
+row), an end's pid (its process, else -1), a begin's pid when its process is known (else
+None: the mark's own), its TASK column."""
+
+
+def _columns(tid: int, tgid: dict[int, int], tasks: dict[int, str]) -> _Columns:
+    """``_Columns`` of thread ``tid``."""
+    column = tgid.get(tid)
+    task = tasks.get(tid, "<...>")
+    if column is None:
+        return False, -1, None, task
+    return column < 0, column, column if column <= MAX_ID else tid, task
+
+
 def event_batches(
     path: str, parse: ParsePacket, window: int, *, slices_only: bool = False
 ) -> Iterator[list[Event]]:
@@ -166,14 +181,18 @@ def event_batches(
 
     tasks: dict[int, str] = {}  # tid -> its TASK column (a row's, stripped on the left)
     tgid: dict[int, int] = {}  # tid -> its process, as the trace gave it
+    # tid -> what its rows take of those two (``_Columns``), made on its first row after
+    # a name is read; the event's fields are the record's own objects (none made again).
+    columns: dict[Any, _Columns] = {}
     for records in record_lists(path, parse, problem, window, values=not slices_only):
         if problems:
             out += problems
             problems.clear()
         for record in records:
             kind: int = record[2]
-            place: int = record[1]
             if kind >= TIMED:  # a name
+                columns.clear()
+                place: int = record[1]
                 pid: int | None = record[3]
                 if kind == PROCESS:
                     assert pid is not None
@@ -193,30 +212,40 @@ def event_batches(
                 if not slices_only:
                     out += track_record_events(record)
                 continue
-            ts: int = record[0]
-            tid = record[4]
+            ts_at: Any = record[0]
+            tid_at: Any = record[4]
+            ts: int = ts_at
+            tid = tid_at
             if ts < 0 or ts > MAX_ABS_NS or tid < 0 or tid > MAX_ID:
                 continue  # no row: a time or tid no kernel writes
-            column = tgid.get(tid)
-            if column is not None and column < 0:
+            known = columns.get(tid_at)
+            if known is None:
+                known = columns[tid_at] = _columns(tid, tgid, tasks)
+            if known[0]:
                 continue  # no row: its TGID column is no number
+            begin_pid: Any
             if kind == BEGIN:
-                begin_pid: int = record[3] % 2**32
                 name = record[5]
-                if begin_pid > MAX_ID:
-                    begin_pid = tid
+                begin_pid = known[2]
+                if begin_pid is None:
+                    given: Any = record[3]
+                    number: int = given
+                    if 0 <= number <= MAX_ID:
+                        begin_pid = given
+                    else:
+                        number %= 2**32
+                        begin_pid = tid_at if number > MAX_ID else number
             elif kind == END or record[6][:1] == "E":  # (a print that begins with E)
-                end_pid = -1 if column is None else column
-                out.append((E_END, ts, place, end_pid, tid, "", tasks.get(tid, "<...>")))
+                out.append((E_END, ts_at, record[1], known[1], tid_at, "", known[3]))
                 continue
             elif record[6][:1] == "B":
                 payload_pid, name = begin_payload(record[6][1:])
-                begin_pid = tid if payload_pid is None else payload_pid
+                begin_pid = known[2]
+                if begin_pid is None:
+                    begin_pid = tid_at if payload_pid is None else payload_pid
             else:
                 continue  # a print that is no B/E row
-            if column is not None:
-                begin_pid = column if column <= MAX_ID else tid
-            out.append((E_BEGIN, ts, place, begin_pid, tid, name, tasks.get(tid, "<...>")))
+            out.append((E_BEGIN, ts_at, record[1], begin_pid, tid_at, name, known[3]))
         if out:
             yield out
             out = []

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnemu.trace._pbdecode import FLOW, Decoder, Record
+from nnemu.trace._pbdecode import BEGIN, COUNTER, FLOW, Decoder, Record
 from nnemu.trace._pbstream import packet_runs
 from nnemu.trace._perfetto import _parser
 from tests.perfetto_traces import pb2
@@ -215,3 +215,62 @@ def _events(draw: Any) -> bytes:
 def test_any_track_events_give_what_protobuf_gives(events: list[bytes], values: bool):
     """Random track events, fields in any order, valid or not, read as protobuf reads them."""
     _same(*(_event_packet(event) for event in events), values=values)
+
+
+def _on_sequence(seq: int, event: bytes, *extra: bytes) -> bytes:
+    return _field(8, 0, 2000) + _field(10, 0, seq) + b"".join(extra) + _field(11, 2, event)
+
+
+def test_an_event_read_again_after_the_state_changed_gives_what_protobuf_gives():
+    """The same event bytes read again after their track is described anew, their name
+    interned anew, their sequence's default track changed or state cleared, or on another
+    sequence, give protobuf's records each time (what ``fast`` read is not reused then)."""
+    named = BEGIN_50 + _field(10, 0, 1)
+    defaulted = _field(9, 0, 1) + _field(10, 0, 2)
+    end = _field(9, 0, 2) + _field(11, 0, 50)
+    counter = _field(9, 0, 4) + _field(11, 0, 99) + _field(30, 0, 5)
+    flows = BEGIN_50 + _field(36, 0, 8) + _field(48, 1, 11)
+    again = [_event_packet(event) for event in (named, defaulted, end, counter, flows)]
+    moved = pb2.TracePacket(trusted_packet_sequence_id=3)
+    moved.track_descriptor.uuid = 50
+    thread = moved.track_descriptor.thread
+    thread.pid, thread.tid, thread.thread_name = 8, 9, "moved"
+    counted = pb2.TracePacket(trusted_packet_sequence_id=3)
+    counted.track_descriptor.uuid = 99
+    counted.track_descriptor.name = "renamed counter"
+    counted.track_descriptor.counter.SetInParent()
+    interned = pb2.TracePacket(trusted_packet_sequence_id=3)
+    interned.interned_data.event_names.add(iid=1, name="interned anew")
+    defaults = pb2.TracePacket(trusted_packet_sequence_id=3)
+    defaults.trace_packet_defaults.track_event_defaults.track_uuid = 7
+    records = _same(
+        *again,
+        *again,  # read again, nothing changed
+        moved.SerializeToString(),
+        counted.SerializeToString(),
+        *again,
+        interned.SerializeToString(),
+        *again,
+        _event_packet(named, _field(13, 0, 1)),  # the sequence's state cleared
+        *again,
+        defaults.SerializeToString(),
+        *again,
+        *(_on_sequence(4, event) for event in (named, defaulted, end, flows)),
+        *again,
+    )
+    begins = [r[3:] for r in records if len(r) > 2 and r[2] == BEGIN]
+    first, moved_on = [(5, 6, "interned one"), (5, 6, "interned two"), (5, 6, "")], (8, 9)
+    assert begins[:6] == first * 2
+    assert begins[6:12] == [
+        (*moved_on, "interned one"),
+        (*moved_on, "interned two"),
+        (*moved_on, ""),
+        (*moved_on, "interned anew"),
+        (*moved_on, "interned two"),
+        (*moved_on, ""),
+    ]
+    assert begins[12:16] == [(*moved_on, f"<interned name {iid}>") for iid in (1, 1, 2)] + [
+        (*moved_on, "")
+    ]
+    counters = [r[5] for r in records if len(r) > 2 and r[2] == COUNTER]
+    assert counters == ["busy"] * 2 + ["renamed counter"] * 5
