@@ -29,6 +29,7 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
         "nnemu.sim._kernel",
     ),
     "stack": ("nnemu.ipc._binder", "nnemu.runtime._execution", "nnemu.app._app"),
+    "driver": ("nnemu.driver._device", "nnemu.driver._prepared", "nnemu.runtime._versioned"),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
     "tables": ("nnemu.query._perfetto_tables",),
     "trace": ("nnemu.trace._chrome",),
@@ -41,7 +42,8 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
 whose clock it reads natively; the stack is an execution's path above the driver: the app's
-frame, the runtime's execution, the binder's transaction; ``trace``: the Chrome JSON
+frame, the runtime's execution, the binder's transaction; ``driver``: the path below it, the
+device, the prepared model and the runtime's HIDL adapter that calls it; ``trace``: the Chrome JSON
 reader, whose per-event work parse, query and replay share; ``perfetto``: the Perfetto
 protobuf reader's decoder and its loops over every record, not its typed records or text
 rows, ``nnemu.trace._perfetto``).  A module of a group that another compiled module of the
@@ -52,9 +54,11 @@ them, and ``_perfetto`` (interpreted) imports the Perfetto group's in that order
 Python: compiled in the query group its ``__file__`` came out as
 ``nnemu/query/nnemu/query/...so``, which no path names; ``tables`` (the counter and flow
 rows every ``COUNTER`` and ``FLOW`` event becomes, ``nnemu.query._perfetto_tables``) is a
-group of its own for the same reason: the query loaders import it.  The driver's modules stay Python:
-``Device`` is subclassed by users (``examples/``), and its ``attrs.define`` classes with
-factories do not compile."""
+group of its own for the same reason: the query loaders import it.  Classes that Python code
+subclasses or patches say so to mypyc: ``Device`` (users subclass it, ``examples/``) allows
+interpreted subclasses, ``PreparedModel`` (tests patch its methods) and ``FencedResult`` (an attrs
+value) are Python classes with compiled methods (``native_class=False``); ``Job`` and ``DeviceStats``,
+attrs classes with factories, stay Python (``nnemu.driver._job``)."""
 
 
 def module_path(dotted: str, package_dir: Path = PACKAGE_DIR) -> Path:
