@@ -29,6 +29,7 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
         "nnemu.sim._kernel",
     ),
     "stack": ("nnemu.ipc._binder", "nnemu.runtime._execution", "nnemu.app._app"),
+    "driver": ("nnemu.driver._device", "nnemu.driver._prepared", "nnemu.runtime._versioned"),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
     "tables": ("nnemu.query._perfetto_tables",),
     "trace": ("nnemu.trace._chrome",),
@@ -42,7 +43,8 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
 whose clock it reads natively; the stack is an execution's path above the driver: the app's
-frame, the runtime's execution, the binder's transaction; ``trace``: the Chrome JSON
+frame, the runtime's execution, the binder's transaction; ``driver``: the path below it, the
+device, the prepared model and the runtime's HIDL adapter that calls it; ``trace``: the Chrome JSON
 reader, whose per-event work parse, query and replay share; ``perfetto``: the Perfetto
 protobuf reader's decoder and its loops over every record, not its typed records or text
 rows, ``nnemu.trace._perfetto``).  A module of a group that another compiled module of the
@@ -55,9 +57,11 @@ Python: compiled in the query group its ``__file__`` came out as
 rows every ``COUNTER`` and ``FLOW`` event becomes, ``nnemu.query._perfetto_tables``) is a
 group of its own for the same reason: the query loaders import it, and so is ``pfpackets``
 (``nnemu.trace._pbpackets``, the describing packets read from their bytes), which
-``_pbdecode`` imports.  The driver's modules stay Python:
-``Device`` is subclassed by users (``examples/``), and its ``attrs.define`` classes with
-factories do not compile."""
+``_pbdecode`` imports.  Classes that Python code
+subclasses or patches say so to mypyc: ``Device`` (users subclass it, ``examples/``) allows
+interpreted subclasses, ``PreparedModel`` (tests patch its methods) and ``FencedResult`` (an attrs
+value) are Python classes with compiled methods (``native_class=False``); ``Job`` and ``DeviceStats``,
+attrs classes with factories, stay Python (``nnemu.driver._job``)."""
 
 
 def module_path(dotted: str, package_dir: Path = PACKAGE_DIR) -> Path:

@@ -13,11 +13,12 @@ from collections.abc import Awaitable, Sequence
 from typing import Final
 
 import attrs
+from mypy_extensions import mypyc_attr
 
 from nnemu.cost import ComputePlan
 from nnemu.driver._burst import BurstContext
-from nnemu.driver._device import Job
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef, DriverHost, measured_timing
+from nnemu.driver._job import Job
 from nnemu.driver._tracker import ManagedBuffer, produced_shapes, update_device_memories
 from nnemu.hal import (
     HARDWARE_BUFFER,
@@ -66,6 +67,7 @@ _V1_3: Final = HalVersion.V1_3
 _SIGNALED: Final = FenceState.SIGNALED
 
 
+@mypyc_attr(native_class=False)  # compiled, a Python class all the same: an attrs value
 @attrs.frozen
 class FencedResult:
     """The IFencedExecutionCallback executeFenced hands back beside an empty sync fence (the
@@ -121,8 +123,14 @@ def _bound(deadline_ns: int | None, duration_ns: int | None, signalled_ns: int) 
     return end if deadline_ns is None else min(deadline_ns, end)
 
 
+@mypyc_attr(native_class=False)
 class PreparedModel:
-    """IPreparedModel: a model prepared for one device, living in the driver process."""
+    """IPreparedModel: a model prepared for one device, living in the driver process.
+
+    A wheel compiles its methods (``nnemu._native``) into a Python class: tests replace
+    them on the class (``monkeypatch.setattr(PreparedModel, "compute", ...)``), which a
+    native class would refuse.
+    """
 
     def __init__(
         self,

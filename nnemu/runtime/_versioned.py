@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
+from mypy_extensions import mypyc_attr
+
 from nnemu.hal import (
     CACHE_TOKEN_BYTES,
     BufferDesc,
@@ -332,6 +334,7 @@ def _left_pending(answer: tuple[ErrorStatus, IFencedExecutionCallback | None]) -
     return fence is not None and fence.poll() is FenceState.ACTIVE
 
 
+@mypyc_attr(native_class=False)  # compiled, its base (``_devices``, Python) is not
 class VersionedIDevice(DriverConnection[DriverDevice]):
     """Calls a driver through the newest interface it implements, over the binder."""
 

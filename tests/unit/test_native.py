@@ -41,7 +41,7 @@ def test_describe_says_source_compiled_or_which(tmp_path: Path) -> None:
     part = set(_MODULES) - {"nnemu.sim._kernel"}
     assert (
         _native.describe(_tree(tmp_path / "c", part))
-        == "compiled: parser, stack, query, tables, trace, pfpackets, perfetto; source: tracer"
+        == "compiled: parser, stack, driver, query, tables, trace, pfpackets, perfetto; source: tracer"
     )
 
 
@@ -86,7 +86,7 @@ def test_build_requirements_cover_the_compiled_modules_imports() -> None:
     # A compiled wheel's build also gets what the build backend adds for mypyc.
     backend = pyproject.parent / "build_backend" / "nnemu_backend.py"
     compile_requires = re.search(
-        r"COMPILE_REQUIRES = (\[.*?\])", backend.read_text(encoding="utf-8")
+        r"COMPILE_REQUIRES = (\[.*?\])", backend.read_text(encoding="utf-8"), re.DOTALL
     )
     assert compile_requires is not None, "build_backend/nnemu_backend.py names no COMPILE_REQUIRES"
     requires = [*requires, *ast.literal_eval(compile_requires.group(1))]
