@@ -26,7 +26,9 @@ from nnemu.trace import (
     TraceEvents,
     TraceFormat,
     is_perfetto_lines,
+    numbered_blocks,
     open_trace,
+    row_batches,
     task_name,
     time_ordered,
     time_ordered_events,
@@ -128,7 +130,8 @@ def _run(
     else:
         # systrace writes its process dump before the ftrace block.
         source = FtraceLines(lines or (), on_ftrace=engine.set_process_names)
-        engine.feed(source if out_of_order is None else time_ordered(source))
+        blocks = source.blocks() if out_of_order is None else numbered_blocks(time_ordered(source))
+        engine.feed_events(row_batches(blocks, texts=True))
         if source.truncated:
             engine.warn(TRUNCATED_HTML, source.last_line_number, "")
         found = source.found_ftrace

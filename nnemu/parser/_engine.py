@@ -27,8 +27,9 @@ where a change to one is seen with the loop that depends on its layout.
 from __future__ import annotations
 
 import collections
+import itertools
 from collections.abc import Callable, Iterable, Iterator
-from typing import Final
+from typing import Final, cast
 
 import attrs
 
@@ -47,31 +48,24 @@ from nnemu.parser._model import (
 )
 from nnemu.trace import BEGIN as EVENT_BEGIN
 from nnemu.trace import END as EVENT_END
+from nnemu.trace import HEAD as EVENT_HEAD
+from nnemu.trace import LINES as EVENT_LINES
 from nnemu.trace import (
-    MALFORMED_ROW,
-    MAX_SECONDS_DIGITS,
     OPAQUE,
-    ROW_RE,
-    ROW_SEPARATOR,
-    UNKNOWN_TGID,
     Event,
     Mark,
+    RowHead,
     atrace_tgid,
     classify,
-    exact_timestamp_ns,
-    head_groups,
-    is_mark_row,
+    numbered_blocks,
     out_of_order_warning,
+    row_batches,
     task_name,
 )
 from nnemu.trace import PROBLEM as EVENT_PROBLEM
 from nnemu.trace import PROCESS as EVENT_PROCESS
 from nnemu.trace import THREAD as EVENT_THREAD
 from nnemu.tracer import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer, Phase
-
-_SEPARATOR: Final = ROW_SEPARATOR
-_SEPARATOR_LEN: Final = len(_SEPARATOR)
-_BAD_HEAD: Final[tuple[str, str | None]] = ("", None)
 
 _MAX_DIAGNOSTICS: Final = 1000
 _MAX_CACHED_NAMES: Final = 20_000
@@ -830,13 +824,9 @@ class Engine:
         self.saw_nnapi = False
         self._threads: dict[str, _Thread] = {}
         self._procs: dict[str, _Process] = {}
-        # Caches: row head -> (tid, tgid column or None); row text after
-        # "tracing_mark_write: " -> (B or E, tgid, name, mark, payload); kinds
-        # of sections per place (see _Kind).
-        self._prefixes: dict[str, tuple[str, str | None]] = {}
+        # Caches: row text after "tracing_mark_write: " -> (B or E, tgid, name, mark,
+        # payload); kinds of sections per place (see _Kind).
         self._tails: dict[str, tuple[str, str, str, Mark, str, bool]] = {}
-        # A fast-path timestamp's seconds -> their ns (-1: not SECONDS the fast path reads).
-        self._seconds: dict[str, int] = {}
         self._roots: dict[str, _Kind] = {}
         self._kinds = 0
         self._seq = 0
@@ -925,74 +915,71 @@ class Engine:
     # -- input -------------------------------------------------------------
 
     def feed(self, numbered_lines: Iterable[tuple[int, str]]) -> None:
-        """Process ftrace lines (with their 1-based line numbers)."""
-        self._consume(self._split_lines(numbered_lines))
+        """Process ftrace lines (with their 1-based line numbers): ``feed_events`` of the
+        text reader's events of them (``row_batches`` with ``texts``)."""
+        self.feed_events(row_batches(numbered_blocks(numbered_lines), texts=True))
 
     def feed_events(self, batches: Iterable[list[Event]]) -> None:
-        """Process a trace's canonical events (``nnemu.trace.TraceEvents.batches``), each
-        placed where its reader places it (a Perfetto packet's byte offset).
+        """Process a trace's canonical events (``nnemu.trace.TraceEvents.batches``, or
+        ``row_batches`` with ``texts``), each placed where its reader places it (a line, a
+        Perfetto packet's byte offset).
 
-        A ``BEGIN`` is read as the row ``B|pid|name`` of its thread, an ``END`` as ``E``;
-        ``PROCESS`` names a process (as ``set_process_names``), ``PROBLEM`` is a warning at
-        its place; a thread's name in a row's ``TASK`` column (``extra``) names its
-        process when the thread is the process's main one, as a row's head does; a JSON
-        event's (``extra`` None) is the name its thread's last ``THREAD`` rename gave it
-        (``task_name``; ``<...>`` before one).  A ``PROBLEM`` is said unless its ``extra``
-        names what parse does not read (a JSON ``X`` or instant, a ``NO_SLICE`` row: parse
-        reads that row's nameless begin).  (Systrace and ftrace text keep ``feed``,
-        whose warnings about malformed rows and inexact times no event carries.)
+        Systrace and ftrace text (``row_batches`` with ``texts``, each list of events
+        starting with its ``LINES``) is read as written: a row's payload and head
+        (``_split_text``).  Other events (``_split_events``): a ``BEGIN`` is read as the
+        row ``B|pid|name`` of its thread, an ``END`` as ``E``; ``PROCESS`` names a process
+        (as ``set_process_names``), ``PROBLEM`` is a warning at its place; a thread's name
+        in a row's ``TASK`` column (``extra``) names its process when the thread is the
+        process's main one, as a row's head does; a JSON event's (``extra`` None) is the
+        name its thread's last ``THREAD`` rename gave it (``task_name``; ``<...>`` before
+        one).  A ``PROBLEM`` is said unless its ``extra`` names what parse does not read (a
+        JSON ``X`` or instant, a ``NO_SLICE`` row: parse reads that row's nameless begin).
         """
-        self._consume(self._split_events(batches))
+        batches = iter(batches)
+        first = next(batches, None)
+        if first is None:
+            return
+        batches = itertools.chain((first,), batches)
+        if first[0][0] == EVENT_LINES:
+            self._consume(self._split_text(batches))
+        else:
+            self._consume(self._split_events(batches))
 
-    def _split_lines(self, numbered_lines: Iterable[tuple[int, str]]) -> Iterator[_Row]:
-        """The ``tracing_mark_write`` B/E rows of ``numbered_lines``, split (``_Row``).
-
-        A row is split by its head (``HEAD_RE``, cached per distinct head), its text after
-        ``tracing_mark_write: `` (cached per distinct text) and its timestamp's seconds
-        (cached); a row this fast path does not accept is matched with ``ROW_RE`` and its
-        timestamp read with ``exact_timestamp_ns`` (a malformed row or an inexact time is
-        warned of here, in its place among the rows).
-        """
-        match = ROW_RE.match
-        prefixes = self._prefixes
+    def _split_text(self, batches: Iterable[list[Event]]) -> Iterator[_Row]:
+        """The ``BEGIN``/``END`` events of a text trace (``row_batches`` with ``texts``)
+        as split rows (``_Row``), with their lines; the text reader's problems (malformed
+        rows, inexact times) are warned of, and a row head read for the first time names
+        its process (``HEAD``), in their place among them."""
         tails = self._tails
-        seconds_ns = self._seconds
-        for line_number, line in numbered_lines:
-            # Fast path for the usual layout: the row's head up to the timestamp
-            # and its text after "tracing_mark_write: " are looked up (per
-            # distinct text).  A row the fast path does not accept is matched
-            # with ROW_RE.
-            head_stamp, separator, tail = line.partition(_SEPARATOR)
-            tid = ""
-            if separator:
-                head, _, stamp = head_stamp.rpartition(" ")
-                tid, tgid = prefixes.get(head) or self._head_ids(head)
-                entry = tails.get(tail) or self._tail(tail)
-                # SECONDS.FFFFFF (non-empty seconds, six fraction digits, nothing else);
-                # the seconds' value in ns is looked up (it changes once a second).
-                seconds, _, fraction = stamp.partition(".")
-                base = seconds_ns.get(seconds)
-                if base is None:
-                    base = self._seconds_ns(seconds)
-                if tid and entry[0] and base >= 0 and len(fraction) == 6 and fraction.isdecimal():
-                    yield line_number, line, tid, tgid, base + int(fraction) * 1000, entry
-                    continue
-            if "tracing_mark_write" not in line:
-                continue
-            m = match(line)
-            if m is None:
-                if is_mark_row(line):
-                    self.warn(MALFORMED_ROW, line_number, line)
-                continue
-            _, tid, tgid, seconds, fraction, kind, rest = m.groups()
-            if tgid == UNKNOWN_TGID:
-                tgid = None
-            stamp_ns = exact_timestamp_ns(seconds, fraction)
-            if isinstance(stamp_ns, str):
-                self.warn(stamp_ns, line_number, line)
-                continue
-            entry = tails.get(kind + rest) or self._tail(kind + rest)
-            yield line_number, line, tid, tgid, stamp_ns, entry
+        names = self._names
+        lines: list[str] = []
+        first = 0
+        for batch in batches:
+            for kind, ts, place, _, _, payload, extra in batch:
+                if kind <= EVENT_END:  # BEGIN or END
+                    head = cast("RowHead", extra)
+                    yield (
+                        place,
+                        lines[place - first],
+                        head.tid,
+                        head.tgid,
+                        ts,
+                        tails.get(payload) or self._tail(payload),
+                    )
+                elif kind == EVENT_LINES:
+                    first = place
+                    lines = cast("list[str]", extra)
+                elif kind == EVENT_HEAD:
+                    # A process's main thread (TID == TGID) names it. Without a TGID column
+                    # every task name is kept by its TID: pids and tids share one number
+                    # space, so the thread whose TID is a process's pid is that process's
+                    # main thread.
+                    head = cast("RowHead", extra)
+                    tgid = head.tgid
+                    if (tgid is None or tgid == head.tid) and len(names) < _MAX_CACHED_NAMES:
+                        names.setdefault(head.tid, payload)
+                elif kind == EVENT_PROBLEM:
+                    self.warn(payload, place, lines[place - first])
 
     def _split_events(self, batches: Iterable[list[Event]]) -> Iterator[_Row]:
         """The ``BEGIN``/``END`` events of ``batches`` as split rows (``_Row``: no line);
@@ -1258,41 +1245,6 @@ class Engine:
             self.saw_rows = True
         if run_has_marks:
             self.saw_nnapi = True
-
-    def _head_ids(self, head: str) -> tuple[str, str | None]:
-        """``(tid, tgid column)`` of a row head ending before the timestamp.
-
-        ``tid`` is empty when the fast path cannot tell exactly what ``ROW_RE``
-        would match.
-        """
-        prefixes = self._prefixes
-        if len(prefixes) >= _MAX_CACHED_NAMES:
-            prefixes.clear()
-        ids = _BAD_HEAD
-        groups = head_groups(head)
-        if groups is not None:
-            task, tid, column = groups
-            # A "-----" TGID column means "unknown" (the payload's pid is used).
-            ids = (tid, None if column == UNKNOWN_TGID else column)
-            # A process's main thread (TID == TGID) names it. Without a TGID column every
-            # task name is kept by its TID: pids and tids share one number space, so the
-            # thread whose TID is a process's pid is that process's main thread.
-            if (ids[0] == ids[1] or ids[1] is None) and len(self._names) < _MAX_CACHED_NAMES:
-                self._names.setdefault(ids[0], task)
-        prefixes[head] = ids
-        return ids
-
-    def _seconds_ns(self, seconds: str) -> int:
-        """The ns of a timestamp's ``seconds`` (cached), or -1 unless 1 to
-        ``MAX_SECONDS_DIGITS`` decimal digits."""
-        cache = self._seconds
-        if len(cache) >= _MAX_CACHED_NAMES:
-            cache.clear()
-        value = -1
-        if 0 < len(seconds) <= MAX_SECONDS_DIGITS and seconds.isdecimal():
-            value = int(seconds) * 1_000_000_000
-        cache[seconds] = value
-        return value
 
     def _tail(self, tail: str) -> tuple[str, str, str, Mark, str, bool]:
         """``(kind, tgid, name, mark, payload)`` of a row's text after
