@@ -108,10 +108,6 @@ _E_ENTRY: Final[tuple[str, str, str, Mark, str, bool]] = ("E", "", "", OPAQUE, "
 
 _READ_PHASES: Final = frozenset({"B", "E", "M"})
 """The JSON phases parse reads: a ``PROBLEM`` of another (its ``extra``) is not said."""
-_Row = tuple[int, str, str, str | None, int, tuple[str, str, str, Mark, str, bool]]
-"""A split row, what the state machine (``Engine._consume``) reads: its place (line number
-or byte offset), its line (``""`` for an event), tid, TGID column (None: none or unknown),
-time in ns and ``Engine._tail`` of its text after ``tracing_mark_write: ``."""
 
 
 def _printable(text: str, limit: int = 200) -> str:
@@ -925,9 +921,9 @@ class Engine:
         Perfetto packet's byte offset).
 
         Systrace and ftrace text (``row_batches`` with ``texts``, each list of events
-        starting with its ``LINES``) is read as written: a row's payload and head
-        (``_split_text``).  Other events (``_split_events``): a ``BEGIN`` is read as the
-        row ``B|pid|name`` of its thread, an ``END`` as ``E``; ``PROCESS`` names a process
+        starting with its ``LINES``) is read as written: a row's payload and head, its line
+        for the diagnostics.  Other events are made alike (``_as_rows``): a ``BEGIN`` is
+        read as the row ``B|pid|name`` of its thread, an ``END`` as ``E``; ``PROCESS`` names a process
         (as ``set_process_names``), ``PROBLEM`` is a warning at its place; a thread's name
         in a row's ``TASK`` column (``extra``) names its process when the thread is the
         process's main one, as a row's head does; a JSON event's (``extra`` None) is the
@@ -940,56 +936,24 @@ class Engine:
         if first is None:
             return
         batches = itertools.chain((first,), batches)
-        if first[0][0] == EVENT_LINES:
-            self._consume(self._split_text(batches))
-        else:
-            self._consume(self._split_events(batches))
+        text = bool(first) and first[0][0] == EVENT_LINES
+        self._consume(batches if text else self._as_rows(batches))
 
-    def _split_text(self, batches: Iterable[list[Event]]) -> Iterator[_Row]:
-        """The ``BEGIN``/``END`` events of a text trace (``row_batches`` with ``texts``)
-        as split rows (``_Row``), with their lines; the text reader's problems (malformed
-        rows, inexact times) are warned of, and a row head read for the first time names
-        its process (``HEAD``), in their place among them."""
-        tails = self._tails
-        names = self._names
-        lines: list[str] = []
-        first = 0
-        for batch in batches:
-            for kind, ts, place, _, _, payload, extra in batch:
-                if kind <= EVENT_END:  # BEGIN or END
-                    head = cast("RowHead", extra)
-                    yield (
-                        place,
-                        lines[place - first],
-                        head.tid,
-                        head.tgid,
-                        ts,
-                        tails.get(payload) or self._tail(payload),
-                    )
-                elif kind == EVENT_LINES:
-                    first = place
-                    lines = cast("list[str]", extra)
-                elif kind == EVENT_HEAD:
-                    # A process's main thread (TID == TGID) names it. Without a TGID column
-                    # every task name is kept by its TID: pids and tids share one number
-                    # space, so the thread whose TID is a process's pid is that process's
-                    # main thread.
-                    head = cast("RowHead", extra)
-                    tgid = head.tgid
-                    if (tgid is None or tgid == head.tid) and len(names) < _MAX_CACHED_NAMES:
-                        names.setdefault(head.tid, payload)
-                elif kind == EVENT_PROBLEM:
-                    self.warn(payload, place, lines[place - first])
-
-    def _split_events(self, batches: Iterable[list[Event]]) -> Iterator[_Row]:
-        """The ``BEGIN``/``END`` events of ``batches`` as split rows (``_Row``: no line);
-        the other events are applied here, in their place among them."""
-        tails = self._tails
+    def _as_rows(self, batches: Iterable[list[Event]]) -> Iterator[list[Event]]:
+        """Canonical events (a JSON or Perfetto trace's) as ``_consume`` reads them, the
+        events of a text trace read with ``texts``: a ``BEGIN`` as the row ``B|pid|name``
+        of its thread, an ``END`` as ``E``, a ``HEAD`` before the row of a process's main
+        thread (``pid`` its tid, or none) while no name is kept by its tid; a ``PROBLEM``
+        parse does not say and a ``THREAD`` (a JSON rename, kept here) are left out."""
         names = self._names
         ids: dict[int, str] = {}
+        begins: dict[tuple[int, int], RowHead] = {}
+        ends: dict[int, RowHead] = {}
         tasks: dict[int, str] = {}
         for batch in batches:
-            for kind, ts, place, pid, tid, name, extra in batch:
+            out: list[Event] = []
+            for event in batch:
+                kind, ts, place, pid, tid, name, extra = event
                 if kind in (EVENT_BEGIN, EVENT_END):
                     if extra is None:
                         extra = tasks.get(tid, "<...>")
@@ -998,35 +962,66 @@ class Engine:
                         if len(ids) >= _MAX_CACHED_NAMES:
                             ids.clear()
                         tid_text = ids[tid] = str(tid)
-                    if (
-                        (pid == tid or pid < 0)
-                        and type(extra) is str
-                        and tid_text not in names
-                        and len(names) < _MAX_CACHED_NAMES
-                    ):
-                        # A row's head: a process's main thread names it (_head_ids).
-                        names[tid_text] = extra
+                    if (pid == tid or pid < 0) and type(extra) is str and tid_text not in names:
+                        # A row's head: a process's main thread names it.
+                        out.append(
+                            (EVENT_HEAD, 0, place, 0, 0, extra, RowHead(extra, tid_text, None))
+                        )
                     if kind == EVENT_END:
-                        yield place, "", tid_text, None, ts, _E_ENTRY
+                        head = ends.get(tid)
+                        if head is None:
+                            if len(ends) >= _MAX_CACHED_NAMES:
+                                ends.clear()
+                            head = ends[tid] = RowHead("", tid_text, None)
+                        out.append((kind, ts, place, 0, 0, "E", head))
                         continue
-                    tgid = ids.get(pid)
-                    if tgid is None:
-                        if len(ids) >= _MAX_CACHED_NAMES:
-                            ids.clear()
-                        tgid = ids[pid] = str(pid)
-                    tail = f"B|{tgid}|{name}"
-                    yield place, "", tid_text, tgid, ts, tails.get(tail) or self._tail(tail)
+                    head = begins.get((pid, tid))
+                    if head is None:
+                        if len(begins) >= _MAX_CACHED_NAMES:
+                            begins.clear()
+                        tgid = ids.get(pid)
+                        if tgid is None:
+                            if len(ids) >= _MAX_CACHED_NAMES:
+                                ids.clear()
+                            tgid = ids[pid] = str(pid)
+                        head = begins[pid, tid] = RowHead("", tid_text, tgid)
+                    out.append((kind, ts, place, 0, 0, f"B|{head.tgid}|{name}", head))
                 elif kind == EVENT_PROCESS:
-                    self.set_process_names({str(pid): name})
+                    out.append(event)  # in its place: names kept by tid come before it
                 elif kind == EVENT_PROBLEM:
                     if extra is None or extra in _READ_PHASES:
-                        self.warn(name, place, "")
+                        out.append((kind, 0, place, 0, 0, name, None))
                 elif kind == EVENT_THREAD and extra is True:
                     tasks[tid] = task_name(name)
+            yield out
 
-    def _consume(self, rows: Iterable[_Row]) -> None:
-        """Apply split rows in order: the state machine of every entry."""
+    def _other_event(
+        self, kind: int, place: int, pid: int, name: str, extra: object, line: str
+    ) -> None:
+        """Apply an event of ``_consume``'s other than a row: a ``HEAD`` (a process's main
+        thread names it; without a TGID column every task name is kept by its TID: pids
+        and tids share one number space, so the thread whose TID is a process's pid is
+        that process's main thread), a ``PROBLEM`` (a warning) or a ``PROCESS``."""
+        if kind == EVENT_HEAD:
+            head = cast("RowHead", extra)
+            tgid = head.tgid
+            names = self._names
+            if (tgid is None or tgid == head.tid) and len(names) < _MAX_CACHED_NAMES:
+                names.setdefault(head.tid, name)
+        elif kind == EVENT_PROBLEM:
+            self.warn(name, place, line)
+        elif kind == EVENT_PROCESS:
+            self.set_process_names({str(pid): name})
+
+    def _consume(self, batches: Iterable[list[Event]]) -> None:
+        """Apply the events of a text trace read with ``texts`` (or made alike by
+        ``_as_rows``) in order: the state machine of every row.  A row's line is its list's
+        ``LINES``' (none for a JSON or Perfetto trace); its problems are warned of, and a row
+        head read for the first time names its process (``HEAD``), in their place."""
         threads = self._threads
+        tails = self._tails
+        lines: list[str] = []
+        first = 0
         overall = Phase.OVERALL
         execution = Phase.EXECUTION
         runtime = Layer.RUNTIME
@@ -1035,8 +1030,20 @@ class Engine:
         saw_rows = False
         # A counted mark was seen since saw_nnapi was last updated.
         run_has_marks = False
-        for line_number, line, tid, tgid, ts, entry in rows:
+        for kind, ts, line_number, pid, _, payload, extra in itertools.chain.from_iterable(batches):
+            if kind > EVENT_END:
+                if kind == EVENT_LINES:
+                    first = line_number
+                    lines = cast("list[str]", extra)
+                else:
+                    line = lines[line_number - first] if lines else ""
+                    self._other_event(kind, line_number, pid, payload, extra, line)
+                continue
             saw_rows = True
+            head = cast("RowHead", extra)
+            tid = head.tid
+            line = lines[line_number - first] if lines else ""
+            entry = tails.get(payload) or self._tail(payload)
             if entry[0] == "E":
                 thread = threads.get(tid)
                 if thread is not None:
@@ -1101,6 +1108,7 @@ class Engine:
                 continue
 
             # -- B|tgid|name
+            tgid = head.tgid
             _, payload_tgid, name, mark, payload, plain = entry
             if plain:
                 # A counted NNTRACE mark with nothing special about it.
