@@ -31,6 +31,7 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "stack": ("nnemu.ipc._binder", "nnemu.runtime._execution", "nnemu.app._app"),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
     "tables": ("nnemu.query._perfetto_tables",),
+    "text": ("nnemu.trace._ftrace",),
     "trace": ("nnemu.trace._chrome",),
     "perfetto": (
         "nnemu.trace._pbdecode",
@@ -41,8 +42,10 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
 whose clock it reads natively; the stack is an execution's path above the driver: the app's
-frame, the runtime's execution, the binder's transaction; ``trace``: the Chrome JSON
-reader, whose per-event work parse, query and replay share; ``perfetto``: the Perfetto
+frame, the runtime's execution, the binder's transaction; ``text``: the systrace and ftrace
+text reader, whose per-row loop parse and replay share (a group of its own: the Chrome JSON
+reader imports it); ``trace``: the Chrome JSON reader, whose per-event work parse, query
+and replay share; ``perfetto``: the Perfetto
 protobuf reader's decoder and its loops over every record, not its typed records or text
 rows, ``nnemu.trace._perfetto``).  A module of a group that another compiled module of the
 group imports first gets a wrong ``__file__`` from mypyc (``nnemu/trace/nnemu/trace/...so``;
