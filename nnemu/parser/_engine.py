@@ -11,14 +11,13 @@ detail, ``[SUB]``, one-time initialisation, runtime calls under the wrong
 application phase) except where those deviate from the tracing contract; each
 deviation is listed in ``docs/parser.md``.
 
-Rows are read with ``nnemu.trace``'s definitions: ``Engine.feed`` splits a row at
-``ROW_SEPARATOR`` and looks its head (``HEAD_RE``, cached per distinct head), its
-payload (cached per distinct text) and its timestamp's seconds (cached) up; a row
-this fast path does not accept
-is matched with ``ROW_RE`` and its timestamp read with ``exact_timestamp_ns``.
+Rows are read by ``nnemu.trace``'s text reader (``row_batches`` with ``texts``: each row's
+payload, tid and TGID column as written, its exact time and its line, read by the reader's
+cached fast path or ``ROW_RE``), and JSON and Perfetto traces' events made alike
+(``Engine._as_rows``): ``Engine._consume`` is the one loop over them all.
 
 This module is the parser's hot loop and is longer than the others on purpose:
-``feed`` inlines the common open and close of a section (see the "inlined"
+``_consume`` inlines the common open and close of a section (see the "inlined"
 comments) so that a usual row costs no Python call, and the per-kind flags it
 reads (``_Kind``), the frames (``_Frame``) and the runs (``_Run``) stay beside it,
 where a change to one is seen with the loop that depends on its layout.
@@ -1040,7 +1039,7 @@ class Engine:
                     self._other_event(kind, line_number, pid, payload, extra, line)
                 continue
             saw_rows = True
-            head = cast("RowHead", extra)
+            head: RowHead = extra  # type: ignore[assignment]  # a row's (no cast: a call, pure)
             tid = head.tid
             line = lines[line_number - first] if lines else ""
             entry = tails.get(payload) or self._tail(payload)
