@@ -32,6 +32,7 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "driver": ("nnemu.driver._device", "nnemu.driver._prepared", "nnemu.runtime._versioned"),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
     "tables": ("nnemu.query._perfetto_tables",),
+    "text": ("nnemu.trace._ftrace",),
     "trace": ("nnemu.trace._chrome",),
     "pfpackets": ("nnemu.trace._pbpackets",),
     "perfetto": (
@@ -44,8 +45,10 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
 whose clock it reads natively; the stack is an execution's path above the driver: the app's
 frame, the runtime's execution, the binder's transaction; ``driver``: the path below it, the
-device, the prepared model and the runtime's HIDL adapter that calls it; ``trace``: the Chrome JSON
-reader, whose per-event work parse, query and replay share; ``perfetto``: the Perfetto
+device, the prepared model and the runtime's HIDL adapter that calls it; ``text``: the systrace
+and ftrace text reader, whose per-row loop parse and replay share (a group of its own: the
+Chrome JSON reader imports it); ``trace``: the Chrome JSON reader, whose per-event work parse,
+query and replay share; ``perfetto``: the Perfetto
 protobuf reader's decoder and its loops over every record, not its typed records or text
 rows, ``nnemu.trace._perfetto``).  A module of a group that another compiled module of the
 group imports first gets a wrong ``__file__`` from mypyc (``nnemu/trace/nnemu/trace/...so``;

@@ -10,7 +10,7 @@ import attrs
 
 from nnemu._progress import Progress
 from nnemu.errors import TraceFormatError
-from nnemu.parser._engine import Engine
+from nnemu.parser._engine import BLOCK_ROWS, Engine
 from nnemu.parser._format import Printout
 from nnemu.parser._model import Diagnostic, ParseResult, RunStats
 from nnemu.trace import (
@@ -26,7 +26,9 @@ from nnemu.trace import (
     TraceEvents,
     TraceFormat,
     is_perfetto_lines,
+    numbered_blocks,
     open_trace,
+    row_batches,
     task_name,
     time_ordered,
     time_ordered_events,
@@ -128,7 +130,12 @@ def _run(
     else:
         # systrace writes its process dump before the ftrace block.
         source = FtraceLines(lines or (), on_ftrace=engine.set_process_names)
-        engine.feed(source if out_of_order is None else time_ordered(source))
+        blocks = (
+            source.blocks(BLOCK_ROWS)
+            if out_of_order is None
+            else numbered_blocks(time_ordered(source), BLOCK_ROWS)
+        )
+        engine.feed_events(row_batches(blocks, texts=True))
         if source.truncated:
             engine.warn(TRUNCATED_HTML, source.last_line_number, "")
         found = source.found_ftrace

@@ -11,14 +11,13 @@ detail, ``[SUB]``, one-time initialisation, runtime calls under the wrong
 application phase) except where those deviate from the tracing contract; each
 deviation is listed in ``docs/parser.md``.
 
-Rows are read with ``nnemu.trace``'s definitions: ``Engine.feed`` splits a row at
-``ROW_SEPARATOR`` and looks its head (``HEAD_RE``, cached per distinct head), its
-payload (cached per distinct text) and its timestamp's seconds (cached) up; a row
-this fast path does not accept
-is matched with ``ROW_RE`` and its timestamp read with ``exact_timestamp_ns``.
+Rows are read by ``nnemu.trace``'s text reader (``row_batches`` with ``texts``: each row's
+payload, tid and TGID column as written, its exact time and its line, read by the reader's
+cached fast path or ``ROW_RE``), and JSON and Perfetto traces' events made alike
+(``Engine._as_rows``): ``Engine._consume`` is the one loop over them all.
 
 This module is the parser's hot loop and is longer than the others on purpose:
-``feed`` inlines the common open and close of a section (see the "inlined"
+``_consume`` inlines the common open and close of a section (see the "inlined"
 comments) so that a usual row costs no Python call, and the per-kind flags it
 reads (``_Kind``), the frames (``_Frame``) and the runs (``_Run``) stay beside it,
 where a change to one is seen with the loop that depends on its layout.
@@ -27,8 +26,9 @@ where a change to one is seen with the loop that depends on its layout.
 from __future__ import annotations
 
 import collections
+import itertools
 from collections.abc import Callable, Iterable, Iterator
-from typing import Final
+from typing import Final, cast
 
 import attrs
 
@@ -47,21 +47,18 @@ from nnemu.parser._model import (
 )
 from nnemu.trace import BEGIN as EVENT_BEGIN
 from nnemu.trace import END as EVENT_END
+from nnemu.trace import HEAD as EVENT_HEAD
+from nnemu.trace import LINES as EVENT_LINES
 from nnemu.trace import (
-    MALFORMED_ROW,
-    MAX_SECONDS_DIGITS,
     OPAQUE,
-    ROW_RE,
-    ROW_SEPARATOR,
-    UNKNOWN_TGID,
     Event,
     Mark,
+    RowHead,
     atrace_tgid,
     classify,
-    exact_timestamp_ns,
-    head_groups,
-    is_mark_row,
+    numbered_blocks,
     out_of_order_warning,
+    row_batches,
     task_name,
 )
 from nnemu.trace import PROBLEM as EVENT_PROBLEM
@@ -69,9 +66,11 @@ from nnemu.trace import PROCESS as EVENT_PROCESS
 from nnemu.trace import THREAD as EVENT_THREAD
 from nnemu.tracer import EXECUTION_FAMILY, EXECUTION_SUBPHASES, SUBPHASES, Layer, Phase
 
-_SEPARATOR: Final = ROW_SEPARATOR
-_SEPARATOR_LEN: Final = len(_SEPARATOR)
-_BAD_HEAD: Final[tuple[str, str | None]] = ("", None)
+BLOCK_ROWS: Final = 256
+"""Lines per list of the text reader's events parse reads: so few that the events alive at
+once (a list being made, the one being read) stay under the 700 allocations that start
+Python's young garbage collection, which would otherwise walk them again and again
+(4,096 a list cost a wheel's parse ~3 % more instructions)."""
 
 _MAX_DIAGNOSTICS: Final = 1000
 _MAX_CACHED_NAMES: Final = 20_000
@@ -114,10 +113,6 @@ _E_ENTRY: Final[tuple[str, str, str, Mark, str, bool]] = ("E", "", "", OPAQUE, "
 
 _READ_PHASES: Final = frozenset({"B", "E", "M"})
 """The JSON phases parse reads: a ``PROBLEM`` of another (its ``extra``) is not said."""
-_Row = tuple[int, str, str, str | None, int, tuple[str, str, str, Mark, str, bool]]
-"""A split row, what the state machine (``Engine._consume``) reads: its place (line number
-or byte offset), its line (``""`` for an event), tid, TGID column (None: none or unknown),
-time in ns and ``Engine._tail`` of its text after ``tracing_mark_write: ``."""
 
 
 def _printable(text: str, limit: int = 200) -> str:
@@ -830,13 +825,9 @@ class Engine:
         self.saw_nnapi = False
         self._threads: dict[str, _Thread] = {}
         self._procs: dict[str, _Process] = {}
-        # Caches: row head -> (tid, tgid column or None); row text after
-        # "tracing_mark_write: " -> (B or E, tgid, name, mark, payload); kinds
-        # of sections per place (see _Kind).
-        self._prefixes: dict[str, tuple[str, str | None]] = {}
+        # Caches: row text after "tracing_mark_write: " -> (B or E, tgid, name, mark,
+        # payload); kinds of sections per place (see _Kind).
         self._tails: dict[str, tuple[str, str, str, Mark, str, bool]] = {}
-        # A fast-path timestamp's seconds -> their ns (-1: not SECONDS the fast path reads).
-        self._seconds: dict[str, int] = {}
         self._roots: dict[str, _Kind] = {}
         self._kinds = 0
         self._seq = 0
@@ -925,84 +916,49 @@ class Engine:
     # -- input -------------------------------------------------------------
 
     def feed(self, numbered_lines: Iterable[tuple[int, str]]) -> None:
-        """Process ftrace lines (with their 1-based line numbers)."""
-        self._consume(self._split_lines(numbered_lines))
+        """Process ftrace lines (with their 1-based line numbers): ``feed_events`` of the
+        text reader's events of them (``row_batches`` with ``texts``)."""
+        self.feed_events(row_batches(numbered_blocks(numbered_lines, BLOCK_ROWS), texts=True))
 
     def feed_events(self, batches: Iterable[list[Event]]) -> None:
-        """Process a trace's canonical events (``nnemu.trace.TraceEvents.batches``), each
-        placed where its reader places it (a Perfetto packet's byte offset).
+        """Process a trace's canonical events (``nnemu.trace.TraceEvents.batches``, or
+        ``row_batches`` with ``texts``), each placed where its reader places it (a line, a
+        Perfetto packet's byte offset).
 
-        A ``BEGIN`` is read as the row ``B|pid|name`` of its thread, an ``END`` as ``E``;
-        ``PROCESS`` names a process (as ``set_process_names``), ``PROBLEM`` is a warning at
-        its place; a thread's name in a row's ``TASK`` column (``extra``) names its
-        process when the thread is the process's main one, as a row's head does; a JSON
-        event's (``extra`` None) is the name its thread's last ``THREAD`` rename gave it
-        (``task_name``; ``<...>`` before one).  A ``PROBLEM`` is said unless its ``extra``
-        names what parse does not read (a JSON ``X`` or instant, a ``NO_SLICE`` row: parse
-        reads that row's nameless begin).  (Systrace and ftrace text keep ``feed``,
-        whose warnings about malformed rows and inexact times no event carries.)
+        Systrace and ftrace text (``row_batches`` with ``texts``, each list of events
+        starting with its ``LINES``) is read as written: a row's payload and head, its line
+        for the diagnostics.  Other events are made alike (``_as_rows``): a ``BEGIN`` is
+        read as the row ``B|pid|name`` of its thread, an ``END`` as ``E``; ``PROCESS`` names a process
+        (as ``set_process_names``), ``PROBLEM`` is a warning at its place; a thread's name
+        in a row's ``TASK`` column (``extra``) names its process when the thread is the
+        process's main one, as a row's head does; a JSON event's (``extra`` None) is the
+        name its thread's last ``THREAD`` rename gave it (``task_name``; ``<...>`` before
+        one).  A ``PROBLEM`` is said unless its ``extra`` names what parse does not read (a
+        JSON ``X`` or instant, a ``NO_SLICE`` row: parse reads that row's nameless begin).
         """
-        self._consume(self._split_events(batches))
+        batches = iter(batches)
+        first = next(batches, None)
+        if first is None:
+            return
+        batches = itertools.chain((first,), batches)
+        text = bool(first) and first[0][0] == EVENT_LINES
+        self._consume(batches if text else self._as_rows(batches))
 
-    def _split_lines(self, numbered_lines: Iterable[tuple[int, str]]) -> Iterator[_Row]:
-        """The ``tracing_mark_write`` B/E rows of ``numbered_lines``, split (``_Row``).
-
-        A row is split by its head (``HEAD_RE``, cached per distinct head), its text after
-        ``tracing_mark_write: `` (cached per distinct text) and its timestamp's seconds
-        (cached); a row this fast path does not accept is matched with ``ROW_RE`` and its
-        timestamp read with ``exact_timestamp_ns`` (a malformed row or an inexact time is
-        warned of here, in its place among the rows).
-        """
-        match = ROW_RE.match
-        prefixes = self._prefixes
-        tails = self._tails
-        seconds_ns = self._seconds
-        for line_number, line in numbered_lines:
-            # Fast path for the usual layout: the row's head up to the timestamp
-            # and its text after "tracing_mark_write: " are looked up (per
-            # distinct text).  A row the fast path does not accept is matched
-            # with ROW_RE.
-            head_stamp, separator, tail = line.partition(_SEPARATOR)
-            tid = ""
-            if separator:
-                head, _, stamp = head_stamp.rpartition(" ")
-                tid, tgid = prefixes.get(head) or self._head_ids(head)
-                entry = tails.get(tail) or self._tail(tail)
-                # SECONDS.FFFFFF (non-empty seconds, six fraction digits, nothing else);
-                # the seconds' value in ns is looked up (it changes once a second).
-                seconds, _, fraction = stamp.partition(".")
-                base = seconds_ns.get(seconds)
-                if base is None:
-                    base = self._seconds_ns(seconds)
-                if tid and entry[0] and base >= 0 and len(fraction) == 6 and fraction.isdecimal():
-                    yield line_number, line, tid, tgid, base + int(fraction) * 1000, entry
-                    continue
-            if "tracing_mark_write" not in line:
-                continue
-            m = match(line)
-            if m is None:
-                if is_mark_row(line):
-                    self.warn(MALFORMED_ROW, line_number, line)
-                continue
-            _, tid, tgid, seconds, fraction, kind, rest = m.groups()
-            if tgid == UNKNOWN_TGID:
-                tgid = None
-            stamp_ns = exact_timestamp_ns(seconds, fraction)
-            if isinstance(stamp_ns, str):
-                self.warn(stamp_ns, line_number, line)
-                continue
-            entry = tails.get(kind + rest) or self._tail(kind + rest)
-            yield line_number, line, tid, tgid, stamp_ns, entry
-
-    def _split_events(self, batches: Iterable[list[Event]]) -> Iterator[_Row]:
-        """The ``BEGIN``/``END`` events of ``batches`` as split rows (``_Row``: no line);
-        the other events are applied here, in their place among them."""
-        tails = self._tails
+    def _as_rows(self, batches: Iterable[list[Event]]) -> Iterator[list[Event]]:
+        """Canonical events (a JSON or Perfetto trace's) as ``_consume`` reads them, the
+        events of a text trace read with ``texts``: a ``BEGIN`` as the row ``B|pid|name``
+        of its thread, an ``END`` as ``E``, a ``HEAD`` before the row of a process's main
+        thread (``pid`` its tid, or none) while no name is kept by its tid; a ``PROBLEM``
+        parse does not say and a ``THREAD`` (a JSON rename, kept here) are left out."""
         names = self._names
         ids: dict[int, str] = {}
+        begins: dict[tuple[int, int], RowHead] = {}
+        ends: dict[int, RowHead] = {}
         tasks: dict[int, str] = {}
         for batch in batches:
-            for kind, ts, place, pid, tid, name, extra in batch:
+            out: list[Event] = []
+            for event in batch:
+                kind, ts, place, pid, tid, name, extra = event
                 if kind in (EVENT_BEGIN, EVENT_END):
                     if extra is None:
                         extra = tasks.get(tid, "<...>")
@@ -1011,35 +967,66 @@ class Engine:
                         if len(ids) >= _MAX_CACHED_NAMES:
                             ids.clear()
                         tid_text = ids[tid] = str(tid)
-                    if (
-                        (pid == tid or pid < 0)
-                        and type(extra) is str
-                        and tid_text not in names
-                        and len(names) < _MAX_CACHED_NAMES
-                    ):
-                        # A row's head: a process's main thread names it (_head_ids).
-                        names[tid_text] = extra
+                    if (pid == tid or pid < 0) and type(extra) is str and tid_text not in names:
+                        # A row's head: a process's main thread names it.
+                        out.append(
+                            (EVENT_HEAD, 0, place, 0, 0, extra, RowHead(extra, tid_text, None))
+                        )
                     if kind == EVENT_END:
-                        yield place, "", tid_text, None, ts, _E_ENTRY
+                        head = ends.get(tid)
+                        if head is None:
+                            if len(ends) >= _MAX_CACHED_NAMES:
+                                ends.clear()
+                            head = ends[tid] = RowHead("", tid_text, None)
+                        out.append((kind, ts, place, 0, 0, "E", head))
                         continue
-                    tgid = ids.get(pid)
-                    if tgid is None:
-                        if len(ids) >= _MAX_CACHED_NAMES:
-                            ids.clear()
-                        tgid = ids[pid] = str(pid)
-                    tail = f"B|{tgid}|{name}"
-                    yield place, "", tid_text, tgid, ts, tails.get(tail) or self._tail(tail)
+                    head = begins.get((pid, tid))
+                    if head is None:
+                        if len(begins) >= _MAX_CACHED_NAMES:
+                            begins.clear()
+                        tgid = ids.get(pid)
+                        if tgid is None:
+                            if len(ids) >= _MAX_CACHED_NAMES:
+                                ids.clear()
+                            tgid = ids[pid] = str(pid)
+                        head = begins[pid, tid] = RowHead("", tid_text, tgid)
+                    out.append((kind, ts, place, 0, 0, f"B|{head.tgid}|{name}", head))
                 elif kind == EVENT_PROCESS:
-                    self.set_process_names({str(pid): name})
+                    out.append(event)  # in its place: names kept by tid come before it
                 elif kind == EVENT_PROBLEM:
                     if extra is None or extra in _READ_PHASES:
-                        self.warn(name, place, "")
+                        out.append((kind, 0, place, 0, 0, name, None))
                 elif kind == EVENT_THREAD and extra is True:
                     tasks[tid] = task_name(name)
+            yield out
 
-    def _consume(self, rows: Iterable[_Row]) -> None:
-        """Apply split rows in order: the state machine of every entry."""
+    def _other_event(
+        self, kind: int, place: int, pid: int, name: str, extra: object, line: str
+    ) -> None:
+        """Apply an event of ``_consume``'s other than a row: a ``HEAD`` (a process's main
+        thread names it; without a TGID column every task name is kept by its TID: pids
+        and tids share one number space, so the thread whose TID is a process's pid is
+        that process's main thread), a ``PROBLEM`` (a warning) or a ``PROCESS``."""
+        if kind == EVENT_HEAD:
+            head = cast("RowHead", extra)
+            tgid = head.tgid
+            names = self._names
+            if (tgid is None or tgid == head.tid) and len(names) < _MAX_CACHED_NAMES:
+                names.setdefault(head.tid, name)
+        elif kind == EVENT_PROBLEM:
+            self.warn(name, place, line)
+        elif kind == EVENT_PROCESS:
+            self.set_process_names({str(pid): name})
+
+    def _consume(self, batches: Iterable[list[Event]]) -> None:
+        """Apply the events of a text trace read with ``texts`` (or made alike by
+        ``_as_rows``) in order: the state machine of every row.  A row's line is its list's
+        ``LINES``' (none for a JSON or Perfetto trace); its problems are warned of, and a row
+        head read for the first time names its process (``HEAD``), in their place."""
         threads = self._threads
+        tails = self._tails
+        lines: list[str] = []
+        first = 0
         overall = Phase.OVERALL
         execution = Phase.EXECUTION
         runtime = Layer.RUNTIME
@@ -1048,17 +1035,31 @@ class Engine:
         saw_rows = False
         # A counted mark was seen since saw_nnapi was last updated.
         run_has_marks = False
-        for line_number, line, tid, tgid, ts, entry in rows:
+        for kind, ts, line_number, pid, _, payload, extra in itertools.chain.from_iterable(batches):
+            if kind > EVENT_END:
+                if kind == EVENT_LINES:
+                    first = line_number
+                    lines = cast("list[str]", extra)
+                else:
+                    line = lines[line_number - first] if lines else ""
+                    self._other_event(kind, line_number, pid, payload, extra, line)
+                continue
             saw_rows = True
+            head: RowHead = extra  # type: ignore[assignment]  # a row's (no cast: a call, pure)
+            tid = head.tid
+            entry = tails.get(payload) or self._tail(payload)
             if entry[0] == "E":
+                # (The row's line is looked up only where it is said.)
                 thread = threads.get(tid)
                 if thread is not None:
                     if ts < thread.last_ts:
+                        line = lines[line_number - first] if lines else ""
                         self._out_of_order(line_number, line)
                     else:
                         thread.last_ts = ts
                 if thread is None or not thread.stack:
                     if thread is not None and thread.tracked:
+                        line = lines[line_number - first] if lines else ""
                         self.warn(
                             "end mark (E) with no open section on this thread", line_number, line
                         )
@@ -1114,6 +1115,8 @@ class Engine:
                 continue
 
             # -- B|tgid|name
+            line = lines[line_number - first] if lines else ""
+            tgid = head.tgid
             _, payload_tgid, name, mark, payload, plain = entry
             if plain:
                 # A counted NNTRACE mark with nothing special about it.
@@ -1258,41 +1261,6 @@ class Engine:
             self.saw_rows = True
         if run_has_marks:
             self.saw_nnapi = True
-
-    def _head_ids(self, head: str) -> tuple[str, str | None]:
-        """``(tid, tgid column)`` of a row head ending before the timestamp.
-
-        ``tid`` is empty when the fast path cannot tell exactly what ``ROW_RE``
-        would match.
-        """
-        prefixes = self._prefixes
-        if len(prefixes) >= _MAX_CACHED_NAMES:
-            prefixes.clear()
-        ids = _BAD_HEAD
-        groups = head_groups(head)
-        if groups is not None:
-            task, tid, column = groups
-            # A "-----" TGID column means "unknown" (the payload's pid is used).
-            ids = (tid, None if column == UNKNOWN_TGID else column)
-            # A process's main thread (TID == TGID) names it. Without a TGID column every
-            # task name is kept by its TID: pids and tids share one number space, so the
-            # thread whose TID is a process's pid is that process's main thread.
-            if (ids[0] == ids[1] or ids[1] is None) and len(self._names) < _MAX_CACHED_NAMES:
-                self._names.setdefault(ids[0], task)
-        prefixes[head] = ids
-        return ids
-
-    def _seconds_ns(self, seconds: str) -> int:
-        """The ns of a timestamp's ``seconds`` (cached), or -1 unless 1 to
-        ``MAX_SECONDS_DIGITS`` decimal digits."""
-        cache = self._seconds
-        if len(cache) >= _MAX_CACHED_NAMES:
-            cache.clear()
-        value = -1
-        if 0 < len(seconds) <= MAX_SECONDS_DIGITS and seconds.isdecimal():
-            value = int(seconds) * 1_000_000_000
-        cache[seconds] = value
-        return value
 
     def _tail(self, tail: str) -> tuple[str, str, str, Mark, str, bool]:
         """``(kind, tgid, name, mark, payload)`` of a row's text after

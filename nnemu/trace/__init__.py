@@ -26,7 +26,9 @@
   from the module of that format) and the event kinds (``BEGIN``, ``END``, ``COMPLETE``,
   ``COUNTER``, ``FLOW`` with how a flow binds, ``FLOW_START`` ... ``FLOW_THROUGH``,
   ``INSTANT``, ``ARGS``, ``PROCESS``, ``THREAD``, ``PROBLEM`` (``NO_SLICE``), ``RESTART``;
-  ``Event``); ``flow_id`` (a JSON flow id as trace processor keys it), ``COUNTER_RE`` and ``MALFORMED_COUNTER`` (a counter row).
+  ``Event``); ``row_batches`` (a text trace's numbered lines as events; with ``texts``,
+  the rows as written: ``LINES``, ``HEAD``, ``RowHead``, what ``nnemu parse`` reads) and
+  ``numbered_blocks`` (numbered lines as its blocks); ``flow_id`` (a JSON flow id as trace processor keys it), ``COUNTER_RE`` and ``MALFORMED_COUNTER`` (a counter row).
 """
 
 from typing import TYPE_CHECKING, Final
@@ -76,19 +78,24 @@ from nnemu.trace._events import (
     FLOW_START,
     FLOW_STEP,
     FLOW_THROUGH,
+    HEAD,
     INSTANT,
+    LINES,
     NO_SLICE,
     PROBLEM,
     PROCESS,
     RESTART,
     THREAD,
     Event,
+    RowHead,
 )
 from nnemu.trace._ftrace import (
     CUT_ROW_PROBLEM,
     MALFORMED_BEGIN,
     TID_OUT_OF_RANGE,
     counter_event,
+    numbered_blocks,
+    row_batches,
 )
 from nnemu.trace._html import (
     MAX_LINE,
@@ -185,9 +192,11 @@ __all__ = [
     "FLOW_STEP",
     "FLOW_THROUGH",
     "GZIP_MAGIC",
+    "HEAD",
     "HEAD_BYTES",
     "HEAD_RE",
     "INSTANT",
+    "LINES",
     "MALFORMED_BEGIN",
     "MALFORMED_COUNTER",
     "MALFORMED_ROW",
@@ -229,6 +238,7 @@ __all__ = [
     "Print",
     "ProcessDump",
     "ProcessName",
+    "RowHead",
     "SliceBegin",
     "SliceEnd",
     "ThreadName",
@@ -252,6 +262,7 @@ __all__ = [
     "negative_ts",
     "not_a_number_dur",
     "not_a_number_ts",
+    "numbered_blocks",
     "open_trace",
     "out_of_order_warning",
     "pid_of",
@@ -260,6 +271,7 @@ __all__ = [
     "read_perfetto",
     "refuse_stdin",
     "refuse_unreadable",
+    "row_batches",
     "task_name",
     "time_ordered",
     "time_ordered_events",

@@ -67,11 +67,25 @@ One module per format makes them: ``_ftrace`` (systrace HTML, ftrace text), ``_c
 (Chrome JSON), ``_perfetto`` (a Perfetto protobuf trace, from its decoded packets:
 ``perfetto_event_batches``); ``_reader.TraceEvents`` opens a file, tells its format once and
 gives its events.
+
+Read with ``texts`` (``row_batches``: what ``nnemu parse`` reads, which prints rows as
+written), a text trace's events also carry what the rows say as written: each list starts
+with a ``LINES`` event, whose ``place`` is the number of the first of its lines and whose
+``extra`` is the list of them, so that the text of an event's row is
+``lines[place - first]``; a row's ``BEGIN`` or ``END`` has its text after
+``tracing_mark_write: `` (the payload as written) for ``name`` and its head's ``RowHead``
+(task, tid and TGID column as written) for ``extra``; a ``HEAD`` event (``name`` the task,
+``extra`` its ``RowHead``) comes where a distinct row head is first read (again after the
+reader's cache of heads is emptied), the heads of every row with a ``tracing_mark_write``
+payload, counter rows too.  Such a reading keeps times exact (a time finer than a ns is a
+``PROBLEM``, ``exact_timestamp_ns``'s message) and a tid beyond pid_t as written.
 """
 
 from __future__ import annotations
 
 from typing import Final
+
+import attrs
 
 BEGIN: Final = 0
 END: Final = 1
@@ -84,6 +98,10 @@ PROBLEM: Final = 7
 RESTART: Final = 8
 INSTANT: Final = 9
 ARGS: Final = 10
+LINES: Final = 20
+"""A reading with ``texts``: the lines of the events after it (module docstring)."""
+HEAD: Final = 21
+"""A reading with ``texts``: a row head read for the first time (module docstring)."""
 
 FLOW_START: Final = 0
 """A JSON ``s``: the flow starts at the innermost slice open on its thread."""
@@ -109,8 +127,29 @@ CUT_ROW: Final = 2
 """A text row's ``PROBLEM``'s ``extra``: the events after it, at its place, are of a row
 the file ends in, without its line break, which Perfetto's trace processor does not read."""
 
+
+@attrs.frozen
+class RowHead:
+    """A text row's head as written (a reading with ``texts``), before its timestamp."""
+
+    task: str
+    """The TASK column."""
+    tid: str
+    """The TID column, as written (``0123`` is not ``123``)."""
+    tgid: str | None
+    """The TGID column; None when the row has none or it is ``-----`` (unknown)."""
+
+
 FlowInfo = tuple[int, str, int | str]
 """A ``FLOW``'s ``extra``: ``(how, cat, id)``."""
 
-Event = tuple[int, int, int, int, int, str, str | int | float | FlowInfo | dict[str, object] | None]
+Event = tuple[
+    int,
+    int,
+    int,
+    int,
+    int,
+    str,
+    str | int | float | FlowInfo | RowHead | list[str] | dict[str, object] | None,
+]
 """``(kind, ts, place, pid, tid, name, extra)``: see the module's table."""

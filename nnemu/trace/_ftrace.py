@@ -6,8 +6,9 @@ with the thread name the row's ``TASK`` column shows, and its ``C|tgid|name|valu
 into ``COUNTER`` events; the process and thread names of a ``PROCESS DUMP`` come as
 ``PROCESS``/``THREAD`` events where the dump is.  Read from a file (``problems``), what is
 wrong with a row comes as a ``PROBLEM`` before its events (the warnings of ``nnemu
-query``'s own loader, ``query/_loader.py``, which reads the same rows).  Replay reads a
-text trace through it; the parser and the query loader still split the lines themselves.
+query``'s own loader, ``query/_loader.py``, which reads the same rows).  Replay and the
+parser read a text trace through it (the parser with ``texts``: the rows as written, times
+exact); the query loader still splits the lines itself.
 """
 
 from __future__ import annotations
@@ -20,13 +21,16 @@ from nnemu.trace._events import (
     COUNTER,
     CUT_ROW,
     END,
+    HEAD,
+    LINES,
     NO_SLICE,
     PROBLEM,
     PROCESS,
     THREAD,
     Event,
+    RowHead,
 )
-from nnemu.trace._html import DumpProcess, DumpThread
+from nnemu.trace._html import BLOCK_LINES, DumpProcess, DumpThread
 from nnemu.trace._rows import (
     COUNTER_RE,
     MALFORMED_COUNTER,
@@ -34,8 +38,10 @@ from nnemu.trace._rows import (
     MAX_ID,
     ROW_RE,
     ROW_SEPARATOR,
+    UNKNOWN_TGID,
     atrace_counter_value,
     atrace_tgid,
+    exact_timestamp_ns,
     head_groups,
     is_mark_row,
     pid_of,
@@ -65,7 +71,8 @@ _MAX_CACHED: Final = 20_000
 _FAST_STAMP: Final = 16
 """Longest ``SECONDS.FFFFFF`` timestamp the fast path reads: 15 digits (< ``MAX_ABS_NS``)."""
 _SEPARATOR_LENGTH: Final = len(ROW_SEPARATOR)
-_NO_HEAD: Final[tuple[str, int, int, bool]] = ("", -1, -1, False)
+_NO_ROW_HEAD: Final = RowHead("", "", None)
+_NO_HEAD: Final[tuple[str, int, int, bool, RowHead]] = ("", -1, -1, False, _NO_ROW_HEAD)
 _NO_TAIL: Final[tuple[str, int, str]] = ("", -1, "")
 
 MALFORMED_BEGIN: Final = "malformed begin mark: expected B|<tgid>|<name>; row skipped"
@@ -84,17 +91,19 @@ TID_OUT_OF_RANGE: Final = f"thread id out of range (> {MAX_ID}); row skipped"
 class _Rows:
     """``row_batches``' caches: what a row's head and its payload say, per distinct text."""
 
-    __slots__ = ("heads", "problems", "tails")
+    __slots__ = ("heads", "problems", "tails", "texts")
 
-    def __init__(self, problems: bool) -> None:
-        self.heads: dict[str, tuple[str, int, int, bool]] = {}
+    def __init__(self, problems: bool, texts: bool = False) -> None:
+        self.heads: dict[str, tuple[str, int, int, bool, RowHead]] = {}
         self.tails: dict[str, tuple[str, int, str]] = {}
         self.problems = problems
+        self.texts = texts
 
-    def head(self, head: str) -> tuple[str, int, int, bool]:
-        """``(task, tid, pid of the TGID column, whether it has one)`` of a row head ending
-        before the timestamp (cached; a pid of -1: none; ``tid`` -1: beyond pid_t); the
-        task empty when the fast path cannot tell exactly what ``ROW_RE`` would match."""
+    def head(self, head: str) -> tuple[str, int, int, bool, RowHead]:
+        """``(task, tid, pid of the TGID column, whether it has one, the head as written)``
+        of a row head ending before the timestamp (cached; a pid of -1: none; ``tid`` -1:
+        beyond pid_t); the task empty when the fast path cannot tell exactly what
+        ``ROW_RE`` would match."""
         heads = self.heads
         if len(heads) >= _MAX_CACHED:
             heads.clear()
@@ -105,7 +114,14 @@ class _Rows:
             tid = pid_of(tid_text)
             has_column = column is not None and column.isdigit()
             pid = pid_of(column) if has_column and column is not None else None
-            info = (task, -1 if tid is None else tid, -1 if pid is None else pid, has_column)
+            written = _row_head(task, tid_text, column)
+            info = (
+                task,
+                -1 if tid is None else tid,
+                -1 if pid is None else pid,
+                has_column,
+                written,
+            )
         heads[head] = info
         return info
 
@@ -133,6 +149,11 @@ class _Rows:
         return info
 
 
+def _row_head(task: str, tid: str, column: str | None) -> RowHead:
+    """A row head as written (``RowHead``): an unknown TGID column (``-----``) as none."""
+    return RowHead(task, tid, None if column == UNKNOWN_TGID else column)
+
+
 def _has_tgid(rest: str) -> bool:
     """Whether a ``B`` mark's text after its ``B`` has a tgid Perfetto's trace processor reads."""
     parts = rest.split("|", 2)
@@ -144,6 +165,7 @@ def row_batches(
     dumps: DumpEvents | None = None,
     *,
     problems: bool = False,
+    texts: bool = False,
 ) -> Iterator[list[Event]]:
     """The ``tracing_mark_write`` B/E rows of ``blocks`` (the number of a block's first line,
     its consecutive lines: ``FtraceLines.blocks``) as events, a list per block.
@@ -164,16 +186,26 @@ def row_batches(
     malformed mark row (``MALFORMED_ROW``), a time or tid out of range, a ``B`` mark with
     no tgid (``NO_SLICE``) and a last row the file cuts off (``CUT_ROW``).
 
+    With ``texts`` (``nnemu parse``, which says where a row is wrong, and what it says, as
+    written), the events also carry the rows as written (``nnemu.trace._events``: a
+    ``LINES`` event first in each list, the payload and ``RowHead`` of a ``BEGIN`` or
+    ``END``, a ``HEAD`` event where a distinct row head is first read), a time is read
+    exactly (``exact_timestamp_ns``: one finer than a ns is a ``PROBLEM``), a tid beyond
+    pid_t is kept (``tid`` -1; its ``RowHead`` has it), and a malformed mark row is a
+    ``PROBLEM`` (``MALFORMED_ROW``) whatever ``problems`` says; the rest of ``problems``
+    is left to the caller.
+
     A usual row is read by its head (up to the timestamp) and its text after
     ``tracing_mark_write: ``, each looked up per distinct text, and its ``SECONDS.FFFFFF``
     timestamp; any other is matched with ``ROW_RE`` (``_slow_row``).
     """
-    rows = _Rows(problems)
+    rows = _Rows(problems, texts)
+    malformed = problems or texts
     heads = rows.heads
     tails = rows.tails
     pending = dumps.pending if dumps is not None else []
     for first, block in blocks:
-        out: list[Event] = []
+        out: list[Event] = [(LINES, 0, first, 0, 0, "", block)] if texts else []
         if pending:
             out += pending
             pending.clear()
@@ -183,13 +215,18 @@ def row_batches(
             line_number += 1
             at = line.find(ROW_SEPARATOR)
             if at < 0:
-                if problems and "tracing_mark_write" in line:
+                if malformed and "tracing_mark_write" in line:
                     _slow_row(rows, line, line_number, out, cut)  # (a malformed row)
                 continue
             space = line.rfind(" ", 0, at)
             stamp = line[space + 1 : at]
             head = line[:space]
-            task, tid, pid, has_column = heads.get(head) or rows.head(head)
+            info = heads.get(head)
+            if info is None:
+                info = rows.head(head)
+                if texts and info[0] and space >= 0:
+                    out.append((HEAD, 0, line_number, 0, 0, info[0], info[4]))
+            task, tid, pid, has_column, written = info
             kind, payload_pid, name = tails.get(tail := line[at + _SEPARATOR_LENGTH :]) or (
                 rows.tail(tail)
             )
@@ -211,14 +248,20 @@ def row_batches(
                     pid = tid if payload_pid < 0 else payload_pid
                 elif pid < 0:
                     pid = tid
-                out.append((BEGIN, ts, line_number, pid, tid, name, task))
+                if texts:
+                    out.append((BEGIN, ts, line_number, pid, tid, tail, written))
+                else:
+                    out.append((BEGIN, ts, line_number, pid, tid, name, task))
             else:
                 if not has_column:
                     pid = payload_pid
                 elif pid < 0:
                     pid = 0
-                out.append((END, ts, line_number, pid, tid, "", task))
-        if out:
+                if texts:
+                    out.append((END, ts, line_number, pid, tid, tail, written))
+                else:
+                    out.append((END, ts, line_number, pid, tid, "", task))
+        if len(out) > texts:
             yield out
     if pending:
         yield pending[:]
@@ -236,21 +279,36 @@ def _slow_row(rows: _Rows, line: str, line_number: int, out: list[Event], cut: b
         counter = counter_event(line, line_number)
         if counter is not None:
             out.append(counter)
-        elif problems and is_mark_row(line):
+        elif (problems or rows.texts) and is_mark_row(line):
             out.append((PROBLEM, 0, line_number, 0, 0, MALFORMED_ROW, None))
         return
     task, tid_text, tgid_column, seconds, fraction, kind, rest = m.groups()
-    ts = timestamp_ns(seconds, fraction)
-    if ts is None:
-        if problems:
-            message = f"timestamp {seconds}.{fraction} out of range; row skipped"
-            out.append((PROBLEM, 0, line_number, 0, 0, message, None))
-        return  # out of range: not a row a kernel writes
+    texts = rows.texts
+    if texts:
+        exact = exact_timestamp_ns(seconds, fraction)
+        if isinstance(exact, str):
+            out.append((PROBLEM, 0, line_number, 0, 0, exact, None))
+            return
+        ts = exact
+    else:
+        stamp = timestamp_ns(seconds, fraction)
+        if stamp is None:
+            if problems:
+                message = f"timestamp {seconds}.{fraction} out of range; row skipped"
+                out.append((PROBLEM, 0, line_number, 0, 0, message, None))
+            return  # out of range: not a row a kernel writes
+        ts = stamp
     tid = pid_of(tid_text)
     if tid is None:
-        if problems:
-            out.append((PROBLEM, 0, line_number, 0, 0, TID_OUT_OF_RANGE, None))
-        return
+        if texts:
+            tid = -1  # kept as written (its RowHead)
+        else:
+            if problems:
+                out.append((PROBLEM, 0, line_number, 0, 0, TID_OUT_OF_RANGE, None))
+            return
+    # With texts: the payload as read (with its line break, as the fast path's) and the
+    # head as written.
+    extra: str | RowHead = _row_head(task, tid_text, tgid_column) if texts else task
     if kind == "B":
         pid, name = begin_payload(rest)
         if tgid_column is not None and tgid_column.isdigit():
@@ -261,14 +319,17 @@ def _slow_row(rows: _Rows, line: str, line_number: int, out: list[Event], cut: b
             pid = column
         elif problems and pid is None and not _has_tgid(rest):
             out.append((PROBLEM, 0, line_number, -1, 0, MALFORMED_BEGIN, NO_SLICE))
-        out.append((BEGIN, ts, line_number, tid if pid is None else pid, tid, name, task))
-    elif tgid_column is not None and tgid_column.isdigit():
-        out.append((END, ts, line_number, pid_of(tgid_column) or 0, tid, "", task))
+        if texts:
+            name = line[m.start(6) :]
+        out.append((BEGIN, ts, line_number, tid if pid is None else pid, tid, name, extra))
+        return
+    if tgid_column is not None and tgid_column.isdigit():
+        pid = pid_of(tgid_column) or 0
     else:
         parts = rest.split("|", 2)
         tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
-        pid = None if tgid is None else pid_of_tgid(tgid)
-        out.append((END, ts, line_number, -1 if pid is None else pid, tid, "", task))
+        pid = -1 if tgid is None else (pid_of_tgid(tgid) or -1)
+    out.append((END, ts, line_number, pid, tid, line[m.start(6) :] if texts else "", extra))
 
 
 def begin_payload(rest: str) -> tuple[int | None, str]:
@@ -309,3 +370,22 @@ def one_line_blocks(rows: Iterable[tuple[int, str]]) -> Iterator[tuple[int, list
     """Numbered lines (``time_ordered``'s, not consecutive) as ``row_batches`` reads blocks."""
     for number, line in rows:
         yield number, [line]
+
+
+def numbered_blocks(
+    rows: Iterable[tuple[int, str]], size: int = BLOCK_LINES
+) -> Iterator[tuple[int, list[str]]]:
+    """Numbered lines (``FtraceLines``' or ``time_ordered``'s) as ``row_batches`` reads
+    blocks: consecutive lines in lists of up to ``size``, a line out of sequence starting
+    a new one."""
+    block: list[str] = []
+    first = 0
+    for number, line in rows:
+        if block and (number != first + len(block) or len(block) >= size):
+            yield first, block
+            block = []
+        if not block:
+            first = number
+        block.append(line)
+    if block:
+        yield first, block
