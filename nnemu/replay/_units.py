@@ -11,6 +11,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from nnemu.replay._columns import sorted_order
 from nnemu.replay._tally import _DriverTally
 
 _NOISE: Final = 1000
@@ -29,7 +30,7 @@ def _service(begins: array[int], durations: array[int]) -> array[int]:
     if all(a <= b for a, b in itertools.pairwise(keys)):
         by_end: Iterable[int] = range(len(ends))  # as a serial device gives them
     else:
-        by_end = sorted(range(len(ends)), key=lambda i: (ends[i], begins[i]))
+        by_end = sorted_order(ends, begins)
     for i in by_end:
         start = begins[i] if previous is None else max(begins[i], previous)
         service[i] = ends[i] - start
@@ -119,31 +120,40 @@ def _units(
     # An execution judged by another app's time counts for the fit, not for the count
     # (qos_binder_bound's four indexer threads, begun at once behind the camera's first
     # execution, read as a second unit by the camera's time).
-    running = sorted(
-        (time, step)
-        for i in range(count)
-        if idle[i] or (beside[i] and not guessed[i])
-        for time, step in ((begins[i], 1), (begins[i] + durations[i], -1))
+    counted = bytearray(idle[i] or (beside[i] and not guessed[i]) for i in range(count))
+    reached = _levels(
+        array("q", itertools.compress(begins, counted)),
+        array("q", (b + d for b, d, c in zip(begins, durations, counted, strict=True) if c)),
     )
-    units, weighed = _weighed_units(running, count, beside)
+    units, weighed = _weighed_units(reached, count, beside)
     if weighed is None and any(b and g for b, g in zip(beside, guessed, strict=True)):
         return 1, beside  # (``_device_units`` fits the units)
     return units, weighed
 
 
+def _levels(begins: array[int], ends: array[int]) -> collections.Counter[int]:
+    """How many executions began to make each number running at once, of executions given
+    by their ``begins`` (ascending) and ``ends``: at one time, the ends count first.  (The
+    ends sorted alone, not a (time, step) tuple each: bench/README.md.)"""
+    reached: collections.Counter[int] = collections.Counter()
+    by_end = sorted(ends)
+    busy = ended = 0
+    for begin in begins:
+        while ended < len(by_end) and by_end[ended] <= begin:
+            ended += 1
+            busy -= 1
+        busy += 1
+        reached[busy] += 1
+    return reached
+
+
 def _weighed_units(
-    running: Sequence[tuple[int, int]], count: int, beside: bytearray
+    reached: collections.Counter[int], count: int, beside: bytearray
 ) -> tuple[int, bytearray | None]:
     """The units the evidence carries weight for: the most executions at once that at least
-    ``units_evidence(count)`` executions began to make (one overlap among thousands of
-    executions is noise: a late end, a clock step, not a second unit), and ``beside``; 1
-    and None when no second unit has that weight."""
-    reached: collections.Counter[int] = collections.Counter()
-    busy = 0
-    for _, step in running:
-        busy += step
-        if step > 0:
-            reached[busy] += 1
+    ``units_evidence(count)`` executions began to make (``reached``, ``_levels``: one
+    overlap among thousands of executions is noise: a late end, a clock step, not a second
+    unit), and ``beside``; 1 and None when no second unit has that weight."""
     needed = units_evidence(count)
     units = max((level for level, n in reached.items() if n >= needed), default=1)
     if units <= 1:
@@ -187,15 +197,8 @@ def _fitted_units(
     once.  Under load, where an execution rarely begins on an idle unit, this sees the
     units ``_units`` cannot.  Returns (units, the spread with 1, 2, ... units, as far as
     tried)."""
-    steps = sorted(
-        (time, step)
-        for b, d in zip(begins, durations, strict=True)
-        for time, step in ((b, 1), (b + d, -1))
-    )
-    most = busy = 0
-    for _, step in steps:
-        busy += step
-        most = max(most, busy)
+    ends = array("q", (b + d for b, d in zip(begins, durations, strict=True)))
+    most = max(_levels(array("q", begins), ends), default=0)
     units, spread = 1, _spread(serial, clients)
     spreads = [spread]
     while units < most:
