@@ -214,6 +214,15 @@ def _last_ending_at(flat: array[int], ts: int) -> int:
     return count
 
 
+def _lower_closed(flat: array[int], ts: int) -> None:
+    """Before a row ending at ``ts`` joins ``flat``, the closed sections of a layer below the
+    one that gives the app's arrivals (runtime or HAL calls beside ``[NN_LA_PE]``): only
+    its last rows that end at one time are kept, what ``_uncut`` counts (``_ending_at``),
+    not a row an execution (bench/README.md)."""
+    if flat and flat[-3] + flat[-1] != ts:
+        del flat[:]
+
+
 class _Collector:
     """Folds the NNAPI sections of a trace into per-process summaries as they come."""
 
@@ -352,7 +361,8 @@ class _Collector:
                 if app.attempts is not None:
                     app.attempts.attempt(ts, tid)
             elif kind == _LR_EXEC:
-                app.lr_begins.append(ts)
+                if not app.la_begins:  # (else its arrivals are those: ``_lower_closed``)
+                    app.lr_begins.append(ts)
                 app.flight[_LR].begin(ts, tid)
                 if role.mode is not None:
                     app.modes[role.mode] = app.modes.get(role.mode, 0) + 1
@@ -364,7 +374,8 @@ class _Collector:
                 self._serial = serial = self._serial + 1
                 self._calls_of(role.text).client_begin(ts, pid, tid, serial, self)
                 if role.execute:
-                    app.hal_begins.append(ts)
+                    if not (app.la_begins or app.lr_begins):
+                        app.hal_begins.append(ts)
                     app.flight[_HAL].begin(ts, tid)
                 elif role.prepare:
                     app.prepares += 1
@@ -422,6 +433,8 @@ class _Collector:
             folded = False
         elif kind == _LR_EXEC:
             app = self.apps[pid]
+            if app.la_begins:
+                _lower_closed(app.lr_closed, ts)
             app.lr_closed.extend((begin, tid, ts - begin))
             app.flight[_LR].end(ts, tid)
             if role.burst:
@@ -437,6 +450,8 @@ class _Collector:
             folded = role.execute
             if folded:
                 app = self.apps[pid]
+                if app.la_begins or app.lr_begins:
+                    _lower_closed(app.hal_closed, ts)
                 app.hal_closed.extend((begin, tid, ts - begin))
                 app.flight[_HAL].end(ts, tid)
         elif kind == _SERVER and role.execute and not role.async_server:

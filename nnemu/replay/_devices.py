@@ -125,22 +125,25 @@ def _app_model(app: TraceApp, plan: TracePlan, notes: _Notes) -> ModelSpec:
     return spec
 
 
-def _per_execution_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], int] | None:
+def _per_execution_ns(driver: TraceDriver, app: TraceApp) -> tuple[Sequence[int], int] | None:
     """(device time of each execution, calls) of an app that called ``driver`` more often
     than it executed (a model split into partitions, one call each): the sum of the device
     times of the calls inside each of its recorded sections (calls after the last one, in a
     cut trace, left out).  None when it did not, when its sections overlap (several threads:
     a call's section is not known) or when a call lies outside them (an asynchronous
     ``startCompute`` section, which returns before its calls)."""
+    if app.max_in_flight > 1 or not app.latencies_ns:
+        return None
+    clients = driver.execution_clients
+    if clients.count(app.pid) <= len(app.arrivals_ns):
+        return None  # (counted before the pairs are made: a tuple each, bench/README.md)
     mine = [
         (begin, ns)
         for begin, ns, pid in zip(
-            driver.execution_begins_ns, driver.service_ns, driver.execution_clients, strict=True
+            driver.execution_begins_ns, driver.service_ns, clients, strict=True
         )
         if pid == app.pid
     ]
-    if len(mine) <= len(app.arrivals_ns) or app.max_in_flight > 1 or not app.latencies_ns:
-        return None
     begins = app.latency_begins_ns
     last_end = begins[-1] + app.latencies_ns[-1]
     sums: dict[int, int] = {}
@@ -157,19 +160,19 @@ def _per_execution_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], in
     return [sums[index] for index in sorted(sums)], calls
 
 
-def _app_device_ns(driver: TraceDriver, app: TraceApp) -> tuple[list[int], str]:
+def _app_device_ns(driver: TraceDriver, app: TraceApp) -> tuple[Sequence[int], str]:
     """``app``'s device time per execution on ``driver`` and what it is: per execution
     the sum of its calls when it split its model into partitions (``_per_execution_ns``), else
     the time of each call."""
     split = _per_execution_ns(driver, app)
     if split is None:
-        times = list(driver.service_of(app.pid))
-        bursts = sum(1 for pid in driver.burst_clients if pid == app.pid)
+        served = driver.service_of(app.pid)
+        bursts = driver.burst_clients.count(app.pid)
         if not bursts:
-            return times, f"{app.name}'s executions"
-        if bursts == len(times):
-            return times, f"{app.name}'s burst executions"
-        return times, f"{app.name}'s executions ({bursts} of them burst executions)"
+            return served, f"{app.name}'s executions"
+        if bursts == len(served):
+            return served, f"{app.name}'s burst executions"
+        return served, f"{app.name}'s executions ({bursts} of them burst executions)"
     times, calls = split
     each = f"{calls // len(times)} calls" if calls % len(times) == 0 else "calls"
     return times, (

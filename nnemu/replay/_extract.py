@@ -30,6 +30,7 @@ import attrs
 from nnemu.errors import TraceFormatError
 from nnemu.replay._attempts import completed_only, join_attempts, parse_qos
 from nnemu.replay._collect import _HAL, _LA, _LR, _Collector
+from nnemu.replay._columns import sorted_order
 from nnemu.replay._loop import closed_loop
 from nnemu.replay._plan import (
     ARRIVALS_HAL,
@@ -173,7 +174,7 @@ def _answered(
     if tags is None:
         tags = array("q", bytes(8 * len(begins)))
     if not all(a <= b for a, b in itertools.pairwise(begins)):
-        order = sorted(range(len(begins)), key=begins.__getitem__)
+        order = sorted_order(begins)
         begins = array("q", (begins[i] for i in order))
         tags = array("q", (tags[i] for i in order))
     kept, durations, kept_tags = array("q"), array("q"), array("q")
@@ -190,14 +191,14 @@ def _answered(
     return kept, durations, kept_tags
 
 
-def _order(flat: array[int]) -> list[int] | None:
+def _order(flat: array[int]) -> array[int] | None:
     """The order that sorts a flat (begin, tid, duration) array by begin and thread (the
     order a sort of sections by begin, pid and tid gives); None when already sorted."""
     begins, tids = flat[::3], flat[1::3]
     keys = zip(begins, tids, strict=True)
     if all(a <= b for a, b in itertools.pairwise(keys)):
         return None
-    return sorted(range(len(begins)), key=lambda i: (begins[i], tids[i]))
+    return sorted_order(begins, tids)
 
 
 def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
@@ -371,7 +372,7 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         name=base,
         process_name=process_name,
         model_name=tally.po_name,
-        arrivals_ns=sorted(begins),
+        arrivals_ns=_ascending(begins),
         arrival_source=source,
         execution_mode=mode,
         max_in_flight=max(1, tally.flight[which].best),

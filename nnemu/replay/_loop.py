@@ -11,12 +11,13 @@ gap below 0.
 
 from __future__ import annotations
 
-import itertools
 import statistics
 from array import array
 from typing import Final
 
 import attrs
+
+from nnemu.replay._columns import sorted_order
 
 LOOP_SHARE: Final = 0.9
 """Of an app's gaps (end to next arrival on one thread), the share that must lie within
@@ -60,7 +61,7 @@ class ClosedLoop:
         )
 
 
-def _within(values: list[int], centre: int, tolerance: int) -> int:
+def _within(values: array[int], centre: int, tolerance: int) -> int:
     return sum(1 for v in values if abs(v - centre) <= tolerance)
 
 
@@ -74,17 +75,23 @@ def closed_loop(closed: array[int]) -> ClosedLoop | None:
     too, and its intervals are steadier still; executions of one fixed length leave the two
     alike, and the arrivals are replayed).
     """
-    by_tid: dict[int, list[tuple[int, int]]] = {}
-    for row in range(0, len(closed), 3):
-        begin, tid, duration = closed[row : row + 3]
-        by_tid.setdefault(tid, []).append((begin, begin + duration))
-    gaps: list[int] = []
-    intervals: list[int] = []
-    for rows in by_tid.values():
-        rows.sort()
-        for (begin, end), (after, _) in itertools.pairwise(rows):
-            gaps.append(after - end)
-            intervals.append(after - begin)
+    # Each thread's rows by (begin, end), from the columns (bench/README.md: no tuple a row).
+    begins, tids = closed[::3], closed[1::3]
+    ends = array("q", (b + d for b, d in zip(begins, closed[2::3], strict=True)))
+    gaps = array("q")
+    intervals = array("q")
+    threads = 0
+    last_tid: int | None = None
+    last = 0
+    for row in sorted_order(tids, begins, ends):
+        tid, begin = tids[row], begins[row]
+        if tid == last_tid:
+            gaps.append(begin - ends[last])
+            intervals.append(begin - begins[last])
+        else:
+            threads += 1
+            last_tid = tid
+        last = row
     if len(gaps) < MIN_GAPS:
         return None
     think = round(statistics.median_low(gaps))
@@ -96,7 +103,7 @@ def closed_loop(closed: array[int]) -> ClosedLoop | None:
     if in_loop < LOOP_SHARE * len(gaps) or (periodic >= in_loop and think > TOLERANCE_NS):
         return None
     return ClosedLoop(
-        threads=len(by_tid),
+        threads=threads,
         think_ns=think,
         tolerance_ns=tolerance,
         gaps=len(gaps),

@@ -11,6 +11,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from nnemu.replay._columns import sorted_order
 from nnemu.replay._tally import _DriverTally
 
 _NOISE: Final = 1000
@@ -29,7 +30,7 @@ def _service(begins: array[int], durations: array[int]) -> array[int]:
     if all(a <= b for a, b in itertools.pairwise(keys)):
         by_end: Iterable[int] = range(len(ends))  # as a serial device gives them
     else:
-        by_end = sorted(range(len(ends)), key=lambda i: (ends[i], begins[i]))
+        by_end = sorted_order(ends, begins)
     for i in by_end:
         start = begins[i] if previous is None else max(begins[i], previous)
         service[i] = ends[i] - start
@@ -43,22 +44,25 @@ an execution's time counts as that app's compute (``_units``); at least 3 x the 
 the app's times on an idle device."""
 
 
-def _typical(durations: Sequence[int]) -> tuple[float, float]:
+def _typical(durations: Iterable[int]) -> tuple[float, float]:
     """(median, band) of an app's device times on an idle device: the band is the half-width
     (ln) inside which a time is its compute, jitter included: 3 x 1.4826 x the median absolute
     deviation of ln time, at least ``PARALLEL_BAND``."""
-    logs = [math.log(d) for d in durations if d > 0]
+    # 8-byte floats: only the median's sorted copy is a list at a time (bench/README.md).
+    logs = array("d", (math.log(d) for d in durations if d > 0))
     if not logs:
         return 0.0, PARALLEL_BAND  # (no time to compare with)
     centre = statistics.median(logs)
-    spread = 1.4826 * statistics.median(abs(x - centre) for x in logs)
+    away = array("d", (abs(x - centre) for x in logs))
+    del logs
+    spread = 1.4826 * statistics.median(away)
     return math.exp(centre), max(PARALLEL_BAND, 3 * spread)
 
 
 def _units(
     begins: Sequence[int], durations: Sequence[int], clients: Sequence[int], serial: array[int]
-) -> tuple[int, list[bool] | None]:
-    """(compute units, which ran beside another or None: none did) of one device's
+) -> tuple[int, bytearray | None]:
+    """(compute units, which ran beside another (1) or None: none did) of one device's
     executions (begin order), from their driver times and ``serial`` (their times after the
     execution that ended before each, ``_service``).
 
@@ -75,23 +79,27 @@ def _units(
     ran beside another).
     """
     count = len(begins)
-    idle = [False] * count
+    idle = bytearray(count)  # (a byte an execution: bench/README.md)
     latest_end = None
-    on_idle: dict[int, list[int]] = {}
+    on_idle: dict[int, array[int]] = {}
     for i in range(count):
         begin, duration = begins[i], durations[i]
         if latest_end is None or latest_end <= begin:
             idle[i] = True
-            on_idle.setdefault(clients[i], []).append(duration)
+            times = on_idle.get(clients[i])
+            if times is None:
+                times = on_idle[clients[i]] = array("q")
+            times.append(duration)
         end = begin + duration
         if latest_end is None or end > latest_end:
             latest_end = end
     if not on_idle or all(idle):
         return 1, None
-    device_typical = _typical([d for ds in on_idle.values() for d in ds])
+    device_typical = _typical(itertools.chain.from_iterable(on_idle.values()))
     typical = {client: _typical(ds) for client, ds in on_idle.items()}
-    beside = [False] * count
-    guessed = [False] * count
+    del on_idle
+    beside = bytearray(count)
+    guessed = bytearray(count)
     """Judged by the device's typical time: its app never began on an idle device."""
     found = False
     for i in range(count):
@@ -112,31 +120,40 @@ def _units(
     # An execution judged by another app's time counts for the fit, not for the count
     # (qos_binder_bound's four indexer threads, begun at once behind the camera's first
     # execution, read as a second unit by the camera's time).
-    running = sorted(
-        (time, step)
-        for i in range(count)
-        if idle[i] or (beside[i] and not guessed[i])
-        for time, step in ((begins[i], 1), (begins[i] + durations[i], -1))
+    counted = bytearray(idle[i] or (beside[i] and not guessed[i]) for i in range(count))
+    reached = _levels(
+        array("q", itertools.compress(begins, counted)),
+        array("q", (b + d for b, d, c in zip(begins, durations, counted, strict=True) if c)),
     )
-    units, weighed = _weighed_units(running, count, beside)
+    units, weighed = _weighed_units(reached, count, beside)
     if weighed is None and any(b and g for b, g in zip(beside, guessed, strict=True)):
         return 1, beside  # (``_device_units`` fits the units)
     return units, weighed
 
 
-def _weighed_units(
-    running: Sequence[tuple[int, int]], count: int, beside: list[bool]
-) -> tuple[int, list[bool] | None]:
-    """The units the evidence carries weight for: the most executions at once that at least
-    ``units_evidence(count)`` executions began to make (one overlap among thousands of
-    executions is noise: a late end, a clock step, not a second unit), and ``beside``; 1
-    and None when no second unit has that weight."""
+def _levels(begins: array[int], ends: array[int]) -> collections.Counter[int]:
+    """How many executions began to make each number running at once, of executions given
+    by their ``begins`` (ascending) and ``ends``: at one time, the ends count first.  (The
+    ends sorted alone, not a (time, step) tuple each: bench/README.md.)"""
     reached: collections.Counter[int] = collections.Counter()
-    busy = 0
-    for _, step in running:
-        busy += step
-        if step > 0:
-            reached[busy] += 1
+    by_end = sorted(ends)
+    busy = ended = 0
+    for begin in begins:
+        while ended < len(by_end) and by_end[ended] <= begin:
+            ended += 1
+            busy -= 1
+        busy += 1
+        reached[busy] += 1
+    return reached
+
+
+def _weighed_units(
+    reached: collections.Counter[int], count: int, beside: bytearray
+) -> tuple[int, bytearray | None]:
+    """The units the evidence carries weight for: the most executions at once that at least
+    ``units_evidence(count)`` executions began to make (``reached``, ``_levels``: one
+    overlap among thousands of executions is noise: a late end, a clock step, not a second
+    unit), and ``beside``; 1 and None when no second unit has that weight."""
     needed = units_evidence(count)
     units = max((level for level, n in reached.items() if n >= needed), default=1)
     if units <= 1:
@@ -180,15 +197,8 @@ def _fitted_units(
     once.  Under load, where an execution rarely begins on an idle unit, this sees the
     units ``_units`` cannot.  Returns (units, the spread with 1, 2, ... units, as far as
     tried)."""
-    steps = sorted(
-        (time, step)
-        for b, d in zip(begins, durations, strict=True)
-        for time, step in ((b, 1), (b + d, -1))
-    )
-    most = busy = 0
-    for _, step in steps:
-        busy += step
-        most = max(most, busy)
+    ends = array("q", (b + d for b, d in zip(begins, durations, strict=True)))
+    most = max(_levels(array("q", begins), ends), default=0)
     units, spread = 1, _spread(serial, clients)
     spreads = [spread]
     while units < most:
@@ -238,6 +248,30 @@ def _service_on_units(
     return service
 
 
+def _hidl_units(
+    begins: array[int], executions: array[int], clients: array[int], serial: array[int]
+) -> tuple[int, array[int], int, array[int], tuple[float, ...]]:
+    """``_device_units`` of a driver without burst executions: its rows are its HIDL
+    executions (begin order), read from their columns (a tuple a row would take ~200 bytes
+    an execution: bench/README.md)."""
+    units, beside = _units(begins, executions, clients, serial)
+    fit: tuple[float, ...] = ()
+    if beside is not None:
+        fitted, spreads = _fitted_units(begins, executions, clients, serial)
+        if fitted not in (1, units):  # (1: the times cannot tell, alike or no unit helps)
+            units, fit = fitted, spreads
+    if beside is None or (units == 1 and not fit):
+        return 1, serial, 0, array("q"), fit
+    if units == 1:
+        device_ns = array("q", serial)
+        for i, was in enumerate(beside):
+            if was:
+                device_ns[i] = executions[i]
+        return units, device_ns, sum(beside), array("q"), fit
+    on_units = _service_on_units(begins, executions, units, serial)
+    return units, on_units, sum(beside), array("q"), fit
+
+
 def _device_units(
     tally: _DriverTally, begins: array[int], executions: array[int], clients: array[int]
 ) -> tuple[int, array[int], int, array[int], tuple[float, ...]]:
@@ -249,6 +283,8 @@ def _device_units(
     its time on the unit it took (``_service_on_units``)."""
     serial = _service(begins, executions)
     bursts = tally.burst_closed
+    if not bursts:
+        return _hidl_units(begins, executions, clients, serial)
     # (begin, duration, client, HIDL index or -1 - burst index), in begin order (the HIDL
     # executions are; the sort is stable)
     timed = sorted(
@@ -265,10 +301,7 @@ def _device_units(
         key=lambda row: row[0],
     )
     all_durations = array("q", (row[1] for row in timed))
-    # (without bursts, the rows are the HIDL executions and their times ``serial``)
-    all_serial = (
-        _service(array("q", (row[0] for row in timed)), all_durations) if bursts else serial
-    )
+    all_serial = _service(array("q", (row[0] for row in timed)), all_durations)
     all_begins = [row[0] for row in timed]
     all_clients = [row[2] for row in timed]
     units, beside = _units(all_begins, all_durations, all_clients, all_serial)

@@ -1,0 +1,67 @@
+"""Replay keeps its executions in 8-byte columns, not a Python object each: issue 26's bound
+(``replay -n`` of a 1 GB trace, ~1.4M executions, under 300 MB: bench/README.md) rests on it."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import attrs
+import pytest
+
+from nnemu.replay import _extract
+from nnemu.replay._extract import extract_plan
+from nnemu.scenario import load_scenario
+
+from .helpers import REPO, record
+
+_BYTES_AN_EXECUTION = 250
+"""Most memory the extraction may take an execution after the read (its columns, the sorts'
+packed keys, its sorted copies): ~140 on two_apps_one_npu joined six times; ~530 with a
+tuple a row."""
+
+
+def _joined(tmp_path: Path, copies: int) -> Path:
+    """A 10 s run of two_apps_one_npu as a Perfetto trace, ``copies`` times end to end (the
+    rows of each copy earlier than the last of the one before: sorted runs)."""
+    pytest.importorskip("perfetto")
+    scenario = load_scenario(REPO / "scenarios/two_apps_one_npu.yaml")
+    one = tmp_path / "one.pftrace"
+    record(attrs.evolve(scenario, duration_ms=10_000), one)
+    joined = tmp_path / "joined.pftrace"
+    joined.write_bytes(one.read_bytes() * copies)
+    return joined
+
+
+def test_runtime_and_hal_rows_are_not_kept_beside_la_pe(tmp_path: Path) -> None:
+    """An app whose arrivals come from [NN_LA_PE] keeps no row an execution of its runtime
+    and HAL calls, only their last rows (what the end-of-capture test counts)."""
+    reader, _ = _extract._read(str(_joined(tmp_path, 1)), None)
+    apps = [app for app in reader.apps.values() if app.la_begins]
+    assert len(apps) == 2
+    for app in apps:
+        assert len(app.la_closed) // 3 > 200
+        assert len(app.lr_closed) // 3 <= 1
+        assert len(app.hal_closed) // 3 <= 1
+        assert not app.lr_begins
+        assert not app.hal_begins
+
+
+def test_extraction_after_the_read_takes_a_few_bytes_an_execution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turning the read into the plan (device units, closed loops, sorts of rows out of
+    order) takes at most ``_BYTES_AN_EXECUTION`` an execution, as tracemalloc counts it."""
+    path = str(_joined(tmp_path, 6))
+    read = _extract._read(path, None)
+    monkeypatch.setattr(_extract, "_read", lambda path, progress: read)
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        plan = extract_plan(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    executions = sum(len(app.arrivals_ns) for app in plan.apps)
+    assert executions > 6000
+    assert (peak - before) / executions < _BYTES_AN_EXECUTION
