@@ -452,6 +452,10 @@ class Loader:
                 # head and timestamp together.)
                 at = line.find(ROW_SEPARATOR)
                 if at < 0:
+                    if "tracing_mark_write" in line:  # a malformed row: _slow_row warns
+                        self._next_id = next_id
+                        self._slow_row(line_number, line)
+                        next_id = self._next_id
                     continue
                 space = line.rfind(" ", 0, at)
                 if space < 0:  # no head: not a row ROW_RE reads
