@@ -60,6 +60,7 @@ from nnemu.trace import (
     atrace_tgid,
     head_groups,
     is_mark_row,
+    pid_of_column,
     pid_of_tgid,
     time_ordered,
     timestamp_ns,
@@ -452,6 +453,10 @@ class Loader:
                 # head and timestamp together.)
                 at = line.find(ROW_SEPARATOR)
                 if at < 0:
+                    if "tracing_mark_write" in line:  # a malformed row: _slow_row warns
+                        self._next_id = next_id
+                        self._slow_row(line_number, line)
+                        next_id = self._next_id
                     continue
                 space = line.rfind(" ", 0, at)
                 if space < 0:  # no head: not a row ROW_RE reads
@@ -665,7 +670,11 @@ class Loader:
         under ``key`` (the row's head) when the row has a TGID column."""
         _, tid, tgid_column = head
         has_tgid = tgid_column is not None and tgid_column != UNKNOWN_TGID
-        tgid = _id(tgid_column) if has_tgid and tgid_column is not None else _payload_tgid(rest)
+        tgid = (
+            pid_of_column(tgid_column)
+            if has_tgid and tgid_column is not None
+            else _payload_tgid(rest)
+        )
         tid_number = _id(tid)
         if tid_number is None:
             self.warn(line_number, TID_OUT_OF_RANGE)

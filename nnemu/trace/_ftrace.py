@@ -45,6 +45,7 @@ from nnemu.trace._rows import (
     head_groups,
     is_mark_row,
     pid_of,
+    pid_of_column,
     pid_of_tgid,
     timestamp_ns,
 )
@@ -113,7 +114,7 @@ class _Rows:
             task, tid_text, column = groups
             tid = pid_of(tid_text)
             has_column = column is not None and column.isdigit()
-            pid = pid_of(column) if has_column and column is not None else None
+            pid = pid_of_column(column) if has_column and column is not None else None
             written = _row_head(task, tid_text, column)
             info = (
                 task,
@@ -173,9 +174,11 @@ def row_batches(
     A row ``ROW_RE`` does not read, or whose time or tid is out of range, is no event (not
     a row a kernel writes).  ``B|tgid|name`` begins a slice of process ``tgid`` (read as
     Perfetto's trace processor reads it: ``+200``, `` 200``); ``B|tgid``, ``B|tgid|`` or any
-    other ``B`` payload begins one with no name (``""``: its ``E`` closes it).  A row's TGID
-    column, when it is a number, names the process; with neither, the thread is its own.
-    An ``E`` row's pid is its TGID column, else its ``E|tgid``'s, else -1 (none).
+    other ``B`` payload begins one with no name (``""``: its ``E`` closes it).  A begin's or
+    end's pid is its TGID column's when that is a number (``pid_of_column``: as trace
+    processor reads it, wrapped to 32 bits), else its ``B|tgid``'s or ``E|tgid``'s
+    (``pid_of_tgid``), else -1: no process (a column or tgid beyond pid_t, a tgid of 0, or
+    neither), as trace processor gives the thread none (``systrace_parser.cc``).
     The event's last field is the row's ``TASK`` column as written (strip it to use it).
     A counter row is a ``COUNTER`` (``counter_event``).
     ``dumps``: the ``on_dump`` of the ``FtraceLines`` that reads the lines; its events come
@@ -245,9 +248,7 @@ def row_batches(
             ts = int(digits) * 1000
             if kind == "B":
                 if not has_column:
-                    pid = tid if payload_pid < 0 else payload_pid
-                elif pid < 0:
-                    pid = tid
+                    pid = payload_pid
                 if texts:
                     out.append((BEGIN, ts, line_number, pid, tid, tail, written))
                 else:
@@ -255,8 +256,6 @@ def row_batches(
             else:
                 if not has_column:
                     pid = payload_pid
-                elif pid < 0:
-                    pid = 0
                 if texts:
                     out.append((END, ts, line_number, pid, tid, tail, written))
                 else:
@@ -312,7 +311,7 @@ def _slow_row(rows: _Rows, line: str, line_number: int, out: list[Event], cut: b
     if kind == "B":
         pid, name = begin_payload(rest)
         if tgid_column is not None and tgid_column.isdigit():
-            column = pid_of(tgid_column)
+            column = pid_of_column(tgid_column)
             if problems and pid is None and not _has_tgid(rest):
                 named = -1 if column is None else column
                 out.append((PROBLEM, 0, line_number, named, 0, MALFORMED_BEGIN, NO_SLICE))
@@ -321,10 +320,11 @@ def _slow_row(rows: _Rows, line: str, line_number: int, out: list[Event], cut: b
             out.append((PROBLEM, 0, line_number, -1, 0, MALFORMED_BEGIN, NO_SLICE))
         if texts:
             name = line[m.start(6) :]
-        out.append((BEGIN, ts, line_number, tid if pid is None else pid, tid, name, extra))
+        out.append((BEGIN, ts, line_number, -1 if pid is None else pid, tid, name, extra))
         return
     if tgid_column is not None and tgid_column.isdigit():
-        pid = pid_of(tgid_column) or 0
+        column = pid_of_column(tgid_column)
+        pid = -1 if column is None else column
     else:
         parts = rest.split("|", 2)
         tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
@@ -335,10 +335,11 @@ def _slow_row(rows: _Rows, line: str, line_number: int, out: list[Event], cut: b
 def begin_payload(rest: str) -> tuple[int | None, str]:
     """(pid or None, name) of a ``B`` mark's text after its ``B`` (``|tgid|name``), as
     ``row_batches`` reads it: the tgid as Perfetto's trace processor reads it, no pid when
-    it is no number or beyond pid_t, and no name (``""``) without a tgid."""
+    it is no number, 0 or beyond pid_t (``pid_of_tgid``), and no name (``""``) without a
+    tgid."""
     parts = rest.split("|", 2)
     tgid = atrace_tgid(parts[1]) if len(parts) > 1 else None
-    pid = None if tgid is None else pid_of(str(tgid))
+    pid = None if tgid is None else pid_of_tgid(tgid)
     name = parts[2].rstrip("\n") if tgid is not None and len(parts) == 3 else ""
     return pid, name
 

@@ -318,7 +318,7 @@ def perfetto_event_batches(path: str, *, slices_only: bool = False) -> Iterator[
     They are the events its systrace text form gives (``PerfettoLines`` read by
     ``_ftrace.row_batches``), with no text made or read again: slice begins and ends in
     time order, each placed at its packet's byte offset, its pid the process the trace
-    gives its thread (else the mark's own pid: ``begin_payload``) and its ``extra`` the
+    gives its thread (else the mark's own pid, ``begin_payload``'s, or -1: none) and its ``extra`` the
     thread's name as the row's ``TASK`` column shows it (``<...>`` before the trace names
     the thread); an ``END`` carries its thread's process when the trace gave one, else -1.
     Process names come as ``PROCESS`` events, threads named with their process as

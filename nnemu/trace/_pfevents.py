@@ -230,11 +230,11 @@ def event_batches(
                 if begin_pid is None:
                     given: Any = record[3]
                     number: int = given
-                    if 0 <= number <= MAX_ID:
+                    if 0 < number <= MAX_ID:
                         begin_pid = given
-                    else:
+                    else:  # as the text's tgid (pid_of_tgid): 0 or beyond pid_t, none
                         number %= 2**32
-                        begin_pid = tid_at if number > MAX_ID else number
+                        begin_pid = -1 if number == 0 or number > MAX_ID else number
             elif kind == END or record[6][:1] == "E":  # (a print that begins with E)
                 out.append((E_END, ts_at, record[1], known[1], tid_at, "", known[3]))
                 continue
@@ -242,7 +242,7 @@ def event_batches(
                 payload_pid, name = begin_payload(record[6][1:])
                 begin_pid = known[2]
                 if begin_pid is None:
-                    begin_pid = tid_at if payload_pid is None else payload_pid
+                    begin_pid = -1 if payload_pid is None else payload_pid
             else:
                 continue  # a print that is no B/E row
             out.append((E_BEGIN, ts_at, record[1], begin_pid, tid_at, name, known[3]))

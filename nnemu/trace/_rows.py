@@ -168,6 +168,18 @@ def pid_of_tgid(tgid: int) -> int | None:
     return tgid if 0 < tgid <= MAX_ID else None
 
 
+def pid_of_column(column: str) -> int | None:
+    """The pid a row's ``( TGID)`` column names, read as Perfetto's trace processor reads it
+    (``systrace_line_parser.cc``: ``StringToUInt32``, ``strtoul`` cast to 32 bits, so
+    ``99999999999`` is 1215752191), or None when that is beyond pid_t (``3000000000``: no
+    process, as a mark's tgid beyond it names none) or the column is no number.  0 is a pid
+    here (trace processor puts the thread in process 0)."""
+    if not (column.isascii() and column.isdigit()):
+        return None
+    tgid = atrace_tgid(column)
+    return tgid if tgid is not None and tgid <= MAX_ID else None
+
+
 def atrace_counter_value(field: str) -> int | None:
     """A counter mark's value (``C|tgid|name|value``) as Perfetto's trace processor reads it
     (``StringToInt64``: ``strtoll`` over the whole field, saturating): None when it is no
