@@ -28,6 +28,7 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
         "nnemu.tracer._writers",
         "nnemu.sim._kernel",
     ),
+    "split": ("nnemu.sim._split",),
     "stack": ("nnemu.ipc._binder", "nnemu.runtime._execution", "nnemu.app._app"),
     "driver": ("nnemu.driver._device", "nnemu.driver._prepared", "nnemu.runtime._versioned"),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
@@ -43,7 +44,8 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
     ),
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
-whose clock it reads natively; the stack is an execution's path above the driver: the app's
+whose clock it reads natively; ``split``: the latency split, which the kernel holds typed so
+that the path sets its fields natively (a group of its own: the kernel imports it); the stack is an execution's path above the driver: the app's
 frame, the runtime's execution, the binder's transaction; ``driver``: the path below it, the
 device, the prepared model and the runtime's HIDL adapter that calls it; ``text``: the systrace
 and ftrace text reader, whose per-row loop parse and replay share (a group of its own: the

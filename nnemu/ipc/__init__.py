@@ -3,7 +3,7 @@
 from nnemu.ipc._binder import DEAD, ONEWAY_SERVER_NS, Binder, DeadObject, Endpoint
 from nnemu.ipc._fmq import FMQ_TRANSFER_NS
 from nnemu.ipc._refs import CallbackRef
-from nnemu.ipc._split import ExecutionSplit
+from nnemu.sim._split import ExecutionSplit
 
 __all__ = [
     "DEAD",

@@ -24,9 +24,9 @@ from typing import ClassVar, TypeVar, TypeVarTuple
 
 import structlog
 
-from nnemu.ipc._split import ExecutionSplit
 from nnemu.scenario import IpcSpec
 from nnemu.sim import Kernel, SimProcess, ThreadPool, as_thread, enter_thread, leave_thread, us
+from nnemu.sim._split import ExecutionSplit
 from nnemu.tracer import Mark, Tracer, raw_mark
 
 logger = structlog.get_logger(layer="ipc")

@@ -46,6 +46,7 @@ import trio.testing
 from trio.lowlevel import Abort, current_task, reschedule
 
 from nnemu.errors import EmulatorBug
+from nnemu.sim._split import ExecutionSplit
 from nnemu.sim._threads import (
     KernelStopped,
     SimThread,
@@ -117,7 +118,7 @@ class _Proc:
         self.shell_waiting = False
         self.resume_value: object = None
         # Its ``Kernel.split`` while another task runs (saved and loaded at switches).
-        self.split: Any = None  # (an ExecutionSplit or None: Kernel.split says why Any)
+        self.split: ExecutionSplit | None = None
         # Incremented whenever the proc is woken: a wake-up source holding an older
         # token (a timer that lost the race against an event, say) is stale.
         self.token = 0
@@ -134,16 +135,15 @@ class Kernel:
         self.clock_ns = 0
         """The kernel's clock (ns): the time of the step being run, the same for every task.
         A task that has done ``work`` since it last waited is ahead of it (``task_now_ns``)."""
-        self.split: Any = None
-        """The split (``nnemu.ipc.ExecutionSplit``; typed ``Any``: the kernel cannot import the
-        transport above it, and a type imported for type checking only is one mypyc checks
-        wrongly) of the execution attempt the running task works for (None outside one):
-        a register of the running task, saved to it and loaded from the next one at each
-        switch, so that the execution's path reads and sets it as an attribute (cheaper there
-        than a context variable's set, reset and lookups; bench/README.md).  The app sets
-        it around an attempt; a binder thread serving a transaction runs in the caller's
-        task; a spawned task starts with its spawner's, as with a context variable; a
-        kernel callback sees the split of the task that gave the baton up."""
+        self.split: ExecutionSplit | None = None
+        """The split (``ExecutionSplit``) of the execution attempt the running task works for
+        (None outside one): a register of the running task, saved to it and loaded from the
+        next one at each switch, so that the execution's path reads and sets it as an
+        attribute (cheaper there than a context variable's set, reset and lookups;
+        bench/README.md).  The app sets it around an attempt; a binder thread serving a
+        transaction runs in the caller's task; a spawned task starts with its spawner's, as
+        with a context variable; a kernel callback sees the split of the task that gave the
+        baton up."""
         self.realtime = realtime
         self._ready: collections.deque[_Proc] = collections.deque()
         # Entries: (time_ns, seq, proc, token) for a sleeping proc, or
@@ -249,7 +249,9 @@ class Kernel:
         root.task = current_task()
         self._root = root
         self._running = root
-        self.split = None
+        # (The root's split, None: a literal None here would be the type mypyc checks the
+        # register's later reads in this function against.)
+        self.split = root.split
         ready = self._ready
         try:
             while True:

@@ -8,7 +8,9 @@ runtime its CPU executor.  The
 split travels with the task (the kernel saves and loads it at switches): the runtime's
 code and the binder's server side run in the app thread's task; a driver worker thread,
 which does not, is handed the split explicitly (it sets it around its task).  It lives
-in the transport because that is the lowest layer that adds to it.
+beside the kernel, which holds it typed, so that the compiled path reads and sets its
+fields natively (a wheel compiles it in a group of its own, ``nnemu._native``); the
+transport, the lowest layer that adds to it, exports it (``nnemu.ipc.ExecutionSplit``).
 docs/report-schema.md defines each part."""
 
 from __future__ import annotations
