@@ -17,7 +17,7 @@ from .helpers import REPO, record
 
 _BYTES_AN_EXECUTION = 120
 """Most memory the extraction may take an execution after the read (its columns, the sorts'
-packed keys, its sorted copies): ~97 on two_apps_one_npu joined six times; ~147 with the
+packed keys, its sorted copies): ~96 on two_apps_one_npu joined six times; ~147 with the
 read's columns kept beside the plan's copies (main at 311e59d); ~530 with a tuple a row."""
 
 
