@@ -40,7 +40,7 @@ from nnemu.replay._plan import (
     TraceDriver,
     TracePlan,
 )
-from nnemu.replay._tally import _AppTally
+from nnemu.replay._tally import _AppTally, _DriverTally
 from nnemu.replay._units import _device_units
 from nnemu.scenario import CPU_DEVICE_NAME
 from nnemu.trace import (
@@ -219,7 +219,9 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
     drivers = []
     for pid in sorted(driver_pids):
         drivers.append(_driver(reader, pid, taken))
-        ipc_latency.extend(reader.drivers[pid].ipc)
+        # Its columns go as the plan takes them over (bench/README.md: the read's columns
+        # beside the plan's copies were most of replay's peak).
+        ipc_latency.extend(reader.drivers.pop(pid).ipc)
     notes: list[str] = []
     tallies = {pid: app for pid, app in reader.apps.items() if pid not in driver_pids}
     app_pids = {
@@ -229,7 +231,10 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
         app = tallies[pid]
         if pid not in app_pids and (app.prepares or app.finishes or app.la_compiles):
             notes.append(f"process {pid} compiled a model but issued no execution: left out")
-    apps = [_app(reader, tallies[pid], pid) for pid in app_pids]
+    reader.apps.clear()  # (``tallies`` holds the apps' columns: each goes as its app is made)
+    apps = []
+    for pid in app_pids:
+        apps.append(_app(reader, tallies.pop(pid), pid))
     if not apps:
         raise TraceFormatError(
             path,
@@ -267,33 +272,45 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
     )
 
 
-def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
-    """A driver process: its HAL version, execution and preparation times."""
-    tally = reader.drivers[pid]
+def _executions(
+    reader: _Collector, tally: _DriverTally, pid: int
+) -> tuple[array[int], array[int], array[int]]:
+    """(begins, driver times, client pids) of a driver's HIDL executions, in begin order."""
     clients = tally.clients
     async_clients = array("q", (clients[slot] for slot in tally.async_slots))
     begins, executions, served = _answered(
         tally.async_begins, reader.notify_exec.get(pid, _NONE), async_clients
     )
     sync = tally.sync_closed
-    if sync:
-        # Synchronous (ended by their own end) and asynchronous calls: all in begin order.
-        order = _order(sync) or range(len(tally.sync_slots))
-        sync_begins = sync[::3]
-        sync_durations = sync[2::3]
-        if not executions:
-            begins = array("q", (sync_begins[i] for i in order))
-            executions = array("q", (sync_durations[i] for i in order))
-            served = array("q", (clients[tally.sync_slots[i]] for i in order))
-        else:
-            timed = [
-                *zip(begins, executions, served, strict=True),
-                *((sync_begins[i], sync_durations[i], clients[tally.sync_slots[i]]) for i in order),
-            ]
-            timed.sort(key=lambda row: row[0])
-            begins = array("q", (row[0] for row in timed))
-            executions = array("q", (row[1] for row in timed))
-            served = array("q", (row[2] for row in timed))
+    if not sync:
+        return begins, executions, served
+    # Synchronous (ended by their own end) and asynchronous calls: all in begin order.
+    order = _order(sync) or range(len(tally.sync_slots))
+    sync_begins = sync[::3]
+    sync_durations = sync[2::3]
+    if not executions:
+        return (
+            array("q", (sync_begins[i] for i in order)),
+            array("q", (sync_durations[i] for i in order)),
+            array("q", (clients[tally.sync_slots[i]] for i in order)),
+        )
+    timed = [
+        *zip(begins, executions, served, strict=True),
+        *((sync_begins[i], sync_durations[i], clients[tally.sync_slots[i]]) for i in order),
+    ]
+    timed.sort(key=lambda row: row[0])
+    return (
+        array("q", (row[0] for row in timed)),
+        array("q", (row[1] for row in timed)),
+        array("q", (row[2] for row in timed)),
+    )
+
+
+def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
+    """A driver process: its HAL version, execution and preparation times."""
+    tally = reader.drivers[pid]
+    # (Its sorts' orders and copies gone before the unit passes: bench/README.md.)
+    begins, executions, served = _executions(reader, tally, pid)
     units, device_ns, beside, burst_ns, fit = _device_units(tally, begins, executions, served)
     owner = tally.burst_owner
     burst_clients = array(

@@ -170,11 +170,15 @@ def units_evidence(count: int) -> int:
 def _spread(service: Sequence[int], clients: Sequence[int]) -> float:
     """How far device times stray from their app's own: the median, over executions, of
     |ln time - the median ln time of its client's|."""
-    logs: dict[int, list[float]] = {}
+    # 8-byte floats, not a float object each: only the median's sorted copy is a list.
+    logs: dict[int, array[float]] = {}
     for ns, client in zip(service, clients, strict=True):
         if ns > 0:
-            logs.setdefault(client, []).append(math.log(ns))
-    away: list[float] = []
+            values = logs.get(client)
+            if values is None:
+                values = logs[client] = array("d")
+            values.append(math.log(ns))
+    away = array("d")
     for values in logs.values():
         centre = statistics.median(values)
         away.extend(abs(x - centre) for x in values)
@@ -220,7 +224,7 @@ def _service_on_units(
     on, and is timed from that end.  An execution that ended while it waited (refused or
     aborted) keeps its ``serial`` time (``_service``)."""
     service = array("q", serial)
-    ends = [b + d for b, d in zip(begins, durations, strict=True)]
+    ends = array("q", (b + d for b, d in zip(begins, durations, strict=True)))
     running: list[int] = []  # ends of the executions on a unit (a heap)
     waiting: collections.deque[int] = collections.deque()
 
