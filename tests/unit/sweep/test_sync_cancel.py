@@ -23,13 +23,15 @@ distributed_utils = pytest.importorskip("distributed.utils")
 
 
 class _InterruptedOnce(threading.Event):
-    """An Event whose first ``wait`` is stopped by a Ctrl-C, as ``sync``'s can be."""
+    """An Event whose first ``wait`` in the test's own thread is stopped by a Ctrl-C, as
+    ``sync``'s can be.  (Patching ``threading.Event`` reaches every thread: another
+    thread's wait is left alone.)"""
 
-    waits = 0
+    thread: int | None = None
 
     def wait(self, timeout: float | None = None) -> bool:
-        type(self).waits += 1
-        if type(self).waits == 1:
+        if threading.get_ident() == type(self).thread:
+            type(self).thread = None
             raise KeyboardInterrupt
         return super().wait(timeout)
 
@@ -59,7 +61,7 @@ def _interrupt_sync_early(monkeypatch: pytest.MonkeyPatch) -> None:
     thread to run the ``cancel`` callback, then stop the loop."""
     runner = distributed_utils.LoopRunner(asynchronous=False)
     runner.start()
-    _InterruptedOnce.waits = 0
+    _InterruptedOnce.thread = threading.get_ident()
     monkeypatch.setattr(distributed_utils.threading, "Event", _InterruptedOnce)
     try:
 
@@ -74,6 +76,7 @@ def _interrupt_sync_early(monkeypatch: pytest.MonkeyPatch) -> None:
         assert done.wait(10)
         time.sleep(0.05)
     finally:
+        _InterruptedOnce.thread = None
         monkeypatch.undo()
         runner.stop()
 
