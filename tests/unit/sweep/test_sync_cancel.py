@@ -57,10 +57,14 @@ def tornado_records() -> Iterator[_Records]:
 
 
 def _interrupt_sync_early(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run ``sync`` with its wait interrupted before its coroutine starts; wait for the loop
-    thread to run the ``cancel`` callback, then stop the loop."""
+    """Run ``sync`` with its wait interrupted before its coroutine starts (the loop thread is
+    held until then, so the coroutine cannot finish first); wait for the loop thread to run
+    the ``cancel`` callback, then stop the loop."""
     runner = distributed_utils.LoopRunner(asynchronous=False)
     runner.start()
+    gate = threading.Event()  # made before the patch: a plain Event
+    done = threading.Event()
+    runner.loop.add_callback(gate.wait, 10)  # holds the loop thread until sync is interrupted
     _InterruptedOnce.thread = threading.get_ident()
     monkeypatch.setattr(distributed_utils.threading, "Event", _InterruptedOnce)
     try:
@@ -71,11 +75,12 @@ def _interrupt_sync_early(monkeypatch: pytest.MonkeyPatch) -> None:
         with pytest.raises(KeyboardInterrupt):
             distributed_utils.sync(runner.loop, answer)
         monkeypatch.undo()
-        done = threading.Event()
         runner.loop.add_callback(done.set)  # after the cancel callback: the loop runs in order
+        gate.set()
         assert done.wait(10)
         time.sleep(0.05)
     finally:
+        gate.set()
         _InterruptedOnce.thread = None
         monkeypatch.undo()
         runner.stop()
