@@ -33,6 +33,7 @@ from nnemu.testing import (
     scenarios,
 )
 from tests.reach import Reach
+from tests.tiers import tiered
 
 QOS_CODES = frozenset(
     {
@@ -50,8 +51,7 @@ def _single_device(app: AppSpec) -> str | None:
     return app.devices[0] if app.devices is not None and len(app.devices) == 1 else None
 
 
-@settings(max_examples=40, deadline=None)
-@given(scenarios(durations=True))
+@tiered(scenarios(durations=True), quick=15, wide=40)
 def test_generated_scenarios_are_valid(scenario: Scenario) -> None:
     """Every generated scenario passes the loader's checks and round-trips through YAML."""
     assert load_scenario_text(dump_scenario(scenario)) == scenario
@@ -236,8 +236,7 @@ def test_missed_deadline_persistent_exactly_when_idle_estimate_exceeds(scenario:
     _BOTH_WAYS.example(persistent + completed)
 
 
-@settings(max_examples=60, deadline=None)
-@given(scenarios(durations=True))
+@tiered(scenarios(durations=True), quick=20, wide=60)
 def test_result_codes_are_ones_the_ndk_allows(scenario: Scenario) -> None:
     """Compute yields only NDK compute codes; QoS codes need a 1.3 driver, deadline codes a timeout."""
     records = run_with_records(scenario)
@@ -285,8 +284,7 @@ def _fingerprint(records: RunRecords) -> tuple[object, ...]:
     return records.report.to_json(), tuple(sorted(records.apps.items())), jobs
 
 
-@settings(max_examples=30, deadline=None)
-@given(scenarios(durations=True))
+@tiered(scenarios(durations=True), quick=10, wide=30)
 def test_same_scenario_same_report(scenario: Scenario) -> None:
     """Running the same scenario twice gives identical reports, records and device histories."""
     assert _fingerprint(run_with_records(scenario)) == _fingerprint(run_with_records(scenario))

@@ -36,6 +36,7 @@ from nnemu.scenario import (
 )
 from nnemu.sim import Kernel
 from nnemu.testing import devices, models
+from tests.tiers import tiered
 
 OPEN_LOOP = (WorkloadKind.PERIODIC, WorkloadKind.POISSON, WorkloadKind.BURST)
 
@@ -386,9 +387,8 @@ def _isolation_repro() -> tuple[Scenario, Scenario]:
     return scenario, raised
 
 
-@settings(max_examples=60, deadline=None)
+@tiered(isolation_cases(), quick=20, wide=60)
 @example(_isolation_repro())
-@given(isolation_cases())
 def test_per_app_priorities_do_not_move_other_apps(case: tuple[Scenario, Scenario]) -> None:
     """per_app_priority: changing the priorities inside app A never reorders app B's work.
 

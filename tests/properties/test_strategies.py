@@ -13,19 +13,18 @@ from nnemu.testing import (
     runs_whole,
     scenarios,
 )
+from tests.tiers import tiered
 
 OPEN_LOOP = (WorkloadKind.PERIODIC, WorkloadKind.POISSON, WorkloadKind.BURST)
 
 
-@settings(max_examples=40, deadline=None)
-@given(scenarios(max_faults=0))
+@tiered(scenarios(max_faults=0), quick=15, wide=40)
 def test_max_faults_zero_injects_no_fault(scenario: Scenario) -> None:
     """``max_faults=0`` gives devices without faults (a test of healthy devices relies on it)."""
     assert all(device.faults == () for device in scenario.devices)
 
 
-@settings(max_examples=40, deadline=None)
-@given(scenarios(pinned=True))
+@tiered(scenarios(pinned=True), quick=15, wide=40)
 def test_pinned_apps_sit_on_a_device_that_runs_their_model(scenario: Scenario) -> None:
     """With the default ``supported_pins``, an app pinned to a driver can compile there."""
     devices = {d.name: d for d in scenario.devices}
@@ -40,8 +39,7 @@ def test_pinned_apps_sit_on_a_device_that_runs_their_model(scenario: Scenario) -
             assert runs_whole(scenario.model(app.model), devices[name])
 
 
-@settings(max_examples=40, deadline=None)
-@given(scenarios(pinned=True, near_deadlines=True, deadline_policies=[DeadlinePolicy.ABORT]))
+@tiered(scenarios(pinned=True, near_deadlines=True, deadline_policies=[DeadlinePolicy.ABORT]), quick=15, wide=40)
 def test_near_deadlines_draws_timeouts_around_the_idle_estimate(scenario: Scenario) -> None:
     """``near_deadlines``: a 1.3 driver, ample memory, and every pinned app's timeout within
     0.5x to 5x its device's idle estimate plus 0.3 ms."""

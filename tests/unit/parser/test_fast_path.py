@@ -6,13 +6,13 @@ from __future__ import annotations
 from unittest import mock
 
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnemu import _native
 from nnemu.errors import TraceFormatError
 from nnemu.parser import ParseResult, parse_lines
 from nnemu.trace import _ftrace
+from tests.tiers import tiered
 
 _TASKS = st.one_of(
     st.sampled_from(
@@ -73,12 +73,11 @@ def _rows(draw: st.DrawFn) -> list[str]:
     return lines
 
 
+@tiered(lines=_rows(), quick=100, wide=300)
 @pytest.mark.skipif(
     _native.extension_of("nnemu.trace._ftrace") is not None,
     reason="a compiled reader's constants cannot be patched (the source's run under pip install -e .)",
 )
-@settings(max_examples=300, deadline=None)
-@given(lines=_rows())
 def test_fast_path_parses_as_the_row_pattern_alone(lines: list[str]) -> None:
     """Rows the fast path reads give the same runs and diagnostics as ROW_RE on every row."""
     fast = _outcome(lines)

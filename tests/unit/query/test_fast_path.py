@@ -5,13 +5,13 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnemu import _native
 from nnemu.query import _loader
 from nnemu.query._loader import Loader
 from nnemu.query._schema import create_tables
+from tests.tiers import tiered
 
 _TASKS = st.sampled_from(["app", "<...>", "Binder:1-2", " x y", "HwBinder:2000_1", "a-b-c"])
 _TGIDS = st.sampled_from(["", "( 1000) ", "(-----) ", "(  200) ", "(1000)"])
@@ -62,12 +62,11 @@ def _load(lines: list[str], *, fast: bool) -> tuple[list[object], list[tuple[int
     return tables, warnings
 
 
+@tiered(st.lists(_rows(), max_size=12), quick=60, wide=200)
 @pytest.mark.skipif(
     _native.extension_of("nnemu.query._loader") is not None,
     reason="a compiled Loader's methods cannot be patched (the source's run under pip install -e .)",
 )
-@settings(max_examples=200, deadline=None)
-@given(st.lists(_rows(), max_size=12))
 def test_fast_path_matches_the_row_pattern(lines: list[str]):
     """Tables and warnings are the same whether rows take the fast path or ROW_RE."""
     assert _load(lines, fast=True) == _load(lines, fast=False)

@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnemu.errors import TraceFormatError
 from nnemu.query import open_trace
 from nnemu.query._table_functions import ApswDatabase, QueryDatabase, to_apsw
 from tests.commands import run_query, trace_processor_shell
+from tests.tiers import tiered
 
 T0_US = 1_000_000
 
@@ -457,8 +457,7 @@ _EVENTS = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
-@given(events=_EVENTS)
+@tiered(events=_EVENTS, quick=50, wide=150, derandomize=True)
 def test_odd_flow_and_counter_events_never_break_the_load(events):
     """Any mix of odd slice, flow and counter events loads (warnings at most), and the tables hold."""
     import tempfile

@@ -47,6 +47,7 @@ def test_runtime_and_hal_rows_are_not_kept_beside_la_pe(tmp_path: Path) -> None:
         assert not app.hal_begins
 
 
+@pytest.mark.slow  # six copies of a 10 s run recorded and read under tracemalloc: ~15 s
 def test_extraction_after_the_read_takes_a_few_bytes_an_execution(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.tiers import tiered
 from tests.unit.trace.test_pbdecode import BEGIN_50, _field, _same
 
 _NUMBERS = st.sampled_from([0, 1, 5, 6, 7, 50, 99, 2**31, 2**32 + 5, 2**63, 2**64 - 1])
@@ -85,8 +85,7 @@ def _named_on(track: int) -> bytes:
     return _field(8, 0, 9) + _field(10, 0, 3) + _field(11, 2, event)
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
-@given(packets=st.lists(_packet(), min_size=1, max_size=4))
+@tiered(packets=st.lists(_packet(), min_size=1, max_size=4), quick=100, wide=400, derandomize=True)
 def test_describing_packets_read_from_their_bytes_give_what_protobuf_gives(packets: list[bytes]):
     """Random process trees, track descriptors and track events that intern names (valid or
     not, fields in any order, any number of times) give protobuf's records, and leave the

@@ -9,7 +9,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnemu.errors import TraceFormatError
@@ -30,6 +29,7 @@ from nnemu.trace import (
 )
 from tests.commands import run_cli, run_parse, trace_processor_shell
 from tests.perfetto_traces import pb2, systrace_to_perfetto
+from tests.tiers import tiered
 
 REPO = Path(__file__).resolve().parents[3]
 OMR1 = REPO / "tests/data/omr1.html"
@@ -477,8 +477,7 @@ byte_edits = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
-@given(edits=byte_edits, compress=st.booleans())
+@tiered(edits=byte_edits, compress=st.booleans(), quick=20, wide=60, derandomize=True)
 def test_mutated_protobuf_traces_end_in_a_result_or_a_message(
     edits: list[tuple[float, str, int]], compress: bool
 ):
