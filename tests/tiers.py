@@ -15,25 +15,33 @@ module beside it).  Marks and ``@example``s put on the function below ``@tiered`
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 
 Test = Callable[..., None]
 
 
 def tiered(
-    *args: Any, quick: int, wide: int, derandomize: bool = False, **kwargs: Any
+    *args: Any,
+    quick: int,
+    wide: int,
+    derandomize: bool = False,
+    suppress_health_check: Sequence[HealthCheck] = (),
+    **kwargs: Any,
 ) -> Callable[[Test], Test]:
     """``@given(*args, **kwargs)`` twice: with ``quick`` examples, and with ``wide`` in the slow tier."""
     assert 0 < quick < wide
 
     def search(test: Test, examples: int) -> Test:
-        return settings(max_examples=examples, deadline=None, derandomize=derandomize)(
-            given(*args, **kwargs)(test)
-        )
+        return settings(
+            max_examples=examples,
+            deadline=None,
+            derandomize=derandomize,
+            suppress_health_check=suppress_health_check,
+        )(given(*args, **kwargs)(test))
 
     def decorate(test: Test) -> Test:
         test.__globals__[f"{test.__name__}_wide"] = pytest.mark.slow(search(test, wide))

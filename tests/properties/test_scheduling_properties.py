@@ -236,10 +236,11 @@ def _one_uid(scenario: Scenario) -> Scenario:
     return attrs.evolve(scenario, apps=tuple(attrs.evolve(a, uid=10000) for a in scenario.apps))
 
 
-@settings(max_examples=60, deadline=None)
-@given(
+@tiered(
     contended(schedulers=(SchedulerKind.GLOBAL_PRIORITY,))
-    | contended(schedulers=(SchedulerKind.PER_APP_PRIORITY,)).map(_one_uid)
+    | contended(schedulers=(SchedulerKind.PER_APP_PRIORITY,)).map(_one_uid),
+    quick=20,
+    wide=60,
 )
 def test_checkpoint_high_priority_waits_at_most_one_operation(scenario: Scenario) -> None:
     """Checkpoint preemption, one unit: while a higher-priority job waits, a lower-priority job
@@ -283,9 +284,8 @@ def _other_app_waiting() -> Scenario:
     )
 
 
-@settings(max_examples=60, deadline=None)
+@tiered(contended(schedulers=(SchedulerKind.PER_APP_PRIORITY,)), quick=20, wide=60)
 @example(_other_app_waiting())
-@given(contended(schedulers=(SchedulerKind.PER_APP_PRIORITY,)))
 def test_checkpoint_per_app_with_other_apps_waiting(scenario: Scenario) -> None:
     """Checkpoint + per_app_priority with several uids: the same one-operation bound per uid."""
     _check_checkpoint_bound(run_occupancy(scenario))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
 from hypothesis import strategies as st
 
 from nnemu.hal import (
@@ -35,6 +35,7 @@ from nnemu.hal import (
     validate_request,
 )
 from nnemu.hal.mutations import with_operand, with_operation
+from tests.tiers import tiered
 
 V13 = HalVersion.V1_3
 LT = OperandLifeTime
@@ -538,8 +539,7 @@ def _m_shuffle(sub: Subgraph, data: st.DataObject) -> Subgraph:
     return attrs.evolve(sub, operations=data.draw(st.permutations(sub.operations)))
 
 
-@given(data=st.data())
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@tiered(data=st.data(), quick=60, wide=200, suppress_health_check=[HealthCheck.too_slow])
 def test_random_mutations_never_crash(data: st.DataObject) -> None:
     """Random field-level mutations of models and requests yield a reason or None, never raise."""
     model = data.draw(st.sampled_from(_BASES))

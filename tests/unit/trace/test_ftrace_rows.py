@@ -6,7 +6,6 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnemu import _native
@@ -24,6 +23,7 @@ from nnemu.trace import (
     TraceEvents,
     _ftrace,
 )
+from tests.tiers import tiered
 
 _TASKS = st.one_of(
     st.sampled_from(
@@ -73,12 +73,11 @@ def _events(path: Path, *, in_time_order: bool = False) -> list[Event]:
     return list(TraceEvents(path).events(in_time_order=in_time_order))
 
 
+@tiered(lines=st.lists(_rows(), max_size=12), cut=st.booleans(), quick=60, wide=200)
 @pytest.mark.skipif(
     _native.extension_of("nnemu.trace._ftrace") is not None,
     reason="a compiled reader's methods cannot be patched (the source's run under pip install -e .)",
 )
-@settings(max_examples=200, deadline=None)
-@given(lines=st.lists(_rows(), max_size=12), cut=st.booleans())
 def test_fast_path_reads_every_row_as_the_row_pattern(
     tmp_path_factory: pytest.TempPathFactory, lines: list[str], cut: bool
 ) -> None:

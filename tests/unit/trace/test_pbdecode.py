@@ -7,13 +7,13 @@ import io
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnemu.trace._pbdecode import BEGIN, COUNTER, FLOW, Decoder, Record
 from nnemu.trace._pbstream import packet_runs
 from nnemu.trace._perfetto import _parser
 from tests.perfetto_traces import pb2
+from tests.tiers import tiered
 
 _TRACKS = (
     (50, "thread", 5, 6),  # a thread's track
@@ -210,8 +210,13 @@ def _events(draw: Any) -> bytes:
     return out
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
-@given(events=st.lists(_events(), min_size=1, max_size=4), values=st.booleans())
+@tiered(
+    events=st.lists(_events(), min_size=1, max_size=4),
+    values=st.booleans(),
+    quick=100,
+    wide=300,
+    derandomize=True,
+)
 def test_any_track_events_give_what_protobuf_gives(events: list[bytes], values: bool):
     """Random track events, fields in any order, valid or not, read as protobuf reads them."""
     _same(*(_event_packet(event) for event in events), values=values)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from unittest import mock
 
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnemu import _native
@@ -25,6 +24,7 @@ from nnemu.trace import (
     numbered_blocks,
     row_batches,
 )
+from tests.tiers import tiered
 
 
 def _read(lines: list[str], **options: bool) -> list[list[Event]]:
@@ -118,12 +118,11 @@ _ROW = st.builds(
 )
 
 
+@tiered(lines=st.lists(_ROW, max_size=12), quick=50, wide=150)
 @pytest.mark.skipif(
     _native.extension_of("nnemu.trace._ftrace") is not None,
     reason="a compiled reader's constants cannot be patched (the source's run under pip install -e .)",
 )
-@settings(max_examples=150, deadline=None)
-@given(lines=st.lists(_ROW, max_size=12))
 def test_fast_path_reads_rows_as_written_as_the_row_pattern(lines: list[str]) -> None:
     """With ``texts``, rows the fast path reads give the events ``ROW_RE`` gives them."""
     text = ["# tracer: nop\n", *lines]
