@@ -377,8 +377,12 @@ class Loader(RowSink):
         category and its name's args) and an end's written as ``_emit`` writes it.
         """
         thread = self._threads.get(tid)
-        if thread is None or (pid >= 0 and thread.tgid != pid):
+        if thread is None:
             thread = self._thread(tid, None if pid < 0 else pid)
+        elif pid >= 0:
+            tgid = thread.tgid  # (an int compared natively, not the boxed pid)
+            if tgid is None or tgid != pid:
+                thread = self._thread(tid, pid)
         if task != _UNKNOWN_TASK:
             thread.name = task
         if ts < thread.last_ts:
@@ -388,10 +392,12 @@ class Loader(RowSink):
         stack = thread.stack
         record: OpenSlice
         if kind == BEGIN:
-            text = self._text_names.get(name) or self._text_name(name)
-            track_id = thread.track_id
-            if track_id is None:
-                track_id = thread.track_id = self._next_track
+            # (Compiled, ``x or y`` of an object is a generic truth test: a None test is not.)
+            text = self._text_names.get(name)
+            if text is None:
+                text = self._text_name(name)
+            if thread.track_id is None:
+                thread.track_id = self._next_track
                 self._next_track += 1
             ident = self._next_id
             self._next_id = ident + 1
@@ -409,7 +415,7 @@ class Loader(RowSink):
                         text.name,
                         depth,
                         parent,
-                        track_id,
+                        thread.track_id,
                         *values,
                         ident,
                         place,
@@ -424,7 +430,7 @@ class Loader(RowSink):
                         text.name,
                         depth,
                         parent,
-                        track_id,
+                        thread.track_id,
                         *values,
                         place,
                         0,
@@ -437,7 +443,7 @@ class Loader(RowSink):
                     None,
                     text.name,
                     0,
-                    track_id,
+                    thread.track_id,
                     *values,
                     ident,
                     place,
@@ -451,7 +457,7 @@ class Loader(RowSink):
                     None,
                     text.name,
                     0,
-                    track_id,
+                    thread.track_id,
                     *values,
                     place,
                     0,

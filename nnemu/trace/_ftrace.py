@@ -299,9 +299,12 @@ def _read_block(
             if texts and info[0] and space >= 0:
                 out.append((HEAD, 0, line_number, 0, 0, info[0], info[4]))
         task, tid, pid, has_column, written = info
-        kind, payload_pid, name = tails.get(tail := line[at + _SEPARATOR_LENGTH :]) or (
-            rows.tail(tail)
-        )
+        # (Not ``tails.get(tail) or rows.tail(tail)``: compiled, that boxes a new tuple per
+        # row to test it.)
+        said = tails.get(tail := line[at + _SEPARATOR_LENGTH :])
+        if said is None:
+            said = rows.tail(tail)
+        kind, payload_pid, name = said
         # SECONDS.FFFFFF: non-empty seconds, six fraction digits, nothing else.
         if not (
             kind
