@@ -1,8 +1,9 @@
 """Loading a trace into the query tables, streamed.
 
-Four inputs: ftrace text, systrace HTML (its ftrace block and process dump),
-Chrome trace-event JSON (``_json_loader``) and Perfetto protobuf (its canonical events:
-``_event_loader``).  Only the open
+Four inputs, each read by ``nnemu.trace``'s reader (``TraceEvents``): ftrace text and
+systrace HTML (its ftrace block and process dump; the rows fed to ``Loader``, a ``RowSink``:
+``load_text``), Chrome trace-event JSON (``_json_loader``) and Perfetto protobuf (its
+canonical events: ``_event_loader``).  Only the open
 sections of each thread are held in Python; finished slices go to SQLite in
 multi-row ``INSERT`` statements, each as soon as its rows have ended.  A slice's
 ``line`` is the file line it began on (NULL when the input has no lines).

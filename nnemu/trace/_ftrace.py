@@ -5,10 +5,12 @@ rows, ``one_line_blocks``) into lists of ``BEGIN``/``END`` events, each placed o
 with the thread name the row's ``TASK`` column shows, and its ``C|tgid|name|value`` rows
 into ``COUNTER`` events; the process and thread names of a ``PROCESS DUMP`` come as
 ``PROCESS``/``THREAD`` events where the dump is.  Read from a file (``problems``), what is
-wrong with a row comes as a ``PROBLEM`` before its events (the warnings of ``nnemu
-query``'s own loader, ``query/_loader.py``, which reads the same rows).  Replay and the
-parser read a text trace through it (the parser with ``texts``: the rows as written, times
-exact); the query loader still splits the lines itself.
+wrong with a row comes as a ``PROBLEM`` before its events.  ``feed_rows`` gives the same
+events to a ``RowSink``, a usual row's ``BEGIN`` or ``END`` as a call with its fields (no
+tuple per row: ``nnemu query``'s loader, which keeps millions of rows and pays for each
+object).  Replay, the parser (with ``texts``: the rows as written, times exact) and query
+(``feed_rows``) read a text trace through it; one loop (``_read_block``) reads the rows
+for all of them.
 """
 
 from __future__ import annotations
