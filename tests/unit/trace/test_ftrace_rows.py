@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from unittest import mock
 
+import hypothesis
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -168,8 +169,8 @@ _DUMP = (
 )
 
 
-@settings(max_examples=150, deadline=None)
-@given(
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(
     lines=st.lists(_rows(), max_size=12),
     cut=st.booleans(),
     html=st.booleans(),
