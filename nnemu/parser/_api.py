@@ -25,7 +25,6 @@ from nnemu.trace import (
     FtraceLines,
     TraceEvents,
     TraceFormat,
-    is_perfetto_lines,
     numbered_blocks,
     open_trace,
     row_batches,
@@ -326,15 +325,15 @@ def _read(
             on_run=on_run,
             out_of_order=(outcome.out_of_order, *outcome.first_out_of_order),
         )
+    if trace.kind is TraceFormat.PERFETTO:  # (told once, by the reader)
+        return _run(
+            None,
+            keep_detail=keep_detail,
+            include_incomplete=include_incomplete,
+            on_run=on_run,
+            events=trace,
+        )
     with open_trace(path) as source:
-        if is_perfetto_lines(source):
-            return _run(
-                None,
-                keep_detail=keep_detail,
-                include_incomplete=include_incomplete,
-                on_run=on_run,
-                events=trace,
-            )
         text = cast("TextIO", source)  # neither Perfetto nor JSON: the text stream
         label = f"parsing {os.path.basename(path)}"
         with Progress(path, text, progress, label=label) as bar:

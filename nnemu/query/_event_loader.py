@@ -46,7 +46,6 @@ class EventLoader(Loader):
         counter of a thread is an atrace counter (``atrace_counter``), one of no thread a
         counter track's (``process_counter_track_event``).
         """
-        self._file_lines = False
         perfetto = self.perfetto
         threads = self._threads
         for batch in batches:

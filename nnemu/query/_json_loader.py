@@ -73,7 +73,6 @@ class JsonLoader(Loader):
             False when the reading restarts (``RESTART``: the caller empties the tables
             and loads the rest of ``batches``, the document's events); else True.
         """
-        self._file_lines = False
         perfetto = self.perfetto
         threads = self._threads
         category: str | None = None

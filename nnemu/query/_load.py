@@ -1,7 +1,8 @@
-"""``load_trace``: a trace file into the query tables, each format read by its loader (text
-rows: ``Loader``; the canonical events ``nnemu.trace.TraceEvents`` gives of JSON:
-``JsonLoader``, and of Perfetto: ``EventLoader``), read again in time order when its rows
-are out of it, with its warnings held, sorted and given below the progress bar.
+"""``load_trace``: a trace file into the query tables, each format's canonical events
+(``nnemu.trace.TraceEvents``) read by its loader (systrace and ftrace text: ``Loader``, fed
+its rows, ``TraceEvents.feed``; JSON: ``JsonLoader``; Perfetto: ``EventLoader``), read again
+in time order when its rows are out of it, with its warnings held, sorted and given below
+the progress bar.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from nnemu.query._summary import LoadSummary
 from nnemu.trace import (
     MAX_ABS_NS,
     MAX_SORTED_BYTES,
+    TRUNCATED_HTML,
     TraceEvents,
     TraceFormat,
     file_format,
@@ -119,9 +121,8 @@ def _load(
 ) -> LoadSummary:
     """``load_trace`` of a trace of ``kind``, its warnings to ``warn`` (``held``: they are
     held, and a trace read again in time order drops those of its first reading)."""
-    loader = Loader(conn, warn)
+    loader: Loader
     last_line = 0
-    label = f"loading {os.path.basename(source)}"
     with contextlib.ExitStack() as cleanup:
         # The bar is kept through finish() (the last rows and the indexes), shown as a stage.
         bar: Progress | None = None
@@ -138,30 +139,11 @@ def _load(
             events.first_out_of_order = 0  # a warning of the whole file
             loader = events
         else:
-            stream = cleanup.enter_context(open(source, encoding="utf-8", errors="replace"))
-            bar = cleanup.enter_context(Progress(source, stream, progress, label=label))
-            shown.bar = bar
-            lines = loader.load_ftrace(bar.lines(stream))
-            last_line = lines.last_line_number
-            if not lines.found_ftrace:
-                raise TraceFormatError(
-                    source,
-                    last_line,
-                    "",
-                    "no ftrace data found (expected a systrace HTML trace-data block"
-                    " starting with '# tracer:', ftrace text, or a JSON trace)",
-                )
-            kind = "systrace" if lines.is_html else "ftrace"
-            if held is not None and loader.out_of_order:
-                # Matched again in time order, as Perfetto matches them; the warnings are
-                # those of that reading.
-                _reset(conn)
-                held.discard()
-                first_reading = loader
-                loader = Loader(conn, warn)
-                stream.seek(0)
-                loader.load_in_time_order(stream)
-                loader.read_again_after(first_reading)
+            trace = TraceEvents(source, progress=progress, label="loading", keep_bar=True)
+            cleanup.callback(trace.clear_bar)
+            shown.source = trace
+            loader, last_line, kind = _load_text(trace, conn, warn, held)
+            bar = trace.bar
         if bar is not None:
             bar.stage("file read; building indexes")
         threads, processes = loader.finish()
@@ -192,6 +174,47 @@ def _load(
         threads=threads,
         processes=processes,
     )
+
+
+def _load_text(
+    trace: TraceEvents, conn: sqlite3.Connection, warn: Warn, held: _HeldWarn | None
+) -> tuple[Loader, int, str]:
+    """Load systrace HTML or ftrace text (its rows fed to ``Loader.load_text``, each slice on
+    its line); read again in time order when its rows are out of it and its warnings are
+    ``held``.
+
+    Returns:
+        The loader, the file's last line, and ``systrace`` or ``ftrace``.
+
+    Raises:
+        TraceFormatError: No ftrace data in the file.
+    """
+    loader = Loader(conn, warn)
+    loader.load_text(trace)
+    lines = trace.lines
+    assert lines is not None
+    if lines.truncated:
+        warn(lines.last_line_number, TRUNCATED_HTML)
+    if not lines.found_ftrace:
+        raise TraceFormatError(
+            trace.path,
+            lines.last_line_number,
+            "",
+            "no ftrace data found (expected a systrace HTML trace-data block"
+            " starting with '# tracer:', ftrace text, or a JSON trace)",
+        )
+    if held is not None and loader.out_of_order:
+        # Matched again in time order, as Perfetto matches them; the warnings are those of
+        # that reading.
+        _reset(conn)
+        held.discard()
+        first_reading = loader
+        loader = Loader(conn, warn)
+        loader.load_text(trace, in_time_order=True)
+        if lines.truncated:
+            warn(lines.last_line_number, TRUNCATED_HTML)
+        loader.read_again_after(first_reading)
+    return loader, lines.last_line_number, "systrace" if lines.is_html else "ftrace"
 
 
 def _load_json(

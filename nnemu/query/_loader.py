@@ -1,8 +1,9 @@
 """Loading a trace into the query tables, streamed.
 
-Four inputs: ftrace text, systrace HTML (its ftrace block and process dump),
-Chrome trace-event JSON (``_json_loader``) and Perfetto protobuf (its canonical events:
-``_event_loader``).  Only the open
+Four inputs, each read by ``nnemu.trace``'s reader (``TraceEvents``): ftrace text and
+systrace HTML (its ftrace block and process dump; the rows fed to ``Loader``, a ``RowSink``:
+``load_text``), Chrome trace-event JSON (``_json_loader``) and Perfetto protobuf (its
+canonical events: ``_event_loader``).  Only the open
 sections of each thread are held in Python; finished slices go to SQLite in
 multi-row ``INSERT`` statements, each as soon as its rows have ended.  A slice's
 ``line`` is the file line it began on (NULL when the input has no lines).
@@ -23,7 +24,7 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from nnemu.query._marks import PLAIN, MarkInfo, describe
+from nnemu.query._marks import MarkInfo, describe
 from nnemu.query._perfetto_tables import PerfettoRows
 from nnemu.query._schema import finish_schema
 from nnemu.query._slice_rows import (
@@ -45,34 +46,21 @@ from nnemu.query._slice_rows import (
     insert_rows,
 )
 from nnemu.trace import (
-    CUT_ROW_PROBLEM,
-    MALFORMED_BEGIN,
-    MALFORMED_ROW,
+    BEGIN,
+    COUNTER,
+    CUT_ROW,
+    END,
     MAX_ABS_NS,
-    MAX_ID,
-    ROW_RE,
-    ROW_SEPARATOR,
-    TID_OUT_OF_RANGE,
-    UNKNOWN_TGID,
-    DumpProcess,
-    DumpThread,
-    FtraceLines,
-    atrace_tgid,
-    head_groups,
-    is_mark_row,
-    pid_of_column,
-    pid_of_tgid,
-    time_ordered,
-    timestamp_ns,
+    PROBLEM,
+    PROCESS,
+    THREAD,
+    Event,
+    RowSink,
+    TraceEvents,
 )
 
 _MAX_CACHED_NAMES: Final = 20_000
 _UNKNOWN_TASK: Final = "<...>"
-_FAST_STAMP: Final = 16
-"""Longest ``SECONDS.FFFFFF`` timestamp the fast path reads: 15 digits (< ``MAX_ABS_NS``)."""
-_SEPARATOR_LENGTH: Final = len(ROW_SEPARATOR)
-_BAD_HEAD: Final[tuple[str, str, str | None]] = ("", "", None)
-_NOT_A_MARK: Final = MarkInfo(None, None, PLAIN)
 EMPTY_SLICE_NAME: Final = "[empty slice name]"
 """The name Perfetto's trace processor gives the slice of a ``B|tgid`` or ``B|tgid|`` row."""
 
@@ -92,36 +80,28 @@ def placed_bytes(where: int) -> int | None:
     return -1 - where if where < 0 else None
 
 
-class _Tail:
-    """A row's text after ``tracing_mark_write: `` read (cached per distinct text)."""
+class _TextName:
+    """What a text row's begin named ``name`` (as the reader gives it) puts in its slice's row
+    (cached per distinct name: ``Loader._text_name``)."""
 
-    __slots__ = ("args", "kind", "malformed", "name", "nulls", "payload", "values")
+    __slots__ = ("args", "name", "nulls", "values")
 
-    def __init__(self, kind: str, name: str, payload: str, malformed: bool, info: MarkInfo) -> None:
-        self.kind = kind
-        """``B``, ``E`` or empty (neither)."""
+    def __init__(self, name: str, info: MarkInfo) -> None:
         self.name = name
-        """A begin's slice name."""
-        self.payload = payload
-        """The text after the kind (``|tgid|name``)."""
-        self.malformed = malformed
-        """A begin that is not ``B|<tgid>|<name>`` (``begin_name``): no slice."""
+        """The slice's name: trailing whitespace dropped; none: ``EMPTY_SLICE_NAME``."""
         self.nulls = (
             NULL_CATEGORY  # ftrace rows have none
             | (NULL_LAYER if info.layer is None else 0)
             | (NULL_PHASE if info.phase is None else 0)
             | (0 if info.args else NULL_ARGS)
         )
-        """A begin's slice's ``_NULLS`` but for ``NULL_PARENT`` and ``NULL_LINE``."""
+        """Its slice's ``_NULLS`` but for ``NULL_PARENT`` (and a line: it has one)."""
         self.values: tuple[str, ...] = tuple(
             value for value in (info.layer, info.phase, info.kind) if value is not None
         )
         """Its slice's layer, phase and kind, but those that are None."""
         self.args: tuple[str, ...] = tuple(itertools.chain.from_iterable(info.args))
         """Its slice's ``args``: key, value, key, value..."""
-
-
-_BAD_TAIL: Final = _Tail("", "", "", False, _NOT_A_MARK)
 
 
 class _Thread:
@@ -147,40 +127,9 @@ class _Thread:
         return ident, ts
 
 
-def begin_name(rest: str) -> str | None:
-    """The slice name of a begin row (``rest``: its text after the ``B``) as Perfetto's trace
-    processor reads it: ``|tgid|name``, the name everything after the second ``|`` (``|`` in
-    it kept), its trailing whitespace dropped; with no name (``|tgid``, ``|tgid|``)
-    ``EMPTY_SLICE_NAME``; None when there is no tgid (``B``, ``B|``, ``B||name``,
-    ``B|abc|name``): not a slice (trace processor counts a ``systrace_parse_failure``).
-    As there, the first field is the kind whatever follows its ``B`` (``Bx|200|name``
-    begins a slice) and the tgid is read as ``strtoul`` reads it (``+200``, `` 200``:
-    ``nnemu.trace.atrace_tgid``)."""
-    parts = rest.split("|", 2)
-    if len(parts) < 2 or (
-        not (parts[1].isascii() and parts[1].isdigit()) and atrace_tgid(parts[1]) is None
-    ):
-        return None
-    return (parts[2].rstrip() if len(parts) == 3 else "") or EMPTY_SLICE_NAME
-
-
-def _id(text: str) -> int | None:
-    """A pid or tid column (digits) as an int, or None when out of pid_t's range."""
-    if len(text) > 10:
-        return None
-    value = int(text)
-    return value if value <= MAX_ID else None
-
-
-def _payload_tgid(rest: str) -> int | None:
-    """The tgid of a ``B|tgid|name`` or ``E|tgid`` payload, if it has one."""
-    parts = rest.split("|", 2)
-    tgid = atrace_tgid(parts[1]) if len(parts) >= 2 else None
-    return None if tgid is None else pid_of_tgid(tgid)
-
-
-class Loader:
-    """Feeds trace events into an open database with the query tables."""
+class Loader(RowSink):
+    """Feeds trace events into an open database with the query tables (a text trace's rows
+    as the ``RowSink`` its reader feeds: ``load_text``)."""
 
     def __init__(self, conn: sqlite3.Connection, warn: Warn) -> None:
         self.conn = conn
@@ -200,15 +149,14 @@ class Loader:
         self._process_names: dict[int, str] = {}
         self._dump_threads: dict[int, tuple[int, str]] = {}
         self._json_thread_names: dict[tuple[int | None, int], str] = {}
-        # The ftrace fast path's caches: row head -> (task, tid, TGID column), row text
-        # after "tracing_mark_write: " -> _Tail, and row head -> (its thread, its task
-        # name or None for "<...>") (heads with a TGID column only, cleared when a tid
-        # goes to a new thread).
-        self._heads: dict[str, tuple[str, str, str | None]] = {}
-        self._tails: dict[str, _Tail] = {}
-        self._known: dict[str, tuple[_Thread, str | None]] = {}
-        self._file_lines = True
-        """Whether the rows ``load_ftrace`` reads are the lines of the file (``slice.line``)."""
+        self._text_names: dict[str, _TextName] = {}
+        """A text row's begin's name, as the reader gives it, to what its slice's row has."""
+        self._skip_at = -1
+        """The place (line) of the last text row's ``PROBLEM`` that has an ``extra``."""
+        self._skip_cut = 0
+        """1 when it is ``CUT_ROW`` (its row is skipped), 0 when ``NO_SLICE``."""
+        self._skip_pid = -1
+        """Its ``PROBLEM``'s pid (``NO_SLICE``: its thread's process, -1 none)."""
         self.perfetto = PerfettoRows(conn, warn)
         self.slices = 0
         self.open_slices = 0
@@ -218,7 +166,7 @@ class Loader:
         self.first_out_of_order = 0
         """The line of the first of them (0: none, or not a line of the file)."""
         self.time_sorted = False
-        """The rows were read in time order (``load_in_time_order``) after reading them in
+        """The rows were read in time order (``load_text``'s ``in_time_order``) after reading them in
         file order found ``out_of_order`` (``read_again_after``)."""
 
     def read_again_after(self, first: Loader) -> None:
@@ -234,8 +182,6 @@ class Loader:
         thread = self._threads.get(tid)
         if thread is None or (tgid is not None and thread.tgid is not None and thread.tgid != tgid):
             # A new tid, or a tid the kernel gave to another process: a new thread.
-            if thread is not None:
-                self._known.clear()  # row heads that led to the old thread
             thread = _Thread(len(self._all_threads), tid, tgid)
             self._threads[tid] = thread
             self._all_threads.append(thread)
@@ -414,306 +360,181 @@ class Loader:
         record = stack.pop()
         self._emit(record, ts - record[1])  # type: ignore[operator]
 
-    # -- ftrace ------------------------------------------------------------
+    # -- systrace and ftrace text ----------------------------------------
 
-    def _dump_row(self, row: DumpProcess | DumpThread) -> None:
-        if isinstance(row, DumpProcess):
-            self._process_names[row.pid] = row.name
-        else:
-            self._dump_threads[row.tid] = (row.pid, row.name)
+    def load_text(self, trace: TraceEvents, *, in_time_order: bool = False) -> None:
+        """Load a systrace or ftrace text's events (``trace.feed``: the usual rows as calls to
+        ``row``, the rest as ``event``), in file order or ``in_time_order``, each slice on its
+        row's line (``slice.line``), each warning at its line."""
+        trace.feed(self, in_time_order=in_time_order)
 
-    def load_ftrace(self, lines: Iterable[str], *, file_lines: bool = True) -> FtraceLines:
-        """Load the ``tracing_mark_write`` B/E rows of systrace HTML or ftrace text (the
-        lines of the file unless not ``file_lines``: then ``slice.line`` is NULL)."""
-        self._file_lines = file_lines
-        source = FtraceLines(lines, on_dump=self._dump_row)
-        heads = self._heads
-        tails = self._tails
-        known = self._known
-        flats = self._flats
-        arg_rows = self._arg_rows
-        add_args = arg_rows.extend
-        # Rows of ftrace text are B/E marks only (no complete events: every open
-        # record's end is None), so begin() and end() are inlined for them here; a
-        # systrace has no flows either, so no flow waits for a slice to begin
-        # (perfetto.slice_begun).  C| counter rows go to _slow_row, which hands them
-        # to perfetto.ftrace_counter.
-        next_id = self._next_id
-        record: OpenSlice
-        for first, block in source.blocks():
-            line_number = first - 1
-            if file_lines and block and block[-1][-1:] != "\n":
-                block = self._without_unterminated(first + len(block) - 1, block)
-            for line in block:
-                line_number += 1
-                # Fast path for the usual layout: the row's head (up to the timestamp) and
-                # its text after "tracing_mark_write: " are looked up per distinct text; a
-                # row the fast path does not accept exactly as ROW_RE would goes to _slow_row.
-                # (Found with find/rfind and sliced: no partition tuples, no string of the
-                # head and timestamp together.)
-                at = line.find(ROW_SEPARATOR)
-                if at < 0:
-                    if "tracing_mark_write" in line:  # a malformed row: _slow_row warns
-                        self._next_id = next_id
-                        self._slow_row(line_number, line)
-                        next_id = self._next_id
-                    continue
-                space = line.rfind(" ", 0, at)
-                if space < 0:  # no head: not a row ROW_RE reads
-                    self._next_id = next_id
-                    self._slow_row(line_number, line)
-                    next_id = self._next_id
-                    continue
-                head = line[:space]
-                stamp = line[space + 1 : at]
-                tail = line[at + _SEPARATOR_LENGTH :]
-                tail_info = tails.get(tail) or self._tail(tail)
-                known_head = known.get(head)
-                # SECONDS.FFFFFF: non-empty seconds, six fraction digits, nothing else.
-                if not (
-                    tail_info.kind
-                    and (known_head is not None or (heads.get(head) or self._head(head))[1])
-                    and 7 < len(stamp) <= _FAST_STAMP
-                    and stamp[-7] == "."
-                    and (digits := stamp.replace(".", "", 1)).isdecimal()
-                ):
-                    self._next_id = next_id
-                    self._slow_row(line_number, line)
-                    next_id = self._next_id
-                    continue
-                ts = int(digits) * 1000
-                if known_head is None:
-                    head_info = heads[head]
-                    thread_or_none = self._row_thread(
-                        head_info, head, tail_info.payload, line_number
-                    )
-                    if thread_or_none is None:
-                        continue
-                    thread = thread_or_none
-                    task: str | None = head_info[0]
-                    if task == _UNKNOWN_TASK:
-                        task = None
-                else:
-                    thread, task = known_head
-                if task is not None:
-                    thread.name = task
-                if ts < thread.last_ts:
-                    self._out_of_order(line_number)
-                else:
-                    thread.last_ts = ts
-                stack = thread.stack
-                if tail_info.kind == "B":
-                    if tail_info.malformed:
-                        self.warn(line_number, MALFORMED_BEGIN)
-                        continue
-                    name = tail_info.name
-                    if thread.track_id is None:
-                        thread.track_id = self._next_track
-                        self._next_track += 1
-                    ident = next_id
-                    next_id += 1
-                    # The row in one list display (no tuple or append per value): its
-                    # arg_set_id (its id) only when it has args, its line, then as open.
-                    values = tail_info.values
-                    extra = tail_info.args
-                    if stack:
-                        depth = len(stack)
-                        parent = stack[-1][0]
-                        if extra:
-                            record = [
-                                ident,
-                                ts,
-                                None,
-                                name,
-                                depth,
-                                parent,
-                                thread.track_id,
-                                *values,
-                                ident,
-                                line_number,
-                                0,
-                                tail_info.nulls,
-                            ]
-                        else:
-                            record = [
-                                ident,
-                                ts,
-                                None,
-                                name,
-                                depth,
-                                parent,
-                                thread.track_id,
-                                *values,
-                                line_number,
-                                0,
-                                tail_info.nulls,
-                            ]
-                    elif extra:
-                        record = [
-                            ident,
-                            ts,
-                            None,
-                            name,
-                            0,
-                            thread.track_id,
-                            *values,
-                            ident,
-                            line_number,
-                            0,
-                            tail_info.nulls | NULL_PARENT,
-                        ]
-                    else:
-                        record = [
-                            ident,
-                            ts,
-                            None,
-                            name,
-                            0,
-                            thread.track_id,
-                            *values,
-                            line_number,
-                            0,
-                            tail_info.nulls | NULL_PARENT,
-                        ]
-                    if extra:
-                        if len(extra) == 2:
-                            add_args((ident, extra[0], extra[1]))
-                        elif len(extra) == 4:
-                            add_args((ident, extra[0], extra[1], ident, extra[2], extra[3]))
-                        else:
-                            for at in range(0, len(extra), 2):
-                                add_args((ident, extra[at], extra[at + 1]))
-                        if len(arg_rows) >= ARG_VALUES:
-                            self._write_args()
-                    if not file_lines:
-                        del record[-3]
-                        record[-1] |= NULL_LINE  # type: ignore[operator]
-                    stack.append(record)
-                elif stack and ts >= stack[-1][1]:  # type: ignore[operator]
-                    record = stack.pop()
-                    nulls = record.pop()
-                    assert isinstance(nulls, int)
-                    flat = flats[nulls]
-                    record[2] = ts - record[1]  # type: ignore[operator]
-                    record[-1] = next_id - 1
-                    flat += record
-                    if len(flat) >= SLICE_STEPS[nulls]:
-                        self._write_slices(nulls)
-                else:
-                    self._next_id = next_id
-                    self.end(thread, ts, line_number)
-        self._next_id = next_id
-        if source.truncated:
-            self.warn(
-                source.last_line_number,
-                "the trace data block has no closing </script>: the file looks truncated",
-            )
-        return source
+    def row(self, kind: int, ts: int, place: int, pid: int, tid: int, name: str, task: str) -> None:
+        """A text row's ``BEGIN`` or ``END`` (``RowSink``): ``pid`` its process (-1: none;
+        0 too, a TGID column's), ``task`` its thread's name (``<...>``: not known).
 
-    def load_in_time_order(self, lines: Iterable[str]) -> None:
-        """Load the ``tracing_mark_write`` rows of systrace HTML or ftrace text in time
-        order (``time_ordered``: as Perfetto matches them), each as the file line it is."""
-        self._file_lines = True
-        source = FtraceLines(lines, on_dump=self._dump_row)
-        for line_number, line in time_ordered(source):
-            if line[-1:] != "\n" and not self._without_unterminated(line_number, [line]):
-                continue
-            self._slow_row(line_number, line)
-        if source.truncated:
-            self.warn(
-                source.last_line_number,
-                "the trace data block has no closing </script>: the file looks truncated",
-            )
-
-    def _without_unterminated(self, line_number: int, block: list[str]) -> list[str]:
-        """``block`` without its last line (``line_number``), which has no line break: the
-        file ends mid-line, a row cut off (``B|200|[NN_LA_P``, ``E|2``). Perfetto's trace
-        processor reads only whole lines, so that row is skipped, with a warning if it is a
-        mark row."""
-        if "tracing_mark_write" in block[-1]:
-            self.warn(line_number, CUT_ROW_PROBLEM)
-        return block[:-1]
-
-    def _head(self, head: str) -> tuple[str, str, str | None]:
-        """``(task, tid, TGID column)`` of a row head ending before the timestamp, cached;
-        empty when the fast path cannot tell exactly what ``ROW_RE`` would match."""
-        heads = self._heads
-        if len(heads) >= _MAX_CACHED_NAMES:
-            heads.clear()
-            self._known.clear()
-        info = head_groups(head) or _BAD_HEAD
-        heads[head] = info
-        return info
-
-    def _tail(self, tail: str) -> _Tail:
-        """What a row's text after ``tracing_mark_write: `` says (``_Tail``), cached."""
-        tails = self._tails
-        if len(tails) >= _MAX_CACHED_NAMES:
-            tails.clear()
-        kind = tail[:1]
-        rest = tail[1:].partition("\n")[0]
-        info = _BAD_TAIL
-        if kind == "E":
-            info = _Tail("E", "", rest, False, _NOT_A_MARK)
-        elif kind == "B":
-            name = begin_name(rest)
-            malformed = name is None
-            name = name or ""
-            info = _Tail("B", name, rest, malformed, self._describe(name))
-        tails[tail] = info
-        return info
-
-    def _row_thread(
-        self, head: tuple[str, str, str | None], key: str | None, rest: str, line_number: int
-    ) -> _Thread | None:
-        """The thread of a row (None, warned, when its tid is out of range); remembered
-        under ``key`` (the row's head) when the row has a TGID column."""
-        _, tid, tgid_column = head
-        has_tgid = tgid_column is not None and tgid_column != UNKNOWN_TGID
-        tgid = (
-            pid_of_column(tgid_column)
-            if has_tgid and tgid_column is not None
-            else _payload_tgid(rest)
-        )
-        tid_number = _id(tid)
-        if tid_number is None:
-            self.warn(line_number, TID_OUT_OF_RANGE)
-            return None
-        thread = self._thread(tid_number, tgid)
-        if has_tgid and key is not None:
-            self._known[key] = (thread, None if head[0] == _UNKNOWN_TASK else head[0])
-        return thread
-
-    def _slow_row(self, line_number: int, line: str) -> None:
-        """Load one row the fast path left (unusual layout, timestamp or payload)."""
-        if "tracing_mark_write" not in line:
-            return
-        m = ROW_RE.match(line)
-        if m is None:
-            if self.perfetto.ftrace_counter(line, line_number):
-                return
-            if is_mark_row(line):
-                self.warn(line_number, MALFORMED_ROW)
-            return
-        task, tid, tgid_column, seconds, fraction, kind, rest = m.groups()
-        ts = timestamp_ns(seconds, fraction)
-        if ts is None:
-            self.warn(line_number, f"timestamp {seconds}.{fraction} out of range; row skipped")
-            return
-        thread = self._row_thread((task, tid, tgid_column), None, rest, line_number)
+        Rows of ftrace text are B/E marks only (no complete events: every open record's end
+        is None) and no flow waits for a slice to begin, so a begin's row is laid out here in
+        one list display (no tuple or append per value; as ``begin`` lays it out, with no
+        category and its name's args) and an end's written as ``_emit`` writes it.
+        """
+        thread = self._threads.get(tid)
         if thread is None:
-            return
+            thread = self._thread(tid, None if pid < 0 else pid)
+        elif pid >= 0:
+            tgid = thread.tgid  # (an int compared natively, not the boxed pid)
+            if tgid is None or tgid != pid:
+                thread = self._thread(tid, pid)
         if task != _UNKNOWN_TASK:
             thread.name = task
-        self._check_order(thread, ts, line_number)
-        if kind == "E":
-            self.end(thread, ts, line_number)
-            return
-        name = begin_name(rest)
-        if name is None:
-            self.warn(line_number, MALFORMED_BEGIN)
-            return
-        self.begin(thread, ts, name, line=line_number if self._file_lines else None)
+        if ts < thread.last_ts:
+            self._out_of_order(place)
+        else:
+            thread.last_ts = ts
+        stack = thread.stack
+        record: OpenSlice
+        if kind == BEGIN:
+            # (Compiled, ``x or y`` of an object is a generic truth test: a None test is not.)
+            text = self._text_names.get(name)
+            if text is None:
+                text = self._text_name(name)
+            if thread.track_id is None:
+                thread.track_id = self._next_track
+                self._next_track += 1
+            ident = self._next_id
+            self._next_id = ident + 1
+            values = text.values
+            extra = text.args
+            # Its arg_set_id (its id) only when it has args, its line, then as open.
+            if stack:
+                depth = len(stack)
+                parent = stack[-1][0]
+                if extra:
+                    record = [
+                        ident,
+                        ts,
+                        None,
+                        text.name,
+                        depth,
+                        parent,
+                        thread.track_id,
+                        *values,
+                        ident,
+                        place,
+                        0,
+                        text.nulls,
+                    ]
+                else:
+                    record = [
+                        ident,
+                        ts,
+                        None,
+                        text.name,
+                        depth,
+                        parent,
+                        thread.track_id,
+                        *values,
+                        place,
+                        0,
+                        text.nulls,
+                    ]
+            elif extra:
+                record = [
+                    ident,
+                    ts,
+                    None,
+                    text.name,
+                    0,
+                    thread.track_id,
+                    *values,
+                    ident,
+                    place,
+                    0,
+                    text.nulls | NULL_PARENT,
+                ]
+            else:
+                record = [
+                    ident,
+                    ts,
+                    None,
+                    text.name,
+                    0,
+                    thread.track_id,
+                    *values,
+                    place,
+                    0,
+                    text.nulls | NULL_PARENT,
+                ]
+            if extra:
+                arg_rows = self._arg_rows
+                if len(extra) == 2:
+                    arg_rows += (ident, extra[0], extra[1])
+                elif len(extra) == 4:
+                    arg_rows += (ident, extra[0], extra[1], ident, extra[2], extra[3])
+                else:
+                    for at in range(0, len(extra), 2):
+                        arg_rows += (ident, extra[at], extra[at + 1])
+                if len(arg_rows) >= ARG_VALUES:
+                    self._write_args()
+            stack.append(record)
+        elif stack and ts >= stack[-1][1]:  # type: ignore[operator]
+            record = stack.pop()
+            nulls = record.pop()
+            assert isinstance(nulls, int)
+            flat = self._flats[nulls]
+            record[END_AT] = ts - record[1]  # type: ignore[operator]
+            record[-1] = self._next_id - 1
+            flat += record
+            if len(flat) >= SLICE_STEPS[nulls]:
+                self._write_slices(nulls)
+        else:
+            self.end(thread, ts, place)
+
+    def event(self, event: Event) -> None:
+        """A text trace's event other than a usual row (``RowSink``): a ``PROBLEM`` (warned)
+        and the events of its row after it, a counter row, a process dump's names.
+
+        A ``PROBLEM`` with an ``extra`` skips what Perfetto's trace processor skips of its
+        row: the slice of a ``NO_SLICE`` begin (its thread is still named, in the process of
+        the ``PROBLEM``'s pid), and all of a ``CUT_ROW``."""
+        kind, ts, at, pid, tid, name, extra = event
+        if at == self._skip_at:
+            if self._skip_cut:
+                return
+            if kind <= END:  # the begin of a NO_SLICE row
+                thread = self._thread(tid, self._skip_pid if self._skip_pid >= 0 else None)
+                if isinstance(extra, str) and extra != _UNKNOWN_TASK:
+                    thread.name = extra
+                self._check_order(thread, ts, at)
+                return
+        if kind <= END:  # a row the reader read with ROW_RE
+            self.row(
+                kind, ts, at, pid, tid, name, extra if isinstance(extra, str) else _UNKNOWN_TASK
+            )
+        elif kind == COUNTER:
+            if isinstance(extra, str):
+                self.warn(at, extra)
+            elif isinstance(extra, float):
+                self.perfetto.atrace_counter(pid if pid >= 0 else None, name, ts, extra)
+        elif kind == PROCESS:
+            self._process_names[pid] = name
+        elif kind == THREAD:
+            self._dump_threads[tid] = (pid, name)
+        elif kind == PROBLEM:
+            self.warn(at, name)
+            if isinstance(extra, int):
+                self._skip_at = at
+                self._skip_cut = 1 if extra == CUT_ROW else 0
+                self._skip_pid = pid
+
+    def _text_name(self, name: str) -> _TextName:
+        """What a text row's begin named ``name`` puts in its slice's row (cached)."""
+        names = self._text_names
+        if len(names) >= _MAX_CACHED_NAMES:
+            names.clear()
+        text = names[name] = _TextName(
+            stripped := name.rstrip() or EMPTY_SLICE_NAME, self._describe(stripped)
+        )
+        return text
 
     # -- the end -----------------------------------------------------------
 

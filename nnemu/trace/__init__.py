@@ -26,7 +26,8 @@
   from the module of that format) and the event kinds (``BEGIN``, ``END``, ``COMPLETE``,
   ``COUNTER``, ``FLOW`` with how a flow binds, ``FLOW_START`` ... ``FLOW_THROUGH``,
   ``INSTANT``, ``ARGS``, ``PROCESS``, ``THREAD``, ``PROBLEM`` (``NO_SLICE``), ``RESTART``;
-  ``Event``); ``row_batches`` (a text trace's numbered lines as events; with ``texts``,
+  ``Event``; ``TraceEvents.feed`` gives them to a ``RowSink``, a text trace's usual rows
+  as calls); ``row_batches`` (a text trace's numbered lines as events; with ``texts``,
   the rows as written: ``LINES``, ``HEAD``, ``RowHead``, what ``nnemu parse`` reads) and
   ``numbered_blocks`` (numbered lines as its blocks); ``flow_id`` (a JSON flow id as trace processor keys it), ``COUNTER_RE`` and ``MALFORMED_COUNTER`` (a counter row).
 """
@@ -93,6 +94,7 @@ from nnemu.trace._ftrace import (
     CUT_ROW_PROBLEM,
     MALFORMED_BEGIN,
     TID_OUT_OF_RANGE,
+    RowSink,
     counter_event,
     numbered_blocks,
     row_batches,
@@ -240,6 +242,7 @@ __all__ = [
     "ProcessDump",
     "ProcessName",
     "RowHead",
+    "RowSink",
     "SliceBegin",
     "SliceEnd",
     "ThreadName",

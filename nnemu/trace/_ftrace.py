@@ -5,16 +5,20 @@ rows, ``one_line_blocks``) into lists of ``BEGIN``/``END`` events, each placed o
 with the thread name the row's ``TASK`` column shows, and its ``C|tgid|name|value`` rows
 into ``COUNTER`` events; the process and thread names of a ``PROCESS DUMP`` come as
 ``PROCESS``/``THREAD`` events where the dump is.  Read from a file (``problems``), what is
-wrong with a row comes as a ``PROBLEM`` before its events (the warnings of ``nnemu
-query``'s own loader, ``query/_loader.py``, which reads the same rows).  Replay and the
-parser read a text trace through it (the parser with ``texts``: the rows as written, times
-exact); the query loader still splits the lines itself.
+wrong with a row comes as a ``PROBLEM`` before its events.  ``feed_rows`` gives the same
+events to a ``RowSink``, a usual row's ``BEGIN`` or ``END`` as a call with its fields (no
+tuple per row: ``nnemu query``'s loader, which keeps millions of rows and pays for each
+object).  Replay, the parser (with ``texts``: the rows as written, times exact) and query
+(``feed_rows``) read a text trace through it; one loop (``_read_block``) reads the rows
+for all of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from typing import Final
+
+from mypy_extensions import mypyc_attr
 
 from nnemu.trace._events import (
     BEGIN,
@@ -200,71 +204,137 @@ def row_batches(
 
     A usual row is read by its head (up to the timestamp) and its text after
     ``tracing_mark_write: ``, each looked up per distinct text, and its ``SECONDS.FFFFFF``
-    timestamp; any other is matched with ``ROW_RE`` (``_slow_row``).
+    timestamp; any other is matched with ``ROW_RE`` (``_slow_row``).  ``feed_rows`` reads
+    the rows alike, for a consumer that takes the usual rows as calls.
     """
     rows = _Rows(problems, texts)
-    malformed = problems or texts
-    heads = rows.heads
-    tails = rows.tails
     pending = dumps.pending if dumps is not None else []
     for first, block in blocks:
         out: list[Event] = [(LINES, 0, first, 0, 0, "", block)] if texts else []
         if pending:
             out += pending
             pending.clear()
-        line_number = first - 1
-        cut = problems and bool(block) and block[-1][-1:] != "\n"
-        for line in block:
-            line_number += 1
-            at = line.find(ROW_SEPARATOR)
-            if at < 0:
-                if malformed and "tracing_mark_write" in line:
-                    _slow_row(rows, line, line_number, out, cut)  # (a malformed row)
-                continue
-            space = line.rfind(" ", 0, at)
-            stamp = line[space + 1 : at]
-            head = line[:space]
-            info = heads.get(head)
-            if info is None:
-                info = rows.head(head)
-                if texts and info[0] and space >= 0:
-                    out.append((HEAD, 0, line_number, 0, 0, info[0], info[4]))
-            task, tid, pid, has_column, written = info
-            kind, payload_pid, name = tails.get(tail := line[at + _SEPARATOR_LENGTH :]) or (
-                rows.tail(tail)
-            )
-            # SECONDS.FFFFFF: non-empty seconds, six fraction digits, nothing else.
-            if not (
-                kind
-                and task
-                and tid >= 0
-                and space >= 0
-                and 7 < len(stamp) <= _FAST_STAMP
-                and stamp[-7] == "."
-                and (digits := stamp.replace(".", "", 1)).isdecimal()
-            ) or (cut and line_number == first + len(block) - 1):
-                _slow_row(rows, line, line_number, out, cut)
-                continue
-            ts = int(digits) * 1000
-            if kind == "B":
-                if not has_column:
-                    pid = payload_pid
-                if texts:
-                    out.append((BEGIN, ts, line_number, pid, tid, tail, written))
-                else:
-                    out.append((BEGIN, ts, line_number, pid, tid, name, task))
-            else:
-                if not has_column:
-                    pid = payload_pid
-                if texts:
-                    out.append((END, ts, line_number, pid, tid, tail, written))
-                else:
-                    out.append((END, ts, line_number, pid, tid, "", task))
+        _read_block(rows, first, block, out, None)
         if len(out) > texts:
             yield out
     if pending:
         yield pending[:]
         pending.clear()
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class RowSink:
+    """A consumer of a text trace's events that ``feed_rows`` gives them to: each usual row's
+    ``BEGIN`` or ``END`` as a call to ``row`` with the event's fields (no tuple made: they stay
+    native ints in a wheel), every other event as ``event``, all in the order ``row_batches``
+    gives them.  A subclass overrides both (``nnemu query``'s ``Loader``, compiled with its
+    group in a wheel; a Python one too)."""
+
+    def row(self, kind: int, ts: int, place: int, pid: int, tid: int, name: str, task: str) -> None:
+        """A ``BEGIN`` or ``END`` event ``(kind, ts, place, pid, tid, name, task)`` of a row
+        with no ``PROBLEM`` (its ``extra`` is ``task``, the row's ``TASK`` column)."""
+        raise NotImplementedError
+
+    def event(self, event: Event) -> None:
+        """Any other event: a ``PROBLEM`` and the events of its row after it, a ``COUNTER``,
+        a process dump's ``PROCESS`` and ``THREAD``."""
+        raise NotImplementedError
+
+
+def feed_rows(
+    blocks: Iterable[tuple[int, list[str]]],
+    sink: RowSink,
+    dumps: DumpEvents | None = None,
+    *,
+    problems: bool = False,
+) -> None:
+    """Give the events ``row_batches`` gives of ``blocks`` (without ``texts``) to ``sink``, in
+    the same order: a usual row's ``BEGIN`` or ``END`` as ``sink.row``, any other event as
+    ``sink.event`` (``RowSink``).  The rows are read by the same code (``_read_block``)."""
+    rows = _Rows(problems)
+    pending = dumps.pending if dumps is not None else []
+    out: list[Event] = []
+    for first, block in blocks:
+        if pending:
+            out += pending
+            pending.clear()
+        _read_block(rows, first, block, out, sink)
+        if out:
+            _give(out, sink)
+    if pending:
+        _give(pending, sink)
+
+
+def _give(events: list[Event], sink: RowSink) -> None:
+    """``events`` to ``sink.event``, in order; then ``events`` emptied."""
+    for event in events:
+        sink.event(event)
+    events.clear()
+
+
+def _read_block(
+    rows: _Rows, first: int, block: list[str], out: list[Event], sink: RowSink | None
+) -> None:
+    """The events of the lines ``block`` (the first numbered ``first``), appended to ``out``;
+    with a ``sink``, a usual row's ``BEGIN`` or ``END`` to ``sink.row`` instead (``out``'s
+    events before it given first, ``_give``)."""
+    problems = rows.problems
+    texts = rows.texts
+    malformed = problems or texts
+    heads = rows.heads
+    tails = rows.tails
+    line_number = first - 1
+    cut = problems and bool(block) and block[-1][-1:] != "\n"
+    for line in block:
+        line_number += 1
+        at = line.find(ROW_SEPARATOR)
+        if at < 0:
+            if malformed and "tracing_mark_write" in line:
+                _slow_row(rows, line, line_number, out, cut)  # (a malformed row)
+            continue
+        space = line.rfind(" ", 0, at)
+        stamp = line[space + 1 : at]
+        head = line[:space]
+        info = heads.get(head)
+        if info is None:
+            info = rows.head(head)
+            if texts and info[0] and space >= 0:
+                out.append((HEAD, 0, line_number, 0, 0, info[0], info[4]))
+        task, tid, pid, has_column, written = info
+        # (Not ``tails.get(tail) or rows.tail(tail)``: compiled, that boxes a new tuple per
+        # row to test it.)
+        said = tails.get(tail := line[at + _SEPARATOR_LENGTH :])
+        if said is None:
+            said = rows.tail(tail)
+        kind, payload_pid, name = said
+        # SECONDS.FFFFFF: non-empty seconds, six fraction digits, nothing else.
+        if not (
+            kind
+            and task
+            and tid >= 0
+            and space >= 0
+            and 7 < len(stamp) <= _FAST_STAMP
+            and stamp[-7] == "."
+            and (digits := stamp.replace(".", "", 1)).isdecimal()
+        ) or (cut and line_number == first + len(block) - 1):
+            _slow_row(rows, line, line_number, out, cut)
+            continue
+        ts = int(digits) * 1000
+        if not has_column:
+            pid = payload_pid
+        if sink is not None:
+            if out:
+                _give(out, sink)
+            sink.row(BEGIN if kind == "B" else END, ts, line_number, pid, tid, name, task)
+        elif kind == "B":
+            if texts:
+                out.append((BEGIN, ts, line_number, pid, tid, tail, written))
+            else:
+                out.append((BEGIN, ts, line_number, pid, tid, name, task))
+        elif texts:
+            out.append((END, ts, line_number, pid, tid, tail, written))
+        else:
+            out.append((END, ts, line_number, pid, tid, "", task))
 
 
 def _slow_row(rows: _Rows, line: str, line_number: int, out: list[Event], cut: bool) -> None:

@@ -10,16 +10,17 @@ packets, no text; its flows and counter tracks: ``_pftrack``).  A new format is 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import Final, TextIO
 
 from nnemu._progress import Progress
 from nnemu.trace._chrome import NotLineJson, chrome_document_events, chrome_events, json_line_events
 from nnemu.trace._detect import TraceFormat, file_format, refuse_unreadable
 from nnemu.trace._events import RESTART, Event
-from nnemu.trace._ftrace import DumpEvents, one_line_blocks, row_batches
+from nnemu.trace._ftrace import DumpEvents, RowSink, feed_rows, one_line_blocks, row_batches
 from nnemu.trace._html import FtraceLines
 from nnemu.trace._rows import time_ordered
 
@@ -57,10 +58,11 @@ class TraceEvents:
         """Only slices, names and problems are wanted (no ``COUNTER`` or ``FLOW`` event): a
         Perfetto trace's flow ids and extra counter values are then not even decoded."""
         self.keep_bar = keep_bar
-        """A JSON file's progress bar is left drawn when its reading ends (``bar``: the
-        caller shows a last stage on it, then ``clear_bar``)."""
+        """The progress bar of a JSON or text file's reading in file order is left drawn when
+        it ends (``bar``: the caller shows a last stage on it, then ``clear_bar``)."""
         self.bar: Progress | None = None
-        """The progress bar of the last JSON reading (``keep_bar``)."""
+        """The progress bar of the last reading in file order of a JSON or text file
+        (``keep_bar``)."""
         self.last_line = 0
         """The last reading's line of its last JSON event (0: none, or not JSON)."""
         self.lines: FtraceLines | None = None
@@ -102,17 +104,47 @@ class TraceEvents:
 
         return perfetto_event_batches(self.path, slices_only=self.slices_only)
 
+    def feed(self, sink: RowSink, *, in_time_order: bool = False) -> None:
+        """Give the file's events, read from its start, to ``sink`` (``RowSink``): those
+        ``batches`` gives, in the same order, a text trace's usual rows as ``sink.row`` calls
+        (``feed_rows``: no tuple per row), every other event as ``sink.event``.
+
+        Raises:
+            TraceFormatError: As ``batches``.
+        """
+        if self.kind in (TraceFormat.PERFETTO, TraceFormat.JSON):
+            for batch in self.batches(in_time_order=in_time_order):
+                for event in batch:
+                    sink.event(event)
+            return
+        with self._text_blocks(in_time_order) as (blocks, dumps):
+            feed_rows(blocks, sink, dumps, problems=True)
+
     def _text_batches(self, in_time_order: bool) -> Iterator[list[Event]]:
+        with self._text_blocks(in_time_order) as (blocks, dumps):
+            yield from row_batches(blocks, dumps, problems=True)
+
+    @contextlib.contextmanager
+    def _text_blocks(
+        self, in_time_order: bool
+    ) -> Iterator[tuple[Iterable[tuple[int, list[str]]], DumpEvents]]:
+        """The blocks of a text trace's lines (``FtraceLines.blocks``; ``in_time_order``: its
+        rows one a block, ``time_ordered``) and the ``DumpEvents`` of its process dump, the
+        file open within (and its progress bar drawn, a reading in file order: kept drawn
+        after it with ``keep_bar``)."""
         dumps = DumpEvents()
         with open(self.path, encoding="utf-8", errors="replace") as handle:
             if in_time_order:
                 self.lines = FtraceLines(handle, on_dump=dumps)
-                rows = one_line_blocks(time_ordered(self.lines))
-                yield from row_batches(rows, dumps, problems=True)
+                yield one_line_blocks(time_ordered(self.lines)), dumps
                 return
-            with Progress(self.path, handle, self.progress, label=self.label) as bar:
+            bar = self.bar = Progress(self.path, handle, self.progress, label=self.label)
+            try:
                 self.lines = FtraceLines(bar.lines(handle), on_dump=dumps)
-                yield from row_batches(self.lines.blocks(), dumps, problems=True)
+                yield self.lines.blocks(), dumps
+            finally:
+                if not self.keep_bar:
+                    bar.clear()
 
     def _json_batches(self) -> Iterator[list[Event]]:
         """A JSON file's events in lists; a ``RESTART`` is a list of its own (a reader that

@@ -1,16 +1,20 @@
-"""The loader's ftrace fast path reads every row exactly as the ``ROW_RE`` path does."""
+"""The text reader's fast path loads every row exactly as the ``ROW_RE`` path does."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
+import tempfile
+from unittest import mock
 
 import pytest
 from hypothesis import strategies as st
 
 from nnemu import _native
-from nnemu.query import _loader
-from nnemu.query._loader import Loader
-from nnemu.query._schema import create_tables
+from nnemu.errors import TraceFormatError
+from nnemu.query._load import load_trace
+from nnemu.trace import _ftrace
 from tests.tiers import tiered
 
 _TASKS = st.sampled_from(["app", "<...>", "Binder:1-2", " x y", "HwBinder:2000_1", "a-b-c"])
@@ -40,13 +44,20 @@ def _rows(draw: st.DrawFn) -> str:
 
 def _load(lines: list[str], *, fast: bool) -> tuple[list[object], list[tuple[int, str]]]:
     conn = sqlite3.connect(":memory:")
-    create_tables(conn)
     warnings: list[tuple[int, str]] = []
-    loader = Loader(conn, lambda line, message: warnings.append((line, message)))
-    if not fast:
-        loader._head = lambda head: _loader._BAD_HEAD  # type: ignore[method-assign]
-    loader.load_ftrace(["# tracer: nop\n", *lines])
-    loader.finish()
+    with contextlib.ExitStack() as stack:
+        if not fast:  # every row read with ROW_RE
+            stack.enter_context(
+                mock.patch.object(_ftrace._Rows, "head", return_value=_ftrace._NO_HEAD)
+            )
+        handle, path = tempfile.mkstemp(suffix=".txt")
+        stack.callback(os.remove, path)
+        with os.fdopen(handle, "w") as out:
+            out.write("".join(["# tracer: nop\n", *lines]))
+        try:
+            load_trace(path, conn, lambda line, message: warnings.append((line, message)))
+        except TraceFormatError as error:
+            warnings.append((error.line_number, error.message))
     tables = [
         conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
         for table in (
@@ -64,8 +75,8 @@ def _load(lines: list[str], *, fast: bool) -> tuple[list[object], list[tuple[int
 
 @tiered(st.lists(_rows(), max_size=12), quick=60, wide=200)
 @pytest.mark.skipif(
-    _native.extension_of("nnemu.query._loader") is not None,
-    reason="a compiled Loader's methods cannot be patched (the source's run under pip install -e .)",
+    _native.extension_of("nnemu.trace._ftrace") is not None,
+    reason="a compiled reader's methods cannot be patched (the source's run under pip install -e .)",
 )
 def test_fast_path_matches_the_row_pattern(lines: list[str]):
     """Tables and warnings are the same whether rows take the fast path or ROW_RE."""

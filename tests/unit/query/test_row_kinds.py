@@ -1,8 +1,8 @@
 """Three kinds of odd systrace row, read alike by the text reader and by ``nnemu query``.
 
 The text reader (``nnemu.trace``'s ``row_batches``: the events replay reads, and parse) and
-query's own loader (``query/_loader.py``) read each row as Perfetto's trace processor reads
-it (``systrace_line_tokenizer.cc``, ``systrace_line_parser.cc``, ``systrace_parser.cc``);
+``nnemu query`` (whose loader, ``query/_loader.py``, is fed the same reader's rows:
+``feed_rows``) read each row as Perfetto's trace processor reads it (``systrace_line_tokenizer.cc``, ``systrace_line_parser.cc``, ``systrace_parser.cc``);
 where nnemu departs from it (a pid beyond pid_t), both depart alike (docs/query.md).
 """
 

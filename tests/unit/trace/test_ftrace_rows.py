@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from unittest import mock
 
+import hypothesis
 import pytest
 from hypothesis import strategies as st
 
@@ -20,6 +21,7 @@ from nnemu.trace import (
     TID_OUT_OF_RANGE,
     Event,
     FtraceLines,
+    RowSink,
     TraceEvents,
     _ftrace,
 )
@@ -142,3 +144,70 @@ def test_rows_of_lines_not_read_from_a_file_give_no_problems() -> None:
     )
     events = [e for batch in _ftrace.row_batches(lines.blocks()) for e in batch]
     assert events == [(BEGIN, 1_000_010_000, 2, 1000, 1001, "", "app")]
+
+
+class _Recorder(RowSink):
+    """A ``RowSink`` that keeps what it is given, a row's call as its event."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.rows = 0
+
+    def row(self, kind: int, ts: int, place: int, pid: int, tid: int, name: str, task: str) -> None:
+        self.rows += 1
+        self.events.append((kind, ts, place, pid, tid, name, task))
+
+    def event(self, event: Event) -> None:
+        self.events.append(event)
+
+
+_DUMP = (
+    '<script class="trace-data" type="application/text">\nPROCESS DUMP\n'
+    "USER PID PPID VSZ RSS WCHAN PC S NAME COMM\n"
+    "root 1000 1 0 0 0 0 S /system/bin/app app\n</script>\n"
+)
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(
+    lines=st.lists(_rows(), max_size=12),
+    cut=st.booleans(),
+    html=st.booleans(),
+    in_time_order=st.booleans(),
+)
+def test_a_sink_is_fed_the_events_the_batches_give(
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[str],
+    cut: bool,
+    html: bool,
+    in_time_order: bool,
+) -> None:
+    """``TraceEvents.feed`` gives a ``RowSink`` the events ``batches`` gives, in their order
+    (what ``nnemu query`` loads is what replay reads), in file or time order."""
+    text = "# tracer: nop\n" + "".join(lines)
+    if cut:
+        text = text.rstrip("\n")
+    if html:
+        text = (
+            '<html><body>\n<script class="trace-data" type="application/text">\n'
+            f"{text}\n</script>\n{_DUMP}</body></html>\n"
+        )
+    path = tmp_path_factory.mktemp("rows") / "t.txt"
+    path.write_text(text)
+    sink = _Recorder()
+    TraceEvents(path).feed(sink, in_time_order=in_time_order)
+    assert sink.events == _events(path, in_time_order=in_time_order)
+
+
+def test_a_sink_is_fed_usual_rows_as_calls(tmp_path: Path) -> None:
+    """The usual rows come as ``row`` calls (no event tuple); a row with a problem, with
+    its events, as ``event``."""
+    sink = _Recorder()
+    TraceEvents(_trace(tmp_path, "B|1000|x", "E|1000", "B||bad")).feed(sink)
+    assert sink.rows == 2
+    assert sink.events == [
+        (BEGIN, 1_000_010_000, 2, 1000, 1001, "x", "app"),
+        (END, 1_000_011_000, 3, 1000, 1001, "", "app"),
+        (PROBLEM, 0, 4, 1000, 0, MALFORMED_BEGIN, NO_SLICE),
+        (BEGIN, 1_000_012_000, 4, 1000, 1001, "", "app"),
+    ]
