@@ -41,7 +41,7 @@ from nnemu.scheduling import (
     preemption_for,
 )
 from nnemu.sim import Kernel, us
-from nnemu.tracer import Layer, Phase, Section, Tracer, mark
+from nnemu.tracer import CounterTrack, Layer, Phase, Section, Tracer, mark
 
 
 class Wake(enum.Enum):
@@ -90,9 +90,10 @@ class Device:
         self._gauges = tracer if tracer is not None and tracer.flows else None
         self.trace_pid = 0
         """The pid the device's counter tracks belong to (its driver service's)."""
-        self._traced_waiting = -1
-        self._traced_busy = -1
-        """The counters' values last passed to the tracer (-1: none yet), ``_trace_load``."""
+        self._waiting_track: CounterTrack | None = None
+        self._busy_track: CounterTrack | None = None
+        """The counters ``executions waiting`` and ``compute units busy`` of ``trace_pid``
+        (made by the first ``_trace_load``)."""
         self.units = spec.compute_units
         self.scheduler = spec.scheduler
         self.policy: SchedulingPolicy = policy_for(spec.scheduler)
@@ -118,22 +119,20 @@ class Device:
     def _trace_load(self) -> None:
         """Write the counters ``executions waiting`` and ``compute units busy``.
 
-        Only a counter whose value changed since its last call is passed on: the tracer
-        writes a counter only when it changes (``Tracer.counter``), so the trace is the same,
-        and nearly half the calls are saved (most call sites change one of the two).  The
-        device is the only writer of these counters of ``trace_pid``, so its last values are
-        the tracer's.
+        Through the device's own ``CounterTrack`` of each: a value that did not change (most
+        call sites change one of the two) costs a comparison, and a changed one its event,
+        with no lookup by name and pid.
         """
-        gauges = self._gauges
-        assert gauges is not None
-        waiting = len(self._waiting)
-        if waiting != self._traced_waiting:
-            self._traced_waiting = waiting
-            gauges.counter(self.trace_pid, "executions waiting", waiting)
-        busy = len(self._running)
-        if busy != self._traced_busy:
-            self._traced_busy = busy
-            gauges.counter(self.trace_pid, "compute units busy", busy)
+        waiting, busy = self._waiting_track, self._busy_track
+        if waiting is None or busy is None:
+            gauges = self._gauges
+            assert gauges is not None
+            waiting = self._waiting_track = gauges.counter_track(
+                self.trace_pid, "executions waiting"
+            )
+            busy = self._busy_track = gauges.counter_track(self.trace_pid, "compute units busy")
+        waiting.set(len(self._waiting))
+        busy.set(len(self._running))
 
     def _account(self) -> None:
         now = self.kernel.clock_ns

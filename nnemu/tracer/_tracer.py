@@ -197,6 +197,46 @@ class _UntracedSection(Section):
 _UNTRACED: Final = _UntracedSection()
 
 
+class CounterTrack:
+    """One counter of one process (``Tracer.counter_track``): ``set`` writes its value when
+    the value changed.
+
+    The event is the one ``Tracer.counter`` writes, ``(ts_ns, _NO_THREAD, None, (pid, name,
+    value))`` (``CounterInfo``): the event's thread slot is ``_NO_THREAD`` wherever it is
+    written, as a counter belongs to its process and no sink reads the slot
+    (``FlowSink.counter`` has none), so the current thread is not looked up.  A call site
+    that writes one counter again and again (the device's load, an app's executions in
+    flight) holds its track: a value costs a comparison, and a changed one an event, with
+    no lookup by name and pid.  Nothing is written unless a sink takes counters
+    (``Tracer.flows``) and tracing is on.
+    """
+
+    __slots__ = ("_tracer", "name", "pid", "value", "written")
+
+    def __init__(self, tracer: Tracer, pid: int, name: str) -> None:
+        self._tracer = tracer
+        self.pid: Final = pid
+        self.name: Final = name
+        self.value = 0
+        """The value last written (0 before the first: ``add`` starts from it)."""
+        self.written = False
+        """Whether a value is written yet (the first is written whatever it is)."""
+
+    def set(self, value: int) -> None:
+        """The counter is ``value`` from now on: write it if it changed (or is the first)."""
+        if value == self.value and self.written:
+            return
+        tracer = self._tracer
+        if tracer.flows and tracer.enabled:
+            self.value = value
+            self.written = True
+            tracer._write(_NO_THREAD, None, (self.pid, self.name, value))
+
+    def add(self, delta: int) -> None:
+        """Add ``delta`` to the counter (``set``)."""
+        self.set(self.value + delta)
+
+
 class Tracer:
     """Writes NNTRACE sections at the kernel's virtual time; a disabled tracer does nothing."""
 
@@ -234,8 +274,8 @@ class Tracer:
         ``receive``, as ``(ts_ns, thread, None, mark)``)."""
         self._flows: dict[Hashable, int] = {}
         self._flow_ids = 0
-        self._counters: dict[str, dict[int, int]] = {}
-        """Each counter's last value, by name and pid (no key tuple made per call)."""
+        self._counters: dict[str, dict[int, CounterTrack]] = {}
+        """Each counter's track (its last value), by name and pid (no key tuple made per call)."""
         self._choose_delivery()
 
     def _choose_delivery(self) -> None:
@@ -417,23 +457,28 @@ class Tracer:
     def counter(self, pid: int, name: str, value: int) -> None:
         """Counter ``name`` of process ``pid`` is ``value`` from now on (written when it changes).
 
-        The event's thread slot is ``_NO_THREAD`` wherever it is written: a counter belongs
-        to its process, and no sink reads the slot (``FlowSink.counter`` has none), so the
-        current thread is not looked up.
+        ``counter_track(pid, name).set(value)``: a call site that writes the same counter
+        again and again keeps its ``CounterTrack`` instead (no lookup per value).
         """
         if self.flows and self.enabled:
-            values = self._counters.get(name)
-            if values is None:
-                values = self._counters[name] = {}
-            if values.get(pid) != value:
-                values[pid] = value
-                self._write(_NO_THREAD, None, (pid, name, value))
+            self.counter_track(pid, name).set(value)
 
     def counter_add(self, pid: int, name: str, delta: int) -> None:
         """Add ``delta`` to counter ``name`` of process ``pid`` (which starts at 0)."""
         if self.flows and self.enabled:
-            values = self._counters.get(name)
-            self.counter(pid, name, (values.get(pid, 0) if values is not None else 0) + delta)
+            track = self.counter_track(pid, name)
+            track.set(track.value + delta)
+
+    def counter_track(self, pid: int, name: str) -> CounterTrack:
+        """Counter ``name`` of process ``pid``: the one track of that name and pid, made on
+        first use, which ``counter`` and ``counter_add`` write through too."""
+        tracks = self._counters.get(name)
+        if tracks is None:
+            tracks = self._counters[name] = {}
+        track = tracks.get(pid)
+        if track is None:
+            track = tracks[pid] = CounterTrack(self, pid, name)
+        return track
 
     # ------------------------------------------------------------ threads
 
