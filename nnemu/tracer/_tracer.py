@@ -440,19 +440,40 @@ class Tracer:
 
         Call it right after the section's begin.  Flow ids are numbered 1, 2, ... in the
         order flows start, so traces stay deterministic.  Costs nothing (no event, no id)
-        unless a sink that takes flows is attached.
+        unless a sink that takes flows is attached.  (A flow whose two ends one piece of
+        code holds needs no key: ``flow_start``.)
         """
         if self.flows and self.enabled and key is not None:
-            flow_id = self._flow_ids = self._flow_ids + 1
-            self._flows[key] = flow_id
-            self._write(_thread_now() or current_thread(), None, flow_id)
+            self._flows[key] = self.flow_start()
 
     def flow_in(self, key: Hashable) -> None:
         """End the flow ``flow_out(key)`` started at the section just begun on this thread."""
         if self.flows and self.enabled:
-            flow_id = self._flows.pop(key, None)
+            flows = self._flows
+            flow_id = flows.get(key)
             if flow_id is not None:
-                self._write(_thread_now() or current_thread(), None, -flow_id)
+                del flows[key]
+                self.flow_end(flow_id)
+
+    def flow_start(self) -> int:
+        """Start a flow at the section just begun on this thread: its id, which ``flow_end``
+        takes where the flow ends (0, which ``flow_end`` ignores, when no sink takes flows).
+
+        ``flow_out`` without a key: for a flow whose ends one piece of code holds (a binder
+        transaction's proxy and stub), so no lookup is made at either end.
+        """
+        if self.flows and self.enabled:
+            flow_id = self._flow_ids = self._flow_ids + 1
+            thread = _thread_now()
+            self._write(thread if thread is not None else current_thread(), None, flow_id)
+            return flow_id
+        return 0
+
+    def flow_end(self, flow_id: int) -> None:
+        """End flow ``flow_id`` (``flow_start``'s) at the section just begun on this thread."""
+        if flow_id and self.flows and self.enabled:
+            thread = _thread_now()
+            self._write(thread if thread is not None else current_thread(), None, -flow_id)
 
     def counter(self, pid: int, name: str, value: int) -> None:
         """Counter ``name`` of process ``pid`` is ``value`` from now on (written when it changes).
