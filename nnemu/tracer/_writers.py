@@ -445,7 +445,8 @@ class ChromeJsonWriter:
                     track = threads.get(id(thread)) or self._thread(thread)
                     last_thread = thread
                 if name is not None:
-                    buffer.write(track.begins.get(name) or self._begin(track, name))
+                    text = track.begins.get(name)
+                    buffer.write(text if text is not None else self._begin(track, name))
                 else:
                     buffer.write(track.end)
             elif isinstance(info, int):  # a flow (``FlowInfo``: its id, negated at its end)

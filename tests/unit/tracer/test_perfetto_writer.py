@@ -302,3 +302,31 @@ def test_chrome_json_timestamps_are_the_microseconds_as_floats():
         "tid": 701,
         "args": {"name": 'Hw"Binder'},
     }
+
+
+class _KeptBytes(io.BytesIO):
+    """A binary file that keeps its bytes when the writer closes it."""
+
+    kept = b""
+
+    def close(self) -> None:
+        self.kept = self.getvalue()
+        super().close()
+
+
+def test_pftrace_timestamps_of_every_varint_length():
+    """Each event's packet carries its own timestamp, from 0 to past 2^56 ns (one to nine
+    varint bytes), an event at the time of the one before included."""
+    from nnemu.tracer._perfetto_writer import PerfettoWriter
+
+    thread = SimThread(700, 701, "HwBinder")
+    stamps = [0, 127, 128, 16_383, 16_384, 2**35 - 1, 2**35, 2**42 + 3, 2**49 + 5, 2**56 + 7]
+    out = _KeptBytes()
+    writer = PerfettoWriter(out)
+    for ts in stamps:
+        writer.begin(ts, thread, "[NN_LA_PE]x")
+        writer.counter(ts, 700, "memory in use", ts % 1000)
+        writer.end(ts, thread)
+    writer.close()
+    events = [p for p in packets(out.kept) if p.HasField("track_event")]
+    assert [p.timestamp for p in events] == [ts for ts in stamps for _ in range(3)]
