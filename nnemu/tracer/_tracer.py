@@ -249,6 +249,9 @@ class Tracer:
         self._events: list[TraceEvent] = []
         """Events not yet released, in order (by time, then emission): nearly every event
         comes at or after the last one and is appended; an earlier one is inserted."""
+        self._last_ts = 0
+        """The time of the buffer's last event, when it holds one (read without the last
+        event's nested type checks, compiled)."""
         self._release_at = 1
         """Release when the buffer holds this many events."""
         self._by_id: dict[int, _Depth] = {}
@@ -292,7 +295,7 @@ class Tracer:
         """Send the buffered events the kernel's clock has passed (or all) to the sinks, in order."""
         events = self._events  # (in order already: ``_write``)
         horizon = self._kernel.clock_ns
-        if everything or not events or events[-1][0] <= horizon:
+        if everything or not events or self._last_ts <= horizon:
             ready = events.copy()
             events.clear()  # (in place: the sections hold this list)
         else:
@@ -361,7 +364,8 @@ class Tracer:
         ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
         event = (ts, thread, name, info)
         events = self._events
-        if not events or ts >= events[-1][0]:
+        if ts >= self._last_ts or not events:
+            self._last_ts = ts
             events.append(event)
             while count > 1:  # (an exit ending its switches too: no list to extend by)
                 events.append(event)
@@ -560,6 +564,7 @@ class Tracer:
         for thread, depth in sorted(self._depths.items(), key=lambda i: (i[0].pid, i[0].tid)):
             events.extend([(ts, thread, None, None)] * depth.open)
             depth.open = 0
+        self._last_ts = ts
         self._flows.clear()
         self._release(everything=True)
         failure: BaseException | None = None
