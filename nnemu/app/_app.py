@@ -33,7 +33,7 @@ from nnemu.sim import (
     SimThread,
     current_thread,
 )
-from nnemu.tracer import Layer, Phase, Tracer, mark, raw_mark
+from nnemu.tracer import CounterTrack, Layer, Phase, Tracer, mark, raw_mark
 
 logger = structlog.get_logger(layer="app")
 
@@ -115,6 +115,10 @@ class Application:
             nursery=nursery,
             files=files,
         )
+        self._in_flight: CounterTrack | None = (
+            tracer.counter_track(self.process.pid, "executions in flight") if tracer.flows else None
+        )
+        """The app's ``executions in flight`` counter (None: no sink takes counters)."""
         self.stats = AppStats()
         self.records: list[ExecutionRecord] | None = None
         """Per-execution records, when the run keeps them (``keep_executions``)."""
@@ -371,9 +375,10 @@ class Application:
             with self.tracer.section(raw_mark(f"{WAITED_MARK}{started_ns - arrival_ns} ns")):
                 pass
         detailed = self.records is not None
+        in_flight = self._in_flight
         while True:
-            if self.tracer.flows:
-                self.tracer.counter_add(self.process.pid, "executions in flight", 1)
+            if in_flight is not None:
+                in_flight.add(1)
             # The layers below add the attempt's time to its split as they spend it.
             split = ExecutionSplit(detailed)
             outer, kernel.split = kernel.split, split
@@ -382,8 +387,8 @@ class Application:
             finally:
                 kernel.split = outer
             self.stats.energy += split.energy
-            if self.tracer.flows:
-                self.tracer.counter_add(self.process.pid, "executions in flight", -1)
+            if in_flight is not None:
+                in_flight.add(-1)
             if (
                 code is _NO_ERROR  # (the usual case, before the property's call)
                 or not code.is_transient

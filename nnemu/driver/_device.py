@@ -41,7 +41,7 @@ from nnemu.scheduling import (
     preemption_for,
 )
 from nnemu.sim import Kernel, us
-from nnemu.tracer import Layer, Phase, Section, Tracer, mark
+from nnemu.tracer import CounterTrack, Layer, Phase, Section, Tracer, mark
 
 
 class Wake(enum.Enum):
@@ -90,6 +90,10 @@ class Device:
         self._gauges = tracer if tracer is not None and tracer.flows else None
         self.trace_pid = 0
         """The pid the device's counter tracks belong to (its driver service's)."""
+        self._waiting_track: CounterTrack | None = None
+        self._busy_track: CounterTrack | None = None
+        """The counters ``executions waiting`` and ``compute units busy`` of ``trace_pid``
+        (made by the first ``_trace_load``)."""
         self.units = spec.compute_units
         self.scheduler = spec.scheduler
         self.policy: SchedulingPolicy = policy_for(spec.scheduler)
@@ -113,11 +117,22 @@ class Device:
 
     # ------------------------------------------------------------ accounting
     def _trace_load(self) -> None:
-        """Write the counters ``executions waiting`` and ``compute units busy``."""
-        gauges = self._gauges
-        assert gauges is not None
-        gauges.counter(self.trace_pid, "executions waiting", len(self._waiting))
-        gauges.counter(self.trace_pid, "compute units busy", len(self._running))
+        """Write the counters ``executions waiting`` and ``compute units busy``.
+
+        Through the device's own ``CounterTrack`` of each: a value that did not change (most
+        call sites change one of the two) costs a comparison, and a changed one its event,
+        with no lookup by name and pid.
+        """
+        waiting, busy = self._waiting_track, self._busy_track
+        if waiting is None or busy is None:
+            gauges = self._gauges
+            assert gauges is not None
+            waiting = self._waiting_track = gauges.counter_track(
+                self.trace_pid, "executions waiting"
+            )
+            busy = self._busy_track = gauges.counter_track(self.trace_pid, "compute units busy")
+        waiting.set(len(self._waiting))
+        busy.set(len(self._running))
 
     def _account(self) -> None:
         now = self.kernel.clock_ns

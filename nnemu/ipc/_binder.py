@@ -171,11 +171,10 @@ class Binder:
                 self.on_call(names[0])
         _, client, server = names
         fixed = self._fixed_latency
-        flows, tx = tracer.flows, self.transactions
+        flows = tracer.flows
         split = kernel.split
         with tracer.section(client):
-            if flows:
-                tracer.flow_out(tx)  # the arrow to the ::server slice
+            flow = tracer.flow_start() if flows else 0  # the arrow to the ::server slice
             if not callee.alive:
                 return self._returned(iface, method, DEAD)
             request_ns = fixed.get(payload_bytes) if fixed is not None else None
@@ -197,7 +196,7 @@ class Binder:
                 try:
                     with tracer.section(server):
                         if flows:
-                            tracer.flow_in(tx)
+                            tracer.flow_end(flow)
                             tracer.flow_out(launches)  # the arrow to the callback's notify
                         result = await serve(*args)
                 finally:
@@ -250,10 +249,11 @@ class Binder:
         """
         kernel, tracer = self.kernel, self.tracer
         _, client, server = self._start(iface, method)
-        flows, tx = tracer.flows, self.transactions
+        flows = tracer.flows
         with tracer.section(client):  # the proxy of a oneway call returns at once
+            flow = 0
             if flows:
-                tracer.flow_out(tx)
+                flow = tracer.flow_start()
                 tracer.flow_in(completes)  # the arrow from the call this notify completes
         if not callee.alive:
             return False
@@ -272,7 +272,7 @@ class Binder:
             with as_thread(thread):
                 tracer.begin(server)
                 if flows:
-                    tracer.flow_in(tx)
+                    tracer.flow_end(flow)
 
             def served() -> None:
                 with as_thread(thread):

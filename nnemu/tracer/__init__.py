@@ -34,7 +34,15 @@ if TYPE_CHECKING:
         TraceSink,
     )
     from nnemu.tracer._open import open_trace_writer
-    from nnemu.tracer._tracer import BATCH_EVENTS, Mark, Section, Tracer, mark, raw_mark
+    from nnemu.tracer._tracer import (
+        BATCH_EVENTS,
+        CounterTrack,
+        Mark,
+        Section,
+        Tracer,
+        mark,
+        raw_mark,
+    )
     from nnemu.tracer._truth import GroundTruth
     from nnemu.tracer._truth_records import CELL_LAYERS, CELL_PHASES, ProcessTruth, RunTruth
     from nnemu.tracer._writers import ChromeJsonWriter, FtraceWriter
@@ -42,6 +50,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "BATCH_EVENTS": "nnemu.tracer._tracer",
     "BatchSink": "nnemu.tracer._events",
+    "CounterTrack": "nnemu.tracer._tracer",
     "FlowSink": "nnemu.tracer._events",
     "Mark": "nnemu.tracer._tracer",
     "mark": "nnemu.tracer._tracer",
@@ -75,6 +84,7 @@ __all__ = [
     "SUBPHASES",
     "BatchSink",
     "ChromeJsonWriter",
+    "CounterTrack",
     "FlowSink",
     "FtraceWriter",
     "GroundTruth",

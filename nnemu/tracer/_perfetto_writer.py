@@ -159,8 +159,10 @@ class PerfettoWriter:
         self._held_name = ""
         self._held_ts = 0
         self._event_ts = -1
-        self._event_ts_size = 0
-        """The last timestamp an event packet had, and its varint's size."""
+        self._event_ts_field = b""
+        """The last timestamp an event packet had, and its field (the tag and the varint)."""
+        self._ts_buffer = BytesWriter()
+        """Where each timestamp's field is made."""
         self._held_flows: list[int] = []
         """The held begin's flows (``FlowInfo``s: an id, negated where the flow ends)."""
 
@@ -173,18 +175,24 @@ class PerfettoWriter:
 
     def _event_head(self, ts_ns: int, rest: int) -> None:
         """Write a packet's record header and timestamp; ``rest`` bytes of fields follow."""
+        # The timestamp's field is made once per timestamp (about two events in three share
+        # the one before): each event copies its bytes.
+        field = self._event_ts_field
         if ts_ns != self._event_ts:
             self._event_ts = ts_ns
-            self._event_ts_size = _varint_size(ts_ns)
-        size = 1 + self._event_ts_size + rest
+            made = self._ts_buffer
+            made.truncate(0)
+            made.append(0x40)  # TracePacket.timestamp (field 8)
+            _put_varint(made, ts_ns)
+            field = self._event_ts_field = made.getvalue()
+        size = len(field) + rest
         buffer = self._buffer
         buffer.append(0x0A)  # field 1 (Trace.packet), length-delimited
         if size < 0x80:
             buffer.append(size)
         else:
             buffer.write(_varint(size))
-        buffer.append(0x40)  # TracePacket.timestamp (field 8)
-        _put_varint(buffer, ts_ns)
+        buffer.write(field)
 
     def _packet(self, ts_field: bytes, tail: bytes) -> None:
         """Write one ``Trace.packet`` record (field 1): ``ts_field`` and ``tail`` are its fields."""
@@ -244,9 +252,11 @@ class PerfettoWriter:
                 flow = -flow
             else:
                 buffer.write(_FLOW)
-            for _ in range(8):
+            count = 8
+            while count > 0:  # (not ``for _ in range``: compiled, ``_`` is boxed each time)
                 buffer.append(flow & 0xFF)
                 flow >>= 8
+                count -= 1
         flows.clear()
         buffer.write(interned)
 

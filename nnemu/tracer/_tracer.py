@@ -197,6 +197,46 @@ class _UntracedSection(Section):
 _UNTRACED: Final = _UntracedSection()
 
 
+class CounterTrack:
+    """One counter of one process (``Tracer.counter_track``): ``set`` writes its value when
+    the value changed.
+
+    The event is the one ``Tracer.counter`` writes, ``(ts_ns, _NO_THREAD, None, (pid, name,
+    value))`` (``CounterInfo``): the event's thread slot is ``_NO_THREAD`` wherever it is
+    written, as a counter belongs to its process and no sink reads the slot
+    (``FlowSink.counter`` has none), so the current thread is not looked up.  A call site
+    that writes one counter again and again (the device's load, an app's executions in
+    flight) holds its track: a value costs a comparison, and a changed one an event, with
+    no lookup by name and pid.  Nothing is written unless a sink takes counters
+    (``Tracer.flows``) and tracing is on.
+    """
+
+    __slots__ = ("_tracer", "name", "pid", "value", "written")
+
+    def __init__(self, tracer: Tracer, pid: int, name: str) -> None:
+        self._tracer = tracer
+        self.pid: Final = pid
+        self.name: Final = name
+        self.value = 0
+        """The value last written (0 before the first: ``add`` starts from it)."""
+        self.written = False
+        """Whether a value is written yet (the first is written whatever it is)."""
+
+    def set(self, value: int) -> None:
+        """The counter is ``value`` from now on: write it if it changed (or is the first)."""
+        if value == self.value and self.written:
+            return
+        tracer = self._tracer
+        if tracer.flows and tracer.enabled:
+            self.value = value
+            self.written = True
+            tracer._write(_NO_THREAD, None, (self.pid, self.name, value))
+
+    def add(self, delta: int) -> None:
+        """Add ``delta`` to the counter (``set``)."""
+        self.set(self.value + delta)
+
+
 class Tracer:
     """Writes NNTRACE sections at the kernel's virtual time; a disabled tracer does nothing."""
 
@@ -209,6 +249,9 @@ class Tracer:
         self._events: list[TraceEvent] = []
         """Events not yet released, in order (by time, then emission): nearly every event
         comes at or after the last one and is appended; an earlier one is inserted."""
+        self._last_ts = 0
+        """The time of the buffer's last event, when it holds one (read without the last
+        event's nested type checks, compiled)."""
         self._release_at = 1
         """Release when the buffer holds this many events."""
         self._by_id: dict[int, _Depth] = {}
@@ -234,8 +277,8 @@ class Tracer:
         ``receive``, as ``(ts_ns, thread, None, mark)``)."""
         self._flows: dict[Hashable, int] = {}
         self._flow_ids = 0
-        self._counters: dict[str, dict[int, int]] = {}
-        """Each counter's last value, by name and pid (no key tuple made per call)."""
+        self._counters: dict[str, dict[int, CounterTrack]] = {}
+        """Each counter's track (its last value), by name and pid (no key tuple made per call)."""
         self._choose_delivery()
 
     def _choose_delivery(self) -> None:
@@ -252,7 +295,7 @@ class Tracer:
         """Send the buffered events the kernel's clock has passed (or all) to the sinks, in order."""
         events = self._events  # (in order already: ``_write``)
         horizon = self._kernel.clock_ns
-        if everything or not events or events[-1][0] <= horizon:
+        if everything or not events or self._last_ts <= horizon:
             ready = events.copy()
             events.clear()  # (in place: the sections hold this list)
         else:
@@ -321,7 +364,8 @@ class Tracer:
         ts = kernel.clock_ns + proc.lag_ns if proc is not None else kernel.clock_ns
         event = (ts, thread, name, info)
         events = self._events
-        if not events or ts >= events[-1][0]:
+        if ts >= self._last_ts or not events:
+            self._last_ts = ts
             events.append(event)
             while count > 1:  # (an exit ending its switches too: no list to extend by)
                 events.append(event)
@@ -400,40 +444,66 @@ class Tracer:
 
         Call it right after the section's begin.  Flow ids are numbered 1, 2, ... in the
         order flows start, so traces stay deterministic.  Costs nothing (no event, no id)
-        unless a sink that takes flows is attached.
+        unless a sink that takes flows is attached.  (A flow whose two ends one piece of
+        code holds needs no key: ``flow_start``.)
         """
         if self.flows and self.enabled and key is not None:
-            flow_id = self._flow_ids = self._flow_ids + 1
-            self._flows[key] = flow_id
-            self._write(_thread_now() or current_thread(), None, flow_id)
+            self._flows[key] = self.flow_start()
 
     def flow_in(self, key: Hashable) -> None:
         """End the flow ``flow_out(key)`` started at the section just begun on this thread."""
         if self.flows and self.enabled:
-            flow_id = self._flows.pop(key, None)
+            flows = self._flows
+            flow_id = flows.get(key)
             if flow_id is not None:
-                self._write(_thread_now() or current_thread(), None, -flow_id)
+                del flows[key]
+                self.flow_end(flow_id)
+
+    def flow_start(self) -> int:
+        """Start a flow at the section just begun on this thread: its id, which ``flow_end``
+        takes where the flow ends (0, which ``flow_end`` ignores, when no sink takes flows).
+
+        ``flow_out`` without a key: for a flow whose ends one piece of code holds (a binder
+        transaction's proxy and stub), so no lookup is made at either end.
+        """
+        if self.flows and self.enabled:
+            flow_id = self._flow_ids = self._flow_ids + 1
+            thread = _thread_now()
+            self._write(thread if thread is not None else current_thread(), None, flow_id)
+            return flow_id
+        return 0
+
+    def flow_end(self, flow_id: int) -> None:
+        """End flow ``flow_id`` (``flow_start``'s) at the section just begun on this thread."""
+        if flow_id and self.flows and self.enabled:
+            thread = _thread_now()
+            self._write(thread if thread is not None else current_thread(), None, -flow_id)
 
     def counter(self, pid: int, name: str, value: int) -> None:
         """Counter ``name`` of process ``pid`` is ``value`` from now on (written when it changes).
 
-        The event's thread slot is ``_NO_THREAD`` wherever it is written: a counter belongs
-        to its process, and no sink reads the slot (``FlowSink.counter`` has none), so the
-        current thread is not looked up.
+        ``counter_track(pid, name).set(value)``: a call site that writes the same counter
+        again and again keeps its ``CounterTrack`` instead (no lookup per value).
         """
         if self.flows and self.enabled:
-            values = self._counters.get(name)
-            if values is None:
-                values = self._counters[name] = {}
-            if values.get(pid) != value:
-                values[pid] = value
-                self._write(_NO_THREAD, None, (pid, name, value))
+            self.counter_track(pid, name).set(value)
 
     def counter_add(self, pid: int, name: str, delta: int) -> None:
         """Add ``delta`` to counter ``name`` of process ``pid`` (which starts at 0)."""
         if self.flows and self.enabled:
-            values = self._counters.get(name)
-            self.counter(pid, name, (values.get(pid, 0) if values is not None else 0) + delta)
+            track = self.counter_track(pid, name)
+            track.set(track.value + delta)
+
+    def counter_track(self, pid: int, name: str) -> CounterTrack:
+        """Counter ``name`` of process ``pid``: the one track of that name and pid, made on
+        first use, which ``counter`` and ``counter_add`` write through too."""
+        tracks = self._counters.get(name)
+        if tracks is None:
+            tracks = self._counters[name] = {}
+        track = tracks.get(pid)
+        if track is None:
+            track = tracks[pid] = CounterTrack(self, pid, name)
+        return track
 
     # ------------------------------------------------------------ threads
 
@@ -494,6 +564,7 @@ class Tracer:
         for thread, depth in sorted(self._depths.items(), key=lambda i: (i[0].pid, i[0].tid)):
             events.extend([(ts, thread, None, None)] * depth.open)
             depth.open = 0
+        self._last_ts = ts
         self._flows.clear()
         self._release(everything=True)
         failure: BaseException | None = None

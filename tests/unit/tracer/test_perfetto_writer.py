@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import sqlite3
 import sys
 from collections import Counter
@@ -302,3 +303,49 @@ def test_chrome_json_timestamps_are_the_microseconds_as_floats():
         "tid": 701,
         "args": {"name": 'Hw"Binder'},
     }
+
+
+def test_chrome_json_timestamps_across_milliseconds_and_seconds():
+    """Whole-µs stamps close together (the same µs, ms or second as the one before) and far
+    apart are each ns / 1000 as JSON writes that float."""
+    rng = random.Random(26)
+    ts, stamps = 999_000_000, []
+    for _ in range(3000):
+        ts += rng.choice((0, 0, 1, 7, 400, 999, 1000, 1001, 250_000, 3_000_000)) * 1000
+        stamps.append(ts)
+    thread = SimThread(700, 701, "HwBinder")
+    out = _Kept()
+    writer = ChromeJsonWriter(out)
+    for ts in stamps:
+        writer.begin(ts, thread, "[NN_LA_PE]x")
+    writer.close()
+    events = [json.loads(line) for line in _json_lines(out.kept)]
+    assert [e["ts"] for e in events if e["ph"] == "B"] == [ts / 1000 for ts in stamps]
+
+
+class _KeptBytes(io.BytesIO):
+    """A binary file that keeps its bytes when the writer closes it."""
+
+    kept = b""
+
+    def close(self) -> None:
+        self.kept = self.getvalue()
+        super().close()
+
+
+def test_pftrace_timestamps_of_every_varint_length():
+    """Each event's packet carries its own timestamp, from 0 to past 2^56 ns (one to nine
+    varint bytes), an event at the time of the one before included."""
+    from nnemu.tracer._perfetto_writer import PerfettoWriter
+
+    thread = SimThread(700, 701, "HwBinder")
+    stamps = [0, 127, 128, 16_383, 16_384, 2**35 - 1, 2**35, 2**42 + 3, 2**49 + 5, 2**56 + 7]
+    out = _KeptBytes()
+    writer = PerfettoWriter(out)
+    for ts in stamps:
+        writer.begin(ts, thread, "[NN_LA_PE]x")
+        writer.counter(ts, 700, "memory in use", ts % 1000)
+        writer.end(ts, thread)
+    writer.close()
+    events = [p for p in packets(out.kept) if p.HasField("track_event")]
+    assert [p.timestamp for p in events] == [ts for ts in stamps for _ in range(3)]
