@@ -11,13 +11,12 @@ gap below 0.
 
 from __future__ import annotations
 
-import statistics
 from array import array
 from typing import Final
 
 import attrs
 
-from nnemu.replay._columns import sorted_order
+from nnemu.replay._columns import median_low, sorted_order
 
 LOOP_SHARE: Final = 0.9
 """Of an app's gaps (end to next arrival on one thread), the share that must lie within
@@ -94,12 +93,12 @@ def closed_loop(closed: array[int]) -> ClosedLoop | None:
         last = row
     if len(gaps) < MIN_GAPS:
         return None
-    think = round(statistics.median_low(gaps))
+    think = round(median_low(gaps))
     if think < 0:
         return None
     tolerance = TOLERANCE_NS + round(TOLERANCE_SHARE * think)
     in_loop = _within(gaps, think, tolerance)
-    periodic = _within(intervals, statistics.median_low(intervals), tolerance)
+    periodic = _within(intervals, median_low(intervals), tolerance)
     if in_loop < LOOP_SHARE * len(gaps) or (periodic >= in_loop and think > TOLERANCE_NS):
         return None
     return ClosedLoop(
