@@ -195,7 +195,8 @@ def _answered(
 def _order(flat: array[int]) -> array[int] | None:
     """The order that sorts a flat (begin, tid, duration) array by begin and thread (the
     order a sort of sections by begin, pid and tid gives); None when already sorted."""
-    begins, tids = flat[::3], flat[1::3]
+    rows = memoryview(flat)  # (views, not copies: bench/README.md)
+    begins, tids = rows[::3], rows[1::3]
     keys = zip(begins, tids, strict=True)
     if all(a <= b for a, b in itertools.pairwise(keys)):
         return None
@@ -293,9 +294,8 @@ def _executions(
         return begins, executions, served
     # Synchronous (ended by their own end) and asynchronous calls: all in begin order.
     order = _order(sync) or range(len(sync_slots))
-    sync_begins = sync[::3]
-    sync_durations = sync[2::3]
-    del sync
+    rows = memoryview(sync)  # (views, not copies: bench/README.md)
+    sync_begins, sync_durations = rows[::3], rows[2::3]
     if not executions:
         return (
             array("q", (sync_begins[i] for i in order)),
@@ -382,22 +382,33 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         begins, closed, tally.la_inside = joined.arrivals_ns, joined.closed, joined.inside
         failed, refused = joined.failed, joined.refused
         retried, waited = joined.retried, joined.waited
+        del joined
+    inside = tally.la_inside if which == _LA and tally.la_inside is not None else _NONE
+    # The replay compiles once, not inside each execution: a loop would issue them early.
+    loop = None if any(inside) else closed_loop(closed)
+    # Each of the read's columns goes as the plan's copy is made (bench/README.md).
+    tally.la_begins = tally.lr_begins = tally.hal_begins = _NONE
+    issued = len(begins)
+    arrivals = _ascending(begins)
+    del begins
+    tally.la_closed = tally.lr_closed = tally.hal_closed = _NONE
     order = _order(closed)
-    latencies, closed_begins = closed[2::3], closed[::3]
-    if order is not None:
-        latencies = array("q", (latencies[i] for i in order))
-        closed_begins = array("q", (closed_begins[i] for i in order))
-    inside = _NONE
-    if which == _LA and tally.la_inside is not None:
-        inside = tally.la_inside
-        if order is not None:
-            inside = array("q", (inside[i] for i in order))
+    if order is None:
+        latencies, closed_begins = closed[2::3], closed[::3]
+    else:
+        rows = memoryview(closed)  # (views, not copies: bench/README.md)
+        latencies = array("q", (rows[3 * i + 2] for i in order))
+        closed_begins = array("q", (rows[3 * i] for i in order))
+        del rows
+    del closed
+    if order is not None and inside:
+        inside = array("q", (inside[i] for i in order))
     return TraceApp(
         pid=pid,
         name=base,
         process_name=process_name,
         model_name=tally.po_name,
-        arrivals_ns=_ascending(begins),
+        arrivals_ns=arrivals,
         arrival_source=source,
         execution_mode=mode,
         max_in_flight=max(1, tally.flight[which].best),
@@ -408,7 +419,7 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         timeout_calls=tally.timeout_calls,
         latencies_ns=latencies,
         latency_begins_ns=closed_begins,
-        never_ended=len(begins) - len(latencies) - failed,
+        never_ended=issued - len(latencies) - failed,
         failed=failed,
         refused_ns=refused,
         retried=retried,
@@ -421,6 +432,5 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         start_ns=tally.po_begin,
         fallbacks=tally.fallbacks,
         reusable_calls=tally.reusable_calls,
-        # The replay compiles once, not inside each execution: a loop would issue them early.
-        loop=None if any(inside) else closed_loop(closed),
+        loop=loop,
     )
