@@ -8,8 +8,10 @@ same rules.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import statistics
+from array import array
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -20,6 +22,7 @@ from nnemu.driver import BURST_POLL_NS
 from nnemu.hal import ExecutionPreference
 from nnemu.replay._attempts import marks_line
 from nnemu.replay._built import BuiltReplay, Note, _ms, _Notes
+from nnemu.replay._columns import median
 from nnemu.replay._devices import _app_model, _device, _fit_models
 from nnemu.replay._plan import TraceApp, TraceDriver, TracePlan
 from nnemu.scenario import (
@@ -47,11 +50,12 @@ never end in the trace."""
 
 def _loop_period_ns(plan: TracePlan) -> int:
     """Shift between loops: the trace's span plus its median gap between arrivals."""
-    arrivals = sorted(t for app in plan.apps for t in app.arrivals_ns)
-    gaps = [b - a for a, b in itertools.pairwise(arrivals) if b > a]
-    span = arrivals[-1] - arrivals[0]
+    # (Each app's arrivals are sorted: merged, and the gaps 8-byte ints, bench/README.md.)
+    arrivals = heapq.merge(*(app.arrivals_ns for app in plan.apps))
+    gaps = array("q", (b - a for a, b in itertools.pairwise(arrivals) if b > a))
+    span = max(a.arrivals_ns[-1] for a in plan.apps) - min(a.arrivals_ns[0] for a in plan.apps)
     if gaps:
-        return span + int(statistics.median(gaps))
+        return span + int(median(gaps))
     durations = [d.median_execution_ns for d in plan.drivers if d.median_execution_ns]
     return span + (int(max(durations)) if durations else 1_000_000)
 
@@ -119,7 +123,7 @@ def build_replay(
     models = [model_of_app[app.pid] for app in plan.apps]
     ipc = _ipc(plan, notes)
     driver_by_pid = {d.pid: d for d in plan.drivers}
-    wake_ns = int(statistics.median(plan.ipc_latency_ns)) if plan.ipc_latency_ns else None
+    wake_ns = int(median(plan.ipc_latency_ns)) if plan.ipc_latency_ns else None
     apps = [
         _app(
             app,
@@ -206,7 +210,7 @@ def _ipc(plan: TracePlan, notes: _Notes) -> IpcSpec:
     """The IPC latency: the median delay from a HIDL call's client side to its server side."""
     ipc = IpcSpec()
     if plan.ipc_latency_ns:
-        latency = _ms(statistics.median(plan.ipc_latency_ns)) * 1000
+        latency = _ms(median(plan.ipc_latency_ns)) * 1000
         ipc = IpcSpec(latency_us=round(latency, 3))
         notes.derive(
             f"ipc.latency_us: {ipc.latency_us:g} (median of {len(plan.ipc_latency_ns)} "
@@ -545,7 +549,7 @@ def describe_plan(plan: TracePlan) -> list[str]:
             + (f" ({driver.unfinished} more did not finish)" if driver.unfinished else "")
             + (
                 f"; {counted(driver.burst_executions, 'burst execution')}, median "
-                f"{_ms(statistics.median(driver.burst_execution_ns)):.3f} ms"
+                f"{_ms(median(driver.burst_execution_ns)):.3f} ms"
                 if driver.burst_execution_ns
                 else ""
             )

@@ -3,15 +3,20 @@
 A replay of a 1 GB trace holds more than a million executions; a row as a tuple of Python
 ints takes ~130-200 bytes where its 8-byte column entries take 8 each (bench/README.md,
 ``bench_memory.py``'s replay row).  So the orders the extraction needs are computed from
-the columns, each row's key packed into one int.
+the columns, each row's key packed into one int; and their values are sorted (for a
+median, a quantile, a sweep in time order) a chunk at a time, not as one list of Python
+numbers (~32-40 bytes a value: ``ascending``).
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 from array import array
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Final, TypeVar
+
+_N = TypeVar("_N", int, float)
 
 
 def sorted_order(*columns: Sequence[int]) -> array[int]:
@@ -67,3 +72,51 @@ def _sorted_runs(columns: Sequence[Sequence[int]], count: int) -> array[int] | N
     )
     # (key, index) pairs: equal keys come out in index order, as a stable sort leaves them.
     return array("q", (i for _, i in heapq.merge(*runs)))
+
+
+CHUNK: Final = 1 << 16
+"""Values ``ascending`` sorts as one list at a time."""
+
+
+def ascending(values: Sequence[_N]) -> Iterator[_N]:
+    """``values`` in ascending order, as ``iter(sorted(values))`` gives them: sorted a
+    ``CHUNK`` at a time into 8-byte columns (of ``values``' type code, an array's) and
+    merged, so that no more than a chunk of them is a list of Python numbers at once."""
+    if len(values) <= CHUNK:
+        return iter(sorted(values))
+    code = values.typecode if isinstance(values, array) else None
+    chunks: list[Sequence[_N]] = []
+    for start in range(0, len(values), CHUNK):
+        chunk = sorted(values[start : start + CHUNK])
+        chunks.append(chunk if code is None else array(code, chunk))
+    return heapq.merge(*chunks)
+
+
+def sorted_column(values: Iterable[int]) -> array[int]:
+    """``values`` sorted into an 8-byte column (gathered into one first, then sorted by
+    ``ascending``)."""
+    column = values if isinstance(values, array) else array("q", values)
+    return array("q", ascending(column))
+
+
+def median(values: Sequence[_N]) -> _N | float:
+    """``statistics.median(values)`` (the middle value; the mean of the two middle ones of
+    an even count), sorted by ``ascending``."""
+    count = len(values)
+    if count % 2:
+        return _at(values, count // 2, 1)[0]
+    low, high = _at(values, count // 2 - 1, 2)
+    return (low + high) / 2
+
+
+def median_low(values: Sequence[_N]) -> _N:
+    """``statistics.median_low(values)`` (the lower of the two middle values of an even
+    count), sorted by ``ascending``."""
+    return _at(values, (len(values) - 1) // 2, 1)[0]
+
+
+def _at(values: Sequence[_N], rank: int, count: int) -> list[_N]:
+    """The ``count`` values from the ``rank``-th smallest (0: the least) of ``values``."""
+    if not values:
+        raise ValueError("no median of no values")  # (as statistics' StatisticsError)
+    return list(itertools.islice(ascending(values), rank, rank + count))

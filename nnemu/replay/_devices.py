@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import bisect
 import math
-import statistics
+from array import array
 from collections.abc import Sequence
 from typing import Final
 
@@ -17,6 +17,7 @@ from nnemu._text import counted
 from nnemu.driver import VALIDATE_NS_PER_OP, capabilities_from, compute_plan
 from nnemu.hal import OperationType
 from nnemu.replay._built import _ms, _Notes, choose_model
+from nnemu.replay._columns import median
 from nnemu.replay._plan import TraceApp, TraceDriver, TracePlan
 from nnemu.scenario import (
     CpuSpec,
@@ -110,12 +111,12 @@ def _app_model(app: TraceApp, plan: TracePlan, notes: _Notes) -> ModelSpec:
         mine, what = _app_device_ns(driver, app)
         launch_us = DeviceCostSpec().launch_us
         fastest = _fastest_ns(spec) + round(launch_us * 1000)
-        if mine and statistics.median(mine) < fastest:
+        if mine and median(mine) < fastest:
             small = attrs.evolve(spec, preset=None, layers=SMALL_LAYERS)
             notes.assume(
                 f"apps.{app.name}: model {SMALL_NAME} {choice.dtype} ({why}; one operation, "
                 f"as the median device time of {len(mine)} {what} on {driver.name}, "
-                f"{_ms(statistics.median(mine)):.3f} ms, is less than {choice.preset} "
+                f"{_ms(median(mine)):.3f} ms, is less than {choice.preset} "
                 f"{choice.dtype} can take: at the fastest {_ms(fastest - launch_us * 1000):.3f} "
                 f"ms + launch {launch_us:g} us)",
                 *small_keys,
@@ -187,9 +188,9 @@ def _device_time_ns(driver: TraceDriver, app: TraceApp | None) -> tuple[int, int
     if app is not None:
         mine, what = _app_device_ns(driver, app)
         if mine:
-            return int(statistics.median(mine)), len(mine), what
+            return int(median(mine)), len(mine), what
     if driver.service_ns:
-        return int(statistics.median(driver.service_ns)), len(driver.service_ns), "executions"
+        return int(median(driver.service_ns)), len(driver.service_ns), "executions"
     return None
 
 
@@ -422,16 +423,17 @@ def _jitter(
     groups = [driver.service_of(app.pid) for app in users] or ([driver.service_ns] if pool else [])
     if pool and sum(len(g) for g in groups) < MIN_JITTER_EXECUTIONS:
         groups = [driver.service_ns]
-    deviations: list[float] = []
+    # 8-byte floats, sorted a chunk at a time for the medians (bench/README.md).
+    deviations = array("d")
     for group in groups:
-        logs = [math.log(ns) for ns in group if ns > 0]
+        logs = array("d", (math.log(ns) for ns in group if ns > 0))
         if len(logs) < 2:
             continue
-        centre = statistics.median(logs)
+        centre = median(logs)
         deviations.extend(abs(x - centre) for x in logs)
     if len(deviations) < MIN_JITTER_EXECUTIONS:
         return None
-    sigma = round(1.4826 * statistics.median(deviations), 3)
+    sigma = round(1.4826 * median(deviations), 3)
     return (sigma, len(deviations)) if sigma > 0 else None
 
 
@@ -495,7 +497,7 @@ def _fit_models(
         if not mine:
             continue
         spec = model_of_app[app.pid]
-        target = int(statistics.median(mine))
+        target = int(median(mine))
         now = _compute_ns(spec, device.performance, CpuSpec()) + round(device.cost.launch_us * 1000)
         if _is_small(spec):
             now += VALIDATE_NS_PER_OP  # (counted in the launch ``_small_launch`` derived)

@@ -30,7 +30,7 @@ import attrs
 from nnemu.errors import TraceFormatError
 from nnemu.replay._attempts import completed_only, join_attempts, parse_qos
 from nnemu.replay._collect import _HAL, _LA, _LR, _Collector
-from nnemu.replay._columns import sorted_order
+from nnemu.replay._columns import sorted_column, sorted_order
 from nnemu.replay._loop import closed_loop
 from nnemu.replay._plan import (
     ARRIVALS_HAL,
@@ -158,10 +158,11 @@ def _unique(name: str, pid: int, taken: set[str], reserved: str = "") -> str:
 
 
 def _ascending(values: array[int]) -> array[int]:
-    """``values`` sorted (itself when already in order, as a time-ordered trace gives them)."""
+    """``values`` sorted (itself when already in order, as a time-ordered trace gives them;
+    else sorted a chunk at a time: ``sorted_column``)."""
     if all(a <= b for a, b in itertools.pairwise(values)):
         return values
-    return array("q", sorted(values))
+    return sorted_column(values)
 
 
 def _answered(
@@ -194,7 +195,8 @@ def _answered(
 def _order(flat: array[int]) -> array[int] | None:
     """The order that sorts a flat (begin, tid, duration) array by begin and thread (the
     order a sort of sections by begin, pid and tid gives); None when already sorted."""
-    begins, tids = flat[::3], flat[1::3]
+    rows = memoryview(flat)  # (views, not copies: bench/README.md)
+    begins, tids = rows[::3], rows[1::3]
     keys = zip(begins, tids, strict=True)
     if all(a <= b for a, b in itertools.pairwise(keys)):
         return None
@@ -218,10 +220,12 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
     taken: set[str] = set()
     drivers = []
     for pid in sorted(driver_pids):
-        drivers.append(_driver(reader, pid, taken))
         # Its columns go as the plan takes them over (bench/README.md: the read's columns
         # beside the plan's copies were most of replay's peak).
-        ipc_latency.extend(reader.drivers.pop(pid).ipc)
+        tally = reader.drivers.pop(pid)
+        ipc_latency.extend(tally.ipc)
+        tally.ipc = _NONE
+        drivers.append(_driver(reader, tally, pid, taken))
     notes: list[str] = []
     tallies = {pid: app for pid, app in reader.apps.items() if pid not in driver_pids}
     app_pids = {
@@ -275,28 +279,32 @@ def extract_plan(path: str, *, progress: TextIO | None = None) -> TracePlan:
 def _executions(
     reader: _Collector, tally: _DriverTally, pid: int
 ) -> tuple[array[int], array[int], array[int]]:
-    """(begins, driver times, client pids) of a driver's HIDL executions, in begin order."""
-    clients = tally.clients
+    """(begins, driver times, client pids) of a driver's HIDL executions, in begin order;
+    the tally's execute calls and the driver's notifies taken from them (gone when these
+    return: bench/README.md)."""
+    clients, tally.clients = tally.clients, _NONE
     async_clients = array("q", (clients[slot] for slot in tally.async_slots))
     begins, executions, served = _answered(
-        tally.async_begins, reader.notify_exec.get(pid, _NONE), async_clients
+        tally.async_begins, reader.notify_exec.pop(pid, _NONE), async_clients
     )
-    sync = tally.sync_closed
+    tally.async_begins = tally.async_slots = _NONE
+    sync, tally.sync_closed = tally.sync_closed, _NONE
+    sync_slots, tally.sync_slots = tally.sync_slots, _NONE
     if not sync:
         return begins, executions, served
     # Synchronous (ended by their own end) and asynchronous calls: all in begin order.
-    order = _order(sync) or range(len(tally.sync_slots))
-    sync_begins = sync[::3]
-    sync_durations = sync[2::3]
+    order = _order(sync) or range(len(sync_slots))
+    rows = memoryview(sync)  # (views, not copies: bench/README.md)
+    sync_begins, sync_durations = rows[::3], rows[2::3]
     if not executions:
         return (
             array("q", (sync_begins[i] for i in order)),
             array("q", (sync_durations[i] for i in order)),
-            array("q", (clients[tally.sync_slots[i]] for i in order)),
+            array("q", (clients[sync_slots[i]] for i in order)),
         )
     timed = [
         *zip(begins, executions, served, strict=True),
-        *((sync_begins[i], sync_durations[i], clients[tally.sync_slots[i]]) for i in order),
+        *((sync_begins[i], sync_durations[i], clients[sync_slots[i]]) for i in order),
     ]
     timed.sort(key=lambda row: row[0])
     return (
@@ -306,9 +314,9 @@ def _executions(
     )
 
 
-def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
+def _driver(reader: _Collector, tally: _DriverTally, pid: int, taken: set[str]) -> TraceDriver:
     """A driver process: its HAL version, execution and preparation times."""
-    tally = reader.drivers[pid]
+    calls = len(tally.clients)
     # (Its sorts' orders and copies gone before the unit passes: bench/README.md.)
     begins, executions, served = _executions(reader, tally, pid)
     units, device_ns, beside, burst_ns, fit = _device_units(tally, begins, executions, served)
@@ -344,7 +352,7 @@ def _driver(reader: _Collector, pid: int, taken: set[str]) -> TraceDriver:
         burst_ns=burst_ns,
         burst_clients=burst_clients,
         prepare_ns=tuple(preparations),
-        unfinished=len(tally.clients) - len(executions),
+        unfinished=calls - len(executions),
         died_ns=reader.died.get(pid),
     )
 
@@ -374,22 +382,33 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         begins, closed, tally.la_inside = joined.arrivals_ns, joined.closed, joined.inside
         failed, refused = joined.failed, joined.refused
         retried, waited = joined.retried, joined.waited
+        del joined
+    inside = tally.la_inside if which == _LA and tally.la_inside is not None else _NONE
+    # The replay compiles once, not inside each execution: a loop would issue them early.
+    loop = None if any(inside) else closed_loop(closed)
+    # Each of the read's columns goes as the plan's copy is made (bench/README.md).
+    tally.la_begins = tally.lr_begins = tally.hal_begins = _NONE
+    issued = len(begins)
+    arrivals = _ascending(begins)
+    del begins
+    tally.la_closed = tally.lr_closed = tally.hal_closed = _NONE
     order = _order(closed)
-    latencies, closed_begins = closed[2::3], closed[::3]
-    if order is not None:
-        latencies = array("q", (latencies[i] for i in order))
-        closed_begins = array("q", (closed_begins[i] for i in order))
-    inside = _NONE
-    if which == _LA and tally.la_inside is not None:
-        inside = tally.la_inside
-        if order is not None:
-            inside = array("q", (inside[i] for i in order))
+    if order is None:
+        latencies, closed_begins = closed[2::3], closed[::3]
+    else:
+        rows = memoryview(closed)  # (views, not copies: bench/README.md)
+        latencies = array("q", (rows[3 * i + 2] for i in order))
+        closed_begins = array("q", (rows[3 * i] for i in order))
+        del rows
+    del closed
+    if order is not None and inside:
+        inside = array("q", (inside[i] for i in order))
     return TraceApp(
         pid=pid,
         name=base,
         process_name=process_name,
         model_name=tally.po_name,
-        arrivals_ns=_ascending(begins),
+        arrivals_ns=arrivals,
         arrival_source=source,
         execution_mode=mode,
         max_in_flight=max(1, tally.flight[which].best),
@@ -400,7 +419,7 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         timeout_calls=tally.timeout_calls,
         latencies_ns=latencies,
         latency_begins_ns=closed_begins,
-        never_ended=len(begins) - len(latencies) - failed,
+        never_ended=issued - len(latencies) - failed,
         failed=failed,
         refused_ns=refused,
         retried=retried,
@@ -413,6 +432,5 @@ def _app(reader: _Collector, tally: _AppTally, pid: int) -> TraceApp:
         start_ns=tally.po_begin,
         fallbacks=tally.fallbacks,
         reusable_calls=tally.reusable_calls,
-        # The replay compiles once, not inside each execution: a loop would issue them early.
-        loop=None if any(inside) else closed_loop(closed),
+        loop=loop,
     )

@@ -11,13 +11,12 @@ gap below 0.
 
 from __future__ import annotations
 
-import statistics
 from array import array
 from typing import Final
 
 import attrs
 
-from nnemu.replay._columns import sorted_order
+from nnemu.replay._columns import median_low, sorted_order
 
 LOOP_SHARE: Final = 0.9
 """Of an app's gaps (end to next arrival on one thread), the share that must lie within
@@ -75,18 +74,19 @@ def closed_loop(closed: array[int]) -> ClosedLoop | None:
     too, and its intervals are steadier still; executions of one fixed length leave the two
     alike, and the arrivals are replayed).
     """
-    # Each thread's rows by (begin, end), from the columns (bench/README.md: no tuple a row).
-    begins, tids = closed[::3], closed[1::3]
-    ends = array("q", (b + d for b, d in zip(begins, closed[2::3], strict=True)))
+    # Each thread's rows by (begin, end): by (begin, duration), read in place from the rows
+    # (views of the flat array, not a copy or a tuple a row: bench/README.md).
+    rows = memoryview(closed)
+    begins, tids, durations = rows[::3], rows[1::3], rows[2::3]
     gaps = array("q")
     intervals = array("q")
     threads = 0
     last_tid: int | None = None
     last = 0
-    for row in sorted_order(tids, begins, ends):
+    for row in sorted_order(tids, begins, durations):
         tid, begin = tids[row], begins[row]
         if tid == last_tid:
-            gaps.append(begin - ends[last])
+            gaps.append(begin - begins[last] - durations[last])
             intervals.append(begin - begins[last])
         else:
             threads += 1
@@ -94,12 +94,12 @@ def closed_loop(closed: array[int]) -> ClosedLoop | None:
         last = row
     if len(gaps) < MIN_GAPS:
         return None
-    think = round(statistics.median_low(gaps))
+    think = round(median_low(gaps))
     if think < 0:
         return None
     tolerance = TOLERANCE_NS + round(TOLERANCE_SHARE * think)
     in_loop = _within(gaps, think, tolerance)
-    periodic = _within(intervals, statistics.median_low(intervals), tolerance)
+    periodic = _within(intervals, median_low(intervals), tolerance)
     if in_loop < LOOP_SHARE * len(gaps) or (periodic >= in_loop and think > TOLERANCE_NS):
         return None
     return ClosedLoop(

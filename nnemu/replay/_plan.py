@@ -12,6 +12,7 @@ import attrs
 
 from nnemu.hal import HalVersion
 from nnemu.replay._attempts import AppQos
+from nnemu.replay._columns import median
 from nnemu.replay._loop import ClosedLoop
 from nnemu.scenario import ExecutionMode
 
@@ -163,7 +164,7 @@ class TraceDriver:
     @property
     def median_execution_ns(self) -> int | None:
         """Median observed execution time, if it served any."""
-        return int(statistics.median(self.execution_ns)) if self.execution_ns else None
+        return int(median(self.execution_ns)) if self.execution_ns else None
 
     def service_of(self, client_pid: int) -> array[int]:
         """The device times (``service_ns``, then ``burst_ns``) of the executions it served

@@ -6,12 +6,11 @@ import collections
 import heapq
 import itertools
 import math
-import statistics
 from array import array
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from nnemu.replay._columns import sorted_order
+from nnemu.replay._columns import ascending, median, sorted_order
 from nnemu.replay._tally import _DriverTally
 
 _NOISE: Final = 1000
@@ -48,14 +47,14 @@ def _typical(durations: Iterable[int]) -> tuple[float, float]:
     """(median, band) of an app's device times on an idle device: the band is the half-width
     (ln) inside which a time is its compute, jitter included: 3 x 1.4826 x the median absolute
     deviation of ln time, at least ``PARALLEL_BAND``."""
-    # 8-byte floats: only the median's sorted copy is a list at a time (bench/README.md).
+    # 8-byte floats, sorted a chunk at a time for the medians (bench/README.md).
     logs = array("d", (math.log(d) for d in durations if d > 0))
     if not logs:
         return 0.0, PARALLEL_BAND  # (no time to compare with)
-    centre = statistics.median(logs)
+    centre = median(logs)
     away = array("d", (abs(x - centre) for x in logs))
     del logs
-    spread = 1.4826 * statistics.median(away)
+    spread = 1.4826 * median(away)
     return math.exp(centre), max(PARALLEL_BAND, 3 * spread)
 
 
@@ -134,13 +133,14 @@ def _units(
 def _levels(begins: array[int], ends: array[int]) -> collections.Counter[int]:
     """How many executions began to make each number running at once, of executions given
     by their ``begins`` (ascending) and ``ends``: at one time, the ends count first.  (The
-    ends sorted alone, not a (time, step) tuple each: bench/README.md.)"""
+    ends sorted alone, a chunk at a time, not a (time, step) tuple each: bench/README.md.)"""
     reached: collections.Counter[int] = collections.Counter()
-    by_end = sorted(ends)
-    busy = ended = 0
+    by_end = ascending(ends)
+    end = next(by_end, None)
+    busy = 0
     for begin in begins:
-        while ended < len(by_end) and by_end[ended] <= begin:
-            ended += 1
+        while end is not None and end <= begin:
+            end = next(by_end, None)
             busy -= 1
         busy += 1
         reached[busy] += 1
@@ -170,7 +170,7 @@ def units_evidence(count: int) -> int:
 def _spread(service: Sequence[int], clients: Sequence[int]) -> float:
     """How far device times stray from their app's own: the median, over executions, of
     |ln time - the median ln time of its client's|."""
-    # 8-byte floats, not a float object each: only the median's sorted copy is a list.
+    # 8-byte floats, not a float object each, sorted a chunk at a time for the medians.
     logs: dict[int, array[float]] = {}
     for ns, client in zip(service, clients, strict=True):
         if ns > 0:
@@ -180,9 +180,9 @@ def _spread(service: Sequence[int], clients: Sequence[int]) -> float:
             values.append(math.log(ns))
     away = array("d")
     for values in logs.values():
-        centre = statistics.median(values)
+        centre = median(values)
         away.extend(abs(x - centre) for x in values)
-    return statistics.median(away) if away else 0.0
+    return median(away) if away else 0.0
 
 
 FIT_GAIN: Final = 0.9

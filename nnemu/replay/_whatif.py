@@ -13,6 +13,7 @@ from typing import Any
 
 from nnemu._tails import footnote, marked_cells, slowest_only
 from nnemu.overrides import ineffective_sets
+from nnemu.replay._columns import sorted_column
 from nnemu.replay._plan import TracePlan
 
 
@@ -33,18 +34,18 @@ def fidelity_lines(plan: TracePlan, data: Mapping[str, Any]) -> list[str]:
     notes = []
     marked = False
     for app in plan.apps:
-        recorded = sorted(app.latencies_ns)
+        recorded = sorted_column(app.latencies_ns)  # (not a list of ints: bench/README.md)
         marked |= slowest_only("p95", len(recorded))
         lines.append(f"{app.name[:16]:16} {'recorded':9} {len(recorded):5} {_cells(recorded)}")
         compiling = sum(1 for ns in app.compile_inside_ns if ns)
         if compiling:
-            less = sorted(
+            less = sorted_column(
                 lat - inside
                 for lat, inside in zip(app.latencies_ns, app.compile_inside_ns, strict=True)
             )
             marked |= slowest_only("p95", len(less))
             lines.append(f"{'':16} {'- compile':9} {len(less):5} {_cells(less)}")
-            median = _quantile(sorted(ns for ns in app.compile_inside_ns if ns), 0.5)
+            median = _quantile(sorted_column(ns for ns in app.compile_inside_ns if ns), 0.5)
             notes.append(
                 f"{app.name}: {compiling} of {len(recorded)} recorded sections hold a "
                 f"compilation (median {median / 1e6:.3f} ms): the app compiled before each "

@@ -9,16 +9,18 @@ from pathlib import Path
 import attrs
 import pytest
 
-from nnemu.replay import _extract
+from nnemu.replay import _columns, _extract
 from nnemu.replay._extract import extract_plan
 from nnemu.scenario import load_scenario
 
 from .helpers import REPO, record
 
-_BYTES_AN_EXECUTION = 120
+_BYTES_AN_EXECUTION = 42
 """Most memory the extraction may take an execution after the read (its columns, the sorts'
-packed keys, its sorted copies): ~96 on two_apps_one_npu joined six times; ~147 with the
-read's columns kept beside the plan's copies (main at 311e59d); ~530 with a tuple a row."""
+orders, the medians' sorted chunks): ~34 on two_apps_one_npu joined six times; ~96 with
+each sort and median a list of Python numbers and the read's rows sliced into copies
+(main at 7dc07f9); ~147 with the read's columns kept beside the plan's copies (311e59d);
+~530 with a tuple a row."""
 
 
 def _joined(tmp_path: Path, copies: int) -> Path:
@@ -54,8 +56,10 @@ def test_extraction_after_the_read_takes_a_few_bytes_an_execution(
     """Turning the read into the plan (device units, closed loops, sorts of rows out of
     order) takes at most ``_BYTES_AN_EXECUTION`` an execution more than the read kept, as
     tracemalloc counts it (the read traced too, so the read's columns freed as the plan
-    takes them over count)."""
+    takes them over count), with its sorts a chunk at a time as a big trace's are."""
     path = str(_joined(tmp_path, 6))
+    # Sorted a chunk at a time as a big trace's columns are (``_columns.ascending``).
+    monkeypatch.setattr(_columns, "CHUNK", 256)
     tracemalloc.start()
     try:
         read = _extract._read(path, None)
