@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from nnemu._emulator import run
 from nnemu._files import write_text
+from nnemu._malloc import map_large_blocks
 from nnemu._summary import summary
 from nnemu.errors import ExitCode, Interrupted, OutputError
 from nnemu.executions import execution_rows, write_executions
@@ -68,6 +69,7 @@ def run_replay_command(
         stderr.write(f"-s: expected a virtual time in seconds >= 0, got {stop_at_s}\n")
         return ExitCode.BAD_INPUT
     forever = loop == 0
+    map_large_blocks()  # the columns freed as the plan is built go back to the system
     try:
         prepared = _prepare(
             trace_path,
