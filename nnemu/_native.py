@@ -28,6 +28,7 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
         "nnemu.tracer._writers",
         "nnemu.sim._kernel",
     ),
+    "split": ("nnemu.sim._split",),
     "stack": ("nnemu.ipc._binder", "nnemu.runtime._execution", "nnemu.app._app"),
     "driver": ("nnemu.driver._device", "nnemu.driver._prepared", "nnemu.runtime._versioned"),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
