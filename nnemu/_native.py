@@ -44,9 +44,11 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
     ),
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
-whose clock it reads natively; the latency split ``nnemu.sim._split`` stays Python: compiled
-in a group of its own, read by three others, it made mypyc's code generator fail now and then
-(``emit_undefined_attr_check``: ``value is not in list``; its float and bool fields); the stack is an execution's path above the driver: the app's
+whose clock it reads natively; ``split``: the latency split, which the kernel holds typed so
+that the execution's path reads and sets its fields natively (a group of its own: the kernel
+imports it; the tracer, stack and driver groups read it, which holds in every build because
+``setup.py`` generates every group afresh: mypyc's cached IR of a class lacks what another
+group needs to read its float fields); the stack is an execution's path above the driver: the app's
 frame, the runtime's execution, the binder's transaction; ``driver``: the path below it, the
 device, the prepared model and the runtime's HIDL adapter that calls it; ``text``: the systrace
 and ftrace text reader, whose per-row loop parse and replay share (a group of its own: the

@@ -42,7 +42,7 @@ def test_describe_says_source_compiled_or_which(tmp_path: Path) -> None:
     part = set(_MODULES) - {"nnemu.sim._kernel"}
     assert (
         _native.describe(_tree(tmp_path / "c", part))
-        == "compiled: parser, stack, driver, query, tables, text, trace, pfpackets, perfetto; source: tracer"
+        == "compiled: parser, split, stack, driver, query, tables, text, trace, pfpackets, perfetto; source: tracer"
     )
 
 
