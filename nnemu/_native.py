@@ -30,7 +30,12 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
     ),
     "split": ("nnemu.sim._split",),
     "stack": ("nnemu.ipc._binder", "nnemu.runtime._execution", "nnemu.app._app"),
-    "driver": ("nnemu.driver._device", "nnemu.driver._prepared", "nnemu.runtime._versioned"),
+    "driver": (
+        "nnemu.driver._job",
+        "nnemu.driver._device",
+        "nnemu.driver._prepared",
+        "nnemu.runtime._versioned",
+    ),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
     "tables": ("nnemu.query._perfetto_tables",),
     "text": ("nnemu.trace._ftrace",),
