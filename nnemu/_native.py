@@ -55,7 +55,7 @@ imports it; the tracer, stack and driver groups read it, which holds in every bu
 ``setup.py`` generates every group afresh: mypyc's cached IR of a class lacks what another
 group needs to read its float fields); the stack is an execution's path above the driver: the app's
 frame, the runtime's execution, the binder's transaction; ``driver``: the path below it, the
-device, the prepared model and the runtime's HIDL adapter that calls it; ``text``: the systrace
+device and its jobs, the prepared model and the runtime's HIDL adapter that calls it; ``text``: the systrace
 and ftrace text reader, whose per-row loop parse and replay share (a group of its own: the
 Chrome JSON reader imports it); ``trace``: the Chrome JSON reader, whose per-event work parse,
 query and replay share; ``perfetto``: the Perfetto
@@ -73,8 +73,9 @@ group of its own for the same reason: the query loaders import it, and so is ``p
 ``_pbdecode`` imports.  Classes that Python code
 subclasses or patches say so to mypyc: ``Device`` (users subclass it, ``examples/``) allows
 interpreted subclasses, ``PreparedModel`` (tests patch its methods) and ``FencedResult`` (an attrs
-value) are Python classes with compiled methods (``native_class=False``); ``Job`` and ``DeviceStats``,
-attrs classes with factories, stay Python (``nnemu.driver._job``)."""
+value) are Python classes with compiled methods (``native_class=False``); ``Job``
+(``nnemu.driver._job``) is a native class of the driver group, and ``DeviceStats``, an attrs
+class with factories, stays Python (``nnemu.driver._device_stats``)."""
 
 
 def module_path(dotted: str, package_dir: Path = PACKAGE_DIR) -> Path:
