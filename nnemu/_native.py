@@ -28,8 +28,14 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
         "nnemu.tracer._writers",
         "nnemu.sim._kernel",
     ),
+    "split": ("nnemu.sim._split",),
     "stack": ("nnemu.ipc._binder", "nnemu.runtime._execution", "nnemu.app._app"),
-    "driver": ("nnemu.driver._device", "nnemu.driver._prepared", "nnemu.runtime._versioned"),
+    "driver": (
+        "nnemu.driver._job",
+        "nnemu.driver._device",
+        "nnemu.driver._prepared",
+        "nnemu.runtime._versioned",
+    ),
     "query": ("nnemu.query._loader", "nnemu.query._json_loader", "nnemu.query._event_loader"),
     "tables": ("nnemu.query._perfetto_tables",),
     "text": ("nnemu.trace._ftrace",),
@@ -43,11 +49,13 @@ COMPILED_MODULES: Final[dict[str, tuple[str, ...]]] = {
     ),
 }
 """The modules a wheel carries compiled, by area (the tracer is compiled with the kernel,
-whose clock it reads natively; the latency split ``nnemu.sim._split`` stays Python: compiled
-in a group of its own, read by three others, it made mypyc's code generator fail now and then
-(``emit_undefined_attr_check``: ``value is not in list``; its float and bool fields); the stack is an execution's path above the driver: the app's
+whose clock it reads natively; ``split``: the latency split, which the kernel holds typed so
+that the execution's path reads and sets its fields natively (a group of its own: the kernel
+imports it; the tracer, stack and driver groups read it, which holds in every build because
+``setup.py`` generates every group afresh: mypyc's cached IR of a class lacks what another
+group needs to read its float fields); the stack is an execution's path above the driver: the app's
 frame, the runtime's execution, the binder's transaction; ``driver``: the path below it, the
-device, the prepared model and the runtime's HIDL adapter that calls it; ``text``: the systrace
+device and its jobs, the prepared model and the runtime's HIDL adapter that calls it; ``text``: the systrace
 and ftrace text reader, whose per-row loop parse and replay share (a group of its own: the
 Chrome JSON reader imports it); ``trace``: the Chrome JSON reader, whose per-event work parse,
 query and replay share; ``perfetto``: the Perfetto
@@ -65,8 +73,9 @@ group of its own for the same reason: the query loaders import it, and so is ``p
 ``_pbdecode`` imports.  Classes that Python code
 subclasses or patches say so to mypyc: ``Device`` (users subclass it, ``examples/``) allows
 interpreted subclasses, ``PreparedModel`` (tests patch its methods) and ``FencedResult`` (an attrs
-value) are Python classes with compiled methods (``native_class=False``); ``Job`` and ``DeviceStats``,
-attrs classes with factories, stay Python (``nnemu.driver._job``)."""
+value) are Python classes with compiled methods (``native_class=False``); ``Job``
+(``nnemu.driver._job``) is a native class of the driver group, and ``DeviceStats``, an attrs
+class with factories, stays Python (``nnemu.driver._device_stats``)."""
 
 
 def module_path(dotted: str, package_dir: Path = PACKAGE_DIR) -> Path:

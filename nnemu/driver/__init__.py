@@ -2,7 +2,7 @@
 
 Rooms: ``_service`` (the driver process and IDevice), ``_prepared`` (IPreparedModel and
 its executions), ``_burst`` (IBurstContext), ``_device`` (compute units, scheduling,
-preemption, deadlines; its ``Job`` and ``DeviceStats`` are in ``_job``), ``_hidl`` (what both sides share), ``_buffer`` / ``_tracker``
+preemption, deadlines; its ``Job`` is in ``_job``, its ``DeviceStats`` in ``_device_stats``), ``_hidl`` (what both sides share), ``_buffer`` / ``_tracker``
 (memory domains: ``allocate``, ``IBuffer``, device memories by token) and ``_aidl`` /
 ``_aidl_prepared`` (the AIDL family: the same service and prepared models behind the AIDL
 interfaces).  The classes implement the HIDL family's interfaces of ``nnemu.hal``
@@ -17,8 +17,9 @@ from nnemu.driver._aidl_burst import AidlBurst, AidlExecution
 from nnemu.driver._aidl_prepared import AidlFencedResult, AidlPreparedModel
 from nnemu.driver._burst import BURST_POLL_NS, FMQ_TRANSFER_NS, BurstContext
 from nnemu.driver._device import Device
+from nnemu.driver._device_stats import DeviceStats
 from nnemu.driver._hidl import VALIDATE_NS_PER_OP, CallbackRef
-from nnemu.driver._job import DeviceStats, Job
+from nnemu.driver._job import Job
 from nnemu.driver._prepared import FencedResult, PreparedModel
 from nnemu.driver._service import DIED_MARK, DriverService
 from nnemu.hal import CACHE_TOKEN_BYTES  # re-exported: where it lived before nnemu.hal

@@ -25,10 +25,10 @@ import math
 import random
 from typing import Final
 
-import attrs
 from mypy_extensions import mypyc_attr
 
-from nnemu.driver._job import DeviceStats, Job
+from nnemu.driver._device_stats import DeviceStats
+from nnemu.driver._job import Job
 from nnemu.hal import DeviceType, ErrorStatus
 from nnemu.ipc import ExecutionSplit
 from nnemu.scenario import DeviceSpec
@@ -303,7 +303,8 @@ class Device:
         if not self.alive or (len(self._running) < self.units and not self._waiting):
             return 0
         # ``job`` as it will queue: the next arrival order.
-        me = attrs.evolve(job, seq=self._seq + 1)
+        me = job.copy()
+        me.seq = self._seq + 1
         victim = self._victim_for(me)
         # (time the unit frees, arrival order of the holder, job that re-queues then)
         frees: list[tuple[int, int, Job | None]] = []
@@ -337,7 +338,7 @@ class Device:
             return 0  # pragma: no cover - a unit always frees
         # Any other order: ask ``pick_index`` at each free unit, on copies (per_app_priority
         # swaps arrival orders as it grants).
-        pending = [attrs.evolve(other) for other in self._waiting]
+        pending = [other.copy() for other in self._waiting]
         pending.append(me)
         while heap:
             at, _, _, requeued = heapq.heappop(heap)
@@ -382,7 +383,11 @@ class Device:
         if segment >= len(job.plan.op_ns):
             return None
         next_op = self.preemption_policy.resume_op(segment)
-        return attrs.evolve(job, next_op=next_op, preempt_requested=False, durations=durations)
+        rest = job.copy()
+        rest.next_op = next_op
+        rest.preempt_requested = False
+        rest.durations = durations
+        return rest
 
     def _durations_of(self, job: Job) -> list[int]:
         """``job``'s segment durations: actual once it started, else nominal (launch first)."""
