@@ -56,7 +56,7 @@ imports it; the tracer, stack and driver groups read it, which holds in every bu
 group needs to read its float fields); the stack is an execution's path above the driver: the app's
 frame, the runtime's execution, the binder's transaction; ``driver``: the path below it, the
 device and its jobs, the prepared model and the runtime's HIDL adapter that calls it; ``text``: the systrace
-and ftrace text reader, whose per-row loop parse and replay share (a group of its own: the
+and ftrace text reader, whose per-row loop parse, query and replay share (a group of its own: the
 Chrome JSON reader imports it); ``trace``: the Chrome JSON reader, whose per-event work parse,
 query and replay share; ``perfetto``: the Perfetto
 protobuf reader's decoder and its loops over every record, not its typed records or text
