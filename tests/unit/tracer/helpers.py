@@ -101,3 +101,31 @@ def record(text: str) -> RecordingSink:
     sink = RecordingSink()
     run(load_scenario_text(text), sinks=[sink])
     return sink
+
+
+class FlowRecorder:
+    """A flow sink that keeps the flows and counter values it is told (one call per event)."""
+
+    def __init__(self) -> None:
+        self.flows: list[tuple[int, int, bool]] = []
+        """(tid, flow id, terminating) of each flow event."""
+        self.counters: list[tuple[int, int, str, int]] = []
+        """(ts_ns, pid, name, value) of each counter event."""
+
+    def process(self, pid: int, name: str) -> None:
+        pass
+
+    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
+        pass
+
+    def end(self, ts_ns: int, thread: SimThread) -> None:
+        pass
+
+    def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
+        self.flows.append((thread.tid, flow_id, terminating))
+
+    def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
+        self.counters.append((ts_ns, pid, name, value))
+
+    def close(self) -> None:
+        pass

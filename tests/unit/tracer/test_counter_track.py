@@ -3,39 +3,15 @@
 
 from __future__ import annotations
 
-from nnemu.sim import Kernel, SimThread
+from nnemu.sim import Kernel
 from nnemu.tracer import Tracer
-
-
-class _FlowSink:
-    """A flow sink that keeps the counter values it is told (one call per event)."""
-
-    def __init__(self) -> None:
-        self.counters: list[tuple[int, int, str, int]] = []
-
-    def process(self, pid: int, name: str) -> None:
-        pass
-
-    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
-        pass
-
-    def end(self, ts_ns: int, thread: SimThread) -> None:
-        pass
-
-    def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
-        pass
-
-    def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
-        self.counters.append((ts_ns, pid, name, value))
-
-    def close(self) -> None:
-        pass
+from tests.unit.tracer.helpers import FlowRecorder
 
 
 def test_a_track_writes_its_first_value_and_then_only_changes():
     """The first value is written even if 0; a repeated one is not, whichever of the track,
     ``counter`` and ``counter_add`` writes it: they share the counter's last value."""
-    sink = _FlowSink()
+    sink = FlowRecorder()
     tracer = Tracer(Kernel(), [sink])
     track = tracer.counter_track(700, "executions waiting")
     assert tracer.counter_track(700, "executions waiting") is track
@@ -66,7 +42,7 @@ def test_a_track_writes_nothing_without_a_flow_sink_or_once_closed():
     track = silent.counter_track(700, "memory in use")
     track.set(5)
     assert (track.value, track.written) == (0, False)
-    sink = _FlowSink()
+    sink = FlowRecorder()
     tracer = Tracer(kernel, [sink])
     track = tracer.counter_track(700, "memory in use")
     track.set(5)

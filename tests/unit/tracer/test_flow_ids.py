@@ -3,41 +3,17 @@ by key (one numbering, the same events)."""
 
 from __future__ import annotations
 
-from nnemu.sim import Kernel, ProcessTable, SimThread, as_thread
+from nnemu.sim import Kernel, ProcessTable, as_thread
 from nnemu.tracer import Layer, Phase, Tracer, mark
+from tests.unit.tracer.helpers import FlowRecorder
 
 A = mark(Layer.IPC, Phase.EXECUTION, "a")
-
-
-class _FlowSink:
-    """A flow sink that keeps the flows it is told (one call per event)."""
-
-    def __init__(self) -> None:
-        self.flows: list[tuple[int, int, bool]] = []
-
-    def process(self, pid: int, name: str) -> None:
-        pass
-
-    def begin(self, ts_ns: int, thread: SimThread, name: str) -> None:
-        pass
-
-    def end(self, ts_ns: int, thread: SimThread) -> None:
-        pass
-
-    def flow(self, ts_ns: int, thread: SimThread, flow_id: int, terminating: bool) -> None:
-        self.flows.append((thread.tid, flow_id, terminating))
-
-    def counter(self, ts_ns: int, pid: int, name: str, value: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def test_flows_by_id_and_by_key_share_one_numbering_and_end_where_told():
     """Ids count up across both kinds; each flow starts and ends on the thread that wrote it
     there; ``flow_end(0)`` (a flow no sink took) writes nothing."""
-    sink = _FlowSink()
+    sink = FlowRecorder()
     tracer = Tracer(Kernel(), [sink])
     table = ProcessTable()
     one, two = table.spawn("one", 10001).main_thread, table.spawn("two", 10002).main_thread
