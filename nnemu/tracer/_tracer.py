@@ -491,8 +491,7 @@ class Tracer:
     def counter_add(self, pid: int, name: str, delta: int) -> None:
         """Add ``delta`` to counter ``name`` of process ``pid`` (which starts at 0)."""
         if self.flows and self.enabled:
-            track = self.counter_track(pid, name)
-            track.set(track.value + delta)
+            self.counter_track(pid, name).add(delta)
 
     def counter_track(self, pid: int, name: str) -> CounterTrack:
         """Counter ``name`` of process ``pid``: the one track of that name and pid, made on
